@@ -1,0 +1,42 @@
+"""gradtape: typed, hand-tunable reverse-mode automatic differentiation over numpy and numba.
+
+The design follows the Rust library dfdx: a :class:`GradientTape` of backward closures,
+shape-typed :class:`Tensor` ``[S, T]`` that mypy checks, and a :class:`Cpu` device whose
+fused kernels are compiled with numba.
+"""
+
+from gradtape import losses, ops, testing
+from gradtape.devices import Cpu, Device
+from gradtape.errors import DTypeError, GradtapeError, ShapeError, TapeError
+from gradtape.gradients import Gradients
+from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6
+from gradtape.tape import GradientTape, NoneTape, OwnedTape, Tape
+from gradtape.tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cpu",
+    "DTypeError",
+    "Device",
+    "GradientTape",
+    "Gradients",
+    "GradtapeError",
+    "NoneTape",
+    "OwnedTape",
+    "Rank0",
+    "Rank1",
+    "Rank2",
+    "Rank3",
+    "Rank4",
+    "Rank5",
+    "Rank6",
+    "ShapeError",
+    "Tape",
+    "TapeError",
+    "Tensor",
+    "__version__",
+    "losses",
+    "ops",
+    "testing",
+]

@@ -1,0 +1,65 @@
+"""The ``Device`` protocol: what a backend provides to tensors and backward closures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from gradtape.tape import NoneTape
+    from gradtape.tensor import Tensor
+
+__all__ = ["Device"]
+
+SI = TypeVar("SI", bound=tuple[int, ...])
+Array = np.ndarray[Any, Any]
+
+
+class Device(Protocol):
+    """A backend: allocates and samples tensors and runs the fused kernels.
+
+    Shapes are tuples of ints; dtypes are float32 (the default) or float64. Creation
+    methods return untraced tensors (``Tensor[S, NoneTape]``) whose shape type is the
+    ``shape`` argument's type, so ``dev.zeros((3, 4))`` assigned to
+    ``Tensor[Rank2[L[3], L[4]], NoneTape]`` type-checks and ``dev.zeros((3, 5))`` does not.
+    """
+
+    def tensor(self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> Tensor[Any, NoneTape]:
+        """A tensor holding a copy of ``data`` (nested lists or an array)."""
+        ...
+
+    def zeros(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
+        """A tensor of zeros."""
+        ...
+
+    def ones(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
+        """A tensor of ones."""
+        ...
+
+    def randn(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
+        """Samples of the standard normal distribution."""
+        ...
+
+    def rand(
+        self, shape: SI, low: float = 0.0, high: float = 1.0, dtype: npt.DTypeLike = np.float32
+    ) -> Tensor[SI, NoneTape]:
+        """Samples of the uniform distribution on ``[low, high)``."""
+        ...
+
+    def addmul(self, out: Array, a: Array, b: Array) -> None:
+        """``out += a * b`` in one pass, in place."""
+        ...
+
+    def axpy(self, out: Array, alpha: float, x: Array) -> None:
+        """``out += alpha * x`` in one pass, in place."""
+        ...
+
+    def fill(self, out: Array, value: float) -> None:
+        """Set every element of ``out`` to ``value``."""
+        ...
+
+    def copy(self, out: Array, src: Array) -> None:
+        """Copy ``src`` into ``out``."""
+        ...

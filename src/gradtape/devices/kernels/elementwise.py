@@ -1,0 +1,226 @@
+"""Fused elementwise kernels: ``addmul``, ``axpy``, ``fill``, ``copy`` and fused backward passes.
+
+Each wrapper takes numpy arrays, checks them, and runs one compiled pass: serial below
+:data:`PARALLEL_THRESHOLD` elements, ``numba.prange`` over both cores above it (measured:
+parallel pays from about 64k-128k float32 elements). Inputs that numba cannot take as
+they are (broadcast operands, non-contiguous multi-dimensional arrays) fall back to the
+equivalent numpy expression, which gives the same result.
+
+Kernels keep float32 arithmetic in float32 (no float64 literals in loops) and compute no
+transcendental functions: those run in numpy's SIMD ufuncs (pip's llvmlite has no SVML).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from gradtape.devices.kernels._jit import jit
+from gradtape.errors import DTypeError, ShapeError
+
+__all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward"]
+
+Array = np.ndarray[Any, Any]
+
+PARALLEL_THRESHOLD = 1 << 17
+"""Arrays with at least this many elements use the two-thread ``prange`` kernels."""
+
+
+# ----- compiled kernels (1-D; the wrappers flatten contiguous arrays) --------------------
+
+
+@jit()
+def _addmul_serial(out: Array, a: Array, b: Array) -> None:
+    for i in range(out.shape[0]):
+        out[i] += a[i] * b[i]
+
+
+@jit(parallel=True)
+def _addmul_parallel(out: Array, a: Array, b: Array) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] += a[i] * b[i]
+
+
+@jit()
+def _axpy_serial(out: Array, alpha: Any, x: Array) -> None:
+    for i in range(out.shape[0]):
+        out[i] += alpha * x[i]
+
+
+@jit(parallel=True)
+def _axpy_parallel(out: Array, alpha: Any, x: Array) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] += alpha * x[i]
+
+
+@jit()
+def _relu_backward_serial(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in range(out.shape[0]):
+        if x[i] > zero:
+            out[i] += g[i]
+
+
+@jit(parallel=True)
+def _relu_backward_parallel(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in numba.prange(out.shape[0]):
+        if x[i] > zero:
+            out[i] += g[i]
+
+
+@jit()
+def _adddiv_serial(out: Array, a: Array, b: Array) -> None:
+    for i in range(out.shape[0]):
+        out[i] += a[i] / b[i]
+
+
+@jit(parallel=True)
+def _adddiv_parallel(out: Array, a: Array, b: Array) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] += a[i] / b[i]
+
+
+# ----- validation ------------------------------------------------------------------------
+
+
+def _check_out(op: str, out: Array) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a numpy array, got {type(out).__name__}")
+    if out.dtype != np.float32 and out.dtype != np.float64:
+        raise DTypeError(f"{op}: out has dtype {out.dtype}; kernels take float32 or float64")
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out (shape {out.shape}) is read-only")
+
+
+def _fast(out: Array, *ins: Array) -> bool:
+    """True if ``out`` and ``ins`` can go to a 1-D kernel as they are (or flattened)."""
+    shape, dtype = out.shape, out.dtype
+    for x in ins:
+        if type(x) is not np.ndarray or x.shape != shape:
+            return False
+        if x.dtype != dtype:
+            raise DTypeError(
+                f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dtype} (shape {shape})"
+            )
+    if out.ndim == 1:
+        return True
+    return out.flags.c_contiguous and all(x.flags.c_contiguous for x in ins)
+
+
+def _flat(x: Array) -> Array:
+    return x if x.ndim == 1 else x.reshape(-1)
+
+
+def _fallback_shape(op: str, out: Array, *ins: Array) -> None:
+    try:
+        shape = np.broadcast_shapes(out.shape, *(np.shape(x) for x in ins))
+    except ValueError:
+        shapes = ", ".join(str(np.shape(x)) for x in ins)
+        raise ShapeError(f"{op}: operands of shapes {shapes} do not broadcast to out's {out.shape}") from None
+    if shape != out.shape:
+        shapes = ", ".join(str(np.shape(x)) for x in ins)
+        raise ShapeError(f"{op}: operands of shapes {shapes} broadcast to {shape}, not out's {out.shape}")
+    for x in ins:
+        dt = np.asarray(x).dtype
+        if dt != out.dtype:
+            raise DTypeError(f"{op}: operand dtype {dt} mixed with out's {out.dtype}")
+
+
+# ----- public wrappers -------------------------------------------------------------------
+
+
+def addmul(out: Array, a: Array, b: Array) -> None:
+    """``out += a * b`` in one fused pass, in place (dfdx's ``addmul``).
+
+    Args:
+        out: float32 or float64 array, updated in place.
+        a, b: arrays of ``out``'s dtype whose broadcast shape is ``out.shape``.
+
+    Raises:
+        ShapeError: ``a * b`` does not have ``out``'s shape.
+        DTypeError: the dtypes differ or are not float32/float64.
+        ValueError: ``out`` is read-only.
+    """
+    _check_out("addmul", out)
+    if _fast(out, a, b):
+        o, a1, b1 = _flat(out), _flat(a), _flat(b)
+        (_addmul_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _addmul_serial)(o, a1, b1)
+    else:
+        _fallback_shape("addmul", out, a, b)
+        out += np.multiply(a, b)
+
+
+def axpy(out: Array, alpha: float, x: Array) -> None:
+    """``out += alpha * x`` in one pass, in place (BLAS's ``axpy``).
+
+    Args:
+        out: float32 or float64 array, updated in place.
+        alpha: a Python number, converted to ``out``'s dtype.
+        x: array of ``out``'s dtype broadcasting to ``out.shape``.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul`.
+    """
+    _check_out("axpy", out)
+    if _fast(out, x):
+        o = _flat(out)
+        kernel = _axpy_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _axpy_serial
+        kernel(o, out.dtype.type(alpha), _flat(x))
+    else:
+        _fallback_shape("axpy", out, x)
+        out += out.dtype.type(alpha) * np.asarray(x)
+
+
+def adddiv(out: Array, a: Array, b: Array) -> None:
+    """``out += a / b`` in one fused pass, in place (the backward of ``log`` and ``div``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul`.
+    """
+    _check_out("adddiv", out)
+    if _fast(out, a, b):
+        o, a1, b1 = _flat(out), _flat(a), _flat(b)
+        (_adddiv_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _adddiv_serial)(o, a1, b1)
+    else:
+        _fallback_shape("adddiv", out, a, b)
+        out += np.divide(a, b)
+
+
+def relu_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += g * (x > 0)`` in one fused pass, in place (ReLU's backward).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul`.
+    """
+    _check_out("relu_backward", out)
+    if _fast(out, x, g):
+        o, x1, g1 = _flat(out), _flat(x), _flat(g)
+        kernel = _relu_backward_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _relu_backward_serial
+        kernel(o, x1, g1)
+    else:
+        _fallback_shape("relu_backward", out, x, g)
+        out += np.where(np.asarray(x) > 0, g, out.dtype.type(0))
+
+
+def fill(out: Array, value: float) -> None:
+    """Set every element of ``out`` to ``value`` (converted to ``out``'s dtype), in place.
+
+    Raises:
+        DTypeError, ValueError: as :func:`addmul`.
+    """
+    _check_out("fill", out)
+    out.fill(value)
+
+
+def copy(out: Array, src: Array) -> None:
+    """Copy ``src`` (broadcasting to ``out.shape``, same dtype) into ``out``, in place.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul`.
+    """
+    _check_out("copy", out)
+    _fallback_shape("copy", out, src)
+    np.copyto(out, src)

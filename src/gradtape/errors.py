@@ -1,0 +1,30 @@
+"""Exceptions raised by gradtape.
+
+Every error names the op that raised it and the shapes and dtypes involved, so a
+bad call is diagnosed from the message alone.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DTypeError", "GradtapeError", "ShapeError", "TapeError"]
+
+
+class GradtapeError(Exception):
+    """Base class of all gradtape errors."""
+
+
+class ShapeError(GradtapeError, ValueError):
+    """A tensor's shape does not fit the op (the message names the op and both shapes).
+
+    Subclasses :class:`ValueError`, so code catching numpy's shape errors keeps working.
+    """
+
+
+class DTypeError(GradtapeError, TypeError):
+    """Tensors of different or unsupported dtypes met in one op (float32 and float64 never mix
+    silently; the message names the op, the dtypes and the shapes)."""
+
+
+class TapeError(GradtapeError, RuntimeError):
+    """A tape was used wrongly: executed twice, extended after it was consumed, ``backward()``
+    called on a tensor without a tape or on a non-scalar tensor."""

@@ -1,0 +1,1 @@
+"""Runnable programs: ``python -m gradtape.examples.digits`` is the main job."""

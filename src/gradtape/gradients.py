@@ -1,0 +1,301 @@
+"""The gradient store that backward fills (dfdx's ``Gradients``, with Burn's accessors).
+
+Gradients are numpy arrays keyed by tensor id. ``x.trace(grads)`` shares ``x``'s id,
+so ``grads.get(x)`` finds the gradient of the original ``x``. Buffers are allocated
+lazily, the first time a backward closure asks for one.
+
+Buffers may be shared: a backward closure may store the very array that is the
+output's gradient as an input's gradient (``add``'s backward does), instead of a copy.
+Shared buffers are copied before anyone writes into them (copy-on-write), so an
+in-place update through :meth:`Gradients.get_or_alloc_mut` or :meth:`Gradients.mut_and_ref`
+never changes another tensor's gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import numpy as np
+
+from gradtape.devices.kernels import elementwise as _k
+from gradtape.errors import ShapeError
+
+if TYPE_CHECKING:
+    from gradtape.tape import NoneTape
+    from gradtape.tensor import Tensor
+
+__all__ = ["Gradients", "Tensorlike"]
+
+Array = np.ndarray[Any, Any]
+S = TypeVar("S")
+
+
+class Tensorlike(Protocol):
+    """What the store needs of a tensor: its id, shape and dtype."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+
+def _readonly(a: Array) -> Array:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class Gradients:
+    """Gradients keyed by tensor id, filled by backward closures.
+
+    Create one with :meth:`leaky` (keeps every gradient, including intermediates') and
+    optionally mark the tensors whose gradients matter with :meth:`retain_leafs`; after
+    ``backward()`` every other gradient is dropped (:meth:`drop_non_leafs`).
+
+    Gradient arrays have the tensor's shape and dtype. A gradient that was never written
+    (the tensor is not connected to the loss) is zero.
+    """
+
+    __slots__ = ("_data", "_leafs", "_shared")
+
+    def __init__(self) -> None:
+        self._data: dict[int, Array] = {}
+        self._shared: set[int] = set()
+        self._leafs: set[int] | None = None
+
+    @classmethod
+    def leaky(cls) -> Gradients:
+        """A store that keeps every gradient, intermediates' included, until dropped.
+
+        "Leaky" as in dfdx: used for several passes it accumulates into the same buffers.
+        """
+        return cls()
+
+    # ----- public accessors ---------------------------------------------------------------
+
+    def __contains__(self, t: Tensorlike | int) -> bool:
+        return (t if isinstance(t, int) else t.id) in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def ids(self) -> Iterator[int]:
+        """Iterate over the ids of the tensors that have a gradient."""
+        return iter(list(self._data))
+
+    def get(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """Return a copy of ``t``'s gradient as an untraced tensor of ``t``'s shape and dtype.
+
+        A tensor with no gradient (not connected to what ``backward`` was called on) gets
+        zeros, as in JAX; use :meth:`get_ref_checked` to tell the two apart.
+        """
+        g = self._data.get(t.id)
+        data = np.zeros(t.shape, dtype=t.dtype) if g is None else np.array(g, copy=True)
+        out: Tensor[S, NoneTape] = t._like(data)
+        return out
+
+    def get_ref_checked(self, t: Tensorlike) -> Array | None:
+        """Return a read-only view of ``t``'s gradient, or ``None`` if it has none."""
+        g = self._data.get(t.id)
+        return None if g is None else _readonly(g)
+
+    def get_or_alloc_mut(self, t: Tensorlike) -> Array:
+        """Return ``t``'s gradient buffer to update in place, allocating zeros if absent.
+
+        Returns an array of ``t.shape`` and ``t.dtype``; a buffer shared with another
+        gradient is copied first.
+        """
+        return self._mut(t.id, t.shape, t.dtype)
+
+    def mut_and_ref(self, l: Tensorlike, r: Tensorlike) -> tuple[Array, Array]:
+        """Return ``(l's gradient to update in place, r's gradient read-only)``.
+
+        ``l`` is the input whose gradient a backward closure accumulates, ``r`` the output
+        whose gradient it reads. ``r``'s gradient is zeros if nothing wrote it.
+
+        Raises:
+            ValueError: ``l`` and ``r`` are the same tensor (a gradient cannot be updated
+                from itself), as in dfdx.
+        """
+        if l.id == r.id:
+            raise ValueError(f"mut_and_ref: l and r are the same tensor (id {l.id})")
+        return self._mut(l.id, l.shape, l.dtype), self._ref(r)
+
+    def muts_and_ref(
+        self, l1: Tensorlike, l2: Tensorlike, r: Tensorlike
+    ) -> tuple[Array, Array, Array]:
+        """Return ``(l1's gradient, l2's gradient, r's gradient read-only)`` (binary ops).
+
+        Raises:
+            ValueError: any two of ``l1``, ``l2``, ``r`` are the same tensor.
+        """
+        ids = (l1.id, l2.id, r.id)
+        if len(set(ids)) != 3:
+            raise ValueError(f"muts_and_ref: tensors must be distinct, got ids {ids}")
+        return self._mut(l1.id, l1.shape, l1.dtype), self._mut(l2.id, l2.shape, l2.dtype), self._ref(r)
+
+    def many_and_ref(self, ls: Iterable[Tensorlike], r: Tensorlike) -> tuple[list[Array], Array]:
+        """Return ``([each l's gradient], r's gradient read-only)`` (ops with many inputs).
+
+        Raises:
+            ValueError: two of the tensors are the same tensor.
+        """
+        ls = list(ls)
+        ids = [t.id for t in ls] + [r.id]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"many_and_ref: tensors must be distinct, got ids {ids}")
+        return [self._mut(t.id, t.shape, t.dtype) for t in ls], self._ref(r)
+
+    def grad_remove(self, t: Tensorlike) -> Array | None:
+        """Remove ``t``'s gradient from the store and return it (``None`` if it had none)."""
+        self._shared.discard(t.id)
+        return self._data.pop(t.id, None)
+
+    def grad_replace(self, t: Tensorlike, grad: Array) -> None:
+        """Set ``t``'s gradient to ``grad`` (Burn's ``grad_replace``).
+
+        The array is not copied until someone writes into it through this store.
+
+        Raises:
+            ShapeError: ``grad``'s shape is not ``t``'s.
+            DTypeError: ``grad``'s dtype is not ``t``'s.
+        """
+        from gradtape.errors import DTypeError
+
+        grad = np.asarray(grad)
+        if grad.shape != t.shape:
+            raise ShapeError(f"grad_replace: gradient shape {grad.shape} != tensor shape {t.shape}")
+        if grad.dtype != t.dtype:
+            raise DTypeError(f"grad_replace: gradient dtype {grad.dtype} != tensor dtype {t.dtype}")
+        self._data[t.id] = grad
+        self._shared.add(t.id)
+
+    def retain_leafs(self, ts: Iterable[Tensorlike | int]) -> None:
+        """Mark ``ts`` (tensors or ids) as leafs and drop every other gradient now and after
+        each ``backward()`` (dfdx's ``retain_leafs``)."""
+        leafs = self._leafs if self._leafs is not None else set()
+        leafs.update(t if isinstance(t, int) else t.id for t in ts)
+        self._leafs = leafs
+        self.drop_non_leafs()
+
+    def retain_current_grads_as_leafs(self) -> None:
+        """Mark every tensor that has a gradient now as a leaf."""
+        self._leafs = set(self._data)
+
+    def drop_non_leafs(self) -> None:
+        """Drop the gradients of tensors not marked by :meth:`retain_leafs` (no-op if none were)."""
+        leafs = self._leafs
+        if leafs is not None:
+            for k in [k for k in self._data if k not in leafs]:
+                del self._data[k]
+                self._shared.discard(k)
+
+    def merge_from(self, other: Gradients) -> None:
+        """Move ``other``'s buffers and leaf marks into ``self`` and empty ``other``.
+
+        Where both hold a gradient for the same tensor, they are added.
+        """
+        for k, v in other._data.items():
+            if k in self._data:
+                self._data[k] = self._data[k] + v
+                self._shared.discard(k)
+            else:
+                self._data[k] = v
+                if k in other._shared:
+                    self._shared.add(k)
+        if other._leafs is not None:
+            self._leafs = (self._leafs or set()) | other._leafs
+        other._data, other._shared = {}, set()
+
+    def __repr__(self) -> str:
+        leafs = "all" if self._leafs is None else len(self._leafs)
+        return f"Gradients({len(self._data)} buffers, leafs={leafs})"
+
+    # ----- the fast paths built-in backward closures use ----------------------------------
+
+    def _ref(self, r: Tensorlike) -> Array:
+        g = self._data.get(r.id)
+        return _readonly(np.zeros(r.shape, r.dtype) if g is None else g)
+
+    def _mut(self, i: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+        g = self._data.get(i)
+        if g is None:
+            g = self._data[i] = np.zeros(shape, dtype)
+        elif i in self._shared:
+            g = self._data[i] = np.array(g, copy=True)
+            self._shared.discard(i)
+        return g
+
+    def _accum(self, i: int, value: Array) -> None:
+        """Add ``value`` (a fresh array this store may own) into ``i``'s gradient."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = value
+        elif i in self._shared:
+            np.add(value, cur, out=value)
+            data[i] = value
+            self._shared.discard(i)
+        else:
+            np.add(cur, value, out=cur)
+
+    def _accum_alias(self, i: int, value: Array, src: int) -> None:
+        """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = value
+            self._shared.add(i)
+            self._shared.add(src)
+        elif i in self._shared:
+            data[i] = cur + value
+            self._shared.discard(i)
+        else:
+            np.add(cur, value, out=cur)
+
+    def _fused(
+        self,
+        i: int,
+        kernel: Callable[[Array, Array, Array], None],
+        ufunc: Callable[[Array, Array], Array],
+        a: Array,
+        b: Array,
+    ) -> None:
+        """``grad[i] += ufunc(a, b)``, run as the fused in-place ``kernel(grad, a, b)`` when the
+        buffer exists and is owned (``ufunc(a, b)`` must have the gradient's shape)."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = ufunc(a, b)
+        elif i in self._shared:
+            data[i] = cur + ufunc(a, b)
+            self._shared.discard(i)
+        else:
+            kernel(cur, a, b)
+
+    def _accum_bcast(self, i: int, g: Array, shape: tuple[int, ...]) -> None:
+        """``grad[i] += g`` broadcast to ``shape`` (the backward of a reduction)."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = np.broadcast_to(g, shape).copy()
+        elif i in self._shared:
+            data[i] = cur + g
+            self._shared.discard(i)
+        else:
+            np.add(cur, g, out=cur)
+
+    def _axpy(self, i: int, alpha: float, x: Array) -> None:
+        """``grad[i] += alpha * x`` (``x`` has the gradient's shape)."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = np.multiply(x, alpha)
+        elif i in self._shared:
+            data[i] = cur + alpha * x
+            self._shared.discard(i)
+        else:
+            _k.axpy(cur, alpha, x)

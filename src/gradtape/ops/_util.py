@@ -1,0 +1,63 @@
+"""Rules every op shares: operand checks, tape merging, sum-back of broadcast gradients."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gradtape.errors import DTypeError
+
+if TYPE_CHECKING:
+    from gradtape.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
+
+SCALARS = (int, float, np.number)
+"""Types an op accepts as a scalar operand (converted to a Python float, so a float32
+tensor times a scalar stays float32)."""
+
+
+def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
+    """Check that ``b`` is a tensor of ``a``'s dtype and return it.
+
+    Raises:
+        TypeError: ``b`` is neither a tensor nor a number (a raw numpy array, say).
+        DTypeError: the dtypes differ; the message names the op, both dtypes and shapes.
+    """
+    try:
+        bd = b.data  # type: ignore[attr-defined]
+        b.tape  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError:
+        raise TypeError(
+            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} "
+            "(wrap arrays with dev.tensor(...))"
+        ) from None
+    if bd.dtype != a.data.dtype:
+        raise DTypeError(
+            f"{op}: dtypes differ: {a.data.dtype} {a.data.shape} and {bd.dtype} {bd.shape} "
+            "(convert one with dev.tensor(x, dtype=...))"
+        )
+    return b  # type: ignore[return-value]
+
+
+def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """Turn ``axis`` (None = all, an int, or a tuple; negatives count from the end) into a
+    sorted tuple of non-negative axes.
+
+    Raises:
+        ShapeError: an axis is out of range for a tensor of ``ndim`` dims, or repeated.
+    """
+    from gradtape.errors import ShapeError
+
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for ax in axes:
+        if not -ndim <= ax < ndim:
+            raise ShapeError(f"{op}: axis {ax} is out of range for a tensor of {ndim} dims")
+        out.append(int(ax) % ndim)
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{op}: repeated axis in {axis}")
+    return tuple(sorted(out))

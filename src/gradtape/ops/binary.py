@@ -1,0 +1,272 @@
+"""Elementwise binary ops: add, sub, mul, div, with numpy broadcasting and scalars.
+
+Each op states its forward and, beside it, the derivative its backward closure
+accumulates; :func:`record_binary` / :func:`record_scalar` do the tape plumbing
+(merging the inputs' tapes, skipping the closure when the output got no gradient) and
+:func:`~gradtape.shapes.sum_to_shape` sums a broadcast gradient back to each input.
+
+Typing: both operands have the same shape type ``S``, or a ``Rank2[A, B]`` matrix meets a
+``Rank1[B]`` row (a bias); any other numpy broadcast works at run time with an
+untyped (``Any``) shape. The output owns a tape if either input does.
+
+Runtime errors: :class:`~gradtape.errors.ShapeError` when the shapes do not broadcast,
+:class:`~gradtape.errors.DTypeError` when float32 meets float64, ``TypeError`` for an
+operand that is neither a tensor nor a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+
+from gradtape._typing import A, B, S, T
+from gradtape.devices.kernels import elementwise as _k
+from gradtape.ops._util import SCALARS, tensor_operand
+from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["add", "div", "mul", "radd", "rdiv", "record_binary", "record_scalar", "rmul", "rsub", "sub"]
+
+Array = np.ndarray[Any, Any]
+
+
+def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
+    """Wrap ``data`` as the output of a linear op ``f(a)`` with ``df/da = alpha``.
+
+    The backward closure does ``grad_a += alpha * grad_out`` (storing ``grad_out`` itself,
+    copy-on-write, when ``alpha == 1``).
+    """
+    tape = a.tape
+    out = a._from_op(data, tape)
+    if tape is not NONE_TAPE:
+        aid, oid = a.id, out.id
+        if alpha == 1.0:
+
+            def identity_backward(grads: Gradients) -> None:
+                g = grads._data.get(oid)
+                if g is not None:
+                    grads._accum_alias(aid, g, oid)
+
+            tape.add_backward_op(identity_backward)
+        else:
+
+            def scale_backward(grads: Gradients) -> None:
+                g = grads._data.get(oid)
+                if g is not None:
+                    grads._axpy(aid, alpha, g)
+
+            tape.add_backward_op(scale_backward)
+    return out
+
+
+def record_binary(
+    op: str,
+    a: Tensor[Any, Any],
+    b: object,
+    forward: Callable[[Array, Array], Array],
+    rule: Callable[[Gradients, Array, Array, Array, Array, int, int], tuple[Array | None, Array | None]],
+) -> Any:
+    """Run a broadcasting binary op and record its backward.
+
+    ``rule(grads, g, a, b, y, aid, bid)`` gets the output's gradient ``g``, the inputs' data,
+    the output ``y`` and the inputs' ids, and returns ``(ga, gb)``: the two inputs' gradient
+    contributions in the output's shape, or ``None`` for a contribution it accumulated into
+    ``grads[aid]`` / ``grads[bid]`` itself (a fused kernel). Contributions are summed back to
+    each input's shape.
+    """
+    bt = tensor_operand(op, a, b)
+    ad, bd = a.data, bt.data
+    if ad.shape != bd.shape:
+        broadcast_shapes(op, ad.shape, bd.shape)
+    tape = merge_tapes(a.tape, bt.tape)
+    y = forward(ad, bd)
+    out = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, bid, oid = a.id, bt.id, out.id
+
+        def binary_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            ga, gb = rule(grads, g, ad, bd, y, aid, bid)
+            for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
+                if gi is None:
+                    continue
+                if gi is g and g.shape == shape:
+                    grads._accum_alias(i, g, oid)
+                else:
+                    grads._accum(i, sum_to_shape(gi, shape))
+
+        tape.add_backward_op(binary_backward)
+    return out
+
+
+# ----- add -------------------------------------------------------------------------------
+
+@overload
+def add(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def add(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def add(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def add(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def add(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def add(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def add(a: Any, b: Any) -> Any:
+    """``a + b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
+
+    Gradients: ``d/da = 1``, ``d/db = 1`` (summed back over broadcast dims).
+    """
+    if isinstance(b, SCALARS):
+        return record_scalar(a, a.data + float(b), 1.0)
+    return record_binary("add", a, b, np.add, _add_rule)
+
+
+def _add_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
+    return g, g
+
+
+def radd(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b + a`` for a Python number ``b`` (see :func:`add`)."""
+    return add(a, b)
+
+
+# ----- sub -------------------------------------------------------------------------------
+
+@overload
+def sub(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def sub(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def sub(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def sub(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def sub(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def sub(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def sub(a: Any, b: Any) -> Any:
+    """``a - b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
+
+    Gradients: ``d/da = 1``, ``d/db = -1`` (summed back over broadcast dims).
+    """
+    if isinstance(b, SCALARS):
+        return record_scalar(a, a.data - float(b), 1.0)
+    return record_binary("sub", a, b, np.subtract, _sub_rule)
+
+
+def _sub_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
+    return g, np.negative(g)
+
+
+def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b - a`` for a Python number ``b``. Gradient: ``d/da = -1``."""
+    return record_scalar(a, float(b) - a.data, -1.0)  # type: ignore[no-any-return]
+
+
+# ----- mul -------------------------------------------------------------------------------
+
+@overload
+def mul(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def mul(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def mul(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def mul(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def mul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def mul(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def mul(a: Any, b: Any) -> Any:
+    """``a * b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
+
+    Gradients: ``d/da = b``, ``d/db = a``; where an input has the output's shape its
+    gradient is accumulated with the fused ``addmul`` kernel (``grad += other * g``).
+    """
+    if isinstance(b, SCALARS):
+        s = float(b)
+        return record_scalar(a, a.data * s, s)
+    return record_binary("mul", a, b, np.multiply, _mul_rule)
+
+
+def _mul_rule(
+    grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int
+) -> tuple[Array | None, Array | None]:
+    if a.shape == b.shape:  # no broadcast: fused grad += other * g
+        grads._fused(aid, _k.addmul, np.multiply, b, g)
+        grads._fused(bid, _k.addmul, np.multiply, a, g)
+        return None, None
+    return np.multiply(g, b), np.multiply(g, a)
+
+
+def rmul(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b * a`` for a Python number ``b`` (see :func:`mul`)."""
+    return mul(a, b)
+
+
+# ----- div -------------------------------------------------------------------------------
+
+@overload
+def div(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def div(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def div(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def div(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def div(a: Any, b: Any) -> Any:
+    """``a / b`` elementwise (true division), with numpy broadcasting; ``b`` may be a number.
+
+    Gradients: ``d/da = 1 / b``, ``d/db = -a / b**2 = -y / b``. Division by zero gives
+    ``inf``/``nan`` as in numpy.
+    """
+    if isinstance(b, SCALARS):
+        s = float(b)
+        return record_scalar(a, a.data / s, 1.0 / s)
+    return record_binary("div", a, b, np.divide, _div_rule)
+
+
+def _div_rule(
+    grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int
+) -> tuple[Array | None, Array]:
+    gb = np.multiply(g, y)
+    np.divide(gb, b, out=gb)
+    np.negative(gb, out=gb)
+    if a.shape == y.shape and b.shape == y.shape:  # fused grad_a += g / b
+        grads._fused(aid, _k.adddiv, np.divide, g, b)
+        return None, gb
+    return np.divide(g, b), gb
+
+
+def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
+    ad = a.data
+    y = float(b) / ad
+    tape = a.tape
+    out: Tensor[S, T] = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, oid = a.id, out.id
+
+        def rdiv_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is not None:
+                t = np.multiply(g, y)
+                np.divide(t, ad, out=t)
+                grads._axpy(aid, -1.0, t)
+
+        tape.add_backward_op(rdiv_backward)
+    return out

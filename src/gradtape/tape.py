@@ -1,0 +1,228 @@
+"""Tapes: where backward closures are recorded (dfdx's ``GradientTape`` / ``OwnedTape``).
+
+A tensor carries a tape. :class:`NoneTape` records nothing and costs nothing, so
+inference is tape-free. :class:`GradientTape` (also exported as ``OwnedTape``, dfdx's
+name for the tape kind a tensor owns) stores backward closures ``op(grads) -> None``
+added with :meth:`GradientTape.add_backward_op`, each stamped with a monotonically
+increasing id (its time). :meth:`GradientTape.execute` sorts the closures by id, drops
+duplicate ids, runs them newest first on the tape's :class:`~gradtape.gradients.Gradients`
+and consumes the tape.
+
+Python has no move semantics, so a traced tensor may be used many times and two
+tensors may hold tapes that an op has merged. Tapes therefore form a union-find
+forest: :meth:`GradientTape.append` moves ``other``'s closures and gradient buffers
+into ``self`` and leaves ``other`` empty *and forwarding to* ``self``, so whichever of
+the two tensors is used next, its closures land on the one merged tape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+from gradtape.errors import TapeError
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+
+__all__ = ["BackwardOp", "GradientTape", "NoneTape", "OwnedTape", "Tape", "merge_tapes", "next_id"]
+
+BackwardOp: TypeAlias = "Callable[[Gradients], None]"
+"""A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
+
+next_id: Callable[[], int] = itertools.count(1).__next__
+"""Return a fresh process-wide unique id; tensors and backward ops share this clock."""
+
+
+class Tape:
+    """Base of the two tape kinds a tensor may carry (``Tensor[S, T]``'s ``T``)."""
+
+    __slots__ = ()
+
+    #: Whether closures added to this tape are kept (dfdx's ``OWNS_TAPE``).
+    OWNS_TAPE = False
+
+    def add_backward_op(self, op: BackwardOp) -> None:
+        """Record ``op`` to run during backward (see :meth:`GradientTape.add_backward_op`)."""
+        raise NotImplementedError
+
+
+class NoneTape(Tape):
+    """The tape of an untraced tensor: records nothing, so forward passes cost no bookkeeping.
+
+    ``add_backward_op`` ignores its closure; merging a ``NoneTape`` with any tape gives that tape.
+    """
+
+    __slots__ = ()
+
+    def add_backward_op(self, op: BackwardOp) -> None:
+        """Discard ``op``: nothing is being traced."""
+
+    def __repr__(self) -> str:
+        return "NoneTape()"
+
+
+NONE_TAPE = NoneTape()
+"""The shared :class:`NoneTape` instance untraced tensors carry."""
+
+
+class GradientTape(Tape):
+    """Records backward closures and runs them, newest first, into a :class:`Gradients` store.
+
+    Args:
+        gradients: the store that :meth:`execute` fills and returns; defaults to
+            ``Gradients.leaky()`` (keeps every gradient).
+
+    ``OwnedTape`` is the same class under dfdx's name for "the tape a traced tensor owns".
+
+    Example (dfdx's negate op, written by hand)::
+
+        x, tape = t.split_tape()
+        y = dev.tensor(-x.numpy())
+        def backward(grads):
+            gx, gy = grads.mut_and_ref(x, y)
+            dev.axpy(gx, -1.0, gy)          # gx += -1 * gy
+        tape.add_backward_op(backward)
+        y = y.put_tape(tape)
+    """
+
+    __slots__ = ("_consumed", "_forward", "_merged", "_ops", "gradients")
+
+    OWNS_TAPE = True
+
+    def __init__(self, gradients: Gradients | None = None) -> None:
+        if gradients is None:
+            from gradtape.gradients import Gradients
+
+            gradients = Gradients.leaky()
+        self._ops: list[tuple[int, BackwardOp]] = []
+        self._forward: GradientTape | None = None
+        self._consumed = False
+        self._merged = False  # True once append() interleaved another tape's closures
+        #: The :class:`Gradients` store that :meth:`execute` fills.
+        self.gradients: Gradients = gradients
+
+    def _root(self) -> GradientTape:
+        """Follow forward pointers to the tape that now holds this tape's closures."""
+        root = self
+        while root._forward is not None:
+            root = root._forward
+        node = self
+        while node._forward is not None and node._forward is not root:  # path compression
+            node._forward, node = root, node._forward
+        return root
+
+    def __len__(self) -> int:
+        """Number of closures recorded and not yet run."""
+        return len(self._root()._ops)
+
+    @property
+    def consumed(self) -> bool:
+        """True once :meth:`execute` has run (the tape can then record nothing more)."""
+        return self._root()._consumed
+
+    def add_backward_op(self, op: BackwardOp) -> None:
+        """Record ``op(grads) -> None`` to run during backward, stamped with a fresh id.
+
+        The closure should capture tensor ids and the arrays its derivative needs, not the
+        tensors themselves, so that memory is freed when it has run.
+
+        Raises:
+            TapeError: the tape was already consumed by :meth:`execute` / ``backward()``.
+        """
+        tape = self if self._forward is None else self._root()
+        if tape._consumed:
+            raise TapeError(
+                "add_backward_op: this tape was consumed by execute()/backward(); "
+                "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass"
+            )
+        tape._ops.append((next_id(), op))
+
+    def append(self, other: GradientTape) -> None:
+        """Move all of ``other``'s closures and gradient buffers into ``self``.
+
+        ``other`` is left empty and forwards to ``self``: tensors still holding ``other``
+        record onto ``self`` from now on. Appending a tape to itself (or to a tape it
+        already forwards to) does nothing.
+
+        Raises:
+            TapeError: either tape was already consumed.
+        """
+        dst, src = self._root(), other._root()
+        if dst is src:
+            return
+        if dst._consumed or src._consumed:
+            raise TapeError("append: cannot merge a tape that was consumed by execute()/backward()")
+        if len(src._ops) > len(dst._ops):
+            dst._ops, src._ops = src._ops, dst._ops
+        dst._ops.extend(src._ops)
+        dst._merged = True
+        src._ops = []
+        if src.gradients is not dst.gradients:
+            dst.gradients.merge_from(src.gradients)
+        src.gradients = dst.gradients
+        src._forward = dst
+
+    def merge(self, other: GradientTape) -> GradientTape:
+        """Append ``other`` into ``self`` and return the combined tape (dfdx's ``Merge``)."""
+        self.append(other)
+        return self._root()
+
+    def execute(self) -> Gradients:
+        """Run every recorded closure, newest first, and return the filled :class:`Gradients`.
+
+        Closures are sorted by id (merged tapes interleave in time) and duplicate ids are
+        run once. Each closure is released as soon as it has run, so the arrays it saved are
+        freed during backward. The tape is consumed.
+
+        Raises:
+            TapeError: the tape was already executed.
+        """
+        tape = self._root()
+        if tape._consumed:
+            raise TapeError("execute: this tape was already executed (a tape runs once)")
+        tape._consumed = True
+        ops, tape._ops = tape._ops, []
+        grads = tape.gradients
+        if tape._merged:
+            ops.sort(key=_op_time)
+        last = -1
+        while ops:
+            time, op = ops.pop()
+            if time != last:
+                last = time
+                op(grads)
+            del op
+        return grads
+
+    def __repr__(self) -> str:
+        root = self._root()
+        state = "consumed" if root._consumed else f"{len(root._ops)} ops"
+        return f"GradientTape({state})"
+
+
+OwnedTape: TypeAlias = GradientTape
+"""dfdx's name for the tape a traced tensor owns: ``Tensor[S, OwnedTape]``."""
+
+
+_op_time = operator.itemgetter(0)
+
+
+def merge_tapes(a: Tape, b: Tape) -> Tape:
+    """Return the tape an op's output carries when its inputs carry ``a`` and ``b``.
+
+    ``NoneTape`` merged with anything is the other tape; two owned tapes are merged with
+    :meth:`GradientTape.append` (the result is their shared root).
+    """
+    if b is NONE_TAPE or b is a:
+        return a
+    if a is NONE_TAPE:
+        return b
+    if not isinstance(a, GradientTape) or not isinstance(b, GradientTape):
+        return a if isinstance(a, GradientTape) else b
+    ra, rb = a._root(), b._root()
+    if ra is not rb:
+        ra.append(rb)
+    return ra

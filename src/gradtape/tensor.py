@@ -1,0 +1,236 @@
+"""``Tensor[S, T]``: an array, a unique id, a device and a tape.
+
+``S`` is the shape as a tuple type (see :mod:`gradtape.shapes`), ``T`` the tape kind:
+``NoneTape`` (untraced, inference) or ``OwnedTape`` (recording backward closures).
+Ops live in :mod:`gradtape.ops`, one module per family, each keeping its typed
+signature, forward and backward closure together; this class binds them as methods
+and operators.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+import numpy as np
+
+from gradtape.errors import TapeError
+from gradtape.ops import binary as _binary
+from gradtape.ops import linalg as _linalg
+from gradtape.ops import reduce as _reduce
+from gradtape.ops import softmax as _softmax
+from gradtape.ops import unary as _unary
+from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id
+
+if TYPE_CHECKING:
+    from gradtape.devices.base import Device
+    from gradtape.gradients import Gradients
+
+__all__ = ["Tensor"]
+
+S = TypeVar("S")
+T_co = TypeVar("T_co", bound=Tape, covariant=True)
+T2 = TypeVar("T2", bound=Tape)
+Array = np.ndarray[Any, Any]
+
+_new = object.__new__
+
+
+class Tensor(Generic[S, T_co]):
+    """An n-dimensional float32/float64 array that may record its backward on a tape.
+
+    Args:
+        data: the values (a numpy array, used as is, not copied).
+        device: the device that made it (``Cpu``).
+        tape: ``NoneTape`` (default) or a ``GradientTape``.
+        id: the tensor's id; a fresh one by default. Tensors sharing an id share a gradient.
+
+    Create tensors with a device (``dev.tensor``, ``dev.zeros``, ``dev.randn``) rather than
+    with this constructor. ``Tensor[Rank2[L[3], L[4]], NoneTape]`` is the type of an
+    untraced 3x4 tensor.
+    """
+
+    __slots__ = ("data", "device", "id", "tape")
+
+    data: Array
+    device: Device
+    id: int
+    tape: Tape
+
+    def __init__(self, data: Array, device: Device, tape: Tape = NONE_TAPE, id: int | None = None) -> None:
+        self.data = data
+        self.device = device
+        self.tape = tape
+        self.id = next_id() if id is None else id
+
+    # ----- construction helpers used by ops -----------------------------------------------
+
+    def _from_op(self, data: Array, tape: Tape) -> Any:
+        """A new tensor (fresh id, this tensor's device) holding an op's output."""
+        t = _new(Tensor)
+        t.data = data
+        t.device = self.device
+        t.tape = tape
+        t.id = next_id()
+        return t
+
+    def _like(self, data: Array) -> Any:
+        """A new untraced tensor on this tensor's device."""
+        return self._from_op(data, NONE_TAPE)
+
+    # ----- array facts --------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The run-time shape, a tuple of ints."""
+        return self.data.shape  # type: ignore[no-any-return]
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """``np.dtype(float32)`` or ``np.dtype(float64)``."""
+        dtype: np.dtype[Any] = self.data.dtype
+        return dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dims (the rank)."""
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self.data.size
+
+    def numpy(self) -> Array:
+        """The tensor's values as a numpy array (the tensor's own buffer; copy before mutating)."""
+        return self.data
+
+    def item(self) -> float:
+        """The value of a one-element tensor as a Python float.
+
+        Raises:
+            ShapeError: the tensor has more than one element.
+        """
+        if self.data.size != 1:
+            from gradtape.errors import ShapeError
+
+            raise ShapeError(f"item: tensor of shape {self.shape} has {self.data.size} elements, not 1")
+        return float(self.data.reshape(-1)[0])
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        if dtype is not None and np.dtype(dtype) != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
+    def __len__(self) -> int:
+        if not self.data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return int(self.data.shape[0])
+
+    def __repr__(self) -> str:
+        kind = "NoneTape" if self.tape is NONE_TAPE else "OwnedTape"
+        body = np.array2string(self.data, precision=4, separator=", ", threshold=20)
+        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}, {kind}, id={self.id})"
+
+    # ----- tapes (dfdx's trace / split_tape / put_tape / retaped / backward) ---------------
+
+    def trace(self, gradients: Gradients) -> Tensor[S, OwnedTape]:
+        """Start recording: the same tensor (same id and data) on a new tape filling ``gradients``.
+
+        ``gradients.get(x)`` then finds the gradient of the original ``x``. Tracing a tensor
+        that already has a tape starts a new, separate tape.
+        """
+        t = _new(Tensor)
+        t.data, t.device, t.id = self.data, self.device, self.id
+        t.tape = GradientTape(gradients)
+        return t
+
+    def leaky_trace(self) -> Tensor[S, OwnedTape]:
+        """:meth:`trace` into a fresh ``Gradients.leaky()`` (keeps every gradient)."""
+        from gradtape.gradients import Gradients
+
+        return self.trace(Gradients.leaky())
+
+    def split_tape(self) -> tuple[Tensor[S, NoneTape], T_co]:
+        """Return ``(this tensor without a tape, its tape)``; the tensor keeps its id and data.
+
+        With :meth:`put_tape` this is how a hand-written op takes the tape from its input,
+        records its backward closure and hands the tape on to its output.
+        """
+        t = _new(Tensor)
+        t.data, t.device, t.id, t.tape = self.data, self.device, self.id, NONE_TAPE
+        return t, self.tape  # type: ignore[return-value]
+
+    def put_tape(self, tape: T2) -> Tensor[S, T2]:
+        """The same tensor (same id and data) carrying ``tape``."""
+        if not isinstance(tape, Tape):
+            raise TypeError(f"put_tape: expected a NoneTape or GradientTape, got {type(tape).__name__}")
+        t = _new(Tensor)
+        t.data, t.device, t.id, t.tape = self.data, self.device, self.id, tape
+        return t
+
+    @overload
+    def retaped(self) -> Tensor[S, NoneTape]: ...
+    @overload
+    def retaped(self, tape: T2) -> Tensor[S, T2]: ...
+    def retaped(self, tape: Tape | None = None) -> Tensor[S, Any]:
+        """The same tensor (same id, shared data) with ``tape`` (default ``NoneTape``),
+        leaving this tensor's tape untouched (dfdx's ``retaped``)."""
+        return self.put_tape(NONE_TAPE if tape is None else tape)
+
+    def backward(self: Tensor[tuple[()], OwnedTape]) -> Gradients:
+        """Run backpropagation from this scalar and return the filled :class:`Gradients`.
+
+        Seeds d(self)/d(self) = 1, runs the tape's closures newest first and consumes the
+        tape; gradients of tensors not marked with ``retain_leafs`` are then dropped
+        (none are, for a ``Gradients.leaky()`` store).
+
+        Raises:
+            TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
+                scalar (shape ``()``; reduce it with ``sum()``/``mean()`` first), or its tape
+                was already executed.
+        """
+        tape = self.tape
+        if not isinstance(tape, GradientTape):
+            raise TapeError(
+                f"backward: tensor of shape {self.shape} has no tape (NoneTape); "
+                "trace an input with x.trace(grads) or x.leaky_trace() before the forward pass"
+            )
+        if self.data.shape != ():
+            raise TapeError(
+                f"backward: needs a scalar (shape ()), got shape {self.shape}; reduce with .sum() or .mean()"
+            )
+        tid, data = self.id, self.data
+
+        def seed(grads: Gradients) -> None:
+            grads._accum(tid, np.ones_like(data))
+
+        tape.add_backward_op(seed)
+        grads = tape.execute()
+        grads.drop_non_leafs()
+        return grads
+
+    # ----- ops (each defined, typed and differentiated in gradtape.ops) ---------------------
+
+    __add__ = _binary.add
+    __radd__ = _binary.radd
+    __sub__ = _binary.sub
+    __rsub__ = _binary.rsub
+    __mul__ = _binary.mul
+    __rmul__ = _binary.rmul
+    __truediv__ = _binary.div
+    __rtruediv__ = _binary.rdiv
+    __neg__ = _unary.neg
+    add = _binary.add
+    sub = _binary.sub
+    mul = _binary.mul
+    div = _binary.div
+    neg = _unary.neg
+    exp = _unary.exp
+    log = _unary.log
+    relu = _unary.relu
+    sin = _unary.sin
+    sum = _reduce.sum
+    mean = _reduce.mean
+    matmul = _linalg.matmul
+    __matmul__ = _linalg.matmul
+    log_softmax = _softmax.log_softmax
