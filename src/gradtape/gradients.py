@@ -124,9 +124,7 @@ class Gradients:
             raise ValueError(f"mut_and_ref: l and r are the same tensor (id {l.id})")
         return self._mut(l.id, l.shape, l.dtype), self._ref(r)
 
-    def muts_and_ref(
-        self, l1: Tensorlike, l2: Tensorlike, r: Tensorlike
-    ) -> tuple[Array, Array, Array]:
+    def muts_and_ref(self, l1: Tensorlike, l2: Tensorlike, r: Tensorlike) -> tuple[Array, Array, Array]:
         """Return ``(l1's gradient, l2's gradient, r's gradient read-only)`` (binary ops).
 
         Raises:

@@ -84,7 +84,5 @@ def sum_to_shape(g: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
-    )
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
     return g.sum(axis=axes).reshape(shape) if axes else g.reshape(shape)

@@ -30,8 +30,7 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
         b.tape  # type: ignore[attr-defined]  # noqa: B018
     except AttributeError:
         raise TypeError(
-            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} "
-            "(wrap arrays with dev.tensor(...))"
+            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} (wrap arrays with dev.tensor(...))"
         ) from None
     if bd.dtype != a.data.dtype:
         raise DTypeError(

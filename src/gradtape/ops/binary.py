@@ -109,6 +109,7 @@ def record_binary(
 
 # ----- add -------------------------------------------------------------------------------
 
+
 @overload
 def add(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -142,6 +143,7 @@ def radd(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 
 # ----- sub -------------------------------------------------------------------------------
 
+
 @overload
 def sub(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -174,6 +176,7 @@ def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 
 
 # ----- mul -------------------------------------------------------------------------------
+
 
 @overload
 def mul(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
@@ -215,6 +218,7 @@ def rmul(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 
 
 # ----- div -------------------------------------------------------------------------------
+
 
 @overload
 def div(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...

@@ -100,6 +100,3 @@ def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fal
         ShapeError: an axis is out of range or repeated, or the mean is over zero elements.
     """
     return _reduce("mean", a, axis, keepdims, scale=True)
-
-
-

@@ -102,9 +102,7 @@ def _fast(out: Array, *ins: Array) -> bool:
         if type(x) is not np.ndarray or x.shape != shape:
             return False
         if x.dtype != dtype:
-            raise DTypeError(
-                f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dtype} (shape {shape})"
-            )
+            raise DTypeError(f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dtype} (shape {shape})")
     if out.ndim == 1:
         return True
     return out.flags.c_contiguous and all(x.flags.c_contiguous for x in ins)

@@ -1,0 +1,1 @@
+# Stubs for the part of scikit-learn gradtape's examples and benchmarks use (it ships no py.typed).

@@ -1,0 +1,80 @@
+"""Programs mypy must accept (tests/typing/pass) and reject (tests/typing/fail).
+
+One mypy run covers every file (file names must be unique across both folders:
+``ok_*.py`` and ``bad_*.py``). In ``fail/`` each line that must be rejected ends with
+``# E: <error-code>``; any other error is a false alarm and fails the test. A line
+ending with ``# R: <text>`` must make ``reveal_type`` print a type containing ``<text>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+
+import pytest
+from mypy import api as mypy_api
+
+ROOT = Path(__file__).resolve().parents[1]
+TYPING = Path(__file__).resolve().parent / "typing"
+PASS = sorted((TYPING / "pass").glob("*.py"))
+FAIL = sorted((TYPING / "fail").glob("*.py"))
+
+_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+
+
+@cache
+def _mypy_output() -> dict[str, list[tuple[int, str, str, str]]]:
+    out, err, _ = mypy_api.run(
+        ["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", "--hide-error-context"]
+        + [str(p) for p in PASS + FAIL]
+    )
+    assert not err, err
+    found: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
+    stray = [raw for raw in out.splitlines() if ": error:" in raw and not _LINE.match(raw)]
+    assert not stray, "mypy errors not tied to a line:\n" + "\n".join(stray)
+    for raw in out.splitlines():
+        m = _LINE.match(raw)
+        if m:
+            name = Path(m["path"]).resolve().as_posix()
+            found[name].append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
+    return found
+
+
+def _marks(path: Path, tag: str) -> dict[int, str]:
+    marks = {}
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        m = re.search(rf"# {tag}: (.+)$", line)
+        if m:
+            marks[i] = m.group(1).strip()
+    return marks
+
+
+def _check_reveals(path: Path, results: list[tuple[int, str, str, str]]) -> None:
+    for line, want in _marks(path, "R").items():
+        notes = [msg for ln, kind, _, msg in results if ln == line and kind == "note"]
+        assert any(want in n for n in notes), f"{path.name}:{line}: reveal_type wanted {want!r}, mypy said {notes}"
+
+
+@pytest.mark.parametrize("path", PASS, ids=lambda p: p.name)
+def test_mypy_accepts(path: Path) -> None:
+    """A valid program gets no error (no false alarms)."""
+    results = _mypy_output().get(path.resolve().as_posix(), [])
+    errors = [f"{ln}: {msg} [{code}]" for ln, kind, code, msg in results if kind == "error"]
+    assert not errors, f"{path.name}: mypy flagged valid code:\n" + "\n".join(errors)
+    _check_reveals(path, results)
+
+
+@pytest.mark.parametrize("path", FAIL, ids=lambda p: p.name)
+def test_mypy_rejects(path: Path) -> None:
+    """Every marked line is rejected with its error code, and nothing else is."""
+    expected = _marks(path, "E")
+    assert expected, f"{path.name} marks no expected error"
+    results = _mypy_output().get(path.resolve().as_posix(), [])
+    got = {(ln, code) for ln, kind, code, _ in results if kind == "error"}
+    missing = sorted((ln, code) for ln, code in expected.items() if (ln, code) not in got)
+    extra = sorted((ln, code) for ln, code in got if expected.get(ln) != code)
+    assert not missing, f"{path.name}: mypy no longer catches {missing}"
+    assert not extra, f"{path.name}: unexpected errors {extra}: {results}"
+    _check_reveals(path, results)
