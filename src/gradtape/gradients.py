@@ -274,6 +274,20 @@ class Gradients:
         else:
             kernel(cur, a, b)
 
+    def _addmul_scratch(self, i: int, scratch: Array, b: Array) -> None:
+        """``grad[i] += scratch * b`` where ``scratch`` is a temporary this call may overwrite
+        (and keep as the gradient), saving an allocation when the gradient is absent."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = np.multiply(scratch, b, out=scratch) if scratch.shape == b.shape else scratch * b
+        elif i in self._shared:
+            np.multiply(scratch, b, out=scratch)
+            data[i] = cur + scratch
+            self._shared.discard(i)
+        else:
+            _k.addmul(cur, scratch, b)
+
     def _accum_bcast(self, i: int, g: Array, shape: tuple[int, ...]) -> None:
         """``grad[i] += g`` broadcast to ``shape`` (the backward of a reduction)."""
         data = self._data

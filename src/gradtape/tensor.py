@@ -51,6 +51,10 @@ class Tensor(Generic[S, T_co]):
 
     __slots__ = ("data", "device", "id", "tape")
 
+    # numpy defers to Tensor's reflected operators (``np.float64(2) * t`` is ``t.__rmul__``)
+    # instead of converting the tensor to an array and silently dropping its tape.
+    __array_ufunc__ = None
+
     data: Array
     device: Device
     id: int

@@ -25,19 +25,27 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
         TypeError: ``b`` is neither a tensor nor a number (a raw numpy array, say).
         DTypeError: the dtypes differ; the message names the op, both dtypes and shapes.
     """
-    try:
-        bd = b.data  # type: ignore[attr-defined]
-        b.tape  # type: ignore[attr-defined]  # noqa: B018
-    except AttributeError:
-        raise TypeError(
-            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} (wrap arrays with dev.tensor(...))"
-        ) from None
+    if b.__class__ is a.__class__:
+        bd = b.data
+    else:
+        bd = _foreign_data(op, b)
     if bd.dtype != a.data.dtype:
         raise DTypeError(
             f"{op}: dtypes differ: {a.data.dtype} {a.data.shape} and {bd.dtype} {bd.shape} "
             "(convert one with dev.tensor(x, dtype=...))"
         )
     return b  # type: ignore[return-value]
+
+
+def _foreign_data(op: str, b: object) -> Array:
+    try:
+        bd: Array = b.data  # type: ignore[attr-defined]
+        b.tape  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError:
+        raise TypeError(
+            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} (wrap arrays with dev.tensor(...))"
+        ) from None
+    return bd
 
 
 def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:

@@ -65,6 +65,12 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     return out
 
 
+def _scalar(b: object) -> float:
+    """``b`` as a Python number: numpy treats those as "weak" (NEP 50), so a float32 tensor
+    stays float32, where a ``np.float64`` scalar would promote it to float64."""
+    return b if b.__class__ is float else float(b)  # type: ignore[arg-type]
+
+
 def record_binary(
     op: str,
     a: Tensor[Any, Any],
@@ -125,10 +131,28 @@ def add(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[
 def add(a: Any, b: Any) -> Any:
     """``a + b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
 
-    Gradients: ``d/da = 1``, ``d/db = 1`` (summed back over broadcast dims).
+    Gradients: ``d/da = 1``, ``d/db = 1`` (summed back over broadcast dims). With equal
+    shapes both inputs' gradients are the output's gradient buffer itself (copy-on-write).
     """
-    if isinstance(b, SCALARS):
-        return record_scalar(a, a.data + float(b), 1.0)
+    if b.__class__ is a.__class__:
+        ad, bd = a.data, b.data
+        if ad.shape == bd.shape and ad.dtype is bd.dtype:  # the common case, kept lean
+            ta, tb = a.tape, b.tape
+            tape = ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb)
+            out = a._from_op(ad + bd, tape)
+            if tape is not NONE_TAPE:
+                aid, bid, oid = a.id, b.id, out.id
+
+                def add_backward(grads: Gradients) -> None:
+                    g = grads._data.get(oid)
+                    if g is not None:
+                        grads._accum_alias(aid, g, oid)
+                        grads._accum_alias(bid, g, oid)
+
+                tape.add_backward_op(add_backward)
+            return out
+    elif isinstance(b, SCALARS):
+        return record_scalar(a, a.data + _scalar(b), 1.0)
     return record_binary("add", a, b, np.add, _add_rule)
 
 
@@ -162,7 +186,7 @@ def sub(a: Any, b: Any) -> Any:
     Gradients: ``d/da = 1``, ``d/db = -1`` (summed back over broadcast dims).
     """
     if isinstance(b, SCALARS):
-        return record_scalar(a, a.data - float(b), 1.0)
+        return record_scalar(a, a.data - _scalar(b), 1.0)
     return record_binary("sub", a, b, np.subtract, _sub_rule)
 
 
@@ -172,7 +196,7 @@ def _sub_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
 
 def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b - a`` for a Python number ``b``. Gradient: ``d/da = -1``."""
-    return record_scalar(a, float(b) - a.data, -1.0)  # type: ignore[no-any-return]
+    return record_scalar(a, _scalar(b) - a.data, -1.0)  # type: ignore[no-any-return]
 
 
 # ----- mul -------------------------------------------------------------------------------
@@ -197,7 +221,7 @@ def mul(a: Any, b: Any) -> Any:
     gradient is accumulated with the fused ``addmul`` kernel (``grad += other * g``).
     """
     if isinstance(b, SCALARS):
-        s = float(b)
+        s = _scalar(b)
         return record_scalar(a, a.data * s, s)
     return record_binary("mul", a, b, np.multiply, _mul_rule)
 
@@ -239,7 +263,7 @@ def div(a: Any, b: Any) -> Any:
     ``inf``/``nan`` as in numpy.
     """
     if isinstance(b, SCALARS):
-        s = float(b)
+        s = _scalar(b)
         return record_scalar(a, a.data / s, 1.0 / s)
     return record_binary("div", a, b, np.divide, _div_rule)
 
@@ -259,7 +283,7 @@ def _div_rule(
 def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
     ad = a.data
-    y = float(b) / ad
+    y = _scalar(b) / ad
     tape = a.tape
     out: Tensor[S, T] = a._from_op(y, tape)
     if tape is not NONE_TAPE:

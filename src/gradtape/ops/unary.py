@@ -84,4 +84,4 @@ def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
-    return record_unary(a, np.sin(x), lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, np.cos(x), g))
+    return record_unary(a, np.sin(x), lambda grads, i, g: grads._addmul_scratch(i, np.cos(x), g))
