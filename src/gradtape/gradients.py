@@ -214,6 +214,15 @@ class Gradients:
 
     # ----- the fast paths built-in backward closures use ----------------------------------
 
+    def wants(self, t_id: int, is_leaf: bool) -> bool:
+        """Whether backward must compute the gradient of tensor ``t_id``: always for an op's
+        output, and for a leaf unless leafs were marked (:meth:`retain_leafs`) without it.
+
+        Backward closures of expensive ops (matmul) call this to skip, say, the gradient of
+        a traced input batch that no one asked for."""
+        leafs = self._leafs
+        return not is_leaf or leafs is None or t_id in leafs
+
     def _ref(self, r: Tensorlike) -> Array:
         g = self._data.get(r.id)
         return _readonly(np.zeros(r.shape, r.dtype) if g is None else g)

@@ -49,7 +49,7 @@ class Tensor(Generic[S, T_co]):
     untraced 3x4 tensor.
     """
 
-    __slots__ = ("data", "device", "id", "tape")
+    __slots__ = ("_leaf", "data", "device", "id", "tape")
 
     # numpy defers to Tensor's reflected operators (``np.float64(2) * t`` is ``t.__rmul__``)
     # instead of converting the tensor to an array and silently dropping its tape.
@@ -59,12 +59,14 @@ class Tensor(Generic[S, T_co]):
     device: Device
     id: int
     tape: Tape
+    _leaf: bool
 
     def __init__(self, data: Array, device: Device, tape: Tape = NONE_TAPE, id: int | None = None) -> None:
         self.data = data
         self.device = device
         self.tape = tape
         self.id = next_id() if id is None else id
+        self._leaf = True
 
     # ----- construction helpers used by ops -----------------------------------------------
 
@@ -75,11 +77,24 @@ class Tensor(Generic[S, T_co]):
         t.device = self.device
         t.tape = tape
         t.id = next_id()
+        t._leaf = False
         return t
 
     def _like(self, data: Array) -> Any:
-        """A new untraced tensor on this tensor's device."""
-        return self._from_op(data, NONE_TAPE)
+        """A new untraced leaf tensor on this tensor's device."""
+        t = self._from_op(data, NONE_TAPE)
+        t._leaf = True
+        return t
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless an op (or ``put_tape`` with an owned tape) produced this tensor.
+
+        With a store that keeps only some leafs (``Gradients.retain_leafs``), backward skips
+        the gradients of leafs that were not retained (for example a traced input batch),
+        as PyTorch skips tensors that do not require grad.
+        """
+        return self._leaf
 
     # ----- array facts --------------------------------------------------------------------
 
@@ -146,6 +161,7 @@ class Tensor(Generic[S, T_co]):
         t = _new(Tensor)
         t.data, t.device, t.id = self.data, self.device, self.id
         t.tape = GradientTape(gradients)
+        t._leaf = True
         return t
 
     def leaky_trace(self) -> Tensor[S, OwnedTape]:
@@ -162,6 +178,7 @@ class Tensor(Generic[S, T_co]):
         """
         t = _new(Tensor)
         t.data, t.device, t.id, t.tape = self.data, self.device, self.id, NONE_TAPE
+        t._leaf = self._leaf
         return t, self.tape  # type: ignore[return-value]
 
     def put_tape(self, tape: T2) -> Tensor[S, T2]:
@@ -170,6 +187,8 @@ class Tensor(Generic[S, T_co]):
             raise TypeError(f"put_tape: expected a NoneTape or GradientTape, got {type(tape).__name__}")
         t = _new(Tensor)
         t.data, t.device, t.id, t.tape = self.data, self.device, self.id, tape
+        # A tensor handed a live tape is an op's output: its gradient is always computed.
+        t._leaf = self._leaf and not isinstance(tape, GradientTape)
         return t
 
     @overload

@@ -32,7 +32,8 @@ def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank2
 def matmul(a: Any, b: Any) -> Any:
     """Matrix product ``a @ b`` of an ``(M, K)`` and a ``(K, N)`` tensor: an ``(M, N)`` tensor.
 
-    Gradients (the standard matmul backward): ``grad_a += g @ b.T``, ``grad_b += a.T @ g``.
+    Gradients (the standard matmul backward): ``grad_a += g @ b.T``, ``grad_b += a.T @ g``,
+    each skipped for a leaf the gradient store does not keep (see ``Gradients.wants``).
 
     Raises:
         ShapeError: an operand is not 2-D, or the inner dims differ (names both shapes).
@@ -47,14 +48,16 @@ def matmul(a: Any, b: Any) -> Any:
     tape = merge_tapes(a.tape, bt.tape)
     out = a._from_op(np.matmul(ad, bd), tape)
     if tape is not NONE_TAPE:
-        aid, bid, oid = a.id, bt.id, out.id
+        aid, bid, oid, a_leaf, b_leaf = a.id, bt.id, out.id, a._leaf, bt._leaf
 
         def matmul_backward(grads: Gradients) -> None:
             g = grads._data.get(oid)
             if g is None:
                 return
-            grads._accum(aid, np.matmul(g, bd.T))
-            grads._accum(bid, np.matmul(ad.T, g))
+            if grads.wants(aid, a_leaf):
+                grads._accum(aid, np.matmul(g, bd.T))
+            if grads.wants(bid, b_leaf):
+                grads._accum(bid, np.matmul(ad.T, g))
 
         tape.add_backward_op(matmul_backward)
     return out
