@@ -88,7 +88,7 @@ class GradientTape(Tape):
         y = y.put_tape(tape)
     """
 
-    __slots__ = ("_consumed", "_forward", "_merged", "_ops", "gradients")
+    __slots__ = ("_consumed", "_forward", "_merged", "_ops", "_record", "gradients")
 
     OWNS_TAPE = True
 
@@ -98,6 +98,10 @@ class GradientTape(Tape):
 
             gradients = Gradients.leaky()
         self._ops: list[tuple[int, BackwardOp]] = []
+        # Where add_backward_op puts ``(id, op)``: this tape's list while it is live, the
+        # root's recorder once merged into another tape, a raiser once executed. Ops call it
+        # directly on their hot path, so recording costs one call and no checks.
+        self._record: Callable[[tuple[int, BackwardOp]], None] = self._ops.append
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
@@ -132,13 +136,11 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already consumed by :meth:`execute` / ``backward()``.
         """
-        tape = self if self._forward is None else self._root()
-        if tape._consumed:
-            raise TapeError(
-                "add_backward_op: this tape was consumed by execute()/backward(); "
-                "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass"
-            )
-        tape._ops.append((next_id(), op))
+        self._record((next_id(), op))
+
+    def _push(self, entry: tuple[int, BackwardOp]) -> None:
+        """The recorder of a tape merged into this one: forwards to this tape's recorder."""
+        self._record(entry)
 
     def append(self, other: GradientTape) -> None:
         """Move all of ``other``'s closures and gradient buffers into ``self``.
@@ -157,9 +159,11 @@ class GradientTape(Tape):
             raise TapeError("append: cannot merge a tape that was consumed by execute()/backward()")
         if len(src._ops) > len(dst._ops):
             dst._ops, src._ops = src._ops, dst._ops
+            dst._record = dst._ops.append
         dst._ops.extend(src._ops)
         dst._merged = True
         src._ops = []
+        src._record = dst._push
         if src.gradients is not dst.gradients:
             dst.gradients.merge_from(src.gradients)
         src.gradients = dst.gradients
@@ -184,6 +188,7 @@ class GradientTape(Tape):
         if tape._consumed:
             raise TapeError("execute: this tape was already executed (a tape runs once)")
         tape._consumed = True
+        tape._record = _consumed_record
         ops, tape._ops = tape._ops, []
         grads = tape.gradients
         if tape._merged:
@@ -208,6 +213,13 @@ OwnedTape: TypeAlias = GradientTape
 
 
 _op_time = operator.itemgetter(0)
+
+
+def _consumed_record(entry: tuple[int, BackwardOp]) -> None:
+    raise TapeError(
+        "add_backward_op: this tape was consumed by execute()/backward(); "
+        "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass"
+    )
 
 
 def merge_tapes(a: Tape, b: Tape) -> Tape:

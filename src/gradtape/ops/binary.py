@@ -25,7 +25,7 @@ from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -53,7 +53,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
                 if g is not None:
                     grads._accum_alias(aid, g, oid)
 
-            tape.add_backward_op(identity_backward)
+            tape._record((next_id(), identity_backward))
         else:
 
             def scale_backward(grads: Gradients) -> None:
@@ -61,7 +61,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
                 if g is not None:
                     grads._axpy(aid, alpha, g)
 
-            tape.add_backward_op(scale_backward)
+            tape._record((next_id(), scale_backward))
     return out
 
 
@@ -109,7 +109,7 @@ def record_binary(
                 else:
                     grads._accum(i, sum_to_shape(gi, shape))
 
-        tape.add_backward_op(binary_backward)
+        tape._record((next_id(), binary_backward))
     return out
 
 
@@ -149,7 +149,7 @@ def add(a: Any, b: Any) -> Any:
                         grads._accum_alias(aid, g, oid)
                         grads._accum_alias(bid, g, oid)
 
-                tape.add_backward_op(add_backward)
+                tape._record((next_id(), add_backward))
             return out
     elif isinstance(b, SCALARS):
         return record_scalar(a, a.data + _scalar(b), 1.0)
@@ -296,5 +296,5 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
                 np.divide(t, ad, out=t)
                 grads._axpy(aid, -1.0, t)
 
-        tape.add_backward_op(rdiv_backward)
+        tape._record((next_id(), rdiv_backward))
     return out

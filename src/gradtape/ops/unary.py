@@ -16,7 +16,7 @@ import numpy as np
 from gradtape._typing import S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops.binary import record_scalar
-from gradtape.tape import NONE_TAPE
+from gradtape.tape import NONE_TAPE, next_id
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -43,7 +43,7 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[[Gradients, int, A
             if g is not None:
                 rule(grads, aid, g)
 
-        tape.add_backward_op(unary_backward)
+        tape._record((next_id(), unary_backward))
     return out
 
 
