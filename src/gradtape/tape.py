@@ -44,6 +44,10 @@ class Tape:
     #: Whether closures added to this tape are kept (dfdx's ``OWNS_TAPE``).
     OWNS_TAPE = False
 
+    # Set on recording tapes only (see GradientTape); ops call it after checking that the
+    # tape is not the NoneTape.
+    _record: Callable[[tuple[int, BackwardOp]], None]
+
     def add_backward_op(self, op: BackwardOp) -> None:
         """Record ``op`` to run during backward (see :meth:`GradientTape.add_backward_op`)."""
         raise NotImplementedError
