@@ -238,6 +238,8 @@ class Gradients:
 
     def _accum(self, i: int, value: Array) -> None:
         """Add ``value`` (a fresh array this store may own) into ``i``'s gradient."""
+        if value.__class__ is not np.ndarray:  # a numpy scalar from a 0-d computation
+            value = np.asarray(value)
         data = self._data
         cur = data.get(i)
         if cur is None:
@@ -258,7 +260,7 @@ class Gradients:
             self._shared.add(i)
             self._shared.add(src)
         elif i in self._shared:
-            data[i] = cur + value
+            data[i] = np.asarray(cur + value)
             self._shared.discard(i)
         else:
             np.add(cur, value, out=cur)
@@ -276,9 +278,9 @@ class Gradients:
         data = self._data
         cur = data.get(i)
         if cur is None:
-            data[i] = ufunc(a, b)
+            data[i] = np.asarray(ufunc(a, b))
         elif i in self._shared:
-            data[i] = cur + ufunc(a, b)
+            data[i] = np.asarray(cur + ufunc(a, b))
             self._shared.discard(i)
         else:
             kernel(cur, a, b)
@@ -288,8 +290,10 @@ class Gradients:
         (and keep as the gradient), saving an allocation when the gradient is absent."""
         data = self._data
         cur = data.get(i)
-        if cur is None:
-            data[i] = np.multiply(scratch, b, out=scratch) if scratch.shape == b.shape else scratch * b
+        if scratch.__class__ is not np.ndarray or scratch.shape != b.shape:
+            self._accum(i, scratch * b)
+        elif cur is None:
+            data[i] = np.multiply(scratch, b, out=scratch)
         elif i in self._shared:
             np.multiply(scratch, b, out=scratch)
             data[i] = cur + scratch
@@ -304,7 +308,7 @@ class Gradients:
         if cur is None:
             data[i] = np.broadcast_to(g, shape).copy()
         elif i in self._shared:
-            data[i] = cur + g
+            data[i] = np.asarray(cur + g)
             self._shared.discard(i)
         else:
             np.add(cur, g, out=cur)
@@ -314,9 +318,9 @@ class Gradients:
         data = self._data
         cur = data.get(i)
         if cur is None:
-            data[i] = np.multiply(x, alpha)
+            data[i] = np.asarray(np.multiply(x, alpha))
         elif i in self._shared:
-            data[i] = cur + alpha * x
+            data[i] = np.asarray(cur + alpha * x)
             self._shared.discard(i)
         else:
             _k.axpy(cur, alpha, x)

@@ -73,7 +73,8 @@ class Tensor(Generic[S, T_co]):
     def _from_op(self, data: Array, tape: Tape) -> Any:
         """A new tensor (fresh id, this tensor's device) holding an op's output."""
         t = _new(Tensor)
-        t.data = data
+        # numpy returns scalars, not 0-d arrays, from ufuncs on 0-d arrays
+        t.data = data if data.__class__ is np.ndarray else np.asarray(data)
         t.device = self.device
         t.tape = tape
         t.id = next_id()

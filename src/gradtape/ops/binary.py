@@ -16,6 +16,7 @@ operand that is neither a tensor nor a number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
@@ -264,16 +265,15 @@ def div(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s = _scalar(b)
-        return record_scalar(a, a.data / s, 1.0 / s)
+        inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
+        return record_scalar(a, a.data / s, inv)
     return record_binary("div", a, b, np.divide, _div_rule)
 
 
 def _div_rule(
     grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int
 ) -> tuple[Array | None, Array]:
-    gb = np.multiply(g, y)
-    np.divide(gb, b, out=gb)
-    np.negative(gb, out=gb)
+    gb: Array = -(g * y) / b
     if a.shape == y.shape and b.shape == y.shape:  # fused grad_a += g / b
         grads._fused(aid, _k.adddiv, np.divide, g, b)
         return None, gb
@@ -292,9 +292,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
         def rdiv_backward(grads: Gradients) -> None:
             g = grads._data.get(oid)
             if g is not None:
-                t = np.multiply(g, y)
-                np.divide(t, ad, out=t)
-                grads._axpy(aid, -1.0, t)
+                grads._accum(aid, -(g * y) / ad)
 
         tape._record((next_id(), rdiv_backward))
     return out

@@ -96,9 +96,18 @@ def _check_out(op: str, out: Array) -> None:
 
 
 def _fast(out: Array, *ins: Array) -> bool:
-    """True if ``out`` and ``ins`` can go to a 1-D kernel as they are (or flattened)."""
+    """True if ``out`` and ``ins`` can go to a 1-D kernel as they are (or flattened).
+
+    An input that shares memory with ``out`` other than as the very same array (a shifted
+    view of one buffer, say) goes to numpy, which buffers overlapping operands; the loop
+    kernels would read elements they had already updated.
+    """
     shape, dtype = out.shape, out.dtype
+    out_base = out if out.base is None else out.base
     for x in ins:
+        if x is not out and x.__class__ is np.ndarray and (x if x.base is None else x.base) is out_base:
+            if np.may_share_memory(out, x):
+                return False
         if type(x) is not np.ndarray or x.shape != shape:
             return False
         if x.dtype != dtype:
