@@ -56,10 +56,17 @@ class Tape:
 class NoneTape(Tape):
     """The tape of an untraced tensor: records nothing, so forward passes cost no bookkeeping.
 
-    ``add_backward_op`` ignores its closure; merging a ``NoneTape`` with any tape gives that tape.
+    ``add_backward_op`` ignores its closure; merging a ``NoneTape`` with any tape gives that
+    tape. There is one instance: ``NoneTape()`` returns it, so ops test ``tape is NONE_TAPE``.
     """
 
     __slots__ = ()
+    _instance: NoneTape | None = None
+
+    def __new__(cls) -> NoneTape:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
 
     def add_backward_op(self, op: BackwardOp) -> None:
         """Discard ``op``: nothing is being traced."""
@@ -92,7 +99,7 @@ class GradientTape(Tape):
         y = y.put_tape(tape)
     """
 
-    __slots__ = ("_consumed", "_forward", "_merged", "_ops", "_record", "gradients")
+    __slots__ = ("_consumed", "_forward", "_gradients", "_merged", "_ops", "_record")
 
     OWNS_TAPE = True
 
@@ -109,8 +116,13 @@ class GradientTape(Tape):
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
-        #: The :class:`Gradients` store that :meth:`execute` fills.
-        self.gradients: Gradients = gradients
+        self._gradients: Gradients = gradients
+
+    @property
+    def gradients(self) -> Gradients:
+        """The :class:`Gradients` store that :meth:`execute` fills (after a merge, the
+        merged tape's store, whichever tape of the group is asked)."""
+        return self._root()._gradients
 
     def _root(self) -> GradientTape:
         """Follow forward pointers to the tape that now holds this tape's closures."""
@@ -143,8 +155,9 @@ class GradientTape(Tape):
         self._record((next_id(), op))
 
     def _push(self, entry: tuple[int, BackwardOp]) -> None:
-        """The recorder of a tape merged into this one: forwards to this tape's recorder."""
-        self._record(entry)
+        """The recorder of a tape merged into this one: records on the group's root (found
+        with path compression, so long merge chains cost no recursion)."""
+        self._root()._record(entry)
 
     def append(self, other: GradientTape) -> None:
         """Move all of ``other``'s closures and gradient buffers into ``self``.
@@ -168,9 +181,9 @@ class GradientTape(Tape):
         dst._merged = True
         src._ops = []
         src._record = dst._push
-        if src.gradients is not dst.gradients:
-            dst.gradients.merge_from(src.gradients)
-        src.gradients = dst.gradients
+        if src._gradients is not dst._gradients:
+            dst._gradients.merge_from(src._gradients)
+        src._gradients = dst._gradients
         src._forward = dst
 
     def merge(self, other: GradientTape) -> GradientTape:
@@ -194,7 +207,7 @@ class GradientTape(Tape):
         tape._consumed = True
         tape._record = _consumed_record
         ops, tape._ops = tape._ops, []
-        grads = tape.gradients
+        grads = tape._gradients
         if tape._merged:
             ops.sort(key=_op_time)
         last = -1

@@ -66,10 +66,21 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     return out
 
 
-def _scalar(b: object) -> float:
+def _scalar(b: object, op: str = "op") -> float:
     """``b`` as a Python number: numpy treats those as "weak" (NEP 50), so a float32 tensor
-    stays float32, where a ``np.float64`` scalar would promote it to float64."""
-    return b if b.__class__ is float else float(b)  # type: ignore[arg-type]
+    stays float32, where a ``np.float64`` scalar would promote it to float64.
+
+    Raises:
+        TypeError: ``b`` is not a number (for the reflected operators ``rsub``/``rdiv``,
+            which Python calls with whatever stood left of ``-`` or ``/``).
+    """
+    if b.__class__ is float:
+        return b
+    if not isinstance(b, SCALARS):
+        raise TypeError(
+            f"{op}: expected a Tensor or a Python number, got {type(b).__name__} (wrap arrays with dev.tensor(...))"
+        )
+    return float(b)
 
 
 def record_binary(
@@ -197,7 +208,7 @@ def _sub_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
 
 def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b - a`` for a Python number ``b``. Gradient: ``d/da = -1``."""
-    return record_scalar(a, _scalar(b) - a.data, -1.0)  # type: ignore[no-any-return]
+    return record_scalar(a, _scalar(b, "rsub") - a.data, -1.0)  # type: ignore[no-any-return]
 
 
 # ----- mul -------------------------------------------------------------------------------
@@ -283,7 +294,7 @@ def _div_rule(
 def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
     ad = a.data
-    y = _scalar(b) / ad
+    y = _scalar(b, "rdiv") / ad
     tape = a.tape
     out: Tensor[S, T] = a._from_op(y, tape)
     if tape is not NONE_TAPE:
