@@ -44,31 +44,31 @@ def _addmul_parallel(out: Array, a: Array, b: Array) -> None:
 
 
 @jit()
-def _axpy_serial(out: Array, alpha: Any, x: Array) -> None:
+def _axpy_serial(out: Array, alpha: float, x: Array) -> None:
+    a = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
     for i in range(out.shape[0]):
-        out[i] += alpha * x[i]
+        out[i] += a * x[i]
 
 
 @jit(parallel=True)
-def _axpy_parallel(out: Array, alpha: Any, x: Array) -> None:
+def _axpy_parallel(out: Array, alpha: float, x: Array) -> None:
+    a = out.dtype.type(alpha)
     for i in numba.prange(out.shape[0]):
-        out[i] += alpha * x[i]
+        out[i] += a * x[i]
 
 
 @jit()
 def _relu_backward_serial(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
     for i in range(out.shape[0]):
-        if x[i] > zero:
-            out[i] += g[i]
+        out[i] += g[i] if x[i] > zero else zero  # a select, not a branch: it vectorizes
 
 
 @jit(parallel=True)
 def _relu_backward_parallel(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
     for i in numba.prange(out.shape[0]):
-        if x[i] > zero:
-            out[i] += g[i]
+        out[i] += g[i] if x[i] > zero else zero
 
 
 @jit()
@@ -86,10 +86,15 @@ def _adddiv_parallel(out: Array, a: Array, b: Array) -> None:
 # ----- validation ------------------------------------------------------------------------
 
 
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
 def _check_out(op: str, out: Array) -> None:
-    if not isinstance(out, np.ndarray):
+    if out.__class__ is not np.ndarray and not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a numpy array, got {type(out).__name__}")
-    if out.dtype != np.float32 and out.dtype != np.float64:
+    dt = out.dtype
+    if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
         raise DTypeError(f"{op}: out has dtype {out.dtype}; kernels take float32 or float64")
     if not out.flags.writeable:
         raise ValueError(f"{op}: out (shape {out.shape}) is read-only")
@@ -105,13 +110,12 @@ def _fast(out: Array, *ins: Array) -> bool:
     shape, dtype = out.shape, out.dtype
     out_base = out if out.base is None else out.base
     for x in ins:
-        if x is not out and x.__class__ is np.ndarray and (x if x.base is None else x.base) is out_base:
-            if np.may_share_memory(out, x):
-                return False
-        if type(x) is not np.ndarray or x.shape != shape:
+        if x.__class__ is not np.ndarray or x.shape != shape:
             return False
-        if x.dtype != dtype:
+        if x.dtype is not dtype and x.dtype != dtype:
             raise DTypeError(f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dtype} (shape {shape})")
+        if x is not out and (x if x.base is None else x.base) is out_base and np.may_share_memory(out, x):
+            return False
     if out.ndim == 1:
         return True
     return out.flags.c_contiguous and all(x.flags.c_contiguous for x in ins)
@@ -175,7 +179,7 @@ def axpy(out: Array, alpha: float, x: Array) -> None:
     if _fast(out, x):
         o = _flat(out)
         kernel = _axpy_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _axpy_serial
-        kernel(o, out.dtype.type(alpha), _flat(x))
+        kernel(o, float(alpha), _flat(x))
     else:
         _fallback_shape("axpy", out, x)
         out += out.dtype.type(alpha) * np.asarray(x)

@@ -1,0 +1,1 @@
+"""One module per workload; each has ``NAME``, ``TITLE`` and ``run(cfg) -> WorkloadResult``."""

@@ -1,0 +1,387 @@
+"""Workload 2, MLP training step on scikit-learn's digits: 64-128-128-10, ReLU, softmax
+cross-entropy, SGD with momentum 0.9, batch 64.
+
+Every implementation starts from the same weights (PyTorch ``nn.Linear``'s uniform
+``+-1/sqrt(fan_in)``, drawn once with numpy), sees the same batches in the same order
+(full batches only: 21 steps per epoch) and applies PyTorch's SGD-momentum rule
+``v = 0.9 v + g; p -= lr v``. Epochs alternate between implementations, each after a
+pause and two warm-up steps on a throwaway copy (thread pools: see ``common.handover``);
+every epoch is timed, and the figure is the median over epochs of (epoch time / steps):
+microseconds per step, including slicing the batch out of the training set. After the last epoch each reports
+its test accuracy, so the runs can be seen to train the same network.
+
+- gradtape, written the way ``gradtape.examples.digits`` is: untraced parameters; each
+  batch's input traced into a ``Gradients`` store that retains the parameters;
+  ``gradtape.losses.cross_entropy``; momentum with numpy and the device's ``axpy``.
+- PyTorch: ``nn.Sequential`` + ``F.cross_entropy`` + ``optim.SGD(momentum=0.9)``.
+- HIPS autograd: ``value_and_grad`` of the loss over the parameter list.
+- numpy: forward and backward written by hand, the floor a numpy-based tape can approach.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from benchmarks.common import (
+    Config,
+    Row,
+    Target,
+    WorkloadResult,
+    handover,
+    load_autograd,
+    load_torch,
+    median,
+    settle,
+    spread,
+)
+
+NAME = "mlp"
+TITLE = "2. MLP training step (digits, 64-128-128-10, ReLU, CE, SGD momentum, batch 64)"
+
+Array = np.ndarray[Any, Any]
+
+SIZES = (64, 128, 128, 10)
+BATCH = 64
+LR = 0.01
+MOMENTUM = 0.9
+EPOCHS = 20
+QUICK_EPOCHS = 3
+SEED = 0
+
+
+@dataclass
+class Data:
+    """Train/test split; ``real`` is False when scikit-learn is missing (random stand-in)."""
+
+    x_tr: Array
+    y_tr: Array
+    x_te: Array
+    y_te: Array
+    real: bool
+
+
+def load_data() -> Data:
+    """The digits split of ``gradtape.examples.digits`` (seed 0), or random data of the same
+    shape when scikit-learn is not installed."""
+    try:
+        from gradtape.examples.digits import load_digits_split
+
+        x_tr, y_tr, x_te, y_te = load_digits_split(SEED)
+        return Data(x_tr, y_tr, x_te, y_te, True)
+    except ImportError:
+        rng = np.random.default_rng(SEED)
+        x = rng.random((1797, 64), dtype=np.float32)
+        y = rng.integers(0, 10, 1797).astype(np.int64)
+        return Data(x[:1347], y[:1347], x[1347:], y[1347:], False)
+
+
+def init_params(seed: int = SEED) -> list[Array]:
+    """``[w1, b1, w2, b2, w3, b3]``, float32, ``w`` of shape ``(fan_in, fan_out)``."""
+    rng = np.random.default_rng(seed)
+    params: list[Array] = []
+    for fan_in, fan_out in itertools.pairwise(SIZES):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    return params
+
+
+def epoch_batches(n: int, epochs: int, seed: int = SEED + 1) -> list[list[Array]]:
+    """For each epoch, the index arrays of its full batches (a fresh permutation each)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        out.append([order[lo : lo + BATCH] for lo in range(0, n - BATCH + 1, BATCH)])
+    return out
+
+
+class Trainer(Protocol):
+    """One implementation of the model and its optimiser."""
+
+    def step(self, idx: Array) -> float:
+        """Train on the rows ``idx`` of the training set; return the batch's loss."""
+        ...
+
+    def accuracy(self, x: Array, y: Array) -> float:
+        """Test accuracy (fraction of arg-max logits equal to ``y``)."""
+        ...
+
+
+# ----- gradtape -------------------------------------------------------------------------
+
+
+class GradtapeMLP:
+    """The MLP on gradtape's public API, as ``gradtape.examples.digits`` writes it."""
+
+    def __init__(self, data: Data, params: list[Array]) -> None:
+        from gradtape import Cpu
+
+        self.dev = Cpu(seed=SEED)
+        self.params = [self.dev.tensor(p) for p in params]
+        self.vel = [np.zeros_like(p) for p in params]
+        self.x_tr, self.y_tr = data.x_tr, data.y_tr
+
+    def forward(self, x: Any) -> Any:
+        w1, b1, w2, b2, w3, b3 = self.params
+        h = (x.matmul(w1) + b1).relu()
+        h = (h.matmul(w2) + b2).relu()
+        return h.matmul(w3) + b3
+
+    def step(self, idx: Array) -> float:
+        from gradtape import Gradients
+        from gradtape.losses import cross_entropy
+
+        dev = self.dev
+        grads = Gradients.leaky()
+        grads.retain_leafs(self.params)
+        x = dev.tensor(self.x_tr[idx])
+        loss = cross_entropy(self.forward(x.trace(grads)), self.y_tr[idx])
+        grads = loss.backward()
+        for p, v in zip(self.params, self.vel, strict=True):
+            g = grads.get_ref_checked(p)
+            v *= MOMENTUM
+            if g is not None:
+                dev.axpy(v, 1.0, g)
+            dev.axpy(p.data, -LR, v)
+        return loss.item()
+
+    def accuracy(self, x: Array, y: Array) -> float:
+        logits = self.forward(self.dev.tensor(x)).numpy()
+        return float((logits.argmax(axis=1) == y).mean())
+
+
+# ----- PyTorch --------------------------------------------------------------------------
+
+
+class TorchMLP:
+    """``nn.Sequential`` + ``F.cross_entropy`` + ``optim.SGD(momentum=0.9)``."""
+
+    def __init__(self, torch: Any, data: Data, params: list[Array]) -> None:
+        nn = torch.nn
+        self.torch = torch
+        self.F = torch.nn.functional
+        layers: list[Any] = []
+        for i in range(0, len(params), 2):
+            lin = nn.Linear(params[i].shape[0], params[i].shape[1])
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(params[i].T.copy()))
+                lin.bias.copy_(torch.from_numpy(params[i + 1]))
+            layers.append(lin)
+            if i + 2 < len(params):
+                layers.append(nn.ReLU())
+        self.model = nn.Sequential(*layers)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM)
+        self.x_tr = torch.from_numpy(data.x_tr)
+        self.y_tr = torch.from_numpy(data.y_tr)
+
+    def step(self, idx: Array) -> float:
+        i = self.torch.from_numpy(idx)
+        self.opt.zero_grad()
+        loss = self.F.cross_entropy(self.model(self.x_tr[i]), self.y_tr[i])
+        loss.backward()
+        self.opt.step()
+        return float(loss.item())
+
+    def accuracy(self, x: Array, y: Array) -> float:
+        with self.torch.no_grad():
+            logits = self.model(self.torch.from_numpy(x)).numpy()
+        return float((logits.argmax(axis=1) == y).mean())
+
+
+# ----- HIPS autograd --------------------------------------------------------------------
+
+
+class AutogradMLP:
+    """``autograd.value_and_grad`` of the loss over the parameter list, momentum in numpy."""
+
+    def __init__(self, autograd: Any, anp: Any, data: Data, params: list[Array]) -> None:
+        self.anp = anp
+        self.params = [p.copy() for p in params]
+        self.vel = [np.zeros_like(p) for p in params]
+        self.x_tr, self.y_tr = data.x_tr, data.y_tr
+        self.vg = autograd.value_and_grad(self.loss)
+
+    def logits(self, params: list[Any], x: Any) -> Any:
+        anp = self.anp
+        w1, b1, w2, b2, w3, b3 = params
+        h = anp.maximum(anp.dot(x, w1) + b1, 0.0)
+        h = anp.maximum(anp.dot(h, w2) + b2, 0.0)
+        return anp.dot(h, w3) + b3
+
+    def loss(self, params: list[Any], x: Array, y: Array) -> Any:
+        anp = self.anp
+        z = self.logits(params, x)
+        z = z - anp.max(z, axis=1, keepdims=True)
+        logp = z - anp.log(anp.sum(anp.exp(z), axis=1, keepdims=True))
+        return -anp.mean(logp[np.arange(len(y)), y])
+
+    def step(self, idx: Array) -> float:
+        loss, grads = self.vg(self.params, self.x_tr[idx], self.y_tr[idx])
+        for p, v, g in zip(self.params, self.vel, grads, strict=True):
+            v *= MOMENTUM
+            v += g
+            p -= LR * v
+        return float(loss)
+
+    def accuracy(self, x: Array, y: Array) -> float:
+        logits = np.asarray(self.logits(self.params, x))
+        return float((logits.argmax(axis=1) == y).mean())
+
+
+# ----- hand-written numpy ---------------------------------------------------------------
+
+
+class NumpyMLP:
+    """Forward and backward written out in numpy: no tape, no closures, no bookkeeping."""
+
+    def __init__(self, data: Data, params: list[Array]) -> None:
+        self.params = [p.copy() for p in params]
+        self.vel = [np.zeros_like(p) for p in params]
+        self.x_tr, self.y_tr = data.x_tr, data.y_tr
+
+    def logits(self, x: Array) -> tuple[Array, Array, Array, Array]:
+        w1, b1, w2, b2, w3, b3 = self.params
+        z1 = x @ w1
+        z1 += b1
+        h1 = np.maximum(z1, np.float32(0))
+        z2 = h1 @ w2
+        z2 += b2
+        h2 = np.maximum(z2, np.float32(0))
+        z3 = h2 @ w3
+        z3 += b3
+        return h1, h2, z3, z2
+
+    def step(self, idx: Array) -> float:
+        x, y = self.x_tr[idx], self.y_tr[idx]
+        n = len(y)
+        rows = np.arange(n)
+        h1, h2, z3, _ = self.logits(x)
+        _, _, w2, _, w3, _ = self.params
+        z3 -= z3.max(axis=1, keepdims=True)
+        e = np.exp(z3)
+        s = e.sum(axis=1, keepdims=True)
+        loss = float(np.log(s[:, 0]).sum() - z3[rows, y].sum()) / n
+        d3 = e
+        d3 /= s
+        d3[rows, y] -= 1
+        d3 *= np.float32(1.0 / n)
+        gw3 = h2.T @ d3
+        gb3 = d3.sum(axis=0)
+        d2 = d3 @ w3.T
+        d2 *= h2 > 0
+        gw2 = h1.T @ d2
+        gb2 = d2.sum(axis=0)
+        d1 = d2 @ w2.T
+        d1 *= h1 > 0
+        gw1 = x.T @ d1
+        gb1 = d1.sum(axis=0)
+        for p, v, g in zip(self.params, self.vel, (gw1, gb1, gw2, gb2, gw3, gb3), strict=True):
+            v *= MOMENTUM
+            v += g
+            p -= LR * v
+        return loss
+
+    def accuracy(self, x: Array, y: Array) -> float:
+        return float((self.logits(x)[2].argmax(axis=1) == y).mean())
+
+
+# ----- the workload ---------------------------------------------------------------------
+
+
+def make_trainers(cfg: Config, data: Data, params: list[Array], res: WorkloadResult | None) -> dict[str, Trainer]:
+    """Every installed implementation, each on its own copy of ``params``."""
+    trainers: dict[str, Trainer] = {"gradtape": GradtapeMLP(data, params)}
+    torch = load_torch(cfg.threads)
+    if torch is not None:
+        trainers["torch"] = TorchMLP(torch, data, params)
+    elif res is not None:
+        res.note("torch: not installed, skipped")
+    ag = load_autograd()
+    if ag is not None:
+        trainers["autograd"] = AutogradMLP(ag[0], ag[1], data, params)
+    elif res is not None:
+        res.note("autograd: not installed, skipped")
+    trainers["numpy"] = NumpyMLP(data, params)
+    return trainers
+
+
+def run(cfg: Config) -> WorkloadResult:
+    res = WorkloadResult(NAME, TITLE)
+    data = load_data()
+    if not data.real:
+        res.note("scikit-learn not installed: random stand-in data, accuracy figures meaningless")
+    params = init_params()
+    epochs = QUICK_EPOCHS if cfg.quick else EPOCHS
+    plan = epoch_batches(len(data.x_tr), epochs)
+    steps = len(plan[0])
+
+    # Epochs are interleaved across implementations (the machine's speed drifts), and each
+    # timed epoch is preceded by a handover pause and two steps of a throwaway copy: numpy's
+    # OpenBLAS and PyTorch's OpenMP threads both run these matmuls, and a pool still
+    # spinning from the other library would slow the epoch (see common.handover).
+    trainers = make_trainers(cfg, data, params, res)
+    throwaway = make_trainers(cfg, data, params, None)
+    per_step: dict[str, list[float]] = {name: [] for name in trainers}
+    losses: dict[str, list[float]] = {name: [] for name in trainers}
+    for name in trainers:
+        for idx in plan[0][:5]:
+            throwaway[name].step(idx)
+    settle()
+    for batches in plan:
+        for name, t in trainers.items():
+            handover()
+            for idx in batches[:2]:
+                throwaway[name].step(idx)
+            gc.collect()
+            total = 0.0
+            t0 = time.perf_counter()
+            for idx in batches:
+                total += t.step(idx)
+            per_step[name].append((time.perf_counter() - t0) / steps)
+            losses[name].append(total / steps)
+    acc = {name: t.accuracy(data.x_te, data.y_te) for name, t in trainers.items()}
+    us = {name: median(v) * 1e6 for name, v in per_step.items()}
+    res.details.update(
+        {
+            "epochs": epochs,
+            "steps_per_epoch": steps,
+            "batch": BATCH,
+            "lr": LR,
+            "momentum": MOMENTUM,
+            "sizes": SIZES,
+            "real_data": data.real,
+            "us_per_step": {name: spread([s * 1e6 for s in v]) for name, v in per_step.items()},
+            "test_accuracy": acc,
+            "train_loss_per_epoch": losses,
+        }
+    )
+    peers = ("torch", "autograd", "numpy")
+    res.rows.append(
+        Row(
+            NAME,
+            "train step",
+            "us/step",
+            "lower",
+            us["gradtape"],
+            {p: us.get(p) for p in peers},
+            Target("torch", "<=", 0.6),
+        )
+    )
+    res.rows.append(
+        Row(
+            NAME,
+            f"test accuracy after {epochs} epochs",
+            "%",
+            "higher",
+            acc["gradtape"] * 100,
+            {p: (acc[p] * 100 if p in acc else None) for p in peers},
+        )
+    )
+    return res
