@@ -298,9 +298,9 @@ def test_matmul_inner_dim_mismatch_raises() -> None:
     assert "matmul" in msg and "(2, 3)" in msg and "(4, 2)" in msg
 
 
-def test_matmul_non_2d_raises() -> None:
-    """matmul needs 2-D operands."""
-    a: Any = DEV.zeros((3,))
+def test_matmul_rank0_raises() -> None:
+    """matmul needs operands of rank 1 or more (numpy's rule); 1-D..4-D are supported."""
+    a: Any = DEV.zeros(())
     with pytest.raises(ShapeError, match="matmul"):
         a @ DEV.zeros((3, 2))
 

@@ -15,10 +15,15 @@ import numpy as np
 
 from gradtape.errors import TapeError
 from gradtape.ops import binary as _binary
+from gradtape.ops import compare as _compare
+from gradtape.ops import indexing as _indexing
 from gradtape.ops import linalg as _linalg
+from gradtape.ops import nn as _nn
 from gradtape.ops import reduce as _reduce
-from gradtape.ops import softmax as _softmax
+from gradtape.ops import shape as _shape
 from gradtape.ops import unary as _unary
+from gradtape.ops.softmax import log_softmax as _log_softmax
+from gradtape.ops.softmax import softmax as _softmax_op
 from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id
 
 if TYPE_CHECKING:
@@ -253,8 +258,64 @@ class Tensor(Generic[S, T_co]):
     log = _unary.log
     relu = _unary.relu
     sin = _unary.sin
+    abs = _unary.abs
+    __abs__ = _unary.abs
+    sqrt = _unary.sqrt
+    square = _unary.square
+    pow = _unary.pow
+    __pow__ = _unary.pow
+    cos = _unary.cos
+    tanh = _unary.tanh
+    sigmoid = _unary.sigmoid
+    leaky_relu = _unary.leaky_relu
+    gelu = _unary.gelu
+    silu = _unary.silu
+    softplus = _unary.softplus
+    clamp = _unary.clamp
+    nans_to = _unary.nans_to
+    recip = _unary.recip
     sum = _reduce.sum
     mean = _reduce.mean
+    max = _reduce.max
+    min = _reduce.min
+    var = _reduce.var
+    std = _reduce.std
+    logsumexp = _reduce.logsumexp
+    maximum = _binary.maximum
+    minimum = _binary.minimum
+    lt = _compare.lt
+    le = _compare.le
+    gt = _compare.gt
+    ge = _compare.ge
+    eq = _compare.eq
+    ne = _compare.ne
+    __lt__ = _compare.lt
+    __le__ = _compare.le
+    __gt__ = _compare.gt
+    __ge__ = _compare.ge
+    __eq__ = _compare.eq_operator  # returns a mask tensor, so hash by identity explicitly:
+    __ne__ = _compare.ne_operator
+    __hash__ = object.__hash__
+    __bool__ = _compare.truth  # one-element tensors only: `if t1 == t2` must not test len()
+    where = _compare.tensor_where
     matmul = _linalg.matmul
     __matmul__ = _linalg.matmul
-    log_softmax = _softmax.log_softmax
+    dropout = _nn.dropout
+    layer_norm = _nn.layer_norm
+    rms_norm = _nn.rms_norm
+    reshape = _shape.reshape
+    permute = _shape.permute
+    transpose = _shape.transpose
+    T = _shape.TProperty()  # 2-D transpose, typed Rank2[A, B] -> Rank2[B, A]
+    broadcast_to = _shape.broadcast_to
+    expand_dims = _shape.expand_dims
+    unsqueeze = _shape.expand_dims
+    squeeze = _shape.squeeze
+    roll = _shape.roll
+    tril = _shape.tril
+    triu = _shape.triu
+    __getitem__ = _indexing.getitem
+    gather = _indexing.gather
+    index_select = _indexing.index_select
+    log_softmax = _log_softmax
+    softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function

@@ -1,10 +1,57 @@
 """Tensor ops, one module per family; each keeps its typed signature, forward and backward
 closure together. Every op here is also a :class:`~gradtape.tensor.Tensor` method."""
 
-from gradtape.ops.binary import add, div, mul, sub
-from gradtape.ops.linalg import matmul
-from gradtape.ops.reduce import mean, sum
-from gradtape.ops.softmax import log_softmax
-from gradtape.ops.unary import exp, log, neg, relu, sin
+from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
+from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
+from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
+from gradtape.ops.indexing import gather, index_select
+from gradtape.ops.linalg import linear, matmul
+from gradtape.ops.nn import dropout, embedding, layer_norm, rms_norm
+from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
+from gradtape.ops.reduce import logsumexp, max, mean, min, std, sum, var
+from gradtape.ops.shape import (
+    broadcast_to,
+    concat,
+    expand_dims,
+    permute,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    transpose,
+    tril,
+    triu,
+    unsqueeze,
+)
+from gradtape.ops.softmax import log_softmax, softmax
+from gradtape.ops.unary import (
+    abs,
+    clamp,
+    cos,
+    exp,
+    gelu,
+    leaky_relu,
+    log,
+    nans_to,
+    neg,
+    pow,
+    recip,
+    relu,
+    sigmoid,
+    silu,
+    sin,
+    softplus,
+    sqrt,
+    square,
+    tanh,
+)
 
 __all__ = ["add", "div", "exp", "log", "log_softmax", "matmul", "mean", "mul", "neg", "relu", "sin", "sub", "sum"]
+__all__ += ["abs", "clamp", "cos", "gelu", "leaky_relu", "nans_to", "pow", "recip", "sigmoid", "silu", "softplus"]
+__all__ += ["sqrt", "square", "tanh"]
+__all__ += ["eq", "ge", "gt", "le", "logsumexp", "lt", "max", "maximum", "min", "minimum", "ne", "softmax", "std"]
+__all__ += ["var", "where"]
+__all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "permute", "reshape", "roll"]
+__all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
+__all__ += ["dropout", "embedding", "layer_norm", "linear", "rms_norm"]
+__all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]

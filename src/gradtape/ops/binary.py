@@ -1,4 +1,5 @@
-"""Elementwise binary ops: add, sub, mul, div, with numpy broadcasting and scalars.
+"""Elementwise binary ops: add, sub, mul, div, maximum, minimum, pow, with numpy broadcasting
+and scalars.
 
 Each op states its forward and, beside it, the derivative its backward closure
 accumulates; :func:`record_binary` / :func:`record_scalar` do the tape plumbing
@@ -32,7 +33,21 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["add", "div", "mul", "radd", "rdiv", "record_binary", "record_scalar", "rmul", "rsub", "sub"]
+__all__ = [
+    "add",
+    "div",
+    "maximum",
+    "minimum",
+    "mul",
+    "pow",
+    "radd",
+    "rdiv",
+    "record_binary",
+    "record_scalar",
+    "rmul",
+    "rsub",
+    "sub",
+]
 
 Array = np.ndarray[Any, Any]
 
@@ -307,3 +322,146 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 
         tape._record((next_id(), rdiv_backward))
     return out
+
+
+# ----- maximum / minimum / pow -----------------------------------------------------------
+
+
+def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Array], Array]) -> Any:
+    """Wrap ``data`` as the output of ``f(a, c)`` for a constant ``c`` (a Python number):
+    only ``a`` gets a gradient, ``grad(g)`` (a new array of ``a``'s shape)."""
+    tape = a.tape
+    out = a._from_op(data, tape)
+    if tape is not NONE_TAPE:
+        aid, oid = a.id, out.id
+
+        def constant_operand_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is not None:
+                grads._accum(aid, grad(g))
+
+        tape._record((next_id(), constant_operand_backward))
+    return out
+
+
+def _tie_split(a: Array | float, b: Array | float, wins: Callable[[Any, Any], Any], dtype: np.dtype[Any]) -> Array:
+    """``1`` where ``wins(a, b)``, ``0.5`` where ``a == b``, else ``0`` (also where either is NaN),
+    in ``dtype`` and the broadcast shape: the share of the gradient ``maximum``/``minimum`` send to ``a``."""
+    w: Array = np.asarray(wins(a, b)).astype(dtype)
+    w[np.asarray(a == b)] = 0.5
+    return w
+
+
+@overload
+def maximum(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def maximum(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def maximum(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def maximum(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def maximum(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def maximum(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def maximum(a: Any, b: Any) -> Any:
+    """Elementwise maximum of ``a`` and ``b`` (numpy's ``np.maximum``: NaN propagates), with
+    numpy broadcasting; ``b`` may be a Python number.
+
+    Gradients (dfdx's ``maximum``, PyTorch's ``torch.maximum``): the output's gradient goes to
+    the larger operand; on a tie (``a == b``) it is split evenly, ``0.5`` to each. Where either
+    operand is NaN neither gets a gradient. Summed back over broadcast dims.
+
+    Raises:
+        ShapeError: the shapes do not broadcast (names both shapes).
+        DTypeError: float32 meets float64.
+        TypeError: ``b`` is neither a tensor nor a number.
+    """
+    if isinstance(b, SCALARS):
+        s, x = _scalar(b, "maximum"), a.data
+        return _record_with_constant(a, np.maximum(x, s), lambda g: g * _tie_split(x, s, np.greater, g.dtype))
+    return record_binary("maximum", a, b, np.maximum, _maximum_rule)
+
+
+def _maximum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
+    return g * _tie_split(a, b, np.greater, g.dtype), g * _tie_split(b, a, np.greater, g.dtype)
+
+
+@overload
+def minimum(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def minimum(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def minimum(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def minimum(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def minimum(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def minimum(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def minimum(a: Any, b: Any) -> Any:
+    """Elementwise minimum of ``a`` and ``b`` (numpy's ``np.minimum``: NaN propagates), with
+    numpy broadcasting; ``b`` may be a Python number.
+
+    Gradients: the output's gradient goes to the smaller operand, split evenly (``0.5`` each)
+    on a tie, none where either is NaN (as :func:`maximum`). Summed back over broadcast dims.
+
+    Raises:
+        ShapeError, DTypeError, TypeError: as :func:`maximum`.
+    """
+    if isinstance(b, SCALARS):
+        s, x = _scalar(b, "minimum"), a.data
+        return _record_with_constant(a, np.minimum(x, s), lambda g: g * _tie_split(x, s, np.less, g.dtype))
+    return record_binary("minimum", a, b, np.minimum, _minimum_rule)
+
+
+def _minimum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
+    return g * _tie_split(a, b, np.less, g.dtype), g * _tie_split(b, a, np.less, g.dtype)
+
+
+@overload
+def pow(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def pow(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def pow(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def pow(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def pow(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def pow(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+def pow(a: Any, b: Any) -> Any:
+    """``a ** b`` elementwise (numpy's ``np.power``), with numpy broadcasting; the exponent ``b``
+    may be a tensor or a Python number (a number goes to :func:`gradtape.ops.unary.pow`, the
+    fused scalar-exponent op, with the same conventions and errors).
+
+    ``Tensor.pow`` / ``t ** b`` / ``gradtape.ops.pow`` are bound to the scalar-only
+    :func:`gradtape.ops.unary.pow` for now; this function is the superset.
+
+    Gradients: ``d/da = b * a**(b - 1)``, ``d/db = a**b * log(a)`` (summed back over broadcast
+    dims), with PyTorch's conventions at the edges:
+
+    - ``b == 0``: ``d/da = 0`` (``a**0`` is constant, even at ``a == 0``);
+    - ``a == 0``: ``d/db = 0`` where ``b >= 0``; ``d/da`` is ``b * 0**(b-1)``: ``0`` for
+      ``b > 1``, ``1`` for ``b == 1``, ``inf`` for ``0 < b < 1``;
+    - ``a < 0``: the forward is ``nan`` for a non-integer ``b`` (numpy warns), and ``d/db``
+      is ``nan`` (``log`` of a negative number) even for an integer ``b``, where ``d/da`` is
+      still the finite ``b * a**(b-1)``.
+
+    Raises:
+        ShapeError, DTypeError: as :func:`maximum`.
+        TypeError: ``b`` is neither a tensor nor a real number (raised by ``unary.pow``).
+    """
+    if not (hasattr(b, "tape") and hasattr(b, "data")):  # a number (or junk): the scalar op validates
+        from gradtape.ops import unary  # imports this module: import at call time
+
+        return unary.pow(a, b)
+    return record_binary("pow", a, b, np.power, _pow_rule)
+
+
+def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ga = g * np.where(b == 0, 0, b * np.power(a, b - 1))
+        gb = g * np.where((a == 0) & (b >= 0), 0, y * np.log(a))
+    return ga, gb

@@ -1,26 +1,39 @@
-"""Linear algebra: the matrix product of 2-D tensors (BLAS through numpy), with its backward.
+"""Linear algebra: the matrix product of 1-D to 4-D tensors (numpy's ``matmul`` semantics,
+BLAS through numpy) and ``linear`` (PyTorch's ``F.linear``), with their backward passes.
 
 Typing: ``Tensor[Rank2[M, K], ...] @ Tensor[Rank2[K, N], ...] -> Tensor[Rank2[M, N], ...]``;
-mypy rejects mismatched inner dims ``K``. The output owns a tape if either input does.
+mypy rejects mismatched inner dims ``K``. Overloads also type a vector operand
+(``Rank1[K] @ Rank2[K, N] -> Rank1[N]``, ``Rank2[M, K] @ Rank1[K] -> Rank1[M]``,
+``Rank1[K] @ Rank1[K] -> Rank0``) and batches carried through (``Rank3[D, M, K]`` times
+``Rank3[D, K, N]`` or ``Rank2[K, N]``, and the same with ``Rank4[E, D, M, K]``). Batch dims
+that broadcast (``1`` against ``D``) and other rank pairs run with untyped (``Any``) shapes.
+The output owns a tape if any input does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
 from gradtape._typing import A, B, C, T
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
-from gradtape.shapes import Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["matmul"]
+__all__ = ["linear", "matmul"]
+
+Array = np.ndarray[Any, Any]
+
+D = TypeVar("D")
+E = TypeVar("E")
+I = TypeVar("I")
+O = TypeVar("O")
 
 
 @overload
@@ -29,20 +42,80 @@ def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tenso
 def matmul(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[B, C], OwnedTape]) -> Tensor[Rank2[A, C], OwnedTape]: ...
 @overload
 def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank1[C], T]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], Tape], b: Tensor[Rank2[B, C], OwnedTape]) -> Tensor[Rank1[C], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank1[C], T]: ...
+@overload
+def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank1[A], T]: ...
+@overload
+def matmul(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank1[A], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], T]) -> Tensor[Rank1[A], T]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank0, T]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank1[B], T], b: Tensor[Rank1[B], T]) -> Tensor[Rank0, T]: ...
+@overload
+def matmul(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank3[D, B, C], NoneTape]) -> Tensor[Rank3[D, A, C], T]: ...
+@overload
+def matmul(
+    a: Tensor[Rank3[D, A, B], Tape], b: Tensor[Rank3[D, B, C], OwnedTape]
+) -> Tensor[Rank3[D, A, C], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank3[D, B, C], T]) -> Tensor[Rank3[D, A, C], T]: ...
+@overload
+def matmul(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank3[D, A, C], T]: ...
+@overload
+def matmul(a: Tensor[Rank3[D, A, B], Tape], b: Tensor[Rank2[B, C], OwnedTape]) -> Tensor[Rank3[D, A, C], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank3[D, A, C], T]: ...
+@overload
+def matmul(a: Tensor[Rank4[E, D, A, B], T], b: Tensor[Rank4[E, D, B, C], NoneTape]) -> Tensor[Rank4[E, D, A, C], T]: ...
+@overload
+def matmul(
+    a: Tensor[Rank4[E, D, A, B], Tape], b: Tensor[Rank4[E, D, B, C], OwnedTape]
+) -> Tensor[Rank4[E, D, A, C], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank4[E, D, A, B], T], b: Tensor[Rank4[E, D, B, C], T]) -> Tensor[Rank4[E, D, A, C], T]: ...
+@overload
+def matmul(a: Tensor[Rank4[E, D, A, B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank4[E, D, A, C], T]: ...
+@overload
+def matmul(
+    a: Tensor[Rank4[E, D, A, B], Tape], b: Tensor[Rank2[B, C], OwnedTape]
+) -> Tensor[Rank4[E, D, A, C], OwnedTape]: ...
+@overload
+def matmul(a: Tensor[Rank4[E, D, A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank4[E, D, A, C], T]: ...
 def matmul(a: Any, b: Any) -> Any:
-    """Matrix product ``a @ b`` of an ``(M, K)`` and a ``(K, N)`` tensor: an ``(M, N)`` tensor.
+    """Matrix product ``a @ b`` with numpy's ``matmul`` semantics, for 1-D to 4-D tensors.
 
-    Gradients (the standard matmul backward): ``grad_a += g @ b.T``, ``grad_b += a.T @ g``,
-    each skipped for a leaf the gradient store does not keep (see ``Gradients.wants``).
+    * 2-D ``(M, K) @ (K, N)`` gives ``(M, N)`` (the fast path: one BLAS call).
+    * A 1-D ``a`` of ``(K,)`` acts as the row ``(1, K)``, a 1-D ``b`` as the column
+      ``(K, 1)``; the added dim is removed from the result (``(K,) @ (K,)`` is a scalar).
+    * Dims before the last two are batch dims and broadcast as in numpy:
+      ``(2, 1, 3, 4) @ (5, 4, 2)`` gives ``(2, 5, 3, 2)``.
+
+    Gradients (the standard matmul backward): ``grad_a += g @ b^T``, ``grad_b += a^T @ g``
+    (``^T`` swapping the last two dims), each summed over the batch dims its operand was
+    broadcast along and reshaped back to a 1-D operand's shape; a batch times a matrix
+    (``(..., M, K) @ (K, N)``) runs as one ``(-1, K) @ (K, N)`` product in both passes. Each
+    gradient is skipped for a leaf the gradient store does not keep (see ``Gradients.wants``).
+
+    Dtypes: float32 or float64, both operands alike; the result has their dtype.
 
     Raises:
-        ShapeError: an operand is not 2-D, or the inner dims differ (names both shapes).
+        ShapeError: an operand is 0-D or has more than 4 dims, the inner dims differ, or the
+            batch dims do not broadcast (the message names both shapes).
         DTypeError: float32 meets float64.
     """
     bt = tensor_operand("matmul", a, b)
     ad, bd = a.data, bt.data
     if ad.ndim != 2 or bd.ndim != 2:
-        raise ShapeError(f"matmul: expects 2-D tensors, got shapes {ad.shape} and {bd.shape}")
+        return _matmul_nd(a, bt, ad, bd)
     if ad.shape[1] != bd.shape[0]:
         raise ShapeError(f"matmul: inner dims differ: {ad.shape} @ {bd.shape} ({ad.shape[1]} != {bd.shape[0]})")
     tape = merge_tapes(a.tape, bt.tape)
@@ -60,4 +133,156 @@ def matmul(a: Any, b: Any) -> Any:
                 grads._accum(bid, np.matmul(ad.T, g))
 
         tape.add_backward_op(matmul_backward)
+    return out
+
+
+def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -> Any:
+    """``matmul`` where an operand is not 2-D (see :func:`matmul`)."""
+    an, bn = ad.ndim, bd.ndim
+    if not (1 <= an <= 4 and 1 <= bn <= 4):
+        raise ShapeError(f"matmul: expects 1-D to 4-D tensors, got shapes {ad.shape} and {bd.shape}")
+    k = ad.shape[-1]
+    kb = bd.shape[-2] if bn > 1 else bd.shape[0]
+    if k != kb:
+        raise ShapeError(f"matmul: inner dims differ: {ad.shape} @ {bd.shape} ({k} != {kb})")
+    a2 = ad if an > 1 else ad.reshape(1, k)  # numpy's promotion of a vector operand
+    b2 = bd if bn > 1 else bd.reshape(k, 1)
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ShapeError(
+            f"matmul: batch dims do not broadcast: {ad.shape} @ {bd.shape} ({a2.shape[:-2]} vs {b2.shape[:-2]})"
+        ) from None
+    m, n = a2.shape[-2], b2.shape[-1]
+    full = (*batch, m, n)  # the result before removing the dims added to vectors
+    stacked = bn == 2 and an > 2  # (..., M, K) @ (K, N): one (-1, K) @ (K, N) product
+    if stacked and ad.flags.c_contiguous:
+        y = np.matmul(ad.reshape(-1, k), bd).reshape(full)
+    else:
+        y = np.matmul(a2, b2)
+    shape = batch + ((m,) if an > 1 else ()) + ((n,) if bn > 1 else ())  # the vectors' dims removed
+    y = y.reshape(shape)
+    tape = merge_tapes(a.tape, b.tape)
+    out = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, bid, oid, a_leaf, b_leaf = a.id, b.id, out.id, a._leaf, b._leaf
+
+        def matmul_nd_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            g2 = g.reshape(full)
+            if grads.wants(aid, a_leaf):
+                if stacked:  # grad_a = g @ b^T has a's shape: one product over all rows
+                    ga = np.matmul(g2.reshape(-1, n), b2.T).reshape(a2.shape)
+                else:
+                    ga = sum_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape)
+                grads._accum(aid, ga.reshape(ad.shape))
+            if grads.wants(bid, b_leaf):
+                if stacked:  # grad_b = sum over the batch of a_i^T g_i = A^T G on stacked rows
+                    gb = np.matmul(a2.reshape(-1, k).T, g2.reshape(-1, n))
+                else:
+                    gb = sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
+                grads._accum(bid, gb.reshape(bd.shape))
+
+        tape._record((next_id(), matmul_nd_backward))
+    return out
+
+
+@overload
+def linear(
+    x: Tensor[Rank2[B, I], T], w: Tensor[Rank2[O, I], NoneTape], b: Tensor[Rank1[O], NoneTape] | None = None
+) -> Tensor[Rank2[B, O], T]: ...
+@overload
+def linear(
+    x: Tensor[Rank2[B, I], Tape], w: Tensor[Rank2[O, I], OwnedTape], b: Tensor[Rank1[O], Tape] | None = None
+) -> Tensor[Rank2[B, O], OwnedTape]: ...
+@overload
+def linear(
+    x: Tensor[Rank2[B, I], Tape], w: Tensor[Rank2[O, I], Tape], b: Tensor[Rank1[O], OwnedTape]
+) -> Tensor[Rank2[B, O], OwnedTape]: ...
+@overload
+def linear(
+    x: Tensor[Rank2[B, I], T], w: Tensor[Rank2[O, I], T], b: Tensor[Rank1[O], T] | None = None
+) -> Tensor[Rank2[B, O], T]: ...
+@overload
+def linear(
+    x: Tensor[Rank3[D, B, I], T], w: Tensor[Rank2[O, I], NoneTape], b: Tensor[Rank1[O], NoneTape] | None = None
+) -> Tensor[Rank3[D, B, O], T]: ...
+@overload
+def linear(
+    x: Tensor[Rank3[D, B, I], Tape], w: Tensor[Rank2[O, I], OwnedTape], b: Tensor[Rank1[O], Tape] | None = None
+) -> Tensor[Rank3[D, B, O], OwnedTape]: ...
+@overload
+def linear(
+    x: Tensor[Rank3[D, B, I], Tape], w: Tensor[Rank2[O, I], Tape], b: Tensor[Rank1[O], OwnedTape]
+) -> Tensor[Rank3[D, B, O], OwnedTape]: ...
+@overload
+def linear(
+    x: Tensor[Rank3[D, B, I], T], w: Tensor[Rank2[O, I], T], b: Tensor[Rank1[O], T] | None = None
+) -> Tensor[Rank3[D, B, O], T]: ...
+def linear(x: Any, w: Any, b: Any = None) -> Any:
+    """Affine map ``y = x @ w^T + b`` as one op (PyTorch's ``F.linear``).
+
+    Args:
+        x: ``(..., I)``: a vector, a batch ``(B, I)`` or any leading dims.
+        w: ``(O, I)``, the weight as PyTorch stores it (``out_features x in_features``).
+        b: ``(O,)`` or ``None``.
+
+    Returns:
+        ``(..., O)``, ``x``'s dtype; the output owns a tape if any input does.
+
+    Forward: one BLAS product of ``x`` viewed as ``(-1, I)`` with ``w^T`` (a transposed view,
+    no copy), then ``+= b`` in place. Backward, one closure, with ``g`` viewed as ``(-1, O)``:
+    ``grad_x += g @ w``, ``grad_w += g^T @ x`` and ``grad_b += sum(g, batch dims)`` (the sums
+    over the leading dims come with the products); a leaf the store does not keep gets no
+    gradient (``Gradients.wants``).
+
+    Raises:
+        ShapeError: ``x`` is 0-D, ``w`` is not 2-D, ``x``'s last dim is not ``w``'s
+            in-features, or ``b`` is not ``(O,)`` (the message names the shapes).
+        DTypeError: the dtypes differ.
+    """
+    wt = tensor_operand("linear", x, w)
+    xd, wd = x.data, wt.data
+    bt = None if b is None else tensor_operand("linear", x, b)
+    if wd.ndim != 2:
+        raise ShapeError(f"linear: weight must be 2-D (out, in), got shape {wd.shape} (x {xd.shape})")
+    o, i = wd.shape
+    if xd.ndim == 0 or xd.shape[-1] != i:
+        last = xd.shape[-1] if xd.ndim else None
+        raise ShapeError(f"linear: in-features differ: x {xd.shape} and weight {wd.shape} ({last} != {i})")
+    bd = None
+    if bt is not None:
+        bd = bt.data
+        if bd.shape != (o,):
+            raise ShapeError(f"linear: bias of shape {bd.shape} does not match weight {wd.shape} (wants ({o},))")
+    x2 = xd if xd.ndim == 2 else xd.reshape(-1, i)
+    y = np.matmul(x2, wd.T)
+    if bd is not None:
+        y += bd
+    if xd.ndim != 2:
+        y = y.reshape((*xd.shape[:-1], o))
+    tape = merge_tapes(x.tape, wt.tape)
+    if bt is not None:
+        tape = merge_tapes(tape, bt.tape)
+    out = x._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        xid, wid, oid, x_leaf, w_leaf, xshape = x.id, wt.id, out.id, x._leaf, wt._leaf, xd.shape
+        bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (0, True)
+
+        def linear_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            g2 = g if g.ndim == 2 else g.reshape(-1, o)
+            if grads.wants(xid, x_leaf):
+                gx = np.matmul(g2, wd)
+                grads._accum(xid, gx if gx.shape == xshape else gx.reshape(xshape))
+            if grads.wants(wid, w_leaf):
+                grads._accum(wid, np.matmul(g2.T, x2))
+            if bd is not None and grads.wants(bid, b_leaf):
+                grads._accum(bid, g2.sum(axis=0))
+
+        tape._record((next_id(), linear_backward))
     return out

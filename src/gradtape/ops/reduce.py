@@ -1,4 +1,5 @@
-"""Reductions: sum and mean over all axes or a set of axes, with ``keepdims``.
+"""Reductions: sum, mean, max, min, var, std and logsumexp over all axes or a set of axes,
+with ``keepdims``.
 
 Typing: a full reduction gives ``Tensor[Rank0, T]``; ``axis=0`` / ``axis=1`` of a
 ``Rank2[A, B]`` gives ``Rank1[B]`` / ``Rank1[A]``; other axis sets type as ``Any``.
@@ -7,12 +8,15 @@ Backward broadcasts the output's gradient back over the reduced axes.
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from gradtape._typing import A, B, S, T
+from gradtape.devices.kernels import elementwise as _k
+from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
 from gradtape.shapes import Rank0, Rank1, Rank2
 from gradtape.tape import NONE_TAPE
@@ -21,7 +25,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["mean", "sum"]
+__all__ = ["logsumexp", "max", "mean", "min", "std", "sum", "var"]
 
 Array = np.ndarray[Any, Any]
 
@@ -33,8 +37,6 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
     y = np.asarray(np.sum(x, axis=axes, keepdims=keepdims))
     if scale:
         if n == 0:
-            from gradtape.errors import ShapeError
-
             raise ShapeError(f"{op}: mean over {n} elements (shape {x.shape}, axes {axes}) is undefined")
         y = np.multiply(y, x.dtype.type(1.0 / n), out=y) if y.ndim else np.asarray(y * x.dtype.type(1.0 / n))
     tape = a.tape
@@ -100,3 +102,308 @@ def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fal
         ShapeError: an axis is out of range or repeated, or the mean is over zero elements.
     """
     return _reduce("mean", a, axis, keepdims, scale=True)
+
+
+# ----- shared plumbing of the reductions below --------------------------------------------
+
+
+def _plan(op: str, x: Array, axis: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    """``(axes, n, kept)``: the sorted reduced axes, the number of elements each output element
+    reduces, and the output's shape with the reduced axes kept as size 1."""
+    axes = normalize_axes(op, axis, x.ndim)
+    n = math.prod(x.shape[ax] for ax in axes)
+    kept = tuple(1 if i in axes else n_ for i, n_ in enumerate(x.shape))
+    return axes, n, kept
+
+
+def _out(yk: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+    """The reduction's result from its keepdims form ``yk``."""
+    if keepdims:
+        return yk
+    return yk.reshape(tuple(n for i, n in enumerate(yk.shape) if i not in axes))
+
+
+def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad: Any) -> Any:
+    """Wrap ``y`` as the reduction's output; backward calls ``grad(grads, aid, gk)`` with the
+    output's gradient ``gk`` reshaped to ``kept`` (the keepdims shape)."""
+    tape = a.tape
+    out = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, oid = a.id, out.id
+
+        def reduction_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is not None:
+                grad(grads, aid, np.asarray(g).reshape(kept))
+
+        tape.add_backward_op(reduction_backward)
+    return out
+
+
+# ----- max / min ---------------------------------------------------------------------------
+
+
+def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, keepdims: bool) -> Any:
+    x = a.data
+    axes, n, kept = _plan(op, x, axis)
+    if n == 0:
+        raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) has no {op}imum")
+    yk = np.asarray((np.max if op == "max" else np.min)(x, axis=axes, keepdims=True))
+    y = _out(yk, axes, keepdims)
+
+    def grad(grads: Gradients, aid: int, gk: Array) -> None:
+        mask = x == yk
+        count = np.sum(mask, axis=axes, keepdims=True, dtype=x.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a NaN slice: count 0, NaN gradient
+            share = gk / count  # one value per output element
+            grads._accum(aid, np.multiply(mask, share))
+
+    return _record_reduction(a, y, kept, grad)
+
+
+@overload
+def max(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+@overload
+def max(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+@overload
+def max(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+@overload
+def max(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+@overload
+def max(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """Largest element over ``axis`` (None: all; an int or a tuple of ints), as ``np.max`` /
+    ``torch.amax``: a NaN in a slice makes that slice's maximum NaN.
+
+    Gradient (dfdx's ``max_to``, PyTorch's ``amax``): the output's gradient is split evenly
+    among the elements equal to the maximum, ``g / k`` to each of ``k`` tied maxima, ``0``
+    elsewhere; a slice whose maximum is NaN gets NaN gradients.
+
+    Raises:
+        ShapeError: an axis is out of range or repeated, or a reduced axis has size 0.
+    """
+    return _extremum("max", a, axis, keepdims)
+
+
+@overload
+def min(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+@overload
+def min(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+@overload
+def min(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+@overload
+def min(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+@overload
+def min(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def min(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """Smallest element over ``axis``, as ``np.min`` / ``torch.amin``. Gradient split evenly
+    over tied minima (see :func:`max`).
+
+    Raises:
+        ShapeError: an axis is out of range or repeated, or a reduced axis has size 0.
+    """
+    return _extremum("min", a, axis, keepdims)
+
+
+# ----- var / std ---------------------------------------------------------------------------
+
+
+def _correction(op: str, correction: float, ddof: float | None) -> float:
+    if ddof is not None:
+        if correction != 0 and correction != ddof:
+            raise ValueError(f"{op}: got correction={correction} and ddof={ddof}; pass one of them")
+        correction = ddof
+    if not math.isfinite(correction):
+        raise ValueError(f"{op}: correction must be a finite number, got {correction}")
+    return float(correction)
+
+
+def _moment(
+    op: str,
+    a: Tensor[Any, Any],
+    axis: int | tuple[int, ...] | None,
+    keepdims: bool,
+    correction: float,
+    ddof: float | None,
+) -> Any:
+    x = a.data
+    c = _correction(op, correction, ddof)
+    axes, n, kept = _plan(op, x, axis)
+    if n == 0:
+        raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) is undefined")
+    dt = x.dtype.type
+    mu = np.sum(x, axis=axes, keepdims=True) / dt(n)
+    d = x - mu
+    dof = dt(builtins.max(n - c, 0.0))  # numpy's max(n - ddof, 0): 0 gives inf / nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vk = np.asarray(np.sum(d * d, axis=axes, keepdims=True) / dof)
+        if op == "var":
+            yk = vk
+
+            def grad(grads: Gradients, aid: int, gk: Array) -> None:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    grads._fused(aid, _k.addmul, np.multiply, d, gk * (dt(2) / dof))
+
+        else:
+            yk = np.sqrt(vk)
+
+            def grad(grads: Gradients, aid: int, gk: Array) -> None:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    scale = np.where(yk == 0, dt(0), gk / (dof * yk))  # PyTorch: 0 where std == 0
+                grads._fused(aid, _k.addmul, np.multiply, d, scale)
+
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad)
+
+
+@overload
+def var(
+    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank0, T]: ...
+@overload
+def var(
+    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank0, T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[B], T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def var(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Any, T]: ...
+def var(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Any:
+    """Variance over ``axis``: ``sum((a - mean(a))**2) / (n - correction)``, ``n`` the number of
+    elements reduced.
+
+    Args:
+        axis: axes to reduce (None: all); negative axes count from the end.
+        keepdims: keep reduced axes as size-1 dims.
+        correction: PyTorch's name for numpy's ``ddof``. The default ``0`` is numpy's
+            (population variance, ``np.var``); PyTorch's ``torch.var`` defaults to ``1``
+            (Bessel's correction): pass ``correction=1`` for the unbiased sample variance.
+        ddof: numpy's name for ``correction``; give one of the two.
+
+    Where ``n - correction <= 0`` the divisor is 0, as in numpy: the result is ``inf`` (or
+    ``nan`` for a constant slice) and so is the gradient.
+
+    Gradient: ``2 * (a - mean(a)) / (n - correction)`` (fused ``grad += d * scale``).
+
+    Raises:
+        ShapeError: an axis is out of range or repeated, or the reduction is over 0 elements.
+        ValueError: ``correction`` and ``ddof`` disagree, or ``correction`` is not finite.
+    """
+    return _moment("var", a, axis, keepdims, correction, ddof)
+
+
+@overload
+def std(
+    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank0, T]: ...
+@overload
+def std(
+    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank0, T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[B], T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def std(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Any, T]: ...
+def std(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Any:
+    """Standard deviation over ``axis``: ``sqrt(var(a, axis, correction=correction))``; the
+    default ``correction=0`` is numpy's (``np.std``), PyTorch's ``torch.std`` uses ``1`` (see
+    :func:`var`).
+
+    Gradient: ``(a - mean(a)) / ((n - correction) * std)``, and ``0`` where ``std == 0`` (a
+    constant slice, where the derivative does not exist; PyTorch's convention).
+
+    Raises:
+        ShapeError, ValueError: as :func:`var`.
+    """
+    return _moment("std", a, axis, keepdims, correction, ddof)
+
+
+# ----- logsumexp ---------------------------------------------------------------------------
+
+
+@overload
+def logsumexp(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+@overload
+def logsumexp(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+@overload
+def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+@overload
+def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
+def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(a), axis))``, computed stably as ``m + log(sum(exp(a - m)))`` with ``m``
+    the maximum over ``axis`` (scipy's ``logsumexp``, ``torch.logsumexp``): no ``exp``
+    overflows and no ``log(0)`` is taken unless every element of a slice is ``-inf``.
+
+    Edge cases: a slice of all ``-inf`` gives ``-inf`` with gradient ``0`` (PyTorch gives
+    NaN); a slice holding ``+inf`` gives ``+inf``; a reduction over 0 elements gives ``-inf``
+    (the log of an empty sum), as PyTorch.
+
+    Gradient: ``softmax(a, axis) = exp(a - m) / sum(exp(a - m))``, saved from the forward
+    (fused ``grad += exp(a - m) * (g / sum)``, no ``exp`` in the backward).
+
+    Raises:
+        ShapeError: an axis is out of range or repeated.
+    """
+    x = a.data
+    axes, n, kept = _plan("logsumexp", x, axis)
+    if n == 0:
+        yk = np.full(kept, -np.inf, dtype=x.dtype)
+        return _record_reduction(a, _out(yk, axes, keepdims), kept, lambda grads, aid, gk: None)
+    m = np.max(x, axis=axes, keepdims=True)
+    if not np.isfinite(m).all():
+        m = np.where(np.isfinite(m), m, x.dtype.type(0))
+    e = np.exp(x - m)
+    s = np.asarray(np.sum(e, axis=axes, keepdims=True))
+    with np.errstate(divide="ignore"):
+        yk = np.asarray(np.log(s) + m)
+
+    def grad(grads: Gradients, aid: int, gk: Array) -> None:
+        scale = np.zeros(kept, x.dtype)
+        np.divide(gk, s, out=scale, where=s != 0)  # an all -inf slice (s == 0) gets 0
+        with np.errstate(invalid="ignore"):  # inf * 0 in a slice holding +inf: NaN, as PyTorch
+            grads._fused(aid, _k.addmul, np.multiply, e, scale)
+
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad)

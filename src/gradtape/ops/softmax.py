@@ -1,4 +1,4 @@
-"""``log_softmax`` along an axis: fused, numerically stable forward and backward."""
+"""``softmax`` and ``log_softmax`` along an axis: fused, numerically stable forward and backward."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradtape._typing import S, T
+from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
 from gradtape.ops.unary import record_unary
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["log_softmax", "log_softmax_array"]
+__all__ = ["log_softmax", "log_softmax_array", "softmax", "softmax_array"]
 
 Array = np.ndarray[Any, Any]
 
@@ -49,3 +50,40 @@ def log_softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
         grads._accum(i, t)
 
     return record_unary(a, y, rule)
+
+
+def softmax_array(x: Array, axis: int) -> Array:
+    """``exp(x) / sum(exp(x), axis)`` computed as ``exp(x - max) / sum(exp(x - max))``, so no
+    ``exp`` overflows. Returns a new array of ``x``'s shape and dtype."""
+    y: Array = x - x.max(axis=axis, keepdims=True)
+    np.exp(y, out=y)
+    y /= y.sum(axis=axis, keepdims=True)
+    return y
+
+
+def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
+    """Softmax along ``axis``: ``y = exp(a - max(a)) / sum(exp(a - max(a)), axis)`` (stable:
+    no ``exp`` overflows; a slice holding ``+inf`` or only ``-inf`` gives NaN, as PyTorch).
+
+    Gradient: ``grad_a += y * (g - sum(g * y, axis))``, one fused pass per row
+    (:func:`gradtape.devices.kernels.softmax.softmax_backward`; a compiled kernel along the
+    last axis of C-contiguous gradients, numpy otherwise).
+
+    Raises:
+        ShapeError: ``axis`` is out of range, or has size 0 (a 0-d tensor has no axis).
+    """
+    x = a.data
+    (ax,) = normalize_axes("softmax", axis, x.ndim) if x.ndim else (None,)
+    if ax is None or x.shape[ax] == 0:
+        raise ShapeError(f"softmax: needs a non-empty axis {axis}, got shape {x.shape}")
+    y = softmax_array(x, ax)
+
+    def kernel(out: Array, y_: Array, g: Array) -> None:
+        _ks.softmax_backward(out, y_, g, ax)
+
+    def fresh(y_: Array, g: Array) -> Array:
+        out = np.zeros(y_.shape, y_.dtype)
+        _ks.softmax_backward(out, y_, g, ax)
+        return out
+
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g))

@@ -1,20 +1,30 @@
-"""Elementwise unary ops: neg, exp, log, relu, sin.
+"""Elementwise unary ops: neg, exp, log, relu, sin, and the activation family (abs, sqrt,
+square, pow, cos, tanh, sigmoid, leaky_relu, gelu, silu, softplus, clamp, nans_to, recip).
 
-Each op computes its forward with numpy's SIMD ufuncs, saves what its derivative
-needs, and states the derivative in one line; :func:`record_unary` does the tape
-plumbing. Backward passes are fused numba kernels (``grad += f'(x) * g`` in one pass).
-Shapes and dtypes are preserved: ``Tensor[S, T] -> Tensor[S, T]``.
+Each op computes its forward with numpy's SIMD ufuncs (or, where numpy has no single
+ufunc for it, a kernel of :mod:`gradtape.devices.kernels.activations`), saves what its
+derivative needs, and states the derivative in its docstring; :func:`record_unary` does the
+tape plumbing. Backward passes are fused numba kernels (``grad += f'(x) * g`` in one pass).
+Shapes and dtypes are preserved: ``Tensor[S, T] -> Tensor[S, T]``; a float32 tensor stays
+float32 (scalar arguments are converted to Python floats, which numpy does not promote).
+
+Scalar arguments must be real numbers: others raise ``TypeError`` naming the op and the
+argument; out-of-range values (``clamp`` with ``min > max``, ...) raise ``ValueError``.
+Conventions at kinks and special values follow PyTorch (listed per op).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from gradtape._typing import S, T
+from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
+from gradtape.ops._util import SCALARS
 from gradtape.ops.binary import record_scalar
 from gradtape.tape import NONE_TAPE, next_id
 
@@ -22,9 +32,31 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["exp", "log", "neg", "record_unary", "relu", "sin"]
+__all__ = [
+    "abs",
+    "clamp",
+    "cos",
+    "exp",
+    "gelu",
+    "leaky_relu",
+    "log",
+    "nans_to",
+    "neg",
+    "pow",
+    "recip",
+    "record_unary",
+    "relu",
+    "sigmoid",
+    "silu",
+    "sin",
+    "softplus",
+    "sqrt",
+    "square",
+    "tanh",
+]
 
 Array = np.ndarray[Any, Any]
+Rule = Callable[["Gradients", int, Array], None]
 
 
 def record_unary(a: Tensor[S, T], data: Array, rule: Callable[[Gradients, int, Array], None]) -> Tensor[S, T]:
@@ -87,3 +119,256 @@ def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
     return record_unary(a, np.sin(x), lambda grads, i, g: grads._addmul_scratch(i, np.cos(x), g))
+
+
+# ----- the activation family -------------------------------------------------------------
+#
+# Backward rules accumulate with ``grads._fused``: in place through a fused kernel of
+# ``devices/kernels/activations.py`` when the input's gradient buffer exists and is owned,
+# else as a fresh array (the same kernel run on zeros).
+
+
+def _number(op: str, name: str, v: object) -> float:
+    """``v`` as a Python float: numpy treats those as "weak" scalars (NEP 50), so a float32
+    tensor stays float32 where a ``np.float64`` argument would promote it.
+
+    Raises:
+        TypeError: ``v`` is not a real number (a tensor, an array, a string, a complex, None).
+    """
+    if v.__class__ is float:
+        return v
+    if isinstance(v, SCALARS) and not isinstance(v, np.complexfloating):
+        return float(v)
+    raise TypeError(f"{op}: {name} must be a real number (int or float), got {type(v).__name__}")
+
+
+def _fresh(kernel: Callable[[Array, Array, Array], None]) -> Callable[[Array, Array], Array]:
+    """``f(saved, g)`` as a new array, from a kernel ``kernel(out, saved, g)`` doing ``out += f``."""
+
+    def fresh(saved: Array, g: Array) -> Array:
+        out = np.zeros(g.shape, g.dtype)
+        kernel(out, saved, g)
+        return out
+
+    return fresh
+
+
+def _rule(kernel: Callable[[Array, Array], None]) -> Rule:
+    """The backward rule ``grad_a += f(g)`` for a kernel ``kernel(out, g)`` doing ``out += f(g)``
+    in one pass (closing over the op's saved arrays and scalars)."""
+
+    def acc(out: Array, g: Array, _: Array) -> None:
+        kernel(out, g)
+
+    def fresh(g: Array, _: Array) -> Array:
+        out = np.zeros(g.shape, g.dtype)
+        kernel(out, g)
+        return out
+
+    def rule(grads: Gradients, i: int, g: Array) -> None:
+        grads._fused(i, acc, fresh, g, g)
+
+    return rule
+
+
+_abs_grad = _fresh(_ka.abs_backward)
+_sqrt_grad = _fresh(_ka.sqrt_backward)
+_square_grad = _fresh(_ka.square_backward)
+_cos_grad = _fresh(_ka.cos_backward)
+_tanh_grad = _fresh(_ka.tanh_backward)
+_sigmoid_grad = _fresh(_ka.sigmoid_backward)
+_nans_to_grad = _fresh(_ka.nans_to_backward)
+_recip_grad = _fresh(_ka.recip_backward)
+
+
+def abs(a: Tensor[S, T]) -> Tensor[S, T]:
+    """``|a|`` elementwise (also ``abs(t)``).
+
+    Gradient: ``sign(a)``: ``1`` where ``a > 0``, ``-1`` where ``a < 0``, ``0`` at ``a == 0``
+    (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
+    """
+    x = a.data
+    return record_unary(a, np.abs(x), lambda grads, i, g: grads._fused(i, _ka.abs_backward, _abs_grad, x, g))
+
+
+def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Square root elementwise: ``y = sqrt(a)`` (NaN for negative inputs, as numpy).
+
+    Gradient: ``1 / (2 sqrt(a)) = 1 / (2 y)`` (``inf`` at ``a == 0``, as PyTorch); fused
+    ``grad += g / (2 y)`` from the saved output.
+    """
+    y = np.sqrt(a.data)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.sqrt_backward, _sqrt_grad, y, g))
+
+
+def square(a: Tensor[S, T]) -> Tensor[S, T]:
+    """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
+    x = a.data
+    return record_unary(a, np.square(x), lambda grads, i, g: grads._fused(i, _ka.square_backward, _square_grad, x, g))
+
+
+def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
+    """``a ** p`` elementwise for a real number ``p`` (also ``t ** p``), with numpy's ``power``
+    semantics: NaN for a negative base and a non-integer ``p``, ``inf`` for ``0 ** -1``.
+
+    Gradient: ``p * a ** (p - 1)``, fused as ``grad += p * a**(p-1) * g`` with ``a**(p-1)``
+    from numpy in backward; ``p == 2`` is :func:`square`'s, ``p == 1`` passes ``g`` through,
+    and ``p == 0`` gives exactly ``0`` (also where ``a`` is 0 or NaN), as PyTorch.
+
+    Raises:
+        TypeError: ``p`` is not a real number (tensor exponents are not supported).
+    """
+    p = _number("pow", "exponent p", p)
+    x = a.data
+    if p == 2.0:
+        return square(a)
+    if p == 1.0:
+        return record_scalar(a, x.copy(), 1.0)  # type: ignore[no-any-return]
+    y = np.power(x, p)
+    if p == 0.0:
+        return record_unary(a, y, lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)))
+    return record_unary(a, y, _rule(lambda out, g: _ka.pow_backward(out, x, g, p)))
+
+
+def cos(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Cosine elementwise (radians). Gradient: ``-sin(a)``, computed in backward with numpy's
+    SIMD ``sin`` and accumulated in one fused pass ``grad += -sin(a) * g``."""
+    x = a.data
+    return record_unary(a, np.cos(x), lambda grads, i, g: grads._fused(i, _ka.cos_backward, _cos_grad, x, g))
+
+
+def tanh(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Hyperbolic tangent elementwise: ``y = tanh(a)``. Gradient: ``1 - y**2`` from the saved
+    output; fused ``grad += (1 - y**2) * g``."""
+    y = np.tanh(a.data)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.tanh_backward, _tanh_grad, y, g))
+
+
+def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Logistic sigmoid elementwise: ``y = 1 / (1 + exp(-a))``, computed without overflow
+    from ``exp(-|a|)`` (accurate in both tails, see :func:`~gradtape.devices.kernels.activations.sigmoid`).
+
+    Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
+    """
+    y = _ka.sigmoid(a.data)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.sigmoid_backward, _sigmoid_grad, y, g))
+
+
+def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
+    """``a`` where ``a > 0``, else ``negative_slope * a``, elementwise (PyTorch's ``leaky_relu``).
+
+    Gradient: ``1`` where ``a > 0``, else ``negative_slope`` (also at ``a == 0``, as PyTorch);
+    fused ``grad += g`` or ``grad += negative_slope * g``.
+
+    Raises:
+        TypeError: ``negative_slope`` is not a real number.
+    """
+    s = _number("leaky_relu", "negative_slope", negative_slope)
+    x = a.data
+    y = np.where(x > 0, x, x * s)
+    return record_unary(a, y, _rule(lambda out, g: _ka.leaky_relu_backward(out, x, g, s)))
+
+
+def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tensor[S, T]:
+    """Gaussian error linear unit (Hendrycks & Gimpel, 2016), as PyTorch's ``gelu``.
+
+    ``approximate="none"``: ``y = a * Phi(a)`` with the standard normal CDF
+    ``Phi(a) = erfc(-a / sqrt(2)) / 2`` (numba's ``math.erfc``; float64 results agree with
+    ``math.erf`` to about 1e-15 relative). Gradient: ``Phi(a) + a * phi(a)`` with the density
+    ``phi(a) = exp(-a**2 / 2) / sqrt(2 pi)``; ``Phi(a)`` is saved from the forward, ``exp`` runs
+    in numpy in backward, then one fused pass.
+
+    ``approximate="tanh"``: ``y = 0.5 a (1 + t)`` with ``t = tanh(sqrt(2/pi) (a + 0.044715 a**3))``,
+    computed as ``a * s`` with ``s = (1 + t) / 2`` a stable sigmoid (no cancellation in the
+    negative tail). Gradient: ``0.5 (1 + t) + 0.5 a (1 - t**2) sqrt(2/pi) (1 + 3 * 0.044715 a**2)``
+    (PyTorch's), from the saved ``s``, one fused pass.
+
+    Raises:
+        ValueError: ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+    """
+    x = a.data
+    if approximate == "none":
+        y, cdf = _ka.gelu(x)
+        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_backward(out, x, cdf, g)))
+    if approximate == "tanh":
+        y, s = _ka.gelu_tanh(x)
+        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_tanh_backward(out, x, s, g)))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Sigmoid linear unit (swish) elementwise: ``y = a * s`` with ``s = sigmoid(a)``.
+
+    Gradient: ``s * (1 + a * (1 - s))`` from the saved ``s``; one fused pass.
+    """
+    x = a.data
+    s = _ka.sigmoid(x)
+    return record_unary(a, np.multiply(x, s), _rule(lambda out, g: _ka.silu_backward(out, x, s, g)))
+
+
+def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Tensor[S, T]:
+    """Smooth ReLU elementwise, with PyTorch's semantics: ``y = log(1 + exp(beta * a)) / beta``,
+    and ``y = a`` where ``beta * a > threshold`` (for numerical stability). The log is
+    computed as ``log1p(exp(-|z|)) + max(z, 0)`` with ``z = beta * a``, which cannot overflow.
+
+    Gradient: ``sigmoid(beta * a)``, and exactly ``1`` where ``beta * a > threshold``; saved
+    from the forward and accumulated with the fused ``addmul``.
+
+    Raises:
+        TypeError: ``beta`` or ``threshold`` is not a real number.
+        ValueError: ``beta`` is 0 or not finite, or ``threshold`` is NaN.
+    """
+    b = _number("softplus", "beta", beta)
+    thr = _number("softplus", "threshold", threshold)
+    if b == 0.0 or not math.isfinite(b):
+        raise ValueError(f"softplus: beta must be a finite nonzero number, got {beta!r}")
+    if math.isnan(thr):
+        raise ValueError("softplus: threshold is NaN")
+    y, s = _ka.softplus(a.data, b, thr)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, s, g))
+
+
+def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
+    """Clamp elementwise into ``[min, max]`` (either bound may be omitted); NaN stays NaN.
+
+    Gradient: ``1`` where ``min <= a <= max`` (bounds included, as PyTorch), else ``0`` (also at
+    NaN); fused ``grad += g`` on that mask.
+
+    Raises:
+        ValueError: neither bound is given, a bound is NaN, or ``min > max``.
+        TypeError: a bound is not a real number (or None).
+    """
+    if min is None and max is None:
+        raise ValueError("clamp: give at least one of min and max")
+    lo = -math.inf if min is None else _number("clamp", "min", min)
+    hi = math.inf if max is None else _number("clamp", "max", max)
+    if math.isnan(lo) or math.isnan(hi):
+        raise ValueError(f"clamp: bounds must not be NaN, got min={min!r}, max={max!r}")
+    if lo > hi:
+        raise ValueError(f"clamp: min ({min!r}) is greater than max ({max!r})")
+    x = a.data
+    return record_unary(a, np.clip(x, lo, hi), _rule(lambda out, g: _ka.clamp_backward(out, x, g, lo, hi)))
+
+
+def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
+    """Replace NaN elements by ``value`` (dfdx's ``nans_to``); other elements, infinities
+    included, pass through.
+
+    Gradient: ``0`` where ``a`` was NaN, else ``1``; fused ``grad += g`` on that mask.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+    """
+    v = _number("nans_to", "value", value)
+    x = a.data
+    y = np.where(np.isnan(x), v, x)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.nans_to_backward, _nans_to_grad, x, g))
+
+
+def recip(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Reciprocal ``y = 1 / a`` elementwise (``inf`` at 0, as numpy).
+
+    Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
+    """
+    y = np.reciprocal(a.data)
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.recip_backward, _recip_grad, y, g))

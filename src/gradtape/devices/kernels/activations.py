@@ -1,0 +1,693 @@
+"""Fused kernels of the elementwise activation ops in :mod:`gradtape.ops.unary`.
+
+Backward wrappers (``*_backward(out, ..., g)``) add an op's gradient ``f'(x) * g`` into
+``out`` in place, in one compiled pass. They take the arrays the op's forward saved (the
+input ``x``, the output ``y`` or an intermediate such as ``sigmoid(x)``), so their loops
+are pure arithmetic; the few that need a transcendental of ``x`` (``cos``, ``pow``,
+``gelu``) compute it first with numpy's SIMD ufuncs. Like :mod:`.elementwise`, each runs a
+serial kernel below :data:`~.elementwise.PARALLEL_THRESHOLD` elements and a ``prange`` one
+above it, and falls back to the equivalent numpy expression for operands the 1-D kernels do
+not take (broadcast operands, non-contiguous multi-dimensional arrays).
+
+Forward wrappers (``sigmoid``, ``gelu``, ``gelu_tanh``, ``softplus``) take an array ``x``
+and return new C-contiguous arrays of its shape and dtype: numpy computes the
+transcendentals (``exp``, ``log1p``), kernel passes the arithmetic around them. ``gelu``'s
+``erfc`` has no numpy ufunc and is the one libm call inside a loop.
+
+Kernels keep float32 arithmetic in float32 (constants and scalar arguments become
+``x.dtype.type(...)`` inside the kernel) and write conditionals as selects, which vectorize.
+Forward kernels may write their output over an input (element ``i`` is read before it is
+written).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast, _flat
+from gradtape.errors import DTypeError
+
+__all__ = [
+    "abs_backward",
+    "addmul_scaled",
+    "clamp_backward",
+    "cos_backward",
+    "gelu",
+    "gelu_backward",
+    "gelu_tanh",
+    "gelu_tanh_backward",
+    "leaky_relu_backward",
+    "nans_to_backward",
+    "pow_backward",
+    "recip_backward",
+    "sigmoid",
+    "sigmoid_backward",
+    "silu_backward",
+    "softplus",
+    "sqrt_backward",
+    "square_backward",
+    "tanh_backward",
+]
+
+Array = np.ndarray[Any, Any]
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+"""``sqrt(2 / pi)``, the scale inside ``gelu``'s tanh approximation."""
+GELU_TANH_KAPPA = 0.044715
+"""The cubic coefficient of ``gelu``'s tanh approximation (Hendrycks & Gimpel, 2016)."""
+INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+"""``1 / sqrt(2)``: ``Phi(x) = erfc(-x / sqrt(2)) / 2``."""
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+"""``1 / sqrt(2 pi)``, the normal density's factor."""
+
+
+# ----- compiled backward kernels (1-D; out += f'(x) * g) ---------------------------------
+
+
+@jit()
+def _addmul_scaled_serial(out: Array, alpha: float, a: Array, b: Array) -> None:
+    al = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
+    for i in range(out.shape[0]):
+        out[i] += al * a[i] * b[i]
+
+
+@jit(parallel=True)
+def _addmul_scaled_parallel(out: Array, alpha: float, a: Array, b: Array) -> None:
+    al = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
+    for i in numba.prange(out.shape[0]):
+        out[i] += al * a[i] * b[i]
+
+
+@jit()
+def _abs_backward_serial(out: Array, x: Array, g: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    for i in range(out.shape[0]):
+        xi = x[i]
+        # sign(x) as selects (they vectorize, branches do not); x * 0 is 0, or NaN for NaN
+        out[i] += (one if xi > zero else (-one if xi < zero else xi * zero)) * g[i]
+
+
+@jit(parallel=True)
+def _abs_backward_parallel(out: Array, x: Array, g: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    for i in numba.prange(out.shape[0]):
+        xi = x[i]
+        # sign(x) as selects (they vectorize, branches do not); x * 0 is 0, or NaN for NaN
+        out[i] += (one if xi > zero else (-one if xi < zero else xi * zero)) * g[i]
+
+
+@jit()
+def _sqrt_backward_serial(out: Array, y: Array, g: Array) -> None:
+    for i in range(out.shape[0]):
+        out[i] += g[i] / (y[i] + y[i])
+
+
+@jit(parallel=True)
+def _sqrt_backward_parallel(out: Array, y: Array, g: Array) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] += g[i] / (y[i] + y[i])
+
+
+@jit()
+def _tanh_backward_serial(out: Array, y: Array, g: Array) -> None:
+    one = y.dtype.type(1)
+    for i in range(out.shape[0]):
+        out[i] += (one - y[i] * y[i]) * g[i]
+
+
+@jit(parallel=True)
+def _tanh_backward_parallel(out: Array, y: Array, g: Array) -> None:
+    one = y.dtype.type(1)
+    for i in numba.prange(out.shape[0]):
+        out[i] += (one - y[i] * y[i]) * g[i]
+
+
+@jit()
+def _sigmoid_backward_serial(out: Array, y: Array, g: Array) -> None:
+    one = y.dtype.type(1)
+    for i in range(out.shape[0]):
+        out[i] += y[i] * (one - y[i]) * g[i]
+
+
+@jit(parallel=True)
+def _sigmoid_backward_parallel(out: Array, y: Array, g: Array) -> None:
+    one = y.dtype.type(1)
+    for i in numba.prange(out.shape[0]):
+        out[i] += y[i] * (one - y[i]) * g[i]
+
+
+@jit()
+def _recip_backward_serial(out: Array, y: Array, g: Array) -> None:
+    for i in range(out.shape[0]):
+        out[i] -= y[i] * y[i] * g[i]
+
+
+@jit(parallel=True)
+def _recip_backward_parallel(out: Array, y: Array, g: Array) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] -= y[i] * y[i] * g[i]
+
+
+@jit()
+def _leaky_relu_backward_serial(out: Array, slope: float, x: Array, g: Array) -> None:
+    zero, s = x.dtype.type(0), x.dtype.type(slope)
+    for i in range(out.shape[0]):
+        gi = g[i]
+        out[i] += gi if x[i] > zero else s * gi
+
+
+@jit(parallel=True)
+def _leaky_relu_backward_parallel(out: Array, slope: float, x: Array, g: Array) -> None:
+    zero, s = x.dtype.type(0), x.dtype.type(slope)
+    for i in numba.prange(out.shape[0]):
+        gi = g[i]
+        out[i] += gi if x[i] > zero else s * gi
+
+
+@jit()
+def _clamp_backward_serial(out: Array, lo: float, hi: float, x: Array, g: Array) -> None:
+    zero, lo_, hi_ = x.dtype.type(0), x.dtype.type(lo), x.dtype.type(hi)
+    for i in range(out.shape[0]):
+        xi = x[i]
+        inside = g[i] if xi >= lo_ else zero  # two selects (vectorize); NaN fails both
+        out[i] += inside if xi <= hi_ else zero
+
+
+@jit(parallel=True)
+def _clamp_backward_parallel(out: Array, lo: float, hi: float, x: Array, g: Array) -> None:
+    zero, lo_, hi_ = x.dtype.type(0), x.dtype.type(lo), x.dtype.type(hi)
+    for i in numba.prange(out.shape[0]):
+        xi = x[i]
+        inside = g[i] if xi >= lo_ else zero  # two selects (vectorize); NaN fails both
+        out[i] += inside if xi <= hi_ else zero
+
+
+@jit()
+def _nans_to_backward_serial(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in range(out.shape[0]):
+        xi, gi = x[i], g[i]
+        out[i] += gi if xi == xi else zero  # x != x only for NaN
+
+
+@jit(parallel=True)
+def _nans_to_backward_parallel(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in numba.prange(out.shape[0]):
+        xi, gi = x[i], g[i]
+        out[i] += gi if xi == xi else zero  # x != x only for NaN
+
+
+@jit()
+def _silu_backward_serial(out: Array, x: Array, s: Array, g: Array) -> None:
+    one = x.dtype.type(1)
+    for i in range(out.shape[0]):
+        si = s[i]
+        out[i] += si * (one + x[i] * (one - si)) * g[i]
+
+
+@jit(parallel=True)
+def _silu_backward_parallel(out: Array, x: Array, s: Array, g: Array) -> None:
+    one = x.dtype.type(1)
+    for i in numba.prange(out.shape[0]):
+        si = s[i]
+        out[i] += si * (one + x[i] * (one - si)) * g[i]
+
+
+@jit()
+def _gelu_backward_serial(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None:
+    c = x.dtype.type(INV_SQRT_2PI)
+    for i in range(out.shape[0]):
+        out[i] += (cdf[i] + x[i] * e[i] * c) * g[i]
+
+
+@jit(parallel=True)
+def _gelu_backward_parallel(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None:
+    c = x.dtype.type(INV_SQRT_2PI)
+    for i in numba.prange(out.shape[0]):
+        out[i] += (cdf[i] + x[i] * e[i] * c) * g[i]
+
+
+@jit()
+def _gelu_tanh_backward_serial(out: Array, x: Array, s: Array, g: Array) -> None:
+    one, two = x.dtype.type(1), x.dtype.type(2)
+    beta, kappa3 = x.dtype.type(SQRT_2_OVER_PI), x.dtype.type(3 * GELU_TANH_KAPPA)
+    for i in range(out.shape[0]):
+        xi, si = x[i], s[i]
+        d = si + two * xi * si * (one - si) * beta * (one + kappa3 * xi * xi)
+        out[i] += d * g[i]
+
+
+@jit(parallel=True)
+def _gelu_tanh_backward_parallel(out: Array, x: Array, s: Array, g: Array) -> None:
+    one, two = x.dtype.type(1), x.dtype.type(2)
+    beta, kappa3 = x.dtype.type(SQRT_2_OVER_PI), x.dtype.type(3 * GELU_TANH_KAPPA)
+    for i in numba.prange(out.shape[0]):
+        xi, si = x[i], s[i]
+        d = si + two * xi * si * (one - si) * beta * (one + kappa3 * xi * xi)
+        out[i] += d * g[i]
+
+
+# ----- compiled forward kernels (1-D; out may be an input: element i is read first) -----
+
+
+@jit()
+def _sigmoid_from_exp_serial(out: Array, x: Array, e: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    for i in range(out.shape[0]):
+        ei = e[i]
+        r = one / (one + ei)
+        out[i] = r if x[i] >= zero else ei * r
+
+
+@jit(parallel=True)
+def _sigmoid_from_exp_parallel(out: Array, x: Array, e: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    for i in numba.prange(out.shape[0]):
+        ei = e[i]
+        r = one / (one + ei)
+        out[i] = r if x[i] >= zero else ei * r
+
+
+@jit()
+def _gelu_forward_serial(y: Array, cdf: Array, x: Array) -> None:
+    half, rsqrt2 = x.dtype.type(0.5), x.dtype.type(INV_SQRT_2)
+    for i in range(y.shape[0]):
+        xi = x[i]
+        c = half * x.dtype.type(math.erfc(-xi * rsqrt2))
+        cdf[i] = c
+        y[i] = xi * c
+
+
+@jit(parallel=True)
+def _gelu_forward_parallel(y: Array, cdf: Array, x: Array) -> None:
+    half, rsqrt2 = x.dtype.type(0.5), x.dtype.type(INV_SQRT_2)
+    for i in numba.prange(y.shape[0]):
+        xi = x[i]
+        c = half * x.dtype.type(math.erfc(-xi * rsqrt2))
+        cdf[i] = c
+        y[i] = xi * c
+
+
+@jit()
+def _gelu_tanh_inner_serial(u: Array, x: Array) -> None:
+    beta2, kappa = x.dtype.type(2 * SQRT_2_OVER_PI), x.dtype.type(GELU_TANH_KAPPA)
+    for i in range(u.shape[0]):
+        xi = x[i]
+        u[i] = beta2 * (xi + kappa * xi * xi * xi)
+
+
+@jit(parallel=True)
+def _gelu_tanh_inner_parallel(u: Array, x: Array) -> None:
+    beta2, kappa = x.dtype.type(2 * SQRT_2_OVER_PI), x.dtype.type(GELU_TANH_KAPPA)
+    for i in numba.prange(u.shape[0]):
+        xi = x[i]
+        u[i] = beta2 * (xi + kappa * xi * xi * xi)
+
+
+@jit()
+def _softplus_finish_serial(y: Array, s: Array, beta: float, threshold: float, x: Array, e: Array, l: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    b, thr = x.dtype.type(beta), x.dtype.type(threshold)
+    for i in range(y.shape[0]):
+        xi, ei, li = x[i], e[i], l[i]
+        z = b * xi
+        linear = z > thr
+        r = one / (one + ei)
+        y[i] = xi if linear else (li + max(z, zero)) / b
+        s[i] = one if linear else (r if z >= zero else ei * r)
+
+
+@jit(parallel=True)
+def _softplus_finish_parallel(y: Array, s: Array, beta: float, threshold: float, x: Array, e: Array, l: Array) -> None:
+    zero, one = x.dtype.type(0), x.dtype.type(1)
+    b, thr = x.dtype.type(beta), x.dtype.type(threshold)
+    for i in numba.prange(y.shape[0]):
+        xi, ei, li = x[i], e[i], l[i]
+        z = b * xi
+        linear = z > thr
+        r = one / (one + ei)
+        y[i] = xi if linear else (li + max(z, zero)) / b
+        s[i] = one if linear else (r if z >= zero else ei * r)
+
+
+# ----- helpers ---------------------------------------------------------------------------
+
+
+def _big(n: int) -> bool:
+    return n >= PARALLEL_THRESHOLD
+
+
+def _input(op: str, x: Array) -> Array:
+    """``x`` as a flat C-contiguous float32/float64 array (a view when it already is one).
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x = np.asarray(x)
+    if x.dtype != np.float32 and x.dtype != np.float64:
+        raise DTypeError(f"{op}: input has dtype {x.dtype} (shape {x.shape}); kernels take float32 or float64")
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def _check_operands(op: str, out: Array, *ins: Array) -> None:
+    """Check that ``ins`` broadcast to ``out.shape`` with ``out``'s dtype (cheap when they have
+    its shape), before a wrapper computes anything from them.
+
+    Raises:
+        ShapeError, DTypeError: as :func:`~.elementwise._fallback_shape`, naming ``op``.
+    """
+    shape, dtype = out.shape, out.dtype
+    for x in ins:
+        if x.__class__ is not np.ndarray or x.shape != shape or x.dtype != dtype:
+            _fallback_shape(op, out, *ins)
+            return
+
+
+def _neg_exp_abs(z: Array) -> Array:
+    """``exp(-|z|)`` for a 1-D array, into a new array (numpy SIMD ufuncs, in place)."""
+    e = np.abs(z)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    return e
+
+
+# ----- forward wrappers ------------------------------------------------------------------
+
+
+def sigmoid(x: Array) -> Array:
+    """``1 / (1 + exp(-x))`` elementwise, without overflow and accurate in both tails.
+
+    ``e = exp(-|x|)`` runs in numpy; one kernel pass gives ``1 / (1 + e)`` where ``x >= 0``
+    and ``e / (1 + e)`` where ``x < 0``. Returns a new array of ``x``'s shape and dtype.
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x1 = _input("sigmoid", x)
+    e = _neg_exp_abs(x1)
+    (_sigmoid_from_exp_parallel if _big(x1.shape[0]) else _sigmoid_from_exp_serial)(e, x1, e)
+    return e.reshape(np.shape(x))
+
+
+def gelu(x: Array) -> tuple[Array, Array]:
+    """Exact GELU: ``(x * Phi(x), Phi(x))`` with ``Phi(x) = erfc(-x / sqrt(2)) / 2`` the
+    standard normal CDF (``erfc`` keeps ``Phi`` accurate far into the negative tail, where
+    ``1 + erf`` would cancel). numba's ``math.erfc`` is a libm call per element.
+
+    Returns two new arrays of ``x``'s shape and dtype (the output and ``Phi(x)``).
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x1 = _input("gelu", x)
+    y, cdf = np.empty_like(x1), np.empty_like(x1)
+    (_gelu_forward_parallel if _big(x1.shape[0]) else _gelu_forward_serial)(y, cdf, x1)
+    shape = np.shape(x)
+    return y.reshape(shape), cdf.reshape(shape)
+
+
+def gelu_tanh(x: Array) -> tuple[Array, Array]:
+    """GELU's tanh approximation (PyTorch's ``approximate='tanh'``): ``(x * s, s)`` with
+    ``s = (1 + tanh(u)) / 2 = sigmoid(2 u)`` and ``u = sqrt(2/pi) * (x + 0.044715 * x**3)``.
+
+    Computed as the sigmoid of ``2 u`` (one kernel pass for ``2 u``, ``exp(-|2u|)`` in numpy,
+    one pass for the stable sigmoid; ``u`` has the sign of ``x``), which keeps the negative
+    tail accurate where ``1 + tanh(u)`` would cancel. Returns two new arrays of ``x``'s shape
+    and dtype (the output and ``s``).
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x1 = _input("gelu_tanh", x)
+    big = _big(x1.shape[0])
+    s = np.empty_like(x1)
+    (_gelu_tanh_inner_parallel if big else _gelu_tanh_inner_serial)(s, x1)
+    np.abs(s, out=s)
+    np.negative(s, out=s)
+    np.exp(s, out=s)
+    (_sigmoid_from_exp_parallel if big else _sigmoid_from_exp_serial)(s, x1, s)
+    shape = np.shape(x)
+    return np.multiply(x1, s).reshape(shape), s.reshape(shape)
+
+
+def softplus(x: Array, beta: float, threshold: float) -> tuple[Array, Array]:
+    """PyTorch's softplus: ``(y, s)`` with ``y = x`` where ``beta * x > threshold``, else
+    ``log(1 + exp(beta * x)) / beta``, and ``s = dy/dx`` (``1``, else ``sigmoid(beta * x)``).
+
+    ``log(1 + exp(z))`` is computed as ``log1p(exp(-|z|)) + max(z, 0)``, which cannot overflow.
+    Returns two new arrays of ``x``'s shape and dtype.
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x1 = _input("softplus", x)
+    e = _neg_exp_abs(np.multiply(x1, x1.dtype.type(beta)))
+    y = np.log1p(e)
+    kernel = _softplus_finish_parallel if _big(x1.shape[0]) else _softplus_finish_serial
+    kernel(y, e, float(beta), float(threshold), x1, e, y)  # y overwrites log1p(e), s overwrites e, element by element
+    shape = np.shape(x)
+    return y.reshape(shape), e.reshape(shape)
+
+
+# ----- backward wrappers (out += f'(x) * g, in place) ------------------------------------
+
+
+def _run(kernels: tuple[Any, Any], out: Array, *args: Any) -> None:
+    """Call the serial or parallel kernel on flattened ``out`` and array ``args``."""
+    o = _flat(out)
+    flat = [_flat(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernels[1 if _big(o.shape[0]) else 0](o, *flat)
+
+
+def addmul_scaled(out: Array, alpha: float, a: Array, b: Array) -> None:
+    """``out += alpha * a * b`` in one fused pass, in place.
+
+    Args:
+        out: float32 or float64 array, updated in place.
+        alpha: a Python number, converted to ``out``'s dtype.
+        a, b: arrays of ``out``'s dtype whose broadcast shape is ``out.shape``.
+
+    Raises:
+        ShapeError: ``a * b`` does not have ``out``'s shape.
+        DTypeError: the dtypes differ or are not float32/float64.
+        ValueError: ``out`` is read-only.
+    """
+    _check_out("addmul_scaled", out)
+    _addmul_scaled("addmul_scaled", out, alpha, a, b)
+
+
+def _addmul_scaled(op: str, out: Array, alpha: float, a: Array, b: Array) -> None:
+    if _fast(out, a, b):
+        o, a1, b1 = _flat(out), _flat(a), _flat(b)
+        (_addmul_scaled_parallel if _big(o.shape[0]) else _addmul_scaled_serial)(o, float(alpha), a1, b1)
+    else:
+        _fallback_shape(op, out, a, b)
+        out += out.dtype.type(alpha) * np.asarray(a) * b
+
+
+def _binary_backward(op: str, kernels: tuple[Any, Any], out: Array, a: Array, g: Array) -> bool:
+    """Run a kernel ``out += f(a, g)`` if the operands allow; False if numpy must do it."""
+    _check_out(op, out)
+    if _fast(out, a, g):
+        _run(kernels, out, a, g)
+        return True
+    _fallback_shape(op, out, a, g)
+    return False
+
+
+def abs_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += sign(x) * g`` (the backward of ``abs``; ``0`` at ``x == 0``, NaN at NaN).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("abs_backward", (_abs_backward_serial, _abs_backward_parallel), out, x, g):
+        out += np.sign(x) * g
+
+
+def sqrt_backward(out: Array, y: Array, g: Array) -> None:
+    """``out += g / (2 * y)`` with ``y = sqrt(x)`` (the backward of ``sqrt``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("sqrt_backward", (_sqrt_backward_serial, _sqrt_backward_parallel), out, y, g):
+        out += g / (2 * np.asarray(y))
+
+
+def square_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += 2 * x * g`` (the backward of ``square``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("square_backward", out)
+    _addmul_scaled("square_backward", out, 2.0, x, g)
+
+
+def pow_backward(out: Array, x: Array, g: Array, p: float) -> None:
+    """``out += p * x**(p - 1) * g`` (the backward of ``x ** p``); ``x**(p-1)`` runs in numpy.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("pow_backward", out)
+    _check_operands("pow_backward", out, x, g)
+    if p == 2.0:
+        t = x
+    elif p < 1.0:
+        with np.errstate(divide="ignore"):  # 0 ** (p - 1) is inf, the derivative at 0 (as PyTorch)
+            t = np.power(x, p - 1.0)
+    else:
+        t = np.power(x, p - 1.0)
+    _addmul_scaled("pow_backward", out, p, t, g)
+
+
+def cos_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += -sin(x) * g`` (the backward of ``cos``); ``sin`` runs in numpy.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("cos_backward", out)
+    _check_operands("cos_backward", out, x, g)
+    _addmul_scaled("cos_backward", out, -1.0, np.sin(x), g)
+
+
+def tanh_backward(out: Array, y: Array, g: Array) -> None:
+    """``out += (1 - y**2) * g`` with ``y = tanh(x)`` (the backward of ``tanh``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("tanh_backward", (_tanh_backward_serial, _tanh_backward_parallel), out, y, g):
+        y = np.asarray(y)
+        out += (1 - y * y) * g
+
+
+def sigmoid_backward(out: Array, y: Array, g: Array) -> None:
+    """``out += y * (1 - y) * g`` with ``y = sigmoid(x)`` (the backward of ``sigmoid``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("sigmoid_backward", (_sigmoid_backward_serial, _sigmoid_backward_parallel), out, y, g):
+        y = np.asarray(y)
+        out += y * (1 - y) * g
+
+
+def recip_backward(out: Array, y: Array, g: Array) -> None:
+    """``out -= y**2 * g`` with ``y = 1 / x`` (the backward of ``recip``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("recip_backward", (_recip_backward_serial, _recip_backward_parallel), out, y, g):
+        y = np.asarray(y)
+        out -= y * y * g
+
+
+def nans_to_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += g`` where ``x`` is not NaN (the backward of ``nans_to``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    if not _binary_backward("nans_to_backward", (_nans_to_backward_serial, _nans_to_backward_parallel), out, x, g):
+        out += np.where(np.isnan(x), out.dtype.type(0), g)
+
+
+def leaky_relu_backward(out: Array, x: Array, g: Array, negative_slope: float) -> None:
+    """``out += g`` where ``x > 0``, else ``negative_slope * g`` (the backward of ``leaky_relu``;
+    the slope applies at ``x == 0``, as PyTorch).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("leaky_relu_backward", out)
+    if _fast(out, x, g):
+        _run((_leaky_relu_backward_serial, _leaky_relu_backward_parallel), out, float(negative_slope), x, g)
+    else:
+        _fallback_shape("leaky_relu_backward", out, x, g)
+        out += np.where(np.asarray(x) > 0, g, out.dtype.type(negative_slope) * np.asarray(g))
+
+
+def clamp_backward(out: Array, x: Array, g: Array, lo: float, hi: float) -> None:
+    """``out += g`` where ``lo <= x <= hi`` (bounds included, as PyTorch), else nothing (the
+    backward of ``clamp``; NaN inputs get nothing). Use ``-inf`` / ``inf`` for a missing bound.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("clamp_backward", out)
+    if _fast(out, x, g):
+        _run((_clamp_backward_serial, _clamp_backward_parallel), out, float(lo), float(hi), x, g)
+    else:
+        _fallback_shape("clamp_backward", out, x, g)
+        dt = out.dtype.type
+        x = np.asarray(x)
+        out += np.where((x >= dt(lo)) & (x <= dt(hi)), g, dt(0))
+
+
+def silu_backward(out: Array, x: Array, s: Array, g: Array) -> None:
+    """``out += s * (1 + x * (1 - s)) * g`` with ``s = sigmoid(x)`` (the backward of ``silu``).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("silu_backward", out)
+    if _fast(out, x, s, g):
+        _run((_silu_backward_serial, _silu_backward_parallel), out, x, s, g)
+    else:
+        _fallback_shape("silu_backward", out, x, s, g)
+        x, s = np.asarray(x), np.asarray(s)
+        out += s * (1 + x * (1 - s)) * g
+
+
+def gelu_backward(out: Array, x: Array, cdf: Array, g: Array) -> None:
+    """``out += (Phi(x) + x * phi(x)) * g`` (the backward of exact ``gelu``), with the saved
+    ``cdf = Phi(x)`` and the normal density ``phi(x) = exp(-x**2 / 2) / sqrt(2 pi)``, whose
+    ``exp`` runs in numpy.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("gelu_backward", out)
+    if _fast(out, x, cdf, g):
+        x1 = _flat(x)
+        e = np.square(x1)
+        e *= -0.5
+        np.exp(e, out=e)
+        _run((_gelu_backward_serial, _gelu_backward_parallel), out, x1, cdf, e, g)
+    else:
+        _fallback_shape("gelu_backward", out, x, cdf, g)
+        x = np.asarray(x)
+        out += (cdf + x * np.exp(x * x * -0.5) * out.dtype.type(INV_SQRT_2PI)) * g
+
+
+def gelu_tanh_backward(out: Array, x: Array, s: Array, g: Array) -> None:
+    """The backward of ``gelu(approximate='tanh')``, with the saved ``s = (1 + t) / 2``,
+    ``t = tanh(sqrt(2/pi) (x + 0.044715 x**3))``. PyTorch's derivative
+    ``0.5 (1 + t) + 0.5 x (1 - t**2) sqrt(2/pi) (1 + 3 * 0.044715 x**2)``, written in ``s``
+    (``1 - t**2 = 4 s (1 - s)``)::
+
+        out += (s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x**2)) * g
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
+    """
+    _check_out("gelu_tanh_backward", out)
+    if _fast(out, x, s, g):
+        _run((_gelu_tanh_backward_serial, _gelu_tanh_backward_parallel), out, x, s, g)
+    else:
+        _fallback_shape("gelu_tanh_backward", out, x, s, g)
+        dt = out.dtype.type
+        x, s = np.asarray(x), np.asarray(s)
+        beta, kappa3 = dt(SQRT_2_OVER_PI), dt(3 * GELU_TANH_KAPPA)
+        out += (s + 2 * x * s * (1 - s) * beta * (1 + kappa3 * x * x)) * g

@@ -1,0 +1,309 @@
+"""Pooling and resampling kernels on planes: max/min/avg pooling and nearest/bilinear upscaling.
+
+Every kernel takes C-contiguous arrays whose leading axis is the plane ``p = n * C + c`` of an
+NCHW tensor, so one loop over planes is the parallel axis (``prange`` from
+:data:`PARALLEL_WORK` element visits, a serial loop below). Padded positions are never read:
+windows are clipped to the input, as PyTorch's CPU kernels do.
+
+* ``pool_maxmin``: each output is the max (min) of its clipped window, and its flat index
+  ``h * W + w`` in the plane is saved. Ties keep the first position in row-major window
+  order, a NaN wins over any number and a later NaN over an earlier one (PyTorch's
+  ``val > max || isnan(val)`` scan).
+* ``pool_avg``: sum of the clipped window divided by ``KH * KW`` (``count_include_pad=True``).
+* ``scatter_add``: ``gx[p, idx[p, i]] += g[p, i]``, the backward of max/min pooling.
+* ``bilinear`` / ``bilinear_backward``: two taps per axis, ``y = lh0 * (lw0 * x00 + lw1 * x01)
+  + lh1 * (lw0 * x10 + lw1 * x11)`` in PyTorch's order; ``nearest_backward`` sums each output
+  gradient into its source pixel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from gradtape.devices.kernels._jit import jit
+
+__all__ = [
+    "PARALLEL_WORK",
+    "bilinear",
+    "bilinear_backward",
+    "nearest_backward",
+    "pool_avg",
+    "pool_avg_backward",
+    "pool_maxmin",
+    "scatter_add",
+]
+
+Array = np.ndarray[Any, Any]
+
+PARALLEL_WORK = 1 << 17
+"""Element visits from which a kernel runs its two-thread ``prange`` variant."""
+
+
+# ----- max / min pooling -----------------------------------------------------------------
+
+
+@jit()
+def _maxmin_plane(
+    p: int, x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
+) -> None:
+    h_n, w_n = x.shape[1], x.shape[2]
+    xp = x[p]
+    for oh in range(out.shape[1]):
+        h0 = oh * sh - ph
+        hs, he = max(h0, 0), min(h0 + kh, h_n)
+        for ow in range(out.shape[2]):
+            w0 = ow * sw - pw
+            ws, we = max(w0, 0), min(w0 + kw, w_n)
+            best = xp[hs, ws]
+            bi = hs * w_n + ws
+            for h in range(hs, he):
+                for w in range(ws, we):
+                    v = xp[h, w]
+                    if is_min:
+                        if v < best or v != v:
+                            best = v
+                            bi = h * w_n + w
+                    elif v > best or v != v:
+                        best = v
+                        bi = h * w_n + w
+            out[p, oh, ow] = best
+            idx[p, oh, ow] = bi
+
+
+@jit()
+def _maxmin_serial(
+    x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
+) -> None:
+    for p in range(x.shape[0]):
+        _maxmin_plane(p, x, out, idx, kh, kw, sh, sw, ph, pw, is_min)
+
+
+@jit(parallel=True)
+def _maxmin_parallel(
+    x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
+) -> None:
+    for p in numba.prange(x.shape[0]):
+        _maxmin_plane(p, x, out, idx, kh, kw, sh, sw, ph, pw, is_min)
+
+
+@jit()
+def _scatter_serial(gx: Array, g: Array, idx: Array) -> None:
+    for p in range(gx.shape[0]):
+        for i in range(g.shape[1]):
+            gx[p, idx[p, i]] += g[p, i]
+
+
+@jit(parallel=True)
+def _scatter_parallel(gx: Array, g: Array, idx: Array) -> None:
+    for p in numba.prange(gx.shape[0]):
+        for i in range(g.shape[1]):
+            gx[p, idx[p, i]] += g[p, i]
+
+
+# ----- average pooling -------------------------------------------------------------------
+
+
+@jit()
+def _avg_plane(
+    p: int, x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool
+) -> None:
+    """Forward: ``out[p] = window sums / (kh*kw)``; backward (``x`` is the gradient buffer to
+    update, ``out`` the output's gradient): ``x[window] += out / (kh*kw)``."""
+    h_n, w_n = x.shape[1], x.shape[2]
+    div = x.dtype.type(kh * kw)
+    zero = x.dtype.type(0)
+    xp = x[p]
+    for oh in range(out.shape[1]):
+        h0 = oh * sh - ph
+        hs, he = max(h0, 0), min(h0 + kh, h_n)
+        for ow in range(out.shape[2]):
+            w0 = ow * sw - pw
+            ws, we = max(w0, 0), min(w0 + kw, w_n)
+            if backward:
+                d = out[p, oh, ow] / div
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        xp[h, w] += d
+            else:
+                s = zero
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        s += xp[h, w]
+                out[p, oh, ow] = s / div
+
+
+@jit()
+def _avg_serial(x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool) -> None:
+    for p in range(x.shape[0]):
+        _avg_plane(p, x, out, kh, kw, sh, sw, ph, pw, backward)
+
+
+@jit(parallel=True)
+def _avg_parallel(x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool) -> None:
+    for p in numba.prange(x.shape[0]):
+        _avg_plane(p, x, out, kh, kw, sh, sw, ph, pw, backward)
+
+
+# ----- nearest / bilinear resampling -------------------------------------------------------
+
+
+@jit()
+def _bilinear_plane(
+    p: int,
+    x: Array,
+    y: Array,
+    h0: Array,
+    h1: Array,
+    lh0: Array,
+    lh1: Array,
+    w0: Array,
+    w1: Array,
+    lw0: Array,
+    lw1: Array,
+    backward: bool,
+) -> None:
+    """Forward: ``y[p] = interpolate(x[p])``; backward (``x`` is the gradient buffer, ``y``
+    the output's gradient): each output gradient spread over its four taps."""
+    xp = x[p]
+    yp = y[p]
+    for oh in range(y.shape[1]):
+        a0, a1, la0, la1 = h0[oh], h1[oh], lh0[oh], lh1[oh]
+        for ow in range(y.shape[2]):
+            b0, b1, lb0, lb1 = w0[ow], w1[ow], lw0[ow], lw1[ow]
+            if backward:
+                g = yp[oh, ow]
+                xp[a0, b0] += la0 * lb0 * g
+                xp[a0, b1] += la0 * lb1 * g
+                xp[a1, b0] += la1 * lb0 * g
+                xp[a1, b1] += la1 * lb1 * g
+            else:
+                yp[oh, ow] = la0 * (lb0 * xp[a0, b0] + lb1 * xp[a0, b1]) + la1 * (lb0 * xp[a1, b0] + lb1 * xp[a1, b1])
+
+
+@jit()
+def _bilinear_serial(
+    x: Array,
+    y: Array,
+    h0: Array,
+    h1: Array,
+    lh0: Array,
+    lh1: Array,
+    w0: Array,
+    w1: Array,
+    lw0: Array,
+    lw1: Array,
+    b: bool,
+) -> None:
+    for p in range(x.shape[0]):
+        _bilinear_plane(p, x, y, h0, h1, lh0, lh1, w0, w1, lw0, lw1, b)
+
+
+@jit(parallel=True)
+def _bilinear_parallel(
+    x: Array,
+    y: Array,
+    h0: Array,
+    h1: Array,
+    lh0: Array,
+    lh1: Array,
+    w0: Array,
+    w1: Array,
+    lw0: Array,
+    lw1: Array,
+    b: bool,
+) -> None:
+    for p in numba.prange(x.shape[0]):
+        _bilinear_plane(p, x, y, h0, h1, lh0, lh1, w0, w1, lw0, lw1, b)
+
+
+@jit()
+def _nearest_serial(gx: Array, g: Array, ih: Array, iw: Array) -> None:
+    for p in range(gx.shape[0]):
+        for oh in range(g.shape[1]):
+            for ow in range(g.shape[2]):
+                gx[p, ih[oh], iw[ow]] += g[p, oh, ow]
+
+
+@jit(parallel=True)
+def _nearest_parallel(gx: Array, g: Array, ih: Array, iw: Array) -> None:
+    for p in numba.prange(gx.shape[0]):
+        for oh in range(g.shape[1]):
+            for ow in range(g.shape[2]):
+                gx[p, ih[oh], iw[ow]] += g[p, oh, ow]
+
+
+# ----- wrappers (arrays are (P, H, W) planes; callers reshape NCHW tensors) -----------------
+
+
+def _c(a: Array) -> Array:
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+Pair = tuple[int, int]
+
+
+def pool_maxmin(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair, is_min: bool) -> tuple[Array, Array]:
+    """Max (or min) pooling of planes ``x (P, H, W)``: returns ``(out (P, OH, OW), idx)``,
+    ``idx`` the int64 flat index ``h * W + w`` of each output's source in its plane."""
+    p = x.shape[0]
+    out = np.empty((p, *out_hw), x.dtype)
+    idx = np.empty((p, *out_hw), np.int64)
+    kernel = _maxmin_parallel if out.size * k[0] * k[1] >= PARALLEL_WORK else _maxmin_serial
+    kernel(_c(x), out, idx, k[0], k[1], stride[0], stride[1], padding[0], padding[1], is_min)
+    return out, idx
+
+
+def scatter_add(g: Array, idx: Array, in_hw: Pair) -> Array:
+    """A new ``(P, H, W)`` array of zeros with ``g[p, i]`` added at flat index ``idx[p, i]``."""
+    p = g.shape[0]
+    gx = np.zeros((p, in_hw[0] * in_hw[1]), g.dtype)
+    kernel = _scatter_parallel if g.size >= PARALLEL_WORK else _scatter_serial
+    kernel(gx, _c(g).reshape(p, -1), idx.reshape(p, -1))
+    return gx.reshape(p, *in_hw)
+
+
+def pool_avg(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair) -> Array:
+    """Average pooling of planes ``x (P, H, W)`` with zero padding counted: a new ``(P, OH, OW)``."""
+    out = np.empty((x.shape[0], *out_hw), x.dtype)
+    kernel = _avg_parallel if out.size * k[0] * k[1] >= PARALLEL_WORK else _avg_serial
+    kernel(_c(x), out, k[0], k[1], stride[0], stride[1], padding[0], padding[1], False)
+    return out
+
+
+def pool_avg_backward(g: Array, k: Pair, stride: Pair, padding: Pair, in_hw: Pair) -> Array:
+    """The gradient ``(P, H, W)`` of :func:`pool_avg` given the output's gradient ``g``."""
+    gx = np.zeros((g.shape[0], *in_hw), g.dtype)
+    kernel = _avg_parallel if g.size * k[0] * k[1] >= PARALLEL_WORK else _avg_serial
+    kernel(gx, _c(g), k[0], k[1], stride[0], stride[1], padding[0], padding[1], True)
+    return gx
+
+
+Taps = tuple[Array, Array, Array, Array]
+"""``(i0, i1, l0, l1)`` along one axis: source indices (int64) and their weights."""
+
+
+def bilinear(x: Array, th: Taps, tw: Taps) -> Array:
+    """Bilinear resampling of planes ``x (P, H, W)`` to ``(P, len(th[0]), len(tw[0]))``."""
+    y = np.empty((x.shape[0], th[0].shape[0], tw[0].shape[0]), x.dtype)
+    kernel = _bilinear_parallel if y.size >= PARALLEL_WORK else _bilinear_serial
+    kernel(_c(x), y, *th, *tw, False)
+    return y
+
+
+def bilinear_backward(g: Array, th: Taps, tw: Taps, in_hw: Pair) -> Array:
+    """The gradient ``(P, H, W)`` of :func:`bilinear` given the output's gradient ``g``."""
+    gx = np.zeros((g.shape[0], *in_hw), g.dtype)
+    kernel = _bilinear_parallel if g.size >= PARALLEL_WORK else _bilinear_serial
+    kernel(gx, _c(g), *th, *tw, True)
+    return gx
+
+
+def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Pair) -> Array:
+    """The gradient ``(P, H, W)`` of ``x[:, ih[:, None], iw]`` given the output's gradient ``g``."""
+    gx = np.zeros((g.shape[0], *in_hw), g.dtype)
+    kernel = _nearest_parallel if g.size >= PARALLEL_WORK else _nearest_serial
+    kernel(gx, _c(g), ih, iw)
+    return gx

@@ -1,0 +1,269 @@
+"""Comparisons and selection: lt, le, gt, ge, eq, ne (boolean masks) and ``where``.
+
+A comparison returns an **untraced** tensor (``NoneTape``) whose data is a numpy ``bool``
+array of the broadcast shape: a mask is piecewise constant, so no gradient flows through it
+(as in PyTorch, where comparison results never require grad). The comparison's inputs keep
+their tapes; only the mask carries none. Masks feed :func:`where` (or multiply a tensor after
+conversion by the caller).
+
+Typing: both operands have the same shape type ``S`` (or the right one is a Python number),
+or a ``Rank2[A, B]`` matrix meets a ``Rank1[B]`` row; other broadcasts type as ``Any``.
+
+Runtime errors: :class:`~gradtape.errors.ShapeError` when the shapes do not broadcast (names
+the op and both shapes), :class:`~gradtape.errors.DTypeError` when the dtypes differ,
+``TypeError`` for an operand that is neither a tensor nor a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from gradtape._typing import A, B, S, T
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._util import SCALARS, tensor_operand
+from gradtape.shapes import Rank1, Rank2, sum_to_shape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["eq", "ge", "gt", "le", "lt", "ne", "tensor_where", "where"]
+
+Array = np.ndarray[Any, Any]
+
+
+def _compare(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: object) -> Any:
+    x = a.data
+    if isinstance(b, SCALARS):
+        other: Any = _weak(b)
+    else:
+        other = tensor_operand(op, a, b).data
+        if other.shape != x.shape:
+            try:
+                np.broadcast_shapes(x.shape, other.shape)
+            except ValueError:
+                raise ShapeError(f"{op}: shapes {x.shape} and {other.shape} do not broadcast") from None
+    return a._like(np.asarray(ufunc(x, other)))
+
+
+# One overload set for all six comparisons (the output is always an untraced mask).
+
+
+@overload
+def lt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def lt(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def lt(a: Any, b: Any) -> Any:
+    """``a < b`` elementwise as a ``bool`` mask (untraced, no gradient), with numpy broadcasting;
+    ``b`` may be a Python number. NaN compares false.
+
+    Raises:
+        ShapeError: the shapes do not broadcast. DTypeError: the dtypes differ.
+        TypeError: ``b`` is neither a tensor nor a number.
+    """
+    return _compare("lt", np.less, a, b)
+
+
+@overload
+def le(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def le(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def le(a: Any, b: Any) -> Any:
+    """``a <= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
+    return _compare("le", np.less_equal, a, b)
+
+
+@overload
+def gt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def gt(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def gt(a: Any, b: Any) -> Any:
+    """``a > b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
+    return _compare("gt", np.greater, a, b)
+
+
+@overload
+def ge(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def ge(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def ge(a: Any, b: Any) -> Any:
+    """``a >= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
+    return _compare("ge", np.greater_equal, a, b)
+
+
+@overload
+def eq(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def eq(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def eq(a: Any, b: Any) -> Any:
+    """``a == b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`.
+
+    As ``Tensor.__eq__`` an operand that is neither a tensor nor a number gives
+    ``NotImplemented`` (so ``t == None`` is ``False``); tensors stay hashable by identity.
+    """
+    return _compare("eq", np.equal, a, b)
+
+
+@overload
+def ne(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
+@overload
+def ne(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+def ne(a: Any, b: Any) -> Any:
+    """``a != b`` elementwise as a ``bool`` mask (untraced, no gradient; NaN != NaN); see :func:`eq`."""
+    return _compare("ne", np.not_equal, a, b)
+
+
+def _is_operand(b: object) -> bool:
+    return isinstance(b, SCALARS) or hasattr(b, "tape")
+
+
+def eq_operator(a: Any, b: Any) -> Any:
+    """``Tensor.__eq__``: :func:`eq`, or ``NotImplemented`` for a foreign right operand."""
+    return _compare("eq", np.equal, a, b) if _is_operand(b) else NotImplemented
+
+
+def ne_operator(a: Any, b: Any) -> Any:
+    """``Tensor.__ne__``: :func:`ne`, or ``NotImplemented`` for a foreign right operand."""
+    return _compare("ne", np.not_equal, a, b) if _is_operand(b) else NotImplemented
+
+
+def truth(a: Tensor[Any, Any]) -> bool:
+    """``bool(t)``: the truth value of a one-element tensor (``if (x > 0).item()`` style).
+
+    Raises:
+        ValueError: the tensor does not have exactly one element (ambiguous, as in numpy and
+            PyTorch), so ``if t1 == t2:`` on whole tensors fails loudly instead of testing
+            whether the mask is non-empty.
+    """
+    x = a.data
+    if x.size != 1:
+        raise ValueError(
+            f"bool: the truth value of a tensor of shape {x.shape} ({x.size} elements) is ambiguous; "
+            "reduce it first (e.g. (a == b).numpy().all())"
+        )
+    return bool(x.reshape(-1)[0])
+
+
+# ----- where -------------------------------------------------------------------------------
+
+
+def _mask(cond: object) -> Array:
+    c = np.asarray(cond.data if hasattr(cond, "tape") else cond)  # type: ignore[attr-defined]
+    if c.dtype != np.bool_:
+        raise DTypeError(
+            f"where: cond must be a bool mask (a comparison's result or a bool array), got dtype {c.dtype} "
+            f"and shape {c.shape}"
+        )
+    return c
+
+
+@overload
+def where(cond: Tensor[Any, Any] | npt.NDArray[np.bool_], a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+@overload
+def where(cond: Tensor[Any, Any] | npt.NDArray[np.bool_], a: float, b: Tensor[S, T]) -> Tensor[S, T]: ...
+@overload
+def where(cond: Tensor[Any, Any] | npt.NDArray[np.bool_], a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def where(
+    cond: Tensor[Any, Any] | npt.NDArray[np.bool_], a: Tensor[S, Tape], b: Tensor[S, OwnedTape]
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def where(cond: Tensor[Any, Any] | npt.NDArray[np.bool_], a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """Select elementwise: ``a`` where ``cond`` is true, ``b`` elsewhere (``np.where``), with
+    numpy broadcasting of all three; ``a`` or ``b`` may be a Python number, not both.
+
+    Args:
+        cond: a ``bool`` mask: a comparison's result (:func:`lt` ...) or a numpy bool array
+            (array-likes of bools are accepted too). It gets no gradient.
+        a, b: tensors of one dtype, or one of them a Python number.
+
+    Returns:
+        A tensor of the broadcast shape and the tensors' dtype; it owns a tape if ``a`` or ``b``
+        does. The typed output shape is ``a``'s (or ``b``'s) shape type: a mask that broadcasts
+        the output to a larger shape is a run-time-only broadcast.
+
+    Gradients: ``grad_a += where(cond, g, 0)``, ``grad_b += where(cond, 0, g)``, each summed back
+    over the dims that broadcasting added to that operand.
+
+    Raises:
+        DTypeError: ``cond`` is not boolean, or ``a`` and ``b`` have different dtypes.
+        ShapeError: the three shapes do not broadcast (names all three).
+        TypeError: neither ``a`` nor ``b`` is a tensor, or one is neither a tensor nor a number.
+    """
+    c = _mask(cond)
+    a_is_t, b_is_t = not isinstance(a, SCALARS), not isinstance(b, SCALARS)
+    if a_is_t and b_is_t:
+        tensor_operand("where", _tensor("where", a), b)
+    elif a_is_t:
+        _tensor("where", a)
+    elif b_is_t:
+        _tensor("where", b)
+    else:
+        raise TypeError(f"where: a or b must be a tensor, got two numbers ({a!r}, {b!r})")
+    ad = a.data if a_is_t else _weak(a)
+    bd = b.data if b_is_t else _weak(b)
+    shapes = (c.shape, np.shape(ad), np.shape(bd))
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ShapeError(
+            f"where: shapes {shapes[0]} (cond), {shapes[1]} (a) and {shapes[2]} (b) do not broadcast"
+        ) from None
+    ta = a.tape if a_is_t else NONE_TAPE
+    tb = b.tape if b_is_t else NONE_TAPE
+    tape = merge_tapes(ta, tb)
+    out = (a if a_is_t else b)._from_op(np.asarray(np.where(c, ad, bd)), tape)
+    if tape is not NONE_TAPE:
+        oid = out.id
+        # (id, shape, take where cond holds?) of each operand that is traced
+        wanted = [(x.id, x.data.shape, sel) for x, t, sel in ((a, ta, True), (b, tb, False)) if t is not NONE_TAPE]
+
+        def where_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            zero = g.dtype.type(0)
+            for i, shape, sel in wanted:
+                gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
+                grads._accum(i, sum_to_shape(gi, shape))
+
+        tape._record((next_id(), where_backward))
+    return out
+
+
+def _tensor(op: str, x: object) -> Any:
+    if not (hasattr(x, "tape") and hasattr(x, "data")):
+        raise TypeError(f"{op}: expected a Tensor or a Python number, got {type(x).__name__}")
+    return x
+
+
+def _weak(x: Any) -> Any:
+    """A number as a Python scalar, which numpy treats as "weak" (NEP 50): it keeps a float32
+    tensor float32, where a ``np.float64`` scalar would promote it."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+@overload
+def tensor_where(self: Tensor[S, T], cond: Tensor[Any, Any] | npt.NDArray[np.bool_], other: float) -> Tensor[S, T]: ...
+@overload
+def tensor_where(
+    self: Tensor[S, T], cond: Tensor[Any, Any] | npt.NDArray[np.bool_], other: Tensor[S, NoneTape]
+) -> Tensor[S, T]: ...
+@overload
+def tensor_where(
+    self: Tensor[S, Tape], cond: Tensor[Any, Any] | npt.NDArray[np.bool_], other: Tensor[S, OwnedTape]
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def tensor_where(
+    self: Tensor[S, T], cond: Tensor[Any, Any] | npt.NDArray[np.bool_], other: Tensor[S, T]
+) -> Tensor[S, T]: ...
+def tensor_where(self: Any, cond: Any, other: Any) -> Any:
+    """``Tensor.where(cond, other)``: ``where(cond, self, other)`` (PyTorch's ``Tensor.where``
+    argument order: keep ``self`` where ``cond`` holds, take ``other`` elsewhere)."""
+    return where(cond, self, other)

@@ -1,0 +1,632 @@
+"""Convolutions with PyTorch's semantics: conv1d, conv2d (cross-correlation) and conv_transpose2d.
+
+Layouts are PyTorch's: ``x (N, C_in, [H,] W)``, ``w (C_out, C_in / groups, [KH,] KW)`` for
+convolutions and ``w (C_in, C_out / groups, KH, KW)`` for the transposed convolution; an
+optional bias ``b (C_out,)``. ``stride``, ``padding``, ``dilation`` (and ``output_padding``)
+are an int or one per spatial dim; convolutions also take ``padding="valid"`` (0) or
+``"same"`` (stride 1 only; an odd total padding puts the extra row/column at the end, as
+PyTorch). Zero padding only. float32 and float64, not mixed; inputs of any layout.
+
+Output size of a convolution, per spatial dim (input ``L``, padding ``p`` each side, dilation
+``d``, kernel ``K``, stride ``s``)::
+
+    L_out = floor((L + 2p - d*(K-1) - 1) / s) + 1
+
+and of the transposed convolution (``op`` the output padding)::
+
+    L_out = (L - 1)*s - 2p + d*(K-1) + op + 1
+
+Forward and backward (``g`` the output's gradient; ``G`` groups, ``g(o)`` the group of
+output channel ``o``)::
+
+    y[n, o, i, j]   = b[o] + sum_{c, a, e} w[o, c, a, e] * xpad[n, g(o)*C_in/G + c, i*sh + a*dh, j*sw + e*dw]
+    grad_w[o, c, a, e] = sum_{n, i, j} g[n, o, i, j] * xpad[n, g(o)*C_in/G + c, i*sh + a*dh, j*sw + e*dw]
+    grad_x = the same sum scattered back (col2im), with the padding cropped
+    grad_b[o] = sum_{n, i, j} g[n, o, i, j]
+
+``conv_transpose2d`` is the gradient of ``conv2d`` with respect to its input, so its forward
+is conv2d's input backward and its backward is conv2d's forward (for ``grad_x``) and conv2d's
+weight backward with the roles of input and output gradient swapped (for ``grad_w``).
+conv1d runs conv2d's code on a height-1 image.
+
+Kernels (:mod:`gradtape.devices.kernels.conv`): ``groups == 1`` runs im2col (numpy stride
+tricks, one copy) and BLAS matmul, and keeps the columns for the weight gradient while the
+tape records (up to 64 MB; the weight gradient then costs one BLAS product); grouped and
+depthwise convolutions run direct numba loops. That module's docstring has the measurements
+behind the choice. Gradients of leafs the store does not keep (``Gradients.wants``) are
+skipped, so a traced input batch costs no ``grad_x``.
+
+Typing: ``conv2d(Tensor[Rank4[N, C, Any, Any], T], Tensor[Rank4[O, C, Any, Any], ...])``
+returns ``Tensor[Rank4[N, O, int, int], ...]`` when ``groups`` is left out: mypy rejects an
+input whose channel dim ``C`` differs from the weight's (and a bias that is not ``Rank1[O]``).
+With ``groups=`` given (by keyword, even ``groups=1``) the weight's ``C_in / groups`` is
+checked at run time only.
+``conv_transpose2d`` checks ``x``'s ``C_in`` against ``w``'s first dim for any ``groups``.
+The output owns a tape if any input does.
+
+Runtime errors (:class:`~gradtape.errors.ShapeError` names the op and the shapes): wrong
+ranks, channel mismatch, ``groups`` not dividing the channels, a bias of the wrong shape, a
+(dilated) kernel larger than the padded input, an empty output;
+:class:`~gradtape.errors.DTypeError` for float32 meeting float64; ``ValueError`` for a
+stride or dilation below 1, negative padding, ``output_padding`` not smaller than stride or
+dilation, ``padding="same"`` with a stride; ``TypeError`` for arguments that are not ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+
+import numpy as np
+
+from gradtape._typing import T
+from gradtape.devices.kernels import conv as _kc
+from gradtape.errors import ShapeError
+from gradtape.ops._util import tensor_operand
+from gradtape.shapes import Rank1, Rank3, Rank4
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv_transpose2d"]
+
+Array = np.ndarray[Any, Any]
+N = TypeVar("N")
+C = TypeVar("C")
+O = TypeVar("O")
+
+Int1: TypeAlias = int | tuple[int]
+"""An int, or a 1-tuple (conv1d's stride, padding, dilation)."""
+Int2: TypeAlias = int | tuple[int, int]
+"""An int for both spatial dims, or ``(height, width)``."""
+Padding1: TypeAlias = Int1 | Literal["valid", "same"]
+Padding2: TypeAlias = Int2 | Literal["valid", "same"]
+
+
+# ----- argument checks ---------------------------------------------------------------------
+
+
+def _ints(op: str, name: str, v: object, nd: int, low: int) -> tuple[int, ...]:
+    """``v`` (an int or a tuple of ``nd`` ints) as a tuple of ``nd`` ints ``>= low``."""
+    vals = (v,) * nd if isinstance(v, (int, np.integer)) else v
+    if (
+        not isinstance(vals, (tuple, list))
+        or len(vals) != nd
+        or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in vals)
+    ):
+        raise TypeError(f"{op}: {name} must be an int or a tuple of {nd} ints, got {v!r}")
+    if any(i < low for i in vals):
+        raise ValueError(f"{op}: {name} must be >= {low}, got {v!r}")
+    return tuple(int(i) for i in vals)
+
+
+def _groups(op: str, groups: object) -> int:
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool):
+        raise TypeError(f"{op}: groups must be an int, got {groups!r}")
+    if groups < 1:
+        raise ValueError(f"{op}: groups must be >= 1, got {groups}")
+    return int(groups)
+
+
+def _padding(
+    op: str, padding: object, k: tuple[int, ...], dilation: tuple[int, ...], stride: tuple[int, ...]
+) -> list[tuple[int, int]]:
+    """``(before, after)`` zero padding per spatial dim."""
+    nd = len(k)
+    if padding == "valid":
+        return [(0, 0)] * nd
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{op}: padding='same' needs stride 1, got stride {stride}")
+        total = [d * (kk - 1) for d, kk in zip(dilation, k, strict=True)]
+        return [(t // 2, t - t // 2) for t in total]
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int, a tuple of ints, 'valid' or 'same', got {padding!r}")
+    return [(p, p) for p in _ints(op, "padding", padding, nd, 0)]
+
+
+def _layout(nd: int) -> str:
+    return "(N, C, L)" if nd == 1 else "(N, C, H, W)"
+
+
+def _check_conv(op: str, nd: int, xd: Array, wd: Array, bd: Array | None, groups: int, transposed: bool) -> int:
+    """Check ranks, channels and the bias; return the output channel count."""
+    if xd.ndim != nd + 2 or wd.ndim != nd + 2:
+        wl = (
+            "(C_in, C_out/groups, KH, KW)"
+            if transposed
+            else ("(C_out, C_in/groups, K)" if nd == 1 else "(C_out, C_in/groups, KH, KW)")
+        )
+        raise ShapeError(f"{op}: expects x {_layout(nd)} and w {wl}, got x {xd.shape} and w {wd.shape}")
+    c = xd.shape[1]
+    shapes = f"x {xd.shape}, w {wd.shape}"
+    if any(k < 1 for k in wd.shape[2:]):
+        raise ShapeError(f"{op}: empty kernel: {shapes}")
+    if transposed:
+        if wd.shape[0] != c:
+            raise ShapeError(f"{op}: x has {c} channels but w's first dim (C_in) is {wd.shape[0]}: {shapes}")
+        if c % groups:
+            raise ShapeError(f"{op}: groups={groups} does not divide the {c} input channels: {shapes}")
+        c_out = wd.shape[1] * groups
+    else:
+        c_out = wd.shape[0]
+        if c % groups or c_out % groups:
+            raise ShapeError(
+                f"{op}: groups={groups} must divide x's {c} channels and w's {c_out} output channels: {shapes}"
+            )
+        if wd.shape[1] * groups != c:
+            raise ShapeError(
+                f"{op}: x has {c} channels but w expects C_in/groups * groups = {wd.shape[1]} * {groups} = "
+                f"{wd.shape[1] * groups}: {shapes}"
+            )
+    if bd is not None and bd.shape != (c_out,):
+        raise ShapeError(f"{op}: bias must have shape ({c_out},) (the output channels), got {bd.shape}: {shapes}")
+    return int(c_out)
+
+
+# ----- tape plumbing ---------------------------------------------------------------------
+
+Backward = Callable[[Array, bool, bool, bool], tuple[Array | None, Array | None, Array | None]]
+
+
+def _record(
+    x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | None, data: Array, tape: Tape, rule: Backward
+) -> Any:
+    """Wrap ``data`` as the output of an op on ``(x, w, b)`` and record its backward:
+    ``rule(g, want_x, want_w, want_b)`` returns fresh gradient arrays (or ``None``) for each."""
+    out = x._from_op(data, tape)
+    if tape is not NONE_TAPE:
+        xid, wid, oid, x_leaf, w_leaf = x.id, w.id, out.id, x._leaf, w._leaf
+        bid, b_leaf = (b.id, b._leaf) if b is not None else (-1, True)
+
+        def conv_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            want_b = bid >= 0 and grads.wants(bid, b_leaf)
+            gx, gw, gb = rule(g, grads.wants(xid, x_leaf), grads.wants(wid, w_leaf), want_b)
+            if gx is not None:
+                grads._accum(xid, gx)
+            if gw is not None:
+                grads._accum(wid, gw)
+            if gb is not None:
+                grads._accum(bid, gb)
+
+        tape._record((next_id(), conv_backward))
+    return out
+
+
+def _tapes(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | None) -> Tape:
+    tape = merge_tapes(x.tape, w.tape)
+    return tape if b is None else merge_tapes(tape, b.tape)
+
+
+# ----- convolution -------------------------------------------------------------------------
+
+
+def _conv(
+    op: str, nd: int, x: Any, w: Any, b: Any, stride: object, padding: object, dilation: object, groups: object
+) -> Any:
+    w = tensor_operand(op, x, w)
+    b = None if b is None else tensor_operand(op, x, b)
+    xd, wd = x.data, w.data
+    bd = None if b is None else b.data
+    g_ = _groups(op, groups)
+    o = _check_conv(op, nd, xd, wd, bd, g_, transposed=False)
+    s = _ints(op, "stride", stride, nd, 1)
+    d = _ints(op, "dilation", dilation, nd, 1)
+    k = tuple(int(i) for i in wd.shape[2:])
+    pads = _padding(op, padding, k, d, s)
+    sizes = tuple(int(i) for i in xd.shape[2:])
+    padded = tuple(n_ + lo + hi for n_, (lo, hi) in zip(sizes, pads, strict=True))
+    eff = tuple(di * (ki - 1) + 1 for di, ki in zip(d, k, strict=True))
+    if any(p_ < e for p_, e in zip(padded, eff, strict=True)):
+        raise ShapeError(
+            f"{op}: kernel {k} (dilated to {eff}) is larger than the padded input {padded}: "
+            f"x {xd.shape}, w {wd.shape}, padding {padding!r}, dilation {d}"
+        )
+    out_sz = tuple((p_ - e) // si + 1 for p_, e, si in zip(padded, eff, s, strict=True))
+    n = xd.shape[0]
+    if nd == 1:  # a height-1 image through conv2d's kernels
+        x4, w4 = xd[:, :, None, :], wd[:, :, None, :]
+        s2, d2, pads2, out_hw = (1, s[0]), (1, d[0]), [(0, 0), pads[0]], (1, out_sz[0])
+    else:
+        x4, w4, s2, d2, pads2, out_hw = xd, wd, (s[0], s[1]), (d[0], d[1]), pads, (out_sz[0], out_sz[1])
+    xp = np.pad(x4, [(0, 0), (0, 0), *pads2]) if any(pads2[0] + pads2[1]) else x4
+    tape = _tapes(x, w, b)
+    out4, cols = _kc.forward(xp, w4, s2, d2, g_, out_hw, keep_cols=tape is not NONE_TAPE)
+    if bd is not None:
+        out4 += bd.reshape(1, o, 1, 1)
+    x_shape, w_shape = xd.shape, wd.shape
+    (top, _), (left, _) = pads2
+    h, wid = x4.shape[2], x4.shape[3]
+
+    def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
+        g4 = g.reshape(n, o, *out_hw)
+        gx = gw = gb = None
+        if want_x:
+            gxp = _kc.backward_input(g4, w4, xp.shape, s2, d2, g_)
+            if gxp.shape[2:] != (h, wid):
+                gxp = np.ascontiguousarray(gxp[:, :, top : top + h, left : left + wid])
+            gx = gxp.reshape(x_shape)
+        if want_w:
+            gw = _kc.backward_weight(xp, g4, w4.shape, s2, d2, g_, cols=cols).reshape(w_shape)
+        if want_b:
+            gb = np.asarray(g4.sum(axis=(0, 2, 3)))
+        return gx, gw, gb
+
+    return _record(x, w, b, out4.reshape((n, o, *out_sz)), tape, rule)
+
+
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[O, C, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[O, C, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[O, C, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[O, C, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, Any, Any, Any], T],
+    w: Tensor[Rank4[O, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, Any, Any, Any], Tape],
+    w: Tensor[Rank4[O, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, Any, Any, Any], Tape],
+    w: Tensor[Rank4[O, Any, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv2d(
+    x: Tensor[Rank4[N, Any, Any, Any], T],
+    w: Tensor[Rank4[O, Any, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int2 = 1,
+    padding: Padding2 = 0,
+    dilation: Int2 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
+    """2-D cross-correlation of ``x (N, C_in, H, W)`` with ``w (C_out, C_in/groups, KH, KW)``
+    plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv2d``.
+
+    Returns ``(N, C_out, H_out, W_out)`` with ``H_out = floor((H + 2*ph - dh*(KH-1) - 1)/sh) + 1``
+    (likewise ``W_out``), of ``x``'s dtype. Gradients for ``x``, ``w`` and ``b`` (formulas in
+    the module docstring). Pass ``groups`` by keyword: the typed signature has it keyword-only.
+
+    Raises:
+        ShapeError: ``x`` or ``w`` is not 4-D; ``x``'s channels are not ``w.shape[1] * groups``;
+            ``groups`` does not divide ``C_in`` or ``C_out``; ``b`` is not ``(C_out,)``; the
+            dilated kernel is larger than the padded input (all name the shapes).
+        DTypeError: float32 meets float64.
+        ValueError: stride/dilation/groups < 1, negative padding, ``padding="same"`` with stride > 1.
+        TypeError: stride/padding/dilation/groups are not ints (or pairs of ints).
+    """
+    return _conv("conv2d", 2, x, w, b, stride, padding, dilation, groups)
+
+
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, C, Any], T],
+    w: Tensor[Rank3[O, C, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank3[N, O, int], T]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, C, Any], Tape],
+    w: Tensor[Rank3[O, C, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, C, Any], Tape],
+    w: Tensor[Rank3[O, C, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, C, Any], T],
+    w: Tensor[Rank3[O, C, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank3[N, O, int], T]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, Any, Any], T],
+    w: Tensor[Rank3[O, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank3[N, O, int], T]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, Any, Any], Tape],
+    w: Tensor[Rank3[O, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, Any, Any], Tape],
+    w: Tensor[Rank3[O, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
+@overload
+def conv1d(
+    x: Tensor[Rank3[N, Any, Any], T],
+    w: Tensor[Rank3[O, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int1 = 1,
+    padding: Padding1 = 0,
+    dilation: Int1 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank3[N, O, int], T]: ...
+def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
+    """1-D cross-correlation of ``x (N, C_in, L)`` with ``w (C_out, C_in/groups, K)`` plus an
+    optional bias ``b (C_out,)``, as ``torch.nn.functional.conv1d``.
+
+    Returns ``(N, C_out, L_out)`` with ``L_out = floor((L + 2p - d*(K-1) - 1)/s) + 1``, of
+    ``x``'s dtype; runs :func:`conv2d`'s kernels on a height-1 image. Gradients for ``x``,
+    ``w`` and ``b``. Pass ``groups`` by keyword.
+
+    Raises:
+        ShapeError, DTypeError, ValueError, TypeError: as :func:`conv2d` (with 3-D tensors).
+    """
+    return _conv("conv1d", 1, x, w, b, stride, padding, dilation, groups)
+
+
+# ----- transposed convolution --------------------------------------------------------------
+
+
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[C, O, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[C, O, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[C, O, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[C, O, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, O, int, int], T]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[C, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[Any], NoneTape] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    *,
+    groups: int,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, int, int, int], T]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[C, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[Any], Tape] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    *,
+    groups: int,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], Tape],
+    w: Tensor[Rank4[C, Any, Any, Any], Tape],
+    b: Tensor[Rank1[Any], OwnedTape],
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    *,
+    groups: int,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose2d(
+    x: Tensor[Rank4[N, C, Any, Any], T],
+    w: Tensor[Rank4[C, Any, Any, Any], T],
+    b: Tensor[Rank1[Any], T] | None = None,
+    stride: Int2 = 1,
+    padding: Int2 = 0,
+    output_padding: Int2 = 0,
+    *,
+    groups: int,
+    dilation: Int2 = 1,
+) -> Tensor[Rank4[N, int, int, int], T]: ...
+def conv_transpose2d(
+    x: Any,
+    w: Any,
+    b: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+) -> Any:
+    """2-D transposed convolution of ``x (N, C_in, H, W)`` with ``w (C_in, C_out/groups, KH, KW)``
+    plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv_transpose2d``
+    (the gradient of :func:`conv2d` w.r.t. its input, with the same ``w``).
+
+    Returns ``(N, C_out, H_out, W_out)``, ``C_out = w.shape[1] * groups`` and
+    ``H_out = (H - 1)*sh - 2*ph + dh*(KH - 1) + oph + 1`` (likewise ``W_out``). ``padding``
+    removes rows/columns from the border of the full output; ``output_padding`` (< stride or
+    < dilation) adds rows/columns at the end. Pass ``groups`` by keyword (positionally it is
+    the 7th argument, as in PyTorch, which the typed signature does not cover).
+
+    Gradients: ``grad_x = conv2d(g, w, stride, padding, dilation, groups)`` (cropped to
+    ``(H, W)``), ``grad_w`` = conv2d's weight gradient with ``g`` as the input and ``x`` as
+    the output's gradient, ``grad_b = sum(g, (0, 2, 3))``.
+
+    Raises:
+        ShapeError: ``x``/``w`` not 4-D; ``x``'s channels differ from ``w.shape[0]``;
+            ``groups`` does not divide them; ``b`` is not ``(C_out,)``; the output is empty.
+        DTypeError: float32 meets float64.
+        ValueError: stride/dilation/groups < 1, negative padding or output padding,
+            ``output_padding`` not smaller than either stride or dilation.
+        TypeError: arguments that are not ints (or pairs of ints).
+    """
+    op = "conv_transpose2d"
+    w = tensor_operand(op, x, w)
+    b = None if b is None else tensor_operand(op, x, b)
+    xd, wd = x.data, w.data
+    bd = None if b is None else b.data
+    g_ = _groups(op, groups)
+    c_out = _check_conv(op, 2, xd, wd, bd, g_, transposed=True)
+    s = _ints(op, "stride", stride, 2, 1)
+    d = _ints(op, "dilation", dilation, 2, 1)
+    p = _ints(op, "padding", padding, 2, 0)
+    opad = _ints(op, "output_padding", output_padding, 2, 0)
+    if any(o_ >= si and o_ >= di for o_, si, di in zip(opad, s, d, strict=True)):
+        raise ValueError(
+            f"{op}: output_padding {opad} must be smaller than either stride {s} or dilation {d} (per dim)"
+        )
+    n, _, h, wid = xd.shape
+    k = (int(wd.shape[2]), int(wd.shape[3]))
+    out_hw = tuple(
+        (i - 1) * si - 2 * pi + di * (ki - 1) + oi + 1
+        for i, si, pi, di, ki, oi in zip((h, wid), s, p, d, k, opad, strict=True)
+    )
+    if out_hw[0] < 1 or out_hw[1] < 1:
+        raise ShapeError(
+            f"{op}: output size {out_hw} is empty: x {xd.shape}, w {wd.shape}, stride {s}, padding {p}, "
+            f"output_padding {opad}, dilation {d}"
+        )
+    s2, d2 = (s[0], s[1]), (d[0], d[1])
+    full = (n, c_out, out_hw[0] + 2 * p[0], out_hw[1] + 2 * p[1])
+    out = _kc.backward_input(xd, wd, full, s2, d2, g_)
+    if p != (0, 0):
+        out = np.ascontiguousarray(out[:, :, p[0] : p[0] + out_hw[0], p[1] : p[1] + out_hw[1]])
+    if bd is not None:
+        out += bd.reshape(1, c_out, 1, 1)
+
+    def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
+        gp = np.pad(g, [(0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])]) if p != (0, 0) else g
+        gx = _kc.forward(gp, wd, s2, d2, g_, (h, wid))[0] if want_x else None
+        gw = _kc.backward_weight(gp, xd, wd.shape, s2, d2, g_) if want_w else None
+        gb = np.asarray(g.sum(axis=(0, 2, 3))) if want_b else None
+        return gx, gw, gb
+
+    return _record(x, w, b, out, _tapes(x, w, b), rule)

@@ -1,0 +1,285 @@
+"""Indexing: ``t[key]`` with basic indices, ``gather`` / ``index_select`` by integer indices.
+
+- ``getitem`` (``Tensor.__getitem__``) takes Python ints, slices, ``None`` and ``...``
+  (numpy's basic indexing): the output's data is a view of the input's. Its backward adds
+  the output's gradient into the input's gradient at the same index, in place in a buffer
+  the store owns (a fresh zeros buffer the first time, a copy of a shared one); it never
+  stores the output's gradient, or a view of it, as the input's.
+- ``gather(a, indices, axis)`` is ``np.take`` (TensorFlow's ``gather``): the output's
+  shape is ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``. ``index_select`` is
+  the same with 1-D indices (PyTorch's ``index_select``; note the argument order). Their
+  backward scatter-adds the output's gradient into the input's, repeated indices
+  accumulating, with the compiled :func:`~gradtape.devices.kernels.scatter.scatter_add`.
+  This is not PyTorch's elementwise ``torch.gather``.
+
+Typing: exact for the common cases (an int or a slice into ranks 1 to 3, ``[int, int]``,
+``[:, int]`` of a matrix; ``gather`` of a list or an int, ``index_select`` of 1-D indices
+into ranks 1 and 2); otherwise ``Tensor[Any, T]``. The output keeps the input's tape.
+
+Runtime errors name the op and the shape: ``IndexError`` for an index out of bounds or
+too many indices, ``TypeError`` for an index of the wrong kind (an integer array in
+``t[...]``: use ``gather``), :class:`~gradtape.errors.ShapeError` for an axis out of
+range or ``index_select`` indices that are not 1-D, :class:`~gradtape.errors.DTypeError`
+for non-integer indices.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+
+import numpy as np
+
+from gradtape._typing import A, B, C, T
+from gradtape.devices.kernels.scatter import scatter_add
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops.shape import AnyShape, _axis
+from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
+from gradtape.tape import NONE_TAPE, next_id
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["Index", "Indices", "gather", "getitem", "index_select"]
+
+Array = np.ndarray[Any, Any]
+
+_Basic: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | None"
+Index: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | tuple[_Basic, ...] | None"
+"""What ``t[key]`` accepts: numpy's basic indices."""
+Indices: TypeAlias = "int | np.integer[Any] | Sequence[int] | Sequence[Sequence[int]] | np.ndarray[Any, Any]"
+"""What ``gather`` accepts: an int, a (nested) list of ints, or an integer array."""
+
+
+# ----- t[key] ----------------------------------------------------------------------------
+
+
+def _basic_key(key: object, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """Check ``key`` against ``shape`` and return it as a tuple of Python ints, slices,
+    ``None`` and ``...``.
+
+    Raises:
+        TypeError: an element is not a basic index (a bool, a list, an array, a float).
+        IndexError: too many indices, two ``...``, or an int out of bounds.
+        ValueError: a slice step is 0.
+    """
+    items = key if isinstance(key, tuple) else (key,)
+    out: list[Any] = []
+    for k in items:
+        if k is None or k is Ellipsis:
+            out.append(k)
+        elif isinstance(k, slice):
+            for part in (k.start, k.stop, k.step):
+                if part is not None and (isinstance(part, bool) or not isinstance(part, (int, np.integer))):
+                    raise TypeError(f"getitem: slice bounds must be ints or None, got {k!r} (tensor of shape {shape})")
+            if k.step == 0:
+                raise ValueError(f"getitem: slice step cannot be zero (tensor of shape {shape})")
+            out.append(k)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            out.append(operator.index(k))
+        else:
+            hint = " (to select by an array or a list of indices, use gather or index_select)"
+            raise TypeError(
+                f"getitem: index {k!r} of type {type(k).__name__} is not an int, a slice, None or ...; "
+                f"tensor of shape {shape}{hint if isinstance(k, (list, np.ndarray)) or hasattr(k, 'tape') else ''}"
+            )
+    if sum(k is Ellipsis for k in out) > 1:
+        raise IndexError(f"getitem: an index can only have a single ellipsis ('...'), got {key!r}")
+    n_consumed = sum(k is not None and k is not Ellipsis for k in out)
+    if n_consumed > len(shape):
+        raise IndexError(f"getitem: too many indices for a tensor of shape {shape}: {n_consumed} in {key!r}")
+    # the dim each int indexes: count from the front before '...', from the back after it
+    dim = 0
+    for pos, k in enumerate(out):
+        if k is Ellipsis:
+            dim = len(shape) - sum(j is not None and j is not Ellipsis for j in out[pos + 1 :])
+        elif k is None:
+            continue
+        else:
+            if isinstance(k, int) and not -shape[dim] <= k < shape[dim]:
+                raise IndexError(
+                    f"getitem: index {k} is out of bounds for axis {dim} of size {shape[dim]} (tensor of shape {shape})"
+                )
+            dim += 1
+    return tuple(out)
+
+
+@overload
+def getitem(a: Tensor[AnyShape, T], key: Index) -> Tensor[Any, T]: ...
+@overload
+def getitem(a: Tensor[Rank1[A], T], key: int) -> Tensor[Rank0, T]: ...
+@overload
+def getitem(a: Tensor[Rank1[A], T], key: slice) -> Tensor[Rank1[int], T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: int) -> Tensor[Rank1[B], T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: slice) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: tuple[int, int]) -> Tensor[Rank0, T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: tuple[slice, int]) -> Tensor[Rank1[A], T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: tuple[int, slice]) -> Tensor[Rank1[int], T]: ...
+@overload
+def getitem(a: Tensor[Rank2[A, B], T], key: tuple[slice, slice]) -> Tensor[Rank2[int, int], T]: ...
+@overload
+def getitem(a: Tensor[Rank3[A, B, C], T], key: int) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def getitem(a: Tensor[Rank3[A, B, C], T], key: slice) -> Tensor[Rank3[int, B, C], T]: ...
+@overload
+def getitem(a: Tensor[Any, T], key: Index) -> Tensor[Any, T]: ...
+def getitem(a: Any, key: Any) -> Any:
+    """``a[key]`` with numpy's basic indexing: ints (negative count from the end), slices,
+    ``None`` (a new dim of size 1) and one ``...``; a view of ``a``'s data.
+
+    Gradient: the output's gradient added into ``a``'s at ``key`` (the rest is 0). Indexing
+    one tensor several times accumulates every part.
+
+    Raises:
+        IndexError: an int is out of bounds, or there are more indices than dims (names the shape).
+        TypeError: an index is not basic (an array or a list: use ``gather``; a bool, a float).
+    """
+    x = a.data
+    k = _basic_key(key, x.shape)
+    y = x[k]
+    tape = a.tape
+    out = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
+
+        def getitem_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            buf = grads._mut(aid, shape, dtype)  # owned by aid: never the output's buffer
+            part = buf[k]
+            if part.__class__ is np.ndarray:
+                np.add(part, g, out=part)
+            else:  # every dim indexed by an int: numpy gives a scalar
+                buf[k] = part + g
+
+        tape._record((next_id(), getitem_backward))
+    return out
+
+
+# ----- gather / index_select -------------------------------------------------------------
+
+
+def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]) -> Array:
+    """``indices`` as an ``intp`` array with negative entries wrapped (``-1`` is the last).
+
+    Raises:
+        DTypeError: the indices are not integers (bools and floats included).
+        IndexError: an index is outside ``[-n, n)``.
+    """
+    if hasattr(indices, "tape"):
+        raise TypeError(f"{op}: indices must be integers (a list or an integer array), not a Tensor")
+    idx = np.asarray(indices)
+    if idx.size == 0 and idx.dtype.kind == "f":  # np.asarray([]) is float64
+        idx = idx.astype(np.intp)
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: indices must be integers, got dtype {idx.dtype} (tensor of shape {shape})")
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(
+                f"{op}: index {bad} is out of bounds for axis {axis} of size {n} (tensor of shape {shape})"
+            )
+        if lo < 0:
+            idx = np.where(idx < 0, idx + n, idx)
+    return idx.astype(np.intp, copy=False)
+
+
+def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
+    x = a.data
+    y = np.take(x, idx, axis=ax)
+    tape = a.tape
+    out = a._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
+
+        def gather_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is not None:
+                scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
+
+        tape._record((next_id(), gather_backward))
+    return out
+
+
+@overload
+def gather(a: Tensor[AnyShape, T], indices: Indices, axis: int = 0) -> Tensor[Any, T]: ...
+@overload
+def gather(a: Tensor[Rank1[A], T], indices: int, axis: Literal[0, -1] = 0) -> Tensor[Rank0, T]: ...
+@overload
+def gather(a: Tensor[Rank1[A], T], indices: Sequence[int], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def gather(a: Tensor[Rank2[A, B], T], indices: int, axis: Literal[0, -2] = 0) -> Tensor[Rank1[B], T]: ...
+@overload
+def gather(a: Tensor[Rank2[A, B], T], indices: int, axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+@overload
+def gather(a: Tensor[Rank2[A, B], T], indices: Sequence[int], axis: Literal[0, -2] = 0) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def gather(a: Tensor[Rank2[A, B], T], indices: Sequence[int], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def gather(a: Tensor[Any, T], indices: Indices, axis: int = 0) -> Tensor[Any, T]: ...
+def gather(a: Any, indices: Any, axis: int = 0) -> Any:
+    """Select along ``axis`` by integer ``indices`` of any shape (numpy's ``take``,
+    TensorFlow's ``gather``): ``out[..., j, ...] = a[..., indices[j], ...]``, of shape
+    ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``. Negative indices count from the end.
+
+    Gradient: the output's gradient scatter-added into ``a``'s (``np.add.at`` semantics:
+    an index that appears ``m`` times gets ``m`` contributions), by a compiled kernel.
+
+    Raises:
+        IndexError: an index is out of bounds (names the axis, its size and the shape).
+        ShapeError: ``axis`` is out of range, or ``a`` is 0-D.
+        DTypeError: ``indices`` are not integers.
+    """
+    x = a.data
+    if x.ndim == 0:
+        raise ShapeError("gather: cannot index a 0-D tensor (shape ())")
+    ax = _axis("gather", axis, x.shape)
+    return _take("gather", a, _indices("gather", indices, x.shape[ax], ax, x.shape), ax)
+
+
+_Index1D: TypeAlias = "Sequence[int] | np.ndarray[Any, Any]"
+"""What ``index_select`` accepts: a list of ints or a 1-D integer array."""
+
+
+@overload
+def index_select(a: Tensor[AnyShape, T], indices: _Index1D, axis: int = 0) -> Tensor[Any, T]: ...
+@overload
+def index_select(a: Tensor[Rank1[A], T], indices: _Index1D, axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank2[A, B], T], indices: _Index1D, axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def index_select(a: Tensor[Rank2[A, B], T], indices: _Index1D, axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def index_select(a: Tensor[Any, T], indices: _Index1D, axis: int = 0) -> Tensor[Any, T]: ...
+def index_select(a: Any, indices: Any, axis: int = 0) -> Any:
+    """Select entries along ``axis`` by 1-D integer ``indices``; the output keeps ``a``'s rank
+    with ``len(indices)`` entries along ``axis`` (PyTorch's ``index_select(input, dim, index)``,
+    with gradtape's argument order ``(a, indices, axis)``).
+
+    Gradient: as :func:`gather` (repeated indices accumulate).
+
+    Raises:
+        ShapeError: ``indices`` are not 1-D, ``axis`` is out of range, or ``a`` is 0-D.
+        IndexError: an index is out of bounds.
+        DTypeError: ``indices`` are not integers.
+    """
+    x = a.data
+    if x.ndim == 0:
+        raise ShapeError("index_select: cannot index a 0-D tensor (shape ())")
+    ax = _axis("index_select", axis, x.shape)
+    idx = _indices("index_select", indices, x.shape[ax], ax, x.shape)
+    if idx.ndim != 1:
+        raise ShapeError(f"index_select: indices must be 1-D, got shape {idx.shape} (tensor of shape {x.shape})")
+    return _take("index_select", a, idx, ax)

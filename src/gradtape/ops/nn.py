@@ -1,0 +1,383 @@
+"""Neural-network layers as fused ops: dropout, layer norm, RMS norm, embedding.
+
+Each op computes its forward in one pass where it can (the norms in the row-wise numba
+kernels of :mod:`gradtape.devices.kernels.norm`), saves what its backward needs (the
+dropout mask; the norms' per-row mean and reciprocal standard deviation; the embedding
+indices) and records one backward closure.
+
+Typing: ``dropout`` keeps the shape type; ``layer_norm`` (over the last axis) and
+``rms_norm`` check that a ``weight`` / ``bias`` of type ``Rank1[N]`` matches the input's last
+dim ``N``; ``embedding`` gives ``Rank2[int, D]`` for a list of indices and an untyped shape
+(``Any``) for an index array of any shape. The output owns a tape if any input does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from gradtape._typing import A, B, S, T
+from gradtape.devices.kernels import elementwise as _k
+from gradtape.devices.kernels import norm as _norm
+from gradtape.devices.kernels import scatter as _scatter
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._util import SCALARS, tensor_operand
+from gradtape.ops.unary import record_unary
+from gradtape.shapes import Rank1, Rank2
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["dropout", "embedding", "layer_norm", "rms_norm"]
+
+Array = np.ndarray[Any, Any]
+
+N = TypeVar("N")
+Ts = TypeVarTuple("Ts")
+
+
+# ----- dropout ---------------------------------------------------------------------------
+
+
+def dropout(
+    a: Tensor[S, T], p: float = 0.5, rng: np.random.Generator | int | None = None, training: bool = True
+) -> Tensor[S, T]:
+    """Inverted dropout (Srivastava et al. 2014, "Dropout: A Simple Way to Prevent Neural
+    Networks from Overfitting"; scaled as PyTorch's ``F.dropout``).
+
+    Each element is kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``, else
+    zeroed: ``y = a * m`` with ``m = keep / (1 - p)``, so ``E[y] = a``. The mask ``m`` is
+    saved; the gradient is ``grad_a += g * m`` (the fused ``addmul``).
+
+    Args:
+        a: float32/float64 tensor of any shape (the output has its shape and dtype).
+        p: the probability of zeroing an element, ``0 <= p <= 1``.
+        rng: a ``numpy.random.Generator``, or an int seed (a fresh ``default_rng(seed)``:
+            the same seed gives the same mask), or ``None`` for the device's generator
+            (``Cpu(seed=...).rng``, so a seeded device repeats its masks run after run).
+        training: ``False`` makes dropout the identity.
+
+    Returns:
+        ``a`` itself when ``training`` is false or ``p == 0`` (nothing recorded); zeros (with
+        a zero gradient) when ``p == 1``; else the masked, rescaled tensor.
+
+    Raises:
+        ValueError: ``p`` is not a number in ``[0, 1]``.
+        TypeError: ``rng`` is neither a Generator, an int nor ``None``.
+    """
+    if isinstance(p, bool) or not isinstance(p, SCALARS) or not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p!r} (input shape {a.shape})")
+    p = float(p)
+    if not training or p == 0.0:
+        return a
+    x = a.data
+    dt = x.dtype
+    if p == 1.0:
+        return record_unary(a, np.zeros(x.shape, dt), _no_grad)
+    gen = _generator(rng, a)
+    keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
+    m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
+    return record_unary(a, np.multiply(x, m), lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, m, g))
+
+
+def _no_grad(grads: Gradients, i: int, g: Array) -> None:
+    """The backward of an output that does not depend on its input (zero gradient)."""
+
+
+def _generator(rng: np.random.Generator | int | None, a: Tensor[Any, Any]) -> np.random.Generator:
+    if rng is None:
+        dev_rng = getattr(a.device, "rng", None)
+        return dev_rng if isinstance(dev_rng, np.random.Generator) else np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"dropout: rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
+
+
+# ----- layer norm and RMS norm -----------------------------------------------------------
+
+
+def _param(op: str, name: str, x: Tensor[Any, Any], p: object, nshape: tuple[int, ...]) -> Tensor[Any, Any] | None:
+    if p is None:
+        return None
+    t = tensor_operand(op, x, p)
+    if t.data.shape != nshape:
+        raise ShapeError(
+            f"{op}: {name} of shape {t.data.shape} does not match the normalised shape {nshape} (x {x.data.shape})"
+        )
+    return t
+
+
+def _eps(op: str, eps: object) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, SCALARS) or not float(eps) >= 0.0:
+        raise ValueError(f"{op}: eps must be a non-negative number, got {eps!r}")
+    return float(eps)
+
+
+def _record_norm(
+    x: Tensor[Any, Any],
+    w: Tensor[Any, Any] | None,
+    b: Tensor[Any, Any] | None,
+    k: int,
+    eps: float,
+    centered: bool,
+) -> Any:
+    """Run the fused norm forward over ``x``'s last ``k`` dims and record its backward."""
+    xd = x.data
+    wd = None if w is None else w.data
+    bd = None if b is None else b.data
+    y, mean, rstd = _norm.norm_forward(xd, k, wd, bd, eps, centered)
+    tape = x.tape
+    for t in (w, b):
+        if t is not None:
+            tape = merge_tapes(tape, t.tape)
+    out = x._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        oid, xid, x_leaf = out.id, x.id, x._leaf
+        wid, w_leaf = (w.id, w._leaf) if w is not None else (0, True)
+        bid, b_leaf = (b.id, b._leaf) if b is not None else (0, True)
+
+        def norm_backward(grads: Gradients) -> None:
+            g = grads._data.get(oid)
+            if g is None:
+                return
+            need_x = grads.wants(xid, x_leaf)
+            need_w = wd is not None and grads.wants(wid, w_leaf)
+            need_b = bd is not None and grads.wants(bid, b_leaf)
+            if not (need_x or need_w or need_b):
+                return
+            dx, dw, db = _norm.norm_backward(g, xd, k, wd, mean, rstd, centered, need_x)
+            if dx is not None:
+                grads._accum(xid, dx)
+            if need_w:
+                grads._accum(wid, dw)
+            if need_b:
+                grads._accum(bid, db)
+
+        tape._record((next_id(), norm_backward))
+    return out
+
+
+@overload
+def layer_norm(
+    x: Tensor[tuple[*Ts, N], T],
+    normalized_shape: None = None,
+    weight: Tensor[Rank1[N], NoneTape] | None = None,
+    bias: Tensor[Rank1[N], NoneTape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[tuple[*Ts, N], T]: ...
+@overload
+def layer_norm(
+    x: Tensor[tuple[*Ts, N], Tape],
+    normalized_shape: None = None,
+    *,
+    weight: Tensor[Rank1[N], OwnedTape],
+    bias: Tensor[Rank1[N], Tape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[tuple[*Ts, N], OwnedTape]: ...
+@overload
+def layer_norm(
+    x: Tensor[tuple[*Ts, N], Tape],
+    normalized_shape: None = None,
+    *,
+    weight: Tensor[Rank1[N], Tape] | None = None,
+    bias: Tensor[Rank1[N], OwnedTape],
+    eps: float = 1e-5,
+) -> Tensor[tuple[*Ts, N], OwnedTape]: ...
+@overload
+def layer_norm(
+    x: Tensor[tuple[*Ts, N], T],
+    normalized_shape: None = None,
+    weight: Tensor[Rank1[N], T] | None = None,
+    bias: Tensor[Rank1[N], T] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[tuple[*Ts, N], T]: ...
+@overload
+def layer_norm(
+    x: Tensor[S, T],
+    normalized_shape: int | tuple[int, ...],
+    weight: Tensor[Any, NoneTape] | None = None,
+    bias: Tensor[Any, NoneTape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+@overload
+def layer_norm(
+    x: Tensor[S, Tape],
+    normalized_shape: int | tuple[int, ...],
+    *,
+    weight: Tensor[Any, OwnedTape],
+    bias: Tensor[Any, Tape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def layer_norm(
+    x: Tensor[S, Tape],
+    normalized_shape: int | tuple[int, ...],
+    *,
+    weight: Tensor[Any, Tape] | None = None,
+    bias: Tensor[Any, OwnedTape],
+    eps: float = 1e-5,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def layer_norm(
+    x: Tensor[S, T],
+    normalized_shape: int | tuple[int, ...],
+    weight: Tensor[Any, T] | None = None,
+    bias: Tensor[Any, T] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+def layer_norm(
+    x: Any, normalized_shape: int | tuple[int, ...] | None = None, weight: Any = None, bias: Any = None, eps: Any = 1e-5
+) -> Any:
+    """Layer normalisation (Ba, Kiros & Hinton 2016, "Layer Normalization"; PyTorch's
+    ``F.layer_norm``) over the trailing ``normalized_shape`` dims (default: the last axis).
+
+    With ``N`` the number of normalised elements of a row (the product of the trailing dims):
+    ``mu = mean(x)``, ``var = mean((x - mu)**2)`` (biased, as PyTorch),
+    ``rstd = 1 / sqrt(var + eps)``, ``xhat = (x - mu) * rstd``, ``y = xhat * weight + bias``.
+
+    Gradients (one fused kernel pass per row, from the saved ``mu`` and ``rstd``):
+    ``dxhat = g * weight``, ``grad_x += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))``,
+    ``grad_weight += sum(g * xhat)``, ``grad_bias += sum(g)`` (sums over the leading dims).
+
+    Args:
+        x: float32/float64 tensor with at least ``len(normalized_shape)`` dims.
+        normalized_shape: an int or a tuple equal to ``x``'s trailing dims; ``None`` for the
+            last axis.
+        weight, bias: tensors of shape ``normalized_shape`` and ``x``'s dtype, or ``None``.
+        eps: added to the variance, ``>= 0``.
+
+    Returns:
+        A tensor of ``x``'s shape and dtype.
+
+    Raises:
+        ShapeError: ``x`` is 0-D, ``normalized_shape`` is not ``x``'s trailing dims or holds
+            no element, or ``weight`` / ``bias`` has another shape (names the shapes).
+        DTypeError: the dtypes differ.
+        ValueError: ``eps`` is negative or not a number.
+    """
+    xd = x.data
+    if normalized_shape is None:
+        nshape: tuple[int, ...] = xd.shape[-1:]
+    elif isinstance(normalized_shape, (int, np.integer)):
+        nshape = (int(normalized_shape),)
+    else:
+        nshape = tuple(int(n) for n in normalized_shape)
+    k = len(nshape)
+    if xd.ndim == 0 or k == 0 or k > xd.ndim or xd.shape[xd.ndim - k :] != nshape:
+        raise ShapeError(f"layer_norm: normalized_shape {nshape} is not the trailing dims of x's shape {xd.shape}")
+    if math.prod(nshape) == 0:
+        raise ShapeError(f"layer_norm: cannot normalise over zero elements (x {xd.shape}, normalized_shape {nshape})")
+    w = _param("layer_norm", "weight", x, weight, nshape)
+    b = _param("layer_norm", "bias", x, bias, nshape)
+    return _record_norm(x, w, b, k, _eps("layer_norm", eps), centered=True)
+
+
+@overload
+def rms_norm(
+    x: Tensor[tuple[*Ts, N], T], weight: Tensor[Rank1[N], NoneTape] | None = None, eps: float | None = None
+) -> Tensor[tuple[*Ts, N], T]: ...
+@overload
+def rms_norm(
+    x: Tensor[tuple[*Ts, N], Tape], weight: Tensor[Rank1[N], OwnedTape], eps: float | None = None
+) -> Tensor[tuple[*Ts, N], OwnedTape]: ...
+@overload
+def rms_norm(
+    x: Tensor[tuple[*Ts, N], T], weight: Tensor[Rank1[N], T] | None = None, eps: float | None = None
+) -> Tensor[tuple[*Ts, N], T]: ...
+def rms_norm(x: Any, weight: Any = None, eps: Any = None) -> Any:
+    """Root-mean-square layer normalisation over the last axis (Zhang & Sennrich 2019,
+    "Root Mean Square Layer Normalization"; PyTorch's ``F.rms_norm``).
+
+    With ``N`` the last dim: ``rstd = 1 / sqrt(mean(x**2) + eps)``, ``xhat = x * rstd``,
+    ``y = xhat * weight``. No mean is subtracted and there is no bias.
+
+    Gradients (one fused kernel pass per row, from the saved ``rstd``): ``dxhat = g * weight``,
+    ``grad_x += rstd * (dxhat - xhat * mean(dxhat * xhat))``,
+    ``grad_weight += sum(g * xhat)`` (over the leading dims).
+
+    Args:
+        x: float32/float64 tensor with at least one dim.
+        weight: a tensor of shape ``(N,)`` and ``x``'s dtype, or ``None``.
+        eps: added to the mean square, ``>= 0``; ``None`` (default, as PyTorch) is the
+            machine epsilon of ``x``'s dtype (``np.finfo(dtype).eps``).
+
+    Returns:
+        A tensor of ``x``'s shape and dtype.
+
+    Raises:
+        ShapeError: ``x`` is 0-D or its last dim is 0, or ``weight`` is not ``(N,)``.
+        DTypeError: the dtypes differ.
+        ValueError: ``eps`` is negative or not a number.
+    """
+    xd = x.data
+    if xd.ndim == 0 or xd.shape[-1] == 0:
+        raise ShapeError(f"rms_norm: needs a non-empty last axis, got x of shape {xd.shape}")
+    w = _param("rms_norm", "weight", x, weight, xd.shape[-1:])
+    e = float(np.finfo(xd.dtype).eps) if eps is None else _eps("rms_norm", eps)
+    return _record_norm(x, w, None, 1, e, centered=False)
+
+
+# ----- embedding -------------------------------------------------------------------------
+
+
+@overload
+def embedding(indices: list[int], weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def embedding(indices: npt.ArrayLike, weight: Tensor[Rank2[A, B], T]) -> Tensor[Any, T]: ...
+def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
+    """Look up rows of ``weight`` (PyTorch's ``F.embedding``): ``y[..., :] = weight[indices[...], :]``.
+
+    Args:
+        indices: integers in ``[0, num)`` of any shape (a list or an integer array; not a
+            tensor, which holds floats).
+        weight: float32/float64 tensor of shape ``(num, dim)``.
+
+    Returns:
+        A tensor of shape ``indices.shape + (dim,)``, ``weight``'s dtype and tape.
+
+    Gradient: ``grad_weight[indices[j]] += g[j]`` for every index position ``j``; repeated
+    indices accumulate (a scatter-add kernel, :func:`gradtape.devices.kernels.scatter.scatter_add`).
+    The gradient is dense, of ``weight``'s shape.
+
+    Raises:
+        ShapeError: ``weight`` is not 2-D.
+        DTypeError: ``indices`` are not integers.
+        ValueError: an index is outside ``[0, num)``.
+    """
+    wd = weight.data
+    idx = np.asarray(indices)
+    if idx.size == 0 and not isinstance(indices, np.ndarray):
+        idx = idx.astype(np.intp)  # an empty list has no integer dtype to infer
+    if wd.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D (num, dim), got shape {wd.shape} (indices {idx.shape})")
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"embedding: indices must be integers, got dtype {idx.dtype} (shape {idx.shape})")
+    num = wd.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        raise ValueError(
+            f"embedding: indices must lie in [0, {num}) for weight {wd.shape}, got min {idx.min()} and max {idx.max()}"
+        )
+    idx = np.array(idx, dtype=np.intp)  # a private copy: the caller may reuse its array
+    y = np.take(wd, idx, axis=0)
+    w_leaf, wshape, dt = weight._leaf, wd.shape, wd.dtype
+
+    def scatter_into(cur: Array, ix: Array, g: Array) -> None:
+        _scatter.scatter_add(cur, 0, ix, g)
+
+    def scatter_fresh(ix: Array, g: Array) -> Array:
+        out = np.zeros(wshape, dt)
+        _scatter.scatter_add(out, 0, ix, g)
+        return out
+
+    def rule(grads: Gradients, i: int, g: Array) -> None:
+        if grads.wants(i, w_leaf):
+            grads._fused(i, scatter_into, scatter_fresh, idx, g)
+
+    return record_unary(weight, y, rule)
