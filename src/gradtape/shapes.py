@@ -14,13 +14,14 @@ equal shapes of an elementwise op); the same checks run again at run time and ra
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar, final
 
 import numpy as np
 
 from gradtape.errors import ShapeError
 
 __all__ = [
+    "AnyShape",
     "Rank0",
     "Rank1",
     "Rank2",
@@ -57,6 +58,18 @@ Rank5: TypeAlias = tuple[A, B, C, D, E]
 """Shape type of a rank-5 tensor."""
 Rank6: TypeAlias = tuple[A, B, C, D, E, F]
 """Shape type of a rank-6 tensor."""
+
+
+@final
+class AnyShape:
+    """Overload marker, never instantiated: ``Tensor[AnyShape, T]`` is matched only by a
+    tensor whose shape type is ``Any`` (what ``dev.tensor(...)`` returns).
+
+    mypy picks the first overload a call matches, and a ``Tensor[Any, T]`` matches every
+    rank-specific one; ops that compute their output's shape type therefore list an
+    ``AnyShape`` overload first, so that an untyped tensor gets an untyped (``Any``) result
+    instead of, say, the rank-2 overload's.
+    """
 
 
 def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

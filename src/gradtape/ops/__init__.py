@@ -1,5 +1,7 @@
 """Tensor ops, one module per family; each keeps its typed signature, forward and backward
-closure together. Every op here is also a :class:`~gradtape.tensor.Tensor` method."""
+closure together. Most are also :class:`~gradtape.tensor.Tensor` methods; the ones taking
+several tensors or a weight (``concat``, ``stack``, ``linear``, ``embedding``, ``conv2d``, ...)
+are functions only."""
 
 from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 
 Array = np.ndarray[Any, Any]
 
-SCALARS = (int, float, np.number)
+SCALARS = (int, float, np.integer, np.floating, np.bool_)
 """Types an op accepts as a scalar operand (converted to a Python float, so a float32
-tensor times a scalar stays float32)."""
+tensor times a scalar stays float32). Complex numbers are not among them: they raise
+``TypeError`` instead of silently losing their imaginary part."""
 
 
 def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:

@@ -29,13 +29,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 
 from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
+from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
 from gradtape.tape import NONE_TAPE, OwnedTape, Tape, merge_tapes, next_id
 
 if TYPE_CHECKING:
@@ -62,18 +62,6 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 D = TypeVar("D")
 I = TypeVar("I", bound=int)
-
-
-@final
-class AnyShape:
-    """Overload marker, never instantiated: ``Tensor[AnyShape, T]`` is matched only by a
-    tensor whose shape type is ``Any`` (what ``dev.tensor(...)`` returns).
-
-    mypy picks the first overload a call matches, and a ``Tensor[Any, T]`` matches every
-    rank-specific one; ops that compute their output's shape type therefore list an
-    ``AnyShape`` overload first, so that an untyped tensor gets an untyped (``Any``) result
-    instead of, say, the rank-2 overload's.
-    """
 
 
 # ----- shared plumbing -------------------------------------------------------------------

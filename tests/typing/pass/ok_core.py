@@ -33,3 +33,6 @@ reveal_type(u @ v)  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
 x, tape = a.leaky_trace().split_tape()
 reveal_type(x)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
 reveal_type(x.put_tape(tape))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
+untyped = dev.tensor([[1.0, 2.0], [3.0, 4.0]])
+reveal_type(untyped.sum(axis=0))  # R: Tensor[Any, gradtape.tape.NoneTape]
+reveal_type(untyped.mean())  # R: Tensor[tuple[()], gradtape.tape.NoneTape]
