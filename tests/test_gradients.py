@@ -506,3 +506,30 @@ def test_cow_op_backward_into_aliased_gradient(name: str) -> None:
     xs = np.array(X)
     np.testing.assert_allclose(g.get(x).numpy(), df(xs) + 1.0, rtol=1e-12)
     np.testing.assert_array_equal(g.get(y).numpy(), np.ones((2, 2)))
+
+
+def test_backward_frees_intermediate_gradients_as_it_goes() -> None:
+    """With leafs marked, each op's closure takes its output's gradient out of the store:
+    by the time the first-recorded closure runs, only the leaf's gradient is left."""
+    dev = Cpu()
+    x = dev.tensor([1.0, 2.0, 3.0])
+    grads = Gradients.leaky()
+    grads.retain_leafs([x])
+    xt = x.trace(grads)
+    seen: list[set[int]] = []
+    xt.tape.add_backward_op(lambda g: seen.append(set(g.ids())))  # recorded first: runs last
+    y = (xt.exp() * 3.0 + xt).sin()
+    y.sum().backward()
+    assert seen == [{x.id}]
+
+
+def test_leaky_store_keeps_intermediate_gradients() -> None:
+    """A leaky store (no leafs marked) keeps every intermediate's gradient."""
+    dev = Cpu()
+    xt = dev.tensor([1.0, 2.0]).leaky_trace()
+    y = xt * 2.0
+    z = y.sin()
+    grads = z.sum().backward()
+    np.testing.assert_allclose(grads.get(z).numpy(), np.ones(2))
+    np.testing.assert_allclose(grads.get(y).numpy(), np.cos(y.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(grads.get(xt).numpy(), 2.0 * np.cos(y.numpy()), rtol=1e-6)

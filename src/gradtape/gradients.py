@@ -214,6 +214,19 @@ class Gradients:
 
     # ----- the fast paths built-in backward closures use ----------------------------------
 
+    def _release(self, oid: int) -> Array | None:
+        """The gradient of op output ``oid``, read by the op that produced it (its only reader,
+        and the last: every consumer of ``oid`` ran before it). Unless the store keeps it (a
+        leaky store, or ``oid`` retained as a leaf) the buffer leaves the store here, so
+        backward frees intermediate gradients as it goes instead of all at the end."""
+        leafs = self._leafs
+        if leafs is None or oid in leafs:
+            return self._data.get(oid)
+        g = self._data.pop(oid, None)
+        if g is not None and self._shared:
+            self._shared.discard(oid)
+        return g
+
     def wants(self, t_id: int, is_leaf: bool) -> bool:
         """Whether backward must compute the gradient of tensor ``t_id``: always for an op's
         output, and for a leaf unless leafs were marked (:meth:`retain_leafs`) without it.

@@ -112,7 +112,7 @@ def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float,
         dt = x.dtype.type
 
         def loss_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             gx, gt = rule(dt(g * dt(scale)), need_x, need_t)

@@ -65,7 +65,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
         if alpha == 1.0:
 
             def identity_backward(grads: Gradients) -> None:
-                g = grads._data.get(oid)
+                g = grads._release(oid)
                 if g is not None:
                     grads._accum_alias(aid, g, oid)
 
@@ -73,7 +73,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
         else:
 
             def scale_backward(grads: Gradients) -> None:
-                g = grads._data.get(oid)
+                g = grads._release(oid)
                 if g is not None:
                     grads._axpy(aid, alpha, g)
 
@@ -124,7 +124,7 @@ def record_binary(
         aid, bid, oid = a.id, bt.id, out.id
 
         def binary_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             ga, gb = rule(grads, g, ad, bd, y, aid, bid)
@@ -171,7 +171,7 @@ def add(a: Any, b: Any) -> Any:
                 aid, bid, oid = a.id, b.id, out.id
 
                 def add_backward(grads: Gradients) -> None:
-                    g = grads._data.get(oid)
+                    g = grads._release(oid)
                     if g is not None:
                         grads._accum_alias(aid, g, oid)
                         grads._accum_alias(bid, g, oid)
@@ -316,7 +316,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
         aid, oid = a.id, out.id
 
         def rdiv_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 grads._accum(aid, -(g * y) / ad)
 
@@ -336,7 +336,7 @@ def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Arra
         aid, oid = a.id, out.id
 
         def constant_operand_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 grads._accum(aid, grad(g))
 

@@ -225,7 +225,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
         wanted = [(x.id, x.data.shape, sel) for x, t, sel in ((a, ta, True), (b, tb, False)) if t is not NONE_TAPE]
 
         def where_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             zero = g.dtype.type(0)

@@ -182,7 +182,7 @@ def _record(
         bid, b_leaf = (b.id, b._leaf) if b is not None else (-1, True)
 
         def conv_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             want_b = bid >= 0 and grads.wants(bid, b_leaf)

@@ -151,7 +151,7 @@ def getitem(a: Any, key: Any) -> Any:
         aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
 
         def getitem_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             buf = grads._mut(aid, shape, dtype)  # owned by aid: never the output's buffer
@@ -203,7 +203,7 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
         aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
 
         def gather_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
 

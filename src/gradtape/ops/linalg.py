@@ -124,7 +124,7 @@ def matmul(a: Any, b: Any) -> Any:
         aid, bid, oid, a_leaf, b_leaf = a.id, bt.id, out.id, a._leaf, bt._leaf
 
         def matmul_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             if grads.wants(aid, a_leaf):
@@ -168,7 +168,7 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
         aid, bid, oid, a_leaf, b_leaf = a.id, b.id, out.id, a._leaf, b._leaf
 
         def matmul_nd_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             g2 = g.reshape(full)
@@ -272,7 +272,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (0, True)
 
         def linear_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             g2 = g if g.ndim == 2 else g.reshape(-1, o)

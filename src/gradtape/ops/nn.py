@@ -144,7 +144,7 @@ def _record_norm(
         bid, b_leaf = (b.id, b._leaf) if b is not None else (0, True)
 
         def norm_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             need_x = grads.wants(xid, x_leaf)

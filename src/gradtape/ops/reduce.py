@@ -46,7 +46,7 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
         kept = tuple(1 if i in axes else n_ for i, n_ in enumerate(shape))
 
         def reduce_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is None:
                 return
             g = g.reshape(kept)
@@ -136,7 +136,7 @@ def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad
         aid, oid = a.id, out.id
 
         def reduction_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 grad(grads, aid, np.asarray(g).reshape(kept))
 

@@ -128,7 +128,7 @@ def _record(a: Tensor[Any, Any], data: Array, rule: Callable[[Gradients, int, in
         aid, oid = a.id, out.id
 
         def shape_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 rule(grads, aid, oid, g)
 
@@ -697,7 +697,7 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Arra
         ids, oid = [t.id for t in ts], out.id
 
         def many_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 for i, r in zip(ids, pieces(g), strict=True):
                     _give(grads, i, r, g, oid)

@@ -71,7 +71,7 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[[Gradients, int, A
         aid, oid = a.id, out.id
 
         def unary_backward(grads: Gradients) -> None:
-            g = grads._data.get(oid)
+            g = grads._release(oid)
             if g is not None:
                 rule(grads, aid, g)
 
