@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
+_new = object.__new__
 
 
 def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
@@ -59,7 +60,9 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     copy-on-write, when ``alpha == 1``).
     """
     tape = a.tape
-    out = a._from_op(data, tape)
+    out = _new(a.__class__)  # Tensor._from_op, inlined on this hottest path
+    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.device, out.tape, out.id, out._leaf = a.device, tape, next_id(), False
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
         if alpha == 1.0:
@@ -247,6 +250,8 @@ def mul(a: Any, b: Any) -> Any:
     Gradients: ``d/da = b``, ``d/db = a``; where an input has the output's shape its
     gradient is accumulated with the fused ``addmul`` kernel (``grad += other * g``).
     """
+    if b.__class__ is float:
+        return record_scalar(a, a.data * b, b)
     if isinstance(b, SCALARS):
         s = _scalar(b)
         return record_scalar(a, a.data * s, s)

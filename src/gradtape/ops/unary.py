@@ -56,24 +56,29 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
+_new = object.__new__
 Rule = Callable[["Gradients", int, Array], None]
 
 
-def record_unary(a: Tensor[S, T], data: Array, rule: Callable[[Gradients, int, Array], None]) -> Tensor[S, T]:
+def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an elementwise op on ``a`` and record its backward.
 
-    ``rule(grads, a_id, g)`` accumulates ``a``'s gradient given the output's gradient ``g``;
-    it runs only if the output received a gradient.
+    ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
+    gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
+    received a gradient. A module-level ``rule`` with ``saved`` arrays costs one closure
+    per call, a ``lambda`` capturing them two.
     """
     tape = a.tape
-    out: Tensor[S, T] = a._from_op(data, tape)
+    out: Tensor[S, T] = _new(a.__class__)  # Tensor._from_op, inlined on this hottest path
+    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.device, out.tape, out.id, out._leaf = a.device, tape, next_id(), False
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
 
         def unary_backward(grads: Gradients) -> None:
             g = grads._release(oid)
             if g is not None:
-                rule(grads, aid, g)
+                rule(grads, aid, g, *saved)
 
         tape._record((next_id(), unary_backward))
     return out
@@ -118,7 +123,11 @@ def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
-    return record_unary(a, np.sin(x), lambda grads, i, g: grads._addmul_scratch(i, np.cos(x), g))
+    return record_unary(a, np.sin(x), _sin_rule, x)
+
+
+def _sin_rule(grads: Gradients, i: int, g: Array, x: Array) -> None:
+    grads._addmul_scratch(i, np.cos(x), g)
 
 
 # ----- the activation family -------------------------------------------------------------
