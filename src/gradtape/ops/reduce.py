@@ -269,6 +269,15 @@ def var(
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...],
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Any, T]: ...
+@overload
+def var(
     a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
 @overload
@@ -323,6 +332,15 @@ def var(
 def std(
     a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
+@overload
+def std(
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...],
+    keepdims: bool = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Any, T]: ...
 @overload
 def std(
     a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None

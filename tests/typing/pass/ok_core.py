@@ -36,3 +36,4 @@ reveal_type(x.put_tape(tape))  # R: Tensor[tuple[Literal[3], Literal[4]], gradta
 untyped = dev.tensor([[1.0, 2.0], [3.0, 4.0]])
 reveal_type(untyped.sum(axis=0))  # R: Tensor[Any, gradtape.tape.NoneTape]
 reveal_type(untyped.mean())  # R: Tensor[tuple[()], gradtape.tape.NoneTape]
+reveal_type(untyped.var(axis=1))  # R: Tensor[Any, gradtape.tape.NoneTape]
