@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gradtape import Cpu, DTypeError, Gradients, ShapeError, Tensor
+from gradtape import ops as gtops
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD
 from gradtape.ops import dropout, embedding, layer_norm, linear, matmul, rms_norm
@@ -760,3 +761,34 @@ def test_matmul_batched_matches_torch() -> None:
     for sa, sb in (((2, 1, 3, 4), (5, 4, 2)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,))):
         a, b = rnd(*sa), rnd(*sb)
         _assert_same(_our_grads(matmul, a, b), _torch_grads(torch, torch.matmul, a, b), 1e-10)
+
+
+# ----- prelu -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("xshape", "wshape"), [((2, 3), (3,)), ((2, 3, 4), (3,)), ((2, 3, 2, 2), (1,)), ((5,), (1,))])
+def test_prelu_gradcheck(xshape: tuple[int, ...], wshape: tuple[int, ...]) -> None:
+    """prelu's gradients (input and per-channel slope) match finite differences."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, xshape)
+    x[np.abs(x) < 0.05] = 0.3  # keep away from the kink at 0
+    w = rng.uniform(0.05, 0.5, wshape)
+    assert gradcheck(lambda a, b: gtops.prelu(a, b), [x, w]) is True
+
+
+def test_prelu_forward_and_slope_gradient_values() -> None:
+    """y = x where x > 0 else w_c * x; d/dw_c sums x over the channel's non-positive inputs."""
+    dev = Cpu()
+    x = dev.tensor([[1.0, -2.0], [-3.0, 4.0]])
+    w = dev.tensor([0.5, 0.25])
+    y = gtops.prelu(x, w.leaky_trace())
+    np.testing.assert_allclose(y.numpy(), [[1.0, -0.5], [-1.5, 4.0]])
+    grads = y.sum().backward()
+    np.testing.assert_allclose(grads.get(w).numpy(), [-3.0, -2.0])
+
+
+def test_prelu_channel_mismatch_names_shapes() -> None:
+    """A slope count that is neither 1 nor the channel count is a ShapeError naming both shapes."""
+    dev = Cpu()
+    with pytest.raises(ShapeError, match=r"prelu: .*\(4,\).*\(2, 3\)"):
+        gtops.prelu(dev.zeros((2, 3)), dev.zeros((4,)))

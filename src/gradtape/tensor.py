@@ -301,6 +301,7 @@ class Tensor(Generic[S, T_co]):
     matmul = _linalg.matmul
     __matmul__ = _linalg.matmul
     dropout = _nn.dropout
+    prelu = _nn.prelu
     layer_norm = _nn.layer_norm
     rms_norm = _nn.rms_norm
     reshape = _shape.reshape

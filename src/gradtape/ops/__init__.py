@@ -8,7 +8,7 @@ from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import linear, matmul
-from gradtape.ops.nn import dropout, embedding, layer_norm, rms_norm
+from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import logsumexp, max, mean, min, std, sum, var
 from gradtape.ops.shape import (
@@ -55,5 +55,5 @@ __all__ += ["eq", "ge", "gt", "le", "logsumexp", "lt", "max", "maximum", "min", 
 __all__ += ["var", "where"]
 __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "permute", "reshape", "roll"]
 __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
-__all__ += ["dropout", "embedding", "layer_norm", "linear", "rms_norm"]
+__all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]

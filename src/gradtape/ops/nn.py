@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["dropout", "embedding", "layer_norm", "rms_norm"]
+__all__ = ["dropout", "embedding", "layer_norm", "prelu", "rms_norm"]
 
 Array = np.ndarray[Any, Any]
 
@@ -381,3 +381,59 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
             grads._fused(i, scatter_into, scatter_fresh, idx, g)
 
     return record_unary(weight, y, rule)
+
+
+@overload
+def prelu(x: Tensor[S, T], weight: Tensor[Rank1[Any], NoneTape]) -> Tensor[S, T]: ...
+@overload
+def prelu(x: Tensor[S, Tape], weight: Tensor[Rank1[Any], OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def prelu(x: Tensor[S, T], weight: Tensor[Rank1[Any], T]) -> Tensor[S, T]: ...
+def prelu(x: Any, weight: Any) -> Any:
+    """Parametric ReLU (He et al. 2015), PyTorch's ``F.prelu``: ``y = x`` where ``x > 0``,
+    else ``weight * x``, with a learnable slope per channel (axis 1) or one shared slope.
+
+    Args:
+        x: float32/float64 tensor of any shape; with ``C > 1`` slopes it needs at least 2 dims
+            and ``C`` channels on axis 1.
+        weight: shape ``(C,)`` or ``(1,)``, ``x``'s dtype.
+
+    Gradients: ``d/dx = 1`` where ``x > 0`` else ``weight``; ``d/dweight = x`` where
+    ``x <= 0``, summed over every axis but the channel axis.
+
+    Raises:
+        ShapeError: ``weight`` is not 1-D, or its size is neither 1 nor ``x``'s channel count
+            (the message names both shapes).
+        DTypeError: the dtypes differ.
+    """
+    wt = tensor_operand("prelu", x, weight)
+    xd, wd = x.data, wt.data
+    if wd.ndim != 1:
+        raise ShapeError(f"prelu: weight must be 1-D (C,), got shape {wd.shape} for input {xd.shape}")
+    c = wd.shape[0]
+    if c == 1:
+        wb = wd.reshape(())
+        axes: tuple[int, ...] = tuple(range(xd.ndim))
+    else:
+        if xd.ndim < 2 or xd.shape[1] != c:
+            raise ShapeError(f"prelu: weight of shape {wd.shape} needs {c} channels on axis 1, got input {xd.shape}")
+        wb = wd.reshape((1, c) + (1,) * (xd.ndim - 2))
+        axes = (0, *range(2, xd.ndim))
+    pos = xd > 0
+    y = np.where(pos, xd, wb * xd)
+    tape = merge_tapes(x.tape, wt.tape)
+    out = x._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        xid, wid, oid, w_leaf = x.id, wt.id, out.id, wt._leaf
+        zero = xd.dtype.type(0)
+
+        def prelu_backward(grads: Gradients) -> None:
+            g = grads._release(oid)
+            if g is None:
+                return
+            if grads.wants(wid, w_leaf):
+                grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
+            grads._accum(xid, np.where(pos, g, wb * g))
+
+        tape._record((next_id(), prelu_backward))
+    return out
