@@ -1,0 +1,162 @@
+"""The :class:`Module` base class: parameter discovery, train/eval mode, gradient stores.
+
+A module is a plain Python object whose :class:`~gradtape.tensor.Tensor` attributes are its
+parameters (untraced leafs, ``NoneTape``) and whose :class:`Module` attributes (or lists and
+tuples of modules) are its children, as in PyTorch's ``nn.Module``. Training follows dfdx:
+trace the *input* into a store that keeps only the parameters' gradients
+(:meth:`Module.alloc_grads`); every op that meets a traced operand records the gradient of
+its parameter operands too::
+
+    grads = model.alloc_grads()
+    loss = cross_entropy(model(x.trace(grads)), y)
+    grads = loss.backward()
+    for p in model.parameters():
+        p.data -= lr * grads.get(p).data
+    model.zero_grads(grads)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar, Self
+
+from gradtape.gradients import Gradients
+from gradtape.tensor import Tensor
+
+__all__ = ["Module"]
+
+
+class Module:
+    """Base class of gradtape's layers (PyTorch's ``nn.Module``, dfdx's ``Module`` trait).
+
+    Parameters are found automatically: every public ``Tensor`` attribute (in assignment
+    order) is a parameter, unless its name is listed in the class's ``buffer_names`` (state
+    that is saved in checkpoints but not trained, such as BatchNorm's running statistics).
+    Every public ``Module`` attribute, and every list or tuple of modules, is a child; a
+    child's parameters are named ``<attribute>.<name>`` (``<attribute>.<index>.<name>`` in
+    a list), as in PyTorch's ``state_dict``. Attributes starting with ``_`` are ignored.
+
+    Subclasses implement :meth:`forward`; calling the module calls ``forward``.
+    """
+
+    training: bool = True
+    """``True`` in training mode (the default), ``False`` after :meth:`eval`."""
+
+    buffer_names: ClassVar[tuple[str, ...]] = ()
+    """Names of ``Tensor`` attributes that are buffers, not parameters."""
+
+    def forward(self, x: Any) -> Any:
+        """The layer's computation; subclasses override it.
+
+        Raises:
+            NotImplementedError: always, on the base class.
+        """
+        raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
+
+    def __call__(self, x: Any) -> Any:
+        return self.forward(x)
+
+    # ----- discovery ------------------------------------------------------------------------
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Iterate over ``(name, child)`` for the direct sub-modules, in attribute order."""
+        for name, value in vars(self).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, Module):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield f"{name}.{i}", item
+
+    def children(self) -> Iterator[Module]:
+        """Iterate over the direct sub-modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def modules(self) -> Iterator[Module]:
+        """Iterate over this module and all its descendants (depth first, this one first)."""
+        yield self
+        for child in self.children():
+            yield from child.modules()
+
+    def _own_tensors(self, buffers: bool) -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        for name, value in vars(self).items():
+            if name.startswith("_") or not isinstance(value, Tensor):
+                continue
+            if (name in self.buffer_names) == buffers:
+                yield name, value
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        """Iterate over ``(dotted name, parameter)``: this module's own parameters in
+        assignment order, then each child's (recursively), e.g. ``"0.weight"``, ``"0.bias"``.
+        A tensor shared by two attributes is reported once (under its first name)."""
+        seen: set[int] = set()
+        for name, p in self._named_all(prefix, buffers=False):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        """Iterate over ``(dotted name, buffer)`` (e.g. BatchNorm's ``running_mean``)."""
+        yield from self._named_all(prefix, buffers=True)
+
+    def _named_all(self, prefix: str, buffers: bool) -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        for name, t in self._own_tensors(buffers):
+            yield prefix + name, t
+        for cname, child in self.named_children():
+            yield from child._named_all(f"{prefix}{cname}.", buffers)
+
+    def parameters(self) -> list[Tensor[Any, Any]]:
+        """The parameters, in the order of :meth:`named_parameters`."""
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        """Total number of parameter elements."""
+        return sum(p.size for p in self.parameters())
+
+    # ----- mode -----------------------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Self:
+        """Set training mode (``training = mode``) on this module and all descendants; returns self."""
+        for m in self.modules():
+            m.training = mode
+        return self
+
+    def eval(self) -> Self:
+        """Set evaluation mode (``training = False``) recursively; returns self."""
+        return self.train(False)
+
+    # ----- gradients ------------------------------------------------------------------------
+
+    def alloc_grads(self) -> Gradients:
+        """A gradient store that keeps only this module's parameter gradients (dfdx's
+        ``alloc_grads``): ``Gradients.leaky()`` with the parameters marked by
+        ``retain_leafs``, so after ``backward()`` the gradients of inputs and intermediates
+        are dropped (and backward skips the ones nobody keeps)."""
+        grads = Gradients.leaky()
+        grads.retain_leafs(self.parameters())
+        return grads
+
+    def zero_grads(self, grads: Gradients) -> None:
+        """Drop this module's parameter gradients from ``grads`` (dfdx's ``zero_grads``), so the
+        store can be reused for the next step: absent gradients read as zeros
+        (``grads.get(p)``) and the next backward starts from them."""
+        for p in self.parameters():
+            grads.grad_remove(p)
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        kids = list(self.named_children())
+        if not kids:
+            return f"{type(self).__name__}({extra})"
+        lines = [f"{type(self).__name__}({extra}"]
+        for name, m in kids:
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + "\n)"
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown by ``repr``; subclasses override it."""
+        return ""
