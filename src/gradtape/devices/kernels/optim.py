@@ -1,0 +1,446 @@
+"""Fused optimizer-update kernels: one pass over a parameter per step (:mod:`gradtape.optim`).
+
+Each wrapper updates the parameter ``p`` and its state buffers in place from the gradient
+``g`` with exactly PyTorch's single-tensor (``foreach=False``) update rule, reading every
+element once. Serial below :data:`~gradtape.devices.kernels.elementwise.PARALLEL_THRESHOLD`
+elements, ``numba.prange`` above it. Hyper-parameters are converted to the parameter's
+dtype inside the kernels (float32 arithmetic for float32 parameters); scalars that depend
+on the step count (Adam's bias corrections) are computed in Python, as PyTorch does.
+Arrays numba cannot take as they are (a non-contiguous parameter or gradient) fall back to
+the equivalent numpy expressions, which give the same result.
+
+The only non-arithmetic operation is ``sqrt``, a single vectorizable instruction (no libm
+call), so the kernels stay pure arithmetic as shared/KERNELS.md asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast, _flat
+from gradtape.errors import DTypeError, ShapeError
+
+__all__ = ["adam_step", "rmsprop_step", "sgd_step"]
+
+Array = np.ndarray[Any, Any]
+
+
+# ----- SGD (Sutskever et al. 2013 momentum / Nesterov, PyTorch's formulation) -------------
+
+
+@jit()
+def _sgd_serial(
+    p: Array,
+    g: Array,
+    buf: Array,
+    lr: float,
+    wd: float,
+    mom: float,
+    damp: float,
+    nesterov: bool,
+    first: bool,
+    use_buf: bool,
+) -> None:
+    t = p.dtype.type
+    lr_, wd_, mom_, keep = t(lr), t(wd), t(mom), t(1) - t(damp)
+    for i in range(p.shape[0]):
+        d = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
+        if use_buf:
+            b = d if first else mom_ * buf[i] + keep * d
+            buf[i] = b
+            d = d + mom_ * b if nesterov else b
+        p[i] -= lr_ * d
+
+
+@jit(parallel=True)
+def _sgd_parallel(
+    p: Array,
+    g: Array,
+    buf: Array,
+    lr: float,
+    wd: float,
+    mom: float,
+    damp: float,
+    nesterov: bool,
+    first: bool,
+    use_buf: bool,
+) -> None:
+    t = p.dtype.type
+    lr_, wd_, mom_, keep = t(lr), t(wd), t(mom), t(1) - t(damp)
+    for i in numba.prange(p.shape[0]):
+        d = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
+        if use_buf:
+            b = d if first else mom_ * buf[i] + keep * d
+            buf[i] = b
+            d = d + mom_ * b if nesterov else b
+        p[i] -= lr_ * d
+
+
+# ----- Adam / AdamW (Kingma & Ba 2015; Loshchilov & Hutter 2019) ---------------------------
+
+
+@jit()
+def _adam_serial(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    vmax: Array,
+    step_size: float,
+    b1: float,
+    b2: float,
+    eps: float,
+    wd: float,
+    decay: float,
+    bc2_sqrt: float,
+    amsgrad: bool,
+) -> None:
+    t = p.dtype.type
+    one = t(1)
+    a1, b2_, a2, eps_, wd_, decay_ = one - t(b1), t(b2), one - t(b2), t(eps), t(wd), t(decay)
+    ss, bc = t(step_size), t(bc2_sqrt)
+    for i in range(p.shape[0]):
+        x = p[i] * decay_
+        gi = g[i] + wd_ * x if wd_ != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        vi = b2_ * v[i] + a2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if amsgrad:
+            vi = max(vmax[i], vi)
+            vmax[i] = vi
+        p[i] = x - ss * (mi / (np.sqrt(vi) / bc + eps_))
+
+
+@jit(parallel=True)
+def _adam_parallel(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    vmax: Array,
+    step_size: float,
+    b1: float,
+    b2: float,
+    eps: float,
+    wd: float,
+    decay: float,
+    bc2_sqrt: float,
+    amsgrad: bool,
+) -> None:
+    t = p.dtype.type
+    one = t(1)
+    a1, b2_, a2, eps_, wd_, decay_ = one - t(b1), t(b2), one - t(b2), t(eps), t(wd), t(decay)
+    ss, bc = t(step_size), t(bc2_sqrt)
+    for i in numba.prange(p.shape[0]):
+        x = p[i] * decay_
+        gi = g[i] + wd_ * x if wd_ != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        vi = b2_ * v[i] + a2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if amsgrad:
+            vi = max(vmax[i], vi)
+            vmax[i] = vi
+        p[i] = x - ss * (mi / (np.sqrt(vi) / bc + eps_))
+
+
+# ----- RMSprop (Hinton, Neural Networks for Machine Learning, lecture 6e) ----------------
+
+
+@jit()
+def _rmsprop_serial(
+    p: Array,
+    g: Array,
+    sq: Array,
+    gavg: Array,
+    buf: Array,
+    lr: float,
+    alpha: float,
+    eps: float,
+    wd: float,
+    mom: float,
+    centered: bool,
+    use_buf: bool,
+) -> None:
+    t = p.dtype.type
+    al, a1, eps_, wd_, mom_, lr_ = t(alpha), t(1) - t(alpha), t(eps), t(wd), t(mom), t(lr)
+    for i in range(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
+        s = al * sq[i] + a1 * gi * gi
+        sq[i] = s
+        if centered:
+            ga = gavg[i] + a1 * (gi - gavg[i])
+            gavg[i] = ga
+            s = s - ga * ga
+        q = gi / (np.sqrt(s) + eps_)
+        if use_buf:
+            q = mom_ * buf[i] + q
+            buf[i] = q
+        p[i] -= lr_ * q
+
+
+@jit(parallel=True)
+def _rmsprop_parallel(
+    p: Array,
+    g: Array,
+    sq: Array,
+    gavg: Array,
+    buf: Array,
+    lr: float,
+    alpha: float,
+    eps: float,
+    wd: float,
+    mom: float,
+    centered: bool,
+    use_buf: bool,
+) -> None:
+    t = p.dtype.type
+    al, a1, eps_, wd_, mom_, lr_ = t(alpha), t(1) - t(alpha), t(eps), t(wd), t(mom), t(lr)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
+        s = al * sq[i] + a1 * gi * gi
+        sq[i] = s
+        if centered:
+            ga = gavg[i] + a1 * (gi - gavg[i])
+            gavg[i] = ga
+            s = s - ga * ga
+        q = gi / (np.sqrt(s) + eps_)
+        if use_buf:
+            q = mom_ * buf[i] + q
+            buf[i] = q
+        p[i] -= lr_ * q
+
+
+# ----- validation ------------------------------------------------------------------------
+
+
+def _check(op: str, p: Array, g: Array, states: dict[str, Array | None]) -> list[Array]:
+    """Validate ``p`` (writable float32/float64), ``g`` and the state buffers; return the
+    state buffers that are present. Every array must have ``p``'s shape and dtype."""
+    _check_out(op, p)
+    if not isinstance(g, np.ndarray):
+        raise TypeError(f"{op}: gradient must be a numpy array, got {type(g).__name__}")
+    if g.shape != p.shape:
+        raise ShapeError(f"{op}: gradient shape {g.shape} != parameter shape {p.shape}")
+    if g.dtype != p.dtype:
+        raise DTypeError(f"{op}: gradient dtype {g.dtype} != parameter dtype {p.dtype}")
+    present = []
+    for name, s in states.items():
+        if s is None:
+            continue
+        if not isinstance(s, np.ndarray) or s.shape != p.shape or s.dtype != p.dtype:
+            desc = f"{s.shape} {s.dtype}" if isinstance(s, np.ndarray) else type(s).__name__
+            raise ShapeError(f"{op}: state {name!r} is {desc}, expected {p.shape} {p.dtype}")
+        if not s.flags.writeable:
+            raise ValueError(f"{op}: state {name!r} (shape {s.shape}) is read-only")
+        if s is p or np.may_share_memory(s, p) or np.may_share_memory(s, g):
+            raise ValueError(f"{op}: state {name!r} shares memory with the parameter or gradient")
+        present.append(s)
+    return present
+
+
+# ----- public wrappers -------------------------------------------------------------------
+
+
+def sgd_step(
+    p: Array,
+    g: Array,
+    buf: Array | None,
+    *,
+    lr: float,
+    momentum: float = 0.0,
+    dampening: float = 0.0,
+    weight_decay: float = 0.0,
+    nesterov: bool = False,
+    first: bool = False,
+) -> None:
+    """One SGD step on ``p`` in place (PyTorch's ``torch.optim.SGD``, Sutskever et al. 2013).
+
+    With ``d = g + weight_decay * p``:
+    ``buf = d`` on the first step (``first``), else ``buf = momentum * buf + (1 - dampening) * d``;
+    ``d = d + momentum * buf`` (Nesterov) or ``d = buf``; then ``p -= lr * d``.
+    Without momentum (``buf`` is ``None``) simply ``p -= lr * d``.
+
+    Args:
+        p: float32/float64 parameter, updated in place.
+        g: gradient of ``p``'s shape and dtype (may be read-only).
+        buf: momentum buffer of ``p``'s shape and dtype, updated in place, or ``None``.
+
+    Raises:
+        ShapeError, DTypeError: an array's shape or dtype is not ``p``'s.
+        ValueError: ``p`` or ``buf`` is read-only or ``buf`` overlaps ``p`` or ``g``.
+    """
+    _check("sgd_step", p, g, {"momentum_buffer": buf})
+    use_buf = buf is not None
+    if _fast(p, g, *([buf] if buf is not None else [])):
+        pf = _flat(p)
+        kernel = _sgd_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _sgd_serial
+        b = _flat(buf) if buf is not None else pf
+        kernel(
+            pf,
+            _flat(g),
+            b,
+            float(lr),
+            float(weight_decay),
+            float(momentum),
+            float(dampening),
+            bool(nesterov),
+            bool(first),
+            use_buf,
+        )
+        return
+    t = p.dtype.type
+    d = g + t(weight_decay) * p if weight_decay else g
+    if buf is not None:
+        if first:
+            buf[...] = d
+        else:
+            buf *= t(momentum)
+            buf += (t(1) - t(dampening)) * d
+        d = d + t(momentum) * buf if nesterov else buf
+    p -= t(lr) * d
+
+
+def adam_step(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    vmax: Array | None,
+    *,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    weight_decay: float = 0.0,
+    decoupled: bool = False,
+) -> None:
+    """One Adam/AdamW step on ``p`` in place (PyTorch's ``torch.optim.Adam``/``AdamW``).
+
+    Kingma & Ba 2015 (AMSGrad: Reddi et al. 2018; decoupled decay: Loshchilov & Hutter 2019).
+    With ``t = step`` (counted from 1): ``p *= 1 - lr * weight_decay`` if ``decoupled``, else
+    ``g = g + weight_decay * p``; ``m += (1 - beta1) * (g - m)``;
+    ``v = beta2 * v + (1 - beta2) * g**2``; with AMSGrad ``vmax = max(vmax, v)`` replaces ``v``
+    below; ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``.
+
+    Args:
+        p: float32/float64 parameter, updated in place.
+        g: gradient of ``p``'s shape and dtype.
+        m, v: first and second moment buffers (``p``'s shape and dtype), updated in place.
+        vmax: AMSGrad's running maximum of ``v``, or ``None`` for plain Adam.
+        step: the step number, 1 on the first step.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`sgd_step`; ValueError also for ``step < 1``.
+    """
+    _check("adam_step", p, g, {"exp_avg": m, "exp_avg_sq": v, "max_exp_avg_sq": vmax})
+    if step < 1:
+        raise ValueError(f"adam_step: step must be >= 1, got {step}")
+    step_size = lr / (1.0 - beta1**step)
+    bc2_sqrt = (1.0 - beta2**step) ** 0.5
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    wd = 0.0 if decoupled else float(weight_decay)
+    amsgrad = vmax is not None
+    ins = [g, m, v] + ([vmax] if vmax is not None else [])
+    if _fast(p, *ins):
+        pf = _flat(p)
+        kernel = _adam_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _adam_serial
+        vm = _flat(vmax) if vmax is not None else _flat(v)
+        kernel(
+            pf,
+            _flat(g),
+            _flat(m),
+            _flat(v),
+            vm,
+            float(step_size),
+            float(beta1),
+            float(beta2),
+            float(eps),
+            wd,
+            float(decay),
+            float(bc2_sqrt),
+            amsgrad,
+        )
+        return
+    t = p.dtype.type
+    if decoupled:
+        p *= t(decay)
+    gg = g + t(wd) * p if wd else g
+    m += (t(1) - t(beta1)) * (gg - m)
+    v *= t(beta2)
+    v += (t(1) - t(beta2)) * gg * gg
+    vv = v
+    if vmax is not None:
+        np.maximum(vmax, v, out=vmax)
+        vv = vmax
+    p -= t(step_size) * (m / (np.sqrt(vv) / t(bc2_sqrt) + t(eps)))
+
+
+def rmsprop_step(
+    p: Array,
+    g: Array,
+    square_avg: Array,
+    grad_avg: Array | None,
+    buf: Array | None,
+    *,
+    lr: float,
+    alpha: float,
+    eps: float,
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+) -> None:
+    """One RMSprop step on ``p`` in place (PyTorch's ``torch.optim.RMSprop``; Hinton's lecture 6e).
+
+    ``g = g + weight_decay * p``; ``s = alpha * s + (1 - alpha) * g**2``; centered
+    (``grad_avg`` given, Graves 2013): ``ga += (1 - alpha) * (g - ga)`` and the denominator
+    uses ``s - ga**2``; ``q = g / (sqrt(...) + eps)``; with momentum (``buf`` given)
+    ``buf = momentum * buf + q`` and ``p -= lr * buf``, else ``p -= lr * q``.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`sgd_step`.
+    """
+    _check("rmsprop_step", p, g, {"square_avg": square_avg, "grad_avg": grad_avg, "momentum_buffer": buf})
+    centered, use_buf = grad_avg is not None, buf is not None
+    ins = [g, square_avg] + [x for x in (grad_avg, buf) if x is not None]
+    if _fast(p, *ins):
+        pf = _flat(p)
+        kernel = _rmsprop_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _rmsprop_serial
+        sq = _flat(square_avg)
+        ga = _flat(grad_avg) if grad_avg is not None else sq
+        bf = _flat(buf) if buf is not None else sq
+        kernel(
+            pf,
+            _flat(g),
+            sq,
+            ga,
+            bf,
+            float(lr),
+            float(alpha),
+            float(eps),
+            float(weight_decay),
+            float(momentum),
+            centered,
+            use_buf,
+        )
+        return
+    t = p.dtype.type
+    a1 = t(1) - t(alpha)
+    gg = g + t(weight_decay) * p if weight_decay else g
+    square_avg *= t(alpha)
+    square_avg += a1 * gg * gg
+    s = square_avg
+    if grad_avg is not None:
+        grad_avg += a1 * (gg - grad_avg)
+        s = square_avg - grad_avg * grad_avg
+    q = gg / (np.sqrt(s) + t(eps))
+    if buf is not None:
+        buf *= t(momentum)
+        buf += q
+        q = buf
+    p -= t(lr) * q

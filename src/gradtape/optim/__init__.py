@@ -1,0 +1,49 @@
+"""Optimizers, learning-rate schedules and gradient clipping for gradtape parameters.
+
+- :class:`SGD` (momentum, Nesterov: Sutskever et al. 2013), :class:`Adam` (Kingma & Ba
+  2015, AMSGrad), :class:`AdamW` (Loshchilov & Hutter 2019), :class:`RMSprop` (Hinton's
+  lecture 6e): PyTorch's ``torch.optim`` update rules, each parameter updated in place by
+  one fused numba kernel pass (:mod:`gradtape.devices.kernels.optim`).
+- :class:`StepLR`, :class:`CosineAnnealingLR`: set the optimizer's ``lr`` per epoch.
+- :func:`clip_grad_norm_`: clip the gradients in a :class:`~gradtape.Gradients` store by
+  their global norm.
+
+A training step (``model.params()`` is a list of untraced parameter tensors)::
+
+    opt = gradtape.optim.Adam(model.params(), lr=1e-3)
+    grads = Gradients.leaky()
+    grads.retain_leafs(model.params())
+    loss = cross_entropy(model.forward(dev.tensor(x).trace(grads)), y)
+    grads = loss.backward()
+    clip_grad_norm_(model.params(), grads, max_norm=1.0)
+    opt.step(grads)
+
+Gradient accumulation over micro-batches: a ``Gradients`` store traced into by several
+forward passes accumulates (``+=``) every backward pass into the same buffers, so reuse one
+store for ``k`` micro-batches, scale each loss by ``1 / k`` to get the mean, and step once::
+
+    grads = Gradients.leaky()
+    grads.retain_leafs(model.params())
+    for xb, yb in micro_batches:          # k of them
+        loss = cross_entropy(model.forward(dev.tensor(xb).trace(grads)), yb) * (1.0 / k)
+        grads = loss.backward()           # the same store, gradients summed into it
+    opt.step(grads)                       # one update with the accumulated gradient
+"""
+
+from __future__ import annotations
+
+from gradtape.optim.clip import clip_grad_norm_
+from gradtape.optim.optimizers import SGD, Adam, AdamW, Optimizer, RMSprop
+from gradtape.optim.schedules import CosineAnnealingLR, LRScheduler, StepLR
+
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "CosineAnnealingLR",
+    "LRScheduler",
+    "Optimizer",
+    "RMSprop",
+    "StepLR",
+    "clip_grad_norm_",
+]

@@ -1,0 +1,442 @@
+"""Optimizers that update gradtape parameters in place from a :class:`~gradtape.Gradients` store.
+
+Each follows PyTorch's ``torch.optim`` update rule exactly (single-tensor form) and updates
+each parameter with one fused kernel pass (:mod:`gradtape.devices.kernels.optim`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gradtape.devices.kernels import optim as _k
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.gradients import Gradients
+from gradtape.tensor import Tensor
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
+
+Array = np.ndarray[Any, Any]
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _check_nonneg(opt: str, name: str, value: float) -> float:
+    value = float(value)
+    if not value >= 0.0 or math.isinf(value):  # also rejects NaN
+        raise ValueError(f"{opt}: {name} must be a finite number >= 0, got {value}")
+    return value
+
+
+def _check_unit(opt: str, name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{opt}: {name} must be in [0, 1), got {value}")
+    return value
+
+
+class Optimizer:
+    """Base class: the parameter list, the learning rate, per-parameter state.
+
+    Args:
+        params: the parameters, gradtape tensors of dtype float32/float64 whose ``.data``
+            (a writable numpy array) :meth:`step` updates in place. Each tensor at most once.
+        lr: the learning rate, >= 0; a settable attribute (schedules set it).
+
+    State is kept per parameter position (``state[i]`` for ``params[i]``): numpy arrays of
+    the parameter's shape and dtype plus, for Adam and RMSprop, the step count.
+
+    Raises:
+        ValueError: ``params`` is empty or holds a tensor twice, a parameter is read-only,
+            or ``lr`` is negative or not finite.
+        TypeError: a parameter is not a gradtape ``Tensor``.
+        DTypeError: a parameter is not float32/float64.
+    """
+
+    name = "Optimizer"
+    _state_keys: tuple[str, ...] = ()
+
+    def __init__(self, params: Sequence[Tensor[Any, Any]], lr: float) -> None:
+        ps = list(params)
+        if not ps:
+            raise ValueError(f"{self.name}: params is empty")
+        seen: set[int] = set()
+        for i, p in enumerate(ps):
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{self.name}: params[{i}] is a {type(p).__name__}, not a gradtape Tensor")
+            if p.dtype not in _FLOATS:
+                raise DTypeError(f"{self.name}: params[{i}] has dtype {p.dtype}; optimizers take float32 or float64")
+            if not p.data.flags.writeable:
+                raise ValueError(f"{self.name}: params[{i}] (shape {p.shape}) is read-only")
+            if p.id in seen:
+                raise ValueError(f"{self.name}: params[{i}] (id {p.id}) appears more than once")
+            seen.add(p.id)
+        self.params: list[Tensor[Any, Any]] = ps
+        self.lr = lr
+        self.state: list[dict[str, Any]] = [{} for _ in ps]
+
+    @property
+    def lr(self) -> float:
+        """The learning rate (a float >= 0); setting it validates it."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._lr = _check_nonneg(self.name, "lr", value)
+
+    def hyperparams(self) -> dict[str, Any]:
+        """The hyper-parameters as a dict (``lr`` and the optimizer's own)."""
+        return {"lr": self.lr}
+
+    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
+        self.lr = hp["lr"]
+
+    def step(self, grads: Gradients) -> None:
+        """Update every parameter that has a gradient in ``grads`` in place.
+
+        Reads each gradient with ``grads.get_ref_checked(p)``; a parameter with no gradient
+        is skipped (its state is not advanced), as PyTorch skips ``p.grad is None``.
+
+        Raises:
+            ShapeError, DTypeError: a gradient's shape or dtype is not its parameter's.
+        """
+        for i, p in enumerate(self.params):
+            g = grads.get_ref_checked(p)
+            if g is None:
+                continue
+            if g.shape != p.shape:
+                raise ShapeError(f"{self.name}.step: gradient shape {g.shape} != params[{i}] shape {p.shape}")
+            if g.dtype != p.dtype:
+                raise DTypeError(f"{self.name}.step: gradient dtype {g.dtype} != params[{i}] dtype {p.dtype}")
+            self._update(self.state[i], p.data, g)
+
+    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+        raise NotImplementedError
+
+    def _buf(self, state: dict[str, Any], key: str, p: Array) -> Array:
+        buf = state.get(key)
+        if buf is None:
+            buf = state[key] = np.zeros(p.shape, p.dtype)  # C-contiguous, whatever p's layout
+        return buf
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return ``{"state": {i: {key: copy}}, "hyperparams": {...}}``, a deep copy.
+
+        State arrays are numpy copies; step counts are ints. Parameters that never got a
+        gradient have no entry.
+        """
+        state = {
+            i: {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+            for i, s in enumerate(self.state)
+            if s
+        }
+        return {"state": state, "hyperparams": self.hyperparams()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore state and hyper-parameters saved by :meth:`state_dict` (copies the arrays).
+
+        Raises:
+            ValueError: a parameter index is out of range, a key is unknown, or a
+                hyper-parameter is invalid.
+            ShapeError, DTypeError: a state array does not match its parameter.
+        """
+        new: list[dict[str, Any]] = [{} for _ in self.params]
+        for i, s in state_dict["state"].items():
+            i = int(i)
+            if not 0 <= i < len(self.params):
+                raise ValueError(f"{self.name}.load_state_dict: state for parameter {i}, have {len(self.params)}")
+            p = self.params[i]
+            for k, v in s.items():
+                if k not in self._state_keys:
+                    raise ValueError(f"{self.name}.load_state_dict: unknown state key {k!r} for parameter {i}")
+                if k == "step":
+                    new[i][k] = int(v)
+                    continue
+                arr = np.asarray(v)
+                if arr.shape != p.shape:
+                    raise ShapeError(
+                        f"{self.name}.load_state_dict: {k} of parameter {i} has shape {arr.shape}, "
+                        f"parameter has {p.shape}"
+                    )
+                if arr.dtype != p.dtype:
+                    raise DTypeError(
+                        f"{self.name}.load_state_dict: {k} of parameter {i} has dtype {arr.dtype}, "
+                        f"parameter has {p.dtype}"
+                    )
+                new[i][k] = np.array(arr, dtype=p.dtype, order="C", copy=True)
+        hp = dict(self.hyperparams())
+        hp.update(state_dict.get("hyperparams", {}))
+        self._set_hyperparams(hp)
+        self.state = new
+
+    def __repr__(self) -> str:
+        hp = ", ".join(f"{k}={v}" for k, v in self.hyperparams().items())
+        return f"{self.name}({len(self.params)} params, {hp})"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, Nesterov momentum and weight decay.
+
+    PyTorch's ``torch.optim.SGD`` rule (momentum in Sutskever et al. 2013's form as
+    PyTorch writes it). For each parameter ``p`` with gradient ``g`` (same shape and dtype):
+
+    - ``d = g + weight_decay * p``
+    - with ``momentum != 0``: ``b = d`` on the parameter's first step, else
+      ``b = momentum * b + (1 - dampening) * d``; then ``d = d + momentum * b`` if
+      ``nesterov`` else ``d = b``
+    - ``p -= lr * d``
+
+    State: ``"momentum_buffer"`` (when ``momentum != 0``).
+
+    Raises:
+        ValueError: ``lr``, ``momentum``, ``dampening`` or ``weight_decay`` negative or not
+            finite; ``nesterov`` with ``momentum == 0`` or ``dampening != 0``; and as
+            :class:`Optimizer`.
+    """
+
+    name = "SGD"
+    _state_keys = ("momentum_buffer",)
+
+    def __init__(
+        self,
+        params: Sequence[Tensor[Any, Any]],
+        lr: float,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, lr)
+        self._set_hyperparams(
+            {"lr": lr, "momentum": momentum, "dampening": dampening, "nesterov": nesterov, "weight_decay": weight_decay}
+        )
+
+    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
+        self.lr = hp["lr"]
+        momentum = _check_nonneg(self.name, "momentum", hp["momentum"])
+        dampening = _check_nonneg(self.name, "dampening", hp["dampening"])
+        weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
+        nesterov = bool(hp["nesterov"])
+        if nesterov and (momentum <= 0.0 or dampening != 0.0):
+            raise ValueError(
+                f"SGD: nesterov needs momentum > 0 and dampening == 0, got momentum={momentum}, dampening={dampening}"
+            )
+        self.momentum, self.dampening, self.nesterov, self.weight_decay = momentum, dampening, nesterov, weight_decay
+
+    def hyperparams(self) -> dict[str, Any]:
+        """``lr``, ``momentum``, ``dampening``, ``nesterov``, ``weight_decay``."""
+        return {
+            "lr": self.lr,
+            "momentum": self.momentum,
+            "dampening": self.dampening,
+            "nesterov": self.nesterov,
+            "weight_decay": self.weight_decay,
+        }
+
+    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+        buf = None
+        first = False
+        if self.momentum != 0.0:
+            first = "momentum_buffer" not in state
+            buf = self._buf(state, "momentum_buffer", p)
+        _k.sgd_step(
+            p,
+            g,
+            buf,
+            lr=self.lr,
+            momentum=self.momentum,
+            dampening=self.dampening,
+            weight_decay=self.weight_decay,
+            nesterov=self.nesterov,
+            first=first,
+        )
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization"), AMSGrad optional.
+
+    PyTorch's ``torch.optim.Adam`` rule. For each parameter ``p`` with gradient ``g``, at
+    step ``t = 1, 2, ...`` (counted per parameter):
+
+    - ``g = g + weight_decay * p`` (L2 penalty, coupled; see :class:`AdamW` for decoupled)
+    - ``m = beta1 * m + (1 - beta1) * g``; ``v = beta2 * v + (1 - beta2) * g**2``
+    - AMSGrad (Reddi et al. 2018): ``v_max = max(v_max, v)`` is used instead of ``v``
+    - ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``
+
+    State: ``"step"`` (int), ``"exp_avg"`` (m), ``"exp_avg_sq"`` (v), ``"max_exp_avg_sq"``
+    (AMSGrad), arrays of the parameter's shape and dtype.
+
+    Raises:
+        ValueError: ``lr``, ``eps`` or ``weight_decay`` negative or not finite, a beta
+            outside [0, 1), and as :class:`Optimizer`.
+    """
+
+    name = "Adam"
+    _decoupled = False
+    _state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+    def __init__(
+        self,
+        params: Sequence[Tensor[Any, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+    ) -> None:
+        super().__init__(params, lr)
+        self._set_hyperparams({"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad})
+
+    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
+        self.lr = hp["lr"]
+        betas = tuple(hp["betas"])
+        if len(betas) != 2:
+            raise ValueError(f"{self.name}: betas must be a pair, got {betas}")
+        b1 = _check_unit(self.name, "betas[0]", betas[0])
+        b2 = _check_unit(self.name, "betas[1]", betas[1])
+        self.betas = (b1, b2)
+        self.eps = _check_nonneg(self.name, "eps", hp["eps"])
+        self.weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
+        self.amsgrad = bool(hp["amsgrad"])
+
+    def hyperparams(self) -> dict[str, Any]:
+        """``lr``, ``betas``, ``eps``, ``weight_decay``, ``amsgrad``."""
+        return {
+            "lr": self.lr,
+            "betas": self.betas,
+            "eps": self.eps,
+            "weight_decay": self.weight_decay,
+            "amsgrad": self.amsgrad,
+        }
+
+    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+        step = state["step"] = int(state.get("step", 0)) + 1
+        m = self._buf(state, "exp_avg", p)
+        v = self._buf(state, "exp_avg_sq", p)
+        vmax = self._buf(state, "max_exp_avg_sq", p) if self.amsgrad else None
+        _k.adam_step(
+            p,
+            g,
+            m,
+            v,
+            vmax,
+            lr=self.lr,
+            beta1=self.betas[0],
+            beta2=self.betas[1],
+            eps=self.eps,
+            step=step,
+            weight_decay=self.weight_decay,
+            decoupled=self._decoupled,
+        )
+
+
+class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay (Loshchilov & Hutter 2019, "Decoupled Weight
+    Decay Regularization"); PyTorch's ``torch.optim.AdamW`` rule.
+
+    As :class:`Adam` except that the gradient is not changed by the decay; instead, before
+    the Adam update, ``p *= 1 - lr * weight_decay``. Default ``weight_decay`` is ``1e-2``.
+
+    Raises:
+        ValueError: as :class:`Adam`.
+    """
+
+    name = "AdamW"
+    _decoupled = True
+
+    def __init__(
+        self,
+        params: Sequence[Tensor[Any, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton, Srivastava & Swersky, "Neural Networks for Machine Learning",
+    lecture 6e), with PyTorch's ``torch.optim.RMSprop`` rule; centered form after Graves 2013.
+
+    For each parameter ``p`` with gradient ``g``:
+
+    - ``g = g + weight_decay * p``
+    - ``s = alpha * s + (1 - alpha) * g**2``
+    - centered: ``a = alpha * a + (1 - alpha) * g`` and ``r = sqrt(s - a**2) + eps``;
+      else ``r = sqrt(s) + eps``
+    - with ``momentum > 0``: ``b = momentum * b + g / r`` and ``p -= lr * b``; else
+      ``p -= lr * g / r``
+
+    State: ``"step"``, ``"square_avg"`` (s), ``"grad_avg"`` (a, centered),
+    ``"momentum_buffer"`` (b, momentum > 0).
+
+    Raises:
+        ValueError: ``lr``, ``eps``, ``momentum`` or ``weight_decay`` negative or not finite,
+            ``alpha`` outside [0, 1), and as :class:`Optimizer`.
+    """
+
+    name = "RMSprop"
+    _state_keys = ("step", "square_avg", "grad_avg", "momentum_buffer")
+
+    def __init__(
+        self,
+        params: Sequence[Tensor[Any, Any]],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+    ) -> None:
+        super().__init__(params, lr)
+        self._set_hyperparams(
+            {
+                "lr": lr,
+                "alpha": alpha,
+                "eps": eps,
+                "weight_decay": weight_decay,
+                "momentum": momentum,
+                "centered": centered,
+            }
+        )
+
+    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
+        self.lr = hp["lr"]
+        self.alpha = _check_unit(self.name, "alpha", hp["alpha"])
+        self.eps = _check_nonneg(self.name, "eps", hp["eps"])
+        self.weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
+        self.momentum = _check_nonneg(self.name, "momentum", hp["momentum"])
+        self.centered = bool(hp["centered"])
+
+    def hyperparams(self) -> dict[str, Any]:
+        """``lr``, ``alpha``, ``eps``, ``weight_decay``, ``momentum``, ``centered``."""
+        return {
+            "lr": self.lr,
+            "alpha": self.alpha,
+            "eps": self.eps,
+            "weight_decay": self.weight_decay,
+            "momentum": self.momentum,
+            "centered": self.centered,
+        }
+
+    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+        state["step"] = int(state.get("step", 0)) + 1
+        sq = self._buf(state, "square_avg", p)
+        ga = self._buf(state, "grad_avg", p) if self.centered else None
+        buf = self._buf(state, "momentum_buffer", p) if self.momentum > 0.0 else None
+        _k.rmsprop_step(
+            p,
+            g,
+            sq,
+            ga,
+            buf,
+            lr=self.lr,
+            alpha=self.alpha,
+            eps=self.eps,
+            weight_decay=self.weight_decay,
+            momentum=self.momentum,
+        )
