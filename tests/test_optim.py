@@ -322,6 +322,16 @@ def test_kernel_errors() -> None:
     grads._data[param.id] = np.zeros(3)  # grad_replace would refuse it
     with pytest.raises(ShapeError, match="gradient shape"):
         SGD([param], lr=0.1).step(grads)
+    grads._data[param.id] = np.zeros(2, np.float32)
+    with pytest.raises(DTypeError, match="gradient dtype"):
+        Adam([param], lr=0.1).step(grads)
+    # step() checks the parameter's current .data (it may have been replaced since __init__)
+    opt = RMSprop([param], lr=0.1)
+    param.data = np.array([1.0, 2.0])
+    param.data.flags.writeable = False
+    grads._data[param.id] = np.zeros(2)
+    with pytest.raises(ValueError, match=r"params\[0\].*read-only"):
+        opt.step(grads)
 
 
 # ----- schedules ------------------------------------------------------------------------

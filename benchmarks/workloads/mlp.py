@@ -10,9 +10,9 @@ every epoch is timed, and the figure is the median over epochs of (epoch time / 
 microseconds per step, including slicing the batch out of the training set. After the last epoch each reports
 its test accuracy, so the runs can be seen to train the same network.
 
-- gradtape, written the way ``gradtape.examples.digits`` is: untraced parameters; each
-  batch's input traced into a ``Gradients`` store that retains the parameters;
-  ``gradtape.losses.cross_entropy``; momentum with numpy and the device's ``axpy``.
+- gradtape, written the way ``gradtape.examples.digits`` is: ``gradtape.nn`` layers
+  (untraced parameters), each batch's input traced into the model's ``alloc_grads()``
+  store, ``gradtape.losses.cross_entropy``, ``gradtape.optim.SGD(momentum=0.9)``.
 - PyTorch: ``nn.Sequential`` + ``F.cross_entropy`` + ``optim.SGD(momentum=0.9)``.
 - HIPS autograd: ``value_and_grad`` of the loss over the parameter list.
 - numpy: forward and backward written by hand, the floor a numpy-based tape can approach.
@@ -118,42 +118,40 @@ class Trainer(Protocol):
 
 
 class GradtapeMLP:
-    """The MLP on gradtape's public API, as ``gradtape.examples.digits`` writes it."""
+    """The MLP on gradtape's public API, as ``gradtape.examples.digits`` writes it:
+    ``nn.Sequential`` of ``nn.Linear``/``nn.ReLU``, ``alloc_grads``/``zero_grads`` and
+    ``optim.SGD(momentum=0.9)`` (one fused kernel pass per parameter)."""
 
     def __init__(self, data: Data, params: list[Array]) -> None:
-        from gradtape import Cpu
+        from gradtape import Cpu, nn, optim
 
         self.dev = Cpu(seed=SEED)
-        self.params = [self.dev.tensor(p) for p in params]
-        self.vel = [np.zeros_like(p) for p in params]
+        layers: list[Any] = []
+        for i in range(0, len(params), 2):
+            lin = nn.Linear(params[i].shape[0], params[i].shape[1], dev=self.dev)
+            lin.weight.data[...] = params[i].T
+            assert lin.bias is not None
+            lin.bias.data[...] = params[i + 1]
+            layers.append(lin)
+            if i + 2 < len(params):
+                layers.append(nn.ReLU())
+        self.model = nn.Sequential(*layers)
+        self.opt = optim.SGD(self.model.parameters(), lr=LR, momentum=MOMENTUM)
+        self.grads = self.model.alloc_grads()
         self.x_tr, self.y_tr = data.x_tr, data.y_tr
 
-    def forward(self, x: Any) -> Any:
-        w1, b1, w2, b2, w3, b3 = self.params
-        h = (x.matmul(w1) + b1).relu()
-        h = (h.matmul(w2) + b2).relu()
-        return h.matmul(w3) + b3
-
     def step(self, idx: Array) -> float:
-        from gradtape import Gradients
         from gradtape.losses import cross_entropy
 
-        dev = self.dev
-        grads = Gradients.leaky()
-        grads.retain_leafs(self.params)
-        x = dev.tensor(self.x_tr[idx])
-        loss = cross_entropy(self.forward(x.trace(grads)), self.y_tr[idx])
+        x = self.dev.tensor(self.x_tr[idx])
+        loss = cross_entropy(self.model(x.trace(self.grads)), self.y_tr[idx])
         grads = loss.backward()
-        for p, v in zip(self.params, self.vel, strict=True):
-            g = grads.get_ref_checked(p)
-            v *= MOMENTUM
-            if g is not None:
-                dev.axpy(v, 1.0, g)
-            dev.axpy(p.data, -LR, v)
+        self.opt.step(grads)
+        self.model.zero_grads(grads)
         return loss.item()
 
     def accuracy(self, x: Array, y: Array) -> float:
-        logits = self.forward(self.dev.tensor(x)).numpy()
+        logits = self.model(self.dev.tensor(x)).numpy()
         return float((logits.argmax(axis=1) == y).mean())
 
 

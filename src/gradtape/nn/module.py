@@ -109,8 +109,29 @@ class Module:
             yield from child._named_all(f"{prefix}{cname}.", buffers)
 
     def parameters(self) -> list[Tensor[Any, Any]]:
-        """The parameters, in the order of :meth:`named_parameters`."""
-        return [p for _, p in self.named_parameters()]
+        """The parameters, in the order of :meth:`named_parameters` (each tensor once)."""
+        out: list[Tensor[Any, Any]] = []
+        self._collect_parameters(out, set())
+        return out
+
+    def _collect_parameters(self, out: list[Tensor[Any, Any]], seen: set[int]) -> None:
+        # named_parameters without names or generators: one pass over vars() per module
+        # (zero_grads and alloc_grads call this every training step)
+        children: list[Module] = []
+        buffers = self.buffer_names
+        for name, value in vars(self).items():
+            if name[0] == "_":
+                continue
+            if isinstance(value, Tensor):
+                if name not in buffers and id(value) not in seen:
+                    seen.add(id(value))
+                    out.append(value)
+            elif isinstance(value, Module):
+                children.append(value)
+            elif isinstance(value, (list, tuple)):
+                children.extend(item for item in value if isinstance(item, Module))
+        for child in children:
+            child._collect_parameters(out, seen)
 
     def num_parameters(self) -> int:
         """Total number of parameter elements."""

@@ -96,21 +96,29 @@ class Optimizer:
     def step(self, grads: Gradients) -> None:
         """Update every parameter that has a gradient in ``grads`` in place.
 
-        Reads each gradient with ``grads.get_ref_checked(p)``; a parameter with no gradient
-        is skipped (its state is not advanced), as PyTorch skips ``p.grad is None``.
+        Reads each parameter's gradient from the store (never writes it); a parameter with
+        no gradient is skipped (its state is not advanced), as PyTorch skips
+        ``p.grad is None``. The parameter's ``.data`` is updated in place, so views of it and
+        the tensor's identity stay valid.
 
         Raises:
             ShapeError, DTypeError: a gradient's shape or dtype is not its parameter's.
+            ValueError: a parameter's ``.data`` was replaced by a read-only array.
         """
+        stored = grads._data  # the store's own arrays: read here, never written
+        name = self.name
         for i, p in enumerate(self.params):
-            g = grads.get_ref_checked(p)
+            g = stored.get(p.id)
             if g is None:
                 continue
-            if g.shape != p.shape:
-                raise ShapeError(f"{self.name}.step: gradient shape {g.shape} != params[{i}] shape {p.shape}")
-            if g.dtype != p.dtype:
-                raise DTypeError(f"{self.name}.step: gradient dtype {g.dtype} != params[{i}] dtype {p.dtype}")
-            self._update(self.state[i], p.data, g)
+            pd = p.data
+            if g.shape != pd.shape:
+                raise ShapeError(f"{name}.step: gradient shape {g.shape} != params[{i}] shape {pd.shape}")
+            if g.dtype != pd.dtype:
+                raise DTypeError(f"{name}.step: gradient dtype {g.dtype} != params[{i}] dtype {pd.dtype}")
+            if not pd.flags.writeable:
+                raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
+            self._update(self.state[i], pd, g)
 
     def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
         raise NotImplementedError
@@ -241,17 +249,8 @@ class SGD(Optimizer):
         if self.momentum != 0.0:
             first = "momentum_buffer" not in state
             buf = self._buf(state, "momentum_buffer", p)
-        _k.sgd_step(
-            p,
-            g,
-            buf,
-            lr=self.lr,
-            momentum=self.momentum,
-            dampening=self.dampening,
-            weight_decay=self.weight_decay,
-            nesterov=self.nesterov,
-            first=first,
-        )
+        # the buffers are this optimizer's own and step() checked p and g: skip re-validation
+        _k._sgd_apply(p, g, buf, self._lr, self.momentum, self.dampening, self.weight_decay, self.nesterov, first)
 
 
 class Adam(Optimizer):
@@ -316,20 +315,8 @@ class Adam(Optimizer):
         m = self._buf(state, "exp_avg", p)
         v = self._buf(state, "exp_avg_sq", p)
         vmax = self._buf(state, "max_exp_avg_sq", p) if self.amsgrad else None
-        _k.adam_step(
-            p,
-            g,
-            m,
-            v,
-            vmax,
-            lr=self.lr,
-            beta1=self.betas[0],
-            beta2=self.betas[1],
-            eps=self.eps,
-            step=step,
-            weight_decay=self.weight_decay,
-            decoupled=self._decoupled,
-        )
+        b1, b2 = self.betas
+        _k._adam_apply(p, g, m, v, vmax, self._lr, b1, b2, self.eps, step, self.weight_decay, self._decoupled)
 
 
 class AdamW(Adam):
@@ -428,15 +415,4 @@ class RMSprop(Optimizer):
         sq = self._buf(state, "square_avg", p)
         ga = self._buf(state, "grad_avg", p) if self.centered else None
         buf = self._buf(state, "momentum_buffer", p) if self.momentum > 0.0 else None
-        _k.rmsprop_step(
-            p,
-            g,
-            sq,
-            ga,
-            buf,
-            lr=self.lr,
-            alpha=self.alpha,
-            eps=self.eps,
-            weight_decay=self.weight_decay,
-            momentum=self.momentum,
-        )
+        _k._rmsprop_apply(p, g, sq, ga, buf, self._lr, self.alpha, self.eps, self.weight_decay, self.momentum)

@@ -276,6 +276,24 @@ def sgd_step(
         ValueError: ``p`` or ``buf`` is read-only or ``buf`` overlaps ``p`` or ``g``.
     """
     _check("sgd_step", p, g, {"momentum_buffer": buf})
+    _sgd_apply(
+        p, g, buf, float(lr), float(momentum), float(dampening), float(weight_decay), bool(nesterov), bool(first)
+    )
+
+
+def _sgd_apply(
+    p: Array,
+    g: Array,
+    buf: Array | None,
+    lr: float,
+    momentum: float,
+    dampening: float,
+    weight_decay: float,
+    nesterov: bool,
+    first: bool,
+) -> None:
+    """:func:`sgd_step` without the validation, for callers that own ``buf`` and checked
+    ``p`` and ``g`` (:class:`gradtape.optim.SGD`)."""
     use_buf = buf is not None
     if _fast(p, g, *([buf] if buf is not None else [])):
         pf = _flat(p)
@@ -285,12 +303,12 @@ def sgd_step(
             pf,
             _flat(g),
             b,
-            float(lr),
-            float(weight_decay),
-            float(momentum),
-            float(dampening),
-            bool(nesterov),
-            bool(first),
+            lr,
+            weight_decay,
+            momentum,
+            dampening,
+            nesterov,
+            first,
             use_buf,
         )
         return
@@ -342,10 +360,31 @@ def adam_step(
     _check("adam_step", p, g, {"exp_avg": m, "exp_avg_sq": v, "max_exp_avg_sq": vmax})
     if step < 1:
         raise ValueError(f"adam_step: step must be >= 1, got {step}")
+    _adam_apply(
+        p, g, m, v, vmax, float(lr), float(beta1), float(beta2), float(eps), step, float(weight_decay), decoupled
+    )
+
+
+def _adam_apply(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    vmax: Array | None,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    weight_decay: float,
+    decoupled: bool,
+) -> None:
+    """:func:`adam_step` without the validation, for callers that own the state buffers and
+    checked ``p``, ``g`` and ``step`` (:class:`gradtape.optim.Adam`)."""
     step_size = lr / (1.0 - beta1**step)
     bc2_sqrt = (1.0 - beta2**step) ** 0.5
     decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    wd = 0.0 if decoupled else float(weight_decay)
+    wd = 0.0 if decoupled else weight_decay
     amsgrad = vmax is not None
     ins = [g, m, v] + ([vmax] if vmax is not None else [])
     if _fast(p, *ins):
@@ -358,13 +397,13 @@ def adam_step(
             _flat(m),
             _flat(v),
             vm,
-            float(step_size),
-            float(beta1),
-            float(beta2),
-            float(eps),
+            step_size,
+            beta1,
+            beta2,
+            eps,
             wd,
-            float(decay),
-            float(bc2_sqrt),
+            decay,
+            bc2_sqrt,
             amsgrad,
         )
         return
@@ -406,6 +445,25 @@ def rmsprop_step(
         ShapeError, DTypeError, ValueError: as :func:`sgd_step`.
     """
     _check("rmsprop_step", p, g, {"square_avg": square_avg, "grad_avg": grad_avg, "momentum_buffer": buf})
+    _rmsprop_apply(
+        p, g, square_avg, grad_avg, buf, float(lr), float(alpha), float(eps), float(weight_decay), float(momentum)
+    )
+
+
+def _rmsprop_apply(
+    p: Array,
+    g: Array,
+    square_avg: Array,
+    grad_avg: Array | None,
+    buf: Array | None,
+    lr: float,
+    alpha: float,
+    eps: float,
+    weight_decay: float,
+    momentum: float,
+) -> None:
+    """:func:`rmsprop_step` without the validation, for callers that own the state buffers
+    and checked ``p`` and ``g`` (:class:`gradtape.optim.RMSprop`)."""
     centered, use_buf = grad_avg is not None, buf is not None
     ins = [g, square_avg] + [x for x in (grad_avg, buf) if x is not None]
     if _fast(p, *ins):
@@ -420,11 +478,11 @@ def rmsprop_step(
             sq,
             ga,
             bf,
-            float(lr),
-            float(alpha),
-            float(eps),
-            float(weight_decay),
-            float(momentum),
+            lr,
+            alpha,
+            eps,
+            weight_decay,
+            momentum,
             centered,
             use_buf,
         )
