@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gradtape.errors import TapeError
 
@@ -31,6 +31,14 @@ __all__ = ["BackwardOp", "GradientTape", "NoneTape", "OwnedTape", "Tape", "merge
 
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
+
+_Entry: TypeAlias = "tuple[int, Callable[..., None], tuple[Any, ...]]"
+# A recorded op, ``(time, fn, args)``, run as ``fn(grads, *args)``. ``add_backward_op``
+# records a closure as ``(time, op, ())``. gradtape's hot elementwise ops record a
+# module-level function with its arguments instead of a closure: one tuple per op rather
+# than a function object and a cell per captured variable, so a long forward pass makes
+# several times fewer objects for the cyclic garbage collector to scan (measured on the
+# 3,000-op chain of benchmarks/workloads/tape.py: about 10% of its time).
 
 next_id: Callable[[], int] = itertools.count(1).__next__
 """Return a fresh process-wide unique id; tensors and backward ops share this clock."""
@@ -46,7 +54,7 @@ class Tape:
 
     # Set on recording tapes only (see GradientTape); ops call it after checking that the
     # tape is not the NoneTape.
-    _record: Callable[[tuple[int, BackwardOp]], None]
+    _record: Callable[[_Entry], None]
 
     def add_backward_op(self, op: BackwardOp) -> None:
         """Record ``op`` to run during backward (see :meth:`GradientTape.add_backward_op`)."""
@@ -108,11 +116,11 @@ class GradientTape(Tape):
             from gradtape.gradients import Gradients
 
             gradients = Gradients.leaky()
-        self._ops: list[tuple[int, BackwardOp]] = []
-        # Where add_backward_op puts ``(id, op)``: this tape's list while it is live, the
+        self._ops: list[_Entry] = []
+        # Where ops put ``(id, fn, args)``: this tape's list while it is live, the
         # root's recorder once merged into another tape, a raiser once executed. Ops call it
         # directly on their hot path, so recording costs one call and no checks.
-        self._record: Callable[[tuple[int, BackwardOp]], None] = self._ops.append
+        self._record: Callable[[_Entry], None] = self._ops.append
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
@@ -152,9 +160,9 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already consumed by :meth:`execute` / ``backward()``.
         """
-        self._record((next_id(), op))
+        self._record((next_id(), op, ()))
 
-    def _push(self, entry: tuple[int, BackwardOp]) -> None:
+    def _push(self, entry: _Entry) -> None:
         """The recorder of a tape merged into this one: records on the group's root (found
         with path compression, so long merge chains cost no recursion)."""
         self._root()._record(entry)
@@ -212,11 +220,11 @@ class GradientTape(Tape):
             ops.sort(key=_op_time)
         last = -1
         while ops:
-            time, op = ops.pop()
+            time, op, args = ops.pop()
             if time != last:
                 last = time
-                op(grads)
-            del op
+                op(grads, *args)
+            del op, args
         return grads
 
     def __repr__(self) -> str:
@@ -232,7 +240,7 @@ OwnedTape: TypeAlias = GradientTape
 _op_time = operator.itemgetter(0)
 
 
-def _consumed_record(entry: tuple[int, BackwardOp]) -> None:
+def _consumed_record(entry: _Entry) -> None:
     raise TapeError(
         "add_backward_op: this tape was consumed by execute()/backward(); "
         "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass"

@@ -61,24 +61,27 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     tape = a.tape
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
         if alpha == 1.0:
-
-            def identity_backward(grads: Gradients) -> None:
-                g = grads._release(oid)
-                if g is not None:
-                    grads._accum_alias(aid, g, oid)
-
-            tape._record((next_id(), identity_backward))
+            tape._record((next_id(), _identity_backward, (a.id, out.id)))
         else:
-
-            def scale_backward(grads: Gradients) -> None:
-                g = grads._release(oid)
-                if g is not None:
-                    grads._axpy(aid, alpha, g)
-
-            tape._record((next_id(), scale_backward))
+            tape._record((next_id(), _scale_backward, (a.id, out.id, alpha)))
     return out
+
+
+# Backward functions of the hot elementwise ops are module-level and recorded with their
+# arguments (``(time, fn, args)``) instead of as closures: see tape._Entry.
+
+
+def _identity_backward(grads: Gradients, aid: int, oid: int) -> None:
+    g = grads._release(oid)
+    if g is not None:
+        grads._accum_alias(aid, g, oid)
+
+
+def _scale_backward(grads: Gradients, aid: int, oid: int, alpha: float) -> None:
+    g = grads._release(oid)
+    if g is not None:
+        grads._axpy(aid, alpha, g)
 
 
 def _scalar(b: object, op: str = "op") -> float:
@@ -121,23 +124,31 @@ def record_binary(
     y = forward(ad, bd)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, bid, oid = a.id, bt.id, out.id
-
-        def binary_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
-            ga, gb = rule(grads, g, ad, bd, y, aid, bid)
-            for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
-                if gi is None:
-                    continue
-                if gi is g and g.shape == shape:
-                    grads._accum_alias(i, g, oid)
-                else:
-                    grads._accum(i, sum_to_shape(gi, shape))
-
-        tape._record((next_id(), binary_backward))
+        tape._record((next_id(), _binary_backward, (rule, ad, bd, y, a.id, bt.id, out.id)))
     return out
+
+
+def _binary_backward(
+    grads: Gradients,
+    rule: Callable[[Gradients, Array, Array, Array, Array, int, int], tuple[Array | None, Array | None]],
+    ad: Array,
+    bd: Array,
+    y: Array,
+    aid: int,
+    bid: int,
+    oid: int,
+) -> None:
+    g = grads._release(oid)
+    if g is None:
+        return
+    ga, gb = rule(grads, g, ad, bd, y, aid, bid)
+    for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
+        if gi is None:
+            continue
+        if gi is g and g.shape == shape:
+            grads._accum_alias(i, g, oid)
+        else:
+            grads._accum(i, sum_to_shape(gi, shape))
 
 
 # ----- add -------------------------------------------------------------------------------
@@ -168,19 +179,18 @@ def add(a: Any, b: Any) -> Any:
             tape = ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb)
             out = a._from_op(ad + bd, tape)
             if tape is not NONE_TAPE:
-                aid, bid, oid = a.id, b.id, out.id
-
-                def add_backward(grads: Gradients) -> None:
-                    g = grads._release(oid)
-                    if g is not None:
-                        grads._accum_alias(aid, g, oid)
-                        grads._accum_alias(bid, g, oid)
-
-                tape._record((next_id(), add_backward))
+                tape._record((next_id(), _add_backward, (a.id, b.id, out.id)))
             return out
     elif isinstance(b, SCALARS):
         return record_scalar(a, a.data + _scalar(b), 1.0)
     return record_binary("add", a, b, np.add, _add_rule)
+
+
+def _add_backward(grads: Gradients, aid: int, bid: int, oid: int) -> None:
+    g = grads._release(oid)
+    if g is not None:
+        grads._accum_alias(aid, g, oid)
+        grads._accum_alias(bid, g, oid)
 
 
 def _add_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
@@ -322,7 +332,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
             if g is not None:
                 grads._accum(aid, -(g * y) / ad)
 
-        tape._record((next_id(), rdiv_backward))
+        tape._record((next_id(), rdiv_backward, ()))
     return out
 
 
@@ -342,7 +352,7 @@ def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Arra
             if g is not None:
                 grads._accum(aid, grad(g))
 
-        tape._record((next_id(), constant_operand_backward))
+        tape._record((next_id(), constant_operand_backward, ()))
     return out
 
 

@@ -25,7 +25,7 @@ from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, tensor_operand
-from gradtape.ops.unary import record_unary
+from gradtape.ops.unary import _fused_rule, record_unary
 from gradtape.shapes import Rank1, Rank2
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
 
@@ -82,7 +82,7 @@ def dropout(
     gen = _generator(rng, a)
     keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
     m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
-    return record_unary(a, np.multiply(x, m), lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, m, g))
+    return record_unary(a, np.multiply(x, m), _fused_rule, _k.addmul, np.multiply, m)
 
 
 def _no_grad(grads: Gradients, i: int, g: Array) -> None:
@@ -160,7 +160,7 @@ def _record_norm(
             if need_b:
                 grads._accum(bid, db)
 
-        tape._record((next_id(), norm_backward))
+        tape._record((next_id(), norm_backward, ()))
     return out
 
 
@@ -435,5 +435,5 @@ def prelu(x: Any, weight: Any) -> Any:
                 grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
-        tape._record((next_id(), prelu_backward))
+        tape._record((next_id(), prelu_backward, ()))
     return out

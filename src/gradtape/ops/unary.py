@@ -64,21 +64,32 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
 
     ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
     gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
-    received a gradient. A module-level ``rule`` with ``saved`` arrays costs one closure
-    per call, a ``lambda`` capturing them two.
+    received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
+    per call, a ``lambda`` capturing them one.
     """
     tape = a.tape
     out: Tensor[S, T] = a._from_op(data, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
-
-        def unary_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                rule(grads, aid, g, *saved)
-
-        tape._record((next_id(), unary_backward))
+        tape._record((next_id(), _unary_backward, (rule, a.id, out.id, saved)))
     return out
+
+
+def _unary_backward(grads: Gradients, rule: Callable[..., None], aid: int, oid: int, saved: tuple[Any, ...]) -> None:
+    # recorded with its arguments, not as a closure (see tape._Entry)
+    g = grads._release(oid)
+    if g is not None:
+        rule(grads, aid, g, *saved)
+
+
+def _fused_rule(grads: Gradients, i: int, g: Array, kernel: Callable[..., None], ufunc: Any, s: Array) -> None:
+    """The common elementwise rule: ``grad_a += ufunc(s, g)`` in one fused ``kernel`` pass,
+    with ``s`` saved by the forward (a module-level rule: recording it makes no closure)."""
+    grads._fused(i, kernel, ufunc, s, g)
+
+
+def _fused_rule_gs(grads: Gradients, i: int, g: Array, kernel: Callable[..., None], ufunc: Any, s: Array) -> None:
+    """``grad_a += ufunc(g, s)`` in one fused ``kernel`` pass (operands the other way round)."""
+    grads._fused(i, kernel, ufunc, g, s)
 
 
 def neg(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -89,7 +100,7 @@ def neg(a: Tensor[S, T]) -> Tensor[S, T]:
 def exp(a: Tensor[S, T]) -> Tensor[S, T]:
     """``e**a`` elementwise. Gradient: ``e**a``, the saved output (fused ``grad += y * g``)."""
     y = np.exp(a.data)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, y, g))
+    return record_unary(a, y, _fused_rule, _k.addmul, np.multiply, y)
 
 
 def log(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -98,7 +109,7 @@ def log(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``1 / a`` (fused ``grad += g / a``).
     """
     x = a.data
-    return record_unary(a, np.log(x), lambda grads, i, g: grads._fused(i, _k.adddiv, np.divide, g, x))
+    return record_unary(a, np.log(x), _fused_rule_gs, _k.adddiv, np.divide, x)
 
 
 def _relu_grad(x: Array, g: Array) -> Array:
@@ -111,9 +122,7 @@ def relu(a: Tensor[S, T]) -> Tensor[S, T]:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
     PyTorch); fused ``grad += g * (a > 0)``."""
     x = a.data
-    return record_unary(
-        a, np.maximum(x, x.dtype.type(0)), lambda grads, i, g: grads._fused(i, _k.relu_backward, _relu_grad, x, g)
-    )
+    return record_unary(a, np.maximum(x, x.dtype.type(0)), _fused_rule, _k.relu_backward, _relu_grad, x)
 
 
 def sin(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -194,7 +203,7 @@ def abs(a: Tensor[S, T]) -> Tensor[S, T]:
     (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
     """
     x = a.data
-    return record_unary(a, np.abs(x), lambda grads, i, g: grads._fused(i, _ka.abs_backward, _abs_grad, x, g))
+    return record_unary(a, np.abs(x), _fused_rule, _ka.abs_backward, _abs_grad, x)
 
 
 def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -204,13 +213,13 @@ def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
     ``grad += g / (2 y)`` from the saved output.
     """
     y = np.sqrt(a.data)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.sqrt_backward, _sqrt_grad, y, g))
+    return record_unary(a, y, _fused_rule, _ka.sqrt_backward, _sqrt_grad, y)
 
 
 def square(a: Tensor[S, T]) -> Tensor[S, T]:
     """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
     x = a.data
-    return record_unary(a, np.square(x), lambda grads, i, g: grads._fused(i, _ka.square_backward, _square_grad, x, g))
+    return record_unary(a, np.square(x), _fused_rule, _ka.square_backward, _square_grad, x)
 
 
 def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
@@ -240,14 +249,14 @@ def cos(a: Tensor[S, T]) -> Tensor[S, T]:
     """Cosine elementwise (radians). Gradient: ``-sin(a)``, computed in backward with numpy's
     SIMD ``sin`` and accumulated in one fused pass ``grad += -sin(a) * g``."""
     x = a.data
-    return record_unary(a, np.cos(x), lambda grads, i, g: grads._fused(i, _ka.cos_backward, _cos_grad, x, g))
+    return record_unary(a, np.cos(x), _fused_rule, _ka.cos_backward, _cos_grad, x)
 
 
 def tanh(a: Tensor[S, T]) -> Tensor[S, T]:
     """Hyperbolic tangent elementwise: ``y = tanh(a)``. Gradient: ``1 - y**2`` from the saved
     output; fused ``grad += (1 - y**2) * g``."""
     y = np.tanh(a.data)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.tanh_backward, _tanh_grad, y, g))
+    return record_unary(a, y, _fused_rule, _ka.tanh_backward, _tanh_grad, y)
 
 
 def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -257,7 +266,7 @@ def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
     """
     y = _ka.sigmoid(a.data)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.sigmoid_backward, _sigmoid_grad, y, g))
+    return record_unary(a, y, _fused_rule, _ka.sigmoid_backward, _sigmoid_grad, y)
 
 
 def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
@@ -331,7 +340,7 @@ def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Ten
     if math.isnan(thr):
         raise ValueError("softplus: threshold is NaN")
     y, s = _ka.softplus(a.data, b, thr)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _k.addmul, np.multiply, s, g))
+    return record_unary(a, y, _fused_rule, _k.addmul, np.multiply, s)
 
 
 def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
@@ -368,7 +377,7 @@ def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
     v = _number("nans_to", "value", value)
     x = a.data
     y = np.where(np.isnan(x), v, x)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.nans_to_backward, _nans_to_grad, x, g))
+    return record_unary(a, y, _fused_rule, _ka.nans_to_backward, _nans_to_grad, x)
 
 
 def recip(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -377,4 +386,4 @@ def recip(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
     """
     y = np.reciprocal(a.data)
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, _ka.recip_backward, _recip_grad, y, g))
+    return record_unary(a, y, _fused_rule, _ka.recip_backward, _recip_grad, y)
