@@ -133,8 +133,8 @@ def test_ops_run_newest_first_by_id_not_insertion() -> None:
     log: list[str] = []
     a, b = GradientTape(), GradientTape()
     early, late = next_id(), next_id()
-    a._record((late, _recorder(log, "late"), ()))
-    b._record((early, _recorder(log, "early"), ()))
+    a._record((late, _recorder(log, "late"), None))
+    b._record((early, _recorder(log, "early"), None))
     a.append(b)
     a.execute()
     assert log == ["late", "early"]
@@ -298,7 +298,7 @@ def test_duplicate_ids_run_once_unmerged() -> None:
     """The same (id, op, args) entry recorded twice runs once."""
     log: list[str] = []
     tape = GradientTape()
-    entry: tuple[int, BackwardOp, tuple[()]] = (next_id(), _recorder(log, "dup"), ())
+    entry: tuple[int, BackwardOp, None] = (next_id(), _recorder(log, "dup"), None)
     tape._record(entry)
     tape._record(entry)
     assert len(tape) == 2
@@ -311,7 +311,7 @@ def test_duplicate_ids_run_once_across_merge() -> None:
     log: list[str] = []
     a, b = GradientTape(), GradientTape()
     a.add_backward_op(_recorder(log, "first"))
-    entry: tuple[int, BackwardOp, tuple[()]] = (next_id(), _recorder(log, "dup"), ())
+    entry: tuple[int, BackwardOp, None] = (next_id(), _recorder(log, "dup"), None)
     a._record(entry)
     b._record(entry)
     b.add_backward_op(_recorder(log, "last"))

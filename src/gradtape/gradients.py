@@ -258,11 +258,11 @@ class Gradients:
         if cur is None:
             data[i] = value
         elif i in self._shared:
-            np.add(value, cur, out=value)
+            np.add(value, cur, value)
             data[i] = value
             self._shared.discard(i)
         else:
-            np.add(cur, value, out=cur)
+            np.add(cur, value, cur)
 
     def _accum_alias(self, i: int, value: Array, src: int) -> None:
         """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient."""
@@ -276,7 +276,7 @@ class Gradients:
             data[i] = np.asarray(cur + value)
             self._shared.discard(i)
         else:
-            np.add(cur, value, out=cur)
+            np.add(cur, value, cur)
 
     def _fused(
         self,
@@ -306,9 +306,9 @@ class Gradients:
         if scratch.__class__ is not np.ndarray or scratch.shape != b.shape:
             self._accum(i, scratch * b)
         elif cur is None:
-            data[i] = np.multiply(scratch, b, out=scratch)
+            data[i] = np.multiply(scratch, b, scratch)
         elif i in self._shared:
-            np.multiply(scratch, b, out=scratch)
+            np.multiply(scratch, b, scratch)
             data[i] = cur + scratch
             self._shared.discard(i)
         else:
@@ -324,7 +324,7 @@ class Gradients:
             data[i] = np.asarray(cur + g)
             self._shared.discard(i)
         else:
-            np.add(cur, g, out=cur)
+            np.add(cur, g, cur)
 
     def _axpy(self, i: int, alpha: float, x: Array) -> None:
         """``grad[i] += alpha * x`` (``x`` has the gradient's shape)."""

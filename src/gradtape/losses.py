@@ -121,7 +121,7 @@ def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float,
             if need_t and gt is not None:
                 grads._accum(tid, np.asarray(gt))
 
-        tape._record((next_id(), loss_backward, ()))
+        tape._record((next_id(), loss_backward, None))
     return out
 
 

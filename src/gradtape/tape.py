@@ -32,9 +32,10 @@ __all__ = ["BackwardOp", "GradientTape", "NoneTape", "OwnedTape", "Tape", "merge
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
 
-_Entry: TypeAlias = "tuple[int, Callable[..., None], tuple[Any, ...]]"
-# A recorded op, ``(time, fn, args)``, run as ``fn(grads, *args)``. ``add_backward_op``
-# records a closure as ``(time, op, ())``. gradtape's hot elementwise ops record a
+_Entry: TypeAlias = "tuple[int, Callable[..., None], tuple[Any, ...] | None]"
+# A recorded op, ``(time, fn, args)``, run as ``fn(grads, args)`` (one plain call: no
+# argument tuple is built, fn unpacks ``args`` itself). ``add_backward_op`` records a
+# closure as ``(time, op, None)``, run as ``op(grads)``. gradtape's hot elementwise ops record a
 # module-level function with its arguments instead of a closure: one tuple per op rather
 # than a function object and a cell per captured variable, so a long forward pass makes
 # several times fewer objects for the cyclic garbage collector to scan (measured on the
@@ -160,7 +161,7 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already consumed by :meth:`execute` / ``backward()``.
         """
-        self._record((next_id(), op, ()))
+        self._record((next_id(), op, None))
 
     def _push(self, entry: _Entry) -> None:
         """The recorder of a tape merged into this one: records on the group's root (found
@@ -223,7 +224,10 @@ class GradientTape(Tape):
             time, op, args = ops.pop()
             if time != last:
                 last = time
-                op(grads, *args)
+                if args is None:
+                    op(grads)
+                else:
+                    op(grads, args)
             del op, args
         return grads
 

@@ -29,6 +29,13 @@ from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
 
+_new = object.__new__
+
+BinaryRule = Callable[
+    ["Gradients", "Array", "Array", "Array", "Array", int, int], tuple["Array | None", "Array | None"]
+]
+"""``rule(grads, g, a, b, y, aid, bid) -> (ga, gb)`` of :func:`record_binary`."""
+
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
@@ -59,26 +66,34 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     copy-on-write, when ``alpha == 1``).
     """
     tape = a.tape
-    out = a._from_op(data, tape)
+    out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
+    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.device = a.device
+    out.tape = tape
+    out.id = oid = next_id()
+    out._leaf = False
     if tape is not NONE_TAPE:
         if alpha == 1.0:
-            tape._record((next_id(), _identity_backward, (a.id, out.id)))
+            tape._record((oid, _identity_backward, (a.id, oid)))
         else:
-            tape._record((next_id(), _scale_backward, (a.id, out.id, alpha)))
+            tape._record((oid, _scale_backward, (a.id, oid, alpha)))
     return out
 
 
 # Backward functions of the hot elementwise ops are module-level and recorded with their
-# arguments (``(time, fn, args)``) instead of as closures: see tape._Entry.
+# arguments (``(time, fn, args)``, run as ``fn(grads, args)``) instead of as closures: see
+# tape._Entry.
 
 
-def _identity_backward(grads: Gradients, aid: int, oid: int) -> None:
+def _identity_backward(grads: Gradients, args: tuple[int, int]) -> None:
+    aid, oid = args
     g = grads._release(oid)
     if g is not None:
         grads._accum_alias(aid, g, oid)
 
 
-def _scale_backward(grads: Gradients, aid: int, oid: int, alpha: float) -> None:
+def _scale_backward(grads: Gradients, args: tuple[int, int, float]) -> None:
+    aid, oid, alpha = args
     g = grads._release(oid)
     if g is not None:
         grads._axpy(aid, alpha, g)
@@ -106,7 +121,7 @@ def record_binary(
     a: Tensor[Any, Any],
     b: object,
     forward: Callable[[Array, Array], Array],
-    rule: Callable[[Gradients, Array, Array, Array, Array, int, int], tuple[Array | None, Array | None]],
+    rule: BinaryRule,
 ) -> Any:
     """Run a broadcasting binary op and record its backward.
 
@@ -128,16 +143,8 @@ def record_binary(
     return out
 
 
-def _binary_backward(
-    grads: Gradients,
-    rule: Callable[[Gradients, Array, Array, Array, Array, int, int], tuple[Array | None, Array | None]],
-    ad: Array,
-    bd: Array,
-    y: Array,
-    aid: int,
-    bid: int,
-    oid: int,
-) -> None:
+def _binary_backward(grads: Gradients, args: tuple[BinaryRule, Array, Array, Array, int, int, int]) -> None:
+    rule, ad, bd, y, aid, bid, oid = args
     g = grads._release(oid)
     if g is None:
         return
@@ -177,16 +184,23 @@ def add(a: Any, b: Any) -> Any:
         if ad.shape == bd.shape and ad.dtype is bd.dtype:  # the common case, kept lean
             ta, tb = a.tape, b.tape
             tape = ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb)
-            out = a._from_op(ad + bd, tape)
+            y = ad + bd
+            out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
+            out.data = y if y.__class__ is np.ndarray else np.asarray(y)  # 0-d: numpy gives a scalar
+            out.device = a.device
+            out.tape = tape
+            out.id = oid = next_id()
+            out._leaf = False
             if tape is not NONE_TAPE:
-                tape._record((next_id(), _add_backward, (a.id, b.id, out.id)))
+                tape._record((oid, _add_backward, (a.id, b.id, oid)))
             return out
     elif isinstance(b, SCALARS):
         return record_scalar(a, a.data + _scalar(b), 1.0)
     return record_binary("add", a, b, np.add, _add_rule)
 
 
-def _add_backward(grads: Gradients, aid: int, bid: int, oid: int) -> None:
+def _add_backward(grads: Gradients, args: tuple[int, int, int]) -> None:
+    aid, bid, oid = args
     g = grads._release(oid)
     if g is not None:
         grads._accum_alias(aid, g, oid)
@@ -332,7 +346,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
             if g is not None:
                 grads._accum(aid, -(g * y) / ad)
 
-        tape._record((next_id(), rdiv_backward, ()))
+        tape._record((next_id(), rdiv_backward, None))
     return out
 
 
@@ -352,7 +366,7 @@ def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Arra
             if g is not None:
                 grads._accum(aid, grad(g))
 
-        tape._record((next_id(), constant_operand_backward, ()))
+        tape._record((next_id(), constant_operand_backward, None))
     return out
 
 

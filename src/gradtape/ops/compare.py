@@ -233,7 +233,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
                 gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
                 grads._accum(i, sum_to_shape(gi, shape))
 
-        tape._record((next_id(), where_backward, ()))
+        tape._record((next_id(), where_backward, None))
     return out
 
 

@@ -194,7 +194,7 @@ def _record(
             if gb is not None:
                 grads._accum(bid, gb)
 
-        tape._record((next_id(), conv_backward, ()))
+        tape._record((next_id(), conv_backward, None))
     return out
 
 

@@ -161,7 +161,7 @@ def getitem(a: Any, key: Any) -> Any:
             else:  # every dim indexed by an int: numpy gives a scalar
                 buf[k] = part + g
 
-        tape._record((next_id(), getitem_backward, ()))
+        tape._record((next_id(), getitem_backward, None))
     return out
 
 
@@ -207,7 +207,7 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
             if g is not None:
                 scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
 
-        tape._record((next_id(), gather_backward, ()))
+        tape._record((next_id(), gather_backward, None))
     return out
 
 

@@ -185,7 +185,7 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
                     gb = sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
                 grads._accum(bid, gb.reshape(bd.shape))
 
-        tape._record((next_id(), matmul_nd_backward, ()))
+        tape._record((next_id(), matmul_nd_backward, None))
     return out
 
 
@@ -284,5 +284,5 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
             if bd is not None and grads.wants(bid, b_leaf):
                 grads._accum(bid, g2.sum(axis=0))
 
-        tape._record((next_id(), linear_backward, ()))
+        tape._record((next_id(), linear_backward, None))
     return out

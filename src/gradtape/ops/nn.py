@@ -160,7 +160,7 @@ def _record_norm(
             if need_b:
                 grads._accum(bid, db)
 
-        tape._record((next_id(), norm_backward, ()))
+        tape._record((next_id(), norm_backward, None))
     return out
 
 
@@ -435,5 +435,5 @@ def prelu(x: Any, weight: Any) -> Any:
                 grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
-        tape._record((next_id(), prelu_backward, ()))
+        tape._record((next_id(), prelu_backward, None))
     return out

@@ -132,7 +132,7 @@ def _record(a: Tensor[Any, Any], data: Array, rule: Callable[[Gradients, int, in
             if g is not None:
                 rule(grads, aid, oid, g)
 
-        tape._record((next_id(), shape_backward, ()))
+        tape._record((next_id(), shape_backward, None))
     return out
 
 
@@ -702,7 +702,7 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Arra
                 for i, r in zip(ids, pieces(g), strict=True):
                     _give(grads, i, r, g, oid)
 
-        tape._record((next_id(), many_backward, ()))
+        tape._record((next_id(), many_backward, None))
     return out
 
 

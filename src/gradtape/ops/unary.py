@@ -28,6 +28,8 @@ from gradtape.ops._util import SCALARS
 from gradtape.ops.binary import record_scalar
 from gradtape.tape import NONE_TAPE, next_id
 
+_new = object.__new__
+
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
@@ -68,14 +70,22 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     per call, a ``lambda`` capturing them one.
     """
     tape = a.tape
-    out: Tensor[S, T] = a._from_op(data, tape)
+    out: Tensor[S, T] = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
+    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.device = a.device
+    out.tape = tape
+    out.id = oid = next_id()
+    out._leaf = False
     if tape is not NONE_TAPE:
-        tape._record((next_id(), _unary_backward, (rule, a.id, out.id, saved)))
+        # the output's fresh id doubles as the op's time: later than its inputs' ops,
+        # earlier than any op that reads it
+        tape._record((oid, _unary_backward, (rule, a.id, oid, saved)))
     return out
 
 
-def _unary_backward(grads: Gradients, rule: Callable[..., None], aid: int, oid: int, saved: tuple[Any, ...]) -> None:
+def _unary_backward(grads: Gradients, args: tuple[Callable[..., None], int, int, tuple[Any, ...]]) -> None:
     # recorded with its arguments, not as a closure (see tape._Entry)
+    rule, aid, oid, saved = args
     g = grads._release(oid)
     if g is not None:
         rule(grads, aid, g, *saved)
