@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gradtape import Cpu, Gradients, GradientTape, NoneTape, OwnedTape, TapeError
-from gradtape.tape import NONE_TAPE, BackwardOp, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, BackwardOp, _run_closure, merge_tapes, next_id
 
 
 def _recorder(log: list[str], name: str) -> BackwardOp:
@@ -133,8 +133,8 @@ def test_ops_run_newest_first_by_id_not_insertion() -> None:
     log: list[str] = []
     a, b = GradientTape(), GradientTape()
     early, late = next_id(), next_id()
-    a._record((late, _recorder(log, "late"), None))
-    b._record((early, _recorder(log, "early"), None))
+    a._record((late, _run_closure, _recorder(log, "late")))
+    b._record((early, _run_closure, _recorder(log, "early")))
     a.append(b)
     a.execute()
     assert log == ["late", "early"]
@@ -295,10 +295,10 @@ def test_append_moves_gradient_buffers() -> None:
 
 
 def test_duplicate_ids_run_once_unmerged() -> None:
-    """The same (id, op, args) entry recorded twice runs once."""
+    """The same (id, fn, *args) entry recorded twice runs once."""
     log: list[str] = []
     tape = GradientTape()
-    entry: tuple[int, BackwardOp, None] = (next_id(), _recorder(log, "dup"), None)
+    entry = (next_id(), _run_closure, _recorder(log, "dup"))
     tape._record(entry)
     tape._record(entry)
     assert len(tape) == 2
@@ -311,7 +311,7 @@ def test_duplicate_ids_run_once_across_merge() -> None:
     log: list[str] = []
     a, b = GradientTape(), GradientTape()
     a.add_backward_op(_recorder(log, "first"))
-    entry: tuple[int, BackwardOp, None] = (next_id(), _recorder(log, "dup"), None)
+    entry = (next_id(), _run_closure, _recorder(log, "dup"))
     a._record(entry)
     b._record(entry)
     b.add_backward_op(_recorder(log, "last"))

@@ -24,7 +24,7 @@ from gradtape._typing import A, B, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -121,7 +121,7 @@ def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float,
             if need_t and gt is not None:
                 grads._accum(tid, np.asarray(gt))
 
-        tape._record((next_id(), loss_backward, None))
+        tape.add_backward_op(loss_backward)
     return out
 
 

@@ -32,14 +32,20 @@ __all__ = ["BackwardOp", "GradientTape", "NoneTape", "OwnedTape", "Tape", "merge
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
 
-_Entry: TypeAlias = "tuple[int, Callable[..., None], tuple[Any, ...] | None]"
-# A recorded op, ``(time, fn, args)``, run as ``fn(grads, args)`` (one plain call: no
-# argument tuple is built, fn unpacks ``args`` itself). ``add_backward_op`` records a
-# closure as ``(time, op, None)``, run as ``op(grads)``. gradtape's hot elementwise ops record a
-# module-level function with its arguments instead of a closure: one tuple per op rather
-# than a function object and a cell per captured variable, so a long forward pass makes
-# several times fewer objects for the cyclic garbage collector to scan (measured on the
-# 3,000-op chain of benchmarks/workloads/tape.py: about 10% of its time).
+_Entry: TypeAlias = "tuple[Any, ...]"
+# A recorded op, ``(time, fn, *args)``, run as ``fn(grads, entry)``: fn unpacks its own
+# arguments from the entry, so running it is one plain call and recording it one tuple.
+# ``add_backward_op`` records a closure as ``(time, _run_closure, op)``. gradtape's hot
+# elementwise ops record a module-level function with its arguments instead of a closure:
+# one tuple per op rather than a function object and a cell per captured variable, so a
+# long forward pass makes several times fewer objects for the cyclic garbage collector to
+# scan (measured on the 3,000-op chain of benchmarks/workloads/tape.py: about 10% of its
+# time), and backward makes no argument tuples.
+
+
+def _run_closure(grads: Gradients, entry: _Entry) -> None:
+    entry[2](grads)
+
 
 next_id: Callable[[], int] = itertools.count(1).__next__
 """Return a fresh process-wide unique id; tensors and backward ops share this clock."""
@@ -118,7 +124,7 @@ class GradientTape(Tape):
 
             gradients = Gradients.leaky()
         self._ops: list[_Entry] = []
-        # Where ops put ``(id, fn, args)``: this tape's list while it is live, the
+        # Where ops put ``(id, fn, *args)``: this tape's list while it is live, the
         # root's recorder once merged into another tape, a raiser once executed. Ops call it
         # directly on their hot path, so recording costs one call and no checks.
         self._record: Callable[[_Entry], None] = self._ops.append
@@ -161,7 +167,7 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already consumed by :meth:`execute` / ``backward()``.
         """
-        self._record((next_id(), op, None))
+        self._record((next_id(), _run_closure, op))
 
     def _push(self, entry: _Entry) -> None:
         """The recorder of a tape merged into this one: records on the group's root (found
@@ -221,14 +227,12 @@ class GradientTape(Tape):
             ops.sort(key=_op_time)
         last = -1
         while ops:
-            time, op, args = ops.pop()
+            entry = ops.pop()
+            time = entry[0]
             if time != last:
                 last = time
-                if args is None:
-                    op(grads)
-                else:
-                    op(grads, args)
-            del op, args
+                entry[1](grads, entry)
+            del entry
         return grads
 
     def __repr__(self) -> str:

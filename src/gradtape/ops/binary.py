@@ -74,26 +74,26 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
     out._leaf = False
     if tape is not NONE_TAPE:
         if alpha == 1.0:
-            tape._record((oid, _identity_backward, (a.id, oid)))
+            tape._record((oid, _identity_backward, a.id))
         else:
-            tape._record((oid, _scale_backward, (a.id, oid, alpha)))
+            tape._record((oid, _scale_backward, a.id, alpha))
     return out
 
 
 # Backward functions of the hot elementwise ops are module-level and recorded with their
-# arguments (``(time, fn, args)``, run as ``fn(grads, args)``) instead of as closures: see
-# tape._Entry.
+# arguments (``(time, fn, *args)``, run as ``fn(grads, entry)``) instead of as closures;
+# their time is their output's id (see tape._Entry).
 
 
-def _identity_backward(grads: Gradients, args: tuple[int, int]) -> None:
-    aid, oid = args
+def _identity_backward(grads: Gradients, entry: tuple[int, Any, int]) -> None:
+    oid, _, aid = entry
     g = grads._release(oid)
     if g is not None:
         grads._accum_alias(aid, g, oid)
 
 
-def _scale_backward(grads: Gradients, args: tuple[int, int, float]) -> None:
-    aid, oid, alpha = args
+def _scale_backward(grads: Gradients, entry: tuple[int, Any, int, float]) -> None:
+    oid, _, aid, alpha = entry
     g = grads._release(oid)
     if g is not None:
         grads._axpy(aid, alpha, g)
@@ -139,12 +139,12 @@ def record_binary(
     y = forward(ad, bd)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        tape._record((next_id(), _binary_backward, (rule, ad, bd, y, a.id, bt.id, out.id)))
+        tape._record((out.id, _binary_backward, rule, ad, bd, y, a.id, bt.id))
     return out
 
 
-def _binary_backward(grads: Gradients, args: tuple[BinaryRule, Array, Array, Array, int, int, int]) -> None:
-    rule, ad, bd, y, aid, bid, oid = args
+def _binary_backward(grads: Gradients, entry: tuple[int, Any, BinaryRule, Array, Array, Array, int, int]) -> None:
+    oid, _, rule, ad, bd, y, aid, bid = entry
     g = grads._release(oid)
     if g is None:
         return
@@ -192,15 +192,15 @@ def add(a: Any, b: Any) -> Any:
             out.id = oid = next_id()
             out._leaf = False
             if tape is not NONE_TAPE:
-                tape._record((oid, _add_backward, (a.id, b.id, oid)))
+                tape._record((oid, _add_backward, a.id, b.id))
             return out
     elif isinstance(b, SCALARS):
         return record_scalar(a, a.data + _scalar(b), 1.0)
     return record_binary("add", a, b, np.add, _add_rule)
 
 
-def _add_backward(grads: Gradients, args: tuple[int, int, int]) -> None:
-    aid, bid, oid = args
+def _add_backward(grads: Gradients, entry: tuple[int, Any, int, int]) -> None:
+    oid, _, aid, bid = entry
     g = grads._release(oid)
     if g is not None:
         grads._accum_alias(aid, g, oid)
@@ -346,7 +346,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
             if g is not None:
                 grads._accum(aid, -(g * y) / ad)
 
-        tape._record((next_id(), rdiv_backward, None))
+        tape.add_backward_op(rdiv_backward)
     return out
 
 
@@ -366,7 +366,7 @@ def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Arra
             if g is not None:
                 grads._accum(aid, grad(g))
 
-        tape._record((next_id(), constant_operand_backward, None))
+        tape.add_backward_op(constant_operand_backward)
     return out
 
 

@@ -26,7 +26,7 @@ from gradtape._typing import A, B, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -233,7 +233,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
                 gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
                 grads._accum(i, sum_to_shape(gi, shape))
 
-        tape._record((next_id(), where_backward, None))
+        tape.add_backward_op(where_backward)
     return out
 
 

@@ -64,7 +64,7 @@ from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank1, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -194,7 +194,7 @@ def _record(
             if gb is not None:
                 grads._accum(bid, gb)
 
-        tape._record((next_id(), conv_backward, None))
+        tape.add_backward_op(conv_backward)
     return out
 
 

@@ -37,7 +37,7 @@ from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, next_id
+from gradtape.tape import NONE_TAPE
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -161,7 +161,7 @@ def getitem(a: Any, key: Any) -> Any:
             else:  # every dim indexed by an int: numpy gives a scalar
                 buf[k] = part + g
 
-        tape._record((next_id(), getitem_backward, None))
+        tape.add_backward_op(getitem_backward)
     return out
 
 
@@ -207,7 +207,7 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
             if g is not None:
                 scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
 
-        tape._record((next_id(), gather_backward, None))
+        tape.add_backward_op(gather_backward)
     return out
 
 

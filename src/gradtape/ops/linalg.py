@@ -20,7 +20,7 @@ from gradtape._typing import A, B, C, T
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -185,7 +185,7 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
                     gb = sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
                 grads._accum(bid, gb.reshape(bd.shape))
 
-        tape._record((next_id(), matmul_nd_backward, None))
+        tape.add_backward_op(matmul_nd_backward)
     return out
 
 
@@ -284,5 +284,5 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
             if bd is not None and grads.wants(bid, b_leaf):
                 grads._accum(bid, g2.sum(axis=0))
 
-        tape._record((next_id(), linear_backward, None))
+        tape.add_backward_op(linear_backward)
     return out

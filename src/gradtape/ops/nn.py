@@ -27,7 +27,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.ops.unary import _fused_rule, record_unary
 from gradtape.shapes import Rank1, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -160,7 +160,7 @@ def _record_norm(
             if need_b:
                 grads._accum(bid, db)
 
-        tape._record((next_id(), norm_backward, None))
+        tape.add_backward_op(norm_backward)
     return out
 
 
@@ -435,5 +435,5 @@ def prelu(x: Any, weight: Any) -> Any:
                 grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
-        tape._record((next_id(), prelu_backward, None))
+        tape.add_backward_op(prelu_backward)
     return out

@@ -36,7 +36,7 @@ import numpy as np
 from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, OwnedTape, Tape, merge_tapes
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -132,7 +132,7 @@ def _record(a: Tensor[Any, Any], data: Array, rule: Callable[[Gradients, int, in
             if g is not None:
                 rule(grads, aid, oid, g)
 
-        tape._record((next_id(), shape_backward, None))
+        tape.add_backward_op(shape_backward)
     return out
 
 
@@ -702,7 +702,7 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Arra
                 for i, r in zip(ids, pieces(g), strict=True):
                     _give(grads, i, r, g, oid)
 
-        tape._record((next_id(), many_backward, None))
+        tape.add_backward_op(many_backward)
     return out
 
 

@@ -79,13 +79,13 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     if tape is not NONE_TAPE:
         # the output's fresh id doubles as the op's time: later than its inputs' ops,
         # earlier than any op that reads it
-        tape._record((oid, _unary_backward, (rule, a.id, oid, saved)))
+        tape._record((oid, _unary_backward, rule, a.id, saved))
     return out
 
 
-def _unary_backward(grads: Gradients, args: tuple[Callable[..., None], int, int, tuple[Any, ...]]) -> None:
+def _unary_backward(grads: Gradients, entry: tuple[int, Any, Callable[..., None], int, tuple[Any, ...]]) -> None:
     # recorded with its arguments, not as a closure (see tape._Entry)
-    rule, aid, oid, saved = args
+    oid, _, rule, aid, saved = entry
     g = grads._release(oid)
     if g is not None:
         rule(grads, aid, g, *saved)
