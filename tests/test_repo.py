@@ -53,3 +53,44 @@ def test_readme_fused_op_example_runs_and_gradchecks() -> None:
     x = dev.tensor([[1.0, -2.0], [3.0, 0.5]]).leaky_trace()
     g = square(x).sum().backward()  # type: ignore[operator]
     assert g.get(x).numpy().tolist() == [[2.0, -4.0], [6.0, 1.0]]
+
+
+def _mypy(tmp_path: Path, name: str, source: str) -> str:
+    from mypy import api as mypy_api
+
+    path = tmp_path / name
+    path.write_text(source)
+    out, err, _ = mypy_api.run(["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", str(path)])
+    assert not err, err
+    return out
+
+
+def test_readme_typed_model_checks_runs_and_reveals_its_shape(tmp_path: Path) -> None:
+    """README's end-to-end typed model passes mypy --strict, reveals the exact output
+    type its comment states, and runs."""
+    block = next(b for b in _py_blocks() if "class MLP(nn.Module)" in b)
+    out = _mypy(tmp_path, "readme_model.py", block + "reveal_type(logits)\n")
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and "note: Revealed type is" in lines[0], out
+    stated = re.search(r"# reveal_type\(logits\): (.+)", block)
+    assert stated is not None
+    assert stated.group(1).replace("Batch", "readme_model.Batch") in lines[0].replace("gradtape.tensor.", "").replace(
+        "gradtape.tape.", ""
+    )
+    ns: dict[str, object] = {"__name__": "readme_model"}
+    exec(compile(block, "README.md:typed-model", "exec"), ns)
+    assert ns["logits"].shape == (32, 10)  # type: ignore[attr-defined]
+
+
+def test_readme_quotes_what_mypy_says_for_a_wrong_inner_dim(tmp_path: Path) -> None:
+    """The error README quotes is the one mypy prints for the model with fc2's inner dim
+    changed to 100."""
+    block = next(b for b in _py_blocks() if "class MLP(nn.Module)" in b)
+    bad = block.replace("nn.Linear[L[128], L[10]] = nn.Linear(128, 10", "nn.Linear[L[100], L[10]] = nn.Linear(100, 10")
+    assert bad != block
+    out = _mypy(tmp_path, "readme_bad.py", bad)
+    quoted = re.search(r"```text\n(error: .*?)```", README, flags=re.S)
+    assert quoted is not None
+    want = " ".join(quoted.group(1).split())
+    errors = [" ".join(line.split(": ", 1)[1].split()) for line in out.splitlines() if ": error:" in line]
+    assert errors == [want], (errors, want)

@@ -14,7 +14,8 @@ equal shapes of an elementwise op); the same checks run again at run time and ra
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, TypeVar, final
+import typing
+from typing import Any, Literal, TypeAlias, TypeVar, final
 
 import numpy as np
 
@@ -31,6 +32,7 @@ __all__ = [
     "Rank6",
     "Shape",
     "broadcast_shapes",
+    "check_realize",
     "sum_to_shape",
 ]
 
@@ -99,3 +101,46 @@ def sum_to_shape(g: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
     return g.sum(axis=axes).reshape(shape) if axes else g.reshape(shape)
+
+
+def _dim_name(dim: object) -> str:
+    if typing.get_origin(dim) is Literal:
+        return str(typing.get_args(dim)[0])
+    return getattr(dim, "__name__", repr(dim))
+
+
+def check_realize(shape: object, actual: tuple[int, ...]) -> None:
+    """Check a run-time shape ``actual`` against a shape type such as
+    ``tuple[Literal[4], int]`` (``Rank2[L[4], int]``), for :meth:`Tensor.realize`.
+
+    The type must be a ``tuple[...]`` with one entry per dim: ``Literal[n]`` requires the
+    dim to be ``n``; ``int``, a ``NewType`` of ``int`` (a named axis such as ``Batch``) or a
+    subclass of ``int`` accepts any size. ``tuple[()]`` (``Rank0``) is a scalar;
+    ``tuple[int, ...]`` accepts any shape.
+
+    Raises:
+        ShapeError: the rank differs or a ``Literal`` dim does not match (the message gives
+            both shapes).
+        TypeError: ``shape`` is not a tuple type of such dims.
+    """
+    if typing.get_origin(shape) is not tuple:
+        raise TypeError(f"realize: expected a shape type such as Rank2[L[4], int], got {shape!r}")
+    dims = typing.get_args(shape)
+    if dims == ((),):  # tuple[()] on some Python versions
+        dims = ()
+    if len(dims) == 2 and dims[1] is Ellipsis:  # tuple[int, ...]: any rank
+        if dims[0] is not int:
+            raise TypeError(f"realize: only tuple[int, ...] may use '...', got {shape!r}")
+        return
+    want = "(" + ", ".join(_dim_name(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+    if len(dims) != len(actual):
+        raise ShapeError(f"realize: tensor of shape {actual} (rank {len(actual)}) is not {want} (rank {len(dims)})")
+    for i, (dim, n) in enumerate(zip(dims, actual, strict=True)):
+        if typing.get_origin(dim) is Literal:
+            (value,) = typing.get_args(dim)
+            if value != n:
+                raise ShapeError(f"realize: dim {i} of shape {actual} is {n}, the type {want} wants {value}")
+            continue
+        supertype = getattr(dim, "__supertype__", None)  # NewType("Batch", int)
+        if not ((isinstance(dim, type) and issubclass(dim, int)) or supertype is int):
+            raise TypeError(f"realize: dim {i} of {want} is {dim!r}; dims are Literal[n], int or NewType(..., int)")

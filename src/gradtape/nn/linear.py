@@ -59,14 +59,18 @@ class Linear(Module, Generic[I, O]):
         self.weight = kaiming_uniform(dev, (fo, fi), fi, dtype)
         self.bias = kaiming_uniform(dev, (fo,), fi, dtype) if bias else None
 
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    # The AnyShape overload comes last here: an untyped input still gets Tensor[Any, Any]
+    # (mypy gives Any when an Any argument matches overloads with different results), and a
+    # wrong in-feature dim is reported against the rank-2 signature ("expected
+    # Tensor[tuple[B, Literal[100]], T]") rather than against AnyShape.
     @overload
     def forward(self, x: Tensor[Rank2[B, I], T]) -> Tensor[Rank2[B, O], T]: ...
     @overload
     def forward(self, x: Tensor[Rank3[D, B, I], T]) -> Tensor[Rank3[D, B, O], T]: ...
     @overload
     def forward(self, x: Tensor[Rank1[I], T]) -> Tensor[Rank1[O], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
     def forward(self, x: Any) -> Any:
         """``x @ weight^T + bias``: ``(..., I) -> (..., O)``, ``x``'s tape kind."""
         return linear(x, self.weight, self.bias)

@@ -1,0 +1,32 @@
+"""Shape and tape bugs in the losses and in creation with annotated shapes that mypy rejects."""
+
+from typing import Literal as L
+
+from gradtape import Cpu, NoneTape, OwnedTape, Rank1, Rank2, Rank3, Tensor
+from gradtape.losses import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    l1_loss,
+    mse_loss,
+)
+
+dev = Cpu()
+logits: Tensor[Rank2[int, L[10]], NoneTape] = dev.zeros((8, 10))
+seq: Tensor[Rank3[int, int, L[10]], NoneTape] = dev.zeros((2, 8, 10))
+p: Tensor[Rank2[L[8], L[3]], NoneTape] = dev.zeros((8, 3))
+q: Tensor[Rank2[L[3], L[8]], NoneTape] = dev.zeros((3, 8))
+
+cross_entropy(seq, [0, 1])  # E: arg-type
+cross_entropy(logits, [0]).backward()  # E: misc
+l1_loss(p, q)  # E: misc
+huber_loss(p, q)  # E: misc
+binary_cross_entropy_with_logits(p, q)  # E: misc
+r: Tensor[Rank1[L[8]], NoneTape] = mse_loss(p, p)  # E: assignment
+s: Tensor[tuple[()], OwnedTape] = mse_loss(p, p)  # E: arg-type
+
+# creation with annotated shapes: the tuple given must be the annotated one
+a: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.randn((4, 3))  # E: arg-type
+b: Tensor[Rank1[L[5]], NoneTape] = dev.ones((5, 1))  # E: arg-type
+c: Tensor[Rank2[L[2], L[2]], NoneTape] = dev.zeros((2,))  # E: arg-type
+d: Tensor[Rank2[L[2], L[2]], OwnedTape] = dev.zeros((2, 2))  # E: assignment

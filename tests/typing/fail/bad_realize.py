@@ -1,0 +1,16 @@
+"""Programs mypy must reject around realize(): the realized type is what the code then checks."""
+
+from typing import Literal as L
+
+from gradtape import Cpu, NoneTape, OwnedTape, Rank2, Tensor
+
+dev = Cpu()
+d: Tensor[Rank2[int, int], NoneTape] = dev.zeros((64, 10))
+
+w = d.realize(tuple[L[64], L[10]])
+v: Tensor[Rank2[L[10], L[64]], NoneTape] = w  # E: assignment
+x = dev.zeros((8, 32)).realize(tuple[int, L[32]])
+x.matmul(w)  # E: arg-type
+t: Tensor[Rank2[L[64], L[10]], OwnedTape] = d.realize(tuple[L[64], L[10]])  # E: assignment
+d.realize((64, 10))  # E: arg-type
+w.realize(tuple[L[64], L[10]]).backward()  # E: misc
