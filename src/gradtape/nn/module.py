@@ -26,6 +26,11 @@ from gradtape.tensor import Tensor
 __all__ = ["Module"]
 
 
+def _call_forward(self: Any, x: Any) -> Any:
+    """``module(x)``: ``module.forward(x)``."""
+    return self.forward(x)
+
+
 class Module:
     """Base class of gradtape's layers (PyTorch's ``nn.Module``, dfdx's ``Module`` trait).
 
@@ -53,8 +58,11 @@ class Module:
         """
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
-    def __call__(self, x: Any) -> Any:
-        return self.forward(x)
+    # Calling a module calls forward. An assignment, not a ``def``: a subclass's own
+    # ``__call__ = forward`` (typed layers do this to expose forward's precise overloads)
+    # then keeps its own type under pyright too, which otherwise types an undeclared
+    # override with the base class's declared ``(x: Any) -> Any``.
+    __call__ = _call_forward
 
     # ----- discovery ------------------------------------------------------------------------
 
