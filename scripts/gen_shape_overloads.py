@@ -1,10 +1,16 @@
-"""Generate the overload tables of ``src/gradtape/ops/shape.py``.
+"""Generate the overload tables of gradtape's shape-typed ops.
 
-The typed signatures of ``transpose`` and ``permute`` (ranks 2 to 4, one overload per axis
-pair or permutation, each axis accepted as a non-negative or negative ``Literal``) and the
-tape overloads of ``concat`` and ``stack`` (tuples of 2 to 4 tensors, one of which owns a
-tape) are too many to write by hand. This script writes each table between its
-``BEGIN GENERATED <name>`` and ``END GENERATED <name>`` marker lines in shape.py.
+Some typed signatures are too many to write by hand, or would repeat the same table in
+every function of a family. This script writes each table between its
+``BEGIN GENERATED <name>`` and ``END GENERATED <name>`` marker lines:
+
+- ``src/gradtape/ops/shape.py``: ``transpose`` and ``permute`` (ranks 2 to 4, one overload
+  per axis pair or permutation, each axis accepted as a non-negative or negative
+  ``Literal``) and the tape overloads of ``concat`` and ``stack`` (tuples of 2 to 4
+  tensors, one of which owns a tape);
+- ``src/gradtape/ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``,
+  ``var``, ``std`` and ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank
+  1 to 3 tensor -> that dim dropped; anything else -> ``Tensor[Any, T]``).
 
 Usage::
 
@@ -24,11 +30,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-TARGET = Path(__file__).resolve().parents[1] / "src" / "gradtape" / "ops" / "shape.py"
+OPS = Path(__file__).resolve().parents[1] / "src" / "gradtape" / "ops"
 RANKS = (2, 3, 4)
 """Ranks that get exact ``transpose`` / ``permute`` overloads."""
 TUPLE_LENGTHS = (2, 3, 4)
 """Lengths of the tuples of tensors that get mixed-tape ``concat`` / ``stack`` overloads."""
+REDUCE_RANKS = (1, 2, 3)
+"""Ranks whose single-``Literal``-axis reductions get exact overloads."""
 DIMS = "ABCD"
 LINE = 120
 
@@ -95,49 +103,88 @@ def _sequence_block(name: str) -> str:
     return "".join(out)
 
 
-BLOCKS: dict[str, Callable[[], str]] = {
-    "transpose": transpose_block,
-    "permute": permute_block,
-    "concat": lambda: _sequence_block("concat"),
-    "stack": lambda: _sequence_block("stack"),
+_AXES = "axis: int | tuple[int, ...]"
+_MOMENTS = ["*", "correction: float = 0", "ddof: float | None = None"]
+"""The keyword-only parameters of ``var`` and ``std``."""
+
+
+def _reduce_block(name: str, extra: list[str]) -> str:
+    """Overloads of a reduction ``name(a, axis=None, keepdims=False, *extra)``."""
+    out = [
+        _overload(name, ["a: Tensor[S, T]", "axis: None = None", *extra], "Tensor[Rank0, T]"),
+        _overload(name, ["a: Tensor[AnyShape, T]", _AXES, "keepdims: bool = False", *extra], "Tensor[Any, T]"),
+    ]
+    for n in REDUCE_RANKS:
+        dims = list(DIMS[:n])
+        for k in range(n):
+            kept = dims[:k] + dims[k + 1 :]
+            ret = f"Tensor[{_rank(kept)}, T]" if kept else "Tensor[Rank0, T]"
+            out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", *extra], ret))
+    params = ["a: Tensor[Any, T]", f"{_AXES} | None = None", "keepdims: bool = False", *extra]
+    out.append(_overload(name, params, "Tensor[Any, T]"))
+    return "".join(out)
+
+
+TARGETS: dict[str, dict[str, Callable[[], str]]] = {
+    "shape.py": {
+        "transpose": transpose_block,
+        "permute": permute_block,
+        "concat": lambda: _sequence_block("concat"),
+        "stack": lambda: _sequence_block("stack"),
+    },
+    "reduce.py": {
+        "sum": lambda: _reduce_block("sum", []),
+        "mean": lambda: _reduce_block("mean", []),
+        "max": lambda: _reduce_block("max", []),
+        "min": lambda: _reduce_block("min", []),
+        "var": lambda: _reduce_block("var", _MOMENTS),
+        "std": lambda: _reduce_block("std", _MOMENTS),
+        "logsumexp": lambda: _reduce_block("logsumexp", []),
+    },
 }
+"""For each module under ``src/gradtape/ops``, its generated blocks by name."""
 
 
-def render(text: str) -> str:
-    """Return ``text`` (shape.py's source) with every generated block rewritten.
+def render(text: str, blocks: dict[str, Callable[[], str]], where: str = "text") -> str:
+    """Return ``text`` (a module's source) with every block of ``blocks`` rewritten.
 
     Raises:
-        ValueError: a block named in :data:`BLOCKS` has no markers in ``text``.
+        ValueError: a block named in ``blocks`` has no markers in ``text``, or ``text`` has
+            markers for a block not in ``blocks``.
     """
     seen: set[str] = set()
 
     def fill(m: re.Match[str]) -> str:
         name = m["name"]
-        if name not in BLOCKS:
-            raise ValueError(f"unknown generated block {name!r}")
+        if name not in blocks:
+            raise ValueError(f"{where}: unknown generated block {name!r}")
         seen.add(name)
-        return m["begin"] + BLOCKS[name]() + m["end"]
+        return m["begin"] + blocks[name]() + m["end"]
 
     new = _BLOCK.sub(fill, text)
-    missing = sorted(set(BLOCKS) - seen)
+    missing = sorted(set(blocks) - seen)
     if missing:
-        raise ValueError(f"{TARGET}: no marker lines for blocks {missing}")
+        raise ValueError(f"{where}: no marker lines for blocks {missing}")
     return new
 
 
 def main(argv: list[str]) -> int:
     """Rewrite the blocks (or, with ``--check``, report whether they are up to date)."""
-    old = TARGET.read_text()
-    new = render(old)
-    if "--check" in argv:
-        if new != old:
-            print(f"{TARGET} is out of date: run python scripts/gen_shape_overloads.py", file=sys.stderr)
-            return 1
-        return 0
-    if new != old:
-        TARGET.write_text(new)
-        print(f"rewrote {TARGET}")
-    return 0
+    stale = []
+    for module, blocks in TARGETS.items():
+        path = OPS / module
+        old = path.read_text()
+        new = render(old, blocks, str(path))
+        if new == old:
+            continue
+        if "--check" in argv:
+            stale.append(path)
+        else:
+            path.write_text(new)
+            print(f"rewrote {path}")
+    for path in stale:
+        print(f"{path} is out of date: run python scripts/gen_shape_overloads.py", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from gradtape._typing import A, B, S, T
+from gradtape._typing import A, B, C, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
-from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2
+from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
     return out
 
 
+# ----- BEGIN GENERATED sum: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def sum(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
 @overload
@@ -69,7 +70,14 @@ def sum(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]:
 @overload
 def sum(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
 @overload
+def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+@overload
 def sum(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+# ----- END GENERATED sum -----
 def sum(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """Sum of the elements over ``axis`` (None: all; an int or a tuple of ints).
 
@@ -85,6 +93,7 @@ def sum(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
     return _reduce("sum", a, axis, keepdims, scale=False)
 
 
+# ----- BEGIN GENERATED mean: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def mean(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
 @overload
@@ -96,7 +105,14 @@ def mean(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]
 @overload
 def mean(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
 @overload
+def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+@overload
 def mean(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+# ----- END GENERATED mean -----
 def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over ``axis`` (None: all; an int or a tuple of ints).
 
@@ -165,6 +181,7 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
     return _record_reduction(a, y, kept, grad)
 
 
+# ----- BEGIN GENERATED max: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def max(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
 @overload
@@ -176,7 +193,14 @@ def max(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]:
 @overload
 def max(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
 @overload
+def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+@overload
 def max(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+# ----- END GENERATED max -----
 def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """Largest element over ``axis`` (None: all; an int or a tuple of ints), as ``np.max`` /
     ``torch.amax``: a NaN in a slice makes that slice's maximum NaN.
@@ -191,6 +215,7 @@ def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
     return _extremum("max", a, axis, keepdims)
 
 
+# ----- BEGIN GENERATED min: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def min(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
 @overload
@@ -202,7 +227,14 @@ def min(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]:
 @overload
 def min(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
 @overload
+def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+@overload
 def min(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+# ----- END GENERATED min -----
 def min(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """Smallest element over ``axis``, as ``np.min`` / ``torch.amin``. Gradient split evenly
     over tied minima (see :func:`max`).
@@ -263,9 +295,14 @@ def _moment(
     return _record_reduction(a, _out(yk, axes, keepdims), kept, grad)
 
 
+# ----- BEGIN GENERATED var: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def var(
-    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+    a: Tensor[S, T],
+    axis: None = None,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
@@ -278,16 +315,52 @@ def var(
 ) -> Tensor[Any, T]: ...
 @overload
 def var(
-    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[A], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def var(
     a: Tensor[Any, T],
@@ -297,6 +370,7 @@ def var(
     correction: float = 0,
     ddof: float | None = None,
 ) -> Tensor[Any, T]: ...
+# ----- END GENERATED var -----
 def var(
     a: Any,
     axis: int | tuple[int, ...] | None = None,
@@ -328,9 +402,14 @@ def var(
     return _moment("var", a, axis, keepdims, correction, ddof)
 
 
+# ----- BEGIN GENERATED std: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def std(
-    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+    a: Tensor[S, T],
+    axis: None = None,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
@@ -343,16 +422,52 @@ def std(
 ) -> Tensor[Any, T]: ...
 @overload
 def std(
-    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[A], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def std(
     a: Tensor[Any, T],
@@ -362,6 +477,7 @@ def std(
     correction: float = 0,
     ddof: float | None = None,
 ) -> Tensor[Any, T]: ...
+# ----- END GENERATED std -----
 def std(
     a: Any,
     axis: int | tuple[int, ...] | None = None,
@@ -386,6 +502,7 @@ def std(
 # ----- logsumexp ---------------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED logsumexp: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def logsumexp(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
 @overload
@@ -397,9 +514,18 @@ def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B
 @overload
 def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
 @overload
+def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+@overload
 def logsumexp(
-    a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
 ) -> Tensor[Any, T]: ...
+# ----- END GENERATED logsumexp -----
 def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(a), axis))``, computed stably as ``m + log(sum(exp(a - m)))`` with ``m``
     the maximum over ``axis`` (scipy's ``logsumexp``, ``torch.logsumexp``): no ``exp``

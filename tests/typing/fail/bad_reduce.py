@@ -25,3 +25,6 @@ mse_loss(a, a).backward()  # E: misc
 mse_loss(a, a, reduction="batchmean")  # E: call-overload
 kl_div(a, a, reduction="none")  # E: call-overload
 a.var(correction="1")  # E: call-overload
+c3: Tensor[tuple[L[2], L[3], L[4]], NoneTape] = dev.zeros((2, 3, 4))
+m3: Tensor[Rank2[L[2], L[3]], NoneTape] = c3.max(axis=1)  # E: assignment
+c3.sum(axis=-1).matmul(c3.sum(axis=1))  # E: arg-type

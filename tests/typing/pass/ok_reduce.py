@@ -69,3 +69,10 @@ reveal_type(kl)  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
 reveal_type(cross_entropy(x, a.softmax()))  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
 reveal_type(cross_entropy(x, np.full((3, 4), 0.25)))  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
 g2: Gradients = kl_div(x, a, log_target=True).backward()
+
+# rank-3 reductions over one Literal axis (generated overloads)
+c3: Tensor[tuple[L[2], L[3], L[4]], NoneTape] = dev.zeros((2, 3, 4))
+reveal_type(c3.sum(axis=0))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+reveal_type(c3.mean(axis=-2))  # R: Tensor[tuple[Literal[2], Literal[4]], gradtape.tape.NoneTape]
+reveal_type(c3.std(axis=2, correction=1))  # R: Tensor[tuple[Literal[2], Literal[3]], gradtape.tape.NoneTape]
+reveal_type(c3.leaky_trace().logsumexp(axis=-1))  # R: Tensor[tuple[Literal[2], Literal[3]], gradtape.tape.GradientTape]
