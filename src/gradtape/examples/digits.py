@@ -46,6 +46,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import numpy as np
 
 from gradtape import Cpu, Rank2, Tape, Tensor, nn, optim
+from gradtape.examples._cli import nonnegative_float, positive_int
 from gradtape.losses import cross_entropy
 
 __all__ = [
@@ -310,30 +311,16 @@ def plot_history(history: History, path: str | os.PathLike[str], title: str = ""
     plt.close(fig)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _nonnegative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0.0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line (see the module docstring); argparse exits with status 2 and
     a message naming the flag on bad input."""
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.digits", description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=MODELS, default="mlp", help="network to train (default: mlp)")
     ap.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd", help="default: sgd with momentum 0.9")
-    ap.add_argument("--epochs", type=_positive_int, help="default: 30 (mlp), 20 (cnn)")
-    ap.add_argument("--batch-size", type=_positive_int, default=32)
-    ap.add_argument("--lr", type=_nonnegative_float, help="default: 0.05 (sgd), 0.003 (adam, adamw, rmsprop)")
-    ap.add_argument("--hidden", type=_positive_int, default=128, help="MLP hidden width")
+    ap.add_argument("--epochs", type=positive_int, help="default: 30 (mlp), 20 (cnn)")
+    ap.add_argument("--batch-size", type=positive_int, default=32)
+    ap.add_argument("--lr", type=nonnegative_float, help="default: 0.05 (sgd), 0.003 (adam, adamw, rmsprop)")
+    ap.add_argument("--hidden", type=positive_int, default=128, help="MLP hidden width")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="checkpoint file (safetensors; default: digits-<model>.safetensors)")
     ap.add_argument("--no-save", action="store_true", help="do not write a checkpoint")

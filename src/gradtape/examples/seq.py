@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from gradtape import Cpu, Tensor, nn, optim
+from gradtape.examples._cli import nonnegative_float, positive_int
 from gradtape.losses import cross_entropy
 
 __all__ = [
@@ -336,32 +337,18 @@ def train(
     return Result(model, corpus, losses, train_loss, held_out_loss, base, seconds)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _nonnegative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0.0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point (see the module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.seq", description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=_positive_int, default=600)
-    ap.add_argument("--batch-size", type=_positive_int, default=16)
-    ap.add_argument("--context", type=_positive_int, default=64, help="sequence length L")
-    ap.add_argument("--lr", type=_nonnegative_float, default=3e-3)
-    ap.add_argument("--layers", type=_positive_int, default=2)
+    ap.add_argument("--steps", type=positive_int, default=600)
+    ap.add_argument("--batch-size", type=positive_int, default=16)
+    ap.add_argument("--context", type=positive_int, default=64, help="sequence length L")
+    ap.add_argument("--lr", type=nonnegative_float, default=3e-3)
+    ap.add_argument("--layers", type=positive_int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="save the model's parameters to this safetensors file")
     ap.add_argument("--sample", type=int, default=200, metavar="N", help="characters to generate (0: none)")
-    ap.add_argument("--temperature", type=_nonnegative_float, default=0.8)
+    ap.add_argument("--temperature", type=nonnegative_float, default=0.8)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     if args.sample < 0:
