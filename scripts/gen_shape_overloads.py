@@ -8,6 +8,9 @@ every function of a family. This script writes each table between its
   per axis pair or permutation, each axis accepted as a non-negative or negative
   ``Literal``) and the tape overloads of ``concat`` and ``stack`` (tuples of 2 to 4
   tensors, one of which owns a tape);
+- ``src/gradtape/ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``,
+  ``minimum`` and ``pow`` (a number, a tensor of the same shape with the tape-kind rule, or
+  a broadcast row vector);
 - ``src/gradtape/ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``,
   ``var``, ``std`` and ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank
   1 to 3 tensor -> that dim dropped; anything else -> ``Tensor[Any, T]``).
@@ -24,6 +27,7 @@ longer signatures exploded with a trailing comma).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import sys
@@ -35,6 +39,8 @@ RANKS = (2, 3, 4)
 """Ranks that get exact ``transpose`` / ``permute`` overloads."""
 TUPLE_LENGTHS = (2, 3, 4)
 """Lengths of the tuples of tensors that get mixed-tape ``concat`` / ``stack`` overloads."""
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+"""The elementwise binary ops of ``ops/binary.py`` that share one overload table."""
 REDUCE_RANKS = (1, 2, 3)
 """Ranks whose single-``Literal``-axis reductions get exact overloads."""
 DIMS = "ABCD"
@@ -125,7 +131,23 @@ def _reduce_block(name: str, extra: list[str]) -> str:
     return "".join(out)
 
 
+def _binary_block(name: str) -> str:
+    """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
+    of ``a``'s shape (the result owns a tape if either input does), or a row vector
+    broadcast over a rank-2 ``a`` (a bias)."""
+    rows = [
+        (["a: Tensor[S, T]", "b: float"], "Tensor[S, T]"),
+        (["a: Tensor[S, T]", "b: Tensor[S, NoneTape]"], "Tensor[S, T]"),
+        (["a: Tensor[S, Tape]", "b: Tensor[S, OwnedTape]"], "Tensor[S, OwnedTape]"),
+        (["a: Tensor[S, T]", "b: Tensor[S, T]"], "Tensor[S, T]"),
+        (["a: Tensor[Rank2[A, B], T]", "b: Tensor[Rank1[B], NoneTape]"], "Tensor[Rank2[A, B], T]"),
+        (["a: Tensor[Rank2[A, B], Tape]", "b: Tensor[Rank1[B], OwnedTape]"], "Tensor[Rank2[A, B], OwnedTape]"),
+    ]
+    return "".join(_overload(name, params, ret) for params, ret in rows)
+
+
 TARGETS: dict[str, dict[str, Callable[[], str]]] = {
+    "binary.py": {name: functools.partial(_binary_block, name) for name in BINARY_OPS},
     "shape.py": {
         "transpose": transpose_block,
         "permute": permute_block,

@@ -161,6 +161,7 @@ def _binary_backward(grads: Gradients, entry: tuple[int, Any, BinaryRule, Array,
 # ----- add -------------------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED add: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def add(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -173,6 +174,7 @@ def add(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def add(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def add(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED add -----
 def add(a: Any, b: Any) -> Any:
     """``a + b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
 
@@ -219,6 +221,7 @@ def radd(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 # ----- sub -------------------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED sub: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def sub(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -231,6 +234,7 @@ def sub(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def sub(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def sub(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED sub -----
 def sub(a: Any, b: Any) -> Any:
     """``a - b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
 
@@ -253,6 +257,7 @@ def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 # ----- mul -------------------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED mul: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def mul(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -265,6 +270,7 @@ def mul(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def mul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def mul(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED mul -----
 def mul(a: Any, b: Any) -> Any:
     """``a * b`` elementwise, with numpy broadcasting; ``b`` may be a Python number.
 
@@ -297,6 +303,7 @@ def rmul(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 # ----- div -------------------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED div: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def div(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -309,6 +316,7 @@ def div(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def div(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED div -----
 def div(a: Any, b: Any) -> Any:
     """``a / b`` elementwise (true division), with numpy broadcasting; ``b`` may be a number.
 
@@ -378,6 +386,7 @@ def _tie_split(a: Array | float, b: Array | float, wins: Callable[[Any, Any], An
     return w
 
 
+# ----- BEGIN GENERATED maximum: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def maximum(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -390,6 +399,7 @@ def maximum(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def maximum(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def maximum(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED maximum -----
 def maximum(a: Any, b: Any) -> Any:
     """Elementwise maximum of ``a`` and ``b`` (numpy's ``np.maximum``: NaN propagates), with
     numpy broadcasting; ``b`` may be a Python number.
@@ -413,6 +423,7 @@ def _maximum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid:
     return g * _tie_split(a, b, np.greater, g.dtype), g * _tie_split(b, a, np.greater, g.dtype)
 
 
+# ----- BEGIN GENERATED minimum: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def minimum(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -425,6 +436,7 @@ def minimum(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def minimum(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def minimum(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED minimum -----
 def minimum(a: Any, b: Any) -> Any:
     """Elementwise minimum of ``a`` and ``b`` (numpy's ``np.minimum``: NaN propagates), with
     numpy broadcasting; ``b`` may be a Python number.
@@ -445,6 +457,7 @@ def _minimum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid:
     return g * _tie_split(a, b, np.less, g.dtype), g * _tie_split(b, a, np.less, g.dtype)
 
 
+# ----- BEGIN GENERATED pow: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def pow(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
 @overload
@@ -457,6 +470,7 @@ def pow(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 def pow(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def pow(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
+# ----- END GENERATED pow -----
 def pow(a: Any, b: Any) -> Any:
     """``a ** b`` elementwise (numpy's ``np.power``), with numpy broadcasting; the exponent ``b``
     may be a tensor or a Python number (a number goes to :func:`gradtape.ops.unary.pow`, the
