@@ -171,7 +171,9 @@ def build_optimizer(name: str, model: nn.Module, lr: float) -> optim.Optimizer:
 
 def evaluate(model: MLP | CNN, dev: Cpu, x: Array, y: Array, batch_size: int = 512) -> tuple[float, float]:
     """``(mean cross-entropy loss, accuracy)`` of ``model`` on images ``x (n, 64)`` and
-    labels ``y (n,)``, untraced (no tape, no gradients), in eval mode."""
+    labels ``y (n,)``, untraced (no tape, no gradients), in eval mode (the model's mode is
+    restored afterwards)."""
+    was_training = model.training
     model.eval()
     total, correct = 0.0, 0
     for lo in range(0, len(x), batch_size):
@@ -180,7 +182,7 @@ def evaluate(model: MLP | CNN, dev: Cpu, x: Array, y: Array, batch_size: int = 5
         yb = y[lo : lo + batch_size]
         total += cross_entropy(logits, yb, reduction="sum").item()
         correct += int((logits.numpy().argmax(axis=1) == yb).sum())
-    model.train()
+    model.train(was_training)
     return total / len(x), correct / len(x)
 
 
