@@ -79,8 +79,18 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     if tape is not NONE_TAPE:
         # the output's fresh id doubles as the op's time: later than its inputs' ops,
         # earlier than any op that reads it
-        tape._record((oid, _unary_backward, rule, a.id, saved))
+        if len(saved) == 1:  # the common case: one saved array, passed without a tuple
+            tape._record((oid, _unary_backward1, rule, a.id, saved[0]))
+        else:
+            tape._record((oid, _unary_backward, rule, a.id, saved))
     return out
+
+
+def _unary_backward1(grads: Gradients, entry: tuple[int, Any, Callable[..., None], int, Any]) -> None:
+    oid, _, rule, aid, saved = entry
+    g = grads._release(oid)
+    if g is not None:
+        rule(grads, aid, g, saved)
 
 
 def _unary_backward(grads: Gradients, entry: tuple[int, Any, Callable[..., None], int, tuple[Any, ...]]) -> None:
