@@ -692,3 +692,111 @@ def test_attention_matches_torch(dev: Cpu) -> None:
     got = _arr(enc.eval()(x, mask))
     want = ref(torch.from_numpy(_arr(x)), src_mask=torch.from_numpy(mask)).detach().numpy()
     np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+def _causal(lq: int, lk: int | None = None) -> Array:
+    """``(lq, lk)`` boolean causal mask, ``True`` (blocked) where key ``j > i``."""
+    return np.triu(np.ones((lq, lq if lk is None else lk), bool), 1)
+
+
+def test_causal_mask_blocks_later_positions(dev: Cpu) -> None:
+    """Under a causal mask query ``i`` attends to keys ``0..i`` only: changing the inputs
+    after ``i`` leaves outputs ``0..i`` unchanged, and the gradient of output ``i`` reaches
+    no later position (its attention weight there is exactly 0)."""
+    mha = nn.MultiHeadAttention(4, 2, dev=dev, dtype=F64)
+    mask = _causal(5)
+    x = _x(dev, 2, 5, 4)
+    base = _arr(mha(x, attn_mask=mask))
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        y = _arr(x).copy()
+        y[:, i + 1 :] += 100.0 * rng.standard_normal(y[:, i + 1 :].shape)
+        out = _arr(mha(dev.tensor(y), attn_mask=mask))
+        np.testing.assert_allclose(out[:, : i + 1], base[:, : i + 1], rtol=1e-12, atol=1e-12)
+        assert not np.allclose(out[:, i + 1 :], base[:, i + 1 :])
+    for i in range(5):
+        grads = Gradients.leaky()
+        mha(x.trace(grads), attn_mask=mask)[:, i].sum().backward()
+        g = _arr(grads.get(x))
+        assert np.all(g[:, i + 1 :] == 0.0) and np.abs(g[:, : i + 1]).max() > 1e-6, i
+    # without the mask, the first output does depend on the last position
+    grads = Gradients.leaky()
+    mha(x.trace(grads))[:, 0].sum().backward()
+    assert np.abs(_arr(grads.get(x))[:, -1]).max() > 1e-6
+
+
+def test_masked_attention_gradcheck(dev: Cpu) -> None:
+    """float64 finite differences through a causal mask (self-attention and a rectangular
+    cross-attention mask), for the inputs and the in-projection parameters, and through an
+    additive float mask."""
+    mha = nn.MultiHeadAttention(4, 2, dev=dev, dtype=F64)
+    assert mha.in_proj_bias is not None
+    mha.in_proj_bias.data[:] = _arr(_x(dev, 12))
+    q, k, v = _x(dev, 2, 3, 4), _x(dev, 2, 4, 4), _x(dev, 2, 4, 4)
+    assert gradcheck(lambda a: mha(a, attn_mask=_causal(3)), [q])
+    assert gradcheck(lambda a, b, c: mha(a, b, c, attn_mask=_causal(3, 4)), [q, k, v])
+    additive = _arr(_x(dev, 2, 1, 3, 4))  # per batch, broadcast over heads
+    assert gradcheck(lambda a, b: mha(a, b, b, attn_mask=additive), [q, k])
+    saved_w, saved_b = mha.in_proj_weight, mha.in_proj_bias
+
+    def with_params(a: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        mha.in_proj_weight, mha.in_proj_bias = w, b
+        return mha(a, attn_mask=_causal(3))
+
+    try:
+        assert gradcheck(with_params, [q, saved_w, saved_b])
+    finally:
+        mha.in_proj_weight, mha.in_proj_bias = saved_w, saved_b
+
+
+def test_mask_forms_agree_and_bad_mask_shape(dev: Cpu) -> None:
+    """A boolean mask equals the additive mask with -inf at blocked positions (and, nearly,
+    with -1e9); a mask that does not broadcast to (B, H, Lq, Lk) is a ShapeError naming both."""
+    mha = nn.MultiHeadAttention(4, 2, dev=dev, dtype=F64)
+    x = _x(dev, 2, 3, 4)
+    mask = _causal(3)
+    want = _arr(mha(x, attn_mask=mask))
+    np.testing.assert_array_equal(_arr(mha(x, attn_mask=np.where(mask, -np.inf, 0.0))), want)
+    np.testing.assert_allclose(_arr(mha(x, attn_mask=np.where(mask, -1e9, 0.0))), want, rtol=1e-12)
+    np.testing.assert_allclose(_arr(mha(x, attn_mask=mask[None, None])), want, rtol=1e-12)
+    with pytest.raises(ShapeError, match=r"attn_mask of shape \(4, 4\).*\(2, 2, 3, 3\)"):
+        mha(x, attn_mask=_causal(4))
+
+
+@pytest.mark.parametrize("mask_kind", ["causal", "cross", "float"])
+def test_masked_attention_matches_torch(dev: Cpu, mask_kind: str) -> None:
+    """Outputs and gradients (inputs and all parameters) equal torch.nn.MultiheadAttention's
+    (batch_first) under a boolean causal mask, a rectangular boolean mask and a float mask."""
+    torch = pytest.importorskip("torch")
+    mha = nn.MultiHeadAttention(8, 2, dev=dev, dtype=F64)
+    assert mha.in_proj_bias is not None and mha.out_proj.bias is not None
+    mha.in_proj_bias.data[:] = _arr(_x(dev, 24))
+    mha.out_proj.bias.data[:] = _arr(_x(dev, 8))
+    ref = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    with torch.no_grad():
+        for (_, p), (_, r) in zip(mha.named_parameters(), ref.named_parameters(), strict=True):
+            r.copy_(torch.from_numpy(_arr(p)))
+    lk = 6 if mask_kind == "cross" else 5
+    q, k, v = _x(dev, 3, 5, 8), _x(dev, 3, lk, 8), _x(dev, 3, lk, 8)
+    if mask_kind == "float":
+        mask: Array = np.random.default_rng(0).standard_normal((5, lk))
+        mask[_causal(5, lk)] = -np.inf
+    else:
+        mask = _causal(5, lk)
+    w = _arr(_x(dev, 3, 5, 8))  # weights of the projected loss sum(out * w)
+
+    grads = Gradients.leaky()
+    out = mha(q.trace(grads), k.trace(grads), v.trace(grads), attn_mask=mask)
+    (out * dev.tensor(w)).sum().backward()
+
+    tq, tk, tv = (torch.tensor(_arr(t), requires_grad=True) for t in (q, k, v))
+    tout, _ = ref(tq, tk, tv, attn_mask=torch.from_numpy(mask), need_weights=False)
+    (tout * torch.from_numpy(w)).sum().backward()
+
+    np.testing.assert_allclose(_arr(out), tout.detach().numpy(), atol=1e-10)
+    for ours, theirs in ((q, tq), (k, tk), (v, tv)):
+        assert theirs.grad is not None
+        np.testing.assert_allclose(_arr(grads.get(ours)), theirs.grad.numpy(), atol=1e-10)
+    for (name, p), (_, r) in zip(mha.named_parameters(), ref.named_parameters(), strict=True):
+        assert r.grad is not None
+        np.testing.assert_allclose(_arr(grads.get(p)), r.grad.numpy(), atol=1e-10, err_msg=name)

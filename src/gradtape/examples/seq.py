@@ -18,10 +18,14 @@ vocabulary. Trained with AdamW (weight decay 0.01) on next-character cross-entro
 random windows of the training text, with gradients clipped to global norm 1.
 
 Prints the training loss every 50 steps, then the train and held-out loss in nats and
-bits per character next to the unigram baseline (the entropy of the character
-frequencies, the best a model without context can do), then a sample continued from the
-start of the held-out text. Measured on a 2-core VM (default flags, seed 0, 600 steps,
-about 40 s of training): held-out 2.95 bits/char against the unigram baseline's 4.55; the
+bits per character next to the unigram baseline (the cross-entropy of the held-out text
+under the training text's character frequencies, the best a model without context can
+do), then a sample continued from the start of the held-out text.
+
+Measured on a 2-core VM with Python 3.11.7 (default flags, seed 0: 600 steps of 16 windows
+of 64 characters, AdamW at peak lr 5e-3): held-out 2.81 bits/char (1.94 nats/char) against
+the unigram baseline's 4.55, i.e. 1.74 bits/char below it (train 2.70); about 18 s of
+training (20 s wall clock in all), up to a minute when other jobs load the two cores. The
 samples have words and docstring layout, not yet sense.
 """
 
@@ -47,6 +51,7 @@ from gradtape.losses import cross_entropy
 __all__ = [
     "CharTransformer",
     "Corpus",
+    "Result",
     "causal_mask",
     "evaluate",
     "generate",
@@ -271,7 +276,7 @@ def train(
     steps: int = 600,
     batch_size: int = 16,
     context: int = 64,
-    lr: float = 3e-3,
+    lr: float = 5e-3,
     layers: int = 2,
     seed: int = 0,
     text: str | None = None,
@@ -337,22 +342,46 @@ def train(
     return Result(model, corpus, losses, train_loss, held_out_loss, base, seconds)
 
 
+def _seed(text: str) -> int:
+    """``text`` as an int >= 0 (numpy's generators take no negative seeds).
+
+    Raises:
+        argparse.ArgumentTypeError: negative.
+        ValueError: not an integer.
+    """
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command-line entry point (see the module docstring)."""
+    """Command-line entry point (see the module docstring).
+
+    Sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is already set (before numba starts its
+    OpenMP threads): numba's OpenMP workers otherwise spin after every parallel kernel and
+    take the cores OpenBLAS needs for the next matmul; measured on the 2-core VM, 100 default
+    steps took 10-30 s with spinning workers and about 3 s without.
+    """
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.seq", description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=positive_int, default=600)
-    ap.add_argument("--batch-size", type=positive_int, default=16)
-    ap.add_argument("--context", type=positive_int, default=64, help="sequence length L")
-    ap.add_argument("--lr", type=nonnegative_float, default=3e-3)
-    ap.add_argument("--layers", type=positive_int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=positive_int, default=600, help="optimiser steps (default: 600)")
+    ap.add_argument("--batch-size", type=positive_int, default=16, help="windows per step (default: 16)")
+    ap.add_argument("--context", type=positive_int, default=64, help="sequence length L (default: 64)")
+    ap.add_argument("--lr", type=nonnegative_float, default=5e-3, help="peak learning rate (default: 5e-3)")
+    ap.add_argument("--layers", type=positive_int, default=2, help="transformer blocks (default: 2)")
+    ap.add_argument("--seed", type=_seed, default=0, help="seeds init, batches and sampling (default: 0)")
     ap.add_argument("--out", help="save the model's parameters to this safetensors file")
     ap.add_argument("--sample", type=int, default=200, metavar="N", help="characters to generate (0: none)")
-    ap.add_argument("--temperature", type=nonnegative_float, default=0.8)
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--temperature", type=nonnegative_float, default=0.8, help="sampling temperature (0: greedy)")
+    ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = ap.parse_args(argv)
     if args.sample < 0:
         ap.error(f"argument --sample: must be >= 0, got {args.sample}")
+    if args.out is not None:
+        parent = os.path.dirname(os.path.abspath(args.out))
+        if os.path.isdir(args.out) or not os.path.isdir(parent):
+            ap.error(f"argument --out: cannot write a file at {args.out!r} (is a directory or its folder is missing)")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     res = train(
         args.steps,
         args.batch_size,
@@ -362,14 +391,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.seed,
         progress=False if args.no_progress else None,
     )
-    nats = 1.0 / math.log(2.0)
+    bits_per_nat = 1.0 / math.log(2.0)
+    held_bits = res.held_out_loss * bits_per_nat
     print(
         f"trained {res.model.num_parameters():,} parameters on {len(res.corpus.train):,} characters "
         f"(vocabulary {len(res.corpus.vocab)}) in {res.seconds:.1f} s"
     )
-    print(f"train loss    {res.train_loss:.4f} nats/char = {res.train_loss * nats:.3f} bits/char")
-    print(f"held-out loss {res.held_out_loss:.4f} nats/char = {res.held_out_loss * nats:.3f} bits/char")
-    print(f"unigram baseline (no context): {res.unigram_bits:.3f} bits/char")
+    print(f"train loss    {res.train_loss:.4f} nats/char = {res.train_loss * bits_per_nat:.3f} bits/char")
+    print(f"held-out loss {res.held_out_loss:.4f} nats/char = {held_bits:.3f} bits/char")
+    print(
+        f"unigram baseline (no context): {res.unigram_bits / bits_per_nat:.4f} nats/char = "
+        f"{res.unigram_bits:.3f} bits/char; held-out is {res.unigram_bits - held_bits:.3f} bits/char below it"
+    )
     if args.out:
         nn.save(res.model, args.out)
         print(f"saved checkpoint to {os.fspath(args.out)}")

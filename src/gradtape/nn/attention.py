@@ -95,10 +95,17 @@ class MultiHeadAttention(Module):
             q: ``(B, Lq, E)``; k, v: ``(B, Lk, E)``.
             attn_mask: ``None``, a boolean array broadcastable to ``(B, H, Lq, Lk)`` where
                 ``True`` *blocks* a position (PyTorch's convention), or a float array added
-                to the scores.
+                to the scores. A blocked key gets attention weight exactly 0 and so no
+                gradient through that query; a causal (autoregressive) mask is
+                ``np.triu(np.ones((L, L), bool), k=1)`` (query ``i`` sees keys ``0..i``). A
+                query whose keys are all blocked gets NaN, as in PyTorch.
 
         Returns:
             ``(B, Lq, E)``, the tape of the inputs.
+
+        Raises:
+            ShapeError: an input is not ``(B, L, E)``, the batch sizes or key and value
+                lengths differ, or ``attn_mask`` does not broadcast to ``(B, H, Lq, Lk)``.
         """
         k = q if k is None else k
         v = k if v is None else v
@@ -117,7 +124,14 @@ class MultiHeadAttention(Module):
         if attn_mask is not None:
             m = np.asarray(attn_mask)
             add = np.where(m, -np.inf, 0.0) if m.dtype == np.bool_ else m
-            scores = scores + q._like(np.broadcast_to(add.astype(q.dtype), scores.shape).copy())
+            try:
+                full = np.broadcast_to(add.astype(q.dtype), scores.shape)
+            except ValueError:
+                raise ShapeError(
+                    f"MultiHeadAttention: attn_mask of shape {m.shape} does not broadcast to the "
+                    f"scores (B, H, Lq, Lk) = {scores.shape}"
+                ) from None
+            scores = scores + q._like(full.copy())
         attn = self.dropout(scores.softmax(-1))
         out = (attn @ vh).permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
         return self.out_proj(out)
