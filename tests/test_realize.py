@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, NewType
 from typing import Literal as L
-from typing import NewType
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
-from gradtape import Cpu, Gradients, Rank2, ShapeError
-from gradtape.shapes import check_realize
+from gradtape import Cpu, Gradients, GradientTape, OwnedTape, Rank2, ShapeError, Tensor
+from gradtape.shapes import check_realize, realize
 
 Batch = NewType("Batch", int)
 
@@ -22,6 +23,37 @@ def test_realize_returns_the_same_tensor_with_its_tape() -> None:
     assert y is x and y.tape is x.tape and y.data is x.data
     grads = (y * 2.0).sum().backward()
     np.testing.assert_array_equal(grads.get(x).numpy(), np.full((4, 3), 2.0, np.float32))
+
+
+def test_function_form_and_untraced_tensors() -> None:
+    """``realize(x, shape)`` is the method; an untraced float64 tensor stays untraced, same id."""
+    dev = Cpu()
+    x = dev.randn((2, 5), np.float64)
+    y = realize(x, tuple[int, L[5]])
+    assert y is x and y.id == x.id and y.tape is x.tape and y.dtype == np.float64
+    assert Tensor.realize is realize
+
+
+def test_realize_in_the_middle_of_a_graph_records_nothing() -> None:
+    """A realize between ops adds no backward op: the gradient is that of the same graph
+    without it, and the tape holds as many ops."""
+    dev = Cpu(seed=1)
+    w = dev.randn((3, 2), np.float64)
+    xs = dev.randn((4, 3), np.float64)
+
+    def loss(with_realize: bool) -> tuple[npt.NDArray[np.float64], int]:
+        grads = Gradients.leaky()
+        h: Tensor[Any, OwnedTape] = xs.trace(grads).matmul(w)
+        if with_realize:
+            h = h.realize(tuple[L[4], int])
+        out = h.relu().sum()
+        assert isinstance(out.tape, GradientTape)
+        n = len(out.tape)
+        return out.backward().get(xs).numpy(), n
+
+    (g0, n0), (g1, n1) = loss(False), loss(True)
+    np.testing.assert_array_equal(g0, g1)
+    assert n0 == n1
 
 
 @pytest.mark.parametrize(

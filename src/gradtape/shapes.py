@@ -10,16 +10,24 @@ A tensor's shape is a ``tuple`` type: ``Tensor[tuple[L[3], L[4]], NoneTape]``
 mypy checks that shapes agree where the types say they must (matmul's inner dims,
 equal shapes of an elementwise op); the same checks run again at run time and raise
 :class:`~gradtape.errors.ShapeError` naming the op and both shapes.
+
+:func:`realize` (also the method ``Tensor.realize``, dfdx's ``realize``) is where the two
+kinds of dims meet: it checks a tensor's run-time shape against a shape type and returns
+the same tensor under that type, e.g. ``x.realize(tuple[Batch, L[64]])``.
 """
 
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, final
 
 import numpy as np
 
 from gradtape.errors import ShapeError
+
+if TYPE_CHECKING:
+    from gradtape.tape import Tape
+    from gradtape.tensor import Tensor
 
 __all__ = [
     "AnyShape",
@@ -33,6 +41,7 @@ __all__ = [
     "Shape",
     "broadcast_shapes",
     "check_realize",
+    "realize",
     "sum_to_shape",
 ]
 
@@ -42,6 +51,8 @@ C = TypeVar("C")
 D = TypeVar("D")
 E = TypeVar("E")
 F = TypeVar("F")
+S2 = TypeVar("S2", bound=tuple[Any, ...])
+T = TypeVar("T", bound="Tape")
 
 Shape: TypeAlias = tuple[int, ...]
 """A concrete run-time shape."""
@@ -144,3 +155,36 @@ def check_realize(shape: object, actual: tuple[int, ...]) -> None:
         supertype = getattr(dim, "__supertype__", None)  # NewType("Batch", int)
         if not ((isinstance(dim, type) and issubclass(dim, int)) or supertype is int):
             raise TypeError(f"realize: dim {i} of {want} is {dim!r}; dims are Literal[n], int or NewType(..., int)")
+
+
+def realize(t: Tensor[Any, T], shape: type[S2]) -> Tensor[S2, T]:
+    """``t`` under the shape type ``shape``, checked at run time (dfdx's ``realize``): where
+    dynamic code (``int`` dims) meets static code (``Literal`` dims). Bound as the method
+    ``Tensor.realize``: ``x.realize(shape)`` is ``realize(x, shape)``.
+
+    Returns ``t`` itself, the same object with the same id, data, dtype and tape (no copy, no
+    op recorded, gradients flow through it as through ``t``), typed ``Tensor[shape, T]``
+    after checking that ``t``'s shape fits ``shape``: the rank must match, each
+    ``Literal[n]`` dim must be ``n``, and ``int`` or a named axis (``NewType("Batch", int)``)
+    accepts any size; ``tuple[int, ...]`` forgets the shape (any rank). Any dtype and either
+    tape kind (``NoneTape`` or ``OwnedTape``, kept as it is)::
+
+        Batch = NewType("Batch", int)
+
+        def load() -> Tensor[Rank2[int, int], NoneTape]: ...
+
+        w = load().realize(tuple[L[64], L[10]])     # Tensor[Rank2[L[64], L[10]], NoneTape]
+        x = realize(dev.randn((32, 64)), tuple[Batch, L[64]])
+        y = x.matmul(w)                             # Tensor[Rank2[Batch, L[10]], NoneTape]
+        load().realize(tuple[L[64], L[3]])          # ShapeError: dim 1 of shape (64, 10) is 10, ...
+
+    Write the shape as ``tuple[...]``: mypy accepts a tuple type as a value, but not an
+    application of the ``Rank2`` alias (``Rank2[L[64], L[10]]`` works at run time only).
+
+    Raises:
+        ShapeError: the rank or a ``Literal`` dim differs; the message gives the tensor's
+            shape and the requested one.
+        TypeError: ``shape`` is not a tuple type of ``Literal[n]`` / ``int`` / named-axis dims.
+    """
+    check_realize(shape, t.data.shape)
+    return t  # a type-level change only, as in dfdx

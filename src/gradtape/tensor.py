@@ -24,7 +24,7 @@ from gradtape.ops import shape as _shape
 from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
 from gradtape.ops.softmax import softmax as _softmax_op
-from gradtape.shapes import check_realize
+from gradtape.shapes import realize as _realize
 from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ __all__ = ["Tensor"]
 S = TypeVar("S")
 T_co = TypeVar("T_co", bound=Tape, covariant=True)
 T2 = TypeVar("T2", bound=Tape)
-S2 = TypeVar("S2")
 Array = np.ndarray[Any, Any]
 
 _new = object.__new__
@@ -172,27 +171,7 @@ class Tensor(Generic[S, T_co]):
         t._leaf = True
         return t
 
-    def realize(self, shape: type[S2]) -> Tensor[S2, T_co]:
-        """This tensor typed with the shape type ``shape``, checked at run time (dfdx's
-        ``realize``): where dynamic code (``int`` dims) meets static code (``Literal`` dims).
-
-        ``x.realize(tuple[L[4], int])`` returns ``x`` itself (same id, data and tape: no copy,
-        no op recorded) as a ``Tensor[Rank2[L[4], int], T]`` after checking that ``x`` is 2-D
-        with 4 rows. ``Literal[n]`` dims must match; ``int`` and named axes
-        (``NewType("Batch", int)``) accept any size; ``tuple[int, ...]`` forgets the shape::
-
-            def load() -> Tensor[Rank2[int, int], NoneTape]: ...
-            w = load().realize(tuple[L[64], L[10]])   # Tensor[Rank2[L[64], L[10]], NoneTape]
-
-        Write the shape as ``tuple[...]``: mypy accepts a tuple type as a value but not an
-        application of the ``Rank2`` alias (``Rank2[L[64], L[10]]`` works at run time only).
-
-        Raises:
-            ShapeError: the rank or a ``Literal`` dim differs (the message gives both shapes).
-            TypeError: ``shape`` is not a tuple type of ``Literal[n]`` / ``int`` dims.
-        """
-        check_realize(shape, self.data.shape)
-        return self  # type: ignore[return-value]
+    realize = _realize  # dfdx's realize: a run-time checked change of the shape type (shapes.py)
 
     def leaky_trace(self) -> Tensor[S, OwnedTape]:
         """:meth:`trace` into a fresh ``Gradients.leaky()`` (keeps every gradient)."""

@@ -62,13 +62,22 @@ class Linear(Module, Generic[I, O]):
     # The AnyShape overload comes last here: an untyped input still gets Tensor[Any, Any]
     # (mypy gives Any when an Any argument matches overloads with different results), and a
     # wrong in-feature dim is reported against the rank-2 signature ("expected
-    # Tensor[tuple[B, Literal[100]], T]") rather than against AnyShape.
+    # Tensor[tuple[B, Literal[100]], T]") rather than against AnyShape. A layer whose
+    # in-features are a run-time ``int`` (``Linear(4, 3, dev=dev)`` unannotated) takes any
+    # in-feature dim type, ``Literal`` included (checked at run time), as the self-typed
+    # overloads say; a layer typed ``Linear[L[64], O]`` takes only ``L[64]``.
     @overload
     def forward(self, x: Tensor[Rank2[B, I], T]) -> Tensor[Rank2[B, O], T]: ...
     @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank2[B, Any], T]) -> Tensor[Rank2[B, O], T]: ...
+    @overload
     def forward(self, x: Tensor[Rank3[D, B, I], T]) -> Tensor[Rank3[D, B, O], T]: ...
     @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank3[D, B, Any], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    @overload
     def forward(self, x: Tensor[Rank1[I], T]) -> Tensor[Rank1[O], T]: ...
+    @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank1[Any], T]) -> Tensor[Rank1[O], T]: ...
     @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
     def forward(self, x: Any) -> Any:

@@ -8,14 +8,14 @@
 - :func:`clip_grad_norm_`: clip the gradients in a :class:`~gradtape.Gradients` store by
   their global norm.
 
-A training step (``model.params()`` is a list of untraced parameter tensors)::
+A training step (``model.parameters()`` is a list of untraced parameter tensors)::
 
-    opt = gradtape.optim.Adam(model.params(), lr=1e-3)
+    opt = gradtape.optim.Adam(model.parameters(), lr=1e-3)
     grads = Gradients.leaky()
-    grads.retain_leafs(model.params())
+    grads.retain_leafs(model.parameters())
     loss = cross_entropy(model.forward(dev.tensor(x).trace(grads)), y)
     grads = loss.backward()
-    clip_grad_norm_(model.params(), grads, max_norm=1.0)
+    clip_grad_norm_(model.parameters(), grads, max_norm=1.0)
     opt.step(grads)
 
 Gradient accumulation over micro-batches: a ``Gradients`` store traced into by several
@@ -23,7 +23,7 @@ forward passes accumulates (``+=``) every backward pass into the same buffers, s
 store for ``k`` micro-batches, scale each loss by ``1 / k`` to get the mean, and step once::
 
     grads = Gradients.leaky()
-    grads.retain_leafs(model.params())
+    grads.retain_leafs(model.parameters())
     for xb, yb in micro_batches:          # k of them
         loss = cross_entropy(model.forward(dev.tensor(xb).trace(grads)), yb) * (1.0 / k)
         grads = loss.backward()           # the same store, gradients summed into it

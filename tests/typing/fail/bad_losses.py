@@ -7,8 +7,10 @@ from gradtape.losses import (
     binary_cross_entropy_with_logits,
     cross_entropy,
     huber_loss,
+    kl_div,
     l1_loss,
     mse_loss,
+    smooth_l1_loss,
 )
 
 dev = Cpu()
@@ -30,3 +32,13 @@ a: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.randn((4, 3))  # E: arg-type
 b: Tensor[Rank1[L[5]], NoneTape] = dev.ones((5, 1))  # E: arg-type
 c: Tensor[Rank2[L[2], L[2]], NoneTape] = dev.zeros((2,))  # E: arg-type
 d: Tensor[Rank2[L[2], L[2]], OwnedTape] = dev.zeros((2, 2))  # E: assignment
+
+# more loss misuses: mismatched shapes, wrong rank, wrong options, a tensor taken for a float
+v: Tensor[Rank1[L[3]], NoneTape] = dev.zeros((3,))
+smooth_l1_loss(p, q)  # E: misc
+kl_div(p, q)  # E: misc
+mse_loss(p, v)  # E: misc
+cross_entropy(v, [0])  # E: arg-type
+cross_entropy(logits, [0], reduction="none")  # E: arg-type
+huber_loss(p, p, delta="1")  # E: call-overload
+f: float = mse_loss(p, p)  # E: assignment

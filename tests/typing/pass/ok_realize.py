@@ -4,6 +4,7 @@ from typing import Literal as L
 from typing import NewType, reveal_type
 
 from gradtape import Cpu, Gradients, NoneTape, OwnedTape, Rank2, Tensor
+from gradtape.shapes import realize
 
 Batch = NewType("Batch", int)
 dev = Cpu()
@@ -24,3 +25,9 @@ reveal_type(anyrank)  # R: Tensor[tuple[int, ...], gradtape.tape.NoneTape]
 xt = x.trace(Gradients.leaky()).realize(tuple[int, L[64]])
 reveal_type(xt)  # R: Tensor[tuple[int, Literal[64]], gradtape.tape.GradientTape]
 loss: Tensor[tuple[()], OwnedTape] = xt.matmul(w).sum().realize(tuple[()])
+# the function form, and realize back to int dims (dynamic code takes any size)
+y = realize(load(), tuple[L[64], int])
+reveal_type(y)  # R: Tensor[tuple[Literal[64], int], gradtape.tape.NoneTape]
+dyn: Tensor[Rank2[int, int], NoneTape] = w.realize(tuple[int, int])
+scalar = dev.tensor(3.0).realize(tuple[()])
+reveal_type(scalar)  # R: Tensor[tuple[()], gradtape.tape.NoneTape]

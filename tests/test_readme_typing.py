@@ -1,0 +1,105 @@
+"""README's "Typing a model end to end" section cannot rot: its code blocks go through mypy.
+
+tests/test_repo.py checks the typed model block and the quoted wrong-inner-dim message; this
+file checks the other blocks of the section: the list of mistakes (mypy rejects exactly the
+lines marked ``# error``), the ``realize`` block (passes, reveals the type its comment
+states, rejects the line its comment says is rejected, and runs, printing the message
+quoted), and the numbers of typing test cases the section claims.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from mypy import api as mypy_api
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+TYPING = ROOT / "tests" / "typing"
+
+
+def _section() -> str:
+    start = README.index("## Typing a model end to end\n")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end != -1 else len(README)]
+
+
+def _block(marker: str) -> str:
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", _section(), flags=re.S) if marker in b]
+    assert len(blocks) == 1, f"expected one python block with {marker!r} in the section, got {len(blocks)}"
+    return str(blocks[0])
+
+
+def _mypy(path: Path, source: str) -> list[tuple[int, str, str]]:
+    """``(line, kind, message)`` for each error or note mypy --strict gives ``source``."""
+    path.write_text(source)
+    out, err, _ = mypy_api.run(
+        ["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", "--hide-error-context", str(path)]
+    )
+    assert not err, err
+    found = []
+    for line in out.splitlines():
+        m = re.match(r"^[^:]+:(\d+): (error|note): (.*)$", line)
+        if m:
+            found.append((int(m[1]), m[2], m[3]))
+    return found
+
+
+def test_the_listed_mistakes_are_rejected_on_exactly_the_marked_lines(tmp_path: Path) -> None:
+    block = _block("# error:")
+    marked = {i for i, line in enumerate(block.splitlines(), start=1) if "# error:" in line}
+    assert len(marked) >= 4
+    errors = {ln for ln, kind, _ in _mypy(tmp_path / "readme_mistakes.py", block) if kind == "error"}
+    assert errors == marked
+
+
+def _readable(t: str) -> str:
+    """mypy's spelling of a type as the README writes it (``Rank2[...]``, ``L[...]``, no modules)."""
+    t = re.sub(r"\b(gradtape\.\w+|readme_\w+)\.", "", t)
+    return t.replace("Literal[", "L[")
+
+
+def test_the_realize_block_checks_reveals_rejects_and_runs(tmp_path: Path) -> None:
+    block = _block("def load(")
+    # the type the comment on `y = ...` states is the one mypy reveals
+    stated = re.search(r"^y = .*# (Tensor\[.*\])$", block, flags=re.M)
+    assert stated is not None
+    results = _mypy(tmp_path / "readme_realize.py", block + "reveal_type(y)\n")
+    assert [kind for _, kind, _ in results] == ["note"], results
+    revealed = re.search(r'Revealed type is "(.*)"', results[0][2])
+    assert revealed is not None
+    want = stated.group(1).replace("Rank2[", "tuple[")
+    assert _readable(revealed.group(1)) == want, (revealed.group(1), want)
+
+    # the line the block says mypy rejects is rejected
+    rejected = re.search(r"^# (\S+) is rejected by mypy", block, flags=re.M)
+    assert rejected is not None
+    bad = block.replace(rejected.group(0), rejected.group(1) + "  #", 1)
+    line = bad.splitlines().index(next(ln for ln in bad.splitlines() if ln.startswith(rejected.group(1)))) + 1
+    errors = [(ln, msg) for ln, kind, msg in _mypy(tmp_path / "readme_realize_bad.py", bad) if kind == "error"]
+    assert [ln for ln, _ in errors] == [line], errors
+
+    # it runs, and the message it prints is the one quoted
+    printed: list[str] = []
+    ns: dict[str, object] = {"__name__": "readme_realize", "print": lambda *a: printed.append(" ".join(map(str, a)))}
+    exec(compile(block, "README.md:realize", "exec"), ns)
+    quoted = re.search(r"print\(e\)  # (.*)$", block, flags=re.M)
+    assert quoted is not None
+    assert printed == [quoted.group(1)]
+    assert ns["y"].shape == (32, 10)  # type: ignore[attr-defined]
+
+
+def _count(folder: str, tag: str) -> int:
+    return sum(len(re.findall(rf"# {tag}: \S", p.read_text())) for p in (TYPING / folder).glob("*.py"))
+
+
+@pytest.mark.parametrize(
+    ("claim", "folder", "tag"), [("reveal_type", "pass", "R"), ("lines it must reject", "fail", "E")]
+)
+def test_the_counts_the_section_states_hold(claim: str, folder: str, tag: str) -> None:
+    """The section's "N+ reveal_type pins" and "M+ lines it must reject" stay true as tests/typing changes."""
+    m = re.search(rf"(\d+)\+ (?:`?{re.escape(claim)}`?)", _section())
+    assert m is not None, f"the section no longer states a number of {claim!r}"
+    assert _count(folder, tag) >= int(m.group(1))
