@@ -387,3 +387,15 @@ def test_import_and_kernels_work_with_no_cache_location_at_all(tmp_path: Path) -
     assert Path(where).is_relative_to(site)
     assert values == "[2.0, 2.0, 2.0]"
     assert "compiling without a cache" in proc.stderr
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_workers_do_not_spin_unless_asked(given: str | None, expected: str) -> None:
+    """Importing gradtape sets OMP_WAIT_POLICY=PASSIVE (numba's OpenMP workers would spin
+    and starve OpenBLAS), and leaves a value the user set alone."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    code = "import os, gradtape; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected

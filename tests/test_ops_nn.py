@@ -472,7 +472,7 @@ def test_norm_skips_unretained_input() -> None:
 
 # ----- the norm kernels: large (parallel) and strided (numpy fallback) inputs --------------
 
-_LARGE = (513, 300)  # > PARALLEL_THRESHOLD elements; 300 is not a multiple of the 8-way unroll
+_LARGE = (3500, 300)  # > PARALLEL_THRESHOLD elements; 300 is not a multiple of the 8-way unroll
 
 
 @pytest.mark.parametrize("centered", [True, False], ids=["layer", "rms"])

@@ -356,13 +356,7 @@ def _seed(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command-line entry point (see the module docstring).
-
-    Sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is already set (before numba starts its
-    OpenMP threads): numba's OpenMP workers otherwise spin after every parallel kernel and
-    take the cores OpenBLAS needs for the next matmul; measured on the 2-core VM, 100 default
-    steps took 10-30 s with spinning workers and about 3 s without.
-    """
+    """Command-line entry point (see the module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.seq", description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=positive_int, default=600, help="optimiser steps (default: 600)")
     ap.add_argument("--batch-size", type=positive_int, default=16, help="windows per step (default: 16)")
@@ -381,7 +375,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         parent = os.path.dirname(os.path.abspath(args.out))
         if os.path.isdir(args.out) or not os.path.isdir(parent):
             ap.error(f"argument --out: cannot write a file at {args.out!r} (is a directory or its folder is missing)")
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     res = train(
         args.steps,
         args.batch_size,
