@@ -376,9 +376,7 @@ def _gradtape_grads(graph: Graph, values: list[Any], split: bool) -> list[np.nda
     """Gradients of graph's scalar output w.r.t. each input: only the first traced (dfdx style),
     or each input traced into its own store (``split``)."""
     xs = [t64(v) for v in values]
-    ins: list[Tensor[Any, Any]] = [
-        x.trace(Gradients.leaky()) if split or i == 0 else x for i, x in enumerate(xs)
-    ]
+    ins: list[Tensor[Any, Any]] = [x.trace(Gradients.leaky()) if split or i == 0 else x for i, x in enumerate(xs)]
     g = graph(ins).backward()
     assert isinstance(g, Gradients)
     return [g.get(x).numpy() for x in xs]
