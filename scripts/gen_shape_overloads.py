@@ -2,27 +2,43 @@
 
 Some typed signatures are too many to write by hand, or would repeat the same table in
 every function of a family. This script writes each table between its
-``BEGIN GENERATED <name>`` and ``END GENERATED <name>`` marker lines:
+``BEGIN GENERATED <name>`` and ``END GENERATED <name>`` marker lines (the ``@overload``
+stubs only: the implementation, with its docstring, follows the ``END`` line by hand).
+One section of this file per module, in the order of ``TARGETS``:
 
-- ``src/gradtape/ops/shape.py``: ``transpose`` and ``permute`` (ranks 2 to 4, one overload
-  per axis pair or permutation, each axis accepted as a non-negative or negative
-  ``Literal``) and the tape overloads of ``concat`` and ``stack`` (tuples of 2 to 4
-  tensors, one of which owns a tape);
-- ``src/gradtape/ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``,
-  ``minimum`` and ``pow`` (a number, a tensor of the same shape with the tape-kind rule, or
-  a broadcast row vector);
-- ``src/gradtape/ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``,
-  ``var``, ``std`` and ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank
-  1 to 3 tensor -> that dim dropped; anything else -> ``Tensor[Any, T]``).
+- ``ops/shape.py``: ``transpose`` and ``permute`` (ranks 2 to 4, one overload per axis pair
+  or permutation, each axis accepted as a non-negative or negative ``Literal``) and the tape
+  overloads of ``concat`` and ``stack`` (tuples of 2 to 4 tensors, one of which owns a tape);
+- ``ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum`` and ``pow``
+  (a number, a tensor of the same shape with the tape-kind rule, or a broadcast row vector);
+- ``ops/compare.py``: ``lt``, ``le``, ``gt``, ``ge``, ``eq`` and ``ne`` (same shape or a
+  broadcast row vector; the output is an untraced mask);
+- ``ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``, ``var``, ``std`` and
+  ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank 1 to 3 tensor -> that
+  dim dropped; anything else -> ``Tensor[Any, T]``);
+- ``ops/linalg.py``: ``matmul`` (eight rank pairs) and ``linear`` (a rank-2 or rank-3
+  input), each with the tape-kind rule;
+- ``ops/conv.py``: ``conv1d``, ``conv2d`` and ``conv_transpose2d`` (channels checked when
+  ``groups`` is left out, unchecked with ``groups=`` by keyword), with the tape-kind rule;
+- ``ops/nn.py``: ``layer_norm`` (last axis by default, or ``normalized_shape``);
+- ``losses.py``: the elementwise losses ``mse_loss``, ``l1_loss``, ``huber_loss``,
+  ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``.
+
+Most tables apply **the tape-kind rule** (:func:`tape_rule`): the output owns a tape
+(``OwnedTape``) if any input does, else it has the first input's tape kind. Tables of three
+overloads or fewer that appear once (``rms_norm``, ``prelu``, ``where``, ``embedding``, ...)
+are written by hand where they are clearer.
 
 Usage::
 
     python scripts/gen_shape_overloads.py          # rewrite the blocks in place
     python scripts/gen_shape_overloads.py --check  # exit 1 if a block is out of date
 
-``tests/test_ops_shape.py`` runs ``--check``, so an edit to this script must be followed by
-a run of it. The output is already in ``ruff format`` style (lines up to 120 characters,
-longer signatures exploded with a trailing comma).
+``tests/test_static.py`` runs ``--check`` (which also fails on ``GENERATED`` markers in a
+module this script does not know), so an edit to this script must be followed by a run of
+it. The output is what ``ruff format`` writes (lines up to 120 characters; a longer
+signature gets its parameters on one indented line, or one per line with a trailing comma
+when they do not fit there either), and the same on every run.
 """
 
 from __future__ import annotations
@@ -31,42 +47,115 @@ import functools
 import itertools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-OPS = Path(__file__).resolve().parents[1] / "src" / "gradtape" / "ops"
-RANKS = (2, 3, 4)
-"""Ranks that get exact ``transpose`` / ``permute`` overloads."""
-TUPLE_LENGTHS = (2, 3, 4)
-"""Lengths of the tuples of tensors that get mixed-tape ``concat`` / ``stack`` overloads."""
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
-"""The elementwise binary ops of ``ops/binary.py`` that share one overload table."""
-REDUCE_RANKS = (1, 2, 3)
-"""Ranks whose single-``Literal``-axis reductions get exact overloads."""
-DIMS = "ABCD"
+SRC = Path(__file__).resolve().parents[1] / "src" / "gradtape"
 LINE = 120
+"""ruff's line length (pyproject.toml)."""
+DIMS = "ABCD"
 
 _BLOCK = re.compile(
     r"(?P<begin>^# ----- BEGIN GENERATED (?P<name>\w+)[^\n]*\n)(?P<body>.*?)"
     r"(?P<end>^# ----- END GENERATED (?P=name) -----$)",
     re.M | re.S,
 )
+_MARKER = re.compile(r"^# ----- (BEGIN|END) GENERATED ", re.M)
+
+
+# ----- building blocks ---------------------------------------------------------------------
 
 
 def _lit(axis: int, rank: int) -> str:
     return f"Literal[{axis}, {axis - rank}]"
 
 
-def _rank(dims: list[str] | str) -> str:
+def _rank(dims: Sequence[str]) -> str:
     return f"Rank{len(dims)}[{', '.join(dims)}]"
 
 
-def _overload(name: str, params: list[str], ret: str) -> str:
+def _overload(name: str, params: Sequence[str], ret: str) -> str:
+    """One ``@overload`` stub in ``ruff format``'s layout: on one line if it fits, else the
+    parameters on one indented line, else one parameter per line with a trailing comma."""
     one = f"def {name}({', '.join(params)}) -> {ret}: ..."
     if len(one) <= LINE:
         return f"@overload\n{one}\n"
+    hugged = f"    {', '.join(params)}"
+    if len(hugged) <= LINE:
+        return f"@overload\ndef {name}(\n{hugged}\n) -> {ret}: ...\n"
     body = "".join(f"    {p},\n" for p in params)
     return f"@overload\ndef {name}(\n{body}) -> {ret}: ...\n"
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A tensor parameter whose tape kind :func:`tape_rule` fills in."""
+
+    name: str
+    shape: str
+    optional: bool = False
+    """``| None = None`` (a bias), except in the row where this argument owns the tape."""
+    also: str = ""
+    """More types accepted in the row where this argument has no tape (an array target)."""
+
+    def render(self, tape: str) -> str:
+        typ = f"Tensor[{self.shape}, {tape}]"
+        if self.also and tape == "NoneTape":
+            typ = f"{typ} | {self.also}"
+        return f"{self.name}: {typ} | None = None" if self.optional and tape != "OwnedTape" else f"{self.name}: {typ}"
+
+
+KW_IF_OWNED = "*?"
+"""In :func:`tape_rule`'s parameters: a ``*`` in the rows where a tensor after it owns the
+tape (and so has no default), left out in the other rows (``layer_norm``'s ``weight`` and
+``bias`` become keyword-only where one of them is required)."""
+
+
+def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = True) -> str:
+    """Overloads of ``name`` under the tape-kind rule: the output ``Tensor[ret, ...]`` owns a
+    tape if any tensor argument does, else it has the first one's tape kind.
+
+    For tensor arguments ``x, y, z`` (the :class:`Arg` entries of ``params``, other entries
+    are copied as they are), in this order::
+
+        x: T,    y: NoneTape,  z: NoneTape   -> T
+        x: Tape, y: OwnedTape, z: Tape       -> OwnedTape
+        x: Tape, y: Tape,      z: OwnedTape  -> OwnedTape
+        x: T,    y: T,         z: T          -> T           (unless generic=False)
+
+    The first row covers an owned ``x`` (``T`` is ``OwnedTape``) and tape-free inference; the
+    last one generic code where every argument has the same tape type ``T``.
+    """
+    args = [p for p in params if isinstance(p, Arg)]
+
+    def row(tapes: dict[str, str], out: str) -> str:
+        owned = next((a.name for a in args if tapes[a.name] == "OwnedTape"), None)
+        rendered: list[str] = []
+        for i, p in enumerate(params):
+            if isinstance(p, Arg):
+                rendered.append(p.render(tapes[p.name]))
+            elif p != KW_IF_OWNED:
+                rendered.append(p)
+            elif owned is not None and any(isinstance(q, Arg) and q.name == owned for q in params[i + 1 :]):
+                rendered.append("*")
+        return _overload(name, rendered, f"Tensor[{ret}, {out}]")
+
+    first, rest = args[0].name, args[1:]
+    out = [row({first: "T", **{a.name: "NoneTape" for a in rest}}, "T")]
+    for owner in rest:
+        out.append(row({first: "Tape", **{a.name: "OwnedTape" if a is owner else "Tape" for a in rest}}, "OwnedTape"))
+    if generic:
+        out.append(row({a.name: "T" for a in args}, "T"))
+    return "".join(out)
+
+
+# ----- ops/shape.py ------------------------------------------------------------------------
+
+RANKS = (2, 3, 4)
+"""Ranks that get exact ``transpose`` / ``permute`` overloads."""
+TUPLE_LENGTHS = (2, 3, 4)
+"""Lengths of the tuples of tensors that get mixed-tape ``concat`` / ``stack`` overloads."""
 
 
 def transpose_block() -> str:
@@ -96,7 +185,7 @@ def permute_block() -> str:
     return "".join(out)
 
 
-def _sequence_block(name: str) -> str:
+def sequence_block(name: str) -> str:
     """Tape overloads of ``concat`` / ``stack``: a tuple with an owned tape at any position
     gives an owned tape; otherwise the element type's tape kind (a TypeVar) is kept."""
     out = []
@@ -109,13 +198,59 @@ def _sequence_block(name: str) -> str:
     return "".join(out)
 
 
+# ----- ops/binary.py -----------------------------------------------------------------------
+
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+"""The elementwise binary ops that share one overload table."""
+
+
+def binary_block(name: str) -> str:
+    """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
+    of ``a``'s shape (the tape-kind rule), or a row vector broadcast over a rank-2 ``a`` (a
+    bias; no generic same-``T`` row)."""
+    return (
+        _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]")
+        + tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
+        + tape_rule(name, [Arg("a", "Rank2[A, B]"), Arg("b", "Rank1[B]")], "Rank2[A, B]", generic=False)
+    )
+
+
+# ----- ops/compare.py ----------------------------------------------------------------------
+
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+"""The comparisons that share one overload table."""
+
+
+def compare_block(name: str) -> str:
+    """Overloads of a comparison ``name(a, b)``: ``b`` a number or a tensor of ``a``'s shape,
+    or a row vector broadcast over a rank-2 ``a``; the mask never has a tape."""
+    same = _overload(name, ["a: Tensor[S, Any]", "b: float | Tensor[S, Any]"], "Tensor[S, NoneTape]")
+    row = _overload(name, ["a: Tensor[Rank2[A, B], Any]", "b: Tensor[Rank1[B], Any]"], "Tensor[Rank2[A, B], NoneTape]")
+    return same + row
+
+
+# ----- ops/reduce.py -----------------------------------------------------------------------
+
+REDUCE_RANKS = (1, 2, 3)
+"""Ranks whose single-``Literal``-axis reductions get exact overloads."""
 _AXES = "axis: int | tuple[int, ...]"
-_MOMENTS = ["*", "correction: float = 0", "ddof: float | None = None"]
+MOMENTS = ("*", "correction: float = 0", "ddof: float | None = None")
 """The keyword-only parameters of ``var`` and ``std``."""
+REDUCTIONS: dict[str, Sequence[str]] = {
+    "sum": (),
+    "mean": (),
+    "max": (),
+    "min": (),
+    "var": MOMENTS,
+    "std": MOMENTS,
+    "logsumexp": (),
+}
+"""Each reduction with the parameters that follow ``keepdims``."""
 
 
-def _reduce_block(name: str, extra: list[str]) -> str:
+def reduce_block(name: str) -> str:
     """Overloads of a reduction ``name(a, axis=None, keepdims=False, *extra)``."""
+    extra = REDUCTIONS[name]
     out = [
         _overload(name, ["a: Tensor[S, T]", "axis: None = None", *extra], "Tensor[Rank0, T]"),
         _overload(name, ["a: Tensor[AnyShape, T]", _AXES, "keepdims: bool = False", *extra], "Tensor[Any, T]"),
@@ -131,40 +266,133 @@ def _reduce_block(name: str, extra: list[str]) -> str:
     return "".join(out)
 
 
-def _binary_block(name: str) -> str:
-    """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
-    of ``a``'s shape (the result owns a tape if either input does), or a row vector
-    broadcast over a rank-2 ``a`` (a bias)."""
-    rows = [
-        (["a: Tensor[S, T]", "b: float"], "Tensor[S, T]"),
-        (["a: Tensor[S, T]", "b: Tensor[S, NoneTape]"], "Tensor[S, T]"),
-        (["a: Tensor[S, Tape]", "b: Tensor[S, OwnedTape]"], "Tensor[S, OwnedTape]"),
-        (["a: Tensor[S, T]", "b: Tensor[S, T]"], "Tensor[S, T]"),
-        (["a: Tensor[Rank2[A, B], T]", "b: Tensor[Rank1[B], NoneTape]"], "Tensor[Rank2[A, B], T]"),
-        (["a: Tensor[Rank2[A, B], Tape]", "b: Tensor[Rank1[B], OwnedTape]"], "Tensor[Rank2[A, B], OwnedTape]"),
-    ]
-    return "".join(_overload(name, params, ret) for params, ret in rows)
+# ----- ops/linalg.py -----------------------------------------------------------------------
+
+MATMUL_SHAPES = (
+    ("Rank2[A, B]", "Rank2[B, C]", "Rank2[A, C]"),
+    ("Rank1[B]", "Rank2[B, C]", "Rank1[C]"),
+    ("Rank2[A, B]", "Rank1[B]", "Rank1[A]"),
+    ("Rank1[B]", "Rank1[B]", "Rank0"),
+    ("Rank3[D, A, B]", "Rank3[D, B, C]", "Rank3[D, A, C]"),
+    ("Rank3[D, A, B]", "Rank2[B, C]", "Rank3[D, A, C]"),
+    ("Rank4[E, D, A, B]", "Rank4[E, D, B, C]", "Rank4[E, D, A, C]"),
+    ("Rank4[E, D, A, B]", "Rank2[B, C]", "Rank4[E, D, A, C]"),
+)
+"""``(a, b, a @ b)`` shape types that ``matmul`` computes (the inner dim is ``B``)."""
+
+
+def matmul_block() -> str:
+    """Overloads of ``matmul(a, b)``: each rank pair of ``MATMUL_SHAPES``, tape-kind rule."""
+    return "".join(tape_rule("matmul", [Arg("a", a), Arg("b", b)], ret) for a, b, ret in MATMUL_SHAPES)
+
+
+def linear_block() -> str:
+    """Overloads of ``linear(x, w, b=None)``: a ``(B, I)`` or ``(D, B, I)`` input, tape-kind rule."""
+    out = []
+    for batch in (["B"], ["D", "B"]):
+        tensors = [Arg("x", _rank([*batch, "I"])), Arg("w", "Rank2[O, I]"), Arg("b", "Rank1[O]", optional=True)]
+        out.append(tape_rule("linear", tensors, _rank([*batch, "O"])))
+    return "".join(out)
+
+
+# ----- ops/conv.py -------------------------------------------------------------------------
+
+CONVS = {"conv2d": 2, "conv1d": 1, "conv_transpose2d": 2}
+"""The convolutions and their number of spatial dims."""
+
+
+def conv_block(name: str) -> str:
+    """Overloads of ``conv1d`` / ``conv2d`` / ``conv_transpose2d(x, w, b=None, ...)``, tape-kind
+    rule: first with ``groups`` left out (``Literal[1]``), where ``x``'s channels ``C`` must be
+    ``w``'s (``w``'s first dim for the transposed convolution), then with ``groups: int`` by
+    keyword, where they are checked at run time only."""
+    transposed = name == "conv_transpose2d"
+    nd = CONVS[name]
+    spatial, sizes = ["Any"] * nd, ["int"] * nd
+    ints = f"Int{nd}"
+    out = []
+    for grouped in (False, True):
+        groups = ["*", "groups: int"] if grouped else ["groups: Literal[1] = 1"]
+        if transposed:
+            o = "Any" if grouped else "O"
+            x, w, ret = ["N", "C", *spatial], ["C", o, *spatial], ["N", "int" if grouped else "O", *sizes]
+            rest = [f"stride: {ints} = 1", f"padding: {ints} = 0", f"output_padding: {ints} = 0", *groups]
+            rest.append(f"dilation: {ints} = 1")
+        else:
+            c = "Any" if grouped else "C"
+            o = "O"
+            x, w, ret = ["N", c, *spatial], ["O", c, *spatial], ["N", "O", *sizes]
+            rest = [f"stride: {ints} = 1", f"padding: Padding{nd} = 0", f"dilation: {ints} = 1", *groups]
+        tensors = [Arg("x", _rank(x)), Arg("w", _rank(w)), Arg("b", f"Rank1[{o}]", optional=True)]
+        out.append(tape_rule(name, [*tensors, *rest], _rank(ret)))
+    return "".join(out)
+
+
+# ----- ops/nn.py ---------------------------------------------------------------------------
+
+
+def layer_norm_block() -> str:
+    """Overloads of ``layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5)``,
+    tape-kind rule: over the last axis ``N`` (``weight`` and ``bias`` of shape ``Rank1[N]``),
+    or over ``normalized_shape`` (untyped ``weight`` and ``bias``)."""
+    modes = (
+        ("tuple[*Ts, N]", "normalized_shape: None = None", "Rank1[N]"),
+        ("S", "normalized_shape: int | tuple[int, ...]", "Any"),
+    )
+    return "".join(
+        tape_rule(
+            "layer_norm",
+            [Arg("x", x), nshape, KW_IF_OWNED, Arg("weight", p, True), Arg("bias", p, True), "eps: float = 1e-5"],
+            x,
+        )
+        for x, nshape, p in modes
+    )
+
+
+# ----- losses.py ---------------------------------------------------------------------------
+
+_MEAN_SUM = 'reduction: Reduction = "mean"'
+LOSSES: dict[str, Sequence[str]] = {
+    "mse_loss": [_MEAN_SUM],
+    "l1_loss": [_MEAN_SUM],
+    "huber_loss": [_MEAN_SUM, "delta: float = 1.0"],
+    "smooth_l1_loss": [_MEAN_SUM, "beta: float = 1.0"],
+    "binary_cross_entropy_with_logits": [_MEAN_SUM, "pos_weight: npt.ArrayLike | None = None"],
+    "kl_div": ['reduction: Literal["mean", "sum", "batchmean"] = "mean"', "log_target: bool = False"],
+}
+"""Each elementwise loss with the parameters that follow ``target``."""
+
+
+def loss_block(name: str) -> str:
+    """Overloads of a loss ``name(input, target, ...)``: a scalar of ``input``'s tape kind,
+    tape-kind rule; the target has ``input``'s shape and may be an array when untraced."""
+    tensors = [Arg("input", "S"), Arg("target", "S", also="ArrayTarget")]
+    return tape_rule(name, [*tensors, *LOSSES[name]], "Rank0")
+
+
+# ----- the modules -------------------------------------------------------------------------
+
+
+def _each(names: Sequence[str], block: Callable[[str], str]) -> dict[str, Callable[[], str]]:
+    """``{name: block(name)}`` for a family of ops that share one table, lazily."""
+    return {name: functools.partial(block, name) for name in names}
 
 
 TARGETS: dict[str, dict[str, Callable[[], str]]] = {
-    "binary.py": {name: functools.partial(_binary_block, name) for name in BINARY_OPS},
-    "shape.py": {
+    "ops/shape.py": {
         "transpose": transpose_block,
         "permute": permute_block,
-        "concat": lambda: _sequence_block("concat"),
-        "stack": lambda: _sequence_block("stack"),
+        **_each(("concat", "stack"), sequence_block),
     },
-    "reduce.py": {
-        "sum": lambda: _reduce_block("sum", []),
-        "mean": lambda: _reduce_block("mean", []),
-        "max": lambda: _reduce_block("max", []),
-        "min": lambda: _reduce_block("min", []),
-        "var": lambda: _reduce_block("var", _MOMENTS),
-        "std": lambda: _reduce_block("std", _MOMENTS),
-        "logsumexp": lambda: _reduce_block("logsumexp", []),
-    },
+    "ops/binary.py": _each(BINARY_OPS, binary_block),
+    "ops/compare.py": _each(COMPARE_OPS, compare_block),
+    "ops/reduce.py": _each(tuple(REDUCTIONS), reduce_block),
+    "ops/linalg.py": {"matmul": matmul_block, "linear": linear_block},
+    "ops/conv.py": _each(tuple(CONVS), conv_block),
+    "ops/nn.py": {"layer_norm": layer_norm_block},
+    "losses.py": _each(tuple(LOSSES), loss_block),
 }
-"""For each module under ``src/gradtape/ops``, its generated blocks by name."""
+"""For each module under ``src/gradtape``, its generated blocks by name."""
 
 
 def render(text: str, blocks: dict[str, Callable[[], str]], where: str = "text") -> str:
@@ -190,23 +418,33 @@ def render(text: str, blocks: dict[str, Callable[[], str]], where: str = "text")
     return new
 
 
+def unknown_modules() -> list[Path]:
+    """Modules under ``src/gradtape`` with ``GENERATED`` markers that ``TARGETS`` does not list."""
+    known = {SRC / module for module in TARGETS}
+    return [p for p in sorted(SRC.rglob("*.py")) if p not in known and _MARKER.search(p.read_text())]
+
+
 def main(argv: list[str]) -> int:
     """Rewrite the blocks (or, with ``--check``, report whether they are up to date)."""
+    check = "--check" in argv
     stale = []
     for module, blocks in TARGETS.items():
-        path = OPS / module
+        path = SRC / module
         old = path.read_text()
         new = render(old, blocks, str(path))
         if new == old:
             continue
-        if "--check" in argv:
+        if check:
             stale.append(path)
         else:
             path.write_text(new)
             print(f"rewrote {path}")
     for path in stale:
         print(f"{path} is out of date: run python scripts/gen_shape_overloads.py", file=sys.stderr)
-    return 1 if stale else 0
+    unknown = unknown_modules()
+    for path in unknown:
+        print(f"{path} has GENERATED markers but is not in TARGETS of {Path(__file__).name}", file=sys.stderr)
+    return 1 if stale or unknown else 0
 
 
 if __name__ == "__main__":

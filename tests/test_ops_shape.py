@@ -1,14 +1,12 @@
 """Shape and indexing ops (gradtape.ops.shape, gradtape.ops.indexing): gradients against
 finite differences (float64), float32 forward against numpy, accumulation of repeated
 reads, copy-on-write of the gradient views they store, tapes of many inputs, the
-scatter-add kernel, runtime errors, and the generated overload tables."""
+scatter-add kernel and runtime errors. (The generated overload tables are checked in
+test_static.py.)"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -42,7 +40,6 @@ Array = np.ndarray[Any, Any]
 T = Tensor[Any, Any]
 Fn = Callable[..., Any]
 
-ROOT = Path(__file__).resolve().parents[1]
 DEV = Cpu(seed=0)
 _RNG = np.random.default_rng(4321)
 
@@ -552,14 +549,7 @@ def test_getitem_matches_numpy_and_scatters_its_gradient(key: tuple[Any, ...]) -
     np.testing.assert_array_equal(grads.get(x).numpy(), expect)
 
 
-# ----- (9) generated overloads -------------------------------------------------------------
-
-
-def test_generated_overloads_are_up_to_date() -> None:
-    """scripts/gen_shape_overloads.py --check: shape.py's generated blocks match the script."""
-    script = ROOT / "scripts" / "gen_shape_overloads.py"
-    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
+# ----- (9) aliases -------------------------------------------------------------------------
 
 
 def test_aliases_and_module_functions() -> None:

@@ -133,6 +133,7 @@ def _total(elems: Array, reduction: str, scale: float) -> Any:
 # ----- regression losses -------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED mse_loss: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def mse_loss(
     input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean"
@@ -143,6 +144,7 @@ def mse_loss(
 ) -> Tensor[Rank0, OwnedTape]: ...
 @overload
 def mse_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
+# ----- END GENERATED mse_loss -----
 def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     """Mean squared error ``mean((input - target)**2)`` (``"sum"``: the sum), PyTorch's
     ``F.mse_loss``.
@@ -174,6 +176,7 @@ def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     return _record_loss(input, tt, _total(d * d, reduction, scale), scale, rule)
 
 
+# ----- BEGIN GENERATED l1_loss: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def l1_loss(
     input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean"
@@ -184,6 +187,7 @@ def l1_loss(
 ) -> Tensor[Rank0, OwnedTape]: ...
 @overload
 def l1_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
+# ----- END GENERATED l1_loss -----
 def l1_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     """Mean absolute error ``mean(|input - target|)`` (``"sum"``: the sum), PyTorch's
     ``F.l1_loss``; also exported as :func:`mae_loss`.
@@ -244,6 +248,7 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
     return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule)
 
 
+# ----- BEGIN GENERATED huber_loss: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def huber_loss(
     input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean", delta: float = 1.0
@@ -256,6 +261,7 @@ def huber_loss(
 def huber_loss(
     input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", delta: float = 1.0
 ) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED huber_loss -----
 def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: float = 1.0) -> Any:
     """Huber loss, PyTorch's ``F.huber_loss``: with ``d = input - target``, elementwise
     ``0.5 d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 delta)``; then the mean
@@ -272,6 +278,7 @@ def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: fl
     return _huber_like("huber_loss", input, target, reduction, delta, divide=False)
 
 
+# ----- BEGIN GENERATED smooth_l1_loss: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def smooth_l1_loss(
     input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean", beta: float = 1.0
@@ -284,6 +291,7 @@ def smooth_l1_loss(
 def smooth_l1_loss(
     input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", beta: float = 1.0
 ) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED smooth_l1_loss -----
 def smooth_l1_loss(input: Any, target: Any, reduction: Reduction = "mean", beta: float = 1.0) -> Any:
     """Smooth L1 loss, PyTorch's ``F.smooth_l1_loss``: with ``d = input - target``,
     elementwise ``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (that is
@@ -408,6 +416,7 @@ def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduc
     return _record_loss(logits, t_tensor, loss, scale, rule)
 
 
+# ----- BEGIN GENERATED binary_cross_entropy_with_logits: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def binary_cross_entropy_with_logits(
     input: Tensor[S, T],
@@ -426,6 +435,7 @@ def binary_cross_entropy_with_logits(
 def binary_cross_entropy_with_logits(
     input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
 ) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED binary_cross_entropy_with_logits -----
 def binary_cross_entropy_with_logits(
     input: Any, target: Any, reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
 ) -> Any:
@@ -495,6 +505,7 @@ def binary_cross_entropy_with_logits(
 # ----- distribution losses ------------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED kl_div: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def kl_div(
     input: Tensor[S, T],
@@ -516,6 +527,7 @@ def kl_div(
     reduction: Literal["mean", "sum", "batchmean"] = "mean",
     log_target: bool = False,
 ) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED kl_div -----
 def kl_div(
     input: Any, target: Any, reduction: Literal["mean", "sum", "batchmean"] = "mean", log_target: bool = False
 ) -> Any:

@@ -54,10 +54,12 @@ def _compare(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: 
 # One overload set for all six comparisons (the output is always an untraced mask).
 
 
+# ----- BEGIN GENERATED lt: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def lt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def lt(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED lt -----
 def lt(a: Any, b: Any) -> Any:
     """``a < b`` elementwise as a ``bool`` mask (untraced, no gradient), with numpy broadcasting;
     ``b`` may be a Python number. NaN compares false.
@@ -69,37 +71,45 @@ def lt(a: Any, b: Any) -> Any:
     return _compare("lt", np.less, a, b)
 
 
+# ----- BEGIN GENERATED le: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def le(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def le(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED le -----
 def le(a: Any, b: Any) -> Any:
     """``a <= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
     return _compare("le", np.less_equal, a, b)
 
 
+# ----- BEGIN GENERATED gt: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def gt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def gt(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED gt -----
 def gt(a: Any, b: Any) -> Any:
     """``a > b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
     return _compare("gt", np.greater, a, b)
 
 
+# ----- BEGIN GENERATED ge: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def ge(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def ge(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED ge -----
 def ge(a: Any, b: Any) -> Any:
     """``a >= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
     return _compare("ge", np.greater_equal, a, b)
 
 
+# ----- BEGIN GENERATED eq: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def eq(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def eq(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED eq -----
 def eq(a: Any, b: Any) -> Any:
     """``a == b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`.
 
@@ -109,10 +119,12 @@ def eq(a: Any, b: Any) -> Any:
     return _compare("eq", np.equal, a, b)
 
 
+# ----- BEGIN GENERATED ne: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def ne(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 @overload
 def ne(a: Tensor[Rank2[A, B], Any], b: Tensor[Rank1[B], Any]) -> Tensor[Rank2[A, B], NoneTape]: ...
+# ----- END GENERATED ne -----
 def ne(a: Any, b: Any) -> Any:
     """``a != b`` elementwise as a ``bool`` mask (untraced, no gradient; NaN != NaN); see :func:`eq`."""
     return _compare("ne", np.not_equal, a, b)

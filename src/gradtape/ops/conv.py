@@ -260,6 +260,7 @@ def _conv(
     return _record(x, w, b, out4.reshape((n, o, *out_sz)), tape, rule)
 
 
+# ----- BEGIN GENERATED conv2d: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def conv2d(
     x: Tensor[Rank4[N, C, Any, Any], T],
@@ -344,6 +345,7 @@ def conv2d(
     *,
     groups: int,
 ) -> Tensor[Rank4[N, O, int, int], T]: ...
+# ----- END GENERATED conv2d -----
 def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
     """2-D cross-correlation of ``x (N, C_in, H, W)`` with ``w (C_out, C_in/groups, KH, KW)``
     plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv2d``.
@@ -363,6 +365,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     return _conv("conv2d", 2, x, w, b, stride, padding, dilation, groups)
 
 
+# ----- BEGIN GENERATED conv1d: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def conv1d(
     x: Tensor[Rank3[N, C, Any], T],
@@ -447,6 +450,7 @@ def conv1d(
     *,
     groups: int,
 ) -> Tensor[Rank3[N, O, int], T]: ...
+# ----- END GENERATED conv1d -----
 def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
     """1-D cross-correlation of ``x (N, C_in, L)`` with ``w (C_out, C_in/groups, K)`` plus an
     optional bias ``b (C_out,)``, as ``torch.nn.functional.conv1d``.
@@ -464,6 +468,7 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
 # ----- transposed convolution --------------------------------------------------------------
 
 
+# ----- BEGIN GENERATED conv_transpose2d: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def conv_transpose2d(
     x: Tensor[Rank4[N, C, Any, Any], T],
@@ -556,6 +561,7 @@ def conv_transpose2d(
     groups: int,
     dilation: Int2 = 1,
 ) -> Tensor[Rank4[N, int, int, int], T]: ...
+# ----- END GENERATED conv_transpose2d -----
 def conv_transpose2d(
     x: Any,
     w: Any,

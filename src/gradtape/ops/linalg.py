@@ -36,6 +36,7 @@ I = TypeVar("I")
 O = TypeVar("O")
 
 
+# ----- BEGIN GENERATED matmul: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def matmul(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank2[A, C], T]: ...
 @overload
@@ -90,6 +91,7 @@ def matmul(
 ) -> Tensor[Rank4[E, D, A, C], OwnedTape]: ...
 @overload
 def matmul(a: Tensor[Rank4[E, D, A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank4[E, D, A, C], T]: ...
+# ----- END GENERATED matmul -----
 def matmul(a: Any, b: Any) -> Any:
     """Matrix product ``a @ b`` with numpy's ``matmul`` semantics, for 1-D to 4-D tensors.
 
@@ -189,6 +191,7 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
     return out
 
 
+# ----- BEGIN GENERATED linear: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def linear(
     x: Tensor[Rank2[B, I], T], w: Tensor[Rank2[O, I], NoneTape], b: Tensor[Rank1[O], NoneTape] | None = None
@@ -221,6 +224,7 @@ def linear(
 def linear(
     x: Tensor[Rank3[D, B, I], T], w: Tensor[Rank2[O, I], T], b: Tensor[Rank1[O], T] | None = None
 ) -> Tensor[Rank3[D, B, O], T]: ...
+# ----- END GENERATED linear -----
 def linear(x: Any, w: Any, b: Any = None) -> Any:
     """Affine map ``y = x @ w^T + b`` as one op (PyTorch's ``F.linear``).
 

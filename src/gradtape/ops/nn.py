@@ -164,6 +164,7 @@ def _record_norm(
     return out
 
 
+# ----- BEGIN GENERATED layer_norm: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def layer_norm(
     x: Tensor[tuple[*Ts, N], T],
@@ -232,6 +233,7 @@ def layer_norm(
     bias: Tensor[Any, T] | None = None,
     eps: float = 1e-5,
 ) -> Tensor[S, T]: ...
+# ----- END GENERATED layer_norm -----
 def layer_norm(
     x: Any, normalized_shape: int | tuple[int, ...] | None = None, weight: Any = None, bias: Any = None, eps: Any = 1e-5
 ) -> Any:

@@ -298,11 +298,7 @@ def _moment(
 # ----- BEGIN GENERATED var: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def var(
-    a: Tensor[S, T],
-    axis: None = None,
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
@@ -315,51 +311,27 @@ def var(
 ) -> Tensor[Any, T]: ...
 @overload
 def var(
-    a: Tensor[Rank1[A], T],
-    axis: Literal[0, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T],
-    axis: Literal[0, -2],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T],
-    axis: Literal[1, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[0, -3],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[1, -2],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[2, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def var(
@@ -405,11 +377,7 @@ def var(
 # ----- BEGIN GENERATED std: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def std(
-    a: Tensor[S, T],
-    axis: None = None,
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
@@ -422,51 +390,27 @@ def std(
 ) -> Tensor[Any, T]: ...
 @overload
 def std(
-    a: Tensor[Rank1[A], T],
-    axis: Literal[0, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T],
-    axis: Literal[0, -2],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T],
-    axis: Literal[1, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[0, -3],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[1, -2],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T],
-    axis: Literal[2, -1],
-    *,
-    correction: float = 0,
-    ddof: float | None = None,
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], *, correction: float = 0, ddof: float | None = None
 ) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def std(
@@ -521,9 +465,7 @@ def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank
 def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def logsumexp(
-    a: Tensor[Any, T],
-    axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED logsumexp -----
 def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:

@@ -204,153 +204,123 @@ def permute(a: Tensor[Rank2[A, B], T], axes: tuple[Literal[0, -2], Literal[1, -1
 def permute(a: Tensor[Rank2[A, B], T], axes: tuple[Literal[1, -1], Literal[0, -2]]) -> Tensor[Rank2[B, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[0, -3], Literal[1, -2], Literal[2, -1]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[0, -3], Literal[1, -2], Literal[2, -1]]
 ) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[0, -3], Literal[2, -1], Literal[1, -2]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[0, -3], Literal[2, -1], Literal[1, -2]]
 ) -> Tensor[Rank3[A, C, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[1, -2], Literal[0, -3], Literal[2, -1]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[1, -2], Literal[0, -3], Literal[2, -1]]
 ) -> Tensor[Rank3[B, A, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[1, -2], Literal[2, -1], Literal[0, -3]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[1, -2], Literal[2, -1], Literal[0, -3]]
 ) -> Tensor[Rank3[B, C, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[2, -1], Literal[0, -3], Literal[1, -2]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[2, -1], Literal[0, -3], Literal[1, -2]]
 ) -> Tensor[Rank3[C, A, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank3[A, B, C], T],
-    axes: tuple[Literal[2, -1], Literal[1, -2], Literal[0, -3]],
+    a: Tensor[Rank3[A, B, C], T], axes: tuple[Literal[2, -1], Literal[1, -2], Literal[0, -3]]
 ) -> Tensor[Rank3[C, B, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[1, -3], Literal[2, -2], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[1, -3], Literal[2, -2], Literal[3, -1]]
 ) -> Tensor[Rank4[A, B, C, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[1, -3], Literal[3, -1], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[1, -3], Literal[3, -1], Literal[2, -2]]
 ) -> Tensor[Rank4[A, B, D, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[2, -2], Literal[1, -3], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[2, -2], Literal[1, -3], Literal[3, -1]]
 ) -> Tensor[Rank4[A, C, B, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[2, -2], Literal[3, -1], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[2, -2], Literal[3, -1], Literal[1, -3]]
 ) -> Tensor[Rank4[A, C, D, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[3, -1], Literal[1, -3], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[3, -1], Literal[1, -3], Literal[2, -2]]
 ) -> Tensor[Rank4[A, D, B, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[0, -4], Literal[3, -1], Literal[2, -2], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[0, -4], Literal[3, -1], Literal[2, -2], Literal[1, -3]]
 ) -> Tensor[Rank4[A, D, C, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[0, -4], Literal[2, -2], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[0, -4], Literal[2, -2], Literal[3, -1]]
 ) -> Tensor[Rank4[B, A, C, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[0, -4], Literal[3, -1], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[0, -4], Literal[3, -1], Literal[2, -2]]
 ) -> Tensor[Rank4[B, A, D, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[2, -2], Literal[0, -4], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[2, -2], Literal[0, -4], Literal[3, -1]]
 ) -> Tensor[Rank4[B, C, A, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[2, -2], Literal[3, -1], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[2, -2], Literal[3, -1], Literal[0, -4]]
 ) -> Tensor[Rank4[B, C, D, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[3, -1], Literal[0, -4], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[3, -1], Literal[0, -4], Literal[2, -2]]
 ) -> Tensor[Rank4[B, D, A, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[1, -3], Literal[3, -1], Literal[2, -2], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[1, -3], Literal[3, -1], Literal[2, -2], Literal[0, -4]]
 ) -> Tensor[Rank4[B, D, C, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[0, -4], Literal[1, -3], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[0, -4], Literal[1, -3], Literal[3, -1]]
 ) -> Tensor[Rank4[C, A, B, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[0, -4], Literal[3, -1], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[0, -4], Literal[3, -1], Literal[1, -3]]
 ) -> Tensor[Rank4[C, A, D, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[1, -3], Literal[0, -4], Literal[3, -1]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[1, -3], Literal[0, -4], Literal[3, -1]]
 ) -> Tensor[Rank4[C, B, A, D], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[1, -3], Literal[3, -1], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[1, -3], Literal[3, -1], Literal[0, -4]]
 ) -> Tensor[Rank4[C, B, D, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[3, -1], Literal[0, -4], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[3, -1], Literal[0, -4], Literal[1, -3]]
 ) -> Tensor[Rank4[C, D, A, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[2, -2], Literal[3, -1], Literal[1, -3], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[2, -2], Literal[3, -1], Literal[1, -3], Literal[0, -4]]
 ) -> Tensor[Rank4[C, D, B, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[0, -4], Literal[1, -3], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[0, -4], Literal[1, -3], Literal[2, -2]]
 ) -> Tensor[Rank4[D, A, B, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[0, -4], Literal[2, -2], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[0, -4], Literal[2, -2], Literal[1, -3]]
 ) -> Tensor[Rank4[D, A, C, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[1, -3], Literal[0, -4], Literal[2, -2]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[1, -3], Literal[0, -4], Literal[2, -2]]
 ) -> Tensor[Rank4[D, B, A, C], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[1, -3], Literal[2, -2], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[1, -3], Literal[2, -2], Literal[0, -4]]
 ) -> Tensor[Rank4[D, B, C, A], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[2, -2], Literal[0, -4], Literal[1, -3]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[2, -2], Literal[0, -4], Literal[1, -3]]
 ) -> Tensor[Rank4[D, C, A, B], T]: ...
 @overload
 def permute(
-    a: Tensor[Rank4[A, B, C, D], T],
-    axes: tuple[Literal[3, -1], Literal[2, -2], Literal[1, -3], Literal[0, -4]],
+    a: Tensor[Rank4[A, B, C, D], T], axes: tuple[Literal[3, -1], Literal[2, -2], Literal[1, -3], Literal[0, -4]]
 ) -> Tensor[Rank4[D, C, B, A], T]: ...
 @overload
 def permute(a: Tensor[Any, T], axes: Sequence[int]) -> Tensor[Any, T]: ...
@@ -409,99 +379,67 @@ def transpose(a: Tensor[Rank3[A, B, C], T], ax0: Literal[2, -1], ax1: Literal[1,
 def transpose(a: Tensor[Rank3[A, B, C], T], ax0: Literal[2, -1], ax1: Literal[2, -1]) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[0, -4],
-    ax1: Literal[0, -4],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[0, -4], ax1: Literal[0, -4]
 ) -> Tensor[Rank4[A, B, C, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[0, -4],
-    ax1: Literal[1, -3],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[0, -4], ax1: Literal[1, -3]
 ) -> Tensor[Rank4[B, A, C, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[0, -4],
-    ax1: Literal[2, -2],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[0, -4], ax1: Literal[2, -2]
 ) -> Tensor[Rank4[C, B, A, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[0, -4],
-    ax1: Literal[3, -1],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[0, -4], ax1: Literal[3, -1]
 ) -> Tensor[Rank4[D, B, C, A], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[1, -3],
-    ax1: Literal[0, -4],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[1, -3], ax1: Literal[0, -4]
 ) -> Tensor[Rank4[B, A, C, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[1, -3],
-    ax1: Literal[1, -3],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[1, -3], ax1: Literal[1, -3]
 ) -> Tensor[Rank4[A, B, C, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[1, -3],
-    ax1: Literal[2, -2],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[1, -3], ax1: Literal[2, -2]
 ) -> Tensor[Rank4[A, C, B, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[1, -3],
-    ax1: Literal[3, -1],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[1, -3], ax1: Literal[3, -1]
 ) -> Tensor[Rank4[A, D, C, B], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[2, -2],
-    ax1: Literal[0, -4],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[2, -2], ax1: Literal[0, -4]
 ) -> Tensor[Rank4[C, B, A, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[2, -2],
-    ax1: Literal[1, -3],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[2, -2], ax1: Literal[1, -3]
 ) -> Tensor[Rank4[A, C, B, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[2, -2],
-    ax1: Literal[2, -2],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[2, -2], ax1: Literal[2, -2]
 ) -> Tensor[Rank4[A, B, C, D], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[2, -2],
-    ax1: Literal[3, -1],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[2, -2], ax1: Literal[3, -1]
 ) -> Tensor[Rank4[A, B, D, C], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[3, -1],
-    ax1: Literal[0, -4],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[3, -1], ax1: Literal[0, -4]
 ) -> Tensor[Rank4[D, B, C, A], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[3, -1],
-    ax1: Literal[1, -3],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[3, -1], ax1: Literal[1, -3]
 ) -> Tensor[Rank4[A, D, C, B], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[3, -1],
-    ax1: Literal[2, -2],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[3, -1], ax1: Literal[2, -2]
 ) -> Tensor[Rank4[A, B, D, C], T]: ...
 @overload
 def transpose(
-    a: Tensor[Rank4[A, B, C, D], T],
-    ax0: Literal[3, -1],
-    ax1: Literal[3, -1],
+    a: Tensor[Rank4[A, B, C, D], T], ax0: Literal[3, -1], ax1: Literal[3, -1]
 ) -> Tensor[Rank4[A, B, C, D], T]: ...
 @overload
 def transpose(a: Tensor[Any, T], ax0: int, ax1: int) -> Tensor[Any, T]: ...
@@ -713,38 +651,31 @@ def concat(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int 
 def concat(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
@@ -793,38 +724,31 @@ def stack(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int =
 def stack(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
-    axis: int = 0,
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
