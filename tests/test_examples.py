@@ -117,6 +117,7 @@ def test_training_loss_falls_and_mlp_output_shape() -> None:
         (["--epochs", "0"], "argument --epochs: must be >= 1, got 0"),
         (["--batch-size", "-3"], "argument --batch-size: must be >= 1, got -3"),
         (["--lr", "-0.1"], "argument --lr: must be a finite number >= 0, got -0.1"),
+        (["--seed", "-1"], "argument --seed: must be >= 0, got -1"),
         (["--out", "x.safetensors", "--no-save"], "--out and --no-save exclude each other"),
     ],
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["nonnegative_float", "positive_int"]
+__all__ = ["nonnegative_float", "nonnegative_int", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -18,6 +18,19 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """``text`` as an int >= 0 (seeds: numpy's generators take no negative seeds; counts).
+
+    Raises:
+        argparse.ArgumentTypeError: negative (argparse names the flag in its message).
+        ValueError: not an integer.
+    """
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 

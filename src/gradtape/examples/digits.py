@@ -48,7 +48,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import numpy as np
 
 from gradtape import Cpu, Rank2, Tape, Tensor, nn, optim
-from gradtape.examples._cli import nonnegative_float, positive_int
+from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
 __all__ = [
@@ -331,7 +331,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--batch-size", type=positive_int, default=32)
     ap.add_argument("--lr", type=nonnegative_float, help="default: 0.05 (sgd), 0.003 (adam, adamw, rmsprop)")
     ap.add_argument("--hidden", type=positive_int, default=128, help="MLP hidden width")
-    ap.add_argument("--seed", type=int, default=0, help="seeds the initialisation and the batch order (default: 0)")
+    ap.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seeds the initialisation and the batch order (default: 0)"
+    )
     ap.add_argument("--out", help="checkpoint file (safetensors; default: digits-<model>.safetensors)")
     ap.add_argument("--no-save", action="store_true", help="do not write a checkpoint")
     ap.add_argument("--plot", metavar="FILE", help="write loss and accuracy curves to this PNG file")

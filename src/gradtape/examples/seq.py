@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from gradtape import Cpu, Tensor, nn, optim
-from gradtape.examples._cli import nonnegative_float, positive_int
+from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
 __all__ = [
@@ -342,19 +342,6 @@ def train(
     return Result(model, corpus, losses, train_loss, held_out_loss, base, seconds)
 
 
-def _seed(text: str) -> int:
-    """``text`` as an int >= 0 (numpy's generators take no negative seeds).
-
-    Raises:
-        argparse.ArgumentTypeError: negative.
-        ValueError: not an integer.
-    """
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point (see the module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.seq", description=__doc__.split("\n")[0])
@@ -363,14 +350,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--context", type=positive_int, default=64, help="sequence length L (default: 64)")
     ap.add_argument("--lr", type=nonnegative_float, default=5e-3, help="peak learning rate (default: 5e-3)")
     ap.add_argument("--layers", type=positive_int, default=2, help="transformer blocks (default: 2)")
-    ap.add_argument("--seed", type=_seed, default=0, help="seeds init, batches and sampling (default: 0)")
+    ap.add_argument("--seed", type=nonnegative_int, default=0, help="seeds init, batches and sampling (default: 0)")
     ap.add_argument("--out", help="save the model's parameters to this safetensors file")
-    ap.add_argument("--sample", type=int, default=200, metavar="N", help="characters to generate (0: none)")
+    ap.add_argument("--sample", type=nonnegative_int, default=200, metavar="N", help="characters to generate (0: none)")
     ap.add_argument("--temperature", type=nonnegative_float, default=0.8, help="sampling temperature (0: greedy)")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     args = ap.parse_args(argv)
-    if args.sample < 0:
-        ap.error(f"argument --sample: must be >= 0, got {args.sample}")
     if args.out is not None:
         parent = os.path.dirname(os.path.abspath(args.out))
         if os.path.isdir(args.out) or not os.path.isdir(parent):
