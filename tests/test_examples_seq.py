@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradtape import Cpu, nn
+from gradtape import Cpu, ShapeError, nn
 from gradtape.examples import seq
 
 
@@ -125,3 +125,12 @@ def test_bad_flags_exit_with_a_message(argv: list[str], message: str, capsys: py
         seq.main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_model_rejects_bad_code_shapes(short_run: seq.Result) -> None:
+    """Codes that are not (B, L), or longer than the context, raise ShapeError with the shape."""
+    dev = Cpu()
+    with pytest.raises(ShapeError, match=r"expected codes of shape \(B, L\), got \(32,\)"):
+        short_run.model(dev.tensor(np.zeros(32, np.float32)))
+    with pytest.raises(ShapeError, match=r"codes of shape \(1, 33\): sequence length 33 > context 32"):
+        short_run.model(dev.tensor(np.zeros((1, 33), np.float32)))

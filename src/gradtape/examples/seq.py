@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from gradtape import Cpu, Tensor, nn, optim
+from gradtape import Cpu, ShapeError, Tensor, nn, optim
 from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
@@ -167,7 +167,7 @@ class CharTransformer(nn.Module):
         dev: the device whose seeded generator initialises the parameters.
 
     Raises:
-        ValueError: (forward) a sequence longer than ``context``.
+        ShapeError: (forward) codes not of shape ``(B, L)``, or ``L`` longer than ``context``.
     """
 
     def __init__(
@@ -189,10 +189,12 @@ class CharTransformer(nn.Module):
         """Logits ``(B, L, V)`` for codes ``x (B, L)`` (a tensor holding integers; a traced
         one makes the pass record, as :class:`~gradtape.nn.Embedding` explains)."""
         if x.ndim != 2:
-            raise ValueError(f"CharTransformer: expected codes of shape (B, L), got {x.shape}")
+            raise ShapeError(f"CharTransformer: expected codes of shape (B, L), got {x.shape}")
         length = x.shape[1]
         if length > self.context:
-            raise ValueError(f"CharTransformer: sequence of length {length} > context {self.context}")
+            raise ShapeError(
+                f"CharTransformer: codes of shape {x.shape}: sequence length {length} > context {self.context}"
+            )
         h = self.tok(x)
         # the positions ride on the batch's tape, so the position table trains too
         positions = x.device.tensor(np.arange(length, dtype=x.dtype)).put_tape(h.tape)
