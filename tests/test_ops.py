@@ -358,6 +358,51 @@ def test_scalar_operand_grads() -> None:
     np.testing.assert_allclose(g, -1.0 - 2.5 - 2.0 / P**2, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("c", [0.999, -2.5, 3.0, 0.0, -0.0, 1e-45, 1e39, float("inf"), float("nan"), 7])
+@pytest.mark.parametrize("op", ["mul", "add", "sub", "div", "rsub"])
+def test_scalar_operands_give_numpys_weak_scalar_results(op: str, c: float, dtype: Any) -> None:
+    """Scalars reach numpy as cached 0-d arrays of the tensor's dtype: bit for bit what numpy
+    gives for the Python number (NEP 50), signed zeros, NaN and float32 overflow included,
+    and so does the backward's ``grad * alpha``."""
+    x = np.array([1.5, -2.0, 0.0, -0.0, 3e38, np.inf], dtype)
+    fns: dict[str, Fn] = {
+        "mul": operator.mul,
+        "add": operator.add,
+        "sub": operator.sub,
+        "div": operator.truediv,
+        "rsub": lambda a, b: b - a,
+    }
+    with np.errstate(all="ignore"):
+        want = fns[op](x, c)
+        got = fns[op](DEV.tensor(x), c).numpy()
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+    if op == "mul":
+        g = Gradients.leaky()
+        xt = DEV.tensor(x[:2]).trace(g)
+        with np.errstate(all="ignore"):
+            (xt * c).sum().backward()
+            want_g = np.ones(2, dtype) * c
+        np.testing.assert_array_equal(g.get(xt).numpy(), want_g)
+
+
+def test_scalar_constant_cache_is_bounded_and_read_only() -> None:
+    """The 0-d constants are read-only, and a stream of distinct scalars (a schedule's values)
+    does not grow the cache without bound."""
+    from gradtape.ops import binary
+
+    x = DEV.tensor(np.ones(3, np.float32))
+    for i in range(1, 2000):
+        x * (1.0 + i * 1e-3)
+    assert 0 < len(binary._CONST32) <= binary._CONST_LIMIT
+    c = binary.weak_const(0.25, np.dtype(np.float32))
+    assert c.shape == () and c.dtype == np.float32 and not c.flags.writeable
+    assert binary.weak_const(0.25, np.dtype(np.float32)) is c
+    assert binary.weak_const(0.0, np.dtype(np.float32)) is not binary.weak_const(-0.0, np.dtype(np.float32))
+
+
 def test_square_via_reuse() -> None:
     """x * x used twice gives 2x; x + x gives 2."""
     (g,) = _grads(lambda a: (a * a).sum() + (a + a).sum(), X)

@@ -326,14 +326,16 @@ class Gradients:
         else:
             np.add(cur, g, cur)
 
-    def _axpy(self, i: int, alpha: float, x: Array) -> None:
-        """``grad[i] += alpha * x`` (``x`` has the gradient's shape)."""
+    def _axpy(self, i: int, alpha: float, x: Array, alpha_c: Any = None) -> None:
+        """``grad[i] += alpha * x`` (``x`` has the gradient's shape). ``alpha_c``, if given,
+        is ``alpha`` as a 0-d array of the gradient's dtype (faster through numpy)."""
         data = self._data
         cur = data.get(i)
         if cur is None:
-            data[i] = np.asarray(np.multiply(x, alpha))
+            r = np.multiply(x, alpha if alpha_c is None else alpha_c)
+            data[i] = r if r.__class__ is np.ndarray else np.asarray(r)
         elif i in self._shared:
-            data[i] = np.asarray(cur + alpha * x)
+            data[i] = np.asarray(cur + np.multiply(x, alpha if alpha_c is None else alpha_c))
             self._shared.discard(i)
         else:
             _k.axpy(cur, alpha, x)

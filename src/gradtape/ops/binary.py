@@ -59,11 +59,12 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 
 
-def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
+def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any = None) -> Any:
     """Wrap ``data`` as the output of a linear op ``f(a)`` with ``df/da = alpha``.
 
     The backward closure does ``grad_a += alpha * grad_out`` (storing ``grad_out`` itself,
-    copy-on-write, when ``alpha == 1``).
+    copy-on-write, when ``alpha == 1``). ``alpha_c`` is ``alpha`` as a 0-d array of ``a``'s
+    dtype when the caller has one (see :func:`weak_const`); backward multiplies by it.
     """
     tape = a.tape
     out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
@@ -76,7 +77,9 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float) -> Any:
         if alpha == 1.0:
             tape._record((oid, _identity_backward, a.id))
         else:
-            tape._record((oid, _scale_backward, a.id, alpha))
+            if alpha_c is None:
+                alpha_c = weak_const(alpha, data.dtype)
+            tape._record((oid, _scale_backward, a.id, alpha, alpha_c))
     return out
 
 
@@ -92,11 +95,47 @@ def _identity_backward(grads: Gradients, entry: tuple[int, Any, int]) -> None:
         grads._accum_alias(aid, g, oid)
 
 
-def _scale_backward(grads: Gradients, entry: tuple[int, Any, int, float]) -> None:
-    oid, _, aid, alpha = entry
+def _scale_backward(grads: Gradients, entry: tuple[int, Any, int, float, Any]) -> None:
+    oid, _, aid, alpha, alpha_c = entry
     g = grads._release(oid)
     if g is not None:
-        grads._axpy(aid, alpha, g)
+        grads._axpy(aid, alpha, g, alpha_c)
+
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_CONST32: dict[float, Array] = {}
+_CONST64: dict[float, Array] = {}
+_CONST_LIMIT = 256
+
+
+def weak_const(b: float, dtype: np.dtype[Any]) -> Any:
+    """``b`` as a read-only 0-d array of ``dtype`` (float32/float64; ``b`` itself otherwise),
+    cached per value, to pass to a ufunc in place of the Python float.
+
+    Same result: numpy casts a Python float operand to the array's dtype ("weak" scalar,
+    NEP 50), and a 0-d array of that dtype is that cast value. Faster: numpy resolves a
+    Python float operand through its weak-scalar promotion on every call, about 270 ns of
+    a 500 ns multiply on 64 float32 measured here; a 0-d array costs what an array does.
+    Zeros (``0.0 == -0.0`` as keys) and NaNs are never cached; the cache holds at most
+    256 values per dtype and is emptied when full, so a changing scalar (a schedule's
+    learning rate) costs one small array per call.
+    """
+    if dtype is _F32:
+        table = _CONST32
+    elif dtype is _F64:
+        table = _CONST64
+    else:
+        return b
+    c = table.get(b)
+    if c is None:
+        c = np.array(b, dtype)
+        c.flags.writeable = False
+        if b and b == b:
+            if len(table) >= _CONST_LIMIT:
+                table.clear()
+            table[b] = c
+    return c
 
 
 def _scalar(b: object, op: str = "op") -> float:
@@ -197,7 +236,7 @@ def add(a: Any, b: Any) -> Any:
                 tape._record((oid, _add_backward, a.id, b.id))
             return out
     elif isinstance(b, SCALARS):
-        return record_scalar(a, a.data + _scalar(b), 1.0)
+        return record_scalar(a, a.data + weak_const(_scalar(b), a.data.dtype), 1.0)
     return record_binary("add", a, b, np.add, _add_rule)
 
 
@@ -241,7 +280,7 @@ def sub(a: Any, b: Any) -> Any:
     Gradients: ``d/da = 1``, ``d/db = -1`` (summed back over broadcast dims).
     """
     if isinstance(b, SCALARS):
-        return record_scalar(a, a.data - _scalar(b), 1.0)
+        return record_scalar(a, a.data - weak_const(_scalar(b), a.data.dtype), 1.0)
     return record_binary("sub", a, b, np.subtract, _sub_rule)
 
 
@@ -251,7 +290,7 @@ def _sub_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
 
 def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b - a`` for a Python number ``b``. Gradient: ``d/da = -1``."""
-    return record_scalar(a, _scalar(b, "rsub") - a.data, -1.0)  # type: ignore[no-any-return]
+    return record_scalar(a, weak_const(_scalar(b, "rsub"), a.data.dtype) - a.data, -1.0)  # type: ignore[no-any-return]
 
 
 # ----- mul -------------------------------------------------------------------------------
@@ -278,10 +317,15 @@ def mul(a: Any, b: Any) -> Any:
     gradient is accumulated with the fused ``addmul`` kernel (``grad += other * g``).
     """
     if b.__class__ is float:
-        return record_scalar(a, a.data * b, b)
+        ad = a.data
+        c = _CONST32.get(b) if ad.dtype is _F32 else None  # weak_const's lookup, inlined
+        if c is None:
+            c = weak_const(b, ad.dtype)
+        return record_scalar(a, ad * c, b, c)
     if isinstance(b, SCALARS):
         s = _scalar(b)
-        return record_scalar(a, a.data * s, s)
+        c = weak_const(s, a.data.dtype)
+        return record_scalar(a, a.data * c, s, c)
     return record_binary("mul", a, b, np.multiply, _mul_rule)
 
 
@@ -326,7 +370,7 @@ def div(a: Any, b: Any) -> Any:
     if isinstance(b, SCALARS):
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
-        return record_scalar(a, a.data / s, inv)
+        return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
     return record_binary("div", a, b, np.divide, _div_rule)
 
 
