@@ -459,6 +459,59 @@ def test_cross_entropy_grad(reduction: str, scale: float) -> None:
     np.testing.assert_allclose(g, sm * scale, rtol=1e-5, atol=1e-7)
 
 
+def _ce_reference(x: Array, t: Array) -> tuple[float, Array]:
+    """Mean cross-entropy and its gradient in float64 numpy."""
+    z = x.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    rows = np.arange(len(t))
+    g = np.exp(logp)
+    g[rows, t] -= 1
+    return float(-logp[rows, t].mean()), g / len(t)
+
+
+@pytest.mark.parametrize(
+    ("case", "n", "c", "scale"),
+    [("digits", 64, 10, 3.0), ("vocab", 8, 5000, 5.0), ("extreme", 6, 7, 1e4), ("one-class", 3, 1, 1.0)],
+)
+@pytest.mark.parametrize("tdtype", [np.int64, np.int32, np.uint8])
+def test_cross_entropy_kernel_matches_float64_reference(case: str, n: int, c: int, scale: float, tdtype: Any) -> None:
+    """The fused kernels (float32 logits, float64 row sums) against a float64 numpy reference:
+    large class counts, logits of size 1e4 (exp would overflow unshifted), any integer dtype."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((n, c)) * scale).astype(np.float32)
+    t = rng.integers(0, min(c, 255), n).astype(tdtype)
+    want_loss, want_g = _ce_reference(x, t.astype(np.int64))
+    g = Gradients.leaky()
+    xt = DEV.tensor(x).trace(g)
+    loss = cross_entropy(xt, t)
+    assert loss.dtype == np.float32 and loss.shape == ()
+    np.testing.assert_allclose(loss.item(), want_loss, rtol=2e-6, atol=1e-6)
+    loss.backward()
+    np.testing.assert_allclose(g.get(xt).numpy(), want_g, rtol=1e-4, atol=1e-7)
+
+
+def test_cross_entropy_kernel_takes_transposed_logits_and_keeps_them() -> None:
+    """Non-contiguous logits give the contiguous result; the logits are not modified."""
+    x = np.ascontiguousarray(_RNG.standard_normal((5, 4)).astype(np.float32))
+    xt_view = x.T.copy().T  # same values, Fortran order
+    before = xt_view.copy()
+    t = np.array([0, 3, 1, 2, 3])
+    a = cross_entropy(DEV.tensor(x), t).item()
+    tensor: T = Tensor(xt_view, DEV)
+    assert not tensor.numpy().flags.c_contiguous
+    b = cross_entropy(tensor, t).item()
+    assert a == pytest.approx(b, rel=1e-6)
+    np.testing.assert_array_equal(tensor.numpy(), before)
+
+
+def test_cross_entropy_nan_logit_gives_nan_loss() -> None:
+    """A NaN logit makes the loss NaN (as PyTorch), not an index error or a finite number."""
+    x = np.zeros((2, 3), np.float32)
+    x[1, 2] = np.nan
+    assert np.isnan(cross_entropy(DEV.tensor(x), [0, 1]).item())
+
+
 @pytest.mark.parametrize("view", ["strided_1d", "transposed_2d"])
 @pytest.mark.parametrize(
     ("name", "fn", "deriv"),

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import A, B, S, T
+from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
@@ -329,7 +330,10 @@ def cross_entropy(
     Either sum is divided by ``N`` when ``reduction="mean"``. Fused: the backward is
     ``grad_logits += (softmax(logits) * rowsum(targets) - targets) * g / N`` (with one-hot
     targets for indices; ``rowsum`` is 1 for proper distributions), and a traced target
-    tensor gets ``-log_softmax(logits) * g / N``.
+    tensor gets ``-log_softmax(logits) * g / N``. With class indices both directions are
+    compiled kernels (:func:`gradtape.devices.kernels.softmax.cross_entropy_forward`: two
+    kernel passes around numpy's ``exp``, the index check included; the backward one pass over
+    the saved softmax), as PyTorch fuses ``log_softmax`` with ``nll_loss``.
 
     Args:
         logits: float32/float64 tensor of shape ``(N, C)``, unnormalised scores.
@@ -353,7 +357,7 @@ def cross_entropy(
     x = logits.data
     if x.ndim != 2:
         raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {x.shape}")
-    n, c = x.shape
+    n = x.shape[0]
     t_tensor: Any = targets if targets.__class__ is logits.__class__ else None
     t: Array = t_tensor.data if t_tensor is not None else np.asarray(targets)
     if t.dtype.kind == "f":
@@ -377,21 +381,14 @@ def cross_entropy(
         raise ShapeError(f"cross_entropy: targets of shape {t.shape} do not match logits of shape {x.shape}")
     if n == 0:
         raise ShapeError(f"cross_entropy: empty batch (logits of shape {x.shape})")
-    if t.min() < 0 or t.max() >= c:
-        raise ValueError(f"cross_entropy: class indices must lie in [0, {c}), got min {t.min()} and max {t.max()}")
     _check_reduction("cross_entropy", reduction)
-    logp = log_softmax_array(x, 1)
-    rows = np.arange(n)
+    total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
     scale = 1.0 / n if reduction == "mean" else 1.0
-    loss = -logp[rows, t].sum() * x.dtype.type(scale)
 
     def rule(cg: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        p = np.exp(logp)
-        p[rows, t] -= 1
-        p *= cg
-        return p, None
+        return _ks.cross_entropy_backward(p, t, float(cg)), None  # p is this closure's own
 
-    return _record_loss(logits, None, loss, scale, rule)  # type: ignore[no-any-return]
+    return _record_loss(logits, None, total * scale, scale, rule)  # type: ignore[no-any-return]
 
 
 def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduction: str) -> Any:

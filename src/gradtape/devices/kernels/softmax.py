@@ -1,4 +1,5 @@
-"""Fused softmax backward: ``out += y * (g - sum(g * y, axis))`` along the last axis.
+"""Fused softmax backward: ``out += y * (g - sum(g * y, axis))`` along the last axis, and the
+fused softmax cross-entropy with class-index targets (forward and backward).
 
 One pass per row reads ``g`` and ``y`` twice (once for the row's dot product, once for the
 update) and writes ``out`` once, where numpy needs four full-size temporaries. Rows run
@@ -13,6 +14,7 @@ axis, strided views, broadcast operands) to the numpy expression, which gives th
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -22,7 +24,7 @@ from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
 from gradtape.errors import ShapeError
 
-__all__ = ["softmax_backward"]
+__all__ = ["cross_entropy_backward", "cross_entropy_forward", "softmax_backward"]
 
 Array = np.ndarray[Any, Any]
 
@@ -100,3 +102,85 @@ def softmax_backward(out: Array, y: Array, g: Array, axis: int = -1) -> None:
             return
     _fallback_shape("softmax_backward", out, y, g)
     out += y * (g - (g * y).sum(axis=ax, keepdims=True))
+
+
+# ----- softmax cross-entropy with class indices -------------------------------------------
+
+
+@jit()
+def _ce_shift(z: Array, x: Array, t: Array) -> tuple[int, float]:
+    """Rows ``z[n] = x[n] - max(x[n])``; returns ``(first row whose target is outside
+    [0, C), or -1; sum over rows of z[n, t[n]])``."""
+    c = x.shape[1]
+    picked = 0.0
+    for n in range(x.shape[0]):
+        k = t[n]
+        if k < 0 or k >= c:
+            return n, 0.0
+        xr, zr = x[n], z[n]
+        m = xr[0]
+        for j in range(1, c):
+            m = xr[j] if xr[j] > m else m
+        for j in range(c):
+            zr[j] = xr[j] - m
+        picked += zr[k]
+    return -1, picked
+
+
+@jit()
+def _ce_normalize(p: Array) -> float:
+    """Rows ``p[n] /= sum(p[n])`` in place (``p`` holds ``exp(z)``); returns the sum over rows
+    of ``log(sum(p[n]))``. Row sums accumulate in float64."""
+    total = 0.0
+    for n in range(p.shape[0]):
+        pr = p[n]
+        s = 0.0
+        for j in range(pr.shape[0]):
+            s += pr[j]
+        inv = pr.dtype.type(1.0 / s)
+        for j in range(pr.shape[0]):
+            pr[j] *= inv
+        total += math.log(s)
+    return total
+
+
+@jit()
+def _ce_backward(p: Array, t: Array, k: float) -> None:
+    kk = p.dtype.type(k)
+    for n in range(p.shape[0]):
+        pr = p[n]
+        for j in range(pr.shape[0]):
+            pr[j] *= kk
+        pr[t[n]] -= kk
+
+
+def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
+    """Softmax cross-entropy of logits ``x`` (``(N, C)``) against class indices ``t``
+    (``(N,)``, any integer dtype): ``(sum_n -log_softmax(x)[n, t[n]], softmax(x))``.
+
+    Three passes: ``z = x - rowmax(x)`` (and the picked ``z[n, t[n]]``) in a kernel,
+    ``exp(z)`` in numpy's SIMD ufunc, in place, then one kernel pass that divides each row by
+    its sum and adds up ``log(sum)``: ``loss = sum_n log(sum_j exp(z[n, j])) - z[n, t[n]]``.
+    The loss is a Python float (float64 accumulation); the softmax is a new C-contiguous
+    array of ``x``'s dtype, which :func:`cross_entropy_backward` overwrites.
+
+    Raises:
+        ValueError: a class index lies outside ``[0, C)`` (names the range and the extremes).
+    """
+    x = np.ascontiguousarray(x)
+    p = np.empty_like(x)
+    bad, picked = _ce_shift(p, x, t)
+    if bad >= 0:
+        raise ValueError(
+            f"cross_entropy: class indices must lie in [0, {x.shape[1]}), got min {t.min()} and max {t.max()}"
+        )
+    np.exp(p, out=p)
+    return _ce_normalize(p) - picked, p
+
+
+def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
+    """``(softmax - onehot(t)) * k``, written over the softmax ``p`` of
+    :func:`cross_entropy_forward` and returned: the logits' gradient of ``k`` times the summed
+    cross-entropy, in one pass."""
+    _ce_backward(p, t, k)
+    return p
