@@ -399,3 +399,31 @@ def test_openmp_workers_do_not_spin_unless_asked(given: str | None, expected: st
     code = "import os, gradtape; print(os.environ['OMP_WAIT_POLICY'])"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [7, 2047, 2048, 64 * 128, (1 << 20) + 3])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_relu_forward_equals_np_maximum(dtype: Any, size: int, layout: str) -> None:
+    """The relu kernel (serial, parallel) and its np.maximum path agree with np.maximum(x, 0)
+    bit for bit, NaN (propagated), -0.0 (to 0.0) and infinities included."""
+    from gradtape.devices.kernels import activations as ka
+
+    rng = np.random.default_rng(size)
+    x = rng.standard_normal(size).astype(dtype)
+    x[:5] = [np.nan, -0.0, 0.0, -np.inf, np.inf]
+    if layout == "transposed":
+        x = np.ascontiguousarray(x[: size - size % 7].reshape(7, -1)).T
+    got = ka.relu(x)
+    want = np.maximum(x, dtype(0))
+    assert got.shape == x.shape and got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_relu_forward_rejects_integers() -> None:
+    """An integer array is a DTypeError naming the dtype, not a numba error."""
+    from gradtape.devices.kernels import activations as ka
+
+    with pytest.raises(DTypeError, match="relu: input has dtype int64"):
+        ka.relu(np.arange(4096))

@@ -142,7 +142,7 @@ def relu(a: Tensor[S, T]) -> Tensor[S, T]:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
     PyTorch); fused ``grad += g * (a > 0)``."""
     x = a.data
-    return record_unary(a, np.maximum(x, x.dtype.type(0)), _fused_rule, _k.relu_backward, _relu_grad, x)
+    return record_unary(a, _ka.relu(x), _fused_rule, _k.relu_backward, _relu_grad, x)
 
 
 def sin(a: Tensor[S, T]) -> Tensor[S, T]:

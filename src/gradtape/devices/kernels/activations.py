@@ -9,7 +9,7 @@ serial kernel below :data:`~.elementwise.PARALLEL_THRESHOLD` elements and a ``pr
 above it, and falls back to the equivalent numpy expression for operands the 1-D kernels do
 not take (broadcast operands, non-contiguous multi-dimensional arrays).
 
-Forward wrappers (``sigmoid``, ``gelu``, ``gelu_tanh``, ``softplus``) take an array ``x``
+Forward wrappers (``relu``, ``sigmoid``, ``gelu``, ``gelu_tanh``, ``softplus``) take an array ``x``
 and return new C-contiguous arrays of its shape and dtype: numpy computes the
 transcendentals (``exp``, ``log1p``), kernel passes the arithmetic around them. ``gelu``'s
 ``erfc`` has no numpy ufunc and is the one libm call inside a loop.
@@ -32,6 +32,9 @@ from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast, _flat
 from gradtape.errors import DTypeError
 
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
 __all__ = [
     "abs_backward",
     "addmul_scaled",
@@ -45,6 +48,7 @@ __all__ = [
     "nans_to_backward",
     "pow_backward",
     "recip_backward",
+    "relu",
     "sigmoid",
     "sigmoid_backward",
     "silu_backward",
@@ -339,6 +343,28 @@ def _softplus_finish_parallel(y: Array, s: Array, beta: float, threshold: float,
 # ----- helpers ---------------------------------------------------------------------------
 
 
+@jit()
+def _relu_serial(out: Array, x: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in range(out.shape[0]):
+        xi = x[i]
+        out[i] = zero if xi <= zero else xi  # NaN > 0 and NaN <= 0 are both false: NaN stays
+
+
+@jit(parallel=True)
+def _relu_parallel(out: Array, x: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in numba.prange(out.shape[0]):
+        xi = x[i]
+        out[i] = zero if xi <= zero else xi
+
+
+RELU_KERNEL_MIN = 2048
+"""Below this many elements :func:`relu` calls ``np.maximum`` (one ufunc call is cheaper than
+a kernel call plus an ``np.empty`` there); from it the kernel (measured on 64x128 float32:
+``np.maximum`` 3.7 us, the kernel 1.9 us; 0.35 ms vs 0.09 ms at 1M)."""
+
+
 def _big(n: int) -> bool:
     return n >= PARALLEL_THRESHOLD
 
@@ -378,6 +404,29 @@ def _neg_exp_abs(z: Array) -> Array:
 
 
 # ----- forward wrappers ------------------------------------------------------------------
+
+
+def relu(x: Array) -> Array:
+    """``max(x, 0)`` elementwise, NaN propagating (as ``np.maximum(x, 0)`` and PyTorch; ``-0.0``
+    gives ``0.0``). Returns a new array of ``x``'s shape and dtype.
+
+    numpy's ``maximum`` handles NaN on a slow path (about 3 GB/s here); a select in a kernel
+    runs at memory speed. Arrays of fewer than :data:`RELU_KERNEL_MIN` elements, or not
+    C-contiguous, go to ``np.maximum``.
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    dt = x.dtype
+    if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
+        raise DTypeError(f"relu: input has dtype {dt} (shape {x.shape}); kernels take float32 or float64")
+    if x.size < RELU_KERNEL_MIN or not x.flags.c_contiguous:
+        small: Array = np.maximum(x, dt.type(0))
+        return small
+    out = np.empty(x.shape, dt)
+    x1, o1 = x.reshape(-1), out.reshape(-1)
+    (_relu_parallel if _big(x1.shape[0]) else _relu_serial)(o1, x1)
+    return out
 
 
 def sigmoid(x: Array) -> Array:
