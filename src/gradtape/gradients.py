@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Gradients", "Tensorlike"]
 
 Array = np.ndarray[Any, Any]
+_np_add, _np_mul = np.add, np.multiply  # module globals: no attribute lookup on the hot paths
 S = TypeVar("S")
 
 
@@ -258,11 +259,11 @@ class Gradients:
         if cur is None:
             data[i] = value
         elif i in self._shared:
-            np.add(value, cur, value)
+            _np_add(value, cur, value)
             data[i] = value
             self._shared.discard(i)
         else:
-            np.add(cur, value, cur)
+            _np_add(cur, value, cur)
 
     def _accum_alias(self, i: int, value: Array, src: int) -> None:
         """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient."""
@@ -276,7 +277,7 @@ class Gradients:
             data[i] = np.asarray(cur + value)
             self._shared.discard(i)
         else:
-            np.add(cur, value, cur)
+            _np_add(cur, value, cur)
 
     def _fused(
         self,
@@ -306,9 +307,9 @@ class Gradients:
         if scratch.__class__ is not np.ndarray or scratch.shape != b.shape:
             self._accum(i, scratch * b)
         elif cur is None:
-            data[i] = np.multiply(scratch, b, scratch)
+            data[i] = _np_mul(scratch, b, scratch)
         elif i in self._shared:
-            np.multiply(scratch, b, scratch)
+            _np_mul(scratch, b, scratch)
             data[i] = cur + scratch
             self._shared.discard(i)
         else:
@@ -324,7 +325,7 @@ class Gradients:
             data[i] = np.asarray(cur + g)
             self._shared.discard(i)
         else:
-            np.add(cur, g, cur)
+            _np_add(cur, g, cur)
 
     def _axpy(self, i: int, alpha: float, x: Array, alpha_c: Any = None) -> None:
         """``grad[i] += alpha * x`` (``x`` has the gradient's shape). ``alpha_c``, if given,
@@ -332,10 +333,10 @@ class Gradients:
         data = self._data
         cur = data.get(i)
         if cur is None:
-            r = np.multiply(x, alpha if alpha_c is None else alpha_c)
+            r = _np_mul(x, alpha if alpha_c is None else alpha_c)
             data[i] = r if r.__class__ is np.ndarray else np.asarray(r)
         elif i in self._shared:
-            data[i] = np.asarray(cur + np.multiply(x, alpha if alpha_c is None else alpha_c))
+            data[i] = np.asarray(cur + _np_mul(x, alpha if alpha_c is None else alpha_c))
             self._shared.discard(i)
         else:
             _k.axpy(cur, alpha, x)

@@ -33,17 +33,22 @@ BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
 
 _Entry: TypeAlias = "tuple[Any, ...]"
-# A recorded op, ``(time, fn, *args)``, run as ``fn(grads, entry)``: fn unpacks its own
-# arguments from the entry, so running it is one plain call and recording it one tuple.
-# ``add_backward_op`` records a closure as ``(time, _run_closure, op)``. gradtape's hot
-# elementwise ops record a module-level function with its arguments instead of a closure:
-# one tuple per op rather than a function object and a cell per captured variable, so a
-# long forward pass makes several times fewer objects for the cyclic garbage collector to
-# scan (measured on the 3,000-op chain of benchmarks/workloads/tape.py: about 10% of its
-# time), and backward makes no argument tuples.
+# A recorded op, ``(time, fn, *args)``: fn unpacks its own arguments from the entry, so
+# running it is one plain call and recording it one tuple. Two kinds:
+# - ``add_backward_op`` records a closure as ``(time, _run_closure, op)``, run as ``op(grads)``;
+# - gradtape's hot ops record a module-level ``fn`` with its arguments instead of a closure,
+#   with their output's id as the time, run as ``fn(grads, g, entry)`` where ``g`` is the
+#   output's gradient, taken out of the store by :meth:`GradientTape.execute` itself (as
+#   ``Gradients._release`` would) and skipped when there is none. One tuple per op rather than
+#   a function object and a cell per captured variable: a long forward pass makes several
+#   times fewer objects for the cyclic garbage collector to scan (measured on the 3,000-op
+#   chain of benchmarks/workloads/tape.py: about 10% of its time), backward makes no argument
+#   tuples, and releasing in the loop saves a call per op.
 
 
 def _run_closure(grads: Gradients, entry: _Entry) -> None:
+    """Marker of closure entries ``(time, _run_closure, op)`` (:meth:`GradientTape.execute`
+    calls ``op(grads)`` for them); also runs one, for code that calls entries directly."""
     entry[2](grads)
 
 
@@ -229,10 +234,24 @@ class GradientTape(Tape):
         while ops:
             entry = ops.pop()
             time = entry[0]
-            if time != last:
-                last = time
-                entry[1](grads, entry)
-            del entry
+            if time == last:
+                continue
+            last = time
+            fn = entry[1]
+            if fn is _run_closure:
+                entry[2](grads)
+                continue
+            # an op entry: its time is its output's id; take that gradient (Gradients._release,
+            # inlined: this loop runs once per op)
+            leafs = grads._leafs
+            if leafs is None or time in leafs:
+                g = grads._data.get(time)
+            else:
+                g = grads._data.pop(time, None)
+                if g is not None and grads._shared:
+                    grads._shared.discard(time)
+            if g is not None:
+                fn(grads, g, entry)
         return grads
 
     def __repr__(self) -> str:

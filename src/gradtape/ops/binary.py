@@ -30,6 +30,10 @@ from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
 
 _new = object.__new__
+# ufuncs called through module globals on the hot paths: ``np.add`` is a global and an
+# attribute lookup per call, and ``a + b`` goes through ndarray's operator dispatch first
+_np_add = np.add
+_np_mul = np.multiply
 
 BinaryRule = Callable[
     ["Gradients", "Array", "Array", "Array", "Array", int, int], tuple["Array | None", "Array | None"]
@@ -84,22 +88,18 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any =
 
 
 # Backward functions of the hot elementwise ops are module-level and recorded with their
-# arguments (``(time, fn, *args)``, run as ``fn(grads, entry)``) instead of as closures;
-# their time is their output's id (see tape._Entry).
+# arguments (``(time, fn, *args)``) instead of as closures; their time is their output's id
+# and they run as ``fn(grads, g, entry)`` with the output's gradient ``g`` (see tape._Entry).
 
 
-def _identity_backward(grads: Gradients, entry: tuple[int, Any, int]) -> None:
+def _identity_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int]) -> None:
     oid, _, aid = entry
-    g = grads._release(oid)
-    if g is not None:
-        grads._accum_alias(aid, g, oid)
+    grads._accum_alias(aid, g, oid)
 
 
-def _scale_backward(grads: Gradients, entry: tuple[int, Any, int, float, Any]) -> None:
-    oid, _, aid, alpha, alpha_c = entry
-    g = grads._release(oid)
-    if g is not None:
-        grads._axpy(aid, alpha, g, alpha_c)
+def _scale_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, float, Any]) -> None:
+    _, _, aid, alpha, alpha_c = entry
+    grads._axpy(aid, alpha, g, alpha_c)
 
 
 _F32 = np.dtype(np.float32)
@@ -182,11 +182,10 @@ def record_binary(
     return out
 
 
-def _binary_backward(grads: Gradients, entry: tuple[int, Any, BinaryRule, Array, Array, Array, int, int]) -> None:
+def _binary_backward(
+    grads: Gradients, g: Array, entry: tuple[int, Any, BinaryRule, Array, Array, Array, int, int]
+) -> None:
     oid, _, rule, ad, bd, y, aid, bid = entry
-    g = grads._release(oid)
-    if g is None:
-        return
     ga, gb = rule(grads, g, ad, bd, y, aid, bid)
     for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
         if gi is None:
@@ -225,7 +224,7 @@ def add(a: Any, b: Any) -> Any:
         if ad.shape == bd.shape and ad.dtype is bd.dtype:  # the common case, kept lean
             ta, tb = a.tape, b.tape
             tape = ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb)
-            y = ad + bd
+            y = _np_add(ad, bd)
             out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
             out.data = y if y.__class__ is np.ndarray else np.asarray(y)  # 0-d: numpy gives a scalar
             out.device = a.device
@@ -240,12 +239,10 @@ def add(a: Any, b: Any) -> Any:
     return record_binary("add", a, b, np.add, _add_rule)
 
 
-def _add_backward(grads: Gradients, entry: tuple[int, Any, int, int]) -> None:
+def _add_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int]) -> None:
     oid, _, aid, bid = entry
-    g = grads._release(oid)
-    if g is not None:
-        grads._accum_alias(aid, g, oid)
-        grads._accum_alias(bid, g, oid)
+    grads._accum_alias(aid, g, oid)
+    grads._accum_alias(bid, g, oid)
 
 
 def _add_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
@@ -321,7 +318,7 @@ def mul(a: Any, b: Any) -> Any:
         c = _CONST32.get(b) if ad.dtype is _F32 else None  # weak_const's lookup, inlined
         if c is None:
             c = weak_const(b, ad.dtype)
-        return record_scalar(a, ad * c, b, c)
+        return record_scalar(a, _np_mul(ad, c), b, c)
     if isinstance(b, SCALARS):
         s = _scalar(b)
         c = weak_const(s, a.data.dtype)

@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
+_np_sin, _np_cos = np.sin, np.cos  # module globals: no attribute lookup on the hot path
 Rule = Callable[["Gradients", int, Array], None]
 
 
@@ -86,19 +87,17 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     return out
 
 
-def _unary_backward1(grads: Gradients, entry: tuple[int, Any, Callable[..., None], int, Any]) -> None:
-    oid, _, rule, aid, saved = entry
-    g = grads._release(oid)
-    if g is not None:
-        rule(grads, aid, g, saved)
+def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, Callable[..., None], int, Any]) -> None:
+    _, _, rule, aid, saved = entry
+    rule(grads, aid, g, saved)
 
 
-def _unary_backward(grads: Gradients, entry: tuple[int, Any, Callable[..., None], int, tuple[Any, ...]]) -> None:
+def _unary_backward(
+    grads: Gradients, g: Array, entry: tuple[int, Any, Callable[..., None], int, tuple[Any, ...]]
+) -> None:
     # recorded with its arguments, not as a closure (see tape._Entry)
-    oid, _, rule, aid, saved = entry
-    g = grads._release(oid)
-    if g is not None:
-        rule(grads, aid, g, *saved)
+    _, _, rule, aid, saved = entry
+    rule(grads, aid, g, *saved)
 
 
 def _fused_rule(grads: Gradients, i: int, g: Array, kernel: Callable[..., None], ufunc: Any, s: Array) -> None:
@@ -149,11 +148,11 @@ def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
-    return record_unary(a, np.sin(x), _sin_rule, x)
+    return record_unary(a, _np_sin(x), _sin_rule, x)
 
 
 def _sin_rule(grads: Gradients, i: int, g: Array, x: Array) -> None:
-    grads._addmul_scratch(i, np.cos(x), g)
+    grads._addmul_scratch(i, _np_cos(x), g)
 
 
 # ----- the activation family -------------------------------------------------------------
