@@ -427,3 +427,34 @@ def test_relu_forward_rejects_integers() -> None:
 
     with pytest.raises(DTypeError, match="relu: input has dtype int64"):
         ka.relu(np.arange(4096))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided_1d", "large"])
+def test_relu_grad_equals_masked_gradient(dtype: Any, layout: str) -> None:
+    """relu_grad(x, g) == g * (x > 0) as a new array, on every path (serial, parallel, numpy)."""
+    rng = np.random.default_rng(3)
+    n = (1 << 20) + 5 if layout == "large" else 24
+    x = rng.standard_normal(n).astype(dtype)
+    g = rng.standard_normal(n).astype(dtype)
+    x[:3] = [0.0, np.nan, -0.0]
+    if layout == "transposed":
+        x, g = x.reshape(4, 6).T, g.reshape(4, 6).T
+    elif layout == "strided_1d":
+        x, g = x[::2], g[::2]
+    got = k.relu_grad(x, g)
+    assert got.shape == x.shape and got.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.where(x > 0, g, 0))
+
+
+def test_relu_grad_errors_name_shapes_and_dtypes() -> None:
+    """Mismatched shapes are a ShapeError, mixed or integer dtypes a DTypeError."""
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(ShapeError, match=r"\(3, 2\)"):
+        k.relu_grad(x, np.ones((3, 2), np.float32))
+    with pytest.raises(ShapeError, match=r"x \(2, 3\) and g \(1, 3\)"):
+        k.relu_grad(x, np.ones((1, 3), np.float32))  # broadcastable is not enough
+    with pytest.raises(DTypeError, match="float64"):
+        k.relu_grad(x, np.ones((2, 3), np.float64))
+    with pytest.raises(DTypeError, match="int64"):
+        k.relu_grad(np.ones(3, np.int64), np.ones(3, np.int64))

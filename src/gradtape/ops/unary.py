@@ -131,17 +131,11 @@ def log(a: Tensor[S, T]) -> Tensor[S, T]:
     return record_unary(a, np.log(x), _fused_rule_gs, _k.adddiv, np.divide, x)
 
 
-def _relu_grad(x: Array, g: Array) -> Array:
-    out = np.zeros(g.shape, g.dtype)
-    _k.relu_backward(out, x, g)
-    return out
-
-
 def relu(a: Tensor[S, T]) -> Tensor[S, T]:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
     PyTorch); fused ``grad += g * (a > 0)``."""
     x = a.data
-    return record_unary(a, _ka.relu(x), _fused_rule, _k.relu_backward, _relu_grad, x)
+    return record_unary(a, _ka.relu(x), _fused_rule, _k.relu_backward, _k.relu_grad, x)
 
 
 def sin(a: Tensor[S, T]) -> Tensor[S, T]:

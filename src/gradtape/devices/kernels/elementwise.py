@@ -23,7 +23,7 @@ import numpy as np
 from gradtape.devices.kernels._jit import jit
 from gradtape.errors import DTypeError, ShapeError
 
-__all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward"]
+__all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward", "relu_grad"]
 
 Array = np.ndarray[Any, Any]
 
@@ -75,6 +75,20 @@ def _relu_backward_parallel(out: Array, x: Array, g: Array) -> None:
 
 
 @jit()
+def _relu_grad_serial(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in range(out.shape[0]):
+        out[i] = g[i] if x[i] > zero else zero
+
+
+@jit(parallel=True)
+def _relu_grad_parallel(out: Array, x: Array, g: Array) -> None:
+    zero = x.dtype.type(0)
+    for i in numba.prange(out.shape[0]):
+        out[i] = g[i] if x[i] > zero else zero
+
+
+@jit()
 def _adddiv_serial(out: Array, a: Array, b: Array) -> None:
     for i in range(out.shape[0]):
         out[i] += a[i] / b[i]
@@ -109,23 +123,61 @@ def _fast(out: Array, *ins: Array) -> bool:
     An input that shares memory with ``out`` other than as the very same array (a shifted
     view of one buffer, say) goes to numpy, which buffers overlapping operands; the loop
     kernels would read elements they had already updated.
+
+    Raises:
+        DTypeError: an input of ``out``'s shape has another dtype.
     """
+    # Runs before every kernel call of every backward: plain loops, no generators, each
+    # array attribute read once (``.shape`` builds a tuple, ``.flags`` an object).
     shape, dtype = out.shape, out.dtype
-    out_base = out if out.base is None else out.base
+    ob = out.base
+    out_base = out if ob is None else ob
     for x in ins:
         if x.__class__ is not np.ndarray or x.shape != shape:
             return False
-        if x.dtype is not dtype and x.dtype != dtype:
-            raise DTypeError(f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dtype} (shape {shape})")
-        if x is not out and (x if x.base is None else x.base) is out_base and np.may_share_memory(out, x):
+        xd = x.dtype
+        if xd is not dtype and xd != dtype:
+            raise DTypeError(f"kernel: dtype {xd} (shape {x.shape}) mixed with out's {dtype} (shape {shape})")
+        if x is not out:
+            xb = x.base
+            if (x if xb is None else xb) is out_base and np.may_share_memory(out, x):
+                return False
+    if len(shape) == 1:
+        return True
+    if not out.flags.c_contiguous:
+        return False
+    for x in ins:
+        if not x.flags.c_contiguous:
             return False
+    return True
+
+
+def _fast_same(out: Array, *ins: Array) -> bool:
+    """:func:`_fast` for callers that guarantee ``ins`` are numpy arrays of ``out``'s shape and
+    dtype (the optimizers, after ``Optimizer.step``'s checks, with buffers they allocated):
+    only the overlap and layout checks, without the shape tuples."""
+    ob = out.base
+    out_base = out if ob is None else ob
+    for x in ins:
+        if x.__class__ is not np.ndarray:  # a subclass (np.matrix, a memmap): numpy's path
+            return False
+        if x is not out:
+            xb = x.base
+            if (x if xb is None else xb) is out_base and np.may_share_memory(out, x):
+                return False
     if out.ndim == 1:
         return True
-    return out.flags.c_contiguous and all(x.flags.c_contiguous for x in ins)
+    if not out.flags.c_contiguous:
+        return False
+    for x in ins:
+        if not x.flags.c_contiguous:
+            return False
+    return True
 
 
 def _flat(x: Array) -> Array:
-    return x if x.ndim == 1 else x.reshape(-1)
+    # a view: x is 1-D, or C-contiguous (checked by _fast), where ravel() never copies
+    return x if x.ndim == 1 else x.ravel()
 
 
 def _fallback_shape(op: str, out: Array, *ins: Array) -> None:
@@ -217,6 +269,35 @@ def relu_backward(out: Array, x: Array, g: Array) -> None:
     else:
         _fallback_shape("relu_backward", out, x, g)
         out += np.where(np.asarray(x) > 0, g, out.dtype.type(0))
+
+
+def relu_grad(x: Array, g: Array) -> Array:
+    """``g * (x > 0)`` as a new array (ReLU's backward when the input has no gradient yet): one
+    pass that writes, where :func:`relu_backward` on zeros would write twice.
+
+    Args:
+        x, g: arrays of one shape and dtype (float32 or float64): ReLU's input and the
+            gradient of its output.
+
+    Raises:
+        ShapeError: the shapes differ. DTypeError: the dtypes differ or are not float.
+    """
+    if x.__class__ is not np.ndarray or g.__class__ is not np.ndarray:
+        x, g = np.asarray(x), np.asarray(g)
+    if x.shape != g.shape:
+        raise ShapeError(f"relu_grad: x {x.shape} and g {g.shape} must have one shape")
+    dt = x.dtype
+    if dt is not g.dtype and dt != g.dtype:
+        raise DTypeError(f"relu_grad: dtypes differ: x {dt} {x.shape}, g {g.dtype} {g.shape}")
+    if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
+        raise DTypeError(f"relu_grad: dtype {dt} (shape {x.shape}); kernels take float32 or float64")
+    if x.ndim == 1 or (x.flags.c_contiguous and g.flags.c_contiguous):
+        out = np.empty(x.shape, dt)
+        o = _flat(out)
+        (_relu_grad_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _relu_grad_serial)(o, _flat(x), _flat(g))
+        return out
+    res: Array = np.where(x > 0, g, dt.type(0))
+    return res
 
 
 def fill(out: Array, value: float) -> None:

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
-from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast, _flat
+from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast_same, _flat
 from gradtape.errors import DTypeError, ShapeError
 
 __all__ = ["adam_step", "rmsprop_step", "sgd_step"]
@@ -295,7 +295,7 @@ def _sgd_apply(
     """:func:`sgd_step` without the validation, for callers that own ``buf`` and checked
     ``p`` and ``g`` (:class:`gradtape.optim.SGD`)."""
     use_buf = buf is not None
-    if _fast(p, g, *([buf] if buf is not None else [])):
+    if _fast_same(p, g, *([buf] if buf is not None else [])):
         pf = _flat(p)
         kernel = _sgd_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _sgd_serial
         b = _flat(buf) if buf is not None else pf
@@ -387,7 +387,7 @@ def _adam_apply(
     wd = 0.0 if decoupled else weight_decay
     amsgrad = vmax is not None
     ins = [g, m, v] + ([vmax] if vmax is not None else [])
-    if _fast(p, *ins):
+    if _fast_same(p, *ins):
         pf = _flat(p)
         kernel = _adam_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _adam_serial
         vm = _flat(vmax) if vmax is not None else _flat(v)
@@ -466,7 +466,7 @@ def _rmsprop_apply(
     and checked ``p`` and ``g`` (:class:`gradtape.optim.RMSprop`)."""
     centered, use_buf = grad_avg is not None, buf is not None
     ins = [g, square_avg] + [x for x in (grad_avg, buf) if x is not None]
-    if _fast(p, *ins):
+    if _fast_same(p, *ins):
         pf = _flat(p)
         kernel = _rmsprop_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _rmsprop_serial
         sq = _flat(square_avg)
