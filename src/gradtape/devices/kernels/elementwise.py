@@ -130,26 +130,13 @@ def _fast(out: Array, *ins: Array) -> bool:
     # Runs before every kernel call of every backward: plain loops, no generators, each
     # array attribute read once (``.shape`` builds a tuple, ``.flags`` an object).
     shape, dtype = out.shape, out.dtype
-    ob = out.base
-    out_base = out if ob is None else ob
     for x in ins:
         if x.__class__ is not np.ndarray or x.shape != shape:
             return False
         xd = x.dtype
         if xd is not dtype and xd != dtype:
             raise DTypeError(f"kernel: dtype {xd} (shape {x.shape}) mixed with out's {dtype} (shape {shape})")
-        if x is not out:
-            xb = x.base
-            if (x if xb is None else xb) is out_base and np.may_share_memory(out, x):
-                return False
-    if len(shape) == 1:
-        return True
-    if not out.flags.c_contiguous:
-        return False
-    for x in ins:
-        if not x.flags.c_contiguous:
-            return False
-    return True
+    return _fast_same(out, *ins)
 
 
 def _fast_same(out: Array, *ins: Array) -> bool:
