@@ -533,3 +533,35 @@ def test_leaky_store_keeps_intermediate_gradients() -> None:
     np.testing.assert_allclose(grads.get(z).numpy(), np.ones(2))
     np.testing.assert_allclose(grads.get(y).numpy(), np.cos(y.numpy()), rtol=1e-6)
     np.testing.assert_allclose(grads.get(xt).numpy(), 2.0 * np.cos(y.numpy()), rtol=1e-6)
+
+
+def test_reused_store_does_not_accumulate_stale_shared_ids() -> None:
+    """A store reused for many steps (alloc_grads / zero_grads) names only stored gradients in
+    its copy-on-write set: add's backward aliases its output's gradient, which backward has
+    already released, so that id must not be kept (it leaked one id per add per step)."""
+    from gradtape import nn
+
+    dev = Cpu(seed=0)
+    lin = nn.Linear(4, 4, dev=dev)
+    grads = lin.alloc_grads()
+    for _ in range(20):
+        x = dev.tensor(np.ones((2, 4), np.float32)).trace(grads)
+        h = lin(x)
+        (h + h.relu() + h).sum().backward()
+        assert grads._shared <= set(grads._data), "shared ids must be stored ids"
+        lin.zero_grads(grads)
+    assert not grads._shared and not grads._data
+
+
+def test_leaky_store_keeps_aliased_gradients_copy_on_write() -> None:
+    """In a leaky store add's output keeps its gradient, aliased by both inputs: writing one
+    input's gradient in place (get_or_alloc_mut) leaves the others unchanged."""
+    store = Gradients.leaky()
+    a, b = DEV.tensor([1.0, 2.0]).trace(store), DEV.tensor([3.0, 4.0]).trace(store)
+    s = a + b
+    grads = s.sum().backward()
+    assert {a.id, s.id} <= grads._shared
+    grads.get_or_alloc_mut(a)[...] = 7.0
+    np.testing.assert_array_equal(grads.get(s).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(grads.get(b).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(grads.get(a).numpy(), [7.0, 7.0])

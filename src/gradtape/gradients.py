@@ -266,13 +266,18 @@ class Gradients:
             _np_add(cur, value, cur)
 
     def _accum_alias(self, i: int, value: Array, src: int) -> None:
-        """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient."""
+        """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient.
+
+        Both ids are marked shared (copy before writing) while the store holds the buffer
+        under both; ``src`` is not marked when it has already left the store (released by
+        backward), so the shared set only ever names stored gradients."""
         data = self._data
         cur = data.get(i)
         if cur is None:
             data[i] = value
             self._shared.add(i)
-            self._shared.add(src)
+            if src in data:
+                self._shared.add(src)
         elif i in self._shared:
             data[i] = np.asarray(cur + value)
             self._shared.discard(i)
