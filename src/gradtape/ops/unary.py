@@ -87,6 +87,35 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     return out
 
 
+def _record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
+    """:func:`record_unary` for gradtape's own ops whose backward is written in the tape's
+    entry form: records ``(out.id, fn, a.id, *args)``, run as ``fn(grads, g, entry)`` (see
+    ``tape._Entry``): one Python call per op in backward instead of two."""
+    tape = a.tape
+    out: Tensor[S, T] = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
+    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.device = a.device
+    out.tape = tape
+    out.id = oid = next_id()
+    out._leaf = False
+    if tape is not NONE_TAPE:
+        tape._record((oid, fn, a.id, *args))
+    return out
+
+
+def _fused_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
+    """The common elementwise backward: ``grad_a += ufunc(s, g)`` in one fused ``kernel`` pass,
+    with ``s`` saved by the forward (entry ``(out.id, fn, a.id, kernel, ufunc, s)``)."""
+    _, _, i, kernel, ufunc, s = entry
+    grads._fused(i, kernel, ufunc, s, g)
+
+
+def _fused_backward_gs(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
+    """``grad_a += ufunc(g, s)`` in one fused ``kernel`` pass (operands the other way round)."""
+    _, _, i, kernel, ufunc, s = entry
+    grads._fused(i, kernel, ufunc, g, s)
+
+
 def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, Callable[..., None], int, Any]) -> None:
     _, _, rule, aid, saved = entry
     rule(grads, aid, g, saved)
@@ -100,17 +129,6 @@ def _unary_backward(
     rule(grads, aid, g, *saved)
 
 
-def _fused_rule(grads: Gradients, i: int, g: Array, kernel: Callable[..., None], ufunc: Any, s: Array) -> None:
-    """The common elementwise rule: ``grad_a += ufunc(s, g)`` in one fused ``kernel`` pass,
-    with ``s`` saved by the forward (a module-level rule: recording it makes no closure)."""
-    grads._fused(i, kernel, ufunc, s, g)
-
-
-def _fused_rule_gs(grads: Gradients, i: int, g: Array, kernel: Callable[..., None], ufunc: Any, s: Array) -> None:
-    """``grad_a += ufunc(g, s)`` in one fused ``kernel`` pass (operands the other way round)."""
-    grads._fused(i, kernel, ufunc, g, s)
-
-
 def neg(a: Tensor[S, T]) -> Tensor[S, T]:
     """``-a`` elementwise. Gradient: ``-1``."""
     return record_scalar(a, np.negative(a.data), -1.0)  # type: ignore[no-any-return]
@@ -119,7 +137,7 @@ def neg(a: Tensor[S, T]) -> Tensor[S, T]:
 def exp(a: Tensor[S, T]) -> Tensor[S, T]:
     """``e**a`` elementwise. Gradient: ``e**a``, the saved output (fused ``grad += y * g``)."""
     y = np.exp(a.data)
-    return record_unary(a, y, _fused_rule, _k.addmul, np.multiply, y)
+    return _record_entry(a, y, _fused_backward, _k.addmul, np.multiply, y)
 
 
 def log(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -128,25 +146,25 @@ def log(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``1 / a`` (fused ``grad += g / a``).
     """
     x = a.data
-    return record_unary(a, np.log(x), _fused_rule_gs, _k.adddiv, np.divide, x)
+    return _record_entry(a, np.log(x), _fused_backward_gs, _k.adddiv, np.divide, x)
 
 
 def relu(a: Tensor[S, T]) -> Tensor[S, T]:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
     PyTorch); fused ``grad += g * (a > 0)``."""
     x = a.data
-    return record_unary(a, _ka.relu(x), _fused_rule, _k.relu_backward, _k.relu_grad, x)
+    return _record_entry(a, _ka.relu(x), _fused_backward, _k.relu_backward, _k.relu_grad, x)
 
 
 def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
-    return record_unary(a, _np_sin(x), _sin_rule, x)
+    return _record_entry(a, _np_sin(x), _sin_backward, x)
 
 
-def _sin_rule(grads: Gradients, i: int, g: Array, x: Array) -> None:
-    grads._addmul_scratch(i, _np_cos(x), g)
+def _sin_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array]) -> None:
+    grads._addmul_scratch(entry[2], _np_cos(entry[3]), g)
 
 
 # ----- the activation family -------------------------------------------------------------
@@ -216,7 +234,7 @@ def abs(a: Tensor[S, T]) -> Tensor[S, T]:
     (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
     """
     x = a.data
-    return record_unary(a, np.abs(x), _fused_rule, _ka.abs_backward, _abs_grad, x)
+    return _record_entry(a, np.abs(x), _fused_backward, _ka.abs_backward, _abs_grad, x)
 
 
 def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -226,13 +244,13 @@ def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
     ``grad += g / (2 y)`` from the saved output.
     """
     y = np.sqrt(a.data)
-    return record_unary(a, y, _fused_rule, _ka.sqrt_backward, _sqrt_grad, y)
+    return _record_entry(a, y, _fused_backward, _ka.sqrt_backward, _sqrt_grad, y)
 
 
 def square(a: Tensor[S, T]) -> Tensor[S, T]:
     """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
     x = a.data
-    return record_unary(a, np.square(x), _fused_rule, _ka.square_backward, _square_grad, x)
+    return _record_entry(a, np.square(x), _fused_backward, _ka.square_backward, _square_grad, x)
 
 
 def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
@@ -262,14 +280,14 @@ def cos(a: Tensor[S, T]) -> Tensor[S, T]:
     """Cosine elementwise (radians). Gradient: ``-sin(a)``, computed in backward with numpy's
     SIMD ``sin`` and accumulated in one fused pass ``grad += -sin(a) * g``."""
     x = a.data
-    return record_unary(a, np.cos(x), _fused_rule, _ka.cos_backward, _cos_grad, x)
+    return _record_entry(a, np.cos(x), _fused_backward, _ka.cos_backward, _cos_grad, x)
 
 
 def tanh(a: Tensor[S, T]) -> Tensor[S, T]:
     """Hyperbolic tangent elementwise: ``y = tanh(a)``. Gradient: ``1 - y**2`` from the saved
     output; fused ``grad += (1 - y**2) * g``."""
     y = np.tanh(a.data)
-    return record_unary(a, y, _fused_rule, _ka.tanh_backward, _tanh_grad, y)
+    return _record_entry(a, y, _fused_backward, _ka.tanh_backward, _tanh_grad, y)
 
 
 def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -279,7 +297,7 @@ def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
     """
     y = _ka.sigmoid(a.data)
-    return record_unary(a, y, _fused_rule, _ka.sigmoid_backward, _sigmoid_grad, y)
+    return _record_entry(a, y, _fused_backward, _ka.sigmoid_backward, _sigmoid_grad, y)
 
 
 def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
@@ -353,7 +371,7 @@ def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Ten
     if math.isnan(thr):
         raise ValueError("softplus: threshold is NaN")
     y, s = _ka.softplus(a.data, b, thr)
-    return record_unary(a, y, _fused_rule, _k.addmul, np.multiply, s)
+    return _record_entry(a, y, _fused_backward, _k.addmul, np.multiply, s)
 
 
 def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
@@ -390,7 +408,7 @@ def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
     v = _number("nans_to", "value", value)
     x = a.data
     y = np.where(np.isnan(x), v, x)
-    return record_unary(a, y, _fused_rule, _ka.nans_to_backward, _nans_to_grad, x)
+    return _record_entry(a, y, _fused_backward, _ka.nans_to_backward, _nans_to_grad, x)
 
 
 def recip(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -399,4 +417,4 @@ def recip(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
     """
     y = np.reciprocal(a.data)
-    return record_unary(a, y, _fused_rule, _ka.recip_backward, _recip_grad, y)
+    return _record_entry(a, y, _fused_backward, _ka.recip_backward, _recip_grad, y)
