@@ -146,6 +146,11 @@ class GradientTape(Tape):
 
     def _root(self) -> GradientTape:
         """Follow forward pointers to the tape that now holds this tape's closures."""
+        root = self._forward
+        if root is None:
+            return self
+        if root._forward is None:  # one hop: the common case after a merge
+            return root
         root = self
         while root._forward is not None:
             root = root._forward
@@ -286,7 +291,8 @@ def merge_tapes(a: Tape, b: Tape) -> Tape:
         return b
     if not isinstance(a, GradientTape) or not isinstance(b, GradientTape):
         return a if isinstance(a, GradientTape) else b
-    ra, rb = a._root(), b._root()
+    ra = a if a._forward is None else a._root()
+    rb = b if b._forward is None else b._root()
     if ra is not rb:
         ra.append(rb)
     return ra

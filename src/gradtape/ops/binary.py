@@ -323,7 +323,22 @@ def mul(a: Any, b: Any) -> Any:
         s = _scalar(b)
         c = weak_const(s, a.data.dtype)
         return record_scalar(a, a.data * c, s, c)
+    if b.__class__ is a.__class__:
+        ad, bd = a.data, b.data
+        if ad.shape == bd.shape and ad.dtype is bd.dtype:  # no broadcast: the lean path
+            ta, tb = a.tape, b.tape
+            out = a._from_op(_np_mul(ad, bd), ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb))
+            if out.tape is not NONE_TAPE:
+                out.tape._record((out.id, _mul_backward, a.id, b.id, ad, bd))
+            return out
     return record_binary("mul", a, b, np.multiply, _mul_rule)
+
+
+def _mul_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int, Array, Array]) -> None:
+    # same-shape mul: grad_a += b * g, grad_b += a * g, each one fused addmul pass
+    _, _, aid, bid, ad, bd = entry
+    grads._fused(aid, _k.addmul, _np_mul, bd, g)
+    grads._fused(bid, _k.addmul, _np_mul, ad, g)
 
 
 def _mul_rule(

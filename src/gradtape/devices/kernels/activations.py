@@ -29,7 +29,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
-from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast, _flat
+from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast, _flat, _prep3
 from gradtape.errors import DTypeError
 
 _F32 = np.dtype(np.float32)
@@ -542,6 +542,10 @@ def _addmul_scaled(op: str, out: Array, alpha: float, a: Array, b: Array) -> Non
 
 def _binary_backward(op: str, kernels: tuple[Any, Any], out: Array, a: Array, g: Array) -> bool:
     """Run a kernel ``out += f(a, g)`` if the operands allow; False if numpy must do it."""
+    f = _prep3(out, a, g)
+    if f is not None:
+        kernels[1 if f[0].size >= PARALLEL_THRESHOLD else 0](*f)
+        return True
     _check_out(op, out)
     if _fast(out, a, g):
         _run(kernels, out, a, g)

@@ -105,6 +105,7 @@ def _adddiv_parallel(out: Array, a: Array, b: Array) -> None:
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray
 
 
 def _check_out(op: str, out: Array) -> None:
@@ -162,6 +163,38 @@ def _fast_same(out: Array, *ins: Array) -> bool:
     return True
 
 
+def _prep3(out: Array, a: Array, b: Array) -> tuple[Array, Array, Array] | None:
+    """The fast path of the three-array wrappers: ``(out, a, b)`` as 1-D arrays (views) when
+    all three are plain ndarrays of one shape and of one float dtype, ``out`` is writable, no
+    input overlaps ``out`` other than as ``out`` itself, and they are 1-D or C-contiguous;
+    ``None`` otherwise, and the caller runs the full checks (which raise, or fall back to
+    numpy). Backward calls a wrapper per op, often on small arrays: the full checks
+    (``_check_out``, ``_fast``, ``_flat``) cost about 1 us a call, four times the kernel's
+    own call on 64 floats; this one reads each attribute once."""
+    if out.__class__ is not _ND or a.__class__ is not _ND or b.__class__ is not _ND:
+        return None
+    shape = out.shape
+    if a.shape != shape or b.shape != shape:
+        return None
+    dt = out.dtype
+    if a.dtype is not dt or b.dtype is not dt or (dt is not _F32 and dt is not _F64):
+        return None
+    if not out.flags.writeable:
+        return None
+    ob = out.base
+    if ob is None:
+        ob = out
+    if a is not out and (a.base if a.base is not None else a) is ob and np.may_share_memory(out, a):
+        return None
+    if b is not out and (b.base if b.base is not None else b) is ob and np.may_share_memory(out, b):
+        return None
+    if len(shape) == 1:
+        return out, a, b
+    if out.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous:
+        return out.ravel(), a.ravel(), b.ravel()
+    return None
+
+
 def _flat(x: Array) -> Array:
     # a view: x is 1-D, or C-contiguous (checked by _fast), where ravel() never copies
     return x if x.ndim == 1 else x.ravel()
@@ -197,6 +230,10 @@ def addmul(out: Array, a: Array, b: Array) -> None:
         DTypeError: the dtypes differ or are not float32/float64.
         ValueError: ``out`` is read-only.
     """
+    f = _prep3(out, a, b)
+    if f is not None:
+        (_addmul_parallel if f[0].size >= PARALLEL_THRESHOLD else _addmul_serial)(*f)
+        return
     _check_out("addmul", out)
     if _fast(out, a, b):
         o, a1, b1 = _flat(out), _flat(a), _flat(b)
@@ -233,6 +270,10 @@ def adddiv(out: Array, a: Array, b: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul`.
     """
+    f = _prep3(out, a, b)
+    if f is not None:
+        (_adddiv_parallel if f[0].size >= PARALLEL_THRESHOLD else _adddiv_serial)(*f)
+        return
     _check_out("adddiv", out)
     if _fast(out, a, b):
         o, a1, b1 = _flat(out), _flat(a), _flat(b)
@@ -248,6 +289,10 @@ def relu_backward(out: Array, x: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul`.
     """
+    f = _prep3(out, x, g)
+    if f is not None:
+        (_relu_backward_parallel if f[0].size >= PARALLEL_THRESHOLD else _relu_backward_serial)(*f)
+        return
     _check_out("relu_backward", out)
     if _fast(out, x, g):
         o, x1, g1 = _flat(out), _flat(x), _flat(g)
