@@ -6,6 +6,10 @@ floats, so the time is almost all per-op bookkeeping (creating the output, recor
 the backward closure, running it). Reported in microseconds per op (the chain's 3,000
 ops; the final sum and its backward are timed too but not counted).
 
+A second chain, with no target, uses tensor operands throughout:
+``y = (y * w).tanh() + x`` with ``x`` and ``w`` both traced (a gated, residual update, the
+shape of the elementwise work inside real models); both inputs' gradients are computed.
+
 Implementations: gradtape (``x.trace(grads)`` into a store that keeps only ``x``'s
 gradient), PyTorch eager (``requires_grad`` leaf), HIPS autograd (``make_vjp``) and a
 hand-written numpy forward+backward that saves what the backward needs (no tape at all:
@@ -167,6 +171,167 @@ def numpy_chain(x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
     return run, grad
 
 
+# ----- the tensor-operand chain: y = (y * w).tanh() + x ------------------------------------
+
+
+def tensor_inputs(n: int = N) -> tuple[Array, Array]:
+    """``(x, w)``: float32 samples (seed 1), ``w`` in [0.5, 1.5) so the chain neither dies nor
+    explodes."""
+    rng = np.random.default_rng(1)
+    return rng.standard_normal(n).astype(np.float32), rng.uniform(0.5, 1.5, n).astype(np.float32)
+
+
+def gradtape_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
+    """gradtape's tensor-operand chain: ``(timed run, concatenated gradients of x and w)``."""
+    from gradtape import Cpu, Gradients
+
+    dev = Cpu(seed=0)
+    x, w = dev.tensor(x0), dev.tensor(w0)
+    last: list[Array] = []
+
+    def run() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        grads = Gradients.leaky()
+        grads.retain_leafs([x, w])
+        xt, wt = x.trace(grads), w.trace(grads)
+        y = xt
+        for _ in range(repeats):
+            y = (y * wt).tanh() + xt
+        loss = y.sum()
+        t1 = time.perf_counter()
+        g = loss.backward()
+        t2 = time.perf_counter()
+        last[:] = [np.concatenate([g.get(x).numpy(), g.get(w).numpy()])]
+        return t1 - t0, t2 - t1
+
+    def grad() -> Array:
+        run()
+        return last[0]
+
+    return run, grad
+
+
+def torch_tensor_chain(torch: Any, x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
+    """PyTorch eager's tensor-operand chain."""
+    x = torch.from_numpy(x0.copy()).requires_grad_()
+    w = torch.from_numpy(w0.copy()).requires_grad_()
+
+    def run() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        x.grad = w.grad = None
+        y = x
+        for _ in range(repeats):
+            y = (y * w).tanh() + x
+        loss = y.sum()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        return t1 - t0, t2 - t1
+
+    def grad() -> Array:
+        run()
+        return np.concatenate([x.grad.numpy(), w.grad.numpy()])
+
+    return run, grad
+
+
+def autograd_tensor_chain(anp: Any, x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
+    """HIPS autograd's tensor-operand chain (``make_vjp`` over ``(x, w)``)."""
+    from autograd import make_vjp
+
+    def f(xw: tuple[Any, Any]) -> Any:
+        x, w = xw
+        y = x
+        for _ in range(repeats):
+            y = anp.tanh(y * w) + x
+        return anp.sum(y)
+
+    last: list[Array] = []
+
+    def run() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        vjp, _ = make_vjp(f)((x0.copy(), w0.copy()))
+        t1 = time.perf_counter()
+        gx, gw = vjp(np.float32(1.0))
+        t2 = time.perf_counter()
+        last[:] = [np.concatenate([np.asarray(gx), np.asarray(gw)])]
+        return t1 - t0, t2 - t1
+
+    def grad() -> Array:
+        run()
+        return last[0]
+
+    return run, grad
+
+
+def numpy_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
+    """Hand-written numpy forward (saving each step's input and tanh) and backward."""
+    x, w = x0.copy(), w0.copy()
+    last: list[Array] = []
+
+    def run() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        saved: list[tuple[Array, Array]] = []
+        y = x
+        for _ in range(repeats):
+            t = np.tanh(y * w)
+            saved.append((y, t))
+            y = t + x
+        float(y.sum())
+        t1 = time.perf_counter()
+        g = np.ones_like(x)
+        gx = np.zeros_like(x)
+        gw = np.zeros_like(w)
+        for yi, t in reversed(saved):
+            gx += g  # through "+ x"
+            d = g * (1 - t * t)  # through tanh
+            gw += d * yi  # through "* w"
+            g = d * w
+        gx += g  # y0 is x itself
+        t2 = time.perf_counter()
+        last[:] = [np.concatenate([gx, gw])]
+        return t1 - t0, t2 - t1
+
+    def grad() -> Array:
+        run()
+        return last[0]
+
+    return run, grad
+
+
+def _time_chains(
+    impls: dict[str, tuple[Timed, Callable[[], Array]]], nrep: int, res: WorkloadResult, key: str
+) -> dict[str, dict[str, float]]:
+    """Check every implementation's gradient against numpy's, time them interleaved and
+    return ``{name: {"total", "forward", "backward"}}`` in us per op of the chain."""
+    ref = impls["numpy"][1]()
+    for name, (_, grad) in impls.items():
+        err = float(np.max(np.abs(grad() - ref)))
+        res.details.setdefault(f"{key}grad_max_abs_diff_vs_numpy", {})[name] = err
+        if err > 1e-3 * max(1.0, float(np.max(np.abs(ref)))):
+            res.note(f"WARNING: {name}'s gradient differs from numpy's by {err:g} ({key or 'scalar '}chain)")
+    splits: dict[str, list[tuple[float, float]]] = {name: [] for name in impls}
+
+    def recorder(name: str, fn: Timed) -> Callable[[], None]:
+        def call() -> None:
+            splits[name].append(fn())
+
+        return call
+
+    settle()
+    interleaved({name: recorder(name, fn) for name, (fn, _) in impls.items()}, nrep, warmup=2)
+    ops = REPEATS_IN_CHAIN * OPS_PER_REPEAT
+    out: dict[str, dict[str, float]] = {}
+    for name, sp in splits.items():
+        sp = sp[2:]  # drop the warm-up rounds
+        out[name] = {
+            "total": median([f + b for f, b in sp]) / ops * 1e6,
+            "forward": median([f for f, _ in sp]) / ops * 1e6,
+            "backward": median([b for _, b in sp]) / ops * 1e6,
+        }
+    return out
+
+
 def run(cfg: Config) -> WorkloadResult:
     res = WorkloadResult(NAME, TITLE)
     repeats = REPEATS_IN_CHAIN
@@ -186,32 +351,10 @@ def run(cfg: Config) -> WorkloadResult:
     impls["numpy"] = numpy_chain(x0, repeats)
 
     # Same gradient everywhere (float32; a loose tolerance: 1,000 chained sines).
-    ref = impls["numpy"][1]()
-    for name, (_, grad) in impls.items():
-        err = float(np.max(np.abs(grad() - ref)))
-        res.details.setdefault("grad_max_abs_diff_vs_numpy", {})[name] = err
-        if err > 1e-3 * max(1.0, float(np.max(np.abs(ref)))):
-            res.note(f"WARNING: {name}'s gradient differs from numpy's by {err:g}")
-
-    splits: dict[str, list[tuple[float, float]]] = {name: [] for name in impls}
-
-    def recorder(name: str, fn: Timed) -> Callable[[], None]:
-        def call() -> None:
-            splits[name].append(fn())
-
-        return call
-
     nrep = cfg.reps(15, 4)
-    settle()
-    interleaved({name: recorder(name, fn) for name, (fn, _) in impls.items()}, nrep, warmup=2)
-    per_op: dict[str, float] = {}
-    for name, s in splits.items():
-        s = s[2:]  # drop the warm-up rounds
-        fwd = median([f for f, _ in s]) / ops * 1e6
-        bwd = median([b for _, b in s]) / ops * 1e6
-        tot = median([f + b for f, b in s]) / ops * 1e6
-        per_op[name] = tot
-        res.details.setdefault("us_per_op", {})[name] = {"total": tot, "forward": fwd, "backward": bwd}
+    us = _time_chains(impls, nrep, res, "")
+    res.details["us_per_op"] = us
+    per_op = {name: v["total"] for name, v in us.items()}
     res.details.update({"ops": ops, "n": N, "dtype": "float32", "repeats": nrep})
     peers = {p: per_op.get(p) for p in ("torch", "autograd", "numpy")}
     res.rows.append(
@@ -236,4 +379,24 @@ def run(cfg: Config) -> WorkloadResult:
                 {p: res.details["us_per_op"][p][part] for p in ("torch", "autograd", "numpy") if p in impls},
             )
         )
+
+    xw = tensor_inputs()
+    timpls: dict[str, tuple[Timed, Callable[[], Array]]] = {"gradtape": gradtape_tensor_chain(*xw, repeats)}
+    if torch is not None:
+        timpls["torch"] = torch_tensor_chain(torch, *xw, repeats)
+    if ag is not None:
+        timpls["autograd"] = autograd_tensor_chain(ag[1], *xw, repeats)
+    timpls["numpy"] = numpy_tensor_chain(*xw, repeats)
+    tus = _time_chains(timpls, nrep, res, "tensor_chain_")
+    res.details["tensor_chain_us_per_op"] = tus
+    res.rows.append(
+        Row(
+            NAME,
+            "tensor operands (y*w).tanh()+x, fwd+bwd per op",
+            "us/op",
+            "lower",
+            tus["gradtape"]["total"],
+            {p: tus[p]["total"] for p in ("torch", "autograd", "numpy") if p in timpls},
+        )
+    )
     return res
