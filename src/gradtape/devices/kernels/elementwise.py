@@ -195,9 +195,10 @@ def _prep3(out: Array, a: Array, b: Array) -> tuple[Array, Array, Array] | None:
     ob = out.base
     if ob is None:
         ob = out
-    if a is not out and (a.base if a.base is not None else a) is ob and np.may_share_memory(out, a):
+    ab, bb = a.base, b.base
+    if (ab is ob or a is ob) and a is not out and np.may_share_memory(out, a):
         return None
-    if b is not out and (b.base if b.base is not None else b) is ob and np.may_share_memory(out, b):
+    if (bb is ob or b is ob) and b is not out and np.may_share_memory(out, b):
         return None
     if len(shape) == 1:
         return out, a, b
