@@ -456,3 +456,21 @@ def test_merge_tapes_forwarded_operands_use_roots() -> None:
     assert m is a
     assert d._root() is a
     assert c._root() is a
+
+
+def test_execute_frees_an_ops_output_gradient_before_the_next_entry_runs() -> None:
+    """The loop that hands op entries their output's gradient lets it go right after the op
+    ran, not only when the next op entry comes (a closure in between would keep it alive)."""
+    dev = Cpu()
+    x = dev.tensor(np.arange(1.0, 5.0))
+    grads = Gradients.leaky()
+    grads.retain_leafs([x])
+    xt = x.trace(grads)
+    refs: list[weakref.ref[Any]] = []
+    alive_after: list[bool] = []
+    xt.tape.add_backward_op(lambda g: alive_after.append(refs[0]() is not None))  # runs last
+    y = xt.sin()
+    y.tape.add_backward_op(lambda g: refs.append(weakref.ref(g._data[y.id])))  # runs before sin's
+    y.sum().backward()
+    assert len(refs) == 1 and alive_after == [False]
+    np.testing.assert_allclose(grads.get(x).numpy(), np.cos(np.arange(1.0, 5.0)))

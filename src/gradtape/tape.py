@@ -257,6 +257,7 @@ class GradientTape(Tape):
                     grads._shared.discard(time)
             if g is not None:
                 fn(grads, g, entry)
+                g = None  # free it now, not after the next entries (closures) have run
         return grads
 
     def __repr__(self) -> str:
