@@ -53,6 +53,16 @@ def chain_input(n: int = N) -> Array:
     return np.random.default_rng(0).standard_normal(n).astype(np.float32)
 
 
+def _last_grad(run: Timed, last: list[Array]) -> Callable[[], Array]:
+    """``grad()``: one more run of the chain, then the gradient it stored in ``last[0]``."""
+
+    def grad() -> Array:
+        run()
+        return last[0]
+
+    return grad
+
+
 def gradtape_chain(x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
     """gradtape's chain: ``(timed run, gradient of x)``."""
     from gradtape import Cpu, Gradients
@@ -76,11 +86,7 @@ def gradtape_chain(x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]
         last[:] = [g.get(x).numpy()]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 def torch_chain(torch: Any, x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
@@ -129,11 +135,7 @@ def autograd_chain(autograd: Any, anp: Any, x0: Array, repeats: int) -> tuple[Ti
         last[:] = [np.asarray(g)]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 def numpy_chain(x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
@@ -164,11 +166,7 @@ def numpy_chain(x0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
         last[:] = [gx]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 # ----- the tensor-operand chain: y = (y * w).tanh() + x ------------------------------------
@@ -204,11 +202,7 @@ def gradtape_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Ca
         last[:] = [np.concatenate([g.get(x).numpy(), g.get(w).numpy()])]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 def torch_tensor_chain(torch: Any, x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
@@ -257,11 +251,7 @@ def autograd_tensor_chain(anp: Any, x0: Array, w0: Array, repeats: int) -> tuple
         last[:] = [np.concatenate([np.asarray(gx), np.asarray(gw)])]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 def numpy_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Callable[[], Array]]:
@@ -292,11 +282,7 @@ def numpy_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Calla
         last[:] = [np.concatenate([gx, gw])]
         return t1 - t0, t2 - t1
 
-    def grad() -> Array:
-        run()
-        return last[0]
-
-    return run, grad
+    return run, _last_grad(run, last)
 
 
 def _time_chains(

@@ -24,8 +24,8 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, tensor_operand
-from gradtape.ops.unary import _fused_backward, _record_entry, record_unary
+from gradtape.ops._util import SCALARS, record_entry, tensor_operand
+from gradtape.ops.unary import _fused_backward, record_unary
 from gradtape.shapes import Rank1, Rank2
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
 
@@ -82,7 +82,7 @@ def dropout(
     gen = _generator(rng, a)
     keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
     m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
-    return _record_entry(a, np.multiply(x, m), _fused_backward, _k.addmul, np.multiply, m)
+    return record_entry(a, np.multiply(x, m), _fused_backward, _k.addmul, np.multiply, m)
 
 
 def _no_grad(grads: Gradients, i: int, g: Array) -> None:

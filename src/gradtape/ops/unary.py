@@ -24,9 +24,8 @@ import numpy as np
 from gradtape._typing import S, T
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.ops._util import SCALARS
+from gradtape.ops._util import SCALARS, record_entry
 from gradtape.ops.binary import record_scalar
-from gradtape.tape import NONE_TAPE, next_id
 
 _new = object.__new__
 
@@ -70,37 +69,9 @@ def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved
     received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
     per call, a ``lambda`` capturing them one.
     """
-    tape = a.tape
-    out: Tensor[S, T] = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
-    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
-    out.device = a.device
-    out.tape = tape
-    out.id = oid = next_id()
-    out._leaf = False
-    if tape is not NONE_TAPE:
-        # the output's fresh id doubles as the op's time: later than its inputs' ops,
-        # earlier than any op that reads it
-        if len(saved) == 1:  # the common case: one saved array, passed without a tuple
-            tape._record((oid, _unary_backward1, rule, a.id, saved[0]))
-        else:
-            tape._record((oid, _unary_backward, rule, a.id, saved))
-    return out
-
-
-def _record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
-    """:func:`record_unary` for gradtape's own ops whose backward is written in the tape's
-    entry form: records ``(out.id, fn, a.id, *args)``, run as ``fn(grads, g, entry)`` (see
-    ``tape._Entry``): one Python call per op in backward instead of two."""
-    tape = a.tape
-    out: Tensor[S, T] = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
-    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
-    out.device = a.device
-    out.tape = tape
-    out.id = oid = next_id()
-    out._leaf = False
-    if tape is not NONE_TAPE:
-        tape._record((oid, fn, a.id, *args))
-    return out
+    if len(saved) == 1:  # the common case: one saved array, passed without a tuple
+        return record_entry(a, data, _unary_backward1, rule, saved[0])
+    return record_entry(a, data, _unary_backward, rule, saved)
 
 
 def _fused_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
@@ -116,16 +87,16 @@ def _fused_backward_gs(grads: Gradients, g: Array, entry: tuple[int, Any, int, A
     grads._fused(i, kernel, ufunc, g, s)
 
 
-def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, Callable[..., None], int, Any]) -> None:
-    _, _, rule, aid, saved = entry
+def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], Any]) -> None:
+    _, _, aid, rule, saved = entry
     rule(grads, aid, g, saved)
 
 
 def _unary_backward(
-    grads: Gradients, g: Array, entry: tuple[int, Any, Callable[..., None], int, tuple[Any, ...]]
+    grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], tuple[Any, ...]]
 ) -> None:
     # recorded with its arguments, not as a closure (see tape._Entry)
-    _, _, rule, aid, saved = entry
+    _, _, aid, rule, saved = entry
     rule(grads, aid, g, *saved)
 
 
@@ -137,7 +108,7 @@ def neg(a: Tensor[S, T]) -> Tensor[S, T]:
 def exp(a: Tensor[S, T]) -> Tensor[S, T]:
     """``e**a`` elementwise. Gradient: ``e**a``, the saved output (fused ``grad += y * g``)."""
     y = np.exp(a.data)
-    return _record_entry(a, y, _fused_backward, _k.addmul, np.multiply, y)
+    return record_entry(a, y, _fused_backward, _k.addmul, np.multiply, y)
 
 
 def log(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -146,21 +117,21 @@ def log(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``1 / a`` (fused ``grad += g / a``).
     """
     x = a.data
-    return _record_entry(a, np.log(x), _fused_backward_gs, _k.adddiv, np.divide, x)
+    return record_entry(a, np.log(x), _fused_backward_gs, _k.adddiv, np.divide, x)
 
 
 def relu(a: Tensor[S, T]) -> Tensor[S, T]:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
     PyTorch); fused ``grad += g * (a > 0)``."""
     x = a.data
-    return _record_entry(a, _ka.relu(x), _fused_backward, _k.relu_backward, _k.relu_grad, x)
+    return record_entry(a, _ka.relu(x), _fused_backward, _k.relu_backward, _k.relu_grad, x)
 
 
 def sin(a: Tensor[S, T]) -> Tensor[S, T]:
     """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
     SIMD ``cos`` and accumulated with the fused ``addmul``."""
     x = a.data
-    return _record_entry(a, _np_sin(x), _sin_backward, x)
+    return record_entry(a, _np_sin(x), _sin_backward, x)
 
 
 def _sin_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array]) -> None:
@@ -234,7 +205,7 @@ def abs(a: Tensor[S, T]) -> Tensor[S, T]:
     (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
     """
     x = a.data
-    return _record_entry(a, np.abs(x), _fused_backward, _ka.abs_backward, _abs_grad, x)
+    return record_entry(a, np.abs(x), _fused_backward, _ka.abs_backward, _abs_grad, x)
 
 
 def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -244,13 +215,13 @@ def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
     ``grad += g / (2 y)`` from the saved output.
     """
     y = np.sqrt(a.data)
-    return _record_entry(a, y, _fused_backward, _ka.sqrt_backward, _sqrt_grad, y)
+    return record_entry(a, y, _fused_backward, _ka.sqrt_backward, _sqrt_grad, y)
 
 
 def square(a: Tensor[S, T]) -> Tensor[S, T]:
     """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
     x = a.data
-    return _record_entry(a, np.square(x), _fused_backward, _ka.square_backward, _square_grad, x)
+    return record_entry(a, np.square(x), _fused_backward, _ka.square_backward, _square_grad, x)
 
 
 def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
@@ -280,14 +251,14 @@ def cos(a: Tensor[S, T]) -> Tensor[S, T]:
     """Cosine elementwise (radians). Gradient: ``-sin(a)``, computed in backward with numpy's
     SIMD ``sin`` and accumulated in one fused pass ``grad += -sin(a) * g``."""
     x = a.data
-    return _record_entry(a, np.cos(x), _fused_backward, _ka.cos_backward, _cos_grad, x)
+    return record_entry(a, np.cos(x), _fused_backward, _ka.cos_backward, _cos_grad, x)
 
 
 def tanh(a: Tensor[S, T]) -> Tensor[S, T]:
     """Hyperbolic tangent elementwise: ``y = tanh(a)``. Gradient: ``1 - y**2`` from the saved
     output; fused ``grad += (1 - y**2) * g``."""
     y = np.tanh(a.data)
-    return _record_entry(a, y, _fused_backward, _ka.tanh_backward, _tanh_grad, y)
+    return record_entry(a, y, _fused_backward, _ka.tanh_backward, _tanh_grad, y)
 
 
 def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -297,7 +268,7 @@ def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
     """
     y = _ka.sigmoid(a.data)
-    return _record_entry(a, y, _fused_backward, _ka.sigmoid_backward, _sigmoid_grad, y)
+    return record_entry(a, y, _fused_backward, _ka.sigmoid_backward, _sigmoid_grad, y)
 
 
 def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
@@ -371,7 +342,7 @@ def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Ten
     if math.isnan(thr):
         raise ValueError("softplus: threshold is NaN")
     y, s = _ka.softplus(a.data, b, thr)
-    return _record_entry(a, y, _fused_backward, _k.addmul, np.multiply, s)
+    return record_entry(a, y, _fused_backward, _k.addmul, np.multiply, s)
 
 
 def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
@@ -408,7 +379,7 @@ def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
     v = _number("nans_to", "value", value)
     x = a.data
     y = np.where(np.isnan(x), v, x)
-    return _record_entry(a, y, _fused_backward, _ka.nans_to_backward, _nans_to_grad, x)
+    return record_entry(a, y, _fused_backward, _ka.nans_to_backward, _nans_to_grad, x)
 
 
 def recip(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -417,4 +388,4 @@ def recip(a: Tensor[S, T]) -> Tensor[S, T]:
     Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
     """
     y = np.reciprocal(a.data)
-    return _record_entry(a, y, _fused_backward, _ka.recip_backward, _recip_grad, y)
+    return record_entry(a, y, _fused_backward, _ka.recip_backward, _recip_grad, y)
