@@ -69,7 +69,7 @@ class Cpu:
         Raises:
             DTypeError: ``dtype`` (or ``data``'s dtype) is neither float32 nor float64.
         """
-        if dtype is None and data.__class__ is np.ndarray:  # the common case: a float batch
+        if dtype is None and type(data) is np.ndarray:  # the common case: a float batch
             dt = data.dtype
             if dt is _FLOATS[0] or dt is _FLOATS[1]:
                 return self._wrap(data.copy())
