@@ -286,10 +286,10 @@ def numpy_tensor_chain(x0: Array, w0: Array, repeats: int) -> tuple[Timed, Calla
 
 
 def _time_chains(
-    impls: dict[str, tuple[Timed, Callable[[], Array]]], nrep: int, res: WorkloadResult, key: str
+    impls: dict[str, tuple[Timed, Callable[[], Array]]], nrep: int, res: WorkloadResult, key: str, ops: int
 ) -> dict[str, dict[str, float]]:
     """Check every implementation's gradient against numpy's, time them interleaved and
-    return ``{name: {"total", "forward", "backward"}}`` in us per op of the chain."""
+    return ``{name: {"total", "forward", "backward"}}`` in us per op (``ops`` ops per chain)."""
     ref = impls["numpy"][1]()
     for name, (_, grad) in impls.items():
         err = float(np.max(np.abs(grad() - ref)))
@@ -306,7 +306,6 @@ def _time_chains(
 
     settle()
     interleaved({name: recorder(name, fn) for name, (fn, _) in impls.items()}, nrep, warmup=2)
-    ops = REPEATS_IN_CHAIN * OPS_PER_REPEAT
     out: dict[str, dict[str, float]] = {}
     for name, sp in splits.items():
         sp = sp[2:]  # drop the warm-up rounds
@@ -338,7 +337,7 @@ def run(cfg: Config) -> WorkloadResult:
 
     # Same gradient everywhere (float32; a loose tolerance: 1,000 chained sines).
     nrep = cfg.reps(15, 4)
-    us = _time_chains(impls, nrep, res, "")
+    us = _time_chains(impls, nrep, res, "", ops)
     res.details["us_per_op"] = us
     per_op = {name: v["total"] for name, v in us.items()}
     res.details.update({"ops": ops, "n": N, "dtype": "float32", "repeats": nrep})
@@ -373,7 +372,7 @@ def run(cfg: Config) -> WorkloadResult:
     if ag is not None:
         timpls["autograd"] = autograd_tensor_chain(ag[1], *xw, repeats)
     timpls["numpy"] = numpy_tensor_chain(*xw, repeats)
-    tus = _time_chains(timpls, nrep, res, "tensor_chain_")
+    tus = _time_chains(timpls, nrep, res, "tensor_chain_", ops)
     res.details["tensor_chain_us_per_op"] = tus
     res.rows.append(
         Row(

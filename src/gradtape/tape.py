@@ -292,8 +292,7 @@ def merge_tapes(a: Tape, b: Tape) -> Tape:
         return b
     if not isinstance(a, GradientTape) or not isinstance(b, GradientTape):
         return a if isinstance(a, GradientTape) else b
-    ra = a if a._forward is None else a._root()
-    rb = b if b._forward is None else b._root()
+    ra, rb = a._root(), b._root()
     if ra is not rb:
         ra.append(rb)
     return ra

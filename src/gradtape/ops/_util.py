@@ -80,9 +80,9 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the
     output's gradient ``g`` (see ``tape._Entry``; skipped when the output got none).
 
-    The recording path of gradtape's one-input ops (``record_scalar``, ``record_unary`` and
-    the activations); the output tensor is built inline (``Tensor._from_op`` without the
-    method call): this runs once per op.
+    The recording path of gradtape's one-input ops (``record_unary`` and the activations;
+    ``record_scalar`` keeps an inline copy, measured faster on the scalar chain); the output
+    tensor is built inline (``Tensor._from_op`` without the method call): this runs once per op.
     """
     tape = a.tape
     out: Tensor[S, T] = _new(a.__class__)

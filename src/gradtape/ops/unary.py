@@ -27,8 +27,6 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, record_entry
 from gradtape.ops.binary import record_scalar
 
-_new = object.__new__
-
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor

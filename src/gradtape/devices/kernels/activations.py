@@ -29,11 +29,17 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
-from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast, _flat, _prep3
+from gradtape.devices.kernels.elementwise import (
+    _F32,
+    _F64,
+    PARALLEL_THRESHOLD,
+    _check_out,
+    _fallback_shape,
+    _fast,
+    _flat,
+    _prep3,
+)
 from gradtape.errors import DTypeError
-
-_F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
 
 __all__ = [
     "abs_backward",
