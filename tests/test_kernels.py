@@ -478,3 +478,33 @@ def test_sum_rows_rejects_non_2d() -> None:
     """A 1-D or 3-D array is a ShapeError naming its shape."""
     with pytest.raises(ShapeError, match=r"sum_rows: expected a 2-D array, got shape \(2, 3, 4\)"):
         k.sum_rows(np.zeros((2, 3, 4), np.float32))
+
+
+def test_cross_entropy_kernels_check_their_inputs() -> None:
+    """The fused cross-entropy kernels index rows by the targets without bounds checks, so
+    their wrappers reject what would read or write out of bounds, naming shapes and dtypes;
+    an out-of-range index in the backward leaves the softmax untouched."""
+    from gradtape.devices.kernels import softmax as ks
+
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(ShapeError, match=r"targets of shape \(2,\) do not match logits of shape \(3, 4\)"):
+        ks.cross_entropy_forward(x, np.array([0, 1]))
+    with pytest.raises(DTypeError, match="targets must be an integer array, got float64"):
+        ks.cross_entropy_forward(x, np.zeros(3))
+    with pytest.raises(ShapeError, match=r"logits must be a 2-D array \(N, C\), got shape \(3, 4, 1\)"):
+        ks.cross_entropy_forward(x[..., None], np.array([0, 1, 2]))
+    with pytest.raises(DTypeError, match="logits have dtype int64"):
+        ks.cross_entropy_forward(np.zeros((3, 4), np.int64), np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"class indices must lie in \[0, 4\), got min 0 and max 4"):
+        ks.cross_entropy_forward(x, np.array([0, 4, 1]))
+    _, p = ks.cross_entropy_forward(x, np.array([0, 3, 1]))
+    before = p.copy()
+    with pytest.raises(ValueError, match=r"class indices must lie in \[0, 4\), got min -1 and max 2"):
+        ks.cross_entropy_backward(p, np.array([2, -1, 0]), 1.0)
+    np.testing.assert_array_equal(p, before)
+    with pytest.raises(ShapeError, match=r"targets of shape \(4,\)"):
+        ks.cross_entropy_backward(p, np.array([0, 1, 2, 3]), 1.0)
+    g = ks.cross_entropy_backward(p, np.array([0, 3, 1]), 0.5)
+    want = before * 0.5
+    want[[0, 1, 2], [0, 3, 1]] -= 0.5
+    np.testing.assert_allclose(g, want, rtol=1e-6)

@@ -21,8 +21,8 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
-from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
-from gradtape.errors import ShapeError
+from gradtape.devices.kernels.elementwise import _F32, _F64, PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
+from gradtape.errors import DTypeError, ShapeError
 
 __all__ = ["cross_entropy_backward", "cross_entropy_forward", "softmax_backward"]
 
@@ -145,13 +145,20 @@ def _ce_normalize(p: Array) -> float:
 
 
 @jit()
-def _ce_backward(p: Array, t: Array, k: float) -> None:
+def _ce_backward(p: Array, t: Array, k: float) -> int:
+    """Rows ``p[n] = (p[n] - onehot(t[n])) * k`` in place; returns the first row whose target
+    lies outside ``[0, C)`` (before writing anything), or -1."""
+    c = p.shape[1]
+    for n in range(p.shape[0]):
+        if t[n] < 0 or t[n] >= c:
+            return n
     kk = p.dtype.type(k)
     for n in range(p.shape[0]):
         pr = p[n]
         for j in range(pr.shape[0]):
             pr[j] *= kk
         pr[t[n]] -= kk
+    return -1
 
 
 def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
@@ -165,22 +172,48 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
     array of ``x``'s dtype, which :func:`cross_entropy_backward` overwrites.
 
     Raises:
+        ShapeError: ``x`` is not 2-D, or ``t`` is not of shape ``(N,)`` (names both shapes).
+        DTypeError: ``x`` is not float32/float64, or ``t`` not integers.
         ValueError: a class index lies outside ``[0, C)`` (names the range and the extremes).
     """
+    _check_ce("cross_entropy_forward", x, t)
     x = np.ascontiguousarray(x)
     p = np.empty_like(x)
     bad, picked = _ce_shift(p, x, t)
     if bad >= 0:
-        raise ValueError(
-            f"cross_entropy: class indices must lie in [0, {x.shape[1]}), got min {t.min()} and max {t.max()}"
-        )
+        raise _bad_index(t, x.shape[1])
     np.exp(p, out=p)
     return _ce_normalize(p) - picked, p
 
 
+def _check_ce(op: str, x: Array, t: Array) -> None:
+    """The kernels index rows of ``x`` by ``t`` without bounds checks: shapes and dtypes first."""
+    if x.__class__ is not np.ndarray or x.ndim != 2:
+        raise ShapeError(f"{op}: logits must be a 2-D array (N, C), got shape {np.shape(x)}")
+    if x.dtype != _F32 and x.dtype != _F64:
+        raise DTypeError(f"{op}: logits have dtype {x.dtype} (shape {x.shape}); kernels take float32 or float64")
+    if t.__class__ is not np.ndarray or t.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: targets must be an integer array, got {getattr(t, 'dtype', type(t).__name__)}")
+    if t.shape != (x.shape[0],):
+        raise ShapeError(f"{op}: targets of shape {t.shape} do not match logits of shape {x.shape}")
+
+
+def _bad_index(t: Array, c: int) -> ValueError:
+    return ValueError(f"cross_entropy: class indices must lie in [0, {c}), got min {t.min()} and max {t.max()}")
+
+
 def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
     """``(softmax - onehot(t)) * k``, written over the softmax ``p`` of
-    :func:`cross_entropy_forward` and returned: the logits' gradient of ``k`` times the summed
-    cross-entropy, in one pass."""
-    _ce_backward(p, t, k)
+    :func:`cross_entropy_forward` (``(N, C)``) and returned: the logits' gradient of ``k``
+    times the summed cross-entropy, in one pass.
+
+    Raises:
+        ShapeError, DTypeError: as :func:`cross_entropy_forward`.
+        ValueError: a class index lies outside ``[0, C)``; ``p`` is then left unchanged.
+    """
+    _check_ce("cross_entropy_backward", p, t)
+    if not p.flags.c_contiguous or not p.flags.writeable:
+        raise ValueError(f"cross_entropy_backward: p (shape {p.shape}) must be a writable C-contiguous array")
+    if _ce_backward(p, t, k) >= 0:
+        raise _bad_index(t, p.shape[1])
     return p
