@@ -508,3 +508,11 @@ def test_cross_entropy_kernels_check_their_inputs() -> None:
     want = before * 0.5
     want[[0, 1, 2], [0, 3, 1]] -= 0.5
     np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+def test_relu_and_sum_rows_take_array_likes() -> None:
+    """Nested lists are converted, as numpy's own functions do, rather than failing on .dtype."""
+    from gradtape.devices.kernels import activations as ka
+
+    np.testing.assert_array_equal(ka.relu([-1.0, 2.0, np.nan]), [0.0, 2.0, np.nan])
+    np.testing.assert_array_equal(k.sum_rows([[1.0, 2.0], [3.0, 4.0]]), [4.0, 6.0])

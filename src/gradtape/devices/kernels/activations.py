@@ -27,6 +27,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.elementwise import (
@@ -412,7 +413,7 @@ def _neg_exp_abs(z: Array) -> Array:
 # ----- forward wrappers ------------------------------------------------------------------
 
 
-def relu(x: Array) -> Array:
+def relu(x: npt.ArrayLike) -> Array:
     """``max(x, 0)`` elementwise, NaN propagating (as ``np.maximum(x, 0)`` and PyTorch; ``-0.0``
     gives ``0.0``). Returns a new array of ``x``'s shape and dtype.
 
@@ -423,14 +424,15 @@ def relu(x: Array) -> Array:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
-    dt = x.dtype
+    xa: Array = x if type(x) is np.ndarray else np.asarray(x)
+    dt = xa.dtype
     if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
-        raise DTypeError(f"relu: input has dtype {dt} (shape {x.shape}); kernels take float32 or float64")
-    if x.size < RELU_KERNEL_MIN or not x.flags.c_contiguous:
-        small: Array = np.maximum(x, dt.type(0))
+        raise DTypeError(f"relu: input has dtype {dt} (shape {xa.shape}); kernels take float32 or float64")
+    if xa.size < RELU_KERNEL_MIN or not xa.flags.c_contiguous:
+        small: Array = np.maximum(xa, dt.type(0))
         return small
-    out = np.empty(x.shape, dt)
-    x1, o1 = x.reshape(-1), out.reshape(-1)
+    out = np.empty(xa.shape, dt)
+    x1, o1 = xa.reshape(-1), out.reshape(-1)
     (_relu_parallel if _big(x1.shape[0]) else _relu_serial)(o1, x1)
     return out
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from gradtape.devices.kernels._jit import jit
 from gradtape.errors import DTypeError, ShapeError
@@ -344,7 +345,7 @@ def relu_grad(x: Array, g: Array) -> Array:
     return res
 
 
-def sum_rows(x: Array) -> Array:
+def sum_rows(x: npt.ArrayLike) -> Array:
     """``x.sum(axis=0)`` of a 2-D float array, as a new 1-D array (a bias's gradient).
 
     Rows are added in order, as numpy does along axis 0 of a C-contiguous array (numpy's
@@ -355,19 +356,15 @@ def sum_rows(x: Array) -> Array:
     Raises:
         ShapeError: ``x`` is not 2-D.
     """
-    if x.ndim != 2:
-        raise ShapeError(f"sum_rows: expected a 2-D array, got shape {x.shape}")
-    dt = x.dtype
-    if (
-        x.__class__ is not np.ndarray
-        or (dt is not _F32 and dt is not _F64)
-        or not x.flags.c_contiguous
-        or x.size >= PARALLEL_THRESHOLD
-    ):
-        res: Array = x.sum(axis=0)
+    xa: Array = x if type(x) is np.ndarray else np.asarray(x)
+    if xa.ndim != 2:
+        raise ShapeError(f"sum_rows: expected a 2-D array, got shape {xa.shape}")
+    dt = xa.dtype
+    if (dt is not _F32 and dt is not _F64) or not xa.flags.c_contiguous or xa.size >= PARALLEL_THRESHOLD:
+        res: Array = xa.sum(axis=0)
         return res
-    out = np.empty(x.shape[1], dt)
-    _sum_rows_serial(out, x)
+    out = np.empty(xa.shape[1], dt)
+    _sum_rows_serial(out, xa)
     return out
 
 
