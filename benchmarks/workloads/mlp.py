@@ -8,7 +8,9 @@ Every implementation starts from the same weights (PyTorch ``nn.Linear``'s unifo
 pause and two warm-up steps on a throwaway copy (thread pools: see ``common.handover``);
 every epoch is timed, and the figure is the median over epochs of (epoch time / steps):
 microseconds per step, including slicing the batch out of the training set. After the last epoch each reports
-its test accuracy, so the runs can be seen to train the same network.
+its test accuracy, so the runs can be seen to train the same network, and the time of an
+inference forward pass of the trained model on 64 test rows with nothing recorded (gradtape:
+an untraced input; PyTorch: under ``no_grad``): the cost of the tape layer when no one traces.
 
 - gradtape, written the way ``gradtape.examples.digits`` is: ``gradtape.nn`` layers
   (untraced parameters), each batch's input traced into the model's ``alloc_grads()``
@@ -23,6 +25,7 @@ from __future__ import annotations
 import gc
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +36,7 @@ from benchmarks.common import (
     Row,
     Target,
     WorkloadResult,
+    blockwise,
     handover,
     load_autograd,
     load_torch,
@@ -52,6 +56,9 @@ LR = 0.01
 MOMENTUM = 0.9
 EPOCHS = 20
 QUICK_EPOCHS = 3
+INFER_PASSES = 100
+INFER_REPEATS = 30
+QUICK_INFER_REPEATS = 6
 SEED = 0
 
 
@@ -113,6 +120,10 @@ class Trainer(Protocol):
         """Test accuracy (fraction of arg-max logits equal to ``y``)."""
         ...
 
+    def infer(self, x: Array) -> Array:
+        """Logits of the rows ``x`` with nothing recorded (inference), as a numpy array."""
+        ...
+
 
 # ----- gradtape -------------------------------------------------------------------------
 
@@ -151,8 +162,11 @@ class GradtapeMLP:
         return loss.item()
 
     def accuracy(self, x: Array, y: Array) -> float:
-        logits = self.model(self.dev.tensor(x)).numpy()
-        return float((logits.argmax(axis=1) == y).mean())
+        return float((self.infer(x).argmax(axis=1) == y).mean())
+
+    def infer(self, x: Array) -> Array:
+        out: Array = self.model(self.dev.tensor(x)).numpy()  # untraced input: nothing recorded
+        return out
 
 
 # ----- PyTorch --------------------------------------------------------------------------
@@ -188,9 +202,12 @@ class TorchMLP:
         return float(loss.item())
 
     def accuracy(self, x: Array, y: Array) -> float:
+        return float((self.infer(x).argmax(axis=1) == y).mean())
+
+    def infer(self, x: Array) -> Array:
         with self.torch.no_grad():
-            logits = self.model(self.torch.from_numpy(x)).numpy()
-        return float((logits.argmax(axis=1) == y).mean())
+            out: Array = self.model(self.torch.from_numpy(x)).numpy()
+        return out
 
 
 # ----- HIPS autograd --------------------------------------------------------------------
@@ -229,8 +246,10 @@ class AutogradMLP:
         return float(loss)
 
     def accuracy(self, x: Array, y: Array) -> float:
-        logits = np.asarray(self.logits(self.params, x))
-        return float((logits.argmax(axis=1) == y).mean())
+        return float((self.infer(x).argmax(axis=1) == y).mean())
+
+    def infer(self, x: Array) -> Array:
+        return np.asarray(self.logits(self.params, x))
 
 
 # ----- hand-written numpy ---------------------------------------------------------------
@@ -287,7 +306,10 @@ class NumpyMLP:
         return loss
 
     def accuracy(self, x: Array, y: Array) -> float:
-        return float((self.logits(x)[2].argmax(axis=1) == y).mean())
+        return float((self.infer(x).argmax(axis=1) == y).mean())
+
+    def infer(self, x: Array) -> Array:
+        return self.logits(x)[2]
 
 
 # ----- the workload ---------------------------------------------------------------------
@@ -345,6 +367,17 @@ def run(cfg: Config) -> WorkloadResult:
             per_step[name].append((time.perf_counter() - t0) / steps)
             losses[name].append(total / steps)
     acc = {name: t.accuracy(data.x_te, data.y_te) for name, t in trainers.items()}
+
+    # Inference: the trained model's forward pass on one batch of test rows, nothing recorded
+    # (gradtape: an untraced input; PyTorch: under no_grad), 100 passes per timed call.
+    xb = np.ascontiguousarray(data.x_te[:BATCH])
+
+    def passes(t: Trainer) -> Callable[[], object]:
+        return lambda: [t.infer(xb) for _ in range(INFER_PASSES)]
+
+    infer_fns = {name: passes(t) for name, t in trainers.items()}
+    infer_times = blockwise(infer_fns, QUICK_INFER_REPEATS if cfg.quick else INFER_REPEATS)
+    infer_us = {name: median(v) / INFER_PASSES * 1e6 for name, v in infer_times.items()}
     us = {name: median(v) * 1e6 for name, v in per_step.items()}
     res.details.update(
         {
@@ -356,6 +389,7 @@ def run(cfg: Config) -> WorkloadResult:
             "sizes": SIZES,
             "real_data": data.real,
             "us_per_step": {name: spread([s * 1e6 for s in v]) for name, v in per_step.items()},
+            "us_per_inference": {name: spread([s / INFER_PASSES * 1e6 for s in v]) for name, v in infer_times.items()},
             "test_accuracy": acc,
             "train_loss_per_epoch": losses,
         }
@@ -370,6 +404,16 @@ def run(cfg: Config) -> WorkloadResult:
             us["gradtape"],
             {p: us.get(p) for p in peers},
             Target("torch", "<=", 0.6),
+        )
+    )
+    res.rows.append(
+        Row(
+            NAME,
+            "inference forward (untraced)",
+            "us/pass",
+            "lower",
+            infer_us["gradtape"],
+            {p: infer_us.get(p) for p in peers},
         )
     )
     res.rows.append(
