@@ -315,14 +315,22 @@ def test_soft_cross_entropy_value_and_float64_targets_for_float32_logits() -> No
 
 
 @pytest.mark.parametrize(("name", "loss"), [("mse", mse_loss), ("kl_div", kl_div), ("ce", cross_entropy)])
-def test_only_traced_operands_get_gradients(name: str, loss: Fn) -> None:
-    """A traced target with an untraced input: the loss owns a tape, only the target gets a
-    gradient (the input's id gets no buffer); and the other way round."""
+def test_kept_operands_get_gradients(name: str, loss: Fn) -> None:
+    """Every tensor operand of a recorded loss gets its gradient, as in every other op: a
+    leaky store keeps both the traced operand's and the untraced one's; a store that keeps
+    only the traced operand (``retain_leafs``) gets only that one, and backward skips the
+    other's work."""
     x, t = DEV.tensor(np.asarray(logp(2, 3), np.float32)), DEV.tensor(np.asarray(prob(2, 3), np.float32))
+    grads = loss(x, t.trace(Gradients.leaky())).backward()
+    assert t in grads and x in grads
+    grads = loss(x.trace(Gradients.leaky()), t).backward()
+    assert x in grads and t in grads
     store = Gradients.leaky()
+    store.retain_leafs([t])
     grads = loss(x, t.trace(store)).backward()
     assert t in grads and x not in grads
     store = Gradients.leaky()
+    store.retain_leafs([x])
     grads = loss(x.trace(store), t).backward()
     assert x in grads and t not in grads
 

@@ -378,10 +378,17 @@ def test_where_accepts_masks_of_every_kind() -> None:
         assert out.numpy().tolist() == want
 
 
-def test_where_untraced_operand_gets_no_gradient_entry() -> None:
-    """Only traced operands get gradients: an untraced b has none in the store."""
-    store = Gradients.leaky()
+def test_where_untraced_operand_gets_its_gradient() -> None:
+    """Every tensor operand of where gets its gradient, as in every other binary op: the
+    untraced ``b`` of ``where(mask, a.leaky_trace(), b)`` gets ``g`` where the mask is False
+    (it once got nothing); a store that keeps only ``a`` skips it."""
     a, b = DEV.tensor([1.0, 2.0]), DEV.tensor([3.0, 4.0])
+    w = DEV.tensor([5.0, 7.0])
+    grads = (gops.where(np.array([True, False]), a.leaky_trace(), b) * w).sum().backward()
+    assert grads.get(a).numpy().tolist() == [5.0, 0.0]
+    assert grads.get(b).numpy().tolist() == [0.0, 7.0]
+    store = Gradients.leaky()
+    store.retain_leafs([a])
     grads = gops.where(np.array([True, False]), a.trace(store), b).sum().backward()
     assert grads.get(a).numpy().tolist() == [1.0, 0.0]
     assert b not in grads

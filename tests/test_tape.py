@@ -278,8 +278,10 @@ def test_deep_forward_chain_records_onto_root() -> None:
     assert len(tapes[-1]._ops) == 1
 
 
-def test_append_moves_gradient_buffers() -> None:
-    """append moves other's gradient buffers into self's store and shares it."""
+def test_append_keeps_each_store() -> None:
+    """After append each tape's store keeps its own buffers (a user's reference to either
+    store stays valid), and running the merged tape gives each store its gradients, added to
+    what it held (stores accumulate)."""
     dev = Cpu()
     t = dev.tensor(np.array([1.0, 2.0]))
     ga, gb = Gradients.leaky(), Gradients.leaky()
@@ -287,8 +289,13 @@ def test_append_moves_gradient_buffers() -> None:
     a, b = GradientTape(ga), GradientTape(gb)
     a.append(b)
     assert b.gradients is ga
-    assert t not in gb
-    np.testing.assert_array_equal(ga.get(t).numpy(), [3.0, 4.0])
+    assert t not in ga
+    np.testing.assert_array_equal(gb.get(t).numpy(), [3.0, 4.0])
+    tid = t.id
+    a.add_backward_op(lambda g: g._accum(tid, np.array([1.0, 1.0])))
+    assert a.execute() is ga
+    np.testing.assert_array_equal(ga.get(t).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(gb.get(t).numpy(), [4.0, 5.0])
 
 
 # ----- duplicates ------------------------------------------------------------------------------

@@ -265,6 +265,21 @@ class Gradients:
         else:
             _np_add(cur, value, cur)
 
+    def _take(self, i: int, value: Array, shared: bool) -> None:
+        """Add ``value`` into ``i``'s gradient, storing the array itself when there is none
+        (marked shared, copy-on-write, when ``shared``: another store or id holds it too)."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = value
+            if shared:
+                self._shared.add(i)
+        elif i in self._shared:
+            data[i] = np.asarray(cur + value)
+            self._shared.discard(i)
+        else:
+            _np_add(cur, value, cur)
+
     def _accum_alias(self, i: int, value: Array, src: int) -> None:
         """Add ``value``, which is (or views) gradient ``src``'s buffer, into ``i``'s gradient.
 

@@ -25,7 +25,7 @@ from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -100,22 +100,22 @@ def _scale(op: str, x: Array, reduction: str) -> float:
 
 def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float, rule: _Rule) -> Any:
     """Wrap the scalar ``value`` as the loss and record one backward closure that accumulates
-    the input's (and a traced target tensor's) gradient as ``rule`` computes them."""
+    the input's (and a target tensor's) gradient as ``rule`` computes them; a gradient the
+    store does not keep is not computed (:meth:`~gradtape.gradients.Gradients.wants`)."""
     x = input.data
-    t_tape = target.tape if target is not None else NONE_TAPE
-    tape = merge_tapes(input.tape, t_tape)
+    tape = op_tape(input) if target is None else op_tape(input, target)
     out = input._from_op(np.asarray(value, dtype=x.dtype), tape)
     if tape is not NONE_TAPE:
-        oid, xid = out.id, input.id
-        need_x = input.tape is not NONE_TAPE
-        need_t = t_tape is not NONE_TAPE
-        tid = target.id if need_t else -1
+        oid, xid, x_leaf = out.id, input.id, input._leaf
+        tid, t_leaf = (target.id, target._leaf) if target is not None else (-1, True)
         dt = x.dtype.type
 
         def loss_backward(grads: Gradients) -> None:
             g = grads._release(oid)
             if g is None:
                 return
+            need_x = grads.wants(xid, x_leaf)
+            need_t = tid >= 0 and grads.wants(tid, t_leaf)
             gx, gt = rule(dt(g * dt(scale)), need_x, need_t)
             if need_x and gx is not None:
                 grads._accum(xid, np.asarray(gx))

@@ -1,4 +1,4 @@
-"""Tapes: where backward closures are recorded (dfdx's ``GradientTape`` / ``OwnedTape``).
+"""Tapes and the recording model: where backward closures are recorded, and when.
 
 A tensor carries a tape. :class:`NoneTape` records nothing and costs nothing, so
 inference is tape-free. :class:`GradientTape` (also exported as ``OwnedTape``, dfdx's
@@ -6,28 +6,73 @@ name for the tape kind a tensor owns) stores backward closures ``op(grads) -> No
 added with :meth:`GradientTape.add_backward_op`, each stamped with a monotonically
 increasing id (its time). :meth:`GradientTape.execute` sorts the closures by id, drops
 duplicate ids, runs them newest first on the tape's :class:`~gradtape.gradients.Gradients`
-and consumes the tape.
+and consumes the tape. The same class is TensorFlow's context tape
+(``with GradientTape() as tape: ...; tape.gradient(loss, sources)``).
 
 Python has no move semantics, so a traced tensor may be used many times and two
 tensors may hold tapes that an op has merged. Tapes therefore form a union-find
-forest: :meth:`GradientTape.append` moves ``other``'s closures and gradient buffers
-into ``self`` and leaves ``other`` empty *and forwarding to* ``self``, so whichever of
-the two tensors is used next, its closures land on the one merged tape.
+forest: :meth:`GradientTape.append` moves ``other``'s closures into ``self`` and leaves
+``other`` empty *and forwarding to* ``self``, so whichever of the two tensors is used
+next, its closures land on the one merged tape.
+
+The recording model (one rule for every front end; CONTRIBUTING.md has the long form)
+--------------------------------------------------------------------------------------
+A tensor *takes part* in recording when it carries a tape (it was traced, or an op
+recorded it), when it is a module parameter (its tape is the :data:`PARAM` marker, set by
+:class:`~gradtape.nn.Module`), or when a context tape watches it (:data:`WATCHED`). Both
+markers are ``NoneTape`` instances: they record nothing themselves. :func:`op_tape` gives
+the tape an op records on from its inputs:
+
+- no input takes part: ``NONE_TAPE``; the op records nothing and checks nothing else, so
+  untraced inference pays for no bookkeeping;
+- grad mode is off in this thread (:func:`gradtape.no_grad`): ``NONE_TAPE``;
+- the tapes the inputs carry, merged (dfdx's rule), plus every active ``GradientTape``
+  context that watches an input (contexts watch parameters automatically, as TensorFlow's
+  tapes watch trainable variables); the output then carries a :class:`TapeSet`;
+- an op whose only taking-part inputs are parameters, while a traced forward pass is live
+  in this thread (a tape made by ``trace``/``leaky_trace`` and not yet executed): a fresh
+  *pending* tape, which joins the traced tape as soon as the output meets traced data.
+  So a parameter that goes through any op before it meets the traced input (BatchNorm's
+  reshaped weight, an attention projection of an untraced key, ``self.scale.exp()`` in a
+  user's module) still gets its gradient, with no ``retaped`` in any layer.
+
+Every tensor operand of a recorded op gets its gradient; stores that do not keep a
+tensor's gradient let backward skip the work (:meth:`Gradients.wants`).
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from gradtape.errors import TapeError
+import numpy as np
+
+from gradtape.errors import ShapeError, TapeError
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
 
-__all__ = ["BackwardOp", "GradientTape", "NoneTape", "OwnedTape", "Tape", "merge_tapes", "next_id"]
+__all__ = [
+    "PARAM",
+    "WATCHED",
+    "BackwardOp",
+    "GradientTape",
+    "NoneTape",
+    "OwnedTape",
+    "ParamTape",
+    "Tape",
+    "TapeSet",
+    "WatchedTape",
+    "is_grad_enabled",
+    "merge_tapes",
+    "next_id",
+    "op_tape",
+]
 
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
@@ -56,8 +101,89 @@ next_id: Callable[[], int] = itertools.count(1).__next__
 """Return a fresh process-wide unique id; tensors and backward ops share this clock."""
 
 
+# ----- per-thread recording state ------------------------------------------------------
+
+
+class _State:
+    """One thread's recording state: grad mode, the active context tapes (outermost
+    first), and how many traced forward passes are live (see :func:`op_tape`)."""
+
+    __slots__ = ("__weakref__", "contexts", "grad_enabled", "live")
+
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.contexts: list[GradientTape] = []
+        self.live = 0
+
+    def __del__(self) -> None:  # the thread ended: it no longer holds modes or live tapes
+        try:
+            if not self.grad_enabled:
+                _add_modes(-1)
+            if self.contexts:
+                _add_modes(-len(self.contexts))
+            if self.live:
+                _add_live(None, -self.live)
+        except Exception:
+            pass
+
+
+_tls = threading.local()
+_lock = threading.RLock()
+
+direct = True
+"""True while no thread has grad mode off and no ``GradientTape`` context is active: a
+tape a tensor carries is then the tape its ops record on, with nothing else to consult
+(the first-order training path). Ops read it as ``gradtape.tape.direct``."""
+
+_modes = 0  # threads with grad mode off + active contexts, over all threads
+_live_total = 0  # live traced forward passes, over all threads
+
+
+def _state() -> _State:
+    try:
+        st: _State = _tls.state
+    except AttributeError:
+        st = _tls.state = _State()
+    return st
+
+
+def _add_modes(n: int) -> None:
+    global _modes, direct
+    with _lock:
+        _modes += n
+        direct = _modes == 0
+
+
+def _add_live(st: _State | None, n: int) -> None:
+    global _live_total
+    with _lock:
+        if st is not None:
+            st.live += n
+        _live_total += n
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record in this thread (PyTorch's ``torch.is_grad_enabled``): ``False`` inside
+    :class:`gradtape.no_grad` or ``set_grad_enabled(False)``. Thread-local."""
+    return _state().grad_enabled
+
+
+def _set_grad_enabled(mode: bool) -> bool:
+    """Set this thread's grad mode; return the previous one (see :mod:`gradtape.grad_mode`)."""
+    st = _state()
+    prev = st.grad_enabled
+    mode = bool(mode)
+    if mode != prev:
+        st.grad_enabled = mode
+        _add_modes(-1 if mode else 1)
+    return prev
+
+
+# ----- tapes -------------------------------------------------------------------------------
+
+
 class Tape:
-    """Base of the two tape kinds a tensor may carry (``Tensor[S, T]``'s ``T``)."""
+    """Base of the tape kinds a tensor may carry (``Tensor[S, T]``'s ``T``)."""
 
     __slots__ = ()
 
@@ -78,35 +204,91 @@ class NoneTape(Tape):
 
     ``add_backward_op`` ignores its closure; merging a ``NoneTape`` with any tape gives that
     tape. There is one instance: ``NoneTape()`` returns it, so ops test ``tape is NONE_TAPE``.
+    Two subclasses mark untraced tensors that still take part in recording: :class:`ParamTape`
+    (module parameters) and :class:`WatchedTape` (tensors a context tape watches).
     """
 
     __slots__ = ()
     _instance: NoneTape | None = None
 
     def __new__(cls) -> NoneTape:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+        inst: NoneTape | None = cls.__dict__.get("_instance")
+        if inst is None:
+            inst = super().__new__(cls)
+            cls._instance = inst
+        return inst
 
     def add_backward_op(self, op: BackwardOp) -> None:
         """Discard ``op``: nothing is being traced."""
 
     def __repr__(self) -> str:
-        return "NoneTape()"
+        return f"{type(self).__name__}()"
 
 
 NONE_TAPE = NoneTape()
 """The shared :class:`NoneTape` instance untraced tensors carry."""
 
 
+class ParamTape(NoneTape):
+    """The marker tape of a module parameter (TensorFlow's trainable variable, PyTorch's
+    ``requires_grad`` leaf): untraced, so a parameter is a ``Tensor[S, NoneTape]``, but ops on it
+    record whenever something is recording in the thread (see the module docstring):
+    active ``GradientTape`` contexts watch it automatically, and while a traced forward pass
+    is live an op on parameters alone records on a pending tape. :class:`gradtape.nn.Module`
+    puts it on every tensor attribute that is not a buffer. One instance, :data:`PARAM`."""
+
+    __slots__ = ()
+    _instance: NoneTape | None = None
+
+
+class WatchedTape(NoneTape):
+    """The marker tape of a tensor given to :meth:`GradientTape.watch` (untraced, and recorded
+    by the context tapes that watch its id). One instance, :data:`WATCHED`."""
+
+    __slots__ = ()
+    _instance: NoneTape | None = None
+
+
+PARAM = ParamTape()
+"""The tape of module parameters (see :class:`ParamTape`)."""
+WATCHED = WatchedTape()
+"""The tape of watched tensors (see :class:`WatchedTape`)."""
+
+
+def _drop(entry: _Entry) -> None:
+    """The recorder of a context tape that is not recording (outside its ``with`` block)."""
+
+
+_NO_STORE: Any = None
+
+
 class GradientTape(Tape):
     """Records backward closures and runs them, newest first, into a :class:`Gradients` store.
 
+    Two front ends share it (and its stores and tensor ids):
+
+    - **dfdx's**: ``x.trace(grads)`` puts a new tape on ``x``; every op merges its inputs'
+      tapes into its output's; ``loss.backward()`` (or :meth:`execute`) runs the closures.
+      Hand-written ops take the tape with ``split_tape``, :meth:`add_backward_op` a closure
+      and hand the tape on with ``put_tape``.
+    - **TensorFlow's** (seed 004): ``with GradientTape() as tape:`` records every op on
+      watched tensors inside the block; :meth:`watch` marks tensors, module parameters are
+      watched automatically (``watch_accessed_variables=False`` turns that off), and
+      :meth:`gradient` returns the gradients of a target w.r.t. a structure of sources.
+      Tapes nest: an op records on every active tape that watches one of its inputs.
+
     Args:
-        gradients: the store that :meth:`execute` fills and returns; defaults to
+        gradients: the store that :meth:`execute` fills and returns (dfdx); defaults to
             ``Gradients.leaky()`` (keeps every gradient).
+        persistent: (context tapes) allow several :meth:`gradient` calls; the recorded ops
+            are then kept until the tape is garbage collected.
+        watch_accessed_variables: (context tapes) watch module parameters automatically
+            when an op inside the block reads them.
 
     ``OwnedTape`` is the same class under dfdx's name for "the tape a traced tensor owns".
+
+    Raises:
+        TypeError: ``gradients`` is a bool (``GradientTape(True)``: write ``persistent=True``).
 
     Example (dfdx's negate op, written by hand)::
 
@@ -117,17 +299,62 @@ class GradientTape(Tape):
             dev.axpy(gx, -1.0, gy)          # gx += -1 * gy
         tape.add_backward_op(backward)
         y = y.put_tape(tape)
+
+    Example (TensorFlow's)::
+
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        tape.gradient(y, x)                  # 2 x
     """
 
-    __slots__ = ("_consumed", "_forward", "_gradients", "_merged", "_ops", "_record")
+    __slots__ = (
+        "__weakref__",
+        "_consumed",
+        "_context",
+        "_forward",
+        "_gradients",
+        "_live",
+        "_merged",
+        "_ops",
+        "_persistent",
+        "_record",
+        "_recording",
+        "_ref",
+        "_stores",
+        "_watch_accessed",
+        "_watched",
+        "_watched_tensors",
+    )
 
     OWNS_TAPE = True
+    _live: list[_State] | None
 
-    def __init__(self, gradients: Gradients | None = None) -> None:
+    def __init__(
+        self,
+        gradients: Gradients | None = None,
+        *,
+        persistent: bool = False,
+        watch_accessed_variables: bool = True,
+    ) -> None:
+        if isinstance(gradients, bool):
+            raise TypeError(
+                "GradientTape: the first argument is the Gradients store; write GradientTape(persistent=True)"
+            )
         if gradients is None:
             from gradtape.gradients import Gradients
 
             gradients = Gradients.leaky()
+        self._init(gradients)
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        # Until it enters a ``with`` block, a new tape counts as a live traced pass (its
+        # tensors' ops on parameters record; see op_tape) until it is executed or freed.
+        st = _state()
+        self._live = [st]
+        _add_live(st, 1)
+
+    def _init(self, gradients: Gradients | None) -> None:
         self._ops: list[_Entry] = []
         # Where ops put ``(id, fn, *args)``: this tape's list while it is live, the
         # root's recorder once merged into another tape, a raiser once executed. Ops call it
@@ -136,13 +363,52 @@ class GradientTape(Tape):
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
-        self._gradients: Gradients = gradients
+        self._gradients: Gradients | None = gradients
+        self._stores: list[Gradients] | None = None  # other stores merged in (see execute)
+        self._live = None
+        self._persistent = False
+        self._watch_accessed = True
+        self._recording = False  # inside its ``with`` block
+        self._context: _State | None = None  # the thread state whose stack holds it
+        self._ref: weakref.ref[GradientTape] | None = None
+        self._watched: set[int] = set()
+        self._watched_tensors: dict[int, Tensor[Any, Any]] = {}
+
+    @classmethod
+    def _pending(cls) -> GradientTape:
+        """A tape for ops on parameters alone while a traced pass is live: no store of its own
+        (it takes the store of the traced tape it is merged into) and not itself live."""
+        t = object.__new__(cls)
+        t._init(_NO_STORE)
+        return t
+
+    def __del__(self) -> None:
+        live = getattr(self, "_live", None)
+        if live:
+            self._live = None
+            try:
+                for st in live:
+                    _add_live(st, -1)
+            except Exception:
+                pass
+
+    def _release_live(self) -> None:
+        live = self._live
+        if live:
+            self._live = None
+            for st in live:
+                _add_live(st, -1)
 
     @property
     def gradients(self) -> Gradients:
         """The :class:`Gradients` store that :meth:`execute` fills (after a merge, the
         merged tape's store, whichever tape of the group is asked)."""
-        return self._root()._gradients
+        root = self._root()
+        if root._gradients is None:
+            from gradtape.gradients import Gradients
+
+            root._gradients = Gradients.leaky()
+        return root._gradients
 
     def _root(self) -> GradientTape:
         """Follow forward pointers to the tape that now holds this tape's closures."""
@@ -165,7 +431,8 @@ class GradientTape(Tape):
 
     @property
     def consumed(self) -> bool:
-        """True once :meth:`execute` has run (the tape can then record nothing more)."""
+        """True once :meth:`execute` (or a non-persistent :meth:`gradient`) has run (the tape
+        can then record nothing more)."""
         return self._root()._consumed
 
     def add_backward_op(self, op: BackwardOp) -> None:
@@ -185,11 +452,13 @@ class GradientTape(Tape):
         self._root()._record(entry)
 
     def append(self, other: GradientTape) -> None:
-        """Move all of ``other``'s closures and gradient buffers into ``self``.
+        """Move all of ``other``'s closures into ``self``.
 
         ``other`` is left empty and forwards to ``self``: tensors still holding ``other``
-        record onto ``self`` from now on. Appending a tape to itself (or to a tape it
-        already forwards to) does nothing.
+        record onto ``self`` from now on. Each tape keeps its own :class:`Gradients` store:
+        when the merged tape runs, every store receives the gradients it keeps (so a model's
+        ``alloc_grads()`` store and a ``leaky_trace()`` store both get theirs). Appending a
+        tape to itself (or to a tape it already forwards to) does nothing.
 
         Raises:
             TapeError: either tape was already consumed.
@@ -201,14 +470,25 @@ class GradientTape(Tape):
             raise TapeError("append: cannot merge a tape that was consumed by execute()/backward()")
         if len(src._ops) > len(dst._ops):
             dst._ops, src._ops = src._ops, dst._ops
-            dst._record = dst._ops.append
+            if dst._record != _drop:
+                dst._record = dst._ops.append
         dst._ops.extend(src._ops)
         dst._merged = True
         src._ops = []
         src._record = dst._push
-        if src._gradients is not dst._gradients:
-            dst._gradients.merge_from(src._gradients)
-        src._gradients = dst._gradients
+        for store in (src._gradients, *(src._stores or ())):
+            if store is None or store is dst._gradients or any(store is s for s in dst._stores or ()):
+                continue
+            if dst._gradients is None:
+                dst._gradients = store
+            else:
+                if dst._stores is None:
+                    dst._stores = []
+                dst._stores.append(store)
+        src._gradients, src._stores = None, None
+        if src._live:
+            dst._live = (dst._live or []) + src._live
+            src._live = None
         src._forward = dst
 
     def merge(self, other: GradientTape) -> GradientTape:
@@ -221,7 +501,8 @@ class GradientTape(Tape):
 
         Closures are sorted by id (merged tapes interleave in time) and duplicate ids are
         run once. Each closure is released as soon as it has run, so the arrays it saved are
-        freed during backward. The tape is consumed.
+        freed during backward. The tape is consumed. When tapes with different stores were
+        merged, each store receives the gradients it keeps, and the first tape's is returned.
 
         Raises:
             TapeError: the tape was already executed.
@@ -229,40 +510,179 @@ class GradientTape(Tape):
         tape = self._root()
         if tape._consumed:
             raise TapeError("execute: this tape was already executed (a tape runs once)")
-        tape._consumed = True
-        tape._record = _consumed_record
+        tape._consume()
         ops, tape._ops = tape._ops, []
-        grads = tape._gradients
         if tape._merged:
             ops.sort(key=_op_time)
-        last = -1
-        while ops:
-            entry = ops.pop()
-            time = entry[0]
-            if time == last:
-                continue
-            last = time
-            fn = entry[1]
-            if fn is _run_closure:
-                entry[2](grads)
-                continue
-            # an op entry: its time is its output's id; take that gradient (Gradients._release,
-            # inlined: this loop runs once per op)
-            leafs = grads._leafs
-            if leafs is None or time in leafs:
-                g = grads._data.get(time)
+        stores = tape._stores
+        grads = tape._gradients
+        if grads is None:
+            from gradtape.gradients import Gradients
+
+            grads = tape._gradients = Gradients.leaky()
+        if not stores:
+            _run_entries(ops, grads, keep=False)
+            return grads
+        return _run_into_stores(ops, [grads, *stores])
+
+    def _consume(self) -> None:
+        self._consumed = True
+        # a context tape's tensors may still be used after gradient(): they record nothing
+        self._record = _drop if self._context is not None or self._ref is not None else _consumed_record
+        self._release_live()
+
+    # ----- TensorFlow's front end ---------------------------------------------------------
+
+    def __enter__(self) -> GradientTape:
+        """Start recording every op on watched tensors in this thread (TensorFlow's tape).
+
+        Raises:
+            TapeError: the tape is already recording, or was consumed.
+        """
+        root = self._root()
+        if self._recording:
+            raise TapeError("GradientTape.__enter__: this tape is already recording (a tape enters one with block)")
+        if root._consumed:
+            raise TapeError("GradientTape.__enter__: this tape was consumed by gradient()/execute(); make a new one")
+        self._release_live()  # a context tape is not a traced pass (see op_tape)
+        if self._ref is None:
+            self._ref = weakref.ref(self)
+        st = _state()
+        self._context = st
+        self._recording = True
+        self._record = root._ops.append if root is self else self._push
+        st.contexts.append(self)
+        _add_modes(1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop recording (the recorded ops stay until :meth:`gradient` or garbage collection)."""
+        st = self._context
+        if not self._recording or st is None:
+            return
+        self._recording = False
+        if not self._root()._consumed:
+            self._record = _drop
+        for i in range(len(st.contexts) - 1, -1, -1):
+            if st.contexts[i] is self:
+                del st.contexts[i]
+                break
+        _add_modes(-1)
+
+    @property
+    def persistent(self) -> bool:
+        """Whether :meth:`gradient` may be called more than once."""
+        return self._persistent
+
+    def watch(self, tensor: Any) -> None:
+        """Ensure ``tensor`` is recorded: ops on it inside the block record on this tape and on
+        every other active tape of the thread (so an outer tape records what an inner one
+        watches, as in seed 004's nested example).
+
+        Args:
+            tensor: a :class:`~gradtape.tensor.Tensor`, or a list, tuple or dict of them
+                (nested). An untraced tensor's tape becomes :data:`WATCHED` (still a
+                ``NoneTape``); a traced one keeps its tape.
+
+        Raises:
+            TapeError: the tape is not recording (call ``watch`` inside its ``with`` block).
+            TypeError: an element is not a tensor (the message names its type and place).
+        """
+        if not self._recording or self._context is None:
+            raise TapeError("GradientTape.watch: the tape is not recording; call watch() inside its with block")
+        ts = [t for _, t in _flatten("GradientTape.watch", tensor, "tensor")]
+        tapes = [c for c in self._context.contexts if c._recording]
+        for t in ts:
+            for c in tapes:
+                c._watched.add(t.id)
+                c._watched_tensors.setdefault(t.id, t)
+            if t.tape is NONE_TAPE:
+                t.tape = WATCHED
+
+    def watched_variables(self) -> tuple[Tensor[Any, Any], ...]:
+        """The tensors this tape watches: those given to :meth:`watch` and the module
+        parameters ops read inside the block (with ``watch_accessed_variables``), in the order
+        first watched."""
+        return tuple(self._watched_tensors.values())
+
+    def gradient(
+        self,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        unconnected_gradients: Literal["none", "zero"] = "none",
+    ) -> Any:
+        """Gradients of ``target`` w.r.t. ``sources`` from the ops recorded on this tape
+        (TensorFlow's ``GradientTape.gradient``).
+
+        Args:
+            target: a tensor, or a list/tuple of tensors (their gradients add up); a
+                non-scalar target is seeded with ones (the gradient of its sum) unless
+                ``output_gradients`` says otherwise.
+            sources: a tensor or a nested list/tuple/dict of tensors.
+            output_gradients: ``None``, or the gradient seeding each target: one array or
+                tensor of the target's shape (a list of them for a list of targets).
+            unconnected_gradients: ``"none"`` (default) gives ``None`` for a source the target
+                does not depend on through recorded ops; ``"zero"`` gives zeros.
+
+        Returns:
+            ``sources``' structure with an untraced tensor (of the source's shape and dtype)
+            or ``None`` in place of each source.
+
+        Raises:
+            TapeError: a non-persistent tape is asked a second time, or from inside its own
+                ``with`` block (TensorFlow's RuntimeError cases); the tape was executed.
+            TypeError: ``target``, a source or an output gradient is not a tensor.
+            ShapeError: an output gradient's shape is not its target's.
+            ValueError: ``unconnected_gradients`` is neither ``"none"`` nor ``"zero"``.
+        """
+        op = "GradientTape.gradient"
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"{op}: unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
+        root = self._root()
+        if root._consumed:
+            raise TapeError(
+                f"{op}: this tape was already used by gradient() or execute(); a non-persistent tape "
+                "computes gradients once (create it with GradientTape(persistent=True) to call gradient() again)"
+            )
+        if self._recording and not self._persistent:
+            raise TapeError(
+                f"{op}: called inside the non-persistent tape's own with block; call it after the block "
+                "(or use persistent=True)"
+            )
+        targets = [t for _, t in _flatten(op, target, "target")]
+        if not targets:
+            raise TypeError(f"{op}: target is empty")
+        srcs = _flatten(op, sources, "sources")
+        seeds = _seeds(op, targets, output_gradients)
+        from gradtape.gradients import Gradients
+
+        grads = Gradients()
+        grads._leafs = {t.id for _, t in srcs}
+        for t, g in zip(targets, seeds, strict=True):
+            grads._accum(t.id, g)
+        if self._persistent:
+            ops = sorted(root._ops, key=_op_time)
+            _run_entries(ops, grads, keep=True)
+        else:
+            root._consume()
+            ops, root._ops = root._ops, []
+            ops.sort(key=_op_time)
+            _run_entries(ops, grads, keep=False)
+        results: list[Any] = []
+        for _, t in srcs:
+            gs = grads._data.get(t.id)
+            if gs is None:
+                results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
             else:
-                g = grads._data.pop(time, None)
-                if g is not None and grads._shared:
-                    grads._shared.discard(time)
-            if g is not None:
-                fn(grads, g, entry)
-                g = None  # free it now, not after the next entries (closures) have run
-        return grads
+                results.append(t._like(np.array(gs, dtype=t.dtype, copy=True)))
+        return _unflatten(sources, iter(results))
 
     def __repr__(self) -> str:
         root = self._root()
         state = "consumed" if root._consumed else f"{len(root._ops)} ops"
+        if self._recording:
+            state += ", recording"
         return f"GradientTape({state})"
 
 
@@ -280,19 +700,235 @@ def _consumed_record(entry: _Entry) -> None:
     )
 
 
-def merge_tapes(a: Tape, b: Tape) -> Tape:
-    """Return the tape an op's output carries when its inputs carry ``a`` and ``b``.
+def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
+    """Run recorded entries (sorted by time) newest first into ``grads``, each once.
 
-    ``NoneTape`` merged with anything is the other tape; two owned tapes are merged with
-    :meth:`GradientTape.append` (the result is their shared root).
+    ``keep=False`` pops them from ``ops`` (the arrays they saved are freed as backward
+    goes); ``keep=True`` leaves ``ops`` as it is (a persistent tape runs again)."""
+    if keep:
+        ops = list(ops)
+    last = -1
+    while ops:
+        entry = ops.pop()
+        time = entry[0]
+        if time == last:
+            continue
+        last = time
+        fn = entry[1]
+        if fn is _run_closure:
+            entry[2](grads)
+            continue
+        # an op entry: its time is its output's id; take that gradient (Gradients._release,
+        # inlined: this loop runs once per op)
+        leafs = grads._leafs
+        if leafs is None or time in leafs:
+            g = grads._data.get(time)
+        else:
+            g = grads._data.pop(time, None)
+            if g is not None and grads._shared:
+                grads._shared.discard(time)
+        if g is not None:
+            fn(grads, g, entry)
+            g = None  # free it now, not after the next entries (closures) have run
+
+
+def _run_into_stores(ops: list[_Entry], stores: list[Gradients]) -> Gradients:
+    """Run ``ops`` once into a working store that keeps what any of ``stores`` keeps, then
+    give each store the gradients it keeps (added to what it holds: stores accumulate)."""
+    from gradtape.gradients import Gradients
+
+    work = Gradients()
+    keep_all = any(s._leafs is None for s in stores)
+    work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores))
+    _run_entries(ops, work, keep=False)
+    for i, g in work._data.items():
+        takers = [s for s in stores if s._leafs is None or i in s._leafs]
+        for s in takers:
+            s._take(i, g, shared=len(takers) > 1 or i in work._shared)
+    return stores[0]
+
+
+def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tensor[Any, Any]]]:
+    """The tensors of a nested list/tuple/dict structure, with their places (for errors)."""
+    from gradtape.tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return [(path, x)]
+    if isinstance(x, (list, tuple)):
+        out: list[tuple[str, Tensor[Any, Any]]] = []
+        for i, v in enumerate(x):
+            out += _flatten(op, v, what, f"{path}[{i}]")
+        return out
+    if isinstance(x, dict):
+        out = []
+        for k, v in x.items():
+            out += _flatten(op, v, what, f"{path}[{k!r}]")
+        return out
+    raise TypeError(f"{op}: {what}{path} must be a Tensor (or a list/tuple/dict of them), got {type(x).__name__}")
+
+
+def _unflatten(structure: Any, values: Iterator[Any]) -> Any:
+    from gradtape.tensor import Tensor
+
+    if isinstance(structure, Tensor):
+        return next(values)
+    if isinstance(structure, (list, tuple)):
+        items = [_unflatten(v, values) for v in structure]
+        return type(structure)(items) if isinstance(structure, list) or type(structure) is tuple else items
+    return {k: _unflatten(v, values) for k, v in structure.items()}
+
+
+def _seeds(op: str, targets: list[Tensor[Any, Any]], output_gradients: Any) -> list[np.ndarray[Any, Any]]:
+    if output_gradients is None:
+        return [np.ones(t.shape, t.dtype) for t in targets]
+    given = output_gradients if isinstance(output_gradients, (list, tuple)) else [output_gradients]
+    if len(given) != len(targets):
+        raise ValueError(f"{op}: {len(given)} output gradients for {len(targets)} targets")
+    out = []
+    for k, (t, g) in enumerate(zip(targets, given, strict=True)):
+        if g is None:
+            out.append(np.ones(t.shape, t.dtype))
+            continue
+        arr = np.array(getattr(g, "data", g), dtype=t.dtype, copy=True)
+        if arr.shape != t.shape:
+            raise ShapeError(f"{op}: output_gradients[{k}] has shape {arr.shape}, its target has shape {t.shape}")
+        out.append(arr)
+    return out
+
+
+class TapeSet(Tape):
+    """The tape of a tensor that context tapes recorded: records each op on the active
+    ``GradientTape`` contexts among ``contexts`` (held weakly: a tape nobody holds is freed,
+    as in TensorFlow) and on ``owned``, the dfdx tape the tensor also carries, if any.
+
+    Made by :func:`op_tape`; users meet it only as ``t.tape``. It supports what a hand-written
+    op needs: ``add_backward_op`` (one closure, one time stamp, on every member).
     """
-    if b is NONE_TAPE or b is a:
-        return a
-    if a is NONE_TAPE:
+
+    __slots__ = ("contexts", "owned")
+
+    OWNS_TAPE = True
+
+    def __init__(self, owned: GradientTape | None, contexts: tuple[weakref.ref[GradientTape], ...]) -> None:
+        self.owned = owned
+        self.contexts = contexts
+
+    def _record(self, entry: _Entry) -> None:
+        if self.owned is not None:
+            self.owned._record(entry)
+        for r in self.contexts:
+            c = r()
+            if c is not None and c._recording:
+                c._record(entry)
+
+    def add_backward_op(self, op: BackwardOp) -> None:
+        """Record ``op(grads) -> None`` on every member tape, with one time stamp."""
+        self._record((next_id(), _run_closure, op))
+
+    def active(self) -> list[GradientTape]:
+        """The member context tapes that are recording now."""
+        return [c for r in self.contexts if (c := r()) is not None and c._recording]
+
+    def __repr__(self) -> str:
+        return f"TapeSet(owned={self.owned!r}, contexts={len(self.active())} recording)"
+
+
+def _merge_owned(a: Tape, b: GradientTape) -> GradientTape:
+    """Union of two dfdx tapes (``a`` may be ``NONE_TAPE``): their shared root."""
+    if a is NONE_TAPE or a is b:
         return b
-    if not isinstance(a, GradientTape) or not isinstance(b, GradientTape):
-        return a if isinstance(a, GradientTape) else b
+    assert isinstance(a, GradientTape)
     ra, rb = a._root(), b._root()
     if ra is not rb:
         ra.append(rb)
     return ra
+
+
+def op_tape(*ts: Tensor[Any, Any]) -> Tape:
+    """The tape an op whose tensor inputs are ``ts`` records on (see the module docstring):
+    ``NONE_TAPE`` (record nothing), a ``GradientTape`` or a :class:`TapeSet`.
+
+    The one recording rule of gradtape: every op (and ``split_tape``, for hand-written ops)
+    asks it, so parameters, watched tensors, traced inputs, grad modes and nested context
+    tapes behave the same in every op and every layer.
+    """
+    owned: Tape = NONE_TAPE
+    marked: Tape | None = None  # PARAM, or the first other marker / TapeSet seen
+    for t in ts:
+        tp = t.tape
+        if tp is NONE_TAPE:
+            continue
+        if tp.__class__ is GradientTape:
+            owned = tp if owned is NONE_TAPE or owned is tp else _merge_owned(owned, tp)
+        elif tp is not PARAM or marked is None:
+            marked = tp
+    if marked is None:
+        return owned if direct else _resolve(ts)
+    if marked is not PARAM or not direct:
+        return _resolve(ts)
+    # parameters (and owned tapes), nothing else in play anywhere: the owned tape, else a
+    # pending tape while this thread has a live traced pass, else nothing (inference)
+    if owned is NONE_TAPE and _live_total and _state().live:
+        return GradientTape._pending()
+    return owned
+
+
+def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
+    """:func:`op_tape` when grad modes or context tapes are in play somewhere."""
+    st = _state()
+    if not st.grad_enabled:
+        return NONE_TAPE
+    owned: Tape = NONE_TAPE
+    ctx: list[GradientTape] = []
+    param = False
+    for t in ts:
+        tp = t.tape
+        if tp is NONE_TAPE:
+            continue
+        if tp.__class__ is TapeSet:
+            if tp.owned is not None:
+                owned = _merge_owned(owned, tp.owned)
+            for c in tp.active():
+                if not any(c is x for x in ctx):
+                    ctx.append(c)
+        elif tp is PARAM:
+            param = True
+        elif isinstance(tp, GradientTape):
+            owned = _merge_owned(owned, tp)
+    for c in st.contexts:
+        if not c._recording or any(c is x for x in ctx):
+            continue
+        w = c._watched
+        hit = False
+        for t in ts:
+            if t.id in w:
+                hit = True
+            elif c._watch_accessed and t.tape is PARAM:
+                hit = True
+                c._watched_tensors.setdefault(t.id, t)
+        if hit:
+            ctx.append(c)
+    if owned is NONE_TAPE and param and st.live:
+        owned = GradientTape._pending()
+    if ctx:
+        return TapeSet(
+            owned if isinstance(owned, GradientTape) else None,
+            tuple(c._ref for c in ctx if c._ref is not None),
+        )
+    return owned
+
+
+def merge_tapes(a: Tape, b: Tape) -> Tape:
+    """Return the tape an output carries when its inputs carry ``a`` and ``b``, ignoring
+    grad modes, context tapes and parameters (those need the tensors: :func:`op_tape`).
+
+    ``NoneTape`` (and the marker tapes) merged with anything is the other tape; two owned
+    tapes are merged with :meth:`GradientTape.append` (the result is their shared root).
+    """
+    if b is a or not b.OWNS_TAPE:
+        return a
+    if not a.OWNS_TAPE:
+        return b
+    if isinstance(a, GradientTape) and isinstance(b, GradientTape):
+        return _merge_owned(a, b)
+    return a if isinstance(a, GradientTape) else b

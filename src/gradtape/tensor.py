@@ -25,7 +25,7 @@ from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
 from gradtape.ops.softmax import softmax as _softmax_op
 from gradtape.shapes import realize as _realize
-from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id
+from gradtape.tape import NONE_TAPE, PARAM, WATCHED, GradientTape, NoneTape, OwnedTape, Tape, TapeSet, next_id, op_tape
 
 if TYPE_CHECKING:
     from gradtape.devices.base import Device
@@ -153,7 +153,16 @@ class Tensor(Generic[S, T_co]):
         return int(self.data.shape[0])
 
     def __repr__(self) -> str:
-        kind = "NoneTape" if self.tape is NONE_TAPE else "OwnedTape"
+        tape = self.tape
+        kind = (
+            "OwnedTape"
+            if tape.OWNS_TAPE
+            else "NoneTape, parameter"
+            if tape is PARAM
+            else "NoneTape, watched"
+            if tape is WATCHED
+            else "NoneTape"
+        )
         body = np.array2string(self.data, precision=4, separator=", ", threshold=20)
         return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}, {kind}, id={self.id})"
 
@@ -180,15 +189,20 @@ class Tensor(Generic[S, T_co]):
         return self.trace(Gradients.leaky())
 
     def split_tape(self) -> tuple[Tensor[S, NoneTape], T_co]:
-        """Return ``(this tensor without a tape, its tape)``; the tensor keeps its id and data.
+        """Return ``(this tensor without a tape, the tape an op on it records on)``; the tensor
+        keeps its id and data.
 
         With :meth:`put_tape` this is how a hand-written op takes the tape from its input,
-        records its backward closure and hands the tape on to its output.
+        records its backward closure and hands the tape on to its output. The tape is the
+        one gradtape's own ops would record on (:func:`gradtape.tape.op_tape`): the tensor's
+        own tape for a traced tensor; for a module parameter, the pending tape of a live
+        traced pass or the context tapes that watch it; ``NoneTape`` when nothing records
+        (untraced inference, ``no_grad``), so the closure is then dropped.
         """
         t = _new(Tensor)
         t.data, t.device, t.id, t.tape = self.data, self.device, self.id, NONE_TAPE
         t._leaf = self._leaf
-        return t, self.tape  # type: ignore[return-value]
+        return t, op_tape(self)  # type: ignore[return-value]
 
     def put_tape(self, tape: T2) -> Tensor[S, T2]:
         """The same tensor (same id and data) carrying ``tape``."""
@@ -197,7 +211,7 @@ class Tensor(Generic[S, T_co]):
         t = _new(Tensor)
         t.data, t.device, t.id, t.tape = self.data, self.device, self.id, tape
         # A tensor handed a live tape is an op's output: its gradient is always computed.
-        t._leaf = self._leaf and not isinstance(tape, GradientTape)
+        t._leaf = self._leaf and not tape.OWNS_TAPE
         return t
 
     @overload
@@ -206,8 +220,33 @@ class Tensor(Generic[S, T_co]):
     def retaped(self, tape: T2) -> Tensor[S, T2]: ...
     def retaped(self, tape: Tape | None = None) -> Tensor[S, Any]:
         """The same tensor (same id, shared data) with ``tape`` (default ``NoneTape``),
-        leaving this tensor's tape untouched (dfdx's ``retaped``)."""
+        leaving this tensor's tape untouched (dfdx's ``retaped``).
+
+        Not :meth:`detach`: the retaped tensor keeps the id, so gradients recorded through
+        it still land on this tensor. gradtape's layers need no ``retaped``: parameters take
+        part in recording on their own (:func:`gradtape.tape.op_tape`)."""
         return self.put_tape(NONE_TAPE if tape is None else tape)
+
+    def detach(self) -> Tensor[S, NoneTape]:
+        """A new tensor sharing this one's data (no copy) with a new id and no tape: no
+        gradient flows through it to this tensor (PyTorch's / JAX's ``stop_gradient``).
+
+        Unlike :meth:`retaped` (same id: gradients through it still reach this tensor) and
+        :meth:`split_tape`, the result is a different tensor as far as any store is concerned.
+        Writing into ``detach().data`` changes this tensor's values too.
+        """
+        t = _new(Tensor)
+        t.data, t.device, t.tape, t.id, t._leaf = self.data, self.device, NONE_TAPE, next_id(), True
+        return t
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow into this tensor (PyTorch's ``requires_grad``): it carries a
+        tape (traced, or the output of a recorded op), or it is a module parameter or a
+        watched tensor. An op on tensors that all have ``requires_grad == False`` records
+        nothing."""
+        tape = self.tape
+        return tape is not NONE_TAPE and (tape.OWNS_TAPE or tape is PARAM or tape is WATCHED)
 
     def backward(self: Tensor[tuple[()], OwnedTape]) -> Gradients:
         """Run backpropagation from this scalar and return the filled :class:`Gradients`.
@@ -218,14 +257,28 @@ class Tensor(Generic[S, T_co]):
 
         Raises:
             TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
-                scalar (shape ``()``; reduce it with ``sum()``/``mean()`` first), or its tape
-                was already executed.
+                scalar (shape ``()``; reduce it with ``sum()``/``mean()`` first), its tape
+                was already executed, or only ``GradientTape`` contexts recorded it (use
+                ``tape.gradient``).
         """
         tape = self.tape
+        if tape.__class__ is TapeSet:
+            owned = tape.owned
+            if owned is None:
+                raise TapeError(
+                    f"backward: tensor of shape {self.shape} was recorded only by GradientTape contexts; "
+                    "call tape.gradient(loss, sources) on the tape of the with block"
+                )
+            tape = owned
         if not isinstance(tape, GradientTape):
             raise TapeError(
-                f"backward: tensor of shape {self.shape} has no tape (NoneTape); "
+                f"backward: tensor of shape {self.shape} has no tape ({tape!r}); "
                 "trace an input with x.trace(grads) or x.leaky_trace() before the forward pass"
+            )
+        if tape.consumed:
+            raise TapeError(
+                f"backward: the tape of this tensor (shape {self.shape}) was already run by an earlier "
+                "backward()/execute(); a tape runs once: trace the inputs again and redo the forward pass"
             )
         if self.data.shape != ():
             raise TapeError(

@@ -12,7 +12,7 @@ from gradtape.nn._init import kaiming_uniform
 from gradtape.nn.module import Module
 from gradtape.ops import embedding, linear
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, Tape
+from gradtape.tape import NoneTape, Tape, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = ["Embedding", "Linear"]
@@ -118,13 +118,16 @@ class Embedding(Module):
         """The rows of ``weight`` at ``x``: ``(..., D)``.
 
         ``x`` is an int array of any shape, or a tensor holding integer values. A traced
-        tensor's tape is carried on to the output (dfdx's pattern: the traced input batch
-        makes the forward pass record), so ``model(idx.trace(model.alloc_grads()))`` trains
-        the table; a plain array gives an untraced output.
+        tensor's tape is carried on to the output, so ``model(idx.trace(model.alloc_grads()))``
+        trains the table into that store; with a plain array the table (a parameter) records
+        whenever a traced pass or a ``GradientTape`` context is live (see
+        :func:`gradtape.tape.op_tape`), and not in untraced inference.
         """
         if isinstance(x, Tensor):
             idx = x.data.astype(np.int64)
-            w = self.weight if x.tape is NONE_TAPE else self.weight.put_tape(x.tape)
+            # the indices carry no gradient, but a traced index tensor's tape (and its store)
+            # is where the table's gradient must go
+            w = self.weight.put_tape(op_tape(x, self.weight)) if x.tape.OWNS_TAPE else self.weight
             return embedding(idx, w)
         return embedding(x, self.weight)
 

@@ -2,10 +2,13 @@
 
 A module is a plain Python object whose :class:`~gradtape.tensor.Tensor` attributes are its
 parameters (untraced leafs, ``NoneTape``) and whose :class:`Module` attributes (or lists and
-tuples of modules) are its children, as in PyTorch's ``nn.Module``. Training follows dfdx:
-trace the *input* into a store that keeps only the parameters' gradients
-(:meth:`Module.alloc_grads`); every op that meets a traced operand records the gradient of
-its parameter operands too::
+tuples of modules) are its children, as in PyTorch's ``nn.Module``. Assigning a tensor to a
+public attribute that is not a buffer marks it as a parameter (its tape becomes
+:data:`gradtape.tape.PARAM`): ops on it record whenever a traced forward pass or a
+``GradientTape`` context is live in the thread, so a parameter gets its gradient through any
+path to the loss, in any layer, including one a user writes (see :func:`gradtape.tape.op_tape`);
+in untraced inference nothing records. Training follows dfdx: trace the *input* into a store
+that keeps only the parameters' gradients (:meth:`Module.alloc_grads`)::
 
     grads = model.alloc_grads()
     loss = cross_entropy(model(x.trace(grads)), y)
@@ -21,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Self
 
 from gradtape.gradients import Gradients
+from gradtape.tape import NONE_TAPE, PARAM
 from gradtape.tensor import Tensor
 
 __all__ = ["Module"]
@@ -42,6 +46,12 @@ class Module:
     a list), as in PyTorch's ``state_dict``. Attributes starting with ``_`` are ignored.
 
     Subclasses implement :meth:`forward`; calling the module calls ``forward``.
+
+    Assigning an untraced tensor to a parameter attribute marks it as a parameter (PyTorch's
+    ``nn.Parameter``, TensorFlow's trainable variable): its tape becomes the marker
+    :data:`gradtape.tape.PARAM` (a ``NoneTape``), so ops on it record while anything records
+    in the thread and never in untraced inference. The tensor object itself is marked: the
+    same tensor used elsewhere is a parameter there too.
     """
 
     training: bool = True
@@ -63,6 +73,16 @@ class Module:
     # then keeps its own type under pyright too, which otherwise types an undeclared
     # override with the base class's declared ``(x: Any) -> Any``.
     __call__ = _call_forward
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (
+            isinstance(value, Tensor)
+            and value.tape is NONE_TAPE
+            and not name.startswith("_")
+            and name not in self.buffer_names
+        ):
+            value.tape = PARAM
+        object.__setattr__(self, name, value)
 
     # ----- discovery ------------------------------------------------------------------------
 

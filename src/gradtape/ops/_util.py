@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.errors import DTypeError
-from gradtape.tape import NONE_TAPE, next_id
+from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape
 
 if TYPE_CHECKING:
     from gradtape.tensor import Tensor
@@ -76,7 +77,7 @@ def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tu
 
 
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
-    """Wrap ``data`` as the output of an op on ``a`` and, if ``a`` is traced, record the entry
+    """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the
     output's gradient ``g`` (see ``tape._Entry``; skipped when the output got none).
 
@@ -85,6 +86,8 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
     tensor is built inline (``Tensor._from_op`` without the method call): this runs once per op.
     """
     tape = a.tape
+    if tape is not NONE_TAPE and (tape.__class__ is not GradientTape or not _tp.direct):
+        tape = op_tape(a)  # parameters, watched tensors, grad modes, context tapes
     out: Tensor[S, T] = _new(a.__class__)
     out.data = data if data.__class__ is np.ndarray else np.asarray(data)  # 0-d: a scalar
     out.device = a.device

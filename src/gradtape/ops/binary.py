@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes, next_id
+from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id, op_tape
 
 _new = object.__new__
 # ufuncs called through module globals on the hot paths: ``np.add`` is a global and an
@@ -73,6 +74,8 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any =
     # record_entry, inlined: ``x * 0.5`` and friends are the commonest ops on small arrays
     # (the call and its argument tuple measured +1.4% on the scalar chain)
     tape = a.tape
+    if tape is not NONE_TAPE and (tape.__class__ is not GradientTape or not _tp.direct):
+        tape = op_tape(a)
     out = _new(a.__class__)
     out.data = data if data.__class__ is np.ndarray else np.asarray(data)
     out.device = a.device
@@ -176,7 +179,7 @@ def record_binary(
     ad, bd = a.data, bt.data
     if ad.shape != bd.shape:
         broadcast_shapes(op, ad.shape, bd.shape)
-    tape = merge_tapes(a.tape, bt.tape)
+    tape = op_tape(a, bt)
     y = forward(ad, bd)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
@@ -225,7 +228,9 @@ def add(a: Any, b: Any) -> Any:
         ad, bd = a.data, b.data
         if ad.shape == bd.shape and ad.dtype is bd.dtype:  # the common case, kept lean
             ta, tb = a.tape, b.tape
-            tape = ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb)
+            tape = ta if tb is ta or tb is NONE_TAPE else (tb if ta is NONE_TAPE else None)
+            if tape is not NONE_TAPE and (tape is None or tape.__class__ is not GradientTape or not _tp.direct):
+                tape = op_tape(a, b)
             y = _np_add(ad, bd)
             out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
             out.data = y if y.__class__ is np.ndarray else np.asarray(y)  # 0-d: numpy gives a scalar
@@ -329,9 +334,12 @@ def mul(a: Any, b: Any) -> Any:
         ad, bd = a.data, b.data
         if ad.shape == bd.shape and ad.dtype is bd.dtype:  # no broadcast: the lean path
             ta, tb = a.tape, b.tape
-            out = a._from_op(_np_mul(ad, bd), ta if tb is ta or tb is NONE_TAPE else merge_tapes(ta, tb))
-            if out.tape is not NONE_TAPE:
-                out.tape._record((out.id, _mul_backward, a.id, b.id, ad, bd))
+            tape = ta if tb is ta or tb is NONE_TAPE else (tb if ta is NONE_TAPE else None)
+            if tape is not NONE_TAPE and (tape is None or tape.__class__ is not GradientTape or not _tp.direct):
+                tape = op_tape(a, b)
+            out = a._from_op(_np_mul(ad, bd), tape)
+            if tape is not NONE_TAPE:
+                tape._record((out.id, _mul_backward, a.id, b.id, ad, bd))
             return out
     return record_binary("mul", a, b, np.multiply, _mul_rule)
 
@@ -402,7 +410,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
     ad = a.data
     y = _scalar(b, "rdiv") / ad
-    tape = a.tape
+    tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
@@ -422,7 +430,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Array], Array]) -> Any:
     """Wrap ``data`` as the output of ``f(a, c)`` for a constant ``c`` (a Python number):
     only ``a`` gets a gradient, ``grad(g)`` (a new array of ``a``'s shape)."""
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id

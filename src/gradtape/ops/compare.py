@@ -26,7 +26,7 @@ from gradtape._typing import A, B, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -227,21 +227,23 @@ def where(cond: Any, a: Any, b: Any) -> Any:
         raise ShapeError(
             f"where: shapes {shapes[0]} (cond), {shapes[1]} (a) and {shapes[2]} (b) do not broadcast"
         ) from None
-    ta = a.tape if a_is_t else NONE_TAPE
-    tb = b.tape if b_is_t else NONE_TAPE
-    tape = merge_tapes(ta, tb)
+    operands = [(x, sel) for x, sel, is_t in ((a, True, a_is_t), (b, False, b_is_t)) if is_t]
+    tape = op_tape(*(x for x, _ in operands))
     out = (a if a_is_t else b)._from_op(np.asarray(np.where(c, ad, bd)), tape)
     if tape is not NONE_TAPE:
         oid = out.id
-        # (id, shape, take where cond holds?) of each operand that is traced
-        wanted = [(x.id, x.data.shape, sel) for x, t, sel in ((a, ta, True), (b, tb, False)) if t is not NONE_TAPE]
+        # (id, shape, leaf?, take where cond holds?) of each tensor operand: every one gets its
+        # gradient, traced or not, as in every other binary op
+        wanted = [(x.id, x.data.shape, x._leaf, sel) for x, sel in operands]
 
         def where_backward(grads: Gradients) -> None:
             g = grads._release(oid)
             if g is None:
                 return
             zero = g.dtype.type(0)
-            for i, shape, sel in wanted:
+            for i, shape, leaf, sel in wanted:
+                if not grads.wants(i, leaf):
+                    continue
                 gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
                 grads._accum(i, sum_to_shape(gi, shape))
 

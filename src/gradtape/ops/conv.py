@@ -64,7 +64,7 @@ from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank1, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -199,8 +199,7 @@ def _record(
 
 
 def _tapes(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | None) -> Tape:
-    tape = merge_tapes(x.tape, w.tape)
-    return tape if b is None else merge_tapes(tape, b.tape)
+    return op_tape(x, w) if b is None else op_tape(x, w, b)
 
 
 # ----- convolution -------------------------------------------------------------------------

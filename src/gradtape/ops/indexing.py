@@ -37,7 +37,7 @@ from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE
+from gradtape.tape import NONE_TAPE, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -145,7 +145,7 @@ def getitem(a: Any, key: Any) -> Any:
     x = a.data
     k = _basic_key(key, x.shape)
     y = x[k]
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
@@ -197,7 +197,7 @@ def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]
 def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
     x = a.data
     y = np.take(x, idx, axis=ax)
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype

@@ -21,7 +21,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -121,7 +121,7 @@ def matmul(a: Any, b: Any) -> Any:
         return _matmul_nd(a, bt, ad, bd)
     if ad.shape[1] != bd.shape[0]:
         raise ShapeError(f"matmul: inner dims differ: {ad.shape} @ {bd.shape} ({ad.shape[1]} != {bd.shape[0]})")
-    tape = merge_tapes(a.tape, bt.tape)
+    tape = op_tape(a, bt)
     out = a._from_op(np.matmul(ad, bd), tape)
     if tape is not NONE_TAPE:
         aid, bid, oid, a_leaf, b_leaf = a.id, bt.id, out.id, a._leaf, bt._leaf
@@ -165,7 +165,7 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
         y = np.matmul(a2, b2)
     shape = batch + ((m,) if an > 1 else ()) + ((n,) if bn > 1 else ())  # the vectors' dims removed
     y = y.reshape(shape)
-    tape = merge_tapes(a.tape, b.tape)
+    tape = op_tape(a, b)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, bid, oid, a_leaf, b_leaf = a.id, b.id, out.id, a._leaf, b._leaf
@@ -268,9 +268,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         y += bd
     if xd.ndim != 2:
         y = y.reshape((*xd.shape[:-1], o))
-    tape = merge_tapes(x.tape, wt.tape)
-    if bt is not None:
-        tape = merge_tapes(tape, bt.tape)
+    tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
         xid, wid, oid, x_leaf, w_leaf, xshape = x.id, wt.id, out.id, x._leaf, wt._leaf, xd.shape

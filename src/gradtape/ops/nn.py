@@ -27,7 +27,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, record_entry, tensor_operand
 from gradtape.ops.unary import _fused_backward, record_unary
 from gradtape.shapes import Rank1, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -133,10 +133,7 @@ def _record_norm(
     wd = None if w is None else w.data
     bd = None if b is None else b.data
     y, mean, rstd = _norm.norm_forward(xd, k, wd, bd, eps, centered)
-    tape = x.tape
-    for t in (w, b):
-        if t is not None:
-            tape = merge_tapes(tape, t.tape)
+    tape = op_tape(x, *(t for t in (w, b) if t is not None))
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
         oid, xid, x_leaf = out.id, x.id, x._leaf
@@ -423,7 +420,7 @@ def prelu(x: Any, weight: Any) -> Any:
         axes = (0, *range(2, xd.ndim))
     pos = xd > 0
     y = np.where(pos, xd, wb * xd)
-    tape = merge_tapes(x.tape, wt.tape)
+    tape = op_tape(x, wt)
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
         xid, wid, oid, w_leaf = x.id, wt.id, out.id, wt._leaf

@@ -19,7 +19,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE
+from gradtape.tape import NONE_TAPE, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -39,7 +39,7 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
         if n == 0:
             raise ShapeError(f"{op}: mean over {n} elements (shape {x.shape}, axes {axes}) is undefined")
         y = np.multiply(y, x.dtype.type(1.0 / n), out=y) if y.ndim else np.asarray(y * x.dtype.type(1.0 / n))
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
@@ -146,7 +146,7 @@ def _out(yk: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
 def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad: Any) -> Any:
     """Wrap ``y`` as the reduction's output; backward calls ``grad(grads, aid, gk)`` with the
     output's gradient ``gk`` reshaped to ``kept`` (the keepdims shape)."""
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id

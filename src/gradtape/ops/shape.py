@@ -36,7 +36,7 @@ import numpy as np
 from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, OwnedTape, Tape, merge_tapes
+from gradtape.tape import NONE_TAPE, OwnedTape, Tape, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -122,7 +122,7 @@ def _give(grads: Gradients, i: int, r: Array, g: Array, oid: int) -> None:
 def _record(a: Tensor[Any, Any], data: Array, rule: Callable[[Gradients, int, int, Array], None]) -> Any:
     """Wrap ``data`` as the output of a one-input op on ``a`` and record ``rule(grads, aid,
     oid, g)``, run only if the output received a gradient ``g``."""
-    tape = a.tape
+    tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
@@ -627,9 +627,7 @@ def _tensor_list(op: str, tensors: object) -> list[Tensor[Any, Any]]:
 def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Array], list[Array]]) -> Any:
     """Wrap ``data`` as the output of an op on ``ts`` (tapes merged) whose input ``k``'s
     gradient is ``pieces(g)[k]``, a view of the output's gradient ``g``."""
-    tape: Tape = NONE_TAPE
-    for t in ts:
-        tape = merge_tapes(tape, t.tape)
+    tape = op_tape(*ts)
     out = ts[0]._from_op(data, tape)
     if tape is not NONE_TAPE:
         ids, oid = [t.id for t in ts], out.id
