@@ -8,6 +8,7 @@ fused kernels are compiled with numba.
 from gradtape import losses, ops, testing
 from gradtape.devices import Cpu, Device
 from gradtape.errors import DTypeError, GradtapeError, ShapeError, TapeError
+from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.gradients import Gradients
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6
 from gradtape.tape import GradientTape, NoneTape, OwnedTape, Tape
@@ -36,7 +37,11 @@ __all__ = [
     "TapeError",
     "Tensor",
     "__version__",
+    "enable_grad",
+    "is_grad_enabled",
     "losses",
+    "no_grad",
     "ops",
+    "set_grad_enabled",
     "testing",
 ]

@@ -60,12 +60,15 @@ class Gradients:
     (the tensor is not connected to the loss) is zero.
     """
 
-    __slots__ = ("_data", "_leafs", "_shared")
+    __slots__ = ("_data", "_leafs", "_shared", "_transient")
 
     def __init__(self) -> None:
         self._data: dict[int, Array] = {}
         self._shared: set[int] = set()
         self._leafs: set[int] | None = None
+        # Gradients this store holds for one pass only: those another store merged into its
+        # tape keeps (see GradientTape.execute); dropped when the store's next pass starts.
+        self._transient: set[int] | None = None
 
     @classmethod
     def leaky(cls) -> Gradients:
@@ -188,9 +191,17 @@ class Gradients:
         """Drop the gradients of tensors not marked by :meth:`retain_leafs` (no-op if none were)."""
         leafs = self._leafs
         if leafs is not None:
-            for k in [k for k in self._data if k not in leafs]:
+            keep = self._transient or ()
+            for k in [k for k in self._data if k not in leafs and k not in keep]:
                 del self._data[k]
                 self._shared.discard(k)
+
+    def _end_transient(self) -> None:
+        """Drop the gradients held for the previous pass only (a new pass starts)."""
+        for k in self._transient or ():
+            self._data.pop(k, None)
+            self._shared.discard(k)
+        self._transient = None
 
     def merge_from(self, other: Gradients) -> None:
         """Move ``other``'s buffers and leaf marks into ``self`` and empty ``other``.

@@ -255,10 +255,6 @@ WATCHED = WatchedTape()
 """The tape of watched tensors (see :class:`WatchedTape`)."""
 
 
-def _drop(entry: _Entry) -> None:
-    """The recorder of a context tape that is not recording (outside its ``with`` block)."""
-
-
 _NO_STORE: Any = None
 
 
@@ -470,8 +466,7 @@ class GradientTape(Tape):
             raise TapeError("append: cannot merge a tape that was consumed by execute()/backward()")
         if len(src._ops) > len(dst._ops):
             dst._ops, src._ops = src._ops, dst._ops
-            if dst._record != _drop:
-                dst._record = dst._ops.append
+            dst._record = dst._ops.append
         dst._ops.extend(src._ops)
         dst._merged = True
         src._ops = []
@@ -521,14 +516,15 @@ class GradientTape(Tape):
 
             grads = tape._gradients = Gradients.leaky()
         if not stores:
+            if grads._transient:
+                grads._end_transient()
             _run_entries(ops, grads, keep=False)
             return grads
         return _run_into_stores(ops, [grads, *stores])
 
     def _consume(self) -> None:
         self._consumed = True
-        # a context tape's tensors may still be used after gradient(): they record nothing
-        self._record = _drop if self._context is not None or self._ref is not None else _consumed_record
+        self._record = _consumed_record
         self._release_live()
 
     # ----- TensorFlow's front end ---------------------------------------------------------
@@ -560,9 +556,7 @@ class GradientTape(Tape):
         st = self._context
         if not self._recording or st is None:
             return
-        self._recording = False
-        if not self._root()._consumed:
-            self._record = _drop
+        self._recording = False  # TapeSets and op_tape skip a tape that is not recording
         for i in range(len(st.contexts) - 1, -1, -1):
             if st.contexts[i] is self:
                 del st.contexts[i]
@@ -623,7 +617,9 @@ class GradientTape(Tape):
             output_gradients: ``None``, or the gradient seeding each target: one array or
                 tensor of the target's shape (a list of them for a list of targets).
             unconnected_gradients: ``"none"`` (default) gives ``None`` for a source the target
-                does not depend on through recorded ops; ``"zero"`` gives zeros.
+                does not depend on through recorded ops, or a leaf this tape does not watch
+                (neither given to :meth:`watch` nor a parameter an op read inside the block);
+                ``"zero"`` gives zeros.
 
         Returns:
             ``sources``' structure with an untraced tensor (of the source's shape and dtype)
@@ -670,8 +666,11 @@ class GradientTape(Tape):
             ops.sort(key=_op_time)
             _run_entries(ops, grads, keep=False)
         results: list[Any] = []
+        watched = self._watched_tensors
         for _, t in srcs:
-            gs = grads._data.get(t.id)
+            # as in TensorFlow, a leaf this tape does not watch has no gradient from it, even
+            # when it is an operand of a recorded op
+            gs = grads._data.get(t.id) if not t._leaf or t.id in watched else None
             if gs is None:
                 results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
             else:
@@ -734,18 +733,32 @@ def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
 
 def _run_into_stores(ops: list[_Entry], stores: list[Gradients]) -> Gradients:
     """Run ``ops`` once into a working store that keeps what any of ``stores`` keeps, then
-    give each store the gradients it keeps (added to what it holds: stores accumulate)."""
+    give each store the gradients it keeps (added to what it holds: stores accumulate).
+
+    The first store, which ``execute`` returns, also holds what the others keep, for this
+    pass only (until its next pass starts): ``grads = loss.backward()`` then has the gradient
+    of a ``leaky_trace()`` input merged into a model's ``alloc_grads()`` pass, while the
+    model's store does not start keeping everything from then on."""
     from gradtape.gradients import Gradients
 
+    for s in stores:
+        if s._transient:
+            s._end_transient()
     work = Gradients()
     keep_all = any(s._leafs is None for s in stores)
     work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores))
     _run_entries(ops, work, keep=False)
+    first = stores[0]
     for i, g in work._data.items():
         takers = [s for s in stores if s._leafs is None or i in s._leafs]
+        if takers and not any(s is first for s in takers):
+            takers.append(first)
+            if first._transient is None:
+                first._transient = set()
+            first._transient.add(i)
         for s in takers:
             s._take(i, g, shared=len(takers) > 1 or i in work._shared)
-    return stores[0]
+    return first
 
 
 def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tensor[Any, Any]]]:
@@ -899,15 +912,14 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
         if not c._recording or any(c is x for x in ctx):
             continue
         w = c._watched
-        hit = False
-        for t in ts:
-            if t.id in w:
-                hit = True
-            elif c._watch_accessed and t.tape is PARAM:
-                hit = True
-                c._watched_tensors.setdefault(t.id, t)
-        if hit:
+        if any(t.id in w or (param and c._watch_accessed and t.tape is PARAM) for t in ts):
             ctx.append(c)
+    if param:  # the parameters read by ops a context tape records are its watched variables
+        for c in ctx:
+            if c._watch_accessed:
+                for t in ts:
+                    if t.tape is PARAM:
+                        c._watched_tensors.setdefault(t.id, t)
     if owned is NONE_TAPE and param and st.live:
         owned = GradientTape._pending()
     if ctx:
