@@ -55,6 +55,22 @@ def test_readme_fused_op_example_runs_and_gradchecks() -> None:
     assert g.get(x).numpy().tolist() == [[2.0, -4.0], [6.0, 1.0]]
 
 
+def test_readme_recording_spellings_agree() -> None:
+    """The three spellings in README record the same model: dfdx's and TensorFlow's give the
+    same parameter gradients, and no_grad records nothing."""
+    import numpy as np
+
+    block = next(b for b in _py_blocks() if "with GradientTape() as tape" in b)
+    ns: dict[str, object] = {}
+    exec(compile(block, "README.md:recording", "exec"), ns)
+    model, grads, tape_grads = ns["model"], ns["grads"], ns["weight_grads"]
+    params = model.parameters()  # type: ignore[attr-defined]
+    assert len(params) == len(tape_grads) == 6  # type: ignore[arg-type]
+    for p, g in zip(params, tape_grads, strict=True):  # type: ignore[call-overload]
+        np.testing.assert_allclose(grads.get(p).numpy(), g.numpy(), rtol=1e-5, atol=1e-6)  # type: ignore[attr-defined]
+        assert np.abs(g.numpy()).max() > 0
+
+
 def _mypy(tmp_path: Path, name: str, source: str) -> str:
     from mypy import api as mypy_api
 
