@@ -1,0 +1,42 @@
+"""Valid programs of the recording front ends: TensorFlow's context tape, PyTorch's grad
+modes, detach; the types they keep."""
+
+from typing import Literal as L
+from typing import reveal_type
+
+from gradtape import Cpu, GradientTape, NoneTape, Rank2, Tensor, enable_grad, is_grad_enabled, nn, no_grad
+from gradtape import set_grad_enabled
+
+dev = Cpu()
+a: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.zeros((3, 4))
+lin = nn.Linear(4, 2, dev=dev)
+
+with GradientTape(persistent=True) as tape:
+    reveal_type(tape)  # R: gradtape.tape.GradientTape
+    tape.watch(a)
+    tape.watch([a, lin.weight])
+    y = (a * a).sum()
+g = tape.gradient(y, a)
+gs = tape.gradient(y, [a, lin.weight], output_gradients=None, unconnected_gradients="zero")
+watched = tape.watched_variables()
+reveal_type(watched)  # R: tuple[gradtape.tensor.Tensor[Any, Any], ...]
+d = a.leaky_trace().detach()
+reveal_type(d)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+flag: bool = a.requires_grad
+enabled: bool = is_grad_enabled()
+
+
+@no_grad()
+def infer(x: Tensor[Rank2[L[3], L[4]], NoneTape]) -> Tensor[Rank2[L[3], L[4]], NoneTape]:
+    return x * 2.0
+
+
+@no_grad
+def infer2(x: Tensor[Rank2[L[3], L[4]], NoneTape]) -> Tensor[Rank2[L[3], L[4]], NoneTape]:
+    return x * 2.0
+
+
+reveal_type(infer(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+reveal_type(infer2(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+with no_grad(), enable_grad(), set_grad_enabled(False):
+    infer(a)
