@@ -179,7 +179,7 @@ def test_untraced_inference_records_nothing() -> None:
     dev = Cpu(seed=5)
     m = _mlp(dev)
     gc.collect()
-    assert tp._live_total == 0 and tp.direct
+    assert not tp._state().live() and not tp._LIVE and tp.direct
     out = m(dev.randn((3, 4)))
     assert out.tape is NONE_TAPE and not out.requires_grad
     bn = nn.BatchNorm1d(8, dev=dev)
@@ -188,22 +188,25 @@ def test_untraced_inference_records_nothing() -> None:
 
 def test_live_pass_ends_with_backward_or_garbage() -> None:
     """A traced pass is live until its tape runs or is freed; then parameter ops record
-    nothing again."""
+    nothing again, and the global hint is empty again."""
     dev = Cpu(seed=6)
     m = _mlp(dev)
     gc.collect()
-    base = tp._live_total
+    assert not tp._state().live()
     xt = dev.randn((3, 4)).trace(m.alloc_grads())
-    assert tp._live_total == base + 1
+    assert tp._state().live() and tp._LIVE
     w: Tensor[Any, Any] = m.parameters()[0]
     assert isinstance(w.T.tape, gradtape.GradientTape)  # pending: a traced pass is live
     m(xt).sum().backward()
-    assert tp._live_total == base
-    assert not w.T.requires_grad  # nothing live: the parameter's op records nothing
+    assert not w.T.requires_grad  # the pass ran: the parameter's op records nothing
+    assert not tp._LIVE
     xt = dev.randn((3, 4)).trace(m.alloc_grads())
     del xt
     gc.collect()
-    assert tp._live_total == base
+    assert not w.T.requires_grad and not tp._LIVE
+    with GradientTape():
+        pass
+    assert not tp._state().live()  # a context tape is not a traced pass
 
 
 def test_parameters_are_marked_buffers_are_not() -> None:
@@ -302,3 +305,17 @@ def test_backward_of_a_context_only_loss_says_use_gradient() -> None:
 def test_gradient_tape_rejects_a_bool_store() -> None:
     with pytest.raises(TypeError, match=r"persistent=True"):
         GradientTape(True)  # type: ignore[arg-type]
+
+
+def test_a_training_loop_does_not_grow_the_traced_list() -> None:
+    """A loop that traces once per step and never asks whether a pass is live keeps the
+    thread's list of traced tapes (weak references) and the global hint bounded."""
+    dev = Cpu()
+    m = nn.Linear(3, 2, dev=dev)
+    grads = m.alloc_grads()
+    x = dev.randn((4, 3))
+    for _ in range(200):
+        grads = m(x.trace(grads)).sum().backward()
+        m.zero_grads(grads)
+    assert len(tp._state().traced) <= tp._PRUNE_AT + 1
+    assert len(tp._LIVE) <= tp._PRUNE_AT + 1

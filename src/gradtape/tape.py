@@ -106,29 +106,40 @@ next_id: Callable[[], int] = itertools.count(1).__next__
 
 class _State:
     """One thread's recording state: grad mode, the active context tapes (outermost
-    first), and how many traced forward passes are live (see :func:`op_tape`)."""
+    first), and weak references to the tapes ``trace`` made in this thread (a traced pass is
+    live while its tape exists and has not run; see :func:`op_tape`)."""
 
-    __slots__ = ("__weakref__", "contexts", "grad_enabled", "live")
+    __slots__ = ("__weakref__", "contexts", "grad_enabled", "traced")
 
     def __init__(self) -> None:
         self.grad_enabled = True
         self.contexts: list[GradientTape] = []
-        self.live = 0
+        self.traced: list[weakref.ref[GradientTape]] = []
 
-    def __del__(self) -> None:  # the thread ended: it no longer holds modes or live tapes
+    def live(self) -> bool:
+        """Whether a traced pass of this thread is live; forgets the ones that ended."""
+        refs = self.traced
+        alive = [r for r in refs if (t := r()) is not None and t._live()]
+        if len(alive) != len(refs):
+            for _ in range(len(refs) - len(alive)):
+                _LIVE.pop()
+            self.traced = alive
+        return bool(alive)
+
+    def __del__(self) -> None:  # the thread ended: it no longer holds modes or traced passes
         try:
             if not self.grad_enabled:
                 _add_modes(-1)
             if self.contexts:
                 _add_modes(-len(self.contexts))
-            if self.live:
-                _add_live(None, -self.live)
+            for _ in self.traced:
+                _LIVE.pop()
         except Exception:
             pass
 
 
 _tls = threading.local()
-_lock = threading.RLock()
+_lock = threading.Lock()  # guards _modes; nothing inside allocates containers
 
 direct = True
 """True while no thread has grad mode off and no ``GradientTape`` context is active: a
@@ -136,7 +147,11 @@ tape a tensor carries is then the tape its ops record on, with nothing else to c
 (the first-order training path). Ops read it as ``gradtape.tape.direct``."""
 
 _modes = 0  # threads with grad mode off + active contexts, over all threads
-_live_total = 0  # live traced forward passes, over all threads
+_PRUNE_AT = 16  # a thread's list of traced tapes is pruned when it grows past this
+_LIVE: list[None] = []
+"""One item per tape in some thread's ``_State.traced`` (appends and pops are atomic, so the
+count needs no lock): empty means no traced pass is live anywhere, and an op on parameters
+alone records nothing without looking at any thread's state (inference)."""
 
 
 def _state() -> _State:
@@ -152,14 +167,6 @@ def _add_modes(n: int) -> None:
     with _lock:
         _modes += n
         direct = _modes == 0
-
-
-def _add_live(st: _State | None, n: int) -> None:
-    global _live_total
-    with _lock:
-        if st is not None:
-            st.live += n
-        _live_total += n
 
 
 def is_grad_enabled() -> bool:
@@ -258,6 +265,21 @@ WATCHED = WatchedTape()
 _NO_STORE: Any = None
 
 
+class _Ctx:
+    """What a :class:`GradientTape` used as TensorFlow's context tape holds."""
+
+    __slots__ = ("persistent", "recording", "ref", "state", "watch_accessed", "watched", "watched_tensors")
+
+    def __init__(self, persistent: bool, watch_accessed: bool) -> None:
+        self.persistent = persistent
+        self.watch_accessed = watch_accessed
+        self.recording = False  # inside its ``with`` block
+        self.state: _State | None = None  # the thread whose context stack holds it
+        self.ref: weakref.ref[GradientTape] | None = None  # what TapeSets hold
+        self.watched: set[int] = set()  # ids given to watch()
+        self.watched_tensors: dict[int, Tensor[Any, Any]] = {}  # watched and accessed, in order
+
+
 class GradientTape(Tape):
     """Records backward closures and runs them, newest first, into a :class:`Gradients` store.
 
@@ -304,27 +326,10 @@ class GradientTape(Tape):
         tape.gradient(y, x)                  # 2 x
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_consumed",
-        "_context",
-        "_forward",
-        "_gradients",
-        "_live",
-        "_merged",
-        "_ops",
-        "_persistent",
-        "_record",
-        "_recording",
-        "_ref",
-        "_stores",
-        "_watch_accessed",
-        "_watched",
-        "_watched_tensors",
-    )
+    __slots__ = ("__weakref__", "_consumed", "_ctx", "_forward", "_gradients", "_merged", "_ops", "_record", "_stores")
 
     OWNS_TAPE = True
-    _live: list[_State] | None
+    _ctx: _Ctx | None
 
     def __init__(
         self,
@@ -342,13 +347,44 @@ class GradientTape(Tape):
 
             gradients = Gradients.leaky()
         self._init(gradients)
-        self._persistent = bool(persistent)
-        self._watch_accessed = bool(watch_accessed_variables)
-        # Until it enters a ``with`` block, a new tape counts as a live traced pass (its
-        # tensors' ops on parameters record; see op_tape) until it is executed or freed.
+        if persistent or not watch_accessed_variables:
+            self._ctx = _Ctx(bool(persistent), bool(watch_accessed_variables))
+        self._go_live()
+
+    def _go_live(self) -> None:
+        """Count this tape as a live traced pass of this thread (ops on parameters then record;
+        see op_tape) until it has run, enters a ``with`` block, or is freed."""
         st = _state()
-        self._live = [st]
-        _add_live(st, 1)
+        st.traced.append(weakref.ref(self))
+        _LIVE.append(None)
+        if len(st.traced) > _PRUNE_AT:
+            st.live()
+
+    def _live(self) -> bool:
+        return self._ctx is None and not self._root()._consumed
+
+    @classmethod
+    def _traced(cls, gradients: Gradients) -> GradientTape:
+        """The tape ``Tensor.trace`` makes: ``GradientTape(gradients)`` without the argument
+        checks, ``_init`` and ``_go_live`` inlined (once per training step, on the MLP step's
+        path)."""
+        t: GradientTape = object.__new__(cls)
+        ops: list[_Entry] = []
+        t._ops = ops
+        t._record = ops.append
+        t._forward = t._stores = t._ctx = None
+        t._consumed = t._merged = False
+        t._gradients = gradients
+        try:
+            st: _State = _tls.state
+        except AttributeError:
+            st = _state()
+        refs = st.traced
+        refs.append(weakref.ref(t))
+        _LIVE.append(None)
+        if len(refs) > _PRUNE_AT:  # forget passes that ended (amortised: a training loop
+            st.live()  # traces once per step and never asks)
+        return t
 
     def _init(self, gradients: Gradients | None) -> None:
         self._ops: list[_Entry] = []
@@ -361,14 +397,7 @@ class GradientTape(Tape):
         self._merged = False  # True once append() interleaved another tape's closures
         self._gradients: Gradients | None = gradients
         self._stores: list[Gradients] | None = None  # other stores merged in (see execute)
-        self._live = None
-        self._persistent = False
-        self._watch_accessed = True
-        self._recording = False  # inside its ``with`` block
-        self._context: _State | None = None  # the thread state whose stack holds it
-        self._ref: weakref.ref[GradientTape] | None = None
-        self._watched: set[int] = set()
-        self._watched_tensors: dict[int, Tensor[Any, Any]] = {}
+        self._ctx = None  # set once used as a context (TensorFlow's front end)
 
     @classmethod
     def _pending(cls) -> GradientTape:
@@ -377,23 +406,6 @@ class GradientTape(Tape):
         t = object.__new__(cls)
         t._init(_NO_STORE)
         return t
-
-    def __del__(self) -> None:
-        live = getattr(self, "_live", None)
-        if live:
-            self._live = None
-            try:
-                for st in live:
-                    _add_live(st, -1)
-            except Exception:
-                pass
-
-    def _release_live(self) -> None:
-        live = self._live
-        if live:
-            self._live = None
-            for st in live:
-                _add_live(st, -1)
 
     @property
     def gradients(self) -> Gradients:
@@ -481,9 +493,6 @@ class GradientTape(Tape):
                     dst._stores = []
                 dst._stores.append(store)
         src._gradients, src._stores = None, None
-        if src._live:
-            dst._live = (dst._live or []) + src._live
-            src._live = None
         src._forward = dst
 
     def merge(self, other: GradientTape) -> GradientTape:
@@ -525,7 +534,6 @@ class GradientTape(Tape):
     def _consume(self) -> None:
         self._consumed = True
         self._record = _consumed_record
-        self._release_live()
 
     # ----- TensorFlow's front end ---------------------------------------------------------
 
@@ -536,16 +544,18 @@ class GradientTape(Tape):
             TapeError: the tape is already recording, or was consumed.
         """
         root = self._root()
-        if self._recording:
+        ctx = self._ctx
+        if ctx is None:
+            ctx = self._ctx = _Ctx(False, True)  # from now on not a traced pass (see op_tape)
+        if ctx.recording:
             raise TapeError("GradientTape.__enter__: this tape is already recording (a tape enters one with block)")
         if root._consumed:
             raise TapeError("GradientTape.__enter__: this tape was consumed by gradient()/execute(); make a new one")
-        self._release_live()  # a context tape is not a traced pass (see op_tape)
-        if self._ref is None:
-            self._ref = weakref.ref(self)
+        if ctx.ref is None:
+            ctx.ref = weakref.ref(self)
         st = _state()
-        self._context = st
-        self._recording = True
+        ctx.state = st
+        ctx.recording = True
         self._record = root._ops.append if root is self else self._push
         st.contexts.append(self)
         _add_modes(1)
@@ -553,20 +563,21 @@ class GradientTape(Tape):
 
     def __exit__(self, *exc: object) -> None:
         """Stop recording (the recorded ops stay until :meth:`gradient` or garbage collection)."""
-        st = self._context
-        if not self._recording or st is None:
+        ctx = self._ctx
+        if ctx is None or not ctx.recording or ctx.state is None:
             return
-        self._recording = False  # TapeSets and op_tape skip a tape that is not recording
-        for i in range(len(st.contexts) - 1, -1, -1):
-            if st.contexts[i] is self:
-                del st.contexts[i]
+        ctx.recording = False  # TapeSets and op_tape skip a tape that is not recording
+        contexts = ctx.state.contexts
+        for i in range(len(contexts) - 1, -1, -1):
+            if contexts[i] is self:
+                del contexts[i]
                 break
         _add_modes(-1)
 
     @property
     def persistent(self) -> bool:
         """Whether :meth:`gradient` may be called more than once."""
-        return self._persistent
+        return self._ctx is not None and self._ctx.persistent
 
     def watch(self, tensor: Any) -> None:
         """Ensure ``tensor`` is recorded: ops on it inside the block record on this tape and on
@@ -582,14 +593,15 @@ class GradientTape(Tape):
             TapeError: the tape is not recording (call ``watch`` inside its ``with`` block).
             TypeError: an element is not a tensor (the message names its type and place).
         """
-        if not self._recording or self._context is None:
+        ctx = self._ctx
+        if ctx is None or not ctx.recording or ctx.state is None:
             raise TapeError("GradientTape.watch: the tape is not recording; call watch() inside its with block")
         ts = [t for _, t in _flatten("GradientTape.watch", tensor, "tensor")]
-        tapes = [c for c in self._context.contexts if c._recording]
+        active = [c._ctx for c in ctx.state.contexts if c._ctx is not None and c._ctx.recording]
         for t in ts:
-            for c in tapes:
-                c._watched.add(t.id)
-                c._watched_tensors.setdefault(t.id, t)
+            for c in active:
+                c.watched.add(t.id)
+                c.watched_tensors.setdefault(t.id, t)
             if t.tape is NONE_TAPE:
                 t.tape = WATCHED
 
@@ -597,7 +609,7 @@ class GradientTape(Tape):
         """The tensors this tape watches: those given to :meth:`watch` and the module
         parameters ops read inside the block (with ``watch_accessed_variables``), in the order
         first watched."""
-        return tuple(self._watched_tensors.values())
+        return tuple(self._ctx.watched_tensors.values()) if self._ctx is not None else ()
 
     def gradient(
         self,
@@ -641,7 +653,8 @@ class GradientTape(Tape):
                 f"{op}: this tape was already used by gradient() or execute(); a non-persistent tape "
                 "computes gradients once (create it with GradientTape(persistent=True) to call gradient() again)"
             )
-        if self._recording and not self._persistent:
+        ctx = self._ctx
+        if ctx is not None and ctx.recording and not ctx.persistent:
             raise TapeError(
                 f"{op}: called inside the non-persistent tape's own with block; call it after the block "
                 "(or use persistent=True)"
@@ -657,7 +670,7 @@ class GradientTape(Tape):
         grads._leafs = {t.id for _, t in srcs}
         for t, g in zip(targets, seeds, strict=True):
             grads._accum(t.id, g)
-        if self._persistent:
+        if ctx is not None and ctx.persistent:
             ops = sorted(root._ops, key=_op_time)
             _run_entries(ops, grads, keep=True)
         else:
@@ -666,11 +679,11 @@ class GradientTape(Tape):
             ops.sort(key=_op_time)
             _run_entries(ops, grads, keep=False)
         results: list[Any] = []
-        watched = self._watched_tensors
+        watched = ctx.watched_tensors if ctx is not None else None
         for _, t in srcs:
-            # as in TensorFlow, a leaf this tape does not watch has no gradient from it, even
-            # when it is an operand of a recorded op
-            gs = grads._data.get(t.id) if not t._leaf or t.id in watched else None
+            # as in TensorFlow, a leaf a context tape does not watch has no gradient from it,
+            # even when it is an operand of a recorded op
+            gs = grads._data.get(t.id) if watched is None or not t._leaf or t.id in watched else None
             if gs is None:
                 results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
             else:
@@ -680,7 +693,7 @@ class GradientTape(Tape):
     def __repr__(self) -> str:
         root = self._root()
         state = "consumed" if root._consumed else f"{len(root._ops)} ops"
-        if self._recording:
+        if self._ctx is not None and self._ctx.recording:
             state += ", recording"
         return f"GradientTape({state})"
 
@@ -831,7 +844,7 @@ class TapeSet(Tape):
             self.owned._record(entry)
         for r in self.contexts:
             c = r()
-            if c is not None and c._recording:
+            if c is not None and c._ctx.recording:  # type: ignore[union-attr]
                 c._record(entry)
 
     def add_backward_op(self, op: BackwardOp) -> None:
@@ -840,7 +853,7 @@ class TapeSet(Tape):
 
     def active(self) -> list[GradientTape]:
         """The member context tapes that are recording now."""
-        return [c for r in self.contexts if (c := r()) is not None and c._recording]
+        return [c for r in self.contexts if (c := r()) is not None and c._ctx.recording]  # type: ignore[union-attr]
 
     def __repr__(self) -> str:
         return f"TapeSet(owned={self.owned!r}, contexts={len(self.active())} recording)"
@@ -866,22 +879,23 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
     tapes behave the same in every op and every layer.
     """
     owned: Tape = NONE_TAPE
-    marked: Tape | None = None  # PARAM, or the first other marker / TapeSet seen
+    param = False
     for t in ts:
         tp = t.tape
         if tp is NONE_TAPE:
             continue
-        if tp.__class__ is GradientTape:
-            owned = tp if owned is NONE_TAPE or owned is tp else _merge_owned(owned, tp)
-        elif tp is not PARAM or marked is None:
-            marked = tp
-    if marked is None:
-        return owned if direct else _resolve(ts)
-    if marked is not PARAM or not direct:
-        return _resolve(ts)
+        if not direct:  # a grad mode or a context tape somewhere
+            return _resolve(ts)
+        if tp is PARAM:
+            param = True
+        elif tp.__class__ is GradientTape:
+            if owned is not tp:
+                owned = tp if owned is NONE_TAPE else _merge_owned(owned, tp)
+        else:  # WATCHED, a TapeSet, a user's tape class
+            return _resolve(ts)
     # parameters (and owned tapes), nothing else in play anywhere: the owned tape, else a
     # pending tape while this thread has a live traced pass, else nothing (inference)
-    if owned is NONE_TAPE and _live_total and _state().live:
+    if owned is NONE_TAPE and param and _LIVE and _state().live():
         return GradientTape._pending()
     return owned
 
@@ -909,24 +923,24 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
         elif isinstance(tp, GradientTape):
             owned = _merge_owned(owned, tp)
     for c in st.contexts:
-        if not c._recording or any(c is x for x in ctx):
+        cc = c._ctx
+        if cc is None or not cc.recording or any(c is x for x in ctx):
             continue
-        w = c._watched
-        if any(t.id in w or (param and c._watch_accessed and t.tape is PARAM) for t in ts):
+        w = cc.watched
+        if any(t.id in w or (param and cc.watch_accessed and t.tape is PARAM) for t in ts):
             ctx.append(c)
     if param:  # the parameters read by ops a context tape records are its watched variables
         for c in ctx:
-            if c._watch_accessed:
+            cc = c._ctx
+            if cc is not None and cc.watch_accessed:
                 for t in ts:
                     if t.tape is PARAM:
-                        c._watched_tensors.setdefault(t.id, t)
-    if owned is NONE_TAPE and param and st.live:
+                        cc.watched_tensors.setdefault(t.id, t)
+    if owned is NONE_TAPE and param and _LIVE and st.live():
         owned = GradientTape._pending()
     if ctx:
-        return TapeSet(
-            owned if isinstance(owned, GradientTape) else None,
-            tuple(c._ref for c in ctx if c._ref is not None),
-        )
+        refs = [c._ctx.ref for c in ctx if c._ctx is not None]
+        return TapeSet(owned if isinstance(owned, GradientTape) else None, tuple(r for r in refs if r is not None))
     return owned
 
 

@@ -176,7 +176,7 @@ class Tensor(Generic[S, T_co]):
         """
         t = _new(Tensor)
         t.data, t.device, t.id = self.data, self.device, self.id
-        t.tape = GradientTape(gradients)
+        t.tape = GradientTape._traced(gradients)
         t._leaf = True
         return t
 
@@ -275,7 +275,7 @@ class Tensor(Generic[S, T_co]):
                 f"backward: tensor of shape {self.shape} has no tape ({tape!r}); "
                 "trace an input with x.trace(grads) or x.leaky_trace() before the forward pass"
             )
-        if tape.consumed:
+        if tape._consumed or (tape._forward is not None and tape._root()._consumed):
             raise TapeError(
                 f"backward: the tape of this tensor (shape {self.shape}) was already run by an earlier "
                 "backward()/execute(); a tape runs once: trace the inputs again and redo the forward pass"

@@ -4,8 +4,18 @@ modes, detach; the types they keep."""
 from typing import Literal as L
 from typing import reveal_type
 
-from gradtape import Cpu, GradientTape, NoneTape, Rank2, Tensor, enable_grad, is_grad_enabled, nn, no_grad
-from gradtape import set_grad_enabled
+from gradtape import (
+    Cpu,
+    GradientTape,
+    NoneTape,
+    Rank2,
+    Tensor,
+    enable_grad,
+    is_grad_enabled,
+    nn,
+    no_grad,
+    set_grad_enabled,
+)
 
 dev = Cpu()
 a: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.zeros((3, 4))
