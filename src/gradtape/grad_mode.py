@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar, cast, overload
+from typing import Any, Self, TypeVar, cast, overload
 
 from gradtape.tape import _set_grad_enabled, is_grad_enabled
 
@@ -93,7 +93,21 @@ def _decorate(mode: Any, fn: F) -> F:
     return cast(F, wrapper)
 
 
-class no_grad(_GradMode):
+class _NoArgMode(_GradMode):
+    """A mode that takes no argument, so it also decorates without parentheses
+    (``@no_grad`` as well as ``@no_grad()``), as PyTorch's do."""
+
+    @overload
+    def __new__(cls) -> Self: ...
+    @overload
+    def __new__(cls, orig_func: F) -> F: ...  # type: ignore[misc]
+    def __new__(cls, orig_func: Any = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return _decorate(cls(), orig_func)
+
+
+class no_grad(_NoArgMode):
     """Turn recording off in this thread (PyTorch's ``torch.no_grad``): inside, no op records,
     even on traced inputs, parameters or watched tensors, and results are untraced. For
     inference and for updates that must not be differentiated. Context manager and decorator
@@ -102,31 +116,13 @@ class no_grad(_GradMode):
 
     _mode = False
 
-    @overload
-    def __new__(cls) -> no_grad: ...
-    @overload
-    def __new__(cls, orig_func: F) -> F: ...  # type: ignore[misc]
-    def __new__(cls, orig_func: Any = None) -> Any:
-        if orig_func is None:
-            return super().__new__(cls)
-        return _decorate(cls(), orig_func)
 
-
-class enable_grad(_GradMode):
+class enable_grad(_NoArgMode):
     """Turn recording back on in this thread inside a :class:`no_grad` block (PyTorch's
     ``torch.enable_grad``). Context manager and decorator (``@enable_grad()`` or
     ``@enable_grad``); thread-local."""
 
     _mode = True
-
-    @overload
-    def __new__(cls) -> enable_grad: ...
-    @overload
-    def __new__(cls, orig_func: F) -> F: ...  # type: ignore[misc]
-    def __new__(cls, orig_func: Any = None) -> Any:
-        if orig_func is None:
-            return super().__new__(cls)
-        return _decorate(cls(), orig_func)
 
 
 class set_grad_enabled(_GradMode):
