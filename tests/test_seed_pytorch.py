@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import gradtape
 from gradtape import (
     Cpu,
     GradientTape,
@@ -206,3 +207,233 @@ def test_no_grad_in_one_thread_does_not_change_the_other() -> None:
     th.join()
     assert seen == [False]
     assert (x * 2).requires_grad
+
+
+# ----- functional grad ---------------------------------------------------------------------------
+
+from gradtape import Gradients, TapeError  # noqa: E402
+from gradtape.autograd import Function, FunctionCtx, grad  # noqa: E402
+from gradtape.testing import gradcheck  # noqa: E402
+
+torch: Any = pytest.importorskip("torch")
+
+
+def test_seed_grad_with_allow_unused() -> None:
+    """``grad(outputs, inputs)``: a tuple, one gradient per input; an unused input raises
+    unless ``allow_unused=True``, then gives None; against torch.autograd.grad."""
+    xs, us = np.array([1.0, -2.0, 3.0]), np.array([0.5])
+    x, u = dev.tensor(xs), dev.tensor(us)
+    y = (x.leaky_trace() * x.leaky_trace()).sum() * 3.0  # one store per trace: merged tapes
+    with pytest.raises(TapeError, match=r"grad: inputs\[1\] \(shape \(1,\)\) was not used .* allow_unused=True"):
+        grad(y, [x, u], retain_graph=True)
+    gx, gu = grad(y, [x, u], allow_unused=True)
+    tx, tu = torch.tensor(xs, requires_grad=True), torch.tensor(us, requires_grad=True)
+    tgx, tgu = torch.autograd.grad((tx * tx).sum() * 3.0, [tx, tu], allow_unused=True)
+    assert gx is not None and gu is None and tgu is None
+    np.testing.assert_array_equal(gx.numpy(), tgx.numpy())
+
+
+def test_grad_outputs_seed_a_vector_jacobian_product() -> None:
+    xs, v = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    xt = dev.tensor(xs).leaky_trace()
+    y = xt * xt
+    with pytest.raises(ValueError, match=r"grad: outputs\[0\] has shape \(2,\): .* pass grad_outputs"):
+        grad(y, xt, retain_graph=True)
+    with pytest.raises(ValueError, match=r"grad: 2 grad_outputs for 1 outputs"):
+        grad(y, xt, grad_outputs=[v, v], retain_graph=True)
+    (g,) = grad(y, xt, grad_outputs=[v])
+    tx = torch.tensor(xs, requires_grad=True)
+    (tg,) = torch.autograd.grad(tx * tx, tx, grad_outputs=torch.tensor(v))
+    np.testing.assert_array_equal(g.numpy(), tg.numpy())  # type: ignore[union-attr]
+
+
+def test_retain_graph_differentiates_the_same_pass_again() -> None:
+    xt = dev.tensor(np.array([1.0, 2.0])).leaky_trace()
+    y = (xt * xt).sum()
+    first = grad(y, xt, retain_graph=True)[0]
+    second = grad(y, xt)[0]
+    assert first is not None and second is not None
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
+    with pytest.raises(TapeError, match=r"grad: this tape was already run .* retain_graph=True"):
+        grad(y, xt)
+    with pytest.raises(TapeError, match=r"create_graph=True needs higher-order derivatives"):
+        grad(y, xt, create_graph=True)
+
+
+def test_grad_leaves_the_stores_alone_and_reaches_intermediates() -> None:
+    store = Gradients.leaky()
+    x = dev.tensor(np.array([1.0, 2.0]))
+    h = x.trace(store) * 2.0
+    y = (h * h).sum()
+    gh, gx = grad(y, [h, x])
+    assert gh is not None and gx is not None
+    np.testing.assert_array_equal(gh.numpy(), [4.0, 8.0])
+    np.testing.assert_array_equal(gx.numpy(), [8.0, 16.0])
+    assert len(store) == 0
+
+
+# ----- backward(gradient) ----------------------------------------------------------------------
+
+
+def test_backward_with_a_seed_gradient_matches_torch() -> None:
+    xs, v = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[1.0, 0.5], [-1.0, 2.0]])
+    x = dev.tensor(xs)
+    grads = (x.leaky_trace().exp() * 2.0).backward(dev.tensor(v))
+    tx = torch.tensor(xs, requires_grad=True)
+    (tx.exp() * 2.0).backward(torch.tensor(v))
+    np.testing.assert_allclose(grads.get(x).numpy(), tx.grad.numpy(), rtol=1e-12)
+    y = x.leaky_trace() * 2.0
+    with pytest.raises(
+        gradtape.ShapeError, match=r"backward: gradient has shape \(2,\), the tensor it seeds has shape"
+    ):
+        y.backward(np.ones(2))
+    with pytest.raises(
+        TapeError, match=r"backward: needs a scalar \(shape \(\)\) or a gradient= seed of shape \(2, 2\)"
+    ):
+        y.backward()
+
+
+def test_backward_retain_graph() -> None:
+    x = dev.tensor(np.array([1.0, 2.0]))
+    y = (x.leaky_trace() * x.leaky_trace()).sum()
+    g1 = y.backward(retain_graph=True).get(x).numpy().copy()
+    g2 = y.backward().get(x).numpy()  # the same store: gradients accumulate, as torch's .grad
+    np.testing.assert_array_equal(g1, [2.0, 4.0])
+    np.testing.assert_array_equal(g2, [4.0, 8.0])
+    with pytest.raises(TapeError, match=r"backward: this tape was already run"):
+        y.backward()
+
+
+# ----- Function ----------------------------------------------------------------------------------
+
+
+class Softplus(Function):
+    """A numerically stable softplus with a fused backward: y = log1p(exp(-|x|)) + max(x, 0),
+    dy/dx = sigmoid(x), computed from the saved input in one expression."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        xd = x.numpy()
+        ctx.save_for_backward(x)
+        return x.device.tensor(np.log1p(np.exp(-np.abs(xd))) + np.maximum(xd, 0.0))
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> Array:
+        (x,) = ctx.saved_tensors
+        assert x is not None
+        return g.numpy() / (1.0 + np.exp(-x.numpy()))
+
+
+Array = np.ndarray[Any, Any]
+
+
+def test_function_gradchecks_and_matches_torch() -> None:
+    assert gradcheck(lambda t: Softplus.apply(t), [dev.randn((3, 4), np.float64) * 4.0])
+    xs = np.array([-30.0, -1.0, 0.0, 2.0, 40.0])
+    x = dev.tensor(xs)
+    y = Softplus.apply(x.leaky_trace())
+    np.testing.assert_allclose(y.numpy(), torch.nn.functional.softplus(torch.tensor(xs)).numpy(), rtol=1e-12)
+    tx = torch.tensor(xs, requires_grad=True)
+    torch.nn.functional.softplus(tx).sum().backward()
+    np.testing.assert_allclose(y.sum().backward().get(x).numpy(), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_function_with_and_without_retain_graph() -> None:
+    x = dev.tensor(np.array([0.5, -2.0]))
+    y = Softplus.apply(x.leaky_trace()).sum()
+    g1 = y.backward(retain_graph=True).get(x).numpy().copy()
+    g2 = y.backward().get(x).numpy()  # accumulated into the same store
+    np.testing.assert_allclose(g1, 1 / (1 + np.exp(-x.numpy())), rtol=1e-12)
+    np.testing.assert_allclose(g2, 2 * g1, rtol=1e-15)
+
+
+def test_function_inside_a_module_trains_its_parameter() -> None:
+    """The Function applied to a parameter (only the input traced) reaches the parameter."""
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            self.b = dev.tensor(np.array([0.1, -0.3]))
+
+        def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            s: Tensor[Any, Any] = Softplus.apply(self.b)
+            return (x * s).sum()
+
+    m = M()
+    xs = np.array([2.0, 3.0])
+    g = m(dev.tensor(xs).trace(m.alloc_grads())).backward()
+    np.testing.assert_allclose(g.get(m.b).numpy(), xs / (1 + np.exp(-m.b.numpy())), rtol=1e-12)
+    assert not Softplus.apply(m.b).requires_grad  # inference: nothing records
+
+
+class MulAdd(Function):
+    """Several inputs and outputs and a non-tensor argument: (a * b * k, a + b)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor[Any, Any], k: float, b: Tensor[Any, Any]) -> tuple[Any, Any]:
+        ctx.save_for_backward(a, b)
+        ctx.k = k  # type: ignore[attr-defined]
+        return a * b * k, a + b
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, g1: Tensor[Any, Any], g2: Tensor[Any, Any]) -> tuple[Any, None, Any]:
+        a, b = ctx.saved_tensors
+        assert a is not None and b is not None
+        k = ctx.k  # type: ignore[attr-defined]
+        ga = g1 * b * k + g2 if ctx.needs_input_grad[0] else None
+        gb = g1 * a * k + g2 if ctx.needs_input_grad[2] else None
+        return ga, None, gb
+
+
+def test_function_several_inputs_outputs_and_needs_input_grad() -> None:
+    a, b = dev.randn((2, 3), np.float64), dev.randn((2, 3), np.float64)
+    assert gradcheck(lambda s, t: MulAdd.apply(s, 3.0, t)[0] * 2.0 + MulAdd.apply(s, 3.0, t)[1], [a, b])
+    seen: list[tuple[bool, ...]] = []
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            seen.append(ctx.needs_input_grad)
+            return x * y
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> tuple[None, None]:
+            return None, None
+
+    Probe.apply(a.leaky_trace(), b)
+    Probe.apply(a, b)
+    assert seen == [(True, False), (False, False)]
+
+
+def test_function_errors_name_the_class() -> None:
+    class BadCount(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            return x + y
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            return g
+
+    class BadShape(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            return g
+
+    class BadForward(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x: Tensor[Any, Any]) -> Any:
+            return x.numpy()
+
+    x = dev.tensor(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"BadCount.backward returned 1 gradient\(s\) for the 2 argument\(s\)"):
+        BadCount.apply(x.leaky_trace(), x).sum().backward()
+    with pytest.raises(
+        gradtape.ShapeError, match=r"BadShape.backward: gradient 0 has shape \(\), its input has shape \(2,\)"
+    ):
+        BadShape.apply(x.leaky_trace()).backward()
+    with pytest.raises(TypeError, match=r"BadForward.forward must return a Tensor or a tuple of Tensors, got ndarray"):
+        BadForward.apply(x)

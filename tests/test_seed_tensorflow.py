@@ -161,7 +161,8 @@ def test_output_gradients_seed_a_non_scalar_target() -> None:
     w = np.array([1.0, 0.0, -1.0])
     np.testing.assert_array_equal(g.gradient(y, x, output_gradients=w).numpy(), [2.0, 0.0, -6.0])
     np.testing.assert_array_equal(g.gradient([y, x * 1.0], x).numpy(), [2.0, 4.0, 6.0])  # x*1.0: outside the block
-    with pytest.raises(ShapeError, match=r"output_gradients\[0\] has shape \(2,\), its target has shape \(3,\)"):
+    bad = r"output_gradients\[0\] has shape \(2,\), the tensor it seeds has shape \(3,\)"
+    with pytest.raises(ShapeError, match=bad):
         g.gradient(y, x, output_gradients=np.ones(2))
 
 

@@ -52,7 +52,7 @@ def test_second_execute_raises() -> None:
     tape = GradientTape()
     tape.add_backward_op(lambda g: None)
     tape.execute()
-    with pytest.raises(TapeError, match="already executed"):
+    with pytest.raises(TapeError, match=r"execute: this tape was already run by an earlier backward\(\)/execute\(\)"):
         tape.execute()
 
 

@@ -46,7 +46,7 @@ import itertools
 import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
@@ -72,11 +72,14 @@ __all__ = [
     "merge_tapes",
     "next_id",
     "op_tape",
+    "owned_tape",
+    "seed_array",
 ]
 
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
 """A backward closure: reads the output's gradient from ``grads`` and accumulates the inputs'."""
 
+Array: TypeAlias = "np.ndarray[Any, Any]"
 _Entry: TypeAlias = "tuple[Any, ...]"
 # A recorded op, ``(time, fn, *args)``: fn unpacks its own arguments from the entry, so
 # running it is one plain call and recording it one tuple. Two kinds:
@@ -326,7 +329,18 @@ class GradientTape(Tape):
         tape.gradient(y, x)                  # 2 x
     """
 
-    __slots__ = ("__weakref__", "_consumed", "_ctx", "_forward", "_gradients", "_merged", "_ops", "_record", "_stores")
+    __slots__ = (
+        "__weakref__",
+        "_consumed",
+        "_ctx",
+        "_forward",
+        "_gradients",
+        "_merged",
+        "_ops",
+        "_record",
+        "_retained",
+        "_stores",
+    )
 
     OWNS_TAPE = True
     _ctx: _Ctx | None
@@ -373,7 +387,7 @@ class GradientTape(Tape):
         t._ops = ops
         t._record = ops.append
         t._forward = t._stores = t._ctx = None
-        t._consumed = t._merged = False
+        t._consumed = t._merged = t._retained = False
         t._gradients = gradients
         try:
             st: _State = _tls.state
@@ -395,6 +409,7 @@ class GradientTape(Tape):
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
+        self._retained = False  # True once run with retain_graph (see _backprop)
         self._gradients: Gradients | None = gradients
         self._stores: list[Gradients] | None = None  # other stores merged in (see execute)
         self._ctx = None  # set once used as a context (TensorFlow's front end)
@@ -511,25 +526,63 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already executed.
         """
+        return self._backprop((), retain=False, op="execute")
+
+    def _backprop(
+        self,
+        seeds: Sequence[tuple[int, Array]],
+        retain: bool,
+        op: str,
+        into: Gradients | None = None,
+    ) -> Gradients:
+        """Backpropagate: add ``seeds`` (``(tensor id, gradient)``) to the store, run every
+        recorded entry newest first, and return the store (see :meth:`execute`).
+
+        ``retain``: keep the entries (and do not consume the tape), so the same forward
+        pass can be differentiated again (PyTorch's ``retain_graph``). ``into``: run into
+        this store instead of the tape's own stores (functional ``grad``, which leaves the
+        stores alone).
+
+        Raises:
+            TapeError: the tape was already executed (``op`` names the call in the message).
+        """
         tape = self._root()
         if tape._consumed:
-            raise TapeError("execute: this tape was already executed (a tape runs once)")
-        tape._consume()
-        ops, tape._ops = tape._ops, []
-        if tape._merged:
-            ops.sort(key=_op_time)
+            raise TapeError(
+                f"{op}: this tape was already run by an earlier backward()/execute()/grad(); a tape runs "
+                "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
+            )
+        rerun = tape._retained  # run before: the stores hold the last run's gradients
+        if retain:
+            ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
+            tape._retained = True
+        else:
+            tape._consume()
+            ops, tape._ops = tape._ops, []
+            if tape._merged:
+                ops.sort(key=_op_time)
+        if into is not None:
+            for i, g in seeds:
+                into._accum(i, g)
+            _run_entries(ops, into, keep=retain)
+            return into
         stores = tape._stores
         grads = tape._gradients
         if grads is None:
             from gradtape.gradients import Gradients
 
             grads = tape._gradients = Gradients.leaky()
-        if not stores:
+        if not stores and not retain and not rerun:
             if grads._transient:
                 grads._end_transient()
+            for i, g in seeds:
+                grads._accum(i, g)
             _run_entries(ops, grads, keep=False)
             return grads
-        return _run_into_stores(ops, [grads, *stores])
+        # several stores, or a pass run more than once: run into a fresh working store, so an
+        # intermediate's gradient kept from an earlier run is not fed into this one, and add
+        # the results to what each store keeps (leafs accumulate, as PyTorch's .grad)
+        return _run_into_stores(ops, [grads, *(stores or ())], seeds, keep=retain)
 
     def _consume(self) -> None:
         self._consumed = True
@@ -668,16 +721,10 @@ class GradientTape(Tape):
 
         grads = Gradients()
         grads._leafs = {t.id for _, t in srcs}
-        for t, g in zip(targets, seeds, strict=True):
-            grads._accum(t.id, g)
-        if ctx is not None and ctx.persistent:
-            ops = sorted(root._ops, key=_op_time)
-            _run_entries(ops, grads, keep=True)
-        else:
-            root._consume()
-            ops, root._ops = root._ops, []
-            ops.sort(key=_op_time)
-            _run_entries(ops, grads, keep=False)
+        root._merged = True  # entries of nested tapes may interleave: run them in time order
+        root._backprop(
+            [(t.id, g) for t, g in zip(targets, seeds, strict=True)], ctx is not None and ctx.persistent, op, grads
+        )
         results: list[Any] = []
         watched = ctx.watched_tensors if ctx is not None else None
         for _, t in srcs:
@@ -744,7 +791,9 @@ def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
             g = None  # free it now, not after the next entries (closures) have run
 
 
-def _run_into_stores(ops: list[_Entry], stores: list[Gradients]) -> Gradients:
+def _run_into_stores(
+    ops: list[_Entry], stores: list[Gradients], seeds: Sequence[tuple[int, Array]], keep: bool
+) -> Gradients:
     """Run ``ops`` once into a working store that keeps what any of ``stores`` keeps, then
     give each store the gradients it keeps (added to what it holds: stores accumulate).
 
@@ -760,7 +809,9 @@ def _run_into_stores(ops: list[_Entry], stores: list[Gradients]) -> Gradients:
     work = Gradients()
     keep_all = any(s._leafs is None for s in stores)
     work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores))
-    _run_entries(ops, work, keep=False)
+    for i, g in seeds:
+        work._accum(i, g)
+    _run_entries(ops, work, keep=keep)
     first = stores[0]
     for i, g in work._data.items():
         takers = [s for s in stores if s._leafs is None or i in s._leafs]
@@ -804,22 +855,34 @@ def _unflatten(structure: Any, values: Iterator[Any]) -> Any:
     return {k: _unflatten(v, values) for k, v in structure.items()}
 
 
-def _seeds(op: str, targets: list[Tensor[Any, Any]], output_gradients: Any) -> list[np.ndarray[Any, Any]]:
+def seed_array(op: str, t: Tensor[Any, Any], g: Any, what: str) -> Array:
+    """``g`` (a tensor or an array-like) as a fresh array seeding the gradient of ``t``:
+    exactly ``t``'s shape, converted to ``t``'s dtype.
+
+    Raises:
+        ShapeError: the shapes differ (the message names ``op``, ``what`` and both shapes).
+        DTypeError: ``g`` is not numeric (bool, object, complex, strings).
+    """
+    from gradtape.errors import DTypeError
+
+    arr = np.asarray(getattr(g, "data", g))
+    if arr.dtype.kind not in "fiu":
+        raise DTypeError(f"{op}: {what} must be a float array or tensor, got dtype {arr.dtype} (shape {arr.shape})")
+    if arr.shape != t.shape:
+        raise ShapeError(f"{op}: {what} has shape {arr.shape}, the tensor it seeds has shape {t.shape}")
+    return np.array(arr, dtype=t.dtype, copy=True)
+
+
+def _seeds(op: str, targets: list[Tensor[Any, Any]], output_gradients: Any) -> list[Array]:
     if output_gradients is None:
         return [np.ones(t.shape, t.dtype) for t in targets]
     given = output_gradients if isinstance(output_gradients, (list, tuple)) else [output_gradients]
     if len(given) != len(targets):
         raise ValueError(f"{op}: {len(given)} output gradients for {len(targets)} targets")
-    out = []
-    for k, (t, g) in enumerate(zip(targets, given, strict=True)):
-        if g is None:
-            out.append(np.ones(t.shape, t.dtype))
-            continue
-        arr = np.array(getattr(g, "data", g), dtype=t.dtype, copy=True)
-        if arr.shape != t.shape:
-            raise ShapeError(f"{op}: output_gradients[{k}] has shape {arr.shape}, its target has shape {t.shape}")
-        out.append(arr)
-    return out
+    return [
+        np.ones(t.shape, t.dtype) if g is None else seed_array(op, t, g, f"output_gradients[{k}]")
+        for k, (t, g) in enumerate(zip(targets, given, strict=True))
+    ]
 
 
 class TapeSet(Tape):
@@ -868,6 +931,31 @@ def _merge_owned(a: Tape, b: GradientTape) -> GradientTape:
     if ra is not rb:
         ra.append(rb)
     return ra
+
+
+def owned_tape(t: Tensor[Any, Any], op: str) -> GradientTape:
+    """The tape that backward runs for a tensor: its own ``GradientTape`` (the owned tape of
+    a :class:`TapeSet`).
+
+    Raises:
+        TapeError: the tensor has no tape (``op`` names the call), or only ``GradientTape``
+            contexts recorded it (use ``tape.gradient``).
+    """
+    tape = t.tape
+    if tape.__class__ is TapeSet:
+        owned = tape.owned
+        if owned is None:
+            raise TapeError(
+                f"{op}: tensor of shape {t.shape} was recorded only by GradientTape contexts; "
+                "call tape.gradient(loss, sources) on the tape of the with block"
+            )
+        tape = owned
+    if not isinstance(tape, GradientTape):
+        raise TapeError(
+            f"{op}: tensor of shape {t.shape} has no tape ({tape!r}): nothing recorded it; trace an input "
+            "with x.trace(grads) or x.leaky_trace() (or use a module's parameters) before the forward pass"
+        )
+    return tape
 
 
 def op_tape(*ts: Tensor[Any, Any]) -> Tape:

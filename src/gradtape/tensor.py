@@ -25,7 +25,19 @@ from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
 from gradtape.ops.softmax import softmax as _softmax_op
 from gradtape.shapes import realize as _realize
-from gradtape.tape import NONE_TAPE, PARAM, WATCHED, GradientTape, NoneTape, OwnedTape, Tape, TapeSet, next_id, op_tape
+from gradtape.tape import (
+    NONE_TAPE,
+    PARAM,
+    WATCHED,
+    GradientTape,
+    NoneTape,
+    OwnedTape,
+    Tape,
+    next_id,
+    op_tape,
+    owned_tape,
+    seed_array,
+)
 
 if TYPE_CHECKING:
     from gradtape.devices.base import Device
@@ -36,6 +48,7 @@ __all__ = ["Tensor"]
 S = TypeVar("S")
 T_co = TypeVar("T_co", bound=Tape, covariant=True)
 T2 = TypeVar("T2", bound=Tape)
+S2 = TypeVar("S2")
 Array = np.ndarray[Any, Any]
 
 _new = object.__new__
@@ -248,49 +261,62 @@ class Tensor(Generic[S, T_co]):
         tape = self.tape
         return tape is not NONE_TAPE and (tape.OWNS_TAPE or tape is PARAM or tape is WATCHED)
 
-    def backward(self: Tensor[tuple[()], OwnedTape]) -> Gradients:
-        """Run backpropagation from this scalar and return the filled :class:`Gradients`.
+    @overload
+    def backward(
+        self: Tensor[tuple[()], OwnedTape],
+        gradient: None = None,
+        retain_graph: bool = False,
+        create_graph: bool = False,
+    ) -> Gradients: ...
+    @overload
+    def backward(
+        self: Tensor[S2, OwnedTape], gradient: Tensor[S2, Tape], retain_graph: bool = False, create_graph: bool = False
+    ) -> Gradients: ...
+    @overload
+    def backward(
+        self: Tensor[Any, OwnedTape], gradient: Array, retain_graph: bool = False, create_graph: bool = False
+    ) -> Gradients: ...
+    def backward(self, gradient: Any = None, retain_graph: bool = False, create_graph: bool = False) -> Gradients:
+        """Run backpropagation from this tensor and return the filled :class:`Gradients`.
 
-        Seeds d(self)/d(self) = 1, runs the tape's closures newest first and consumes the
-        tape; gradients of tensors not marked with ``retain_leafs`` are then dropped
-        (none are, for a ``Gradients.leaky()`` store).
+        Seeds d(self)/d(self) with ones (a scalar) or with ``gradient`` (PyTorch's
+        ``backward(gradient)``, the Mamba crate's ``backward(loss_grad, ...)``: a vector-Jacobian
+        product for a non-scalar output), runs the tape's closures newest first and consumes
+        the tape; gradients of tensors not marked with ``retain_leafs`` are then dropped (none
+        are, for a ``Gradients.leaky()`` store).
+
+        Args:
+            gradient: ``None`` for a scalar (shape ``()``); otherwise the seed, a tensor or
+                array of exactly this tensor's shape (typed: a tensor of the same shape type),
+                converted to its dtype.
+            retain_graph: keep the recorded closures, so the same forward pass can be
+                differentiated again (``backward`` or :func:`gradtape.autograd.grad`).
+            create_graph: not supported yet (higher-order derivatives): ``True`` raises.
 
         Raises:
             TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
-                scalar (shape ``()``; reduce it with ``sum()``/``mean()`` first), its tape
-                was already executed, or only ``GradientTape`` contexts recorded it (use
-                ``tape.gradient``).
+                scalar and no ``gradient`` is given, its tape was already run, only
+                ``GradientTape`` contexts recorded it (use ``tape.gradient``), or
+                ``create_graph=True``.
+            ShapeError: ``gradient``'s shape is not this tensor's.
+            DTypeError: ``gradient`` is not numeric.
         """
-        tape = self.tape
-        if tape.__class__ is TapeSet:
-            owned = tape.owned
-            if owned is None:
+        if create_graph:
+            raise TapeError(
+                "backward: create_graph=True needs higher-order derivatives (a differentiable backward), "
+                "which gradtape does not have yet"
+            )
+        tape = owned_tape(self, "backward")
+        if gradient is None:
+            if self.data.shape != ():
                 raise TapeError(
-                    f"backward: tensor of shape {self.shape} was recorded only by GradientTape contexts; "
-                    "call tape.gradient(loss, sources) on the tape of the with block"
+                    f"backward: needs a scalar (shape ()) or a gradient= seed of shape {self.shape}, "
+                    f"got shape {self.shape} and no gradient; reduce with .sum() or .mean(), or pass gradient"
                 )
-            tape = owned
-        if not isinstance(tape, GradientTape):
-            raise TapeError(
-                f"backward: tensor of shape {self.shape} has no tape ({tape!r}); "
-                "trace an input with x.trace(grads) or x.leaky_trace() before the forward pass"
-            )
-        if tape._consumed or (tape._forward is not None and tape._root()._consumed):
-            raise TapeError(
-                f"backward: the tape of this tensor (shape {self.shape}) was already run by an earlier "
-                "backward()/execute(); a tape runs once: trace the inputs again and redo the forward pass"
-            )
-        if self.data.shape != ():
-            raise TapeError(
-                f"backward: needs a scalar (shape ()), got shape {self.shape}; reduce with .sum() or .mean()"
-            )
-        tid, data = self.id, self.data
-
-        def seed(grads: Gradients) -> None:
-            grads._accum(tid, np.ones_like(data))
-
-        tape.add_backward_op(seed)
-        grads = tape.execute()
+            seed = np.ones_like(self.data)
+        else:
+            seed = seed_array("backward", self, gradient, "gradient")
+        grads = tape._backprop([(self.id, seed)], retain=retain_graph, op="backward")
         grads.drop_non_leafs()
         return grads
 

@@ -11,3 +11,5 @@ GradientTape(persistent=True).gradient(a, a, unconnected_gradients="zeros")  # E
 set_grad_enabled(1)  # E: arg-type
 b: Tensor[Rank2[L[4], L[3]], NoneTape] = a.detach()  # E: assignment
 no_grad(3)  # E: call-overload
+w: Tensor[Rank2[L[4], L[3]], NoneTape] = dev.zeros((4, 3))
+(a.leaky_trace() * 2.0).backward(w)  # E: arg-type

@@ -12,7 +12,7 @@ w: Tensor[Rank2[L[5], L[2]], NoneTape] = dev.zeros((5, 2))
 s: Tensor[Rank1[L[3]], NoneTape] = a.max(axis=0)  # E: assignment
 v: Tensor[Rank1[L[4]], NoneTape] = a.var(axis=1)  # E: assignment
 a.max(axis=0).backward()  # E: misc
-a.leaky_trace().softmax().logsumexp(axis=1).backward()  # E: misc
+a.leaky_trace().softmax().logsumexp(axis=1).backward()  # E: call-overload
 a.maximum(w)  # E: arg-type
 ops.maximum(a, w)  # E: misc
 pow(a, w)  # E: misc

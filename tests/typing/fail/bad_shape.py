@@ -33,7 +33,7 @@ a.reshape((2.0, 6))  # E: type-var
 a.permute(1, 0)  # E: call-overload
 concat(a)  # E: call-overload
 concat([a, v.numpy()])  # E: arg-type
-a.leaky_trace().T.backward()  # E: misc
+a.leaky_trace().T.backward()  # E: call-overload
 concat([a, a]).sum().backward()  # E: misc
 concat([a, a.leaky_trace()]).sum().backward()  # E: misc
 stack((a, a)).sum().backward()  # E: misc

@@ -21,4 +21,4 @@ unary.pow(a, a)  # E: arg-type
 a ** "2"  # E: arg-type
 a.silu(1.0)  # E: call-arg
 a.sqrt().backward()  # E: misc
-a.leaky_trace().relu().recip().backward()  # E: misc
+a.leaky_trace().relu().recip().backward()  # E: call-overload

@@ -6,6 +6,7 @@ from typing import reveal_type
 
 from gradtape import (
     Cpu,
+    Gradients,
     GradientTape,
     NoneTape,
     Rank2,
@@ -50,3 +51,6 @@ reveal_type(infer(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.
 reveal_type(infer2(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
 with no_grad(), enable_grad(), set_grad_enabled(False):
     infer(a)
+seeded = a.leaky_trace() * 2.0
+g2 = seeded.backward(dev.zeros((3, 4)), retain_graph=True)
+g3: Gradients = seeded.backward(a)
