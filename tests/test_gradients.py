@@ -215,16 +215,47 @@ def test_many_and_ref_distinct() -> None:
 
 
 def test_grad_remove_returns_and_removes() -> None:
-    """grad_remove() pops the gradient; removing again gives None."""
+    """grad_remove() pops the gradient as an untraced tensor of t's shape and dtype; removing
+    again gives None."""
     g = Gradients.leaky()
     t = t64([1.0, 2.0])
-    g.get_or_alloc_mut(t)[...] = [1.0, -1.0]
+    buf = g.get_or_alloc_mut(t)
+    buf[...] = [1.0, -1.0]
     removed = g.grad_remove(t)
-    assert removed is not None
-    np.testing.assert_array_equal(removed, [1.0, -1.0])
+    assert isinstance(removed, Tensor)
+    assert removed.shape == (2,)
+    assert removed.dtype == np.float64
+    assert not removed.requires_grad
+    assert removed.id != t.id
+    assert removed.device is t.device
+    np.testing.assert_array_equal(removed.numpy(), [1.0, -1.0])
+    assert removed.numpy() is buf  # the store's own buffer: popping copies nothing
     assert t not in g
     assert g.grad_remove(t) is None
     np.testing.assert_array_equal(g.get(t).numpy(), [0.0, 0.0])
+
+
+def test_grad_remove_copies_a_shared_buffer() -> None:
+    """A buffer the store shares (copy-on-write) is copied on removal: writing into the result
+    changes neither the caller's array given to grad_replace nor another stored gradient."""
+    g = Gradients.leaky()
+    t = t64([1.0, 2.0])
+    mine = np.array([3.0, 4.0])
+    g.grad_replace(t, mine)
+    removed = g.grad_remove(t)
+    assert removed is not None
+    assert not np.shares_memory(removed.numpy(), mine)
+    removed.numpy()[...] = 0.0
+    np.testing.assert_array_equal(mine, [3.0, 4.0])
+    # two ids holding one buffer (add's backward stores the output's gradient as both inputs')
+    a, b = t64([1.0, 2.0]), t64([5.0, 6.0])
+    g2 = Gradients.leaky()
+    at, bt = a.trace(g2), b.trace(g2)
+    (at + bt).sum().backward()
+    ra = g2.grad_remove(a)
+    assert ra is not None
+    ra.numpy()[...] = 7.0
+    np.testing.assert_array_equal(g2.get(b).numpy(), [1.0, 1.0])
 
 
 def test_grad_replace_sets_gradient() -> None:

@@ -5,7 +5,7 @@ shape-typed :class:`Tensor` ``[S, T]`` that mypy checks, and a :class:`Cpu` devi
 fused kernels are compiled with numba.
 """
 
-from gradtape import losses, ops, testing
+from gradtape import autodiff, losses, ops, testing
 from gradtape.devices import Cpu, Device
 from gradtape.errors import DTypeError, GradtapeError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -37,6 +37,8 @@ __all__ = [
     "TapeError",
     "Tensor",
     "__version__",
+    "autograd",
+    "autodiff",
     "enable_grad",
     "is_grad_enabled",
     "losses",

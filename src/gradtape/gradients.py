@@ -9,6 +9,11 @@ output's gradient as an input's gradient (``add``'s backward does), instead of a
 Shared buffers are copied before anyone writes into them (copy-on-write), so an
 in-place update through :meth:`Gradients.get_or_alloc_mut` or :meth:`Gradients.mut_and_ref`
 never changes another tensor's gradient.
+
+Burn's ``AutodiffBackend`` accessors take and give tensors: :meth:`Gradients.grad` (a copy,
+or ``None`` when there is no gradient, where :meth:`Gradients.get` gives zeros),
+:meth:`Gradients.grad_remove` (pops it) and :meth:`Gradients.grad_replace` (sets it from a
+tensor or an array). Burn's ``inner`` / ``from_inner`` are in :mod:`gradtape.autodiff`.
 """
 
 from __future__ import annotations
@@ -151,28 +156,95 @@ class Gradients:
             raise ValueError(f"many_and_ref: tensors must be distinct, got ids {ids}")
         return [self._mut(t.id, t.shape, t.dtype) for t in ls], self._ref(r)
 
-    def grad_remove(self, t: Tensorlike) -> Array | None:
-        """Remove ``t``'s gradient from the store and return it (``None`` if it had none)."""
-        self._shared.discard(t.id)
-        return self._data.pop(t.id, None)
+    # ----- Burn's AutodiffBackend accessors (tensors in, tensors out) ------------------------
 
-    def grad_replace(self, t: Tensorlike, grad: Array) -> None:
-        """Set ``t``'s gradient to ``grad`` (Burn's ``grad_replace``).
+    def grad(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape] | None:
+        """Return a copy of ``t``'s gradient as an untraced tensor, or ``None`` if the store has
+        none (Burn's ``AutodiffBackend::grad``).
 
-        The array is not copied until someone writes into it through this store.
+        Unlike :meth:`get`, which gives zeros for a tensor with no gradient, this tells "no
+        gradient" apart from a zero gradient.
+
+        Args:
+            t: any tensor (traced or not); its gradient is looked up by ``t.id``, so the
+                gradient of ``x`` is found through ``x.trace(grads)`` too.
+
+        Returns:
+            ``None``, or a new ``NoneTape`` leaf tensor (fresh id, ``t``'s device) of ``t``'s
+            shape and dtype holding a copy of the gradient: writing into it does not change
+            the store.
+        """
+        g = self._data.get(t.id)
+        if g is None:
+            return None
+        out: Tensor[S, NoneTape] = t._like(np.array(g, copy=True))
+        return out
+
+    def _drop(self, i: int) -> None:
+        """Forget tensor ``i``'s gradient (``grad_remove`` without building the result:
+        ``Module.zero_grads`` calls it for every parameter, every step)."""
+        if self._data.pop(i, None) is not None and self._shared:
+            self._shared.discard(i)
+
+    def grad_remove(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape] | None:
+        """Remove ``t``'s gradient from the store and return it, or ``None`` if it had none
+        (Burn's ``AutodiffBackend::grad_remove``: pops the gradient).
+
+        Afterwards :meth:`grad` gives ``None`` and :meth:`get` zeros for ``t``, and the next
+        backward pass starts ``t``'s gradient from zero (:meth:`gradtape.nn.Module.zero_grads`
+        does the same for every parameter, every step).
+
+        Returns:
+            ``None``, or a new ``NoneTape`` leaf tensor (fresh id, ``t``'s device) of ``t``'s
+            shape and dtype. Cheap: it holds the store's own buffer, not a copy (the store no
+            longer holds it), except when the buffer was shared (copy-on-write: it may alias
+            another stored gradient, or an array given to :meth:`grad_replace`); then it
+            holds a copy, so writing into the result never changes another gradient.
+        """
+        i = t.id
+        g = self._data.pop(i, None)
+        if g is None:
+            return None
+        shared = self._shared
+        if i in shared:
+            shared.discard(i)
+            g = np.array(g, copy=True)
+        out: Tensor[S, NoneTape] = t._like(g)
+        return out
+
+    def grad_replace(self, t: Tensor[S, Any], grad: Tensor[S, Any] | Array) -> None:
+        """Set ``t``'s gradient to ``grad``, registering it if ``t`` had none (Burn's
+        ``AutodiffBackend::grad_replace``).
+
+        Args:
+            t: the tensor whose gradient is set (looked up by ``t.id``).
+            grad: a tensor (any tape: only its values are used) or a numpy array, of ``t``'s
+                shape and dtype. It is not copied: the store copies it the first time anyone
+                writes into it through this store (a backward pass accumulating onto it, an
+                optimizer's in-place clip), so the caller's tensor or array is never changed.
+                Writing into it yourself afterwards changes the stored gradient.
 
         Raises:
-            ShapeError: ``grad``'s shape is not ``t``'s.
-            DTypeError: ``grad``'s dtype is not ``t``'s.
+            ShapeError: ``grad``'s shape is not ``t``'s (the message names ``grad_replace`` and
+                both shapes).
+            DTypeError: ``grad``'s dtype is not ``t``'s (names ``grad_replace`` and both dtypes).
         """
         from gradtape.errors import DTypeError
+        from gradtape.tensor import Tensor as _Tensor  # at call time: this module imports it for typing only
 
-        grad = np.asarray(grad)
-        if grad.shape != t.shape:
-            raise ShapeError(f"grad_replace: gradient shape {grad.shape} != tensor shape {t.shape}")
-        if grad.dtype != t.dtype:
-            raise DTypeError(f"grad_replace: gradient dtype {grad.dtype} != tensor dtype {t.dtype}")
-        self._data[t.id] = grad
+        if isinstance(grad, _Tensor):
+            arr: Array = grad.data
+            what = "gradient tensor"
+        else:
+            arr = np.asarray(grad)
+            what = "gradient"
+        if arr.shape != t.shape:
+            raise ShapeError(f"grad_replace: {what} shape {arr.shape} != tensor shape {t.shape}")
+        if arr.dtype != t.dtype:
+            raise DTypeError(
+                f"grad_replace: {what} dtype {arr.dtype} != tensor dtype {t.dtype} (tensor shape {t.shape})"
+            )
+        self._data[t.id] = arr
         self._shared.add(t.id)
 
     def retain_leafs(self, ts: Iterable[Tensorlike | int]) -> None:

@@ -192,8 +192,9 @@ class Module:
         """Drop this module's parameter gradients from ``grads`` (dfdx's ``zero_grads``), so the
         store can be reused for the next step: absent gradients read as zeros
         (``grads.get(p)``) and the next backward starts from them."""
+        drop = grads._drop
         for p in self.parameters():
-            grads.grad_remove(p)
+            drop(p.id)
 
     def __repr__(self) -> str:
         extra = self.extra_repr()
