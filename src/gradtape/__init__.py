@@ -7,7 +7,7 @@ fused kernels are compiled with numba.
 
 from gradtape import autodiff, losses, ops, testing
 from gradtape.devices import Cpu, Device
-from gradtape.errors import DTypeError, GradtapeError, ShapeError, TapeError
+from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.gradients import Gradients
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6
@@ -24,6 +24,7 @@ __all__ = [
     "Gradients",
     "GradtapeError",
     "NoneTape",
+    "NumericalInstabilityError",
     "OwnedTape",
     "Rank0",
     "Rank1",

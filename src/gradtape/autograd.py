@@ -8,8 +8,9 @@
   (:func:`gradtape.tape.op_tape`), so it works with traced inputs, module parameters, context
   tapes and grad modes like every built-in op, and :func:`gradtape.testing.gradcheck` checks it.
 
-The grad modes (``no_grad`` and friends) are in :mod:`gradtape.grad_mode`, re-exported here
-under PyTorch's names.
+The grad modes (``no_grad`` and friends, :mod:`gradtape.grad_mode`) and anomaly detection
+(``detect_anomaly``, ``set_detect_anomaly``, :mod:`gradtape.hooks`) are re-exported here under
+PyTorch's names.
 """
 
 from __future__ import annotations
@@ -21,13 +22,25 @@ import numpy as np
 
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradtape.hooks import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from gradtape.tape import NONE_TAPE, GradientTape, op_tape, owned_tape, seed_array
 from gradtape.tensor import Tensor
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
 
-__all__ = ["Function", "FunctionCtx", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "detect_anomaly",
+    "enable_grad",
+    "grad",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "no_grad",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]
 
 Array = np.ndarray[Any, Any]
 

@@ -6,7 +6,7 @@ bad call is diagnosed from the message alone.
 
 from __future__ import annotations
 
-__all__ = ["DTypeError", "GradtapeError", "ShapeError", "TapeError"]
+__all__ = ["DTypeError", "GradtapeError", "NumericalInstabilityError", "ShapeError", "TapeError"]
 
 
 class GradtapeError(Exception):
@@ -28,3 +28,10 @@ class DTypeError(GradtapeError, TypeError):
 class TapeError(GradtapeError, RuntimeError):
     """A tape was used wrongly: executed twice, extended after it was consumed, ``backward()``
     called on a tensor without a tape or on a non-scalar tensor."""
+
+
+class NumericalInstabilityError(GradtapeError, FloatingPointError):
+    """A NaN or Inf appeared while anomaly detection was on (:func:`gradtape.autograd.detect_anomaly`;
+    the Mamba crate's ``ModelError::numerical_instability``): the message names the op (the
+    one whose backward produced a non-finite gradient, or the one that produced a non-finite
+    forward value and the op that read it) and the file and line that called it."""

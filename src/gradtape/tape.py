@@ -150,6 +150,13 @@ tape a tensor carries is then the tape its ops record on, with nothing else to c
 (the first-order training path). Ops read it as ``gradtape.tape.direct``."""
 
 _modes = 0  # threads with grad mode off + active contexts, over all threads
+# Hooks and anomaly mode (gradtape.hooks): registries keyed by tensor id; backward takes the
+# checking path only while one is non-empty or anomaly mode is on.
+_tensor_hooks: dict[int, dict[int, Any]] = {}
+_post_hooks: dict[int, dict[int, Any]] = {}
+_first_use: dict[int, int] = {}  # parameter with a post hook -> the clock when a pass first read it
+_anomaly = False
+
 _PRUNE_AT = 16  # a thread's list of traced tapes is pruned when it grows past this
 _LIVE: list[None] = []
 """One item per tape in some thread's ``_State.traced`` (appends and pops are atomic, so the
@@ -561,10 +568,11 @@ class GradientTape(Tape):
             ops, tape._ops = tape._ops, []
             if tape._merged:
                 ops.sort(key=_op_time)
+        run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
         if into is not None:
             for i, g in seeds:
                 into._accum(i, g)
-            _run_entries(ops, into, keep=retain)
+            run(ops, into, retain)
             return into
         stores = tape._stores
         grads = tape._gradients
@@ -572,12 +580,12 @@ class GradientTape(Tape):
             from gradtape.gradients import Gradients
 
             grads = tape._gradients = Gradients.leaky()
-        if not stores and not retain and not rerun:
+        if not stores and not retain and not rerun and not _anomaly:
             if grads._transient:
                 grads._end_transient()
             for i, g in seeds:
                 grads._accum(i, g)
-            _run_entries(ops, grads, keep=False)
+            run(ops, grads, False)
             return grads
         # several stores, or a pass run more than once: run into a fresh working store, so an
         # intermediate's gradient kept from an earlier run is not fed into this one, and add
@@ -791,6 +799,19 @@ def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
             g = None  # free it now, not after the next entries (closures) have run
 
 
+def _checked_runner() -> Callable[[list[_Entry], Gradients, bool], None]:
+    """The backward loop that fires hooks and checks for anomalies (:mod:`gradtape.hooks`)."""
+    from gradtape.hooks import run_entries_checked
+
+    return run_entries_checked
+
+
+def _checking_store() -> Gradients:
+    from gradtape.hooks import working_store
+
+    return working_store()
+
+
 def _run_into_stores(
     ops: list[_Entry], stores: list[Gradients], seeds: Sequence[tuple[int, Array]], keep: bool
 ) -> Gradients:
@@ -806,12 +827,13 @@ def _run_into_stores(
     for s in stores:
         if s._transient:
             s._end_transient()
-    work = Gradients()
+    work = Gradients() if not _anomaly else _checking_store()
     keep_all = any(s._leafs is None for s in stores)
     work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores))
     for i, g in seeds:
         work._accum(i, g)
-    _run_entries(ops, work, keep=keep)
+    run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
+    run(ops, work, keep)
     first = stores[0]
     for i, g in work._data.items():
         takers = [s for s in stores if s._leafs is None or i in s._leafs]
@@ -976,6 +998,8 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
             return _resolve(ts)
         if tp is PARAM:
             param = True
+            if _post_hooks and t.id in _post_hooks:
+                _first_use.setdefault(t.id, next_id())
         elif tp.__class__ is GradientTape:
             if owned is not tp:
                 owned = tp if owned is NONE_TAPE else _merge_owned(owned, tp)
@@ -1008,6 +1032,8 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
                     ctx.append(c)
         elif tp is PARAM:
             param = True
+            if _post_hooks and t.id in _post_hooks:
+                _first_use.setdefault(t.id, next_id())
         elif isinstance(tp, GradientTape):
             owned = _merge_owned(owned, tp)
     for c in st.contexts:
@@ -1026,6 +1052,10 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
                         cc.watched_tensors.setdefault(t.id, t)
     if owned is NONE_TAPE and param and _LIVE and st.live():
         owned = GradientTape._pending()
+    if _anomaly and (ctx or owned is not NONE_TAPE):
+        from gradtape.hooks import anomaly_forward
+
+        anomaly_forward(ts)
     if ctx:
         refs = [c._ctx.ref for c in ctx if c._ctx is not None]
         return TapeSet(owned if isinstance(owned, GradientTape) else None, tuple(r for r in refs if r is not None))

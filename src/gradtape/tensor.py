@@ -9,10 +9,12 @@ and operators.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from gradtape import tape as _tape_mod
 from gradtape.errors import TapeError
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
@@ -42,6 +44,7 @@ from gradtape.tape import (
 if TYPE_CHECKING:
     from gradtape.devices.base import Device
     from gradtape.gradients import Gradients
+    from gradtape.hooks import RemovableHandle
 
 __all__ = ["Tensor"]
 
@@ -240,6 +243,51 @@ class Tensor(Generic[S, T_co]):
         part in recording on their own (:func:`gradtape.tape.op_tape`)."""
         return self.put_tape(NONE_TAPE if tape is None else tape)
 
+    def register_hook(self, fn: Callable[[Tensor[S, NoneTape]], Any]) -> RemovableHandle:
+        """Call ``fn(grad)`` with the gradient flowing into this tensor, once it is complete in a
+        backward pass, before it flows on (PyTorch's ``Tensor.register_hook``).
+
+        ``grad`` is a read-only untraced tensor of this tensor's shape and dtype; if ``fn``
+        returns a tensor or an array (of that shape), it replaces the gradient: what flows on
+        to the inputs of the op that produced this tensor and what a store keeps. On a leaf
+        (a parameter, a traced input) the hook fires in every backward pass that reaches it;
+        on an op's output, in the pass of its graph (it is then dropped). For a hand-written
+        op the hook of its output fires before the op's closure when the closure is recorded
+        right after the output is made, as ``split_tape``/``put_tape`` ops do.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            TypeError: ``fn`` is not callable.
+            ShapeError: (in backward) ``fn`` returned a gradient of another shape.
+        """
+        from gradtape.hooks import register_hook
+
+        return register_hook(self, fn)
+
+    def register_post_accumulate_grad_hook(self, fn: Callable[[Tensor[S, Any], Gradients], None]) -> RemovableHandle:
+        """Call ``fn(tensor, grads)`` once per backward pass when this tensor's gradient in
+        ``grads`` is final (PyTorch's ``register_post_accumulate_grad_hook``, for parameters).
+
+        For a module parameter the hook fires as soon as every op of the pass that read it has
+        run its backward: the parameters the forward pass used last fire first (newest first),
+        so data-parallel training can start reducing a layer's gradients while backward goes on
+        through earlier layers, and an optimizer can update a parameter inside backward. For
+        other tensors it fires at the end of the pass. ``grads`` is the store being filled;
+        read the gradient with ``grads.get(tensor)``, update it in place with
+        ``grads.get_or_alloc_mut(tensor)`` or replace it with ``grads.grad_replace``.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            TypeError: ``fn`` is not callable.
+        """
+        from gradtape.hooks import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, fn)
+
     def detach(self) -> Tensor[S, NoneTape]:
         """A new tensor sharing this one's data (no copy) with a new id and no tape: no
         gradient flows through it to this tensor (PyTorch's / JAX's ``stop_gradient``).
@@ -307,6 +355,10 @@ class Tensor(Generic[S, T_co]):
                 "which gradtape does not have yet"
             )
         tape = owned_tape(self, "backward")
+        if _tape_mod._anomaly:
+            from gradtape.hooks import check_loss
+
+            check_loss(self)
         if gradient is None:
             if self.data.shape != ():
                 raise TapeError(
