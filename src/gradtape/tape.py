@@ -125,7 +125,8 @@ class _State:
         alive = [r for r in refs if (t := r()) is not None and t._live()]
         if len(alive) != len(refs):
             for _ in range(len(refs) - len(alive)):
-                _LIVE.pop()
+                if _LIVE:
+                    _LIVE.pop()
             self.traced = alive
         return bool(alive)
 

@@ -54,3 +54,17 @@ with no_grad(), enable_grad(), set_grad_enabled(False):
 seeded = a.leaky_trace() * 2.0
 g2 = seeded.backward(dev.zeros((3, 4)), retain_graph=True)
 g3: Gradients = seeded.backward(a)
+
+# PyTorch's autograd front end
+from gradtape import autograd  # noqa: E402
+
+x1: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.zeros((3, 4))
+gx = autograd.grad((x1.leaky_trace() * 2.0).sum(), [x1], allow_unused=True)
+reveal_type(gx)  # R: tuple[gradtape.tensor.Tensor[Any, Any] | None, ...]
+handle = x1.register_hook(lambda g: g * 2.0)
+handle.remove()
+handle2 = lin.weight.register_post_accumulate_grad_hook(lambda t, gr: None)
+handle2.remove()
+with autograd.detect_anomaly():
+    pass
+flag2: bool = autograd.set_detect_anomaly(False)
