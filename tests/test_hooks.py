@@ -34,6 +34,7 @@ def test_hook_doubling_an_intermediate_gradient_matches_torch() -> None:
     x = dev.tensor(xs)
     h = (x.leaky_trace() * dev.tensor(ws)).tanh()
     seen: list[Any] = []
+
     def double(g: Tensor[Any, Any]) -> Tensor[Any, Any]:
         seen.append(g.numpy().copy())
         return g * 2.0

@@ -324,13 +324,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
         if closure:
             entry[2](grads)
         else:
-            leafs = grads._leafs
-            if leafs is None or time in leafs:
-                g = grads._data.get(time)
-            else:
-                g = grads._data.pop(time, None)
-                if g is not None and grads._shared:
-                    grads._shared.discard(time)
+            g = grads._release(time)  # what tape._run_entries inlines
             if g is not None:
                 fn(grads, g, entry)
                 g = None
