@@ -16,7 +16,7 @@ PyTorch's names.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -81,8 +81,10 @@ def grad(
         retain_graph: keep the recorded closures so the same forward pass can be
             differentiated again; default ``False`` (the tape is consumed, as PyTorch frees
             its graph).
-        create_graph: not supported yet: higher-order derivatives need a differentiable
-            backward; ``True`` raises.
+        create_graph: compute the gradients with the ops' differentiable rules, recorded on the
+            outputs' tape, so they can be differentiated again (``grad`` of a ``grad``: Hessian
+            products, gradient penalties); implies ``retain_graph``. Ops without a
+            differentiable rule yet raise a ``TapeError`` naming them.
         allow_unused: ``False`` (default) raises for an input the outputs do not depend on;
             ``True`` gives ``None`` for it.
 
@@ -91,17 +93,13 @@ def grad(
 
     Raises:
         TapeError: an output has no tape, its tape was already run, an input is unused and
-            ``allow_unused`` is not set, or ``create_graph=True``.
+            ``allow_unused`` is not set, or (``create_graph``) the gradient flows through an op
+            whose backward has no differentiable form yet.
         TypeError: an output or input is not a tensor.
         ShapeError: a seed's shape is not its output's; ValueError: ``grad_outputs`` has the
             wrong length, or a non-scalar output has no seed.
     """
     op = "grad"
-    if create_graph:
-        raise TapeError(
-            "grad: create_graph=True needs higher-order derivatives (a differentiable backward), "
-            "which gradtape does not have yet"
-        )
     outs = _tensors(op, outputs, "outputs")
     ins = _tensors(op, inputs, "inputs")
     if grad_outputs is None:
@@ -127,12 +125,35 @@ def grad(
     assert tape is not None
     from gradtape.gradients import Gradients
 
-    store = Gradients()
-    store._leafs = {t.id for t in ins}
-    tape._backprop(seeds, retain=bool(retain_graph), op=op, into=store)
+    found: dict[int, Any]
+    if create_graph:
+        root = tape._root()
+
+        def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
+            # a saved array as the tensor it stands for, on the same tape: its producer's
+            # entry is there, so differentiating the gradient reaches back through the forward
+            t: Tensor[Any, Any] = outs[0]._like(data)
+            t.id, t.tape, t._leaf = i, root, False
+            return t
+
+        found = {}
+        tape._diff_backprop(
+            outs,
+            [dict(seeds)[o.id] for o in outs],
+            {t.id for t in ins},
+            rebuild,
+            True,
+            op,
+            found,
+        )
+    else:
+        store = Gradients()
+        store._leafs = {t.id for t in ins}
+        tape._backprop(seeds, retain=bool(retain_graph), op=op, into=store)
+        found = store._data
     result: list[Tensor[Any, Any] | None] = []
     for k, t in enumerate(ins):
-        g = store._data.get(t.id)
+        g = found.get(t.id)
         if g is None:
             if not allow_unused:
                 raise TapeError(
@@ -140,6 +161,8 @@ def grad(
                     "connects them); pass allow_unused=True to get None for it"
                 )
             result.append(None)
+        elif create_graph:
+            result.append(cast("Tensor[Any, Any]", g))  # recorded on the outputs' tape: differentiable again
         else:
             result.append(t._like(np.array(g, dtype=t.dtype, copy=True)))
     return tuple(result)

@@ -728,23 +728,58 @@ class GradientTape(Tape):
         seeds = _seeds(op, targets, output_gradients)
         from gradtape.gradients import Gradients
 
-        grads = Gradients()
-        grads._leafs = {t.id for _, t in srcs}
-        root._merged = True  # entries of nested tapes may interleave: run them in time order
-        root._backprop(
-            [(t.id, g) for t, g in zip(targets, seeds, strict=True)], ctx is not None and ctx.persistent, op, grads
-        )
+        persistent = ctx is not None and ctx.persistent
+        st = _state()
+        outer = [c for c in st.contexts if c is not self and c._ctx is not None and c._ctx.recording]
+        found: dict[int, Any] = {}
+        if outer:
+            # another tape records: compute the gradients with recorded ops, so that it can
+            # differentiate them again (seed 004's nested tapes)
+            root._diff_backprop(
+                targets, seeds, {t.id for _, t in srcs}, _outer_rebuild(outer, targets[0]), persistent, op, found
+            )
+        else:
+            grads = Gradients()
+            grads._leafs = {t.id for _, t in srcs}
+            root._merged = True  # entries of nested tapes may interleave: run them in time order
+            root._backprop([(t.id, g) for t, g in zip(targets, seeds, strict=True)], persistent, op, grads)
+            found = grads._data
         results: list[Any] = []
         watched = ctx.watched_tensors if ctx is not None else None
         for _, t in srcs:
             # as in TensorFlow, a leaf a context tape does not watch has no gradient from it,
             # even when it is an operand of a recorded op
-            gs = grads._data.get(t.id) if watched is None or not t._leaf or t.id in watched else None
+            gs = found.get(t.id) if watched is None or not t._leaf or t.id in watched else None
             if gs is None:
                 results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
+            elif outer:
+                results.append(gs)  # a recorded tensor: differentiable again
             else:
                 results.append(t._like(np.array(gs, dtype=t.dtype, copy=True)))
         return _unflatten(sources, iter(results))
+
+    def _diff_backprop(
+        self,
+        targets: Sequence[Tensor[Any, Any]],
+        seeds: Sequence[Array],
+        keep: set[int],
+        rebuild: Callable[[int, Array], Tensor[Any, Any]],
+        retain: bool,
+        op: str,
+        out: dict[int, Any],
+    ) -> None:
+        """Backpropagate with the ops' differentiable rules (see :func:`register_diff`) into
+        ``out`` (id -> gradient tensor); the tape is consumed unless ``retain``."""
+        root = self._root()
+        if root._consumed:
+            raise TapeError(f"{op}: this tape was already run by an earlier backward()/execute()/grad()")
+        ops = sorted(root._ops, key=_op_time)
+        if not retain:
+            root._consume()
+            root._ops = []
+        like = targets[0]
+        seed_t = {t.id: like._like(np.array(g, copy=True)) for t, g in zip(targets, seeds, strict=True)}
+        out.update(_run_entries_diff(ops, seed_t, keep, rebuild, op))
 
     def __repr__(self) -> str:
         root = self._root()
@@ -798,6 +833,110 @@ def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
         if g is not None:
             fn(grads, g, entry)
             g = None  # free it now, not after the next entries (closures) have run
+
+
+# ----- the differentiable backward (higher-order derivatives) --------------------------------
+
+DiffRule: TypeAlias = (
+    "Callable[[Tensor[Any, Any], Any, Callable[[int, Array], Tensor[Any, Any]]], list[tuple[int, Tensor[Any, Any]]]]"
+)
+"""``rule(g, entry, rebuild) -> [(input id, gradient tensor), ...]``: an op's backward written
+in gradtape's own ops, so that it records (and can be differentiated again). ``g`` is the
+output's gradient as a tensor, ``entry`` the op's recorded entry, ``rebuild(id, array)`` the
+tensor an array the forward saved stands for (same id, on the tape being differentiated)."""
+
+_DIFF: dict[Any, DiffRule] = {}
+
+
+def register_diff(first_order: Any, rule: DiffRule) -> None:
+    """Register the differentiable backward of the op whose entries run ``first_order`` (its
+    module-level backward function): used only when gradients are themselves recorded
+    (``grad(..., create_graph=True)``, a tape's ``gradient`` inside another recording tape)."""
+    _DIFF[first_order] = rule
+
+
+def _op_name(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return str(name).replace(".<locals>", "")
+
+
+def _run_entries_diff(
+    ops: list[_Entry],
+    seeds: dict[int, Tensor[Any, Any]],
+    keep: set[int],
+    rebuild: Callable[[int, Array], Tensor[Any, Any]],
+    op: str,
+) -> dict[int, Tensor[Any, Any]]:
+    """Backpropagate with the ops' differentiable rules: gradients are tensors, computed by
+    recorded ops. Returns the gradient tensors of ``keep`` (and of what else was reached).
+
+    Raises:
+        TapeError: an entry that gradient flows into has no differentiable rule (a raw-array
+            closure from ``add_backward_op``, or an op not yet given one); the message names it.
+    """
+    gs = dict(seeds)
+    last = -1
+    for k in range(len(ops) - 1, -1, -1):
+        entry = ops[k]
+        time = entry[0]
+        if time == last:
+            continue
+        last = time
+        fn = entry[1]
+        if fn is _run_closure:
+            closure = entry[2]
+            # the closure's outputs were made after the previous entry and before it: if one of
+            # them has a gradient, it would flow through raw arrays
+            before = ops[k - 1][0] if k else -1
+            if any(before < i < time and i not in keep for i in gs):
+                module = str(getattr(closure, "__module__", ""))
+                if module.startswith("gradtape."):
+                    raise TapeError(
+                        f"{op}: the backward {getattr(closure, '__name__', '?')!r} (an op of {module}) has no "
+                        "differentiable form yet, so gradients of gradients cannot flow through it (supported so "
+                        "far: elementwise arithmetic, pow, exp, log, sin, cos, tanh, sigmoid, relu, square, sum, mean)"
+                    )
+                raise TapeError(
+                    f"{op}: a hand-written backward closure ({_op_name(closure)}, recorded with add_backward_op) "
+                    "computes raw arrays and cannot be differentiated again; write the op as a gradtape.autograd."
+                    "Function whose backward uses gradtape ops"
+                )
+            continue
+        g = gs.get(time) if time in keep else gs.pop(time, None)
+        if g is None:
+            continue
+        rule = _DIFF.get(fn)
+        if rule is None:
+            raise TapeError(
+                f"{op}: the backward of op {_op_name(fn)!r} has no differentiable form yet, so gradients of "
+                "gradients cannot flow through it (supported so far: elementwise arithmetic, pow, exp, log, "
+                "sin, cos, tanh, sigmoid, relu, square, sum, mean)"
+            )
+        for i, gi in rule(g, entry, rebuild):
+            prev = gs.get(i)
+            gs[i] = gi if prev is None else prev + gi
+    return gs
+
+
+def _outer_rebuild(outer: list[GradientTape], like: Tensor[Any, Any]) -> Callable[[int, Array], Tensor[Any, Any]]:
+    """How a saved array becomes a tensor the outer context tapes differentiate: an op output
+    they recorded carries a TapeSet of them, a tensor they watch the WATCHED marker."""
+    times = [(c, {e[0] for e in c._root()._ops}) for c in outer]
+
+    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
+        refs = tuple(c._ctx.ref for c, ts in times if i in ts and c._ctx is not None and c._ctx.ref is not None)
+        tape: Tape
+        if refs:
+            tape = TapeSet(None, refs)
+        elif any(c._ctx is not None and i in c._ctx.watched for c in outer):
+            tape = WATCHED
+        else:
+            tape = NONE_TAPE
+        t: Tensor[Any, Any] = like._like(data)
+        t.id, t.tape, t._leaf = i, tape, False
+        return t
+
+    return rebuild
 
 
 def _checked_runner() -> Callable[[list[_Entry], Gradients, bool], None]:

@@ -339,7 +339,9 @@ class Tensor(Generic[S, T_co]):
                 converted to its dtype.
             retain_graph: keep the recorded closures, so the same forward pass can be
                 differentiated again (``backward`` or :func:`gradtape.autograd.grad`).
-            create_graph: not supported yet (higher-order derivatives): ``True`` raises.
+            create_graph: not supported (the store holds arrays): ``True`` raises; use
+                :func:`gradtape.autograd.grad` with ``create_graph=True`` or nested
+                ``GradientTape`` blocks for gradients of gradients.
 
         Raises:
             TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
@@ -351,8 +353,8 @@ class Tensor(Generic[S, T_co]):
         """
         if create_graph:
             raise TapeError(
-                "backward: create_graph=True needs higher-order derivatives (a differentiable backward), "
-                "which gradtape does not have yet"
+                "backward: create_graph=True is not supported (the store holds arrays); for gradients of "
+                "gradients use gradtape.autograd.grad(loss, inputs, create_graph=True) or nested GradientTape blocks"
             )
         tape = owned_tape(self, "backward")
         if _tape_mod._anomaly:

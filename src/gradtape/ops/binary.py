@@ -28,7 +28,7 @@ from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
-from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id, op_tape
+from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id, op_tape, register_diff
 
 _new = object.__new__
 # ufuncs called through module globals on the hot paths: ``np.add`` is a global and an
@@ -413,15 +413,13 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
-
-        def rdiv_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                grads._accum(aid, -(g * y) / ad)
-
-        tape.add_backward_op(rdiv_backward)
+        tape._record((out.id, _rdiv_backward, a.id, ad, y))
     return out
+
+
+def _rdiv_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, Array]) -> None:
+    _, _, aid, ad, y = entry
+    grads._accum(aid, -(g * y) / ad)
 
 
 # ----- maximum / minimum / pow -----------------------------------------------------------
@@ -571,3 +569,70 @@ def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
         ga = g * np.where(b == 0, 0, b * np.power(a, b - 1))
         gb = g * np.where((a == 0) & (b >= 0), 0, y * np.log(a))
     return ga, gb
+
+
+# ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
+
+
+def _sum_to(t: Any, shape: tuple[int, ...]) -> Any:
+    """``sum_to_shape`` in gradtape ops: sum ``t`` over the dims broadcasting added to ``shape``."""
+    if t.shape == shape:
+        return t
+    lead = t.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(k + lead for k, n in enumerate(shape) if n == 1 and t.shape[k + lead] != 1)
+    r = t.sum(axis=axes, keepdims=True) if axes else t
+    return r.reshape(shape)
+
+
+_BINARY_DIFF: dict[Any, Callable[[Any, Any, Any, Any], tuple[Any, Any]]] = {
+    _add_rule: lambda g, a, b, y: (g, g),
+    _sub_rule: lambda g, a, b, y: (g, -g),
+    _mul_rule: lambda g, a, b, y: (g * b(), g * a()),
+    _div_rule: lambda g, a, b, y: (g / b(), -(g * y()) / b()),
+}
+
+
+def _d_binary(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    oid, _, rule, ad, bd, y, aid, bid = entry
+    d = _BINARY_DIFF.get(rule)
+    if d is None:
+        from gradtape.errors import TapeError
+
+        raise TapeError(
+            f"the backward of {rule.__name__.strip('_').removesuffix('_rule')!r} has no differentiable form yet, "
+            "so gradients of gradients cannot flow through it"
+        )
+    ga, gb = d(g, lambda: rebuild(aid, ad), lambda: rebuild(bid, bd), lambda: rebuild(oid, y))
+    return [(aid, _sum_to(ga, ad.shape)), (bid, _sum_to(gb, bd.shape))]
+
+
+def _d_identity(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    return [(entry[2], g)]
+
+
+def _d_scale(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    return [(entry[2], g * entry[3])]
+
+
+def _d_add(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    return [(entry[2], g), (entry[3], g)]
+
+
+def _d_mul(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    _, _, aid, bid, ad, bd = entry
+    return [(aid, g * rebuild(bid, bd)), (bid, g * rebuild(aid, ad))]
+
+
+register_diff(_identity_backward, _d_identity)
+register_diff(_scale_backward, _d_scale)
+register_diff(_add_backward, _d_add)
+register_diff(_mul_backward, _d_mul)
+register_diff(_binary_backward, _d_binary)
+
+
+def _d_rdiv(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    oid, _, aid, ad, y = entry
+    return [(aid, -(g * rebuild(oid, y)) / rebuild(aid, ad))]
+
+
+register_diff(_rdiv_backward, _d_rdiv)

@@ -19,7 +19,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, op_tape
+from gradtape.tape import NONE_TAPE, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -42,20 +42,31 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
+        shape = x.shape
         kept = tuple(1 if i in axes else n_ for i, n_ in enumerate(shape))
-
-        def reduce_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
-            g = g.reshape(kept)
-            if scale:
-                g = g * dtype.type(1.0 / n)
-            grads._accum_bcast(aid, g, shape)
-
-        tape.add_backward_op(reduce_backward)
+        tape._record((out.id, _reduce_backward, a.id, kept, x.dtype.type(1.0 / n) if scale else None, shape))
     return out
+
+
+def _reduce_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, tuple[int, ...], Any, Any]) -> None:
+    """sum's and mean's backward: ``g`` (times ``1 / n`` for mean) broadcast back to the input."""
+    _, _, aid, kept, factor, shape = entry
+    g = g.reshape(kept)
+    if factor is not None:
+        g = g * factor
+    grads._accum_bcast(aid, g, shape)
+
+
+def _d_reduce(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    """The differentiable rule of :func:`_reduce_backward` (higher-order derivatives)."""
+    _, _, aid, kept, factor, shape = entry
+    gk = g.reshape(kept)
+    if factor is not None:
+        gk = gk * float(factor)
+    return [(aid, gk.broadcast_to(shape))]
+
+
+register_diff(_reduce_backward, _d_reduce)
 
 
 # ----- BEGIN GENERATED sum: python scripts/gen_shape_overloads.py (do not edit) -----

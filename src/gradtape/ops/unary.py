@@ -26,6 +26,7 @@ from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, record_entry
 from gradtape.ops.binary import record_scalar
+from gradtape.tape import register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -106,7 +107,14 @@ def neg(a: Tensor[S, T]) -> Tensor[S, T]:
 def exp(a: Tensor[S, T]) -> Tensor[S, T]:
     """``e**a`` elementwise. Gradient: ``e**a``, the saved output (fused ``grad += y * g``)."""
     y = np.exp(a.data)
-    return record_entry(a, y, _fused_backward, _k.addmul, np.multiply, y)
+    return record_entry(a, y, _exp_backward, _k.addmul, np.multiply, y)
+
+
+def _exp_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
+    """exp's first rule: ``_fused_backward`` under exp's own name, so its differentiable rule
+    (``g * y``) is found without asking what the saved array means."""
+    _, _, i, kernel, ufunc, s = entry
+    grads._fused(i, kernel, ufunc, s, g)
 
 
 def log(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -242,7 +250,21 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
     y = np.power(x, p)
     if p == 0.0:
         return record_unary(a, y, lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)))
-    return record_unary(a, y, _rule(lambda out, g: _ka.pow_backward(out, x, g, p)))
+    return record_entry(a, y, _pow_backward, x, p)
+
+
+def _pow_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, float]) -> None:
+    _, _, i, x, p = entry
+
+    def acc(out: Array, gg: Array, _: Array) -> None:
+        _ka.pow_backward(out, x, gg, p)
+
+    def fresh(gg: Array, _: Array) -> Array:
+        out = np.zeros(gg.shape, gg.dtype)
+        _ka.pow_backward(out, x, gg, p)
+        return out
+
+    grads._fused(i, acc, fresh, g, g)
 
 
 def cos(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -387,3 +409,67 @@ def recip(a: Tensor[S, T]) -> Tensor[S, T]:
     """
     y = np.reciprocal(a.data)
     return record_entry(a, y, _fused_backward, _ka.recip_backward, _recip_grad, y)
+
+
+# ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
+#
+# Each op's second rule, beside its first: the same derivative written in gradtape ops on the
+# tensors the forward saved (``rebuild(id, array)``), used only when gradients are recorded.
+
+
+def _d_fused(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    oid, _, i, kernel, _, s = entry
+    if kernel is _ka.square_backward:  # s = x
+        return [(i, g * rebuild(i, s) * 2.0)]
+    if kernel is _ka.tanh_backward:  # s = y
+        y = rebuild(oid, s)
+        return [(i, g * (1.0 - y * y))]
+    if kernel is _ka.sigmoid_backward:  # s = y
+        y = rebuild(oid, s)
+        return [(i, g * y * (1.0 - y))]
+    if kernel is _ka.sqrt_backward:  # s = y
+        return [(i, g * 0.5 / rebuild(oid, s))]
+    if kernel is _ka.recip_backward:  # s = y
+        y = rebuild(oid, s)
+        return [(i, -(g * y * y))]
+    if kernel is _ka.cos_backward:  # s = x
+        return [(i, -(g * rebuild(i, s).sin()))]
+    if kernel is _k.relu_backward:  # s = x; the mask is a constant (relu'' = 0)
+        return [(i, g * g._like((s > 0).astype(g.dtype)))]
+    from gradtape.errors import TapeError
+
+    raise TapeError(
+        f"the backward of the elementwise op with kernel {getattr(kernel, '__name__', kernel)!r} has no "
+        "differentiable form yet, so gradients of gradients cannot flow through it"
+    )
+
+
+def _d_fused_gs(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    _, _, i, kernel, _, s = entry
+    if kernel is _k.adddiv:  # log: s = x
+        return [(i, g / rebuild(i, s))]
+    return _d_fused(g, entry, rebuild)
+
+
+register_diff(_fused_backward, _d_fused)
+register_diff(_fused_backward_gs, _d_fused_gs)
+
+
+def _d_exp(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    return [(entry[2], g * rebuild(entry[0], entry[5]))]  # g * y
+
+
+def _d_sin(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    x: Any = rebuild(entry[2], entry[3])
+    return [(entry[2], g * x.cos())]
+
+
+def _d_pow(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    _, _, i, xd, p = entry
+    x: Any = rebuild(i, xd)
+    return [(i, g * x ** (p - 1.0) * p)]
+
+
+register_diff(_exp_backward, _d_exp)
+register_diff(_sin_backward, _d_sin)
+register_diff(_pow_backward, _d_pow)
