@@ -846,6 +846,11 @@ output's gradient as a tensor, ``entry`` the op's recorded entry, ``rebuild(id, 
 tensor an array the forward saved stands for (same id, on the tape being differentiated)."""
 
 _DIFF: dict[Any, DiffRule] = {}
+_SECOND_RULES = (
+    "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
+    "relu, square, sqrt, recip, sum, mean, matmul (2-D), linear, reshape, transpose/permute, unsqueeze/squeeze, "
+    "broadcast_to"
+)
 
 
 def register_diff(first_order: Any, rule: DiffRule) -> None:
@@ -893,8 +898,7 @@ def _run_entries_diff(
                 if module.startswith("gradtape."):
                     raise TapeError(
                         f"{op}: the backward {getattr(closure, '__name__', '?')!r} (an op of {module}) has no "
-                        "differentiable form yet, so gradients of gradients cannot flow through it (supported so "
-                        "far: elementwise arithmetic, pow, exp, log, sin, cos, tanh, sigmoid, relu, square, sum, mean)"
+                        f"differentiable form yet, so gradients of gradients cannot flow through it ({_SECOND_RULES})"
                     )
                 raise TapeError(
                     f"{op}: a hand-written backward closure ({_op_name(closure)}, recorded with add_backward_op) "
@@ -909,8 +913,7 @@ def _run_entries_diff(
         if rule is None:
             raise TapeError(
                 f"{op}: the backward of op {_op_name(fn)!r} has no differentiable form yet, so gradients of "
-                "gradients cannot flow through it (supported so far: elementwise arithmetic, pow, exp, log, "
-                "sin, cos, tanh, sigmoid, relu, square, sum, mean)"
+                f"gradients cannot flow through it ({_SECOND_RULES})"
             )
         for i, gi in rule(g, entry, rebuild):
             prev = gs.get(i)

@@ -100,3 +100,14 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
         # which Python 3.11 builds through a list (measured slower on the tape chain).
         tape._record((oid, fn, a.id) + args)  # noqa: RUF005
     return out
+
+
+def sum_to(t: Any, shape: tuple[int, ...]) -> Any:
+    """:func:`~gradtape.shapes.sum_to_shape` in gradtape ops, for second rules: sum the tensor
+    ``t`` over the dims broadcasting added to ``shape`` (recorded, so differentiable again)."""
+    if t.shape == shape:
+        return t
+    lead = t.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(k + lead for k, n in enumerate(shape) if n == 1 and t.shape[k + lead] != 1)
+    r = t.sum(axis=axes, keepdims=True) if axes else t
+    return r.reshape(shape)

@@ -26,7 +26,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.ops._util import SCALARS, tensor_operand
+from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id, op_tape, register_diff
 
@@ -574,16 +574,6 @@ def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
 # ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
 
 
-def _sum_to(t: Any, shape: tuple[int, ...]) -> Any:
-    """``sum_to_shape`` in gradtape ops: sum ``t`` over the dims broadcasting added to ``shape``."""
-    if t.shape == shape:
-        return t
-    lead = t.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(k + lead for k, n in enumerate(shape) if n == 1 and t.shape[k + lead] != 1)
-    r = t.sum(axis=axes, keepdims=True) if axes else t
-    return r.reshape(shape)
-
-
 _BINARY_DIFF: dict[Any, Callable[[Any, Any, Any, Any], tuple[Any, Any]]] = {
     _add_rule: lambda g, a, b, y: (g, g),
     _sub_rule: lambda g, a, b, y: (g, -g),
@@ -603,7 +593,7 @@ def _d_binary(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
             "so gradients of gradients cannot flow through it"
         )
     ga, gb = d(g, lambda: rebuild(aid, ad), lambda: rebuild(bid, bd), lambda: rebuild(oid, y))
-    return [(aid, _sum_to(ga, ad.shape)), (bid, _sum_to(gb, bd.shape))]
+    return [(aid, sum_to(ga, ad.shape)), (bid, sum_to(gb, bd.shape))]
 
 
 def _d_identity(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:

@@ -21,7 +21,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -124,19 +124,27 @@ def matmul(a: Any, b: Any) -> Any:
     tape = op_tape(a, bt)
     out = a._from_op(np.matmul(ad, bd), tape)
     if tape is not NONE_TAPE:
-        aid, bid, oid, a_leaf, b_leaf = a.id, bt.id, out.id, a._leaf, bt._leaf
-
-        def matmul_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
-            if grads.wants(aid, a_leaf):
-                grads._accum(aid, np.matmul(g, bd.T))
-            if grads.wants(bid, b_leaf):
-                grads._accum(bid, np.matmul(ad.T, g))
-
-        tape.add_backward_op(matmul_backward)
+        tape._record((out.id, _matmul_backward, a.id, bt.id, ad, bd, a._leaf, bt._leaf))
     return out
+
+
+def _matmul_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    """2-D matmul's backward: ``grad_a += g @ b^T``, ``grad_b += a^T @ g``."""
+    _, _, aid, bid, ad, bd, a_leaf, b_leaf = entry
+    if grads.wants(aid, a_leaf):
+        grads._accum(aid, np.matmul(g, bd.T))
+    if grads.wants(bid, b_leaf):
+        grads._accum(bid, np.matmul(ad.T, g))
+
+
+def _d_matmul(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    """The second rule of :func:`_matmul_backward`, in gradtape ops."""
+    _, _, aid, bid, ad, bd, _, _ = entry
+    a, b = rebuild(aid, ad), rebuild(bid, bd)
+    return [(aid, g @ b.T), (bid, a.T @ g)]
+
+
+register_diff(_matmul_backward, _d_matmul)
 
 
 def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -> Any:
@@ -271,21 +279,38 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
     tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
-        xid, wid, oid, x_leaf, w_leaf, xshape = x.id, wt.id, out.id, x._leaf, wt._leaf, xd.shape
-        bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (0, True)
-
-        def linear_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
-            g2 = g if g.ndim == 2 else g.reshape(-1, o)
-            if grads.wants(xid, x_leaf):
-                gx = np.matmul(g2, wd)
-                grads._accum(xid, gx if gx.shape == xshape else gx.reshape(xshape))
-            if grads.wants(wid, w_leaf):
-                grads._accum(wid, np.matmul(g2.T, x2))
-            if bd is not None and grads.wants(bid, b_leaf):
-                grads._accum(bid, _k.sum_rows(g2))
-
-        tape.add_backward_op(linear_backward)
+        bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (-1, True)
+        tape._record((out.id, _linear_backward, x.id, wt.id, bid, xd, wd, x._leaf, wt._leaf, b_leaf))
     return out
+
+
+def _linear_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    """linear's backward, with ``g`` viewed as ``(-1, O)``: ``grad_x += g @ w``,
+    ``grad_w += g^T @ x``, ``grad_b += sum(g, batch dims)``."""
+    _, _, xid, wid, bid, xd, wd, x_leaf, w_leaf, b_leaf = entry
+    o, i = wd.shape
+    g2 = g if g.ndim == 2 else g.reshape(-1, o)
+    if grads.wants(xid, x_leaf):
+        gx = np.matmul(g2, wd)
+        grads._accum(xid, gx if gx.shape == xd.shape else gx.reshape(xd.shape))
+    if grads.wants(wid, w_leaf):
+        grads._accum(wid, np.matmul(g2.T, xd if xd.ndim == 2 else xd.reshape(-1, i)))
+    if bid >= 0 and grads.wants(bid, b_leaf):
+        grads._accum(bid, _k.sum_rows(g2))
+
+
+def _d_linear(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    """The second rule of :func:`_linear_backward`, in gradtape ops."""
+    _, _, xid, wid, bid, xd, wd, _, _, _ = entry
+    o, i = wd.shape
+    x, w = rebuild(xid, xd), rebuild(wid, wd)
+    g2 = g if g.ndim == 2 else g.reshape((-1, o))
+    x2 = x if x.ndim == 2 else x.reshape((-1, i))
+    gx = g2 @ w
+    out = [(xid, gx if gx.shape == xd.shape else gx.reshape(xd.shape)), (wid, g2.T @ x2)]
+    if bid >= 0:
+        out.append((bid, g2.sum(axis=0)))
+    return out
+
+
+register_diff(_linear_backward, _d_linear)

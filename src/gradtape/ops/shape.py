@@ -35,8 +35,9 @@ import numpy as np
 
 from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._util import sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, OwnedTape, Tape, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -119,26 +120,49 @@ def _give(grads: Gradients, i: int, r: Array, g: Array, oid: int) -> None:
         grads._accum(i, r)
 
 
-def _record(a: Tensor[Any, Any], data: Array, rule: Callable[[Gradients, int, int, Array], None]) -> Any:
+def _record(
+    a: Tensor[Any, Any],
+    data: Array,
+    rule: Callable[[Gradients, int, int, Array], None],
+    diff: Callable[[Any], Any] | None = None,
+) -> Any:
     """Wrap ``data`` as the output of a one-input op on ``a`` and record ``rule(grads, aid,
-    oid, g)``, run only if the output received a gradient ``g``."""
+    oid, g)``, run only if the output received a gradient ``g``; ``diff(g)``, if given, is the
+    second rule: the input's gradient computed from the gradient tensor ``g`` with gradtape ops
+    (higher-order derivatives)."""
     tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
-
-        def shape_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                rule(grads, aid, oid, g)
-
-        tape.add_backward_op(shape_backward)
+        tape._record((out.id, _shape_backward, a.id, rule, diff))
     return out
 
 
-def _view_back(a: Tensor[Any, Any], data: Array, back: Callable[[Array], Array]) -> Any:
-    """Record an op whose input gradient is ``back(g)``, usually a view of ``g``."""
-    return _record(a, data, lambda grads, i, oid, g: _give(grads, i, back(g), g, oid))
+def _shape_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any]) -> None:
+    oid, _, aid, rule, _ = entry
+    rule(grads, aid, oid, g)
+
+
+def _d_shape(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    diff = entry[4]
+    if diff is None:
+        from gradtape.errors import TapeError
+
+        raise TapeError(
+            f"the backward of the shape op {getattr(entry[3], '__qualname__', '?')!r} has no differentiable form "
+            "yet, so gradients of gradients cannot flow through it"
+        )
+    return [(entry[2], diff(g))]
+
+
+register_diff(_shape_backward, _d_shape)
+
+
+def _view_back(
+    a: Tensor[Any, Any], data: Array, back: Callable[[Array], Array], diff: Callable[[Any], Any] | None = None
+) -> Any:
+    """Record an op whose input gradient is ``back(g)``, usually a view of ``g`` (``diff``: the
+    same in gradtape ops, see :func:`_record`)."""
+    return _record(a, data, lambda grads, i, oid, g: _give(grads, i, back(g), g, oid), diff)
 
 
 # ----- reshape ---------------------------------------------------------------------------
@@ -184,7 +208,7 @@ def reshape(a: Any, shape: Any) -> Any:
             f"into shape {tuple(dims)} ({known} elements)"
         )
     in_shape = x.shape
-    return _view_back(a, x.reshape(dims), lambda g: g.reshape(in_shape))
+    return _view_back(a, x.reshape(dims), lambda g: g.reshape(in_shape), lambda g: g.reshape(in_shape))
 
 
 # ----- permute / transpose / .T ----------------------------------------------------------
@@ -192,7 +216,7 @@ def reshape(a: Any, shape: Any) -> Any:
 
 def _permute(op: str, a: Tensor[Any, Any], perm: tuple[int, ...]) -> Any:
     inv = tuple(int(k) for k in np.argsort(perm))
-    return _view_back(a, a.data.transpose(perm), lambda g: g.transpose(inv))
+    return _view_back(a, a.data.transpose(perm), lambda g: g.transpose(inv), lambda g: g.permute(inv))
 
 
 # ----- BEGIN GENERATED permute: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -515,7 +539,7 @@ def broadcast_to(a: Tensor[Any, T], shape: SI) -> Tensor[SI, T]:
     except ValueError:
         raise ShapeError(f"broadcast_to: cannot broadcast a tensor of shape {x.shape} to shape {dims}") from None
     in_shape = x.shape
-    return _view_back(a, y, lambda g: sum_to_shape(g, in_shape))  # type: ignore[no-any-return]
+    return _view_back(a, y, lambda g: sum_to_shape(g, in_shape), lambda g: sum_to(g, in_shape))  # type: ignore[no-any-return]
 
 
 # ----- expand_dims / unsqueeze / squeeze -------------------------------------------------
@@ -554,7 +578,7 @@ def expand_dims(a: Any, axis: Any) -> Any:
     n_new = 1 if isinstance(axis, (int, np.integer)) else len(axis) if isinstance(axis, (tuple, list)) else 0
     axes = _axes("expand_dims", axis, x.shape, x.ndim + n_new)
     in_shape = x.shape
-    return _view_back(a, np.expand_dims(x, axes), lambda g: g.reshape(in_shape))
+    return _view_back(a, np.expand_dims(x, axes), lambda g: g.reshape(in_shape), lambda g: g.reshape(in_shape))
 
 
 unsqueeze = expand_dims
@@ -601,7 +625,7 @@ def squeeze(a: Any, axis: Any = None) -> Any:
             if x.shape[k] != 1:
                 raise ShapeError(f"squeeze: axis {k} of shape {x.shape} has size {x.shape[k]}, not 1")
     in_shape = x.shape
-    return _view_back(a, np.squeeze(x, axes), lambda g: g.reshape(in_shape))
+    return _view_back(a, np.squeeze(x, axes), lambda g: g.reshape(in_shape), lambda g: g.reshape(in_shape))
 
 
 # ----- concat / stack --------------------------------------------------------------------
