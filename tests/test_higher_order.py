@@ -176,3 +176,40 @@ def test_linear_layer_hessian_and_a_gradient_penalty_match_torch() -> None:
         assert gl.bias is not None
         np.testing.assert_allclose(g.get(gl.weight).numpy(), tl.weight.grad.numpy(), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(g.get(gl.bias).numpy(), tl.bias.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_a_function_with_a_backward_in_gradtape_ops_is_differentiable_again() -> None:
+    """A user's Function whose backward uses gradtape ops: its second derivative comes for free;
+    one returning arrays raises when differentiated again."""
+    from gradtape.autograd import Function, FunctionCtx
+
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            (x,) = ctx.saved_tensors
+            assert x is not None
+            return g * x * x * 3.0
+
+    class CubeRaw(Cube):
+        @staticmethod
+        def backward(ctx: FunctionCtx, g: Tensor[Any, Any]) -> Any:
+            (x,) = ctx.saved_tensors
+            assert x is not None
+            return g.numpy() * x.numpy() ** 2 * 3.0
+
+    x = dev.tensor(np.array([1.0, 2.0]))
+    (g1,) = grad(Cube.apply(x.leaky_trace()).sum(), x, create_graph=True)
+    assert g1 is not None
+    np.testing.assert_array_equal(g1.numpy(), [3.0, 12.0])
+    (g2,) = grad(g1.sum(), x)
+    assert g2 is not None
+    np.testing.assert_array_equal(g2.numpy(), [6.0, 12.0])
+    with pytest.raises(
+        TapeError, match=r"CubeRaw.backward returned a ndarray for argument 0: a gradient of a gradient"
+    ):
+        grad(CubeRaw.apply(x.leaky_trace()).sum(), x, create_graph=True)

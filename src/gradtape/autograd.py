@@ -273,22 +273,15 @@ class Function:
             n_args = len(args)
             like = outs[0]
 
-            def function_backward(grads: Gradients) -> None:
-                gs = [grads._release(oid) for oid, _, _ in out_ids]
-                if all(g is None for g in gs):
-                    return
-                grad_outputs = [
-                    like._like(np.zeros(shape, dtype) if g is None else np.array(g, copy=True))
-                    for g, (_, shape, dtype) in zip(gs, out_ids, strict=True)
-                ]
-                with no_grad():
-                    res = cls.backward(ctx, *grad_outputs)
+            def results(res: Any) -> list[tuple[int, int, Any, Any]]:
+                """(argument index, input id, gradient, input dtype) of backward's result, checked."""
                 res_t = res if isinstance(res, tuple) else (res,)
                 if len(res_t) != n_args:
                     raise TypeError(
                         f"{name}.backward returned {len(res_t)} gradient(s) for the {n_args} argument(s) of "
                         f"{name}.apply (return None for arguments without one)"
                     )
+                checked = []
                 for k, i, shape, dtype in ins:
                     g = res_t[k]
                     if g is None:
@@ -300,7 +293,37 @@ class Function:
                         raise ShapeError(
                             f"{name}.backward: gradient {k} has shape {arr.shape}, its input has shape {shape}"
                         )
+                    checked.append((k, i, g, dtype))
+                return checked
+
+            def function_backward(grads: Gradients) -> None:
+                gs = [grads._release(oid) for oid, _, _ in out_ids]
+                if all(g is None for g in gs):
+                    return
+                grad_outputs = [
+                    like._like(np.zeros(shape, dtype) if g is None else np.array(g, copy=True))
+                    for g, (_, shape, dtype) in zip(gs, out_ids, strict=True)
+                ]
+                with no_grad():
+                    res = cls.backward(ctx, *grad_outputs)
+                for _, i, g, dtype in results(res):
+                    arr = np.asarray(g.data if isinstance(g, Tensor) else g)
                     grads._accum(i, np.array(arr, dtype=dtype, copy=True))
 
+            def differentiable(grad_outputs: list[Tensor[Any, Any]]) -> list[tuple[int, Tensor[Any, Any]]]:
+                # the second rule: backward run with recording on, on the tensors it saved, so a
+                # backward written in gradtape ops records and can be differentiated again
+                res = cls.backward(ctx, *grad_outputs)
+                out: list[tuple[int, Tensor[Any, Any]]] = []
+                for k, i, g, _ in results(res):
+                    if not isinstance(g, Tensor):
+                        raise TapeError(
+                            f"{name}.backward returned a {type(g).__name__} for argument {k}: a gradient of a "
+                            "gradient cannot flow through raw arrays; return tensors computed with gradtape ops"
+                        )
+                    out.append((i, g))
+                return out
+
+            function_backward._gradtape_diff = (out_ids, differentiable)  # type: ignore[attr-defined]
             tape.add_backward_op(function_backward)
         return outs[0] if single else outs

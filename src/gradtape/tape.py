@@ -890,6 +890,21 @@ def _run_entries_diff(
         fn = entry[1]
         if fn is _run_closure:
             closure = entry[2]
+            second = getattr(closure, "_gradtape_diff", None)
+            if second is not None:  # a closure with a second rule (gradtape.autograd.Function)
+                out_ids, differentiable = second
+                pending = [gs.get(o) if o in keep else gs.pop(o, None) for o, _, _ in out_ids]
+                if all(p is None for p in pending):
+                    continue
+                like = next(p for p in pending if p is not None)
+                g_ts = [
+                    p if p is not None else like._like(np.zeros(shape, dtype))
+                    for p, (_, shape, dtype) in zip(pending, out_ids, strict=True)
+                ]
+                for i, gi in differentiable(g_ts):
+                    prev = gs.get(i)
+                    gs[i] = gi if prev is None else prev + gi
+                continue
             # the closure's outputs were made after the previous entry and before it: if one of
             # them has a gradient, it would flow through raw arrays
             before = ops[k - 1][0] if k else -1
