@@ -5,7 +5,7 @@ shape-typed :class:`Tensor` ``[S, T]`` that mypy checks, and a :class:`Cpu` devi
 fused kernels are compiled with numba.
 """
 
-from gradtape import autodiff, losses, ops, testing
+from gradtape import autodiff, autograd, functional, losses, ops, testing
 from gradtape.devices import Cpu, Device
 from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -41,6 +41,7 @@ __all__ = [
     "autograd",
     "autodiff",
     "enable_grad",
+    "functional",
     "is_grad_enabled",
     "losses",
     "no_grad",

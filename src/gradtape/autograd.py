@@ -137,9 +137,13 @@ def grad(
             return t
 
         found = {}
+        given = dict(seeds)
         tape._diff_backprop(
             outs,
-            [dict(seeds)[o.id] for o in outs],
+            [
+                g if isinstance(g, Tensor) and g.shape == o.shape and g.dtype == o.dtype else given[o.id]
+                for o, g in zip(outs, seeds_in, strict=True)
+            ],
             {t.id for t in ins},
             rebuild,
             True,

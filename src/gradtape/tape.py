@@ -761,7 +761,7 @@ class GradientTape(Tape):
     def _diff_backprop(
         self,
         targets: Sequence[Tensor[Any, Any]],
-        seeds: Sequence[Array],
+        seeds: Sequence[Any],
         keep: set[int],
         rebuild: Callable[[int, Array], Tensor[Any, Any]],
         retain: bool,
@@ -778,7 +778,14 @@ class GradientTape(Tape):
             root._consume()
             root._ops = []
         like = targets[0]
-        seed_t = {t.id: like._like(np.array(g, copy=True)) for t, g in zip(targets, seeds, strict=True)}
+        from gradtape.tensor import Tensor
+
+        # a seed given as a tensor stays one: the result is then a function of it too (jvp
+        # through the double-vjp construction differentiates with respect to it)
+        seed_t = {
+            t.id: g if isinstance(g, Tensor) else like._like(np.array(g, copy=True))
+            for t, g in zip(targets, seeds, strict=True)
+        }
         out.update(_run_entries_diff(ops, seed_t, keep, rebuild, op))
 
     def __repr__(self) -> str:

@@ -1,0 +1,227 @@
+"""Function transforms on the one tape (PyTorch's ``torch.autograd.functional``, JAX's ``vjp``/
+``jvp``): :func:`vjp`, :func:`jvp`, :func:`hvp`, :func:`jacobian`, :func:`hessian`.
+
+Each takes a function of tensors and the point to differentiate at, traces fresh copies of
+the inputs (new ids, the same data), and builds on :func:`gradtape.autograd.grad`; the ones
+that need second derivatives (``jvp``, ``hvp``, ``hessian``) use ``create_graph=True`` and so
+work through the ops that have a differentiable backward (see README; any other op raises a
+``TapeError`` naming it). Argument names are PyTorch's: ``func``, ``inputs``, ``v``,
+``create_graph``.
+
+``inputs`` is a tensor or a tuple of tensors; results follow PyTorch's conventions: a tensor
+for a single input, a tuple for a tuple of inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gradtape.autograd import grad
+from gradtape.errors import ShapeError
+from gradtape.tensor import Tensor
+
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vjp"]
+
+Func = Callable[..., Any]
+
+
+def _inputs(op: str, inputs: Any) -> tuple[list[Tensor[Any, Any]], bool]:
+    single = isinstance(inputs, Tensor)
+    seq = [inputs] if single else list(inputs) if isinstance(inputs, (tuple, list)) else None
+    if seq is None or not all(isinstance(t, Tensor) for t in seq):
+        raise TypeError(f"{op}: inputs must be a Tensor or a tuple of Tensors, got {type(inputs).__name__}")
+    return [t.detach() for t in seq], single
+
+
+def _vs(op: str, v: Any, like: list[Tensor[Any, Any]], what: str) -> list[Tensor[Any, Any]]:
+    vs = [v] if isinstance(v, Tensor) else list(v) if isinstance(v, (tuple, list)) else None
+    if vs is None or len(vs) != len(like) or not all(isinstance(t, Tensor) for t in vs):
+        raise TypeError(f"{op}: v must be a Tensor or a tuple of {len(like)} Tensors matching the {what}")
+    for k, (a, b) in enumerate(zip(vs, like, strict=True)):
+        if a.shape != b.shape:
+            raise ShapeError(f"{op}: v[{k}] has shape {a.shape}, {what}[{k}] has shape {b.shape}")
+    return vs
+
+
+def _zeros_for_none(gs: tuple[Tensor[Any, Any] | None, ...], like: list[Tensor[Any, Any]]) -> list[Tensor[Any, Any]]:
+    return [g if g is not None else x._like(np.zeros(x.shape, x.dtype)) for g, x in zip(gs, like, strict=True)]
+
+
+def _out(values: list[Any], single: bool) -> Any:
+    return values[0] if single else tuple(values)
+
+
+def _outputs(op: str, func: Func, xs: list[Tensor[Any, Any]]) -> tuple[list[Tensor[Any, Any]], bool]:
+    out = func(*[x.leaky_trace() for x in xs])
+    single = isinstance(out, Tensor)
+    outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
+    if outs is None or not all(isinstance(o, Tensor) for o in outs):
+        raise TypeError(f"{op}: func must return a Tensor or a tuple of Tensors, got {type(out).__name__}")
+    return outs, single
+
+
+def vjp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), v^T J)``: the vector-Jacobian product at ``inputs`` (reverse mode).
+
+    Args:
+        func: tensors -> a tensor or a tuple of tensors.
+        inputs: a tensor or a tuple of tensors.
+        v: the cotangent, of the outputs' shapes; ``None`` only for a scalar output (1).
+        create_graph: record the product so it can be differentiated again.
+
+    Returns:
+        The outputs (untraced) and the product (one tensor per input, zeros where an input is
+        unused).
+
+    Raises:
+        TypeError: ``func`` returns no tensor, or ``v`` does not match the outputs.
+        ShapeError: a ``v`` has the wrong shape.
+    """
+    xs, single = _inputs("vjp", inputs)
+    outs, single_out = _outputs("vjp", func, xs)
+    vs = None if v is None else _vs("vjp", v, outs, "outputs")
+    gs = grad(outs, xs, grad_outputs=vs, create_graph=create_graph, allow_unused=True)
+    values = [o.detach() for o in outs]
+    return _out(values, single_out), _out(_zeros_for_none(gs, xs), single)
+
+
+def jvp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), J v)``: the Jacobian-vector product at ``inputs``.
+
+    gradtape has no forward mode: this is the double-vjp construction (``u -> J^T u`` is linear
+    in ``u``, so ``J v = d/du <J^T u, v>``), two reverse passes, the first with
+    ``create_graph=True``; it needs the ops' differentiable backward.
+
+    Args:
+        func: tensors -> a tensor or a tuple of tensors.
+        inputs: a tensor or a tuple of tensors.
+        v: the tangent, of the inputs' shapes; ``None`` only for a single one-element input.
+        create_graph: record the product so it can be differentiated again.
+
+    Returns:
+        The outputs (untraced) and ``J v`` (one tensor per output).
+
+    Raises:
+        TypeError, ShapeError: as :func:`vjp`; TapeError: an op has no differentiable backward.
+    """
+    xs, _ = _inputs("jvp", inputs)
+    if v is None:
+        if len(xs) != 1 or xs[0].size != 1:
+            raise TypeError("jvp: v can be omitted only for a single one-element input")
+        vs = [xs[0]._like(np.ones(xs[0].shape, xs[0].dtype))]
+    else:
+        vs = _vs("jvp", v, xs, "inputs")
+    outs, single_out = _outputs("jvp", func, xs)
+    us = [o._like(np.zeros(o.shape, o.dtype)).leaky_trace() for o in outs]  # dummy cotangents
+    gs = grad(outs, xs, grad_outputs=us, create_graph=True, allow_unused=True)
+    dot = None
+    for g, vv in zip(gs, vs, strict=True):
+        if g is not None:
+            term = (g * vv).sum()
+            dot = term if dot is None else dot + term
+    if dot is None:
+        jv = [o._like(np.zeros(o.shape, o.dtype)) for o in outs]
+    else:
+        jv = _zeros_for_none(grad(dot, us, create_graph=create_graph, allow_unused=True), us)
+    return _out([o.detach() for o in outs], single_out), _out(jv, single_out)
+
+
+def hvp(func: Func, inputs: Any, v: Any, create_graph: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), H v)``: the Hessian of a scalar function times ``v`` (the Hessian is
+    symmetric, so this is also PyTorch's ``vhp``), by reverse over reverse: ``d/dx <grad f, v>``.
+
+    Args:
+        func: tensors -> a scalar tensor.
+        inputs: a tensor or a tuple of tensors.
+        v: of the inputs' shapes.
+        create_graph: record the product so it can be differentiated again.
+
+    Raises:
+        TypeError: ``func`` is not scalar-valued, ``v`` does not match.
+        ShapeError: a ``v`` has the wrong shape. TapeError: an op has no differentiable backward.
+    """
+    xs, single = _inputs("hvp", inputs)
+    vs = _vs("hvp", v, xs, "inputs")
+    outs, _ = _outputs("hvp", func, xs)
+    if len(outs) != 1 or outs[0].shape != ():
+        raise TypeError(f"hvp: func must return a scalar tensor, got shape {outs[0].shape}")
+    gs = grad(outs[0], xs, create_graph=True, allow_unused=True)
+    dot = None
+    for g, vv in zip(gs, vs, strict=True):
+        if g is not None:
+            term = (g * vv).sum()
+            dot = term if dot is None else dot + term
+    hv = (
+        [x._like(np.zeros(x.shape, x.dtype)) for x in xs]
+        if dot is None
+        else _zeros_for_none(grad(dot, xs, create_graph=create_graph, allow_unused=True), xs)
+    )
+    return outs[0].detach(), _out(hv, single)
+
+
+def jacobian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
+    """The Jacobian of ``func`` at ``inputs``: for one input and one output, a tensor of shape
+    ``output.shape + input.shape``; tuples of them for tuples (``J[i][j]`` is output ``i`` by
+    input ``j``, as PyTorch's). One reverse pass per output element.
+
+    Raises:
+        TypeError: ``func`` returns no tensor. NotImplementedError: ``create_graph=True``.
+    """
+    if create_graph:
+        raise NotImplementedError("jacobian: create_graph=True (a recorded Jacobian) is not supported yet")
+    xs, single = _inputs("jacobian", inputs)
+    outs, single_out = _outputs("jacobian", func, xs)
+    rows: list[list[Tensor[Any, Any]]] = []
+    for o in outs:
+        per_input: list[list[np.ndarray[Any, Any]]] = [[] for _ in xs]
+        for k in range(o.size):
+            e = np.zeros(o.size, o.dtype)
+            e[k] = 1.0
+            gs = grad(o, xs, grad_outputs=[e.reshape(o.shape)], retain_graph=True, allow_unused=True)
+            for j, g in enumerate(_zeros_for_none(gs, xs)):
+                per_input[j].append(g.numpy())
+        rows.append(
+            [
+                x._like(np.stack(p).reshape(o.shape + x.shape) if p else np.zeros(o.shape + x.shape, x.dtype))
+                for x, p in zip(xs, per_input, strict=True)
+            ]
+        )
+    if single_out:
+        return rows[0][0] if single else tuple(rows[0])
+    return tuple(r[0] if single else tuple(r) for r in rows)
+
+
+def hessian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
+    """The Hessian of a scalar function at ``inputs``: for one input of shape ``s``, a tensor of
+    shape ``s + s``; ``H[i][j]`` tuples for several inputs. The gradient is computed once with
+    ``create_graph=True``, then one reverse pass per input element.
+
+    Raises:
+        TypeError: ``func`` is not scalar-valued. TapeError: an op has no differentiable backward.
+        NotImplementedError: ``create_graph=True``.
+    """
+    if create_graph:
+        raise NotImplementedError("hessian: create_graph=True (a recorded Hessian) is not supported yet")
+    xs, single = _inputs("hessian", inputs)
+    outs, _ = _outputs("hessian", func, xs)
+    if len(outs) != 1 or outs[0].shape != ():
+        raise TypeError(f"hessian: func must return a scalar tensor, got shape {outs[0].shape}")
+    gs = _zeros_for_none(grad(outs[0], xs, create_graph=True, allow_unused=True), xs)
+    blocks: list[list[Tensor[Any, Any]]] = []
+    for gi, xi in zip(gs, xs, strict=True):
+        per_input: list[list[np.ndarray[Any, Any]]] = [[] for _ in xs]
+        for k in range(xi.size):
+            e = np.zeros(xi.size, xi.dtype)
+            e[k] = 1.0
+            if not gi.requires_grad:  # a constant gradient: this row of blocks is zero
+                for j, x in enumerate(xs):
+                    per_input[j].append(np.zeros(x.shape, x.dtype))
+                continue
+            row = grad((gi * xi._like(e.reshape(xi.shape))).sum(), xs, retain_graph=True, allow_unused=True)
+            for j, g in enumerate(_zeros_for_none(row, xs)):
+                per_input[j].append(g.numpy())
+        blocks.append([x._like(np.stack(p).reshape(xi.shape + x.shape)) for x, p in zip(xs, per_input, strict=True)])
+    return blocks[0][0] if single else tuple(tuple(b) for b in blocks)

@@ -1,0 +1,74 @@
+"""gradtape.functional against torch.autograd.functional (float64): vjp, jvp (double-vjp),
+hvp, jacobian, hessian, on functions built from ops that have a differentiable backward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gradtape import Cpu, ShapeError, Tensor
+from gradtape import functional as F
+
+torch: Any = pytest.importorskip("torch")
+TF = torch.autograd.functional
+dev = Cpu(seed=0)
+
+
+def f1(x: Any) -> Any:
+    """R^4 -> R^3: a small network-like map (same expression on both libraries)."""
+    h = x.reshape((2, 2)).tanh()
+    y = (h @ h.T).sum(axis=0) if isinstance(x, Tensor) else (h @ h.T).sum(dim=0)
+    return y.exp() * (x * x).sum().sigmoid()
+
+
+def f2(a: Any, b: Any) -> Any:
+    """(R^3, R^3) -> R: scalar, two inputs."""
+    return ((a * b).sin() + a**3 / (b * b + 1.0)).sum()
+
+
+X = np.array([0.3, -0.7, 1.1, 0.5])
+A, B = np.array([0.2, -1.0, 0.8]), np.array([1.5, 0.3, -0.4])
+
+
+def arr(t: Any) -> Any:
+    return t.numpy() if isinstance(t, Tensor) else t.detach().numpy()
+
+
+def test_vjp() -> None:
+    out, g = F.vjp(f1, dev.tensor(X), dev.tensor(np.array([0.5, 1.0])))
+    tout, tg = TF.vjp(f1, torch.tensor(X), torch.tensor([0.5, 1.0]))
+    np.testing.assert_allclose(arr(out), arr(tout), rtol=1e-12)
+    np.testing.assert_allclose(arr(g), arr(tg), rtol=1e-10)
+    with pytest.raises(ShapeError, match=r"vjp: v\[0\] has shape \(3,\), outputs\[0\] has shape \(2,\)"):
+        F.vjp(f1, dev.tensor(X), dev.tensor(np.ones(3)))
+
+
+def test_jvp_by_double_vjp() -> None:
+    v = np.array([1.0, 0.5, -0.25, 2.0])
+    _, jv = F.jvp(f1, dev.tensor(X), dev.tensor(v))
+    _, tjv = TF.jvp(f1, torch.tensor(X), torch.tensor(v))
+    np.testing.assert_allclose(arr(jv), arr(tjv), rtol=1e-10)
+
+
+def test_hvp_two_inputs() -> None:
+    va, vb = np.array([1.0, 2.0, -1.0]), np.array([0.5, 0.0, 1.0])
+    val, (ha, hb) = F.hvp(f2, (dev.tensor(A), dev.tensor(B)), (dev.tensor(va), dev.tensor(vb)))
+    tval, (tha, thb) = TF.hvp(f2, (torch.tensor(A), torch.tensor(B)), (torch.tensor(va), torch.tensor(vb)))
+    np.testing.assert_allclose(val.item(), tval.item(), rtol=1e-12)
+    np.testing.assert_allclose(arr(ha), arr(tha), rtol=1e-10)
+    np.testing.assert_allclose(arr(hb), arr(thb), rtol=1e-10)
+
+
+def test_jacobian_and_hessian() -> None:
+    np.testing.assert_allclose(arr(F.jacobian(f1, dev.tensor(X))), arr(TF.jacobian(f1, torch.tensor(X))), rtol=1e-10)
+    h = F.hessian(f2, (dev.tensor(A), dev.tensor(B)))
+    th = TF.hessian(f2, (torch.tensor(A), torch.tensor(B)))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(arr(h[i][j]), arr(th[i][j]), rtol=1e-10, atol=1e-12)
+    with pytest.raises(TypeError, match=r"hessian: func must return a scalar tensor, got shape \(2,\)"):
+        F.hessian(f1, dev.tensor(X))
+    with pytest.raises(NotImplementedError, match=r"hessian: create_graph=True"):
+        F.hessian(f2, (dev.tensor(A), dev.tensor(B)), create_graph=True)
