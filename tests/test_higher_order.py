@@ -213,3 +213,30 @@ def test_a_function_with_a_backward_in_gradtape_ops_is_differentiable_again() ->
         TapeError, match=r"CubeRaw.backward returned a ndarray for argument 0: a gradient of a gradient"
     ):
         grad(CubeRaw.apply(x.leaky_trace()).sum(), x, create_graph=True)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "silu", "leaky_relu", "abs"])
+def test_hessian_of_activation_families_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    fn = torch.nn.functional
+    w = np.array([[1.0, -2.0, 0.5, 3.0], [0.25, 1.5, -1.0, 2.0]])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        m = x.reshape((2, 2)) if ours else x.reshape(2, 2)
+        if name == "softmax":
+            y = m.softmax(-1)
+        elif name == "log_softmax":
+            y = m.log_softmax(-1)
+        elif name == "silu":
+            y = m.silu() if ours else fn.silu(m)
+        elif name == "leaky_relu":
+            y = m.leaky_relu(0.1) * m if ours else fn.leaky_relu(m, 0.1) * m
+        else:
+            y = m.abs() * m
+        wt = dev.tensor(w[:, :2]) if ours else torch.tensor(w[:, :2])
+        return (y * wt * y).sum()
+
+    x0 = np.array([0.7, -1.3, 2.1, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

@@ -49,7 +49,10 @@ def log_softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
         np.subtract(g, t, out=t)
         grads._accum(i, t)
 
-    return record_unary(a, y, rule)
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # g - exp(y) sum(g)
+        return g - rebuild(oid, y).exp() * g.sum(axis=ax, keepdims=True)
+
+    return record_unary(a, y, rule, diff=diff)
 
 
 def softmax_array(x: Array, axis: int) -> Array:
@@ -86,4 +89,8 @@ def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
         _ks.softmax_backward(out, y_, g, ax)
         return out
 
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g))
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # y (g - sum(g y))
+        yt = rebuild(oid, y)
+        return yt * (g - (g * yt).sum(axis=ax, keepdims=True))
+
+    return record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g), diff=diff)

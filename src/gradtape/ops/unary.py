@@ -60,14 +60,21 @@ _np_sin, _np_cos = np.sin, np.cos  # module globals: no attribute lookup on the 
 Rule = Callable[["Gradients", int, Array], None]
 
 
-def record_unary(a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any) -> Tensor[S, T]:
+def record_unary(
+    a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any, diff: DiffOf | None = None
+) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an elementwise op on ``a`` and record its backward.
 
     ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
     gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
     received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
-    per call, a ``lambda`` capturing them one.
+    per call, a ``lambda`` capturing them one. ``diff(g, rebuild, out_id, a_id)``, if given, is
+    the op's second rule: ``a``'s gradient as a tensor, computed from the gradient tensor ``g``
+    with gradtape ops (``rebuild(id, array)`` gives the saved arrays back as tensors; see
+    :func:`gradtape.tape.register_diff`).
     """
+    if diff is not None:
+        return record_entry(a, data, _unary_backward_d, rule, saved, diff)
     if len(saved) == 1:  # the common case: one saved array, passed without a tuple
         return record_entry(a, data, _unary_backward1, rule, saved[0])
     return record_entry(a, data, _unary_backward, rule, saved)
@@ -84,6 +91,15 @@ def _fused_backward_gs(grads: Gradients, g: Array, entry: tuple[int, Any, int, A
     """``grad_a += ufunc(g, s)`` in one fused ``kernel`` pass (operands the other way round)."""
     _, _, i, kernel, ufunc, s = entry
     grads._fused(i, kernel, ufunc, g, s)
+
+
+DiffOf = Callable[[Any, Callable[[int, Array], Any], int, int], Any]
+"""``diff(g, rebuild, out_id, a_id) -> a's gradient tensor``: a one-input op's second rule."""
+
+
+def _unary_backward_d(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    _, _, aid, rule, saved, _ = entry
+    rule(grads, aid, g, *saved)
 
 
 def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], Any]) -> None:
@@ -303,7 +319,13 @@ def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
     s = _number("leaky_relu", "negative_slope", negative_slope)
     x = a.data
     y = np.where(x > 0, x, x * s)
-    return record_unary(a, y, _rule(lambda out, g: _ka.leaky_relu_backward(out, x, g, s)))
+    slope = np.where(x > 0, x.dtype.type(1), x.dtype.type(s))  # piecewise constant: leaky_relu'' = 0
+    return record_unary(
+        a,
+        y,
+        _rule(lambda out, g: _ka.leaky_relu_backward(out, x, g, s)),
+        diff=lambda g, rebuild, oid, aid: g * g._like(slope),
+    )
 
 
 def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tensor[S, T]:
@@ -340,7 +362,13 @@ def silu(a: Tensor[S, T]) -> Tensor[S, T]:
     """
     x = a.data
     s = _ka.sigmoid(x)
-    return record_unary(a, np.multiply(x, s), _rule(lambda out, g: _ka.silu_backward(out, x, s, g)))
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # d/dx x s(x) = s (1 + x (1 - s))
+        xt = rebuild(aid, x)
+        st = xt.sigmoid()
+        return g * (st * (1.0 + xt * (1.0 - st)))
+
+    return record_unary(a, np.multiply(x, s), _rule(lambda out, g: _ka.silu_backward(out, x, s, g)), diff=diff)
 
 
 def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Tensor[S, T]:
@@ -434,6 +462,8 @@ def _d_fused(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
         return [(i, -(g * y * y))]
     if kernel is _ka.cos_backward:  # s = x
         return [(i, -(g * rebuild(i, s).sin()))]
+    if kernel is _ka.abs_backward:  # s = x; sign(x) is a constant (abs'' = 0 away from 0)
+        return [(i, g * g._like(np.sign(s).astype(g.dtype)))]
     if kernel is _k.relu_backward:  # s = x; the mask is a constant (relu'' = 0)
         return [(i, g * g._like((s > 0).astype(g.dtype)))]
     from gradtape.errors import TapeError
@@ -471,5 +501,6 @@ def _d_pow(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 
 register_diff(_exp_backward, _d_exp)
+register_diff(_unary_backward_d, lambda g, entry, rebuild: [(entry[2], entry[5](g, rebuild, entry[0], entry[2]))])
 register_diff(_sin_backward, _d_sin)
 register_diff(_pow_backward, _d_pow)
