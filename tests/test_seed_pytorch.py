@@ -441,3 +441,65 @@ def test_function_errors_name_the_class() -> None:
         BadShape.apply(x.leaky_trace()).backward()
     with pytest.raises(TypeError, match=r"BadForward.forward must return a Tensor or a tuple of Tensors, got ndarray"):
         BadForward.apply(x)
+
+
+def _retained(name: str) -> tuple[Any, Any]:
+    """(a scalar loss recorded through op family ``name``, the tensor whose gradient to read)."""
+    from gradtape import losses
+
+    d = Cpu(seed=4)
+    x = d.randn((4, 6), np.float64)
+    if name == "cross_entropy":
+        return losses.cross_entropy(x.leaky_trace(), [0, 1, 2, 3]), x
+    if name == "soft_cross_entropy":
+        p = np.full((4, 6), 1 / 6)
+        return losses.cross_entropy(x.leaky_trace(), d.tensor(p)), x
+    if name == "mse":
+        return losses.mse_loss(x.leaky_trace(), np.zeros((4, 6))), x
+    if name == "conv2d":
+        conv = nn.Conv2d(2, 3, 3, padding=1, dev=d, dtype=np.float64)
+        xi = d.randn((2, 2, 5, 5), np.float64)
+        return (conv(xi.trace(conv.alloc_grads())) ** 2).sum(), conv.weight
+    if name == "max_pool":
+        xi = d.randn((1, 2, 4, 4), np.float64)
+        return (nn.MaxPool2d(2)(xi.leaky_trace()) ** 2).sum(), xi
+    if name == "layer_norm":
+        ln = nn.LayerNorm(6, dev=d, dtype=np.float64)
+        return (ln(x.trace(ln.alloc_grads())) ** 3).sum(), ln.weight
+    if name == "batch_norm":
+        bn = nn.BatchNorm1d(6, dev=d, dtype=np.float64)
+        return (bn(x.trace(bn.alloc_grads())) ** 3).sum(), bn.weight
+    if name == "attention":
+        m = nn.MultiHeadAttention(6, 2, dev=d, dtype=np.float64)
+        q = d.randn((2, 3, 6), np.float64)
+        return (m(q.trace(m.alloc_grads())) ** 2).sum(), m.in_proj_weight
+    if name == "embedding":
+        e = nn.Embedding(5, 3, dev=d, dtype=np.float64)
+        idx = d.tensor(np.array([0.0, 3.0, 3.0]))
+        return (e(idx.trace(e.alloc_grads())) ** 2).sum(), e.weight
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cross_entropy",
+        "soft_cross_entropy",
+        "mse",
+        "conv2d",
+        "max_pool",
+        "layer_norm",
+        "batch_norm",
+        "attention",
+        "embedding",
+    ],
+)
+def test_retain_graph_runs_every_family_again(name: str) -> None:
+    """A second backward over a retained pass adds the same gradient again: no backward
+    overwrites what it saved (cross_entropy's kernel wrote over its softmax, which a rerun
+    then read as garbage)."""
+    loss, t = _retained(name)
+    first = loss.backward(retain_graph=True).get(t).numpy().copy()
+    second = loss.backward().get(t).numpy()
+    assert np.abs(first).max() > 0
+    np.testing.assert_allclose(second, 2 * first, rtol=1e-12, atol=1e-14)

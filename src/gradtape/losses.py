@@ -385,8 +385,12 @@ def cross_entropy(
     total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
     scale = 1.0 / n if reduction == "mean" else 1.0
 
+    fresh = [p]  # the softmax the backward kernel overwrites: its own the first time
+
     def rule(cg: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        return _ks.cross_entropy_backward(p, t, float(cg)), None  # p is this closure's own
+        # a pass run again (retain_graph) needs the softmax again: recompute it from x
+        q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
+        return _ks.cross_entropy_backward(q, t, float(cg)), None
 
     return _record_loss(logits, None, total * scale, scale, rule)  # type: ignore[no-any-return]
 
