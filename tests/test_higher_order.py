@@ -240,3 +240,28 @@ def test_hessian_of_activation_families_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 2.1, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["where", "mse_loss", "cross_entropy"])
+def test_hessian_through_where_and_losses_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import losses, ops
+
+    mask = np.array([True, False, True, True])
+    target = np.array([0.5, -0.25, 1.0, 2.0])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        if name == "where":
+            y = ops.where(mask, x * x, x.exp()) if ours else torch.where(torch.tensor(mask), x * x, x.exp())
+            return (y * y).sum()
+        if name == "mse_loss":
+            h = x.tanh()
+            return losses.mse_loss(h, target) if ours else torch.nn.functional.mse_loss(h, torch.tensor(target))
+        m = (x * x).reshape((2, 2)) if ours else (x * x).reshape(2, 2)
+        cls = [1, 0]
+        return losses.cross_entropy(m, cls) if ours else torch.nn.functional.cross_entropy(m, torch.tensor(cls))
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

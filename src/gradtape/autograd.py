@@ -23,7 +23,7 @@ import numpy as np
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.hooks import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
-from gradtape.tape import NONE_TAPE, GradientTape, op_tape, owned_tape, seed_array
+from gradtape.tape import NONE_TAPE, GradientTape, attach_diff, op_tape, owned_tape, seed_array
 from gradtape.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -314,7 +314,9 @@ class Function:
                     arr = np.asarray(g.data if isinstance(g, Tensor) else g)
                     grads._accum(i, np.array(arr, dtype=dtype, copy=True))
 
-            def differentiable(grad_outputs: list[Tensor[Any, Any]]) -> list[tuple[int, Tensor[Any, Any]]]:
+            def differentiable(
+                grad_outputs: list[Tensor[Any, Any]], rebuild: Any
+            ) -> list[tuple[int, Tensor[Any, Any]]]:
                 # the second rule: backward run with recording on, on the tensors it saved, so a
                 # backward written in gradtape ops records and can be differentiated again
                 res = cls.backward(ctx, *grad_outputs)
@@ -328,6 +330,6 @@ class Function:
                     out.append((i, g))
                 return out
 
-            function_backward._gradtape_diff = (out_ids, differentiable)  # type: ignore[attr-defined]
+            attach_diff(function_backward, out_ids, differentiable)
             tape.add_backward_op(function_backward)
         return outs[0] if single else outs

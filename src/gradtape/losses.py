@@ -25,7 +25,7 @@ from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -98,7 +98,14 @@ def _scale(op: str, x: Array, reduction: str) -> float:
     return 1.0 / n
 
 
-def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float, rule: _Rule) -> Any:
+def _record_loss(
+    input: Tensor[Any, Any],
+    target: Any,
+    value: Any,
+    scale: float,
+    rule: _Rule,
+    diff: Callable[[Any, Any], tuple[Any, Any]] | None = None,
+) -> Any:
     """Wrap the scalar ``value`` as the loss and record one backward closure that accumulates
     the input's (and a target tensor's) gradient as ``rule`` computes them; a gradient the
     store does not keep is not computed (:meth:`~gradtape.gradients.Gradients.wants`)."""
@@ -122,6 +129,13 @@ def _record_loss(input: Tensor[Any, Any], target: Any, value: Any, scale: float,
             if need_t and gt is not None:
                 grads._accum(tid, np.asarray(gt))
 
+        if diff is not None:  # the second rule: diff(g, rebuild) -> (input's, target's gradient)
+
+            def loss_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+                gx, gt = diff(gs[0], rebuild)
+                return [(i, g) for i, g in ((xid, gx), (tid, gt)) if g is not None and i >= 0]
+
+            attach_diff(loss_backward, [(oid, (), x.dtype)], loss_diff)
         tape.add_backward_op(loss_backward)
     return out
 
@@ -174,7 +188,13 @@ def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
         gx = d * (c + c)
         return gx, (np.negative(gx) if need_t else None)
 
-    return _record_loss(input, tt, _total(d * d, reduction, scale), scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # 2 (x - t) scale g
+        xt = rebuild(input.id, x)
+        tt_ = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
+        gx = (xt - tt_) * (2.0 * scale) * g
+        return gx, -gx
+
+    return _record_loss(input, tt, _total(d * d, reduction, scale), scale, rule, diff)
 
 
 # ----- BEGIN GENERATED l1_loss: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -392,7 +412,13 @@ def cross_entropy(
         q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
         return _ks.cross_entropy_backward(q, t, float(cg)), None
 
-    return _record_loss(logits, None, total * scale, scale, rule)  # type: ignore[no-any-return]
+    onehot = np.zeros(x.shape, x.dtype)
+    onehot[np.arange(n), t] = 1
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, None]:  # (softmax(x) - onehot) scale g
+        return (rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g, None
+
+    return _record_loss(logits, None, total * scale, scale, rule, diff)  # type: ignore[no-any-return]
 
 
 def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduction: str) -> Any:

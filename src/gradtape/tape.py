@@ -856,8 +856,20 @@ _DIFF: dict[Any, DiffRule] = {}
 _SECOND_RULES = (
     "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
     "relu, leaky_relu, silu, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, matmul (2-D), linear, "
-    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to"
+    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, where, mse_loss, cross_entropy (class indices)"
 )
+
+
+def attach_diff(
+    closure: Any,
+    outputs: list[tuple[int, tuple[int, ...], Any]],
+    rule: Callable[[list[Tensor[Any, Any]], Callable[[int, Array], Tensor[Any, Any]]], list[tuple[int, Any]]],
+) -> None:
+    """Give a backward closure (``add_backward_op``) its second rule: ``rule(grads, rebuild)``
+    gets one gradient tensor per output ``(id, shape, dtype)`` (zeros for one with none) and
+    returns ``[(input id, gradient tensor)]``. For ops that record closures (and
+    :class:`gradtape.autograd.Function`); ops recording entries use :func:`register_diff`."""
+    closure._gradtape_diff = (outputs, rule)
 
 
 def register_diff(first_order: Any, rule: DiffRule) -> None:
@@ -908,7 +920,7 @@ def _run_entries_diff(
                     p if p is not None else like._like(np.zeros(shape, dtype))
                     for p, (_, shape, dtype) in zip(pending, out_ids, strict=True)
                 ]
-                for i, gi in differentiable(g_ts):
+                for i, gi in differentiable(g_ts, rebuild):
                     prev = gs.get(i)
                     gs[i] = gi if prev is None else prev + gi
                 continue

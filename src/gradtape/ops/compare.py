@@ -24,9 +24,9 @@ import numpy.typing as npt
 
 from gradtape._typing import A, B, S, T
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, tensor_operand
+from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -247,6 +247,11 @@ def where(cond: Any, a: Any, b: Any) -> Any:
                 gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
                 grads._accum(i, sum_to_shape(gi, shape))
 
+        def where_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            g = gs[0]
+            return [(i, sum_to(where(c, g, 0.0) if sel else where(c, 0.0, g), shape)) for i, shape, _, sel in wanted]
+
+        attach_diff(where_backward, [(oid, out.shape, out.dtype)], where_diff)
         tape.add_backward_op(where_backward)
     return out
 
