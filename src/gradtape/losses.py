@@ -412,10 +412,9 @@ def cross_entropy(
         q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
         return _ks.cross_entropy_backward(q, t, float(cg)), None
 
-    onehot = np.zeros(x.shape, x.dtype)
-    onehot[np.arange(n), t] = 1
-
     def diff(g: Any, rebuild: Any) -> tuple[Any, None]:  # (softmax(x) - onehot) scale g
+        onehot = np.zeros(x.shape, x.dtype)
+        onehot[np.arange(n), t] = 1
         return (rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g, None
 
     return _record_loss(logits, None, total * scale, scale, rule, diff)  # type: ignore[no-any-return]
