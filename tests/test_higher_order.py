@@ -265,3 +265,23 @@ def test_hessian_through_where_and_losses_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["getitem", "concat", "stack"])
+def test_hessian_through_indexing_concat_stack_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        if name == "getitem":
+            y = x[1:3] * x[0] + x[3] * x[3]
+        elif name == "concat":
+            y = ops.concat((x * x, x.exp())) if ours else torch.cat((x * x, x.exp()))
+        else:
+            y = ops.stack((x.sin(), x * x), axis=1) if ours else torch.stack((x.sin(), x * x), dim=1)
+        return (y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

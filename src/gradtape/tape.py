@@ -856,7 +856,8 @@ _DIFF: dict[Any, DiffRule] = {}
 _SECOND_RULES = (
     "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
     "relu, leaky_relu, silu, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, matmul (2-D), linear, "
-    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, where, mse_loss, cross_entropy (class indices)"
+    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, concat, stack, where, mse_loss, "
+    "cross_entropy (class indices)"
 )
 
 

@@ -37,7 +37,7 @@ from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, op_tape
+from gradtape.tape import NONE_TAPE, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -161,8 +161,30 @@ def getitem(a: Any, key: Any) -> Any:
             else:  # every dim indexed by an int: numpy gives a scalar
                 buf[k] = part + g
 
+        attach_diff(
+            getitem_backward, [(oid, out.shape, out.dtype)], lambda gs, rebuild: [(aid, _put_at(gs[0], shape, k))]
+        )
         tape.add_backward_op(getitem_backward)
     return out
+
+
+def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
+    """getitem's second rule: zeros of ``shape`` with the gradient tensor ``g`` at ``k``, as a
+    recorded op whose own backward is ``[k]`` (so it differentiates to any order)."""
+    from gradtape.autograd import Function, FunctionCtx
+
+    class PutAt(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, t: Any) -> Any:
+            out = np.zeros(shape, t.dtype)
+            out[k] = t.data
+            return t._like(out)
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, go: Any) -> Any:
+            return go[k]
+
+    return PutAt.apply(g)
 
 
 # ----- gather / index_select -------------------------------------------------------------

@@ -37,7 +37,7 @@ from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, OwnedTape, Tape, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, OwnedTape, Tape, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -648,7 +648,7 @@ def _tensor_list(op: str, tensors: object) -> list[Tensor[Any, Any]]:
     return ts
 
 
-def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Array], list[Array]]) -> Any:
+def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Any], list[Any]]) -> Any:
     """Wrap ``data`` as the output of an op on ``ts`` (tapes merged) whose input ``k``'s
     gradient is ``pieces(g)[k]``, a view of the output's gradient ``g``."""
     tape = op_tape(*ts)
@@ -662,6 +662,11 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Arra
                 for i, r in zip(ids, pieces(g), strict=True):
                     _give(grads, i, r, g, oid)
 
+        def many_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            # the second rule: the same pieces cut from the gradient tensor (basic indexing, recorded)
+            return list(zip(ids, pieces(gs[0]), strict=True))
+
+        attach_diff(many_backward, [(oid, out.shape, out.dtype)], many_diff)
         tape.add_backward_op(many_backward)
     return out
 
