@@ -856,8 +856,8 @@ _DIFF: dict[Any, DiffRule] = {}
 _SECOND_RULES = (
     "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
     "relu, leaky_relu, silu, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, matmul (2-D), linear, "
-    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, concat, stack, where, mse_loss, "
-    "cross_entropy (class indices)"
+    "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, concat, stack, where, max, min, "
+    "var, std, logsumexp, mse_loss, cross_entropy (class indices)"
 )
 
 
@@ -883,6 +883,25 @@ def register_diff(first_order: Any, rule: DiffRule) -> None:
 def _op_name(fn: Any) -> str:
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     return str(name).replace(".<locals>", "")
+
+
+def _entry_op(entry: _Entry) -> str:
+    """The public op an entry was recorded by, found through the functions it holds (the
+    entry's rule, the closures' cells): the first one defined inside a public function."""
+    seen: list[Any] = [entry[1], *entry[2:]]
+    for _ in range(3):
+        nxt: list[Any] = []
+        for f in seen:
+            qual = getattr(f, "__qualname__", "")
+            if callable(f) and "<locals>" in qual and not qual.startswith("_"):
+                return str(qual.split(".")[0])
+            for cell in getattr(f, "__closure__", None) or ():
+                try:
+                    nxt.append(cell.cell_contents)
+                except ValueError:
+                    pass
+        seen = nxt
+    return _op_name(entry[1])
 
 
 def _run_entries_diff(
@@ -947,7 +966,7 @@ def _run_entries_diff(
         rule = _DIFF.get(fn)
         if rule is None:
             raise TapeError(
-                f"{op}: the backward of op {_op_name(fn)!r} has no differentiable form yet, so gradients of "
+                f"{op}: the backward of op {_entry_op(entry)!r} has no differentiable form yet, so gradients of "
                 f"gradients cannot flow through it ({_SECOND_RULES})"
             )
         for i, gi in rule(g, entry, rebuild):

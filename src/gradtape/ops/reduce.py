@@ -19,7 +19,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -154,19 +154,27 @@ def _out(yk: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
     return yk.reshape(tuple(n for i, n in enumerate(yk.shape) if i not in axes))
 
 
-def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad: Any) -> Any:
+def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad: Any, diff: Any = None) -> Any:
     """Wrap ``y`` as the reduction's output; backward calls ``grad(grads, aid, gk)`` with the
-    output's gradient ``gk`` reshaped to ``kept`` (the keepdims shape)."""
+    output's gradient ``gk`` reshaped to ``kept`` (the keepdims shape). ``diff(gk, x)``, if
+    given, is the second rule: ``a``'s gradient from the gradient tensor ``gk`` (keepdims
+    shape) and ``a`` rebuilt as a tensor ``x``, in gradtape ops."""
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
+        aid, oid, xd = a.id, out.id, a.data
 
         def reduction_backward(grads: Gradients) -> None:
             g = grads._release(oid)
             if g is not None:
                 grad(grads, aid, np.asarray(g).reshape(kept))
 
+        if diff is not None:
+
+            def reduction_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+                return [(aid, diff(gs[0].reshape(kept), rebuild(aid, xd)))]
+
+            attach_diff(reduction_backward, [(oid, out.shape, out.dtype)], reduction_diff)
         tape.add_backward_op(reduction_backward)
     return out
 
@@ -189,7 +197,13 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
             share = gk / count  # one value per output element
             grads._accum(aid, np.multiply(mask, share))
 
-    return _record_reduction(a, y, kept, grad)
+    def diff(gk: Any, xt: Any) -> Any:  # the mask is piecewise constant
+        mask = x == yk
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weight = mask / np.sum(mask, axis=axes, keepdims=True, dtype=x.dtype)
+        return gk * gk._like(weight.astype(x.dtype))
+
+    return _record_reduction(a, y, kept, grad, diff)
 
 
 # ----- BEGIN GENERATED max: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -303,7 +317,13 @@ def _moment(
                     scale = np.where(yk == 0, dt(0), gk / (dof * yk))  # PyTorch: 0 where std == 0
                 grads._fused(aid, _k.addmul, np.multiply, d, scale)
 
-    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad)
+    def diff(gk: Any, xt: Any) -> Any:  # var: 2 (x - mean) / dof; std: (x - mean) / (dof std)
+        xc = xt - xt.mean(axis=axes, keepdims=True)
+        if op == "var":
+            return xc * (2.0 / float(dof)) * gk
+        return xc * gk / ((xc * xc).sum(axis=axes, keepdims=True) * (1.0 / float(dof))).sqrt() * (1.0 / float(dof))
+
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff)
 
 
 # ----- BEGIN GENERATED var: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -513,4 +533,7 @@ def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
         with np.errstate(invalid="ignore"):  # inf * 0 in a slice holding +inf: NaN, as PyTorch
             grads._fused(aid, _k.addmul, np.multiply, e, scale)
 
-    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad)
+    def diff(gk: Any, xt: Any) -> Any:  # softmax over the axes
+        return (xt - xt.logsumexp(axis=axes, keepdims=True)).exp() * gk
+
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff)
