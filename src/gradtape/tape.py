@@ -855,7 +855,8 @@ tensor an array the forward saved stands for (same id, on the tape being differe
 _DIFF: dict[Any, DiffRule] = {}
 _SECOND_RULES = (
     "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
-    "relu, leaky_relu, silu, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, matmul (2-D), linear, "
+    "relu, leaky_relu, silu, gelu, softplus, clamp, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, "
+    "matmul (2-D), linear, "
     "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, concat, stack, where, max, min, "
     "var, std, logsumexp, mse_loss, cross_entropy (class indices)"
 )

@@ -348,10 +348,22 @@ def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tens
     x = a.data
     if approximate == "none":
         y, cdf = _ka.gelu(x)
-        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_backward(out, x, cdf, g)))
+
+        def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # Phi(x) + x phi(x)
+            xt = rebuild(aid, x)
+            return g * (_normal_cdf(xt) + xt * (xt * xt * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi)))
+
+        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_backward(out, x, cdf, g)), diff=diff)
     if approximate == "tanh":
         y, s = _ka.gelu_tanh(x)
-        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_tanh_backward(out, x, s, g)))
+
+        def diff_tanh(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # s + x s'
+            xt = rebuild(aid, x)
+            c = math.sqrt(2.0 / math.pi)
+            t = ((xt + xt * xt * xt * 0.044715) * c).tanh()
+            return g * ((t + 1.0) * 0.5 + xt * ((1.0 - t * t) * 0.5) * ((xt * xt * (3 * 0.044715) + 1.0) * c))
+
+        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_tanh_backward(out, x, s, g)), diff=diff_tanh)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
@@ -389,8 +401,15 @@ def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Ten
         raise ValueError(f"softplus: beta must be a finite nonzero number, got {beta!r}")
     if math.isnan(thr):
         raise ValueError("softplus: threshold is NaN")
-    y, s = _ka.softplus(a.data, b, thr)
-    return record_entry(a, y, _fused_backward, _k.addmul, np.multiply, s)
+    x = a.data
+    y, s = _ka.softplus(x, b, thr)
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # sigmoid(beta x), 1 past the threshold
+        from gradtape.ops.compare import where
+
+        return where(x * b > thr, g, g * (rebuild(aid, x) * b).sigmoid())
+
+    return record_unary(a, y, _softplus_rule, s, diff=diff)
 
 
 def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
@@ -412,7 +431,11 @@ def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -
     if lo > hi:
         raise ValueError(f"clamp: min ({min!r}) is greater than max ({max!r})")
     x = a.data
-    return record_unary(a, np.clip(x, lo, hi), _rule(lambda out, g: _ka.clamp_backward(out, x, g, lo, hi)))
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # the mask is piecewise constant
+        return g * g._like(((x >= lo) & (x <= hi)).astype(x.dtype))
+
+    return record_unary(a, np.clip(x, lo, hi), _rule(lambda out, g: _ka.clamp_backward(out, x, g, lo, hi)), diff=diff)
 
 
 def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
@@ -443,6 +466,34 @@ def recip(a: Tensor[S, T]) -> Tensor[S, T]:
 #
 # Each op's second rule, beside its first: the same derivative written in gradtape ops on the
 # tensors the forward saved (``rebuild(id, array)``), used only when gradients are recorded.
+
+
+def _softplus_rule(grads: Gradients, i: int, g: Array, s: Array) -> None:
+    """softplus's first rule: ``grad += s * g`` (``s`` the saved slope) in one fused pass."""
+    grads._fused(i, _k.addmul, np.multiply, s, g)
+
+
+def _normal_cdf(x: Any) -> Any:
+    """The standard normal CDF of a tensor as a recorded op (gelu's second rule): forward
+    ``erfc(-x / sqrt(2)) / 2``, backward the density ``exp(-x**2 / 2) / sqrt(2 pi)`` in
+    gradtape ops, so it differentiates to any order."""
+    from gradtape.autograd import Function, FunctionCtx
+
+    class NormalCDF(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, t: Any) -> Any:
+            ctx.save_for_backward(t)
+            return t._like(np.asarray(0.5 * _erfc(-t.data / math.sqrt(2.0)), dtype=t.dtype))
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, go: Any) -> Any:
+            t: Any = ctx.saved_tensors[0]
+            return go * (t * t * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+
+    return NormalCDF.apply(x)
+
+
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
 
 def _d_fused(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
