@@ -331,3 +331,28 @@ def test_hessian_of_more_activations_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+def test_hessian_through_norms_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    w, b = np.array([1.5, -0.5]), np.array([0.25, 2.0])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        m = (x * x.exp()).reshape((2, 2)) if ours else (x * x.exp()).reshape(2, 2)
+        if ours:
+            y = (
+                m.layer_norm(weight=dev.tensor(w), bias=dev.tensor(b))
+                if name == "layer_norm"
+                else m.rms_norm(dev.tensor(w), 1e-6)
+            )
+        elif name == "layer_norm":
+            y = torch.nn.functional.layer_norm(m, (2,), torch.tensor(w), torch.tensor(b))
+        else:
+            y = torch.nn.functional.rms_norm(m, (2,), torch.tensor(w), 1e-6)
+        return (y * y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-8, atol=1e-10)

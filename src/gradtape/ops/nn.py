@@ -24,10 +24,10 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, record_entry, tensor_operand
+from gradtape.ops._util import SCALARS, record_entry, sum_to, tensor_operand
 from gradtape.ops.unary import _fused_backward, record_unary
 from gradtape.shapes import Rank1, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -157,6 +157,28 @@ def _record_norm(
             if need_b:
                 grads._accum(bid, db)
 
+        def norm_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            # the second rule, in gradtape ops on x rebuilt: with xhat = (x - mean) * rstd,
+            # gx = rstd (gw - mean(gw) - xhat mean(gw xhat)) for layer_norm (no mean terms
+            # but the last for rms_norm), gw = g * weight
+            g = gs[0]
+            axes = tuple(range(xd.ndim - k, xd.ndim))
+            xt = rebuild(xid, xd)
+            xc = xt - xt.mean(axis=axes, keepdims=True) if centered else xt
+            rstd = ((xc * xc).mean(axis=axes, keepdims=True) + eps) ** -0.5
+            xhat = xc * rstd
+            gy = g * rebuild(wid, wd) if wd is not None else g
+            inner = gy - xhat * (gy * xhat).mean(axis=axes, keepdims=True)
+            if centered:
+                inner = inner - gy.mean(axis=axes, keepdims=True)
+            out = [(xid, inner * rstd)]
+            if wd is not None:
+                out.append((wid, sum_to(g * xhat, wd.shape)))
+            if bd is not None:
+                out.append((bid, sum_to(g, bd.shape)))
+            return out
+
+        attach_diff(norm_backward, [(oid, out.shape, out.dtype)], norm_diff)
         tape.add_backward_op(norm_backward)
     return out
 
