@@ -356,3 +356,26 @@ def test_hessian_through_norms_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["gather", "index_select", "embedding"])
+def test_hessian_through_gather_and_embedding_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    idx = np.array([1, 0, 1, 1])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        m = (x * x.sin()).reshape((2, 2)) if ours else (x * x.sin()).reshape(2, 2)
+        if name == "gather":
+            y = ops.gather(m, idx, axis=1) if ours else m[:, torch.tensor(idx)]
+        elif name == "index_select":
+            y = ops.index_select(m, idx[:3], axis=0) if ours else m[torch.tensor(idx[:3])]
+        else:
+            y = ops.embedding(idx.reshape(2, 2), m) if ours else m[torch.tensor(idx.reshape(2, 2))]
+        return (y * y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

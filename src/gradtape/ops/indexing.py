@@ -229,8 +229,32 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
             if g is not None:
                 scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
 
+        def gather_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            return [(aid, scatter_into(gs[0], shape, ax, idx))]
+
+        attach_diff(gather_backward, [(oid, out.shape, out.dtype)], gather_diff)
         tape.add_backward_op(gather_backward)
     return out
+
+
+def scatter_into(g: Any, shape: tuple[int, ...], axis: int, idx: Array) -> Any:
+    """The second rule of gather/index_select/embedding: zeros of ``shape`` with the gradient
+    tensor ``g`` added at ``idx`` along ``axis`` (repeats accumulate), as a recorded op whose
+    own backward gathers again (so it differentiates to any order)."""
+    from gradtape.autograd import Function, FunctionCtx
+
+    class ScatterAdd(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, t: Any) -> Any:
+            out = np.zeros(shape, t.dtype)
+            scatter_add(out, axis, idx, np.ascontiguousarray(t.data))
+            return t._like(out)
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, go: Any) -> Any:
+            return _take("gather", go, idx, axis)
+
+    return ScatterAdd.apply(g)
 
 
 @overload

@@ -401,7 +401,12 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
         if grads.wants(i, w_leaf):
             grads._fused(i, scatter_into, scatter_fresh, idx, g)
 
-    return record_unary(weight, y, rule)
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # the rows scattered back, recorded
+        from gradtape.ops.indexing import scatter_into as scatter_tensor
+
+        return scatter_tensor(g.reshape((-1, wshape[1])), wshape, 0, idx.reshape(-1))
+
+    return record_unary(weight, y, rule, diff=diff)
 
 
 @overload
