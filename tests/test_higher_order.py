@@ -379,3 +379,33 @@ def test_hessian_through_gather_and_embedding_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["matmul_nd", "matmul_broadcast", "dropout"])
+def test_hessian_through_batched_matmul_and_dropout(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    mask = np.array([2.0, 2.0, 0.0, 2.0, 0.0, 0.0, 2.0, 0.0])  # dropout(p=0.5, rng=default_rng(1))
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        h = x * x.tanh()
+        if name == "matmul_nd":
+            a = h.reshape((2, 2, 2)) if ours else h.reshape(2, 2, 2)
+            y = a @ (a * 0.5).exp()
+        elif name == "matmul_broadcast":
+            a = h.reshape((2, 2, 2)) if ours else h.reshape(2, 2, 2)
+            w = h[:4].reshape((2, 2)) if ours else h[:4].reshape(2, 2)
+            y = a @ w
+        else:
+            if ours:
+                y = ops.dropout(h, 0.5, rng=np.random.default_rng(1))
+                np.testing.assert_array_equal(y.numpy(), h.numpy() * mask)
+            else:
+                y = h * torch.tensor(mask)
+        return (y * y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4, 0.2, -0.5, 1.1, 0.3])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

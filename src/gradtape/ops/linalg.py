@@ -19,9 +19,9 @@ import numpy as np
 from gradtape._typing import A, B, C, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
-from gradtape.ops._util import tensor_operand
+from gradtape.ops._util import sum_to, tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -196,8 +196,25 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
                     gb = sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
                 grads._accum(bid, gb.reshape(bd.shape))
 
+        def matmul_nd_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            # the second rule: grad_a = g @ b^T, grad_b = a^T @ g on the batched views, summed
+            # back over broadcast batch dims, in gradtape ops (matmul of the rebuilt tensors)
+            g2 = gs[0].reshape(full)
+            at = rebuild(aid, ad).reshape(a2.shape)
+            bt = rebuild(bid, bd).reshape(b2.shape)
+            ga = sum_to(g2 @ _swap_last(bt), a2.shape).reshape(ad.shape)
+            gb = sum_to(_swap_last(at) @ g2, b2.shape).reshape(bd.shape)
+            return [(aid, ga), (bid, gb)]
+
+        attach_diff(matmul_nd_backward, [(oid, out.shape, out.dtype)], matmul_nd_diff)
         tape.add_backward_op(matmul_nd_backward)
     return out
+
+
+def _swap_last(t: Any) -> Any:
+    """``t`` with its last two dims swapped (a recorded permute)."""
+    perm = (*range(t.ndim - 2), t.ndim - 1, t.ndim - 2)
+    return t.permute(perm)
 
 
 # ----- BEGIN GENERATED linear: python scripts/gen_shape_overloads.py (do not edit) -----

@@ -24,8 +24,8 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, record_entry, sum_to, tensor_operand
-from gradtape.ops.unary import _fused_backward, record_unary
+from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.ops.unary import record_unary
 from gradtape.shapes import Rank1, Rank2
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
@@ -82,7 +82,12 @@ def dropout(
     gen = _generator(rng, a)
     keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
     m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
-    return record_entry(a, np.multiply(x, m), _fused_backward, _k.addmul, np.multiply, m)
+    return record_unary(a, np.multiply(x, m), _dropout_rule, m, diff=lambda g, rebuild, oid, aid: g * g._like(m))
+
+
+def _dropout_rule(grads: Gradients, i: int, g: Array, m: Array) -> None:
+    """dropout's first rule: ``grad += m * g`` (the saved scaled mask) in one fused pass."""
+    grads._fused(i, _k.addmul, np.multiply, m, g)
 
 
 def _no_grad(grads: Gradients, i: int, g: Array) -> None:
