@@ -409,3 +409,68 @@ def test_hessian_through_batched_matmul_and_dropout(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4, 0.2, -0.5, 1.1, 0.3])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["conv1d", "conv2d", "conv2d_strided_grouped", "conv_transpose2d"])
+def test_hessian_through_convolutions_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    fn = torch.nn.functional
+    rng = np.random.default_rng(3)
+    w1 = rng.standard_normal((2, 1, 2))
+    w2 = rng.standard_normal((2, 1, 2, 2))
+    wg = rng.standard_normal((2, 1, 2, 2))
+    wt = rng.standard_normal((1, 2, 2, 2))
+    bias = np.array([0.3, -0.2])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        h = x * x.tanh()
+
+        def c(a: Any) -> Any:
+            return dev.tensor(a) if ours else torch.tensor(a)
+
+        if name == "conv1d":
+            a = h.reshape((1, 1, 8)) if ours else h.reshape(1, 1, 8)
+            y = ops.conv1d(a, c(w1), c(bias), padding=1) if ours else fn.conv1d(a, c(w1), c(bias), padding=1)
+        elif name == "conv2d":
+            a = h.reshape((1, 1, 2, 4)) if ours else h.reshape(1, 1, 2, 4)
+            y = ops.conv2d(a, c(w2), c(bias), padding=1) if ours else fn.conv2d(a, c(w2), c(bias), padding=1)
+        elif name == "conv2d_strided_grouped":
+            a = h.reshape((1, 2, 2, 2)) if ours else h.reshape(1, 2, 2, 2)
+            y = (
+                ops.conv2d(a, c(wg), None, stride=2, padding=1, groups=2)
+                if ours
+                else fn.conv2d(a, c(wg), None, stride=2, padding=1, groups=2)
+            )
+        else:
+            a = h.reshape((1, 1, 2, 4)) if ours else h.reshape(1, 1, 2, 4)
+            y = (
+                ops.conv_transpose2d(a, c(wt), c(bias), stride=2)
+                if ours
+                else fn.conv_transpose2d(a, c(wt), c(bias), stride=2)
+            )
+        return (y * y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4, 0.2, -0.5, 1.1, 0.3])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+def test_weight_hessian_through_conv2d_matches_torch() -> None:
+    """Second derivatives with respect to the kernel (the bilinear rule's w side)."""
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    xs = np.random.default_rng(4).standard_normal((1, 1, 3, 3))
+
+    def f(w: Any) -> Any:
+        ours = isinstance(w, Tensor)
+        k = w.reshape((1, 1, 2, 2)) if ours else w.reshape(1, 1, 2, 2)
+        y = ops.conv2d(dev.tensor(xs), k) if ours else torch.nn.functional.conv2d(torch.tensor(xs), k)
+        return (y * y * y).sum()
+
+    w0 = np.array([0.5, -0.25, 0.75, 0.1])
+    want = torch.func.hessian(f)(torch.tensor(w0)).numpy()
+    np.testing.assert_allclose(_hessian(f, w0), want, rtol=1e-9, atol=1e-12)

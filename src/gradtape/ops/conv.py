@@ -64,7 +64,7 @@ from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank1, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -172,10 +172,18 @@ Backward = Callable[[Array, bool, bool, bool], tuple[Array | None, Array | None,
 
 
 def _record(
-    x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | None, data: Array, tape: Tape, rule: Backward
+    x: Tensor[Any, Any],
+    w: Tensor[Any, Any],
+    b: Tensor[Any, Any] | None,
+    data: Array,
+    tape: Tape,
+    rule: Backward,
+    f: Callable[[Any, Any], Any] | None = None,
 ) -> Any:
     """Wrap ``data`` as the output of an op on ``(x, w, b)`` and record its backward:
-    ``rule(g, want_x, want_w, want_b)`` returns fresh gradient arrays (or ``None``) for each."""
+    ``rule(g, want_x, want_w, want_b)`` returns fresh gradient arrays (or ``None``) for each.
+    ``f(x, w)``, the op without its bias on tensors with the same settings, gives the second
+    rule (see :func:`_bilinear_vjp`)."""
     out = x._from_op(data, tape)
     if tape is not NONE_TAPE:
         xid, wid, oid, x_leaf, w_leaf = x.id, w.id, out.id, x._leaf, w._leaf
@@ -194,7 +202,53 @@ def _record(
             if gb is not None:
                 grads._accum(bid, gb)
 
+        if f is not None:
+            xd, wd, op = x.data, w.data, f
+
+            def conv_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+                g = gs[0]
+                gx, gw = _bilinear_vjp(op, g, rebuild(xid, xd), rebuild(wid, wd))
+                res = [(xid, gx), (wid, gw)]
+                if bid >= 0:  # the bias's gradient: g summed over all but the channel axis
+                    res.append((bid, g.sum(axis=tuple(i for i in range(g.ndim) if i != 1))))
+                return res
+
+            attach_diff(conv_backward, [(oid, out.shape, out.dtype)], conv_diff)
         tape.add_backward_op(conv_backward)
+    return out
+
+
+def _bilinear_vjp(f: Callable[[Any, Any], Any], g: Any, x: Any, w: Any) -> tuple[Any, Any]:
+    """The gradients ``(gx, gw)`` of ``<g, f(x, w)>`` for an op ``f`` linear in each argument
+    (a convolution), as a recorded op differentiable to any order: its forward runs ``f``'s
+    own first rule; its backward is, with cotangents ``(ax, aw)``,
+    ``d/dg = f(ax, w) + f(x, aw)``, ``d/dx = gx(g; w=aw)``, ``d/dw = gw(g; x=ax)`` (each ``f`` or
+    this op again), because ``<ax, gx(g; w)> = <f(ax, w), g>`` and likewise for ``w``."""
+    from gradtape.autograd import Function, FunctionCtx
+    from gradtape.grad_mode import enable_grad
+
+    def first_order(gd: Array, xa: Any, wa: Any) -> tuple[Array, Array]:
+        with enable_grad():
+            xs, ws = xa.detach().leaky_trace(), wa.detach().leaky_trace()
+            grads = f(xs, ws).backward(gd)
+        return grads.get(xs).numpy(), grads.get(ws).numpy()
+
+    class BilinearVJP(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, gt: Any, xt: Any, wt: Any) -> tuple[Any, Any]:
+            ctx.save_for_backward(gt, xt, wt)
+            gx, gw = first_order(gt.data, xt, wt)
+            return xt._like(gx), wt._like(gw)
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, ax: Any, aw: Any) -> tuple[Any, Any, Any]:
+            gt, xt, wt = ctx.saved_tensors
+            dg = f(ax, wt) + f(xt, aw)
+            dx = BilinearVJP.apply(gt, xt, aw)[0]
+            dw = BilinearVJP.apply(gt, ax, wt)[1]
+            return dg, dx, dw
+
+    out: tuple[Any, Any] = BilinearVJP.apply(g, x, w)
     return out
 
 
@@ -256,7 +310,15 @@ def _conv(
             gb = np.asarray(g4.sum(axis=(0, 2, 3)))
         return gx, gw, gb
 
-    return _record(x, w, b, out4.reshape((n, o, *out_sz)), tape, rule)
+    return _record(
+        x,
+        w,
+        b,
+        out4.reshape((n, o, *out_sz)),
+        tape,
+        rule,
+        lambda a, c: _conv(op, nd, a, c, None, stride, padding, dilation, groups),
+    )
 
 
 # ----- BEGIN GENERATED conv2d: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -634,4 +696,12 @@ def conv_transpose2d(
         gb = np.asarray(g.sum(axis=(0, 2, 3))) if want_b else None
         return gx, gw, gb
 
-    return _record(x, w, b, out, _tapes(x, w, b), rule)
+    return _record(
+        x,
+        w,
+        b,
+        out,
+        _tapes(x, w, b),
+        rule,
+        lambda a, c: conv_transpose2d(a, c, None, stride, padding, output_padding, groups, dilation),
+    )
