@@ -474,3 +474,35 @@ def test_weight_hessian_through_conv2d_matches_torch() -> None:
     w0 = np.array([0.5, -0.25, 0.75, 0.1])
     want = torch.func.hessian(f)(torch.tensor(w0)).numpy()
     np.testing.assert_allclose(_hessian(f, w0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "min_pool2d", "avg_pool2d", "upscale_nearest", "upscale_bilinear"])
+def test_hessian_through_pooling_and_upscaling_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import ops
+
+    fn = torch.nn.functional
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        h = x * x.tanh()
+        a = h.reshape((1, 2, 2, 4)) if ours else h.reshape(1, 2, 2, 4)
+        if name == "max_pool2d":
+            y = ops.max_pool2d(a, 2) if ours else fn.max_pool2d(a, 2)
+        elif name == "min_pool2d":
+            y = ops.min_pool2d(a, 2) if ours else -fn.max_pool2d(-a, 2)
+        elif name == "avg_pool2d":
+            y = ops.avg_pool2d(a, 2, 1, 1) if ours else fn.avg_pool2d(a, 2, 1, 1)
+        elif name == "upscale_nearest":
+            y = ops.upscale2d(a, scale_factor=2) if ours else fn.interpolate(a, scale_factor=2, mode="nearest")
+        else:
+            y = (
+                ops.upscale2d(a, (3, 5), mode="bilinear", align_corners=True)
+                if ours
+                else fn.interpolate(a, (3, 5), mode="bilinear", align_corners=True)
+            )
+        return (y * y * y).sum()
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4, 0.2, -0.5, 1.1, 0.3, 0.6, -0.9, 0.15, 1.4, -0.35, 0.8, -1.1, 0.45])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

@@ -856,7 +856,8 @@ _DIFF: dict[Any, DiffRule] = {}
 _SECOND_RULES = (
     "ops with a differentiable backward so far: + - * / and scalar ops, pow, exp, log, sin, cos, tanh, sigmoid, "
     "relu, leaky_relu, silu, gelu, softplus, clamp, abs, square, sqrt, recip, softmax, log_softmax, sum, mean, "
-    "matmul (any rank, broadcast), linear, conv1d, conv2d, conv_transpose2d, layer_norm, rms_norm, dropout, "
+    "matmul (any rank, broadcast), linear, conv1d, conv2d, conv_transpose2d, max/min/avg_pool2d, upscale2d, "
+    "layer_norm, rms_norm, dropout, "
     "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, gather, index_select, embedding, "
     "concat, stack, where, max, min, "
     "var, std, logsumexp, mse_loss, cross_entropy (class indices)"

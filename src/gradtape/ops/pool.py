@@ -45,6 +45,7 @@ the kernel, both or neither of ``size`` and ``scale_factor``, an unknown mode,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
@@ -107,7 +108,15 @@ def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: objec
         gx = _kp.scatter_add(g.reshape(n * c, *out_hw), idx, (h, w))
         grads._accum(i, gx.reshape(n, c, h, w))
 
-    return record_unary(x, y.reshape(n, c, *out_hw), rule)
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+        # the second rule: g added at the chosen sources (the selection of this forward,
+        # piecewise constant), as a recorded scatter whose own backward gathers
+        from gradtape.ops.indexing import scatter_into
+
+        flat = (idx.reshape(n * c, -1) + (np.arange(n * c) * (h * w))[:, None]).reshape(-1)
+        return scatter_into(g.reshape((-1,)), (n * c * h * w,), 0, flat).reshape((n, c, h, w))
+
+    return record_unary(x, y.reshape(n, c, *out_hw), rule, diff=diff)
 
 
 def max_pool2d(
@@ -164,7 +173,13 @@ def avg_pool2d(
         gx = _kp.pool_avg_backward(g.reshape(n * c, *out_hw), k, s, p, (h, w))
         grads._accum(i, gx.reshape(n, c, h, w))
 
-    return record_unary(x, y.reshape(n, c, *out_hw), rule)
+    def adjoint(gd: Array) -> Array:
+        return _kp.pool_avg_backward(gd.reshape(n * c, *out_hw), k, s, p, (h, w)).reshape(n, c, h, w)
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+        return _linear_vjp(lambda a: avg_pool2d(a, kernel_size, stride, padding), adjoint, g)
+
+    return record_unary(x, y.reshape(n, c, *out_hw), rule, diff=diff)
 
 
 # ----- upscale2d ---------------------------------------------------------------------------
@@ -289,7 +304,13 @@ def upscale2d(
             gx = _kp.nearest_backward(g.reshape(n * c, oh, ow), ih, iw, (h, w))
             grads._accum(i, gx.reshape(n, c, h, w))
 
-        return record_unary(x, y.reshape(n, c, oh, ow), nearest_rule)
+        def nearest_adjoint(gd: Array) -> Array:
+            return _kp.nearest_backward(gd.reshape(n * c, oh, ow), ih, iw, (h, w)).reshape(n, c, h, w)
+
+        def nearest_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+            return _linear_vjp(lambda a: upscale2d(a, size, scale_factor, "nearest"), nearest_adjoint, g)
+
+        return record_unary(x, y.reshape(n, c, oh, ow), nearest_rule, diff=nearest_diff)
     dt = xd.dtype
     th = _linear_taps(dt, h, oh, sh, bool(align_corners))
     tw = _linear_taps(dt, w, ow, sw, bool(align_corners))
@@ -299,4 +320,28 @@ def upscale2d(
         gx = _kp.bilinear_backward(g.reshape(n * c, oh, ow), th, tw, (h, w))
         grads._accum(i, gx.reshape(n, c, h, w))
 
-    return record_unary(x, y.reshape(n, c, oh, ow), bilinear_rule)
+    def bilinear_adjoint(gd: Array) -> Array:
+        return _kp.bilinear_backward(gd.reshape(n * c, oh, ow), th, tw, (h, w)).reshape(n, c, h, w)
+
+    def bilinear_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+        return _linear_vjp(lambda a: upscale2d(a, size, scale_factor, "bilinear", align_corners), bilinear_adjoint, g)
+
+    return record_unary(x, y.reshape(n, c, oh, ow), bilinear_rule, diff=bilinear_diff)
+
+
+def _linear_vjp(f: Callable[[Any], Any], adjoint: Callable[[Array], Array], g: Any) -> Any:
+    """The second rule of a linear op ``f`` (average pooling, upscaling): ``f^T g`` as a recorded
+    op whose forward is the first rule's ``adjoint`` and whose backward is ``f`` itself (the
+    adjoint of the adjoint), so it differentiates to any order."""
+    from gradtape.autograd import Function, FunctionCtx
+
+    class LinearVJP(Function):
+        @staticmethod
+        def forward(ctx: FunctionCtx, t: Any) -> Any:
+            return t._like(np.ascontiguousarray(adjoint(t.data)))
+
+        @staticmethod
+        def backward(ctx: FunctionCtx, a: Any) -> Any:
+            return f(a)
+
+    return LinearVJP.apply(g)
