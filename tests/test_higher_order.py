@@ -506,3 +506,39 @@ def test_hessian_through_pooling_and_upscaling_matches_torch(name: str) -> None:
     x0 = np.array([0.7, -1.3, 0.9, 0.4, 0.2, -0.5, 1.1, 0.3, 0.6, -0.9, 0.15, 1.4, -0.35, 0.8, -1.1, 0.45])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["l1_loss", "huber_loss", "smooth_l1_loss", "kl_div", "kl_div_log_target", "soft_ce"])
+def test_hessian_through_more_losses_matches_torch(name: str) -> None:
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import losses
+
+    fn = torch.nn.functional
+    target = np.array([0.5, -0.25, 1.0, 0.2])
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])
+
+    def f(x: Any) -> Any:
+        ours = isinstance(x, Tensor)
+        h = x * x.sin()
+        t = dev.tensor(target) if ours else torch.tensor(target)
+        if name == "l1_loss":
+            return losses.l1_loss(h * h, t) if ours else fn.l1_loss(h * h, t)
+        if name == "huber_loss":
+            return losses.huber_loss(h * h, t, delta=0.3) if ours else fn.huber_loss(h * h, t, delta=0.3)
+        if name == "smooth_l1_loss":
+            return losses.smooth_l1_loss(h * h, t, beta=0.3) if ours else fn.smooth_l1_loss(h * h, t, beta=0.3)
+        m = h.reshape((2, 2)) if ours else h.reshape(2, 2)
+        pt = dev.tensor(probs) if ours else torch.tensor(probs)
+        if name == "kl_div":
+            lq = m.log_softmax(1)
+            return losses.kl_div(lq, pt, "batchmean") if ours else fn.kl_div(lq, pt, reduction="batchmean")
+        if name == "kl_div_log_target":
+            lq, lp = m.log_softmax(1), (m * 0.5).log_softmax(1)
+            if ours:
+                return losses.kl_div(lq, lp, "sum", log_target=True)
+            return fn.kl_div(lq, lp, reduction="sum", log_target=True)
+        return losses.cross_entropy(m, pt) if ours else fn.cross_entropy(m, pt)
+
+    x0 = np.array([0.7, -1.3, 0.9, 0.4])
+    want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
+    np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)

@@ -229,7 +229,11 @@ def l1_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
         gx = np.sign(d) * c
         return gx, (np.negative(gx) if need_t else None)
 
-    return _record_loss(input, tt, _total(np.abs(d), reduction, scale), scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # a constant slope: sign(d) scale g
+        gx = g * g._like(np.sign(d) * x.dtype.type(scale))
+        return gx, -gx
+
+    return _record_loss(input, tt, _total(np.abs(d), reduction, scale), scale, rule, diff)
 
 
 mae_loss = l1_loss
@@ -266,7 +270,21 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
             gx = np.clip(d, -k, k) * c
         return gx, (np.negative(gx) if need_t else None)
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
+        # d inside the band (d / beta for smooth L1), the constant clipped slope outside
+        from gradtape.ops.compare import where
+
+        if divide and delta == 0:
+            slope = g._like(np.sign(d))
+        else:
+            dtt = rebuild(input.id, x) - (rebuild(tt.id, tt.data) if tt is not None else g._like(t))
+            band = dtt * (1.0 / float(k)) if divide else dtt
+            outer = np.clip(d / k, dt(-1), dt(1)) if divide else np.clip(d, -k, k)
+            slope = where(np.abs(d) < k, band, g._like(np.asarray(outer, dtype=x.dtype)))
+        gx = slope * float(scale) * g
+        return gx, -gx
+
+    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
 
 
 # ----- BEGIN GENERATED huber_loss: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -439,7 +457,14 @@ def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduc
             gx *= cg
         return gx, (logp * -cg if need_t else None)
 
-    return _record_loss(logits, t_tensor, loss, scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # softmax(x) sum(t) - t; -log_softmax(x)
+        xt = rebuild(logits.id, x)
+        tv = rebuild(t_tensor.id, t_tensor.data) if t_tensor is not None else g._like(t)
+        gx = (xt.softmax(1) * tv.sum(axis=1, keepdims=True) - tv) * g * float(scale)
+        gt = -xt.log_softmax(1) * g * float(scale) if t_tensor is not None else None
+        return gx, gt
+
+    return _record_loss(logits, t_tensor, loss, scale, rule, diff)
 
 
 # ----- BEGIN GENERATED binary_cross_entropy_with_logits: python scripts/gen_shape_overloads.py (do not edit) -----
@@ -599,4 +624,14 @@ def kl_div(
                 gt = (p * (t - x + 1) if log_target else log_p + 1 - x) * c
         return gx, gt
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
+        xt = rebuild(input.id, x)
+        tv = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
+        pv = tv.exp() if log_target else tv
+        gx = -(pv * g) * float(scale)
+        if tt is None:
+            return gx, None
+        gt = (pv * (tv - xt + 1.0) if log_target else tv.log() + 1.0 - xt) * g * float(scale)
+        return gx, gt
+
+    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)

@@ -860,7 +860,7 @@ _SECOND_RULES = (
     "layer_norm, rms_norm, dropout, "
     "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, gather, index_select, embedding, "
     "concat, stack, where, max, min, "
-    "var, std, logsumexp, mse_loss, cross_entropy (class indices)"
+    "var, std, logsumexp, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, cross_entropy"
 )
 
 
