@@ -550,7 +550,17 @@ def binary_cross_entropy_with_logits(
             gt = -x * c if lw is None else ((pw - 1) * sp - x) * c
         return gx, gt
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # (1 - t) - lw sigmoid(-x); the target's
+        xt = rebuild(input.id, x)
+        tv = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
+        neg_sig = (-xt).sigmoid()
+        gx = ((1.0 - tv) - (neg_sig if lw is None else (tv * g._like(pw - 1) + 1.0) * neg_sig)) * g * float(scale)
+        if tt is None:
+            return gx, None
+        gt = -xt if lw is None else (-xt).softplus() * g._like(np.broadcast_to(pw - 1, x.shape).copy()) - xt
+        return gx, gt * g * float(scale)
+
+    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
 
 
 # ----- distribution losses ------------------------------------------------------------------

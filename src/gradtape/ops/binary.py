@@ -28,7 +28,17 @@ from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, broadcast_shapes, sum_to_shape
-from gradtape.tape import NONE_TAPE, GradientTape, NoneTape, OwnedTape, Tape, next_id, op_tape, register_diff
+from gradtape.tape import (
+    NONE_TAPE,
+    GradientTape,
+    NoneTape,
+    OwnedTape,
+    Tape,
+    attach_diff,
+    next_id,
+    op_tape,
+    register_diff,
+)
 
 _new = object.__new__
 # ufuncs called through module globals on the hot paths: ``np.add`` is a global and an
@@ -425,9 +435,12 @@ def _rdiv_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array
 # ----- maximum / minimum / pow -----------------------------------------------------------
 
 
-def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Array], Array]) -> Any:
+def _record_with_constant(
+    a: Tensor[Any, Any], data: Array, grad: Callable[[Array], Array], slope: Array | None = None
+) -> Any:
     """Wrap ``data`` as the output of ``f(a, c)`` for a constant ``c`` (a Python number):
-    only ``a`` gets a gradient, ``grad(g)`` (a new array of ``a``'s shape)."""
+    only ``a`` gets a gradient, ``grad(g)`` (a new array of ``a``'s shape). ``slope``, the
+    piecewise-constant derivative ``grad`` multiplies by, gives the second rule ``g * slope``."""
     tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
@@ -438,6 +451,13 @@ def _record_with_constant(a: Tensor[Any, Any], data: Array, grad: Callable[[Arra
             if g is not None:
                 grads._accum(aid, grad(g))
 
+        if slope is not None:
+            sl = slope
+
+            def constant_operand_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+                return [(aid, gs[0] * gs[0]._like(sl))]
+
+            attach_diff(constant_operand_backward, [(oid, out.shape, out.dtype)], constant_operand_diff)
         tape.add_backward_op(constant_operand_backward)
     return out
 
@@ -479,7 +499,8 @@ def maximum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "maximum"), a.data
-        return _record_with_constant(a, np.maximum(x, s), lambda g: g * _tie_split(x, s, np.greater, g.dtype))
+        split = _tie_split(x, s, np.greater, x.dtype)
+        return _record_with_constant(a, np.maximum(x, s), lambda g: g * split, split)
     return record_binary("maximum", a, b, np.maximum, _maximum_rule)
 
 
@@ -513,7 +534,8 @@ def minimum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "minimum"), a.data
-        return _record_with_constant(a, np.minimum(x, s), lambda g: g * _tie_split(x, s, np.less, g.dtype))
+        split = _tie_split(x, s, np.less, x.dtype)
+        return _record_with_constant(a, np.minimum(x, s), lambda g: g * split, split)
     return record_binary("minimum", a, b, np.minimum, _minimum_rule)
 
 
@@ -579,6 +601,16 @@ _BINARY_DIFF: dict[Any, Callable[[Any, Any, Any, Any], tuple[Any, Any]]] = {
     _sub_rule: lambda g, a, b, y: (g, -g),
     _mul_rule: lambda g, a, b, y: (g * b(), g * a()),
     _div_rule: lambda g, a, b, y: (g / b(), -(g * y()) / b()),
+    # the tie-split masks of maximum / minimum are piecewise constant
+    _maximum_rule: lambda g, a, b, y: (
+        g * g._like(_tie_split(a().data, b().data, np.greater, g.dtype)),
+        g * g._like(_tie_split(b().data, a().data, np.greater, g.dtype)),
+    ),
+    _minimum_rule: lambda g, a, b, y: (
+        g * g._like(_tie_split(a().data, b().data, np.less, g.dtype)),
+        g * g._like(_tie_split(b().data, a().data, np.less, g.dtype)),
+    ),
+    _pow_rule: lambda g, a, b, y: (g * b() * pow(a(), b() - 1.0), g * y() * a().log()),
 }
 
 

@@ -78,7 +78,7 @@ def dropout(
     x = a.data
     dt = x.dtype
     if p == 1.0:
-        return record_unary(a, np.zeros(x.shape, dt), _no_grad)
+        return record_unary(a, np.zeros(x.shape, dt), _no_grad, diff=lambda g, r, o, i: g * 0.0)
     gen = _generator(rng, a)
     keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
     m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
@@ -466,5 +466,14 @@ def prelu(x: Any, weight: Any) -> Any:
                 grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
+        def prelu_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            from gradtape.ops.compare import where
+
+            g = gs[0]
+            w = rebuild(wid, wd).reshape(wb.shape)
+            gw = where(pos, 0.0, rebuild(xid, xd) * g).sum(axis=axes).reshape(wd.shape)
+            return [(xid, where(pos, g, g * w)), (wid, gw)]
+
+        attach_diff(prelu_backward, [(oid, out.shape, out.dtype)], prelu_diff)
         tape.add_backward_op(prelu_backward)
     return out

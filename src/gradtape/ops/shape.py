@@ -843,7 +843,10 @@ def roll(a: Tensor[S, T], shift: int | Sequence[int], axis: int | Sequence[int] 
         back = tuple(-s for s in shifts) if not isinstance(shift, (int, np.integer)) else -shifts[0]
     fwd = shift if isinstance(shift, (int, np.integer)) else shifts
     return _record(  # type: ignore[no-any-return]
-        a, np.roll(x, fwd, axis=ax), lambda grads, i, oid, g: grads._accum(i, np.roll(g, back, axis=ax))
+        a,
+        np.roll(x, fwd, axis=ax),
+        lambda grads, i, oid, g: grads._accum(i, np.roll(g, back, axis=ax)),
+        lambda g: roll(g, back, ax),
     )
 
 
@@ -856,7 +859,8 @@ def _tri(op: str, a: Tensor[Any, Any], k: int, f: Callable[..., Array]) -> Any:
         raise ShapeError(f"{op}: needs a tensor of at least 2 dims (the last two are the matrix), got shape {x.shape}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"{op}: k must be an int, got {k!r}")
-    return _record(a, f(x, k), lambda grads, i, oid, g: grads._accum(i, f(g, k)))
+    keep = f(np.ones(x.shape[-2:], x.dtype), k)  # the kept triangle: a constant mask
+    return _record(a, f(x, k), lambda grads, i, oid, g: grads._accum(i, f(g, k)), lambda g: g * g._like(keep))
 
 
 def tril(a: Tensor[S, T], k: int = 0) -> Tensor[S, T]:

@@ -265,7 +265,9 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
         return record_scalar(a, x.copy(), 1.0)  # type: ignore[no-any-return]
     y = np.power(x, p)
     if p == 0.0:
-        return record_unary(a, y, lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)))
+        return record_unary(
+            a, y, lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)), diff=lambda g, r, o, i: g * 0.0
+        )
     return record_entry(a, y, _pow_backward, x, p)
 
 
@@ -513,6 +515,8 @@ def _d_fused(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
         return [(i, -(g * y * y))]
     if kernel is _ka.cos_backward:  # s = x
         return [(i, -(g * rebuild(i, s).sin()))]
+    if kernel is _ka.nans_to_backward:  # s = x; the gradient passes where x is not NaN
+        return [(i, g * g._like((~np.isnan(s)).astype(g.dtype)))]
     if kernel is _ka.abs_backward:  # s = x; sign(x) is a constant (abs'' = 0 away from 0)
         return [(i, g * g._like(np.sign(s).astype(g.dtype)))]
     if kernel is _k.relu_backward:  # s = x; the mask is a constant (relu'' = 0)
