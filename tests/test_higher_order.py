@@ -631,3 +631,32 @@ def test_hessian_through_extrema_and_tensor_pow_matches_torch(name: str) -> None
     x0 = np.array([0.7, -1.3, 0.9, 0.4])
     want = torch.func.hessian(f)(torch.tensor(x0)).numpy()
     np.testing.assert_allclose(_hessian(f, x0), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True:UserWarning")
+def test_backward_create_graph_like_pytorch() -> None:
+    """``loss.backward(create_graph=True)``: the store's gradient is a recorded tensor; a
+    second backward through it accumulates onto the first, as PyTorch's ``.grad`` does."""
+    torch: Any = pytest.importorskip("torch")
+    from gradtape import nn
+
+    xs = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    lin = nn.Linear(3, 2, dev=Cpu(seed=2), dtype=np.float64)
+    x = dev.tensor(xs)
+    grads = Gradients.leaky()
+    loss = lin(x.trace(grads)).tanh().square().sum()
+    g = loss.backward(create_graph=True)
+    gx = g.get(x)
+    assert gx.requires_grad
+    (gx * gx).sum().backward()
+
+    tl = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        tl.weight.copy_(torch.from_numpy(lin.weight.numpy()))
+        assert lin.bias is not None
+        tl.bias.copy_(torch.from_numpy(lin.bias.numpy()))
+    tx = torch.tensor(xs, requires_grad=True)
+    tl(tx).tanh().square().sum().backward(create_graph=True)
+    (tx.grad * tx.grad).sum().backward()
+    np.testing.assert_allclose(grads.get_ref_checked(x), tx.grad.detach().numpy(), rtol=1e-10)  # type: ignore[arg-type]
+    np.testing.assert_allclose(grads.get_ref_checked(lin.weight), tl.weight.grad.detach().numpy(), rtol=1e-10)  # type: ignore[arg-type]

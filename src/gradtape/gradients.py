@@ -65,7 +65,7 @@ class Gradients:
     (the tensor is not connected to the loss) is zero.
     """
 
-    __slots__ = ("_data", "_leafs", "_shared", "_transient")
+    __slots__ = ("_data", "_graph", "_leafs", "_shared", "_transient")
 
     def __init__(self) -> None:
         self._data: dict[int, Array] = {}
@@ -74,6 +74,8 @@ class Gradients:
         # Gradients this store holds for one pass only: those another store merged into its
         # tape keeps (see GradientTape.execute); dropped when the store's next pass starts.
         self._transient: set[int] | None = None
+        # gradients recorded as tensors by ``backward(create_graph=True)``, differentiable again
+        self._graph: dict[int, Tensor[Any, Any]] | None = None
 
     @classmethod
     def leaky(cls) -> Gradients:
@@ -99,8 +101,14 @@ class Gradients:
         """Return a copy of ``t``'s gradient as an untraced tensor of ``t``'s shape and dtype.
 
         A tensor with no gradient (not connected to what ``backward`` was called on) gets
-        zeros, as in JAX; use :meth:`get_ref_checked` to tell the two apart.
+        zeros, as in JAX; use :meth:`get_ref_checked` to tell the two apart. After
+        ``backward(create_graph=True)`` it is the recorded gradient tensor itself (PyTorch's
+        ``x.grad`` with a ``grad_fn``), which can be differentiated again; typed as untraced.
         """
+        if self._graph is not None:
+            recorded = self._graph.get(t.id)
+            if recorded is not None:
+                return recorded
         g = self._data.get(t.id)
         data = np.zeros(t.shape, dtype=t.dtype) if g is None else np.array(g, copy=True)
         out: Tensor[S, NoneTape] = t._like(data)
@@ -185,6 +193,8 @@ class Gradients:
         ``Module.zero_grads`` calls it for every parameter, every step)."""
         if self._data.pop(i, None) is not None and self._shared:
             self._shared.discard(i)
+        if self._graph is not None:
+            self._graph.pop(i, None)
 
     def grad_remove(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape] | None:
         """Remove ``t``'s gradient from the store and return it, or ``None`` if it had none

@@ -777,6 +777,8 @@ class GradientTape(Tape):
         if not retain:
             root._consume()
             root._ops = []
+        else:  # run again later: that run must not read gradients this one left in a store
+            root._retained = True
         like = targets[0]
         from gradtape.tensor import Tensor
 

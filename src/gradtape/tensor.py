@@ -339,24 +339,23 @@ class Tensor(Generic[S, T_co]):
                 converted to its dtype.
             retain_graph: keep the recorded closures, so the same forward pass can be
                 differentiated again (``backward`` or :func:`gradtape.autograd.grad`).
-            create_graph: not supported (the store holds arrays): ``True`` raises; use
-                :func:`gradtape.autograd.grad` with ``create_graph=True`` or nested
-                ``GradientTape`` blocks for gradients of gradients.
+            create_graph: compute the gradients with the ops' differentiable rules, recorded on
+                this tensor's tape (kept: implies ``retain_graph``); the store's ``get`` then
+                returns the recorded gradient tensors, which can be differentiated again
+                (PyTorch's ``backward(create_graph=True)``). The store's own buffers get their
+                values too (accumulated, as always).
 
         Raises:
             TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
                 scalar and no ``gradient`` is given, its tape was already run, only
-                ``GradientTape`` contexts recorded it (use ``tape.gradient``), or
-                ``create_graph=True``.
+                ``GradientTape`` contexts recorded it (use ``tape.gradient``), or (with
+                ``create_graph``) an op on the path has no differentiable backward.
             ShapeError: ``gradient``'s shape is not this tensor's.
             DTypeError: ``gradient`` is not numeric.
         """
-        if create_graph:
-            raise TapeError(
-                "backward: create_graph=True is not supported (the store holds arrays); for gradients of "
-                "gradients use gradtape.autograd.grad(loss, inputs, create_graph=True) or nested GradientTape blocks"
-            )
         tape = owned_tape(self, "backward")
+        if create_graph:
+            return _backward_create_graph(self, tape, gradient)
         if _tape_mod._anomaly:
             from gradtape.hooks import check_loss
 
@@ -456,3 +455,37 @@ class Tensor(Generic[S, T_co]):
     index_select = _indexing.index_select
     log_softmax = _log_softmax
     softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function
+
+
+class _Everything:
+    """A set of every id (a leaky store keeps every gradient)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def _backward_create_graph(loss: Tensor[Any, Any], tape: GradientTape, gradient: Any) -> Gradients:
+    """``loss.backward(create_graph=True)``: run the second rules on the loss's own tape (kept),
+    put the values into the tape's store and keep the recorded tensors for ``get``."""
+    grads = tape.gradients
+    if loss.data.shape != () and gradient is None:
+        raise TapeError(f"backward: needs a scalar or a gradient= seed of shape {loss.shape}, got shape {loss.shape}")
+    seed = np.ones_like(loss.data) if gradient is None else seed_array("backward", loss, gradient, "gradient")
+    root = tape._root()
+
+    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
+        t: Tensor[Any, Any] = loss._like(data)
+        t.id, t.tape, t._leaf = i, root, False
+        return t
+
+    keep: Any = grads._leafs if grads._leafs is not None else _Everything()
+    found: dict[int, Any] = {}
+    tape._diff_backprop([loss], [seed], keep, rebuild, True, "backward", found)
+    if grads._graph is None:
+        grads._graph = {}
+    for i, g in found.items():
+        if i in keep:
+            prev = grads._graph.get(i)
+            grads._graph[i] = g if prev is None else prev + g
+            grads._accum(i, np.array(g.data, copy=True))
+    return grads
