@@ -2,11 +2,12 @@
 ``jvp``): :func:`vjp`, :func:`jvp`, :func:`hvp`, :func:`jacobian`, :func:`hessian`.
 
 Each takes a function of tensors and the point to differentiate at, traces fresh copies of
-the inputs (new ids, the same data), and builds on :func:`gradtape.autograd.grad`; the ones
-that need second derivatives (``jvp``, ``hvp``, ``hessian``) use ``create_graph=True`` and so
-work through the ops that have a differentiable backward (see README; any other op raises a
-``TapeError`` naming it). Argument names are PyTorch's: ``func``, ``inputs``, ``v``,
-``create_graph``.
+the inputs (new ids, the same data; with ``create_graph=True`` a traced input is used as is,
+so the result is differentiable with respect to it, as in PyTorch), and builds on
+:func:`gradtape.autograd.grad`; the ones that need second derivatives (``jvp``, ``hvp``,
+``hessian``) use ``create_graph=True`` and so work through the ops' differentiable backward
+(every built-in op has one; a raw closure raises a ``TapeError`` naming its op). Argument
+names are PyTorch's: ``func``, ``inputs``, ``v``, ``create_graph``.
 
 ``inputs`` is a tensor or a tuple of tensors; results follow PyTorch's conventions: a tensor
 for a single input, a tuple for a tuple of inputs.
@@ -21,6 +22,7 @@ import numpy as np
 
 from gradtape.autograd import grad
 from gradtape.errors import ShapeError
+from gradtape.ops.shape import stack
 from gradtape.tensor import Tensor
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vjp"]
@@ -28,12 +30,15 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vjp"]
 Func = Callable[..., Any]
 
 
-def _inputs(op: str, inputs: Any) -> tuple[list[Tensor[Any, Any]], bool]:
+def _inputs(op: str, inputs: Any, create_graph: bool = False) -> tuple[list[Tensor[Any, Any]], bool]:
+    # With create_graph=True a traced input is used as is, so the result stays differentiable
+    # with respect to it (PyTorch's semantics); otherwise a fresh traced copy keeps the
+    # caller's tape untouched.
     single = isinstance(inputs, Tensor)
     seq = [inputs] if single else list(inputs) if isinstance(inputs, (tuple, list)) else None
     if seq is None or not all(isinstance(t, Tensor) for t in seq):
         raise TypeError(f"{op}: inputs must be a Tensor or a tuple of Tensors, got {type(inputs).__name__}")
-    return [t.detach() for t in seq], single
+    return [t if create_graph and t.requires_grad else t.detach() for t in seq], single
 
 
 def _vs(op: str, v: Any, like: list[Tensor[Any, Any]], what: str) -> list[Tensor[Any, Any]]:
@@ -55,7 +60,7 @@ def _out(values: list[Any], single: bool) -> Any:
 
 
 def _outputs(op: str, func: Func, xs: list[Tensor[Any, Any]]) -> tuple[list[Tensor[Any, Any]], bool]:
-    out = func(*[x.leaky_trace() for x in xs])
+    out = func(*[x if x.requires_grad else x.leaky_trace() for x in xs])
     single = isinstance(out, Tensor)
     outs = [out] if single else list(out) if isinstance(out, (tuple, list)) else None
     if outs is None or not all(isinstance(o, Tensor) for o in outs):
@@ -80,7 +85,7 @@ def vjp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> t
         TypeError: ``func`` returns no tensor, or ``v`` does not match the outputs.
         ShapeError: a ``v`` has the wrong shape.
     """
-    xs, single = _inputs("vjp", inputs)
+    xs, single = _inputs("vjp", inputs, create_graph)
     outs, single_out = _outputs("vjp", func, xs)
     vs = None if v is None else _vs("vjp", v, outs, "outputs")
     gs = grad(outs, xs, grad_outputs=vs, create_graph=create_graph, allow_unused=True)
@@ -107,7 +112,7 @@ def jvp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> t
     Raises:
         TypeError, ShapeError: as :func:`vjp`; TapeError: an op has no differentiable backward.
     """
-    xs, _ = _inputs("jvp", inputs)
+    xs, _ = _inputs("jvp", inputs, create_graph)
     if v is None:
         if len(xs) != 1 or xs[0].size != 1:
             raise TypeError("jvp: v can be omitted only for a single one-element input")
@@ -143,7 +148,7 @@ def hvp(func: Func, inputs: Any, v: Any, create_graph: bool = False) -> tuple[An
         TypeError: ``func`` is not scalar-valued, ``v`` does not match.
         ShapeError: a ``v`` has the wrong shape. TapeError: an op has no differentiable backward.
     """
-    xs, single = _inputs("hvp", inputs)
+    xs, single = _inputs("hvp", inputs, create_graph)
     vs = _vs("hvp", v, xs, "inputs")
     outs, _ = _outputs("hvp", func, xs)
     if len(outs) != 1 or outs[0].shape != ():
@@ -162,33 +167,55 @@ def hvp(func: Func, inputs: Any, v: Any, create_graph: bool = False) -> tuple[An
     return outs[0].detach(), _out(hv, single)
 
 
+def _assemble(
+    rows: list[Tensor[Any, Any]], head: tuple[int, ...], x: Tensor[Any, Any], create_graph: bool
+) -> Tensor[Any, Any]:
+    """Stack per-element gradients (each of ``x.shape``) into a tensor of ``head + x.shape``;
+    through the recorded ``stack``/``reshape`` ops when ``create_graph``."""
+    out: Tensor[Any, Any]
+    if not rows:
+        out = x._like(np.zeros(head + x.shape, x.dtype))
+    elif create_graph:
+        out = stack(rows).reshape(head + x.shape)
+    else:
+        out = x._like(np.stack([r.numpy() for r in rows]).reshape(head + x.shape))
+    return out
+
+
 def jacobian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
     """The Jacobian of ``func`` at ``inputs``: for one input and one output, a tensor of shape
     ``output.shape + input.shape``; tuples of them for tuples (``J[i][j]`` is output ``i`` by
     input ``j``, as PyTorch's). One reverse pass per output element.
 
+    Args:
+        func: tensors -> a tensor or a tuple of tensors.
+        inputs: a tensor or a tuple of tensors.
+        create_graph: record the Jacobian (through the ops' differentiable backward, then
+            ``stack``) so it can be differentiated again with respect to the traced inputs.
+
     Raises:
-        TypeError: ``func`` returns no tensor. NotImplementedError: ``create_graph=True``.
+        TypeError: ``func`` returns no tensor. TapeError: with ``create_graph``, an op has no
+        differentiable backward.
     """
-    if create_graph:
-        raise NotImplementedError("jacobian: create_graph=True (a recorded Jacobian) is not supported yet")
-    xs, single = _inputs("jacobian", inputs)
+    xs, single = _inputs("jacobian", inputs, create_graph)
     outs, single_out = _outputs("jacobian", func, xs)
     rows: list[list[Tensor[Any, Any]]] = []
     for o in outs:
-        per_input: list[list[np.ndarray[Any, Any]]] = [[] for _ in xs]
+        per_input: list[list[Tensor[Any, Any]]] = [[] for _ in xs]
         for k in range(o.size):
             e = np.zeros(o.size, o.dtype)
             e[k] = 1.0
-            gs = grad(o, xs, grad_outputs=[e.reshape(o.shape)], retain_graph=True, allow_unused=True)
+            gs = grad(
+                o,
+                xs,
+                grad_outputs=[e.reshape(o.shape)],
+                retain_graph=True,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
             for j, g in enumerate(_zeros_for_none(gs, xs)):
-                per_input[j].append(g.numpy())
-        rows.append(
-            [
-                x._like(np.stack(p).reshape(o.shape + x.shape) if p else np.zeros(o.shape + x.shape, x.dtype))
-                for x, p in zip(xs, per_input, strict=True)
-            ]
-        )
+                per_input[j].append(g)
+        rows.append([_assemble(p, o.shape, x, create_graph) for x, p in zip(xs, per_input, strict=True)])
     if single_out:
         return rows[0][0] if single else tuple(rows[0])
     return tuple(r[0] if single else tuple(r) for r in rows)
@@ -199,29 +226,38 @@ def hessian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
     shape ``s + s``; ``H[i][j]`` tuples for several inputs. The gradient is computed once with
     ``create_graph=True``, then one reverse pass per input element.
 
+    Args:
+        func: tensors -> a scalar tensor.
+        inputs: a tensor or a tuple of tensors.
+        create_graph: record the Hessian (third-order rules are the second rules' own second
+            rules) so it can be differentiated again with respect to the traced inputs.
+
     Raises:
         TypeError: ``func`` is not scalar-valued. TapeError: an op has no differentiable backward.
-        NotImplementedError: ``create_graph=True``.
     """
-    if create_graph:
-        raise NotImplementedError("hessian: create_graph=True (a recorded Hessian) is not supported yet")
-    xs, single = _inputs("hessian", inputs)
+    xs, single = _inputs("hessian", inputs, create_graph)
     outs, _ = _outputs("hessian", func, xs)
     if len(outs) != 1 or outs[0].shape != ():
         raise TypeError(f"hessian: func must return a scalar tensor, got shape {outs[0].shape}")
     gs = _zeros_for_none(grad(outs[0], xs, create_graph=True, allow_unused=True), xs)
     blocks: list[list[Tensor[Any, Any]]] = []
     for gi, xi in zip(gs, xs, strict=True):
-        per_input: list[list[np.ndarray[Any, Any]]] = [[] for _ in xs]
+        per_input: list[list[Tensor[Any, Any]]] = [[] for _ in xs]
         for k in range(xi.size):
             e = np.zeros(xi.size, xi.dtype)
             e[k] = 1.0
             if not gi.requires_grad:  # a constant gradient: this row of blocks is zero
                 for j, x in enumerate(xs):
-                    per_input[j].append(np.zeros(x.shape, x.dtype))
+                    per_input[j].append(x._like(np.zeros(x.shape, x.dtype)))
                 continue
-            row = grad((gi * xi._like(e.reshape(xi.shape))).sum(), xs, retain_graph=True, allow_unused=True)
+            row = grad(
+                (gi * xi._like(e.reshape(xi.shape))).sum(),
+                xs,
+                retain_graph=True,
+                create_graph=create_graph,
+                allow_unused=True,
+            )
             for j, g in enumerate(_zeros_for_none(row, xs)):
-                per_input[j].append(g.numpy())
-        blocks.append([x._like(np.stack(p).reshape(xi.shape + x.shape)) for x, p in zip(xs, per_input, strict=True)])
+                per_input[j].append(g)
+        blocks.append([_assemble(p, xi.shape, x, create_graph) for x, p in zip(xs, per_input, strict=True)])
     return blocks[0][0] if single else tuple(tuple(b) for b in blocks)
