@@ -30,9 +30,10 @@ from gradtape.tensor import Tensor
 __all__ = ["Module"]
 
 
-def _call_forward(self: Any, x: Any) -> Any:
-    """``module(x)``: ``module.forward(x)``."""
-    return self.forward(x)
+def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """``module(*args, **kwargs)``: ``module.forward(*args, **kwargs)``. Typed ``Any`` here;
+    ``gradtape.mypy_plugin`` types it as the subclass's ``forward``."""
+    return self.forward(*args, **kwargs)
 
 
 class Module:
