@@ -28,6 +28,7 @@ import pytest
 TYPING = Path(__file__).resolve().parent / "typing"
 PASS = sorted((TYPING / "pass").glob("*.py"))
 FAIL = sorted((TYPING / "fail").glob("*.py"))
+PLUGIN = sorted((TYPING / "plugin").glob("*.py"))  # mypy-plugin programs: pyright must accept
 
 PYRIGHT_DIFFERS: dict[tuple[str, str], str] = {
     # pyright keeps the literal dims of a shape tuple written in the program, where mypy
@@ -76,7 +77,7 @@ def _pyright() -> dict[str, list[dict[str, Any]]]:
     by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for diag in report["generalDiagnostics"]:
         by_file[Path(diag["file"]).resolve().as_posix()].append(diag)
-    assert report["summary"]["filesAnalyzed"] == len(PASS) + len(FAIL)
+    assert report["summary"]["filesAnalyzed"] == len(PASS) + len(FAIL) + len(PLUGIN)
     return by_file
 
 
@@ -94,6 +95,14 @@ def _pyright_spelling(t: str) -> str:
     t = re.sub(r"\bRank0\b", "tuple[()]", t)
     t = re.sub(r"\bRank[1-6]\[", "tuple[", t)
     return t.replace("OwnedTape", "GradientTape")
+
+
+@pytest.mark.parametrize("path", PLUGIN, ids=lambda p: p.name)
+def test_pyright_accepts_plugin_programs(path: Path) -> None:
+    """pyright has no plugins: a program written for gradtape.mypy_plugin still gets no error
+    (its ``# P:`` lines are errors only under mypy with the plugin)."""
+    errors = [f"{_line(d)}: {d['message']}" for d in _pyright().get(path.as_posix(), []) if d["severity"] == "error"]
+    assert not errors, f"{path.name}: pyright rejects:\n" + "\n".join(errors)
 
 
 @pytest.mark.parametrize("path", PASS, ids=lambda p: p.name)
