@@ -182,6 +182,26 @@ def _assemble(
     return out
 
 
+def _jacobian_rows(o: Tensor[Any, Any], xs: list[Tensor[Any, Any]], create_graph: bool) -> list[Tensor[Any, Any]]:
+    """d o / d x for each ``x`` in ``xs``: tensors of ``o.shape + x.shape``, one reverse pass
+    (a unit cotangent) per element of ``o``; recorded when ``create_graph``."""
+    per_input: list[list[Tensor[Any, Any]]] = [[] for _ in xs]
+    for k in range(o.size):
+        e = np.zeros(o.size, o.dtype)
+        e[k] = 1.0
+        gs = grad(
+            o,
+            xs,
+            grad_outputs=[e.reshape(o.shape)],
+            retain_graph=True,
+            create_graph=create_graph,
+            allow_unused=True,
+        )
+        for j, g in enumerate(_zeros_for_none(gs, xs)):
+            per_input[j].append(g)
+    return [_assemble(p, o.shape, x, create_graph) for x, p in zip(xs, per_input, strict=True)]
+
+
 def jacobian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
     """The Jacobian of ``func`` at ``inputs``: for one input and one output, a tensor of shape
     ``output.shape + input.shape``; tuples of them for tuples (``J[i][j]`` is output ``i`` by
@@ -199,23 +219,7 @@ def jacobian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
     """
     xs, single = _inputs("jacobian", inputs, create_graph)
     outs, single_out = _outputs("jacobian", func, xs)
-    rows: list[list[Tensor[Any, Any]]] = []
-    for o in outs:
-        per_input: list[list[Tensor[Any, Any]]] = [[] for _ in xs]
-        for k in range(o.size):
-            e = np.zeros(o.size, o.dtype)
-            e[k] = 1.0
-            gs = grad(
-                o,
-                xs,
-                grad_outputs=[e.reshape(o.shape)],
-                retain_graph=True,
-                create_graph=create_graph,
-                allow_unused=True,
-            )
-            for j, g in enumerate(_zeros_for_none(gs, xs)):
-                per_input[j].append(g)
-        rows.append([_assemble(p, o.shape, x, create_graph) for x, p in zip(xs, per_input, strict=True)])
+    rows = [_jacobian_rows(o, xs, create_graph) for o in outs]
     if single_out:
         return rows[0][0] if single else tuple(rows[0])
     return tuple(r[0] if single else tuple(r) for r in rows)
@@ -240,24 +244,12 @@ def hessian(func: Func, inputs: Any, create_graph: bool = False) -> Any:
     if len(outs) != 1 or outs[0].shape != ():
         raise TypeError(f"hessian: func must return a scalar tensor, got shape {outs[0].shape}")
     gs = _zeros_for_none(grad(outs[0], xs, create_graph=True, allow_unused=True), xs)
-    blocks: list[list[Tensor[Any, Any]]] = []
-    for gi, xi in zip(gs, xs, strict=True):
-        per_input: list[list[Tensor[Any, Any]]] = [[] for _ in xs]
-        for k in range(xi.size):
-            e = np.zeros(xi.size, xi.dtype)
-            e[k] = 1.0
-            if not gi.requires_grad:  # a constant gradient: this row of blocks is zero
-                for j, x in enumerate(xs):
-                    per_input[j].append(x._like(np.zeros(x.shape, x.dtype)))
-                continue
-            row = grad(
-                (gi * xi._like(e.reshape(xi.shape))).sum(),
-                xs,
-                retain_graph=True,
-                create_graph=create_graph,
-                allow_unused=True,
-            )
-            for j, g in enumerate(_zeros_for_none(row, xs)):
-                per_input[j].append(g)
-        blocks.append([_assemble(p, xi.shape, x, create_graph) for x, p in zip(xs, per_input, strict=True)])
+    # The Hessian is the Jacobian of the gradient; a constant gradient (it does not depend on
+    # the inputs) gives a zero row of blocks.
+    blocks = [
+        _jacobian_rows(gi, xs, create_graph)
+        if gi.requires_grad
+        else [x._like(np.zeros(gi.shape + x.shape, x.dtype)) for x in xs]
+        for gi in gs
+    ]
     return blocks[0][0] if single else tuple(tuple(b) for b in blocks)
