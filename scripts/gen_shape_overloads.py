@@ -10,12 +10,13 @@ One section of this file per module, in the order of ``TARGETS``:
   or permutation, each axis accepted as a non-negative or negative ``Literal``) and the tape
   overloads of ``concat`` and ``stack`` (tuples of 2 to 4 tensors, one of which owns a tape);
 - ``ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum`` and ``pow``
-  (a number, a tensor of the same shape with the tape-kind rule, or a broadcast row vector);
+  (a number, a tensor of the same shape, or a broadcast of :func:`broadcast_pairs`: a
+  rank-0 tensor, trailing dims, one size-1 dim; the tape-kind rule);
 - ``ops/compare.py``: ``lt``, ``le``, ``gt``, ``ge``, ``eq`` and ``ne`` (same shape or a
-  broadcast row vector; the output is an untraced mask);
+  broadcast of :func:`broadcast_pairs`; the output is an untraced mask);
 - ``ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``, ``var``, ``std`` and
-  ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank 1 to 3 tensor -> that
-  dim dropped; anything else -> ``Tensor[Any, T]``);
+  ``logsumexp`` (all axes -> ``Rank0``; one ``Literal`` axis of a rank 1 to 4 tensor -> that
+  dim dropped, or ``Literal[1]`` with ``keepdims=True``; anything else -> ``Tensor[Any, T]``);
 - ``ops/linalg.py``: ``matmul`` (eight rank pairs) and ``linear`` (a rank-2 or rank-3
   input), each with the tape-kind rule;
 - ``ops/conv.py``: ``conv1d``, ``conv2d`` and ``conv_transpose2d`` (channels checked when
@@ -84,8 +85,18 @@ def _overload(name: str, params: Sequence[str], ret: str) -> str:
     hugged = f"    {', '.join(params)}"
     if len(hugged) <= LINE:
         return f"@overload\ndef {name}(\n{hugged}\n) -> {ret}: ...\n"
-    body = "".join(f"    {p},\n" for p in params)
+    body = "".join(_param_line(p) for p in params)
     return f"@overload\ndef {name}(\n{body}) -> {ret}: ...\n"
+
+
+def _param_line(param: str) -> str:
+    """One parameter on its own line; a ``tuple[...]`` too long for it gets its items on an
+    indented line between the brackets, as ``ruff format`` writes it."""
+    line = f"    {param},\n"
+    m = re.fullmatch(r"(\w+: tuple)\[(.*)\]", param)
+    if len(line) - 1 <= LINE or m is None:
+        return line
+    return f"    {m[1]}[\n        {m[2]}\n    ],\n"
 
 
 @dataclass(frozen=True)
@@ -185,16 +196,80 @@ def permute_block() -> str:
     return "".join(out)
 
 
-def sequence_block(name: str) -> str:
-    """Tape overloads of ``concat`` / ``stack``: a tuple with an owned tape at any position
-    gives an owned tape; otherwise the element type's tape kind (a TypeVar) is kept."""
+def _concat_patterns() -> list[tuple[str, str, str]]:
+    """``(element shape, axis type, result shape)`` of ``concat``: ranks 1 to 4, one
+    ``Literal`` axis; the axis dim of the elements may differ (``Any``), the result's is
+    their sum, ``int`` (the mypy plugin computes it)."""
     out = []
+    for n in REDUCE_RANKS:
+        dims = list(DIMS[:n])
+        for k in range(n):
+            axis = f"axis: {_lit(k, n)}" + (" = 0" if k == 0 else "")
+            out.append((_rank(_at(dims, k, "Any")), axis, _rank(_at(dims, k, "int"))))
+    return out
+
+
+def _stack_patterns(new: str) -> list[tuple[str, str, str]]:
+    """``(element shape, axis type, result shape)`` of ``stack``: elements of rank 0 to 3 and
+    one shape, a new dim ``new`` at a ``Literal`` axis."""
+    out = []
+    for n in range(4):
+        dims = list(DIMS[:n])
+        elem = _rank(dims) if n else "Rank0"
+        for k in range(n + 1):
+            axis = f"axis: {_lit(k, n + 1)}" + (" = 0" if k == 0 else "")
+            out.append((elem, axis, _rank([*dims[:k], new, *dims[k:]])))
+    return out
+
+
+def _at(dims: Sequence[str], axis: int, dim: str) -> list[str]:
+    return [dim if k == axis else d for k, d in enumerate(dims)]
+
+
+def sequence_block(name: str) -> str:
+    """Overloads of ``concat`` / ``stack(tensors, axis=0)``, in this order:
+
+    1. untyped elements (``AnyShape``): an untyped result;
+    2. elements of known rank and one tape kind (``NoneTape`` or ``OwnedTape``), a
+       ``Literal`` axis: the result's shape (``concat``: the axis dim ``int``; ``stack``: a
+       new dim, ``Literal[n]`` for a tuple of ``n`` tensors, ``int`` for a list);
+    3. a tuple (2 to 4 tensors) with an owned tape at any position among other tape kinds:
+       an owned, untyped result;
+    4. as 2 with a generic tape kind ``T`` (generic code);
+    5. anything else (an ``int`` axis, other ranks): an untyped result of the elements' tape
+       kind.
+    """
+    if name == "concat":
+        shaped = [("Sequence", elem, axis, ret) for elem, axis, ret in _concat_patterns()]
+    else:
+        shaped = []
+        for n in (2, 3):
+            shaped += [(f"tuple{n}", elem, axis, ret) for elem, axis, ret in _stack_patterns(f"Literal[{n}]")]
+        shaped += [("Sequence", elem, axis, ret) for elem, axis, ret in _stack_patterns("int")]
+
+    def container(kind: str, elem: str) -> str:
+        if kind == "Sequence":
+            return f"Sequence[{elem}]"
+        return f"tuple[{', '.join([elem] * int(kind[-1]))}]"
+
+    def rows(tape: str) -> str:
+        return "".join(
+            _overload(name, [f"tensors: {container(kind, f'Tensor[{elem}, {tape}]')}", axis], f"Tensor[{ret}, {tape}]")
+            for kind, elem, axis, ret in shaped
+        )
+
+    out = [_overload(name, ["tensors: Sequence[Tensor[AnyShape, T]]", "axis: int = 0"], "Tensor[Any, T]")]
+    out += [rows("NoneTape"), rows("OwnedTape")]
     for n in TUPLE_LENGTHS:
         for k in range(n):
             elems = ", ".join("Tensor[Any, OwnedTape]" if m == k else "Tensor[Any, Tape]" for m in range(n))
             params = [f"tensors: tuple[{elems}]", "axis: int = 0"]
             out.append(_overload(name, params, "Tensor[Any, OwnedTape]"))
-    out.append(_overload(name, ["tensors: Sequence[Tensor[Any, T]]", "axis: int = 0"], "Tensor[Any, T]"))
+    out.append(rows("T"))
+    for tape in ("NoneTape", "OwnedTape", "T"):
+        out.append(
+            _overload(name, [f"tensors: Sequence[Tensor[Any, {tape}]]", "axis: int = 0"], f"Tensor[Any, {tape}]")
+        )
     return "".join(out)
 
 
@@ -204,15 +279,47 @@ BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 """The elementwise binary ops that share one overload table."""
 
 
+ONE = "Literal[1]"
+
+
+def _with_one(dims: Sequence[str], axis: int) -> list[str]:
+    return [ONE if k == axis else d for k, d in enumerate(dims)]
+
+
+def broadcast_pairs() -> list[tuple[str, str, str]]:
+    """``(a, b, a op b)`` shape types of the broadcasts the binary and comparison tables accept
+    besides equal shapes, in this order:
+
+    - a scalar (rank-0) tensor on either side: ``(S) op ()`` and ``() op (S)`` give ``S``;
+    - rank extension, ``b``'s dims the trailing dims of ``a``'s (a bias ``(B, L, D) + (D,)``,
+      a positional table ``(B, L, D) + (L, D)``), ranks 2 to 4;
+    - one size-1 dim (``Literal[1]``, what ``keepdims=True`` leaves) on either side, the
+      other dims equal (``x - x.mean(axis=1, keepdims=True)``), ranks 2 to 4.
+
+    A shape pair not listed (two size-1 dims, ``(D,) + (B, D)``) is still computed at run
+    time; its static type is then rejected, so write it with ``broadcast_to`` or ``expand_dims``.
+    """
+    pairs = [("S", "Rank0", "S"), ("Rank0", "S", "S")]
+    for n in (2, 3, 4):
+        dims = list(DIMS[:n])
+        pairs += [(_rank(dims), _rank(dims[n - k :]), _rank(dims)) for k in range(1, n)]
+    for n in (2, 3, 4):
+        dims = list(DIMS[:n])
+        for axis in range(n):
+            pairs.append((_rank(dims), _rank(_with_one(dims, axis)), _rank(dims)))
+            pairs.append((_rank(_with_one(dims, axis)), _rank(dims), _rank(dims)))
+    return pairs
+
+
 def binary_block(name: str) -> str:
     """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
-    of ``a``'s shape (the tape-kind rule), or a row vector broadcast over a rank-2 ``a`` (a
-    bias; no generic same-``T`` row)."""
-    return (
-        _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]")
-        + tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
-        + tape_rule(name, [Arg("a", "Rank2[A, B]"), Arg("b", "Rank1[B]")], "Rank2[A, B]", generic=False)
-    )
+    of ``a``'s shape, or one of the broadcasts of :func:`broadcast_pairs`, each with the
+    tape-kind rule."""
+    out = _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]")
+    out += tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
+    for a, b, ret in broadcast_pairs():
+        out += tape_rule(name, [Arg("a", a), Arg("b", b)], ret)
+    return out
 
 
 # ----- ops/compare.py ----------------------------------------------------------------------
@@ -223,15 +330,16 @@ COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 def compare_block(name: str) -> str:
     """Overloads of a comparison ``name(a, b)``: ``b`` a number or a tensor of ``a``'s shape,
-    or a row vector broadcast over a rank-2 ``a``; the mask never has a tape."""
-    same = _overload(name, ["a: Tensor[S, Any]", "b: float | Tensor[S, Any]"], "Tensor[S, NoneTape]")
-    row = _overload(name, ["a: Tensor[Rank2[A, B], Any]", "b: Tensor[Rank1[B], Any]"], "Tensor[Rank2[A, B], NoneTape]")
-    return same + row
+    or one of the broadcasts of :func:`broadcast_pairs`; the mask never has a tape."""
+    out = _overload(name, ["a: Tensor[S, Any]", "b: float | Tensor[S, Any]"], "Tensor[S, NoneTape]")
+    for a, b, ret in broadcast_pairs():
+        out += _overload(name, [f"a: Tensor[{a}, Any]", f"b: Tensor[{b}, Any]"], f"Tensor[{ret}, NoneTape]")
+    return out
 
 
 # ----- ops/reduce.py -----------------------------------------------------------------------
 
-REDUCE_RANKS = (1, 2, 3)
+REDUCE_RANKS = (1, 2, 3, 4)
 """Ranks whose single-``Literal``-axis reductions get exact overloads."""
 _AXES = "axis: int | tuple[int, ...]"
 MOMENTS = ("*", "correction: float = 0", "ddof: float | None = None")
@@ -249,18 +357,37 @@ REDUCTIONS: dict[str, Sequence[str]] = {
 
 
 def reduce_block(name: str) -> str:
-    """Overloads of a reduction ``name(a, axis=None, keepdims=False, *extra)``."""
+    """Overloads of a reduction ``name(a, axis=None, keepdims=False, *extra)``: all axes give
+    ``Rank0`` (with ``keepdims=True``: every dim ``Literal[1]``, ranks 1 to 4); one ``Literal``
+    axis of a rank 1 to 4 tensor drops that dim (with ``keepdims=True``: makes it
+    ``Literal[1]``); anything else (a tuple of axes, an ``int`` axis) gives ``Tensor[Any, T]``."""
     extra = REDUCTIONS[name]
+    drop, keep = "keepdims: Literal[False] = False", "keepdims: Literal[True]"
     out = [
-        _overload(name, ["a: Tensor[S, T]", "axis: None = None", *extra], "Tensor[Rank0, T]"),
-        _overload(name, ["a: Tensor[AnyShape, T]", _AXES, "keepdims: bool = False", *extra], "Tensor[Any, T]"),
+        _overload(name, ["a: Tensor[S, T]", "axis: None = None", drop, *extra], "Tensor[Rank0, T]"),
+        _overload(
+            name,
+            ["a: Tensor[AnyShape, T]", f"{_AXES} | None = None", "keepdims: bool = False", *extra],
+            "Tensor[Any, T]",
+        ),
     ]
+    for n in REDUCE_RANKS:
+        dims = list(DIMS[:n])
+        ones = _rank([ONE] * n)
+        out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", "axis: None", keep, *extra], f"Tensor[{ones}, T]"))
+        out.append(
+            _overload(
+                name, [f"a: Tensor[{_rank(dims)}, T]", "axis: None = None", "*", keep, *extra[1:]], f"Tensor[{ones}, T]"
+            )
+        )
     for n in REDUCE_RANKS:
         dims = list(DIMS[:n])
         for k in range(n):
             kept = dims[:k] + dims[k + 1 :]
             ret = f"Tensor[{_rank(kept)}, T]" if kept else "Tensor[Rank0, T]"
-            out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", *extra], ret))
+            out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", drop, *extra], ret))
+            one = f"Tensor[{_rank(_with_one(dims, k))}, T]"
+            out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", keep, *extra], one))
     params = ["a: Tensor[Any, T]", f"{_AXES} | None = None", "keepdims: bool = False", *extra]
     out.append(_overload(name, params, "Tensor[Any, T]"))
     return "".join(out)
@@ -281,9 +408,19 @@ MATMUL_SHAPES = (
 """``(a, b, a @ b)`` shape types that ``matmul`` computes (the inner dim is ``B``)."""
 
 
+def _inner(shape: str, dim: str) -> str:
+    return re.sub(r"\bB\b", dim, shape)
+
+
 def matmul_block() -> str:
-    """Overloads of ``matmul(a, b)``: each rank pair of ``MATMUL_SHAPES``, tape-kind rule."""
-    return "".join(tape_rule("matmul", [Arg("a", a), Arg("b", b)], ret) for a, b, ret in MATMUL_SHAPES)
+    """Overloads of ``matmul(a, b)``: each rank pair of ``MATMUL_SHAPES``, tape-kind rule; then
+    each pair again with a dynamic (``int``) inner dim on one side, which matches any inner
+    dim on the other (checked at run time), so ``dev.zeros((n, 4)) @ w`` is no false alarm
+    where mypy widened the ``4`` to ``int``."""
+    rows = [*MATMUL_SHAPES]
+    rows += [(_inner(a, "int"), _inner(b, "Any"), ret) for a, b, ret in MATMUL_SHAPES]
+    rows += [(_inner(a, "Any"), _inner(b, "int"), ret) for a, b, ret in MATMUL_SHAPES]
+    return "".join(tape_rule("matmul", [Arg("a", a), Arg("b", b)], ret) for a, b, ret in rows)
 
 
 def linear_block() -> str:

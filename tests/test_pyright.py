@@ -52,8 +52,13 @@ PYRIGHT_DIFFERS: dict[tuple[str, str], str] = {
     ("ok_shape.py", "u.squeeze()"): "Any",
     ("ok_shape.py", "u[0]"): "Any",
     ("ok_shape.py", "u.gather([0])"): "Any",
+    ("ok_realize.py", "anyrank"): "Any",
+    ("ok_shape.py", "concat(many)"): "Any",
+    # a list of differently shaped tensors: mypy joins the items to object, pyright keeps them
+    ("ok_broadcast.py", "ops.concat([c5, c2], axis=1)"): "Tensor[tuple[Literal[8], int], NoneTape]",
+    ("ok_realize.py", "scalar"): "Any",
     # a list mixing tape kinds: mypy joins to Tape, pyright keeps the union
-    ("ok_shape.py", "concat([a, o])"): "Tensor[Any, GradientTape | NoneTape]",
+    ("ok_shape.py", "concat([a, o])"): "Tensor[tuple[int, Literal[4]], GradientTape | NoneTape]",
 }
 
 _REVEAL = re.compile(r'^Type of "(?P<expr>.*)" is "(?P<type>.*)"$', re.S)

@@ -14,5 +14,6 @@ T2 = TypeVar("T2", bound=Tape)
 A = TypeVar("A")
 B = TypeVar("B")
 C = TypeVar("C")
+D = TypeVar("D")
 SI = TypeVar("SI", bound=tuple[int, ...])
 """A concrete shape given as a tuple of ints (creation functions)."""

@@ -19,7 +19,7 @@ the same tensor under that type, e.g. ``x.realize(tuple[Batch, L[64]])``.
 from __future__ import annotations
 
 import typing
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, final
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, final, overload
 
 import numpy as np
 
@@ -157,7 +157,38 @@ def check_realize(shape: object, actual: tuple[int, ...]) -> None:
             raise TypeError(f"realize: dim {i} of {want} is {dim!r}; dims are Literal[n], int or NewType(..., int)")
 
 
-def realize(t: Tensor[Any, T], shape: type[S2]) -> Tensor[S2, T]:
+R0 = TypeVar("R0", bound=tuple[()])
+R1 = TypeVar("R1", bound=tuple[Any])
+R2 = TypeVar("R2", bound=tuple[Any, Any])
+R3 = TypeVar("R3", bound=tuple[Any, Any, Any])
+R4 = TypeVar("R4", bound=tuple[Any, Any, Any, Any])
+R5 = TypeVar("R5", bound=tuple[Any, Any, Any, Any, Any])
+R6 = TypeVar("R6", bound=tuple[Any, Any, Any, Any, Any, Any])
+
+
+# One overload per rank: the requested shape type must have the tensor's rank (each ``Rn`` is
+# bounded by a tuple of ``n`` dims), so a rank mismatch is a type error, not a run-time one.
+@overload
+def realize(t: Tensor[AnyShape, T], shape: type[S2]) -> Tensor[S2, T]: ...
+@overload
+def realize(t: Tensor[tuple[int, ...], T], shape: type[S2]) -> Tensor[S2, T]: ...
+@overload
+def realize(t: Tensor[tuple[()], T], shape: type[R0]) -> Tensor[R0, T]: ...
+@overload
+def realize(t: Tensor[tuple[Any], T], shape: type[R1]) -> Tensor[R1, T]: ...
+@overload  # mypy reads the value expression tuple[L[4]] as tuple[L[4], ...]
+def realize(t: Tensor[tuple[Any], T], shape: type[tuple[A, ...]]) -> Tensor[tuple[A], T]: ...
+@overload
+def realize(t: Tensor[tuple[Any, Any], T], shape: type[R2]) -> Tensor[R2, T]: ...
+@overload
+def realize(t: Tensor[tuple[Any, Any, Any], T], shape: type[R3]) -> Tensor[R3, T]: ...
+@overload
+def realize(t: Tensor[tuple[Any, Any, Any, Any], T], shape: type[R4]) -> Tensor[R4, T]: ...
+@overload
+def realize(t: Tensor[tuple[Any, Any, Any, Any, Any], T], shape: type[R5]) -> Tensor[R5, T]: ...
+@overload
+def realize(t: Tensor[tuple[Any, Any, Any, Any, Any, Any], T], shape: type[R6]) -> Tensor[R6, T]: ...
+def realize(t: Tensor[Any, T], shape: Any) -> Any:
     """``t`` under the shape type ``shape``, checked at run time (dfdx's ``realize``): where
     dynamic code (``int`` dims) meets static code (``Literal`` dims). Bound as the method
     ``Tensor.realize``: ``x.realize(shape)`` is ``realize(x, shape)``.
@@ -166,8 +197,13 @@ def realize(t: Tensor[Any, T], shape: type[S2]) -> Tensor[S2, T]:
     op recorded, gradients flow through it as through ``t``), typed ``Tensor[shape, T]``
     after checking that ``t``'s shape fits ``shape``: the rank must match, each
     ``Literal[n]`` dim must be ``n``, and ``int`` or a named axis (``NewType("Batch", int)``)
-    accepts any size; ``tuple[int, ...]`` forgets the shape (any rank). Any dtype and either
-    tape kind (``NoneTape`` or ``OwnedTape``, kept as it is)::
+    accepts any size. Any dtype and either tape kind (``NoneTape`` or ``OwnedTape``, kept as
+    it is). Statically, the requested shape type must have the rank of ``t``'s shape type
+    (one overload per rank, up to 6): realizing a ``Rank3`` tensor as ``tuple[L[64], L[10]]``
+    is a type error. A tensor whose shape type is unknown (``Any``, from ``dev.tensor``) or
+    ``tuple[int, ...]`` may be realized to any rank, and ``tuple[int, ...]`` as the target
+    forgets the shape of such a tensor; to forget a known shape, assign the tensor to a
+    ``Tensor[Any, T]`` variable::
 
         Batch = NewType("Batch", int)
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from gradtape._typing import A, B, C, S, T
+from gradtape._typing import A, B, C, D, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import normalize_axes
-from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3
+from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
@@ -71,21 +71,109 @@ register_diff(_reduce_backward, _d_reduce)
 
 # ----- BEGIN GENERATED sum: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
-def sum(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+def sum(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
-def sum(a: Tensor[AnyShape, T], axis: int | tuple[int, ...], keepdims: bool = False) -> Tensor[Any, T]: ...
+def sum(
+    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
 @overload
-def sum(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+def sum(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+def sum(a: Tensor[Rank1[A], T], axis: None = None, *, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+def sum(a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+def sum(
+    a: Tensor[Rank2[A, B], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def sum(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
+@overload
+def sum(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def sum(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[False] = False) -> Tensor[Rank1[B], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def sum(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[False] = False) -> Tensor[Rank1[A], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[True]
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[True]
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[True]
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[False] = False
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[True]
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def sum(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def sum(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
 # ----- END GENERATED sum -----
@@ -106,21 +194,111 @@ def sum(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
 
 # ----- BEGIN GENERATED mean: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
-def mean(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+def mean(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
-def mean(a: Tensor[AnyShape, T], axis: int | tuple[int, ...], keepdims: bool = False) -> Tensor[Any, T]: ...
+def mean(
+    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
 @overload
-def mean(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+def mean(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+def mean(a: Tensor[Rank1[A], T], axis: None = None, *, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+def mean(
+    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+def mean(
+    a: Tensor[Rank2[A, B], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def mean(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
+@overload
+def mean(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def mean(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[False] = False) -> Tensor[Rank1[B], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def mean(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[False] = False) -> Tensor[Rank1[A], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[True]
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[True]
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[True]
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[False] = False
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[True]
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def mean(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def mean(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
 # ----- END GENERATED mean -----
@@ -208,21 +386,109 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
 
 # ----- BEGIN GENERATED max: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
-def max(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+def max(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
-def max(a: Tensor[AnyShape, T], axis: int | tuple[int, ...], keepdims: bool = False) -> Tensor[Any, T]: ...
+def max(
+    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
 @overload
-def max(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+def max(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+def max(a: Tensor[Rank1[A], T], axis: None = None, *, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+def max(a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+def max(
+    a: Tensor[Rank2[A, B], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def max(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
+@overload
+def max(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def max(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[False] = False) -> Tensor[Rank1[B], T]: ...
+@overload
+def max(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def max(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[False] = False) -> Tensor[Rank1[A], T]: ...
+@overload
+def max(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[True]
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[True]
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def max(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[True]
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[False] = False
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[True]
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def max(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def max(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
 # ----- END GENERATED max -----
@@ -242,21 +508,109 @@ def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
 
 # ----- BEGIN GENERATED min: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
-def min(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+def min(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
-def min(a: Tensor[AnyShape, T], axis: int | tuple[int, ...], keepdims: bool = False) -> Tensor[Any, T]: ...
+def min(
+    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
 @overload
-def min(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+def min(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+def min(a: Tensor[Rank1[A], T], axis: None = None, *, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+def min(a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+def min(
+    a: Tensor[Rank2[A, B], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def min(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
+@overload
+def min(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def min(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[False] = False) -> Tensor[Rank1[B], T]: ...
+@overload
+def min(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def min(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[False] = False) -> Tensor[Rank1[A], T]: ...
+@overload
+def min(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[True]
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[True]
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def min(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[True]
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[False] = False
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[True]
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def min(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def min(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
 # ----- END GENERATED min -----
@@ -329,12 +683,17 @@ def _moment(
 # ----- BEGIN GENERATED var: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def var(
-    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+    a: Tensor[S, T],
+    axis: None = None,
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
     a: Tensor[AnyShape, T],
-    axis: int | tuple[int, ...],
+    axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
     correction: float = 0,
@@ -342,28 +701,246 @@ def var(
 ) -> Tensor[Any, T]: ...
 @overload
 def var(
-    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank1[A], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def var(
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def var(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def var(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[0, -4],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[0, -4],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[1, -3],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[1, -3],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[2, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[2, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[3, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def var(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[3, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def var(
     a: Tensor[Any, T],
@@ -408,12 +985,17 @@ def var(
 # ----- BEGIN GENERATED std: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
 def std(
-    a: Tensor[S, T], axis: None = None, *, correction: float = 0, ddof: float | None = None
+    a: Tensor[S, T],
+    axis: None = None,
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
     a: Tensor[AnyShape, T],
-    axis: int | tuple[int, ...],
+    axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
     correction: float = 0,
@@ -421,28 +1003,246 @@ def std(
 ) -> Tensor[Any, T]: ...
 @overload
 def std(
-    a: Tensor[Rank1[A], T], axis: Literal[0, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank1[A], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: None = None,
+    *,
+    keepdims: Literal[True],
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: Literal[0, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[0, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def std(
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: Literal[1, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[0, -3],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def std(
-    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[1, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
 ) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def std(
+    a: Tensor[Rank3[A, B, C], T],
+    axis: Literal[2, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[0, -4],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[0, -4],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[1, -3],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[1, -3],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[2, -2],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[2, -2],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[3, -1],
+    keepdims: Literal[False] = False,
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def std(
+    a: Tensor[Rank4[A, B, C, D], T],
+    axis: Literal[3, -1],
+    keepdims: Literal[True],
+    *,
+    correction: float = 0,
+    ddof: float | None = None,
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def std(
     a: Tensor[Any, T],
@@ -479,21 +1279,119 @@ def std(
 
 # ----- BEGIN GENERATED logsumexp: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
-def logsumexp(a: Tensor[S, T], axis: None = None) -> Tensor[Rank0, T]: ...
+def logsumexp(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
-def logsumexp(a: Tensor[AnyShape, T], axis: int | tuple[int, ...], keepdims: bool = False) -> Tensor[Any, T]: ...
+def logsumexp(
+    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Tensor[Any, T]: ...
 @overload
-def logsumexp(a: Tensor[Rank1[A], T], axis: Literal[0, -1]) -> Tensor[Rank0, T]: ...
+def logsumexp(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[0, -2]) -> Tensor[Rank1[B], T]: ...
+def logsumexp(
+    a: Tensor[Rank1[A], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
-def logsumexp(a: Tensor[Rank2[A, B], T], axis: Literal[1, -1]) -> Tensor[Rank1[A], T]: ...
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3]) -> Tensor[Rank2[B, C], T]: ...
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
-def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2]) -> Tensor[Rank2[A, C], T]: ...
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
-def logsumexp(a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1]) -> Tensor[Rank2[A, B], T]: ...
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: None = None, *, keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
+@overload
+def logsumexp(a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank1[A], T], axis: Literal[0, -1], keepdims: Literal[True]
+) -> Tensor[Rank1[Literal[1]], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank1[B], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: Literal[0, -2], keepdims: Literal[True]
+) -> Tensor[Rank2[Literal[1], B], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank2[A, B], T], axis: Literal[1, -1], keepdims: Literal[True]
+) -> Tensor[Rank2[A, Literal[1]], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank2[B, C], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[0, -3], keepdims: Literal[True]
+) -> Tensor[Rank3[Literal[1], B, C], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[1, -2], keepdims: Literal[True]
+) -> Tensor[Rank3[A, Literal[1], C], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank3[A, B, C], T], axis: Literal[2, -1], keepdims: Literal[True]
+) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[False] = False
+) -> Tensor[Rank3[B, C, D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[0, -4], keepdims: Literal[True]
+) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, C, D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[1, -3], keepdims: Literal[True]
+) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[2, -2], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[False] = False
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def logsumexp(
+    a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
+) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def logsumexp(
     a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False

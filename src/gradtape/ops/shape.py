@@ -37,7 +37,7 @@ from gradtape._typing import SI, A, B, C, S, T
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, OwnedTape, Tape, attach_diff, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -673,6 +673,88 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Any]
 
 # ----- BEGIN GENERATED concat: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
+def concat(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0) -> Tensor[Any, T]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank1[Any], NoneTape]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[int], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank2[Any, B], NoneTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, B], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank2[A, Any], NoneTape]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, int], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[Any, B, C], NoneTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, B, C], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[A, Any, C], NoneTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, int, C], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[A, B, Any], NoneTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], NoneTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, Any, C, D], NoneTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, Any, D], NoneTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, C, Any], NoneTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], NoneTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank1[Any], OwnedTape]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[int], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank2[Any, B], OwnedTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, B], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank2[A, Any], OwnedTape]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, int], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[Any, B, C], OwnedTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, B, C], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[A, Any, C], OwnedTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, int, C], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank3[A, B, Any], OwnedTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], OwnedTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, Any, C, D], OwnedTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, Any, D], OwnedTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], OwnedTape]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, C, Any], OwnedTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], OwnedTape]: ...
+@overload
 def concat(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
@@ -704,6 +786,38 @@ def concat(
 def concat(
     tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank1[Any], T]], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank2[Any, B], T]], axis: Literal[0, -2] = 0) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank2[A, Any], T]], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank3[Any, B, C], T]], axis: Literal[0, -3] = 0) -> Tensor[Rank3[int, B, C], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank3[A, Any, C], T]], axis: Literal[1, -2]) -> Tensor[Rank3[A, int, C], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Rank3[A, B, Any], T]], axis: Literal[2, -1]) -> Tensor[Rank3[A, B, int], T]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], T]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], T]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, Any, C, D], T]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], T]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, Any, D], T]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], T]: ...
+@overload
+def concat(
+    tensors: Sequence[Tensor[Rank4[A, B, C, Any], T]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], T]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0) -> Tensor[Any, NoneTape]: ...
+@overload
+def concat(tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
 # ----- END GENERATED concat -----
@@ -746,6 +860,275 @@ def concat(tensors: Any, axis: int = 0) -> Any:
 
 # ----- BEGIN GENERATED stack: python scripts/gen_shape_overloads.py (do not edit) -----
 @overload
+def stack(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0) -> Tensor[Any, T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, NoneTape], Tensor[Rank0, NoneTape]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[Literal[2]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[Literal[2], A], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, Literal[2]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[Literal[2], A, B], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, Literal[2], B], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, Literal[2]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[Literal[2], A, B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, Literal[2], B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, Literal[2], C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, Literal[2]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, NoneTape], Tensor[Rank0, NoneTape], Tensor[Rank0, NoneTape]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[Literal[3]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape]],
+    axis: Literal[0, -2] = 0,
+) -> Tensor[Rank2[Literal[3], A], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape], Tensor[Rank1[A], NoneTape]],
+    axis: Literal[1, -1],
+) -> Tensor[Rank2[A, Literal[3]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]],
+    axis: Literal[0, -3] = 0,
+) -> Tensor[Rank3[Literal[3], A, B], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]],
+    axis: Literal[1, -2],
+) -> Tensor[Rank3[A, Literal[3], B], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape], Tensor[Rank2[A, B], NoneTape]],
+    axis: Literal[2, -1],
+) -> Tensor[Rank3[A, B, Literal[3]], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]
+    ],
+    axis: Literal[0, -4] = 0,
+) -> Tensor[Rank4[Literal[3], A, B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]
+    ],
+    axis: Literal[1, -3],
+) -> Tensor[Rank4[A, Literal[3], B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]
+    ],
+    axis: Literal[2, -2],
+) -> Tensor[Rank4[A, B, Literal[3], C], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape], Tensor[Rank3[A, B, C], NoneTape]
+    ],
+    axis: Literal[3, -1],
+) -> Tensor[Rank4[A, B, C, Literal[3]], NoneTape]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank0, NoneTape]], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank1[A], NoneTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, A], NoneTape]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank1[A], NoneTape]], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], NoneTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, A, B], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], NoneTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, int, B], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], NoneTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, A, B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, B, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, C], NoneTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], NoneTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], NoneTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, OwnedTape], Tensor[Rank0, OwnedTape]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[Literal[2]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[Literal[2], A], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, Literal[2]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[Literal[2], A, B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, Literal[2], B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, Literal[2]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[Literal[2], A, B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, Literal[2], B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, Literal[2], C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, Literal[2]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, OwnedTape], Tensor[Rank0, OwnedTape], Tensor[Rank0, OwnedTape]],
+    axis: Literal[0, -1] = 0,
+) -> Tensor[Rank1[Literal[3]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape]],
+    axis: Literal[0, -2] = 0,
+) -> Tensor[Rank2[Literal[3], A], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape], Tensor[Rank1[A], OwnedTape]],
+    axis: Literal[1, -1],
+) -> Tensor[Rank2[A, Literal[3]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]],
+    axis: Literal[0, -3] = 0,
+) -> Tensor[Rank3[Literal[3], A, B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]],
+    axis: Literal[1, -2],
+) -> Tensor[Rank3[A, Literal[3], B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape], Tensor[Rank2[A, B], OwnedTape]],
+    axis: Literal[2, -1],
+) -> Tensor[Rank3[A, B, Literal[3]], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]
+    ],
+    axis: Literal[0, -4] = 0,
+) -> Tensor[Rank4[Literal[3], A, B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]
+    ],
+    axis: Literal[1, -3],
+) -> Tensor[Rank4[A, Literal[3], B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]
+    ],
+    axis: Literal[2, -2],
+) -> Tensor[Rank4[A, B, Literal[3], C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[
+        Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape], Tensor[Rank3[A, B, C], OwnedTape]
+    ],
+    axis: Literal[3, -1],
+) -> Tensor[Rank4[A, B, C, Literal[3]], OwnedTape]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank0, OwnedTape]], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank1[A], OwnedTape]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, A], OwnedTape]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank1[A], OwnedTape]], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], OwnedTape]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, A, B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], OwnedTape]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, int, B], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank2[A, B], OwnedTape]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, A, B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, B, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, C], OwnedTape]: ...
+@overload
+def stack(
+    tensors: Sequence[Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], OwnedTape]: ...
+@overload
 def stack(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
@@ -777,6 +1160,114 @@ def stack(
 def stack(
     tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
 ) -> Tensor[Any, OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, T], Tensor[Rank0, T]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[Literal[2]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], T], Tensor[Rank1[A], T]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[Literal[2], A], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], T], Tensor[Rank1[A], T]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, Literal[2]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[Literal[2], A, B], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, Literal[2], B], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, Literal[2]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]], axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[Literal[2], A, B, C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]], axis: Literal[1, -3]
+) -> Tensor[Rank4[A, Literal[2], B, C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]], axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, Literal[2], C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]], axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, Literal[2]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank0, T], Tensor[Rank0, T], Tensor[Rank0, T]], axis: Literal[0, -1] = 0
+) -> Tensor[Rank1[Literal[3]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], T], Tensor[Rank1[A], T], Tensor[Rank1[A], T]], axis: Literal[0, -2] = 0
+) -> Tensor[Rank2[Literal[3], A], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank1[A], T], Tensor[Rank1[A], T], Tensor[Rank1[A], T]], axis: Literal[1, -1]
+) -> Tensor[Rank2[A, Literal[3]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[Literal[3], A, B], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[1, -2]
+) -> Tensor[Rank3[A, Literal[3], B], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T], Tensor[Rank2[A, B], T]], axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, Literal[3]], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]],
+    axis: Literal[0, -4] = 0,
+) -> Tensor[Rank4[Literal[3], A, B, C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]],
+    axis: Literal[1, -3],
+) -> Tensor[Rank4[A, Literal[3], B, C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]],
+    axis: Literal[2, -2],
+) -> Tensor[Rank4[A, B, Literal[3], C], T]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T], Tensor[Rank3[A, B, C], T]],
+    axis: Literal[3, -1],
+) -> Tensor[Rank4[A, B, C, Literal[3]], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank0, T]], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank1[A], T]], axis: Literal[0, -2] = 0) -> Tensor[Rank2[int, A], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank1[A], T]], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank2[A, B], T]], axis: Literal[0, -3] = 0) -> Tensor[Rank3[int, A, B], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank2[A, B], T]], axis: Literal[1, -2]) -> Tensor[Rank3[A, int, B], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank2[A, B], T]], axis: Literal[2, -1]) -> Tensor[Rank3[A, B, int], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[0, -4] = 0) -> Tensor[Rank4[int, A, B, C], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[1, -3]) -> Tensor[Rank4[A, int, B, C], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[2, -2]) -> Tensor[Rank4[A, B, int, C], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[3, -1]) -> Tensor[Rank4[A, B, C, int], T]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0) -> Tensor[Any, NoneTape]: ...
+@overload
+def stack(tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
 # ----- END GENERATED stack -----

@@ -14,9 +14,11 @@ x.matmul(w)  # E: arg-type
 t: Tensor[Rank2[L[64], L[10]], OwnedTape] = d.realize(tuple[L[64], L[10]])  # E: assignment
 d.realize((64, 10))  # E: arg-type
 w.realize(tuple[L[64], L[10]]).backward()  # E: misc
-# without realize, run-time (int) dims do not flow into static (Literal) code
+# without realize, run-time (int) dims do not flow into static (Literal) code (a matmul's
+# int inner dim does: it meets any dim, checked at run time; see ok_realize.py)
 s: Tensor[Rank2[L[64], L[10]], NoneTape] = d  # E: assignment
-w.matmul(d)  # E: arg-type
+w.realize(tuple[L[64], L[10], int])  # E: type-var
+w.realize(tuple[L[64]])  # E: type-var
 # the shape must be a tuple type
 d.realize(int)  # E: type-var
 d.realize(list[int])  # E: type-var

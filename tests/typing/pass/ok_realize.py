@@ -19,7 +19,7 @@ reveal_type(w)  # R: Tensor[tuple[Literal[64], Literal[10]], gradtape.tape.NoneT
 x = dev.zeros((8, 64)).realize(tuple[Batch, L[64]])
 reveal_type(x)  # R: Tensor[tuple[ok_realize.Batch, Literal[64]], gradtape.tape.NoneTape]
 reveal_type(x.matmul(w))  # R: Tensor[tuple[ok_realize.Batch, Literal[10]], gradtape.tape.NoneTape]
-anyrank = w.realize(tuple[int, ...])
+anyrank = dev.tensor([[1.0]]).realize(tuple[int, ...])  # an untyped tensor: any rank
 reveal_type(anyrank)  # R: Tensor[tuple[int, ...], gradtape.tape.NoneTape]
 # the tape kind is kept
 xt = x.trace(Gradients.leaky()).realize(tuple[int, L[64]])
@@ -31,3 +31,7 @@ reveal_type(y)  # R: Tensor[tuple[Literal[64], int], gradtape.tape.NoneTape]
 dyn: Tensor[Rank2[int, int], NoneTape] = w.realize(tuple[int, int])
 scalar = dev.tensor(3.0).realize(tuple[()])
 reveal_type(scalar)  # R: Tensor[tuple[()], gradtape.tape.NoneTape]
+# a matmul's dynamic (int) inner dim meets a static one: checked at run time
+d = load()
+reveal_type(x.matmul(d))  # R: Tensor[tuple[ok_realize.Batch, int], gradtape.tape.NoneTape]
+reveal_type(d.matmul(w))  # R: Tensor[tuple[int, Literal[10]], gradtape.tape.NoneTape]
