@@ -14,6 +14,7 @@ dim ``N``; ``embedding`` gives ``Rank2[int, D]`` for a list of indices and an un
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 
 import numpy as np
@@ -26,7 +27,7 @@ from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.ops.unary import record_unary
-from gradtape.shapes import Rank1, Rank2
+from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
@@ -353,16 +354,26 @@ def rms_norm(x: Any, weight: Any = None, eps: Any = None) -> Any:
 # ----- embedding -------------------------------------------------------------------------
 
 
+# No catch-all ``npt.ArrayLike`` row: mypy would fall back to it (an untyped result) when a
+# list's row does not fit an annotated target, hiding the error the list's row reports.
 @overload
-def embedding(indices: list[int], weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank2[int, B], T]: ...
+def embedding(indices: int, weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank1[B], T]: ...
 @overload
-def embedding(indices: npt.ArrayLike, weight: Tensor[Rank2[A, B], T]) -> Tensor[Any, T]: ...
+def embedding(indices: list[int] | tuple[int, ...], weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def embedding(indices: Sequence[Sequence[int]], weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank3[int, int, B], T]: ...
+@overload
+def embedding(
+    indices: npt.NDArray[Any] | Sequence[Sequence[Sequence[int]]], weight: Tensor[Rank2[A, B], T]
+) -> Tensor[Any, T]: ...
 def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
     """Look up rows of ``weight`` (PyTorch's ``F.embedding``): ``y[..., :] = weight[indices[...], :]``.
 
     Args:
-        indices: integers in ``[0, num)`` of any shape (a list or an integer array; not a
-            tensor, which holds floats).
+        indices: integers in ``[0, num)`` of any shape (an int, a list, nested lists or an
+            integer array; not a tensor, which holds floats). Typed: an int gives
+            ``Rank1[dim]``, a list ``Rank2[int, dim]``, a list of lists
+            ``Rank3[int, int, dim]``, an array an untyped result.
         weight: float32/float64 tensor of shape ``(num, dim)``.
 
     Returns:

@@ -35,3 +35,7 @@ layer_norm(a).sum().backward()  # E: misc
 
 table: Tensor[Rank2[L[10], L[4]], NoneTape] = dev.zeros((10, 4))
 embedding([1, 2], v)  # E: arg-type
+# an embedding's width reaches an annotated result (no untyped fallback swallows it)
+table4: Tensor[Rank2[L[10], L[4]], NoneTape] = dev.zeros((10, 4))
+e16: Tensor[Rank2[int, L[16]], NoneTape] = embedding([1, 2], table4)  # E: arg-type
+r5: Tensor[Rank2[int, L[5]], NoneTape] = table4.index_select([1, 2], axis=0)  # E: assignment

@@ -3,6 +3,8 @@
 from typing import Literal as L
 from typing import reveal_type
 
+import numpy as np
+
 from gradtape import Cpu, NoneTape, OwnedTape, Rank0, Rank1, Rank2, Rank3, Rank4, Tensor
 from gradtape.ops import dropout, embedding, layer_norm, linear, matmul, rms_norm
 
@@ -57,8 +59,11 @@ reveal_type(rms_norm(a, g4.leaky_trace()))  # R: Tensor[tuple[Literal[3], Litera
 reveal_type(a.leaky_trace().rms_norm())  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
 n2: Tensor[Rank0, OwnedTape] = (layer_norm(a.leaky_trace()) @ m).sum()
 
-# embedding: a list of indices gives (int, dim); any other index array an untyped shape
+# embedding: an int gives (dim,), a list (int, dim), a list of lists (int, int, dim), an
+# index array an untyped shape
 table: Tensor[Rank2[L[10], L[4]], NoneTape] = dev.zeros((10, 4))
 reveal_type(embedding([1, 2, 2], table))  # R: Tensor[tuple[int, Literal[4]], gradtape.tape.NoneTape]
-reveal_type(embedding([[1, 2], [0, 3]], table.leaky_trace()))  # R: Tensor[Any, gradtape.tape.GradientTape]
+nested = embedding([[1, 2], [0, 3]], table.leaky_trace())
+reveal_type(nested)  # R: Tensor[tuple[int, int, Literal[4]], gradtape.tape.GradientTape]
+reveal_type(embedding(np.array([1, 2]), table))  # R: Tensor[Any, gradtape.tape.NoneTape]
 e: Tensor[Rank0, OwnedTape] = embedding([1, 2], table.leaky_trace()).sum()
