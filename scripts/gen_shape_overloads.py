@@ -315,11 +315,14 @@ def binary_block(name: str) -> str:
     """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
     of ``a``'s shape, or one of the broadcasts of :func:`broadcast_pairs`, each with the
     tape-kind rule."""
-    out = _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]")
-    out += tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
+    same = tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
+    out = _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]") + same
     for a, b, ret in broadcast_pairs():
         out += tape_rule(name, [Arg("a", a), Arg("b", b)], ret)
-    return out
+    # equal shapes again, last (rows that never match): when nothing matches, mypy's message
+    # cites the first tensor row and pyright's the last row whose `a` fitted; "expected a
+    # tensor of a's shape" is the one that helps
+    return out + same
 
 
 # ----- ops/compare.py ----------------------------------------------------------------------
@@ -331,10 +334,11 @@ COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 def compare_block(name: str) -> str:
     """Overloads of a comparison ``name(a, b)``: ``b`` a number or a tensor of ``a``'s shape,
     or one of the broadcasts of :func:`broadcast_pairs`; the mask never has a tape."""
-    out = _overload(name, ["a: Tensor[S, Any]", "b: float | Tensor[S, Any]"], "Tensor[S, NoneTape]")
+    same = _overload(name, ["a: Tensor[S, Any]", "b: float | Tensor[S, Any]"], "Tensor[S, NoneTape]")
+    out = same
     for a, b, ret in broadcast_pairs():
         out += _overload(name, [f"a: Tensor[{a}, Any]", f"b: Tensor[{b}, Any]"], f"Tensor[{ret}, NoneTape]")
-    return out
+    return out + same  # repeated last for pyright's error message, as in binary_block
 
 
 # ----- ops/reduce.py -----------------------------------------------------------------------
@@ -396,16 +400,20 @@ def reduce_block(name: str) -> str:
 # ----- ops/linalg.py -----------------------------------------------------------------------
 
 MATMUL_SHAPES = (
-    ("Rank2[A, B]", "Rank2[B, C]", "Rank2[A, C]"),
+    ("Rank1[B]", "Rank1[B]", "Rank0"),
     ("Rank1[B]", "Rank2[B, C]", "Rank1[C]"),
     ("Rank2[A, B]", "Rank1[B]", "Rank1[A]"),
-    ("Rank1[B]", "Rank1[B]", "Rank0"),
+    ("Rank2[A, B]", "Rank2[B, C]", "Rank2[A, C]"),
     ("Rank3[D, A, B]", "Rank3[D, B, C]", "Rank3[D, A, C]"),
     ("Rank3[D, A, B]", "Rank2[B, C]", "Rank3[D, A, C]"),
     ("Rank4[E, D, A, B]", "Rank4[E, D, B, C]", "Rank4[E, D, A, C]"),
     ("Rank4[E, D, A, B]", "Rank2[B, C]", "Rank4[E, D, A, C]"),
 )
-"""``(a, b, a @ b)`` shape types that ``matmul`` computes (the inner dim is ``B``)."""
+"""``(a, b, a @ b)`` shape types that ``matmul`` computes (the inner dim is ``B``). For each
+rank of ``a`` the pair users mean most (a matrix or batch times a 2-D weight) comes last.
+When no row matches, mypy's message cites the first row and pyright's the last row whose
+``a`` fitted, so :func:`matmul_block` starts with the 2-D pair and ends by repeating this
+table (rows that never match, there for pyright's message)."""
 
 
 def _inner(shape: str, dim: str) -> str:
@@ -417,9 +425,11 @@ def matmul_block() -> str:
     each pair again with a dynamic (``int``) inner dim on one side, which matches any inner
     dim on the other (checked at run time), so ``dev.zeros((n, 4)) @ w`` is no false alarm
     where mypy widened the ``4`` to ``int``."""
-    rows = [*MATMUL_SHAPES]
+    first = sorted(MATMUL_SHAPES, key=lambda row: row[:2] != ("Rank2[A, B]", "Rank2[B, C]"))
+    rows = [*first]  # mypy's error cites the first row: the 2-D one
     rows += [(_inner(a, "int"), _inner(b, "Any"), ret) for a, b, ret in MATMUL_SHAPES]
     rows += [(_inner(a, "Any"), _inner(b, "int"), ret) for a, b, ret in MATMUL_SHAPES]
+    rows += MATMUL_SHAPES  # never matched (repeats): pyright's error cites the last row `a` fits
     return "".join(tape_rule("matmul", [Arg("a", a), Arg("b", b)], ret) for a, b, ret in rows)
 
 

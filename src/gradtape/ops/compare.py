@@ -125,6 +125,8 @@ def lt(
 def lt(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def lt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED lt -----
 def lt(a: Any, b: Any) -> Any:
     """``a < b`` elementwise as a ``bool`` mask (untraced, no gradient), with numpy broadcasting;
@@ -208,6 +210,8 @@ def le(
 def le(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def le(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED le -----
 def le(a: Any, b: Any) -> Any:
     """``a <= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
@@ -285,6 +289,8 @@ def gt(
 def gt(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def gt(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED gt -----
 def gt(a: Any, b: Any) -> Any:
     """``a > b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
@@ -362,6 +368,8 @@ def ge(
 def ge(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def ge(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED ge -----
 def ge(a: Any, b: Any) -> Any:
     """``a >= b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`."""
@@ -439,6 +447,8 @@ def eq(
 def eq(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def eq(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED eq -----
 def eq(a: Any, b: Any) -> Any:
     """``a == b`` elementwise as a ``bool`` mask (untraced, no gradient); see :func:`lt`.
@@ -520,6 +530,8 @@ def ne(
 def ne(
     a: Tensor[Rank4[A, B, C, Literal[1]], Any], b: Tensor[Rank4[A, B, C, D], Any]
 ) -> Tensor[Rank4[A, B, C, D], NoneTape]: ...
+@overload
+def ne(a: Tensor[S, Any], b: float | Tensor[S, Any]) -> Tensor[S, NoneTape]: ...
 # ----- END GENERATED ne -----
 def ne(a: Any, b: Any) -> Any:
     """``a != b`` elementwise as a ``bool`` mask (untraced, no gradient; NaN != NaN); see :func:`eq`."""
