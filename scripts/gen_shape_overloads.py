@@ -233,11 +233,11 @@ def sequence_block(name: str) -> str:
     2. elements of known rank and one tape kind (``NoneTape`` or ``OwnedTape``), a
        ``Literal`` axis: the result's shape (``concat``: the axis dim ``int``; ``stack``: a
        new dim, ``Literal[n]`` for a tuple of ``n`` tensors, ``int`` for a list);
-    3. a tuple (2 to 4 tensors) with an owned tape at any position among other tape kinds:
+    3. other ranks or an ``int`` axis, one tape kind: an untyped result of that kind; a list
+       mixing the two tape kinds: an owned, untyped result;
+    4. a tuple (2 to 4 tensors) with an owned tape at any position among other tape kinds:
        an owned, untyped result;
-    4. as 2 with a generic tape kind ``T`` (generic code);
-    5. anything else (an ``int`` axis, other ranks): an untyped result of the elements' tape
-       kind.
+    5. as 2 and 3 with a generic tape kind ``T`` (generic code).
     """
     if name == "concat":
         shaped = [("Sequence", elem, axis, ret) for elem, axis, ret in _concat_patterns()]
@@ -260,16 +260,21 @@ def sequence_block(name: str) -> str:
 
     out = [_overload(name, ["tensors: Sequence[Tensor[AnyShape, T]]", "axis: int = 0"], "Tensor[Any, T]")]
     out += [rows("NoneTape"), rows("OwnedTape")]
+    for tape in ("NoneTape", "OwnedTape"):  # other ranks or axes, one tape kind
+        out.append(
+            _overload(name, [f"tensors: Sequence[Tensor[Any, {tape}]]", "axis: int = 0"], f"Tensor[Any, {tape}]")
+        )
+    # a list literal mixing tape kinds (mypy and pyright check each item against the union;
+    # with shape variables in it mypy cannot solve them, so the shape is left untyped)
+    mixed = "tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]]"
+    out.append(_overload(name, [mixed, "axis: int = 0"], "Tensor[Any, OwnedTape]"))
     for n in TUPLE_LENGTHS:
         for k in range(n):
             elems = ", ".join("Tensor[Any, OwnedTape]" if m == k else "Tensor[Any, Tape]" for m in range(n))
             params = [f"tensors: tuple[{elems}]", "axis: int = 0"]
             out.append(_overload(name, params, "Tensor[Any, OwnedTape]"))
     out.append(rows("T"))
-    for tape in ("NoneTape", "OwnedTape", "T"):
-        out.append(
-            _overload(name, [f"tensors: Sequence[Tensor[Any, {tape}]]", "axis: int = 0"], f"Tensor[Any, {tape}]")
-        )
+    out.append(_overload(name, ["tensors: Sequence[Tensor[Any, T]]", "axis: int = 0"], "Tensor[Any, T]"))
     return "".join(out)
 
 
@@ -294,7 +299,8 @@ def broadcast_pairs() -> list[tuple[str, str, str]]:
     - rank extension, ``b``'s dims the trailing dims of ``a``'s (a bias ``(B, L, D) + (D,)``,
       a positional table ``(B, L, D) + (L, D)``), ranks 2 to 4;
     - one size-1 dim (``Literal[1]``, what ``keepdims=True`` leaves) on either side, the
-      other dims equal (``x - x.mean(axis=1, keepdims=True)``), ranks 2 to 4.
+      other dims equal (``x - x.mean(axis=1, keepdims=True)``), ranks 2 to 4;
+    - an outer product over the last two dims, ``(.., A, 1) op (.., 1, B)``, ranks 2 and 3.
 
     A shape pair not listed (two size-1 dims, ``(D,) + (B, D)``) is still computed at run
     time; its static type is then rejected, so write it with ``broadcast_to`` or ``expand_dims``.
@@ -308,6 +314,9 @@ def broadcast_pairs() -> list[tuple[str, str, str]]:
         for axis in range(n):
             pairs.append((_rank(dims), _rank(_with_one(dims, axis)), _rank(dims)))
             pairs.append((_rank(_with_one(dims, axis)), _rank(dims), _rank(dims)))
+    for n in (2, 3):  # an outer product over the last two dims: (.., A, 1) op (.., 1, B)
+        dims = list(DIMS[:n])
+        pairs.append((_rank(_with_one(dims, n - 1)), _rank(_with_one(dims, n - 2)), _rank(dims)))
     return pairs
 
 

@@ -75,3 +75,14 @@ reveal_type(ops.stack([bias, bias, bias, bias]))  # R: Tensor[tuple[int, Literal
 steps = [a.leaky_trace().sum(axis=1) for _ in range(3)]
 reveal_type(ops.stack(steps, axis=1))  # R: Tensor[tuple[Literal[8], int], gradtape.tape.GradientTape]
 joined: Tensor[Rank2[L[8], int], NoneTape] = ops.concat([c5, c2], axis=1)
+# an outer product of a column and a row
+u = dev.randn((5,)).unsqueeze(1)
+outer = u * dev.randn((7,)).unsqueeze(0)
+reveal_type(outer)  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
+col5: Tensor[Rank2[L[5], L[1]], NoneTape] = dev.ones((5, 1))
+row7: Tensor[Rank2[L[1], L[7]], NoneTape] = dev.ones((1, 7))
+reveal_type(col5 * row7)  # R: Tensor[tuple[Literal[5], Literal[7]], gradtape.tape.NoneTape]
+# a list mixing a traced and an untraced tensor: an owned result, so backward type-checks
+mixed = ops.concat([c5.leaky_trace(), c2], axis=1)
+reveal_type(mixed)  # R: Tensor[Any, gradtape.tape.GradientTape]
+mixed.sum().backward()

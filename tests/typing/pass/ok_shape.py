@@ -96,7 +96,7 @@ reveal_type(concat((o, a, a)))  # R: Tensor[Any, gradtape.tape.GradientTape]
 reveal_type(stack((a, a, a, o)))  # R: Tensor[Any, gradtape.tape.GradientTape]
 reveal_type(stack((a, a)))  # R: Tensor[tuple[Literal[2], Literal[3], Literal[4]], gradtape.tape.NoneTape]
 reveal_type(stack([o, o], axis=-1))  # R: Tensor[tuple[Literal[3], Literal[4], int], gradtape.tape.GradientTape]
-reveal_type(concat([a, o]))  # R: Tensor[tuple[int, Literal[4]], gradtape.tape.Tape]
+reveal_type(concat([a, o]))  # R: Tensor[Any, gradtape.tape.GradientTape]
 many: list[Tensor[Any, OwnedTape]] = [o, o, o, o, o]
 reveal_type(concat(many))  # R: Tensor[Any, Any]
 concat((a, o)).sum().backward()
