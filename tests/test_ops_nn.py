@@ -671,7 +671,7 @@ def test_embedding_large_uses_kernel() -> None:
 def test_embedding_errors() -> None:
     """Float indices, out-of-range indices and a non-2-D weight are rejected, naming the op."""
     w = DEV.tensor(f32(4, 3))
-    with pytest.raises(DTypeError, match=r"embedding: indices must be integers, got dtype float64 \(shape \(2,\)\)"):
+    with pytest.raises(DTypeError, match=r"embedding: indices must be integers, got dtype float64 of shape \(2,\)"):
         embedding(np.array([0.0, 1.0]), w)
     with pytest.raises(DTypeError, match="embedding: indices must be integers, got dtype bool"):
         embedding(np.array([True]), w)

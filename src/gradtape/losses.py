@@ -23,6 +23,7 @@ import numpy.typing as npt
 from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._util import int_indices
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
@@ -415,6 +416,7 @@ def cross_entropy(
         return _soft_cross_entropy(logits, t.astype(x.dtype, copy=False), t_tensor, reduction)  # type: ignore[no-any-return]
     if t_tensor is not None or t.dtype.kind not in "iu":
         raise DTypeError(f"cross_entropy: targets must be integer class indices, got dtype {t.dtype}")
+    t = int_indices("cross_entropy", t, f"logits of shape {x.shape}", "targets")  # native intp
     if t.shape != (n,):
         raise ShapeError(f"cross_entropy: targets of shape {t.shape} do not match logits of shape {x.shape}")
     if n == 0:

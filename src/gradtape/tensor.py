@@ -9,7 +9,7 @@ and operators.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
@@ -167,6 +167,63 @@ class Tensor(Generic[S, T_co]):
         if not self.data.ndim:
             raise TypeError("len() of a 0-d tensor")
         return int(self.data.shape[0])
+
+    def __iter__(self) -> Iterator[Tensor[Any, T_co]]:
+        """The sub-tensors along the first dim (``t[0]``, ``t[1]``, ...), each recorded like
+        ``t[i]``, as PyTorch and numpy iterate.
+
+        Raises:
+            TypeError: the tensor is 0-d (``list(dev.ones(()))``; numpy and PyTorch raise too).
+        """
+        if not self.data.ndim:
+            raise TypeError(f"iteration over a 0-d tensor (shape {self.shape}); use .item()")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def __float__(self) -> float:
+        """``float(t)`` of a one-element tensor (:meth:`item`); raises ``ShapeError`` otherwise."""
+        return self.item()
+
+    def __int__(self) -> int:
+        """``int(t)`` of a one-element tensor, truncated toward zero like ``int(float)``.
+
+        Raises:
+            ShapeError: the tensor has more than one element.
+            ValueError: the value is NaN or infinite (as ``int(float("nan"))``).
+        """
+        return int(self.item())
+
+    # ----- copies: a copy is a new tensor with a new id (its gradients are its own) ---------
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor[S, T_co]:
+        """``copy.deepcopy(t)``: a new tensor with a copy of the data, the same device, dtype and
+        tape kind (a parameter stays a parameter) and a **new id**, so gradients recorded
+        through the copy are the copy's own (an EMA model or target network built with
+        ``copy.deepcopy(model)`` does not share gradients with ``model``).
+
+        Raises:
+            TapeError: the tensor records on a live tape (a traced input or an op's output);
+                copy ``t.detach()`` instead (PyTorch refuses such copies too).
+        """
+        if self.tape.OWNS_TAPE:
+            raise TapeError(
+                f"deepcopy: tensor of shape {self.shape} (id {self.id}) records on a live tape; "
+                "copy t.detach() instead, or copy the model before tracing"
+            )
+        t = _new(Tensor)
+        t.data, t.device, t.tape, t.id, t._leaf = self.data.copy(), self.device, self.tape, next_id(), self._leaf
+        memo[id(self)] = t
+        return t
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling keeps the data, device, dtype and tape kind; an unpickled tensor gets a new
+        id (ids are per process, so an old one could collide with a live tensor's).
+
+        Raises:
+            TapeError: the tensor records on a live tape (see :meth:`__deepcopy__`).
+        """
+        if self.tape.OWNS_TAPE:
+            raise TapeError(f"pickle: tensor of shape {self.shape} (id {self.id}) records on a live tape; detach() it")
+        return (_unpickle, (self.data, self.device, self.tape is PARAM, self._leaf))
 
     def __repr__(self) -> str:
         tape = self.tape
@@ -455,6 +512,13 @@ class Tensor(Generic[S, T_co]):
     index_select = _indexing.index_select
     log_softmax = _log_softmax
     softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function
+
+
+def _unpickle(data: Array, device: Device, param: bool, leaf: bool) -> Tensor[Any, NoneTape]:
+    """Rebuild a pickled tensor under a fresh id (:meth:`Tensor.__reduce__`)."""
+    t: Tensor[Any, NoneTape] = Tensor(data, device, PARAM if param else NONE_TAPE)
+    t._leaf = leaf
+    return t
 
 
 class _Everything:

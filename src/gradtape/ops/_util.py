@@ -54,6 +54,31 @@ def _foreign_data(op: str, b: object) -> Array:
     return bd
 
 
+def int_indices(op: str, indices: object, context: str, what: str = "indices") -> Array:
+    """``indices`` (a list, an integer numpy array of any byte order, or an integer tensor) as
+    a C-contiguous native-order ``intp`` array: the one conversion every index argument goes
+    through (``gather``, ``index_select``, ``embedding``, ``cross_entropy`` targets), so the
+    kernels never see a float, bool, big-endian or non-contiguous index array.
+
+    Args:
+        op: the op's name, for messages.
+        indices: the index argument.
+        context: the other operand's description for messages (``"tensor of shape (3, 4)"``).
+        what: the argument's name in messages.
+
+    Raises:
+        DTypeError: the indices are not integers (floats, which would be truncated, bools,
+            which would be read as 0/1, complex, objects); the message names the op and dtype.
+    """
+    data = getattr(indices, "data", None) if hasattr(indices, "tape") else None
+    idx = np.asarray(indices if data is None else data)
+    if idx.size == 0 and idx.dtype.kind == "f" and data is None:  # np.asarray([]) is float64
+        idx = idx.astype(np.intp)
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: {what} must be integers, got dtype {idx.dtype} of shape {idx.shape} ({context})")
+    return np.ascontiguousarray(idx, dtype=np.intp)
+
+
 def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
     """Turn ``axis`` (None = all, an int, or a tuple; negatives count from the end) into a
     sorted tuple of non-negative axes.

@@ -34,7 +34,8 @@ import numpy as np
 
 from gradtape._typing import A, B, C, T
 from gradtape.devices.kernels.scatter import scatter_add
-from gradtape.errors import DTypeError, ShapeError
+from gradtape.errors import ShapeError
+from gradtape.ops._util import int_indices
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, attach_diff, op_tape
@@ -197,13 +198,7 @@ def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]
         DTypeError: the indices are not integers (bools and floats included).
         IndexError: an index is outside ``[-n, n)``.
     """
-    if hasattr(indices, "tape"):
-        raise TypeError(f"{op}: indices must be integers (a list or an integer array), not a Tensor")
-    idx = np.asarray(indices)
-    if idx.size == 0 and idx.dtype.kind == "f":  # np.asarray([]) is float64
-        idx = idx.astype(np.intp)
-    if idx.dtype.kind not in "iu":
-        raise DTypeError(f"{op}: indices must be integers, got dtype {idx.dtype} (tensor of shape {shape})")
+    idx = int_indices(op, indices, f"tensor of shape {shape}")
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < -n or hi >= n:
@@ -213,7 +208,7 @@ def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]
             )
         if lo < 0:
             idx = np.where(idx < 0, idx + n, idx)
-    return idx.astype(np.intp, copy=False)
+    return idx
 
 
 def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:

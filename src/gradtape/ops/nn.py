@@ -24,8 +24,8 @@ from gradtape._typing import A, B, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
-from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.errors import ShapeError
+from gradtape.ops._util import SCALARS, int_indices, sum_to, tensor_operand
 from gradtape.ops.unary import record_unary
 from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
@@ -389,19 +389,16 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
         ValueError: an index is outside ``[0, num)``.
     """
     wd = weight.data
-    idx = np.asarray(indices)
-    if idx.size == 0 and not isinstance(indices, np.ndarray):
-        idx = idx.astype(np.intp)  # an empty list has no integer dtype to infer
     if wd.ndim != 2:
-        raise ShapeError(f"embedding: weight must be 2-D (num, dim), got shape {wd.shape} (indices {idx.shape})")
-    if idx.dtype.kind not in "iu":
-        raise DTypeError(f"embedding: indices must be integers, got dtype {idx.dtype} (shape {idx.shape})")
+        raise ShapeError(f"embedding: weight must be 2-D (num, dim), got shape {wd.shape}")
+    idx = int_indices("embedding", indices, f"weight of shape {wd.shape}")
     num = wd.shape[0]
     if idx.size and (idx.min() < 0 or idx.max() >= num):
         raise ValueError(
             f"embedding: indices must lie in [0, {num}) for weight {wd.shape}, got min {idx.min()} and max {idx.max()}"
         )
-    idx = np.array(idx, dtype=np.intp)  # a private copy: the caller may reuse its array
+    if not isinstance(indices, (list, tuple, int)):
+        idx = idx.copy()  # a private copy: the caller may reuse its array
     y = np.take(wd, idx, axis=0)
     w_leaf, wshape, dt = weight._leaf, wd.shape, wd.dtype
 

@@ -1,0 +1,127 @@
+"""Issue 15's first failures: copies that shared gradients, index arrays that leaked numba
+errors or were truncated, and Python protocols (iter, float, int) on tensors.
+
+Each test is written the way a user hit the failure: an EMA copy of a model, a target array
+read from a big-endian file, ``list()`` of a scalar.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gradtape import Cpu, TapeError, nn, ops
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.losses import cross_entropy
+from gradtape.nn import checkpoint
+
+F64 = np.float64
+
+
+def _model(dev: Cpu) -> nn.Linear[int, int]:
+    return nn.Linear(3, 2, dtype=F64, dev=dev)
+
+
+def _grad_of_weight(m: nn.Linear[int, int], x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    g = m(m.weight.device.tensor(x).leaky_trace()).sum().backward()
+    return g.get(m.weight).numpy().copy()
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_model_has_its_own_parameters_and_gradients(how: str) -> None:
+    """The issue's repro: (m(x).sum() + m2(x).sum()).backward() gave m.weight twice its
+    gradient when m2 was a copy of m. Now each model gets exactly its own gradient."""
+    dev = Cpu(seed=0)
+    m = _model(dev)
+    m2 = copy.deepcopy(m) if how == "deepcopy" else pickle.loads(pickle.dumps(m))
+    assert {p.id for p in m.parameters()}.isdisjoint(p.id for p in m2.parameters())
+    for p, q in zip(m.parameters(), m2.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+        assert not np.shares_memory(p.numpy(), q.numpy())
+        assert q.requires_grad and q.dtype == p.dtype
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    alone = _grad_of_weight(m, x)
+    xt = dev.tensor(x).leaky_trace()
+    g = (m(xt).sum() + m2(xt).sum()).backward()
+    np.testing.assert_allclose(g.get(m.weight).numpy(), alone)
+    np.testing.assert_allclose(g.get(m2.weight).numpy(), alone)
+    # the copy trains apart: updating it leaves the original untouched
+    m2.weight.data[...] += 1.0
+    assert not np.allclose(m.weight.numpy(), m2.weight.numpy())
+
+
+def test_deepcopy_of_a_traced_tensor_is_refused_with_a_clear_error() -> None:
+    dev = Cpu()
+    x = dev.ones((2,)).leaky_trace()
+    with pytest.raises(TapeError, match=r"deepcopy: tensor of shape \(2,\).*detach"):
+        copy.deepcopy(x)
+    with pytest.raises(TapeError, match=r"pickle: .*detach"):
+        pickle.dumps(x * 2.0)
+    y = copy.deepcopy(x.detach())
+    assert y.id != x.id and not y.requires_grad
+
+
+def test_loading_a_checkpoint_keeps_the_target_ids(tmp_path: Path) -> None:
+    """load() writes into the target's tensors: ids (and so optimizer state and stores keyed
+    by them) survive, as PyTorch's load_state_dict keeps the parameter objects."""
+    dev = Cpu(seed=1)
+    src, dst = _model(dev), _model(dev)
+    ids = [p.id for p in dst.parameters()]
+    checkpoint.save(src, tmp_path / "m.safetensors")
+    checkpoint.load(dst, tmp_path / "m.safetensors")
+    assert [p.id for p in dst.parameters()] == ids
+    for p, q in zip(src.parameters(), dst.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+@pytest.mark.parametrize("order", ["<i8", ">i8", ">i4", "<u2"])
+def test_index_arrays_of_any_byte_order_and_width(order: str) -> None:
+    """A big-endian target array leaked a numba TypingError from cross_entropy; every index
+    argument now goes through one conversion (ops._util.int_indices)."""
+    dev = Cpu(seed=0)
+    logits = dev.randn((3, 4), dtype=F64)
+    native = cross_entropy(logits, np.array([0, 1, 2])).item()
+    assert cross_entropy(logits, np.array([0, 1, 2], dtype=order)).item() == pytest.approx(native, rel=1e-12)
+    w = dev.randn((5, 2), dtype=F64)
+    idx = np.array([4, 0, 3], dtype=order)
+    np.testing.assert_array_equal(ops.embedding(idx, w).numpy(), w.numpy()[[4, 0, 3]])
+    np.testing.assert_array_equal(w.index_select(idx).numpy(), w.numpy()[[4, 0, 3]])
+    np.testing.assert_array_equal(w.gather(idx[::-1]).numpy(), w.numpy()[[3, 0, 4]])  # non-contiguous
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda w: ops.embedding(np.array([1.7, 2.2]), w),
+        lambda w: ops.embedding([1.7, 2.2], w),  # type: ignore[list-item]  # mypy rejects it too
+        lambda w: w.index_select(np.array([True, False])),
+        lambda w: cross_entropy(w, np.array([0.0, 1.0, 1.0, 0.0, 1.0])),
+    ],
+)
+def test_float_and_bool_indices_raise_instead_of_truncating(call: object) -> None:
+    """nn.Embedding read rows 1 and 2 for [1.7, 2.2]; floats and bools are not indices."""
+    w = Cpu().randn((5, 2))
+    with pytest.raises(DTypeError, match=r"^(embedding|index_select|cross_entropy): .*(integer|dtype)"):
+        call(w)  # type: ignore[operator]
+
+
+def test_iteration_float_and_int_follow_numpy_and_pytorch() -> None:
+    dev = Cpu()
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        list(dev.ones(()))
+    rows = list(dev.tensor(np.arange(6.0).reshape(2, 3)))
+    assert [r.shape for r in rows] == [(3,), (3,)]
+    np.testing.assert_array_equal(rows[1].numpy(), [3.0, 4.0, 5.0])
+    assert float(dev.tensor([2.5])) == 2.5 and int(dev.tensor([[-2.7]])) == -2
+    with pytest.raises(ShapeError, match=r"item: tensor of shape \(2,\) has 2 elements"):
+        float(dev.ones((2,)))
+    # iterating a traced tensor records each row: gradients flow back through it
+    x = dev.tensor(np.arange(6.0).reshape(2, 3)).leaky_trace()
+    first, second = x
+    g = (first + second * 2.0).sum().backward()
+    np.testing.assert_array_equal(g.get(x).numpy(), [[1.0] * 3, [2.0] * 3])
