@@ -46,6 +46,7 @@ def test_batchnorm_affine_gradients_with_only_the_input_traced() -> None:
     g = (bn(dev.tensor(x).trace(bn.alloc_grads())) * dev.tensor(w)).sum().backward()
     tb = torch.nn.BatchNorm1d(4).double()
     (tb(torch.from_numpy(x)) * torch.from_numpy(w)).sum().backward()
+    assert bn.bias is not None  # affine=True (the default)
     close(g.get(bn.bias).numpy(), w.sum(axis=0))
     close(g.get(bn.bias).numpy(), tb.bias.grad)
     assert bn.weight is not None

@@ -1,22 +1,39 @@
 """Parameter-free layers: activations (:class:`ReLU`, :class:`GELU`, :class:`Tanh`,
 :class:`Sigmoid`, :class:`SiLU`), :class:`Dropout` and :class:`Flatten`.
 
-The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``).
+The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``);
+:class:`Flatten` types ``(N, ...) -> (N, int)`` for inputs of rank 2 to 4.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from gradtape.nn.module import Module
 from gradtape.ops import dropout
+from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
 from gradtape.tape import Tape
 from gradtape.tensor import Tensor
+
+if TYPE_CHECKING:
+    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Flatten``
+    # annotation means ``Flatten[int, int]``, which every Flatten is (covariant).
+    from typing_extensions import TypeVar as _TypeVarD
+
+    SD = _TypeVarD("SD", covariant=True, default=int)
+    ED = _TypeVarD("ED", covariant=True, default=int)
+else:
+    SD = TypeVar("SD", covariant=True)
+    ED = TypeVar("ED", covariant=True)
 
 __all__ = ["GELU", "Dropout", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh"]
 
 S = TypeVar("S")
 T = TypeVar("T", bound=Tape)
+N = TypeVar("N")
+D1 = TypeVar("D1")
+D2 = TypeVar("D2")
+D3 = TypeVar("D3")
 
 
 class ReLU(Module):
@@ -97,17 +114,43 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
-class Flatten(Module):
+class Flatten(Module, Generic[SD, ED]):
     """Flatten dims ``start_dim..end_dim`` into one (PyTorch's ``nn.Flatten``; default: all but
     the batch dim), ``(N, C, H, W) -> (N, C*H*W)``. A reshape: the gradient is reshaped back.
+
+    Typed ``Flatten[SD, ED]``, the types of ``start_dim`` and ``end_dim``: ``Flatten()``
+    (the defaults, ``Flatten[Literal[1], Literal[-1]]``) maps ``Tensor[Rank2[N, Any], T]``,
+    ``Tensor[Rank3[N, Any, Any], T]`` and ``Tensor[Rank4[N, Any, Any, Any], T]`` to
+    ``Tensor[Rank2[N, int], T]`` (the flattened size is computed at run time; the tape kind
+    is kept). Any other rank, an untyped input, or a Flatten built with other dims
+    (``Flatten[int, int]``, also what a bare ``Flatten`` annotation means) gives
+    ``Tensor[Any, T]``.
 
     Raises (on forward): ValueError when the dims are out of range for the input.
     """
 
+    @overload
+    def __init__(
+        self: Flatten[Literal[1], Literal[-1]], start_dim: Literal[1] = 1, end_dim: Literal[-1] = -1
+    ) -> None: ...
+    @overload
+    def __init__(self: Flatten[int, int], start_dim: int = 1, end_dim: int = -1) -> None: ...
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    @overload
+    def forward(self: Flatten[Literal[1], Literal[-1]], x: Tensor[Rank2[N, D1], T]) -> Tensor[Rank2[N, int], T]: ...
+    @overload
+    def forward(self: Flatten[Literal[1], Literal[-1]], x: Tensor[Rank3[N, D1, D2], T]) -> Tensor[Rank2[N, int], T]: ...
+    @overload
+    def forward(
+        self: Flatten[Literal[1], Literal[-1]], x: Tensor[Rank4[N, D1, D2, D3], T]
+    ) -> Tensor[Rank2[N, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
         """``x`` reshaped with the flattened dims multiplied together."""
         nd = x.ndim
         s = self.start_dim + nd if self.start_dim < 0 else self.start_dim
@@ -119,6 +162,9 @@ class Flatten(Module):
         for d in shape[s : e + 1]:
             n *= d
         return x.reshape((*shape[:s], n, *shape[e + 1 :]))
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -16,13 +16,31 @@ from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
 from gradtape.nn.norm import LayerNorm
 from gradtape.ops import linear
-from gradtape.tape import NoneTape
+from gradtape.shapes import AnyShape, Rank3
+from gradtape.tape import NoneTape, OwnedTape, Tape
 from gradtape.tensor import Tensor
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderLayer"]
 
+if TYPE_CHECKING:
+    # PEP 696 default (typing_extensions, for the checkers only): a bare
+    # ``MultiHeadAttention`` annotation means ``MultiHeadAttention[int]``, a layer whose
+    # width is known at run time (what the constructor infers without an annotated target).
+    from typing_extensions import TypeVar as _TypeVarD
 
-class MultiHeadAttention(Module):
+    E = _TypeVarD("E", default=int)
+else:
+    E = TypeVar("E")
+
+B = TypeVar("B")
+Lq = TypeVar("Lq")
+Lk = TypeVar("Lk")
+W = TypeVar("W")
+W2 = TypeVar("W2")
+T = TypeVar("T", bound=Tape)
+
+
+class MultiHeadAttention(Module, Generic[E]):
     """Multi-head scaled dot-product attention (Vaswani et al. 2017; PyTorch's
     ``nn.MultiheadAttention`` with ``batch_first=True``).
 
@@ -43,6 +61,17 @@ class MultiHeadAttention(Module):
     (Glorot & Bengio 2010); ``in_proj_bias (3E,)`` zeros; ``out_proj`` a :class:`Linear`
     ``(E, E)`` with a zero bias.
 
+    Typed ``MultiHeadAttention[E]``, ``E`` the width, inferred from ``embed_dim`` (annotate
+    ``attn: MultiHeadAttention[L[64]] = MultiHeadAttention(64, 4, dev=dev)``; unannotated it
+    is ``MultiHeadAttention[int]``): ``attn(q)`` (self-attention) maps
+    ``Tensor[Rank3[B, Lq, E], T]`` to the same type; ``attn(q, k, v)`` takes ``k``, ``v`` of
+    type ``Tensor[Rank3[B, Lk, E], T]`` (the same batch ``B`` and width ``E``, any length
+    ``Lk``) and returns ``Tensor[Rank3[B, Lq, E], T]``, ``T`` the inputs' tape kind
+    (``OwnedTape`` when any input owns a tape). An input of another static width than ``E`` is a type error;
+    ``int`` (dynamic) widths are checked at run time instead: an input whose width is ``int``
+    fits any layer, and a layer whose ``E`` is ``int`` takes any width, the output then
+    having ``q``'s type. Untyped inputs give ``Tensor[Any, T]``.
+
     Raises:
         ValueError: ``num_heads`` does not divide ``embed_dim``. Forward: ShapeError when an
             input is not ``(B, L, E)`` or the batch sizes / key and value lengths differ.
@@ -50,7 +79,7 @@ class MultiHeadAttention(Module):
 
     def __init__(
         self,
-        embed_dim: int,
+        embed_dim: E,
         num_heads: int,
         dropout: float = 0.0,
         bias: bool = True,
@@ -58,14 +87,14 @@ class MultiHeadAttention(Module):
         dev: Cpu,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        if num_heads < 1 or embed_dim % num_heads:
+        e = cast(int, embed_dim)  # E names the width at type level; an int at run time
+        if num_heads < 1 or e % num_heads:
             raise ValueError(f"MultiHeadAttention: num_heads={num_heads} must divide embed_dim={embed_dim}")
-        e = embed_dim
         self.embed_dim, self.num_heads, self.head_dim = e, num_heads, e // num_heads
         bound = math.sqrt(6.0 / (e + 3 * e))
         self.in_proj_weight: Tensor[Any, NoneTape] = dev.rand((3 * e, e), -bound, bound, dtype)
         self.in_proj_bias: Tensor[Any, NoneTape] | None = dev.zeros((3 * e,), dtype) if bias else None
-        self.out_proj = Linear(e, e, bias, dev=dev, dtype=dtype)
+        self.out_proj: Linear[E, E] = Linear(embed_dim, embed_dim, bias, dev=dev, dtype=dtype)
         if self.out_proj.bias is not None:
             self.out_proj.bias.data[...] = 0
         self.dropout = Dropout(dropout)
@@ -82,13 +111,168 @@ class MultiHeadAttention(Module):
         if t.ndim != 3 or t.shape[2] != self.embed_dim:
             raise ShapeError(f"MultiHeadAttention: {name} must be (B, L, {self.embed_dim}), got shape {t.shape}")
 
+    # Overloads: a bare ``Any`` query first (AnyShape as a parameter type matches only an
+    # ``Any`` argument: pyright then gives ``Any``, not Unknown); then self-attention and
+    # cross-attention for the typed width ``E``, for inputs whose width is a run-time ``int``
+    # (dynamic, checked at run time) and for a layer whose width is ``int``
+    # (``MultiHeadAttention[int]``, which takes any width); untyped tensors last. Each
+    # cross-attention row comes in the ops' four tape-kind rows: the output owns a tape when
+    # any input does (a traced decoder query over an untraced encoder output trains).
+    @overload
+    def forward(self, q: AnyShape, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any: ...
+    @overload
+    def forward(
+        self, q: Tensor[Rank3[B, Lq, E], T], k: None = None, v: None = None, attn_mask: npt.ArrayLike | None = None
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
     def forward(
         self,
-        q: Tensor[Any, Any],
+        q: Tensor[Rank3[B, Lq, E], T],
+        k: Tensor[Rank3[B, Lk, E], NoneTape],
+        v: Tensor[Rank3[B, Lk, E], NoneTape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], Tape],
+        k: Tensor[Rank3[B, Lk, E], OwnedTape],
+        v: Tensor[Rank3[B, Lk, E], Tape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], Tape],
+        k: Tensor[Rank3[B, Lk, E], Tape],
+        v: Tensor[Rank3[B, Lk, E], OwnedTape],
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], T],
+        k: Tensor[Rank3[B, Lk, E], T],
+        v: Tensor[Rank3[B, Lk, E], T] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self, q: Tensor[Rank3[B, Lq, int], T], k: None = None, v: None = None, attn_mask: npt.ArrayLike | None = None
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, int], T],
+        k: Tensor[Rank3[B, Lk, W2], NoneTape],
+        v: Tensor[Rank3[B, Lk, W2], NoneTape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, int], Tape],
+        k: Tensor[Rank3[B, Lk, W2], OwnedTape],
+        v: Tensor[Rank3[B, Lk, W2], Tape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, int], Tape],
+        k: Tensor[Rank3[B, Lk, W2], Tape],
+        v: Tensor[Rank3[B, Lk, W2], OwnedTape],
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(  # type: ignore[overload-overlap]
+        self,
+        q: Tensor[Rank3[B, Lq, int], T],
+        k: Tensor[Rank3[B, Lk, W2], T],
+        v: Tensor[Rank3[B, Lk, W2], T] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], T],
+        k: Tensor[Rank3[B, Lk, int], NoneTape],
+        v: Tensor[Rank3[B, Lk, int], NoneTape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], Tape],
+        k: Tensor[Rank3[B, Lk, int], OwnedTape],
+        v: Tensor[Rank3[B, Lk, int], Tape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[Rank3[B, Lq, E], Tape],
+        k: Tensor[Rank3[B, Lk, int], Tape],
+        v: Tensor[Rank3[B, Lk, int], OwnedTape],
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
+    @overload
+    def forward(  # type: ignore[overload-overlap]
+        self,
+        q: Tensor[Rank3[B, Lq, E], T],
+        k: Tensor[Rank3[B, Lk, int], T],
+        v: Tensor[Rank3[B, Lk, int], T] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self: MultiHeadAttention[int],
+        q: Tensor[Rank3[B, Lq, W], T],
+        k: None = None,
+        v: None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, W], T]: ...
+    @overload
+    def forward(
+        self: MultiHeadAttention[int],
+        q: Tensor[Rank3[B, Lq, W], T],
+        k: Tensor[Rank3[B, Lk, W2], NoneTape],
+        v: Tensor[Rank3[B, Lk, W2], NoneTape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, W], T]: ...
+    @overload
+    def forward(
+        self: MultiHeadAttention[int],
+        q: Tensor[Rank3[B, Lq, W], Tape],
+        k: Tensor[Rank3[B, Lk, W2], OwnedTape],
+        v: Tensor[Rank3[B, Lk, W2], Tape] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, W], OwnedTape]: ...
+    @overload
+    def forward(
+        self: MultiHeadAttention[int],
+        q: Tensor[Rank3[B, Lq, W], Tape],
+        k: Tensor[Rank3[B, Lk, W2], Tape],
+        v: Tensor[Rank3[B, Lk, W2], OwnedTape],
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, W], OwnedTape]: ...
+    @overload
+    def forward(
+        self: MultiHeadAttention[int],
+        q: Tensor[Rank3[B, Lq, W], T],
+        k: Tensor[Rank3[B, Lk, W2], T],
+        v: Tensor[Rank3[B, Lk, W2], T] | None = None,
+        attn_mask: npt.ArrayLike | None = None,
+    ) -> Tensor[Rank3[B, Lq, W], T]: ...
+    @overload
+    def forward(
+        self,
+        q: Tensor[AnyShape, T],
         k: Tensor[Any, Any] | None = None,
         v: Tensor[Any, Any] | None = None,
         attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Any, Any]:
+    ) -> Tensor[Any, T]: ...
+    def forward(self, q: Any, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any:
         """Attention of ``q`` over ``k``/``v`` (both default to ``q``: self-attention).
 
         Args:
@@ -133,23 +317,17 @@ class MultiHeadAttention(Module):
                 ) from None
             scores = scores + q._like(full.copy())
         attn = self.dropout(scores.softmax(-1))
-        out = (attn @ vh).permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
+        out: Tensor[Any, Any] = (attn @ vh).permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
         return self.out_proj(out)
 
-    def __call__(
-        self,
-        q: Tensor[Any, Any],
-        k: Tensor[Any, Any] | None = None,
-        v: Tensor[Any, Any] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Any, Any]:
-        return self.forward(q, k, v, attn_mask)
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
 
-class TransformerEncoderLayer(Module):
+class TransformerEncoderLayer(Module, Generic[E]):
     """A Transformer encoder block (Vaswani et al. 2017; PyTorch's
     ``nn.TransformerEncoderLayer`` with ``batch_first=True`` and ReLU).
 
@@ -167,6 +345,13 @@ class TransformerEncoderLayer(Module):
     Parameters are named as PyTorch's (``self_attn.in_proj_weight``, ``linear1.weight``,
     ``norm1.weight``, ...), so checkpoints map one to one.
 
+    Typed ``TransformerEncoderLayer[E]``, ``E`` the width ``d_model`` (annotate
+    ``block: TransformerEncoderLayer[L[64]] = TransformerEncoderLayer(64, 4, dev=dev)``;
+    unannotated it is ``TransformerEncoderLayer[int]``): shape-preserving,
+    ``Tensor[Rank3[B, L, E], T] -> Tensor[Rank3[B, L, E], T]`` with the input's tape kind; an
+    input of another static width than ``E`` is a type error, an ``int`` (dynamic) width on
+    either side is checked at run time; an untyped input gives ``Tensor[Any, T]``.
+
     Raises:
         ValueError: ``nhead`` does not divide ``d_model``. Forward: ShapeError when ``x`` is
             not ``(B, L, E)``.
@@ -174,7 +359,7 @@ class TransformerEncoderLayer(Module):
 
     def __init__(
         self,
-        d_model: int,
+        d_model: E,
         nhead: int,
         dim_feedforward: int = 2048,
         dropout: float = 0.1,
@@ -184,20 +369,36 @@ class TransformerEncoderLayer(Module):
         dev: Cpu,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        self.self_attn = MultiHeadAttention(d_model, nhead, dropout, dev=dev, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, dev=dev, dtype=dtype)
+        self.self_attn: MultiHeadAttention[E] = MultiHeadAttention(d_model, nhead, dropout, dev=dev, dtype=dtype)
+        self.linear1: Linear[E, int] = Linear(d_model, dim_feedforward, dev=dev, dtype=dtype)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, dev=dev, dtype=dtype)
+        self.linear2: Linear[int, E] = Linear(dim_feedforward, d_model, dev=dev, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, dev=dev, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, dev=dev, dtype=dtype)
+        self.norm1: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, dev=dev, dtype=dtype)
+        self.norm2: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, dev=dev, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
 
     def _ff(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         return self.dropout2(self.linear2(self.dropout(self.linear1(x).relu())))
 
-    def forward(self, x: Tensor[Any, Any], attn_mask: npt.ArrayLike | None = None) -> Tensor[Any, Any]:
+    @overload
+    def forward(self, x: AnyShape, attn_mask: npt.ArrayLike | None = None) -> Any: ...
+    @overload
+    def forward(
+        self, x: Tensor[Rank3[B, Lq, E], T], attn_mask: npt.ArrayLike | None = None
+    ) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(
+        self, x: Tensor[Rank3[B, Lq, int], T], attn_mask: npt.ArrayLike | None = None
+    ) -> Tensor[Rank3[B, Lq, int], T]: ...
+    @overload
+    def forward(
+        self: TransformerEncoderLayer[int], x: Tensor[Rank3[B, Lq, W], T], attn_mask: npt.ArrayLike | None = None
+    ) -> Tensor[Rank3[B, Lq, W], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T], attn_mask: npt.ArrayLike | None = None) -> Tensor[Any, T]: ...
+    def forward(self, x: Any, attn_mask: npt.ArrayLike | None = None) -> Any:
         """``(B, L, E) -> (B, L, E)``; ``attn_mask`` as :meth:`MultiHeadAttention.forward`."""
         if self.norm_first:
             h = self.norm1(x)
@@ -208,5 +409,5 @@ class TransformerEncoderLayer(Module):
         y: Tensor[Any, Any] = self.norm2(x + self._ff(x))
         return y
 
-    def __call__(self, x: Tensor[Any, Any], attn_mask: npt.ArrayLike | None = None) -> Tensor[Any, Any]:
-        return self.forward(x, attn_mask)
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward

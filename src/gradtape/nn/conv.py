@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -13,10 +13,29 @@ from gradtape.devices.cpu import Cpu
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn.module import Module
 from gradtape.ops import avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d, min_pool2d
-from gradtape.tape import NoneTape
+from gradtape.shapes import AnyShape, Rank3, Rank4
+from gradtape.tape import NoneTape, Tape
 from gradtape.tensor import Tensor
 
+if TYPE_CHECKING:
+    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Conv2d``
+    # annotation means ``Conv2d[int, int]``, a layer whose channels are known at run time.
+    from typing_extensions import TypeVar as _TypeVarD
+
+    C = _TypeVarD("C", default=int)
+    O = _TypeVarD("O", default=int)
+else:
+    C = TypeVar("C")
+    O = TypeVar("O")
+
 __all__ = ["AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "MinPool2d"]
+
+N = TypeVar("N")
+K = TypeVar("K")
+H = TypeVar("H")
+W = TypeVar("W")
+J = TypeVar("J")
+T = TypeVar("T", bound=Tape)
 
 Int2 = int | tuple[int, int]
 
@@ -32,14 +51,14 @@ def _check(name: str, in_channels: int, out_channels: int, groups: int) -> None:
         )
 
 
-class _ConvNd(Module):
+class _ConvNd(Module, Generic[C, O]):
     nd: int = 2
     transposed: bool = False
 
     def __init__(
         self,
-        in_channels: int,
-        out_channels: int,
+        in_channels: C,
+        out_channels: O,
         kernel_size: int | tuple[int, ...],
         stride: int | tuple[int, ...] = 1,
         padding: int | tuple[int, ...] | str = 0,
@@ -51,22 +70,24 @@ class _ConvNd(Module):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         name = type(self).__name__
-        _check(name, in_channels, out_channels, groups)
+        # C and O are type-level names of the channel counts, ints at run time
+        ci, co = cast(int, in_channels), cast(int, out_channels)
+        _check(name, ci, co, groups)
         k = _tuple(kernel_size, self.nd)
-        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
+        self.in_channels, self.out_channels, self.kernel_size = ci, co, k
         # Any: the ops' typed signatures take per-rank tuples; the ops validate at run time
         self.stride: Any = stride
         self.padding: Any = padding
         self.dilation: Any = dilation
         self.groups = groups
         if self.transposed:
-            wshape = (in_channels, out_channels // groups, *k)
-            fan_in = out_channels // groups * math.prod(k)  # PyTorch: weight.size(1) * receptive field
+            wshape = (ci, co // groups, *k)
+            fan_in = co // groups * math.prod(k)  # PyTorch: weight.size(1) * receptive field
         else:
-            wshape = (out_channels, in_channels // groups, *k)
-            fan_in = in_channels // groups * math.prod(k)
+            wshape = (co, ci // groups, *k)
+            fan_in = ci // groups * math.prod(k)
         self.weight: Tensor[Any, NoneTape] = kaiming_uniform(dev, wshape, fan_in, dtype)
-        self.bias: Tensor[Any, NoneTape] | None = kaiming_uniform(dev, (out_channels,), fan_in, dtype) if bias else None
+        self.bias: Tensor[Any, NoneTape] | None = kaiming_uniform(dev, (co,), fan_in, dtype) if bias else None
 
     def extra_repr(self) -> str:
         return (
@@ -75,9 +96,29 @@ class _ConvNd(Module):
         )
 
 
-class Conv1d(_ConvNd):
+# Typing of the layers' forward (the AnyShape overload comes last, as in Linear): a layer typed
+# ``Conv2d[L[3], L[16]]`` takes inputs whose channel dim is ``L[3]`` or a run-time ``int``
+# (dynamic, checked at run time), not another static dim; a layer whose channels are run-time
+# ints (``Conv2d(3, 16, 3, dev=dev)`` unannotated infers ``Conv2d[int, int]``) takes any channel
+# dim type (checked at run time), as the self-typed overloads say. ``groups`` does not change
+# the typing: ``in_channels`` is the channel count of the input whatever the grouping (each
+# group's weight sees ``C_in / groups`` of them, which the op checks at run time).
+
+
+class Conv1d(_ConvNd[C, O]):
     """1-D convolution layer (PyTorch's ``nn.Conv1d``): ``x (N, C_in, L) -> (N, C_out, L_out)``,
     ``L_out = floor((L + 2p - d(K-1) - 1)/s) + 1`` (:func:`gradtape.ops.conv1d`).
+
+    Typed ``Conv1d[C, O]``: ``C`` the in-channels, ``O`` the out-channels, inferred from the
+    constructor's arguments (annotate ``conv: Conv1d[L[2], L[8]] = Conv1d(2, 8, 3, dev=dev)``;
+    unannotated, ``Conv1d(2, 8, 3, dev=dev)`` is ``Conv1d[int, int]``). ``conv(x)`` maps
+    ``Tensor[Rank3[N, C, Any], T]`` to ``Tensor[Rank3[N, O, int], T]`` (the output length is
+    computed at run time), keeping the input's tape kind ``T``; an input whose channel dim
+    is another static dim than ``C`` is a type error. ``int`` (dynamic) channels are checked
+    at run time instead: an input with an ``int`` channel dim fits any layer, and a layer
+    whose ``C`` is ``int`` takes any channel dim. An untyped input (``Tensor[Any, T]``) gives
+    ``Tensor[Any, T]``. ``groups`` does not change the typing (``C`` is the input's channel
+    count for any grouping; the weight's ``C_in / groups`` is checked at run time).
 
     Args:
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
@@ -97,14 +138,37 @@ class Conv1d(_ConvNd):
 
     nd = 1
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """``(N, C_in, L) -> (N, C_out, L_out)``."""
+    @overload
+    def forward(self, x: Tensor[Rank3[N, C, W], T]) -> Tensor[Rank3[N, O, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[N, int, W], T]) -> Tensor[Rank3[N, O, int], T]: ...
+    @overload
+    def forward(self: Conv1d[int, O], x: Tensor[Rank3[N, J, W], T]) -> Tensor[Rank3[N, O, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C_in, L) -> (N, C_out, L_out)``, ``x``'s tape kind."""
         return conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, groups=self.groups)
 
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
-class Conv2d(_ConvNd):
+
+class Conv2d(_ConvNd[C, O]):
     """2-D convolution layer (PyTorch's ``nn.Conv2d``): ``x (N, C_in, H, W) -> (N, C_out, H_out, W_out)``,
     ``H_out = floor((H + 2p - d(KH-1) - 1)/s) + 1`` (:func:`gradtape.ops.conv2d`).
+
+    Typed ``Conv2d[C, O]``: ``C`` the in-channels, ``O`` the out-channels, inferred from the
+    constructor's arguments (annotate ``conv: Conv2d[L[3], L[16]] = Conv2d(3, 16, 3, dev=dev)``;
+    unannotated, ``Conv2d(3, 16, 3, dev=dev)`` is ``Conv2d[int, int]``). ``conv(x)`` maps
+    ``Tensor[Rank4[N, C, Any, Any], T]`` to ``Tensor[Rank4[N, O, int, int], T]`` (the output
+    height and width are computed at run time), keeping the input's tape kind ``T``; an input
+    whose channel dim is another static dim than ``C`` is a type error. ``int`` (dynamic)
+    channels are checked at run time instead: an input with an ``int`` channel dim fits any
+    layer, and a layer whose ``C`` is ``int`` takes any channel dim. An untyped input
+    (``Tensor[Any, T]``) gives ``Tensor[Any, T]``. ``groups`` does not change the typing (``C``
+    is the input's channel count for any grouping; the weight's ``C_in / groups`` is checked at
+    run time).
 
     Args:
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
@@ -123,15 +187,31 @@ class Conv2d(_ConvNd):
 
     nd = 2
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``."""
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, int, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self: Conv2d[int, O], x: Tensor[Rank4[N, J, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``, ``x``'s tape kind."""
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, groups=self.groups)
 
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
-class ConvTranspose2d(_ConvNd):
+
+class ConvTranspose2d(_ConvNd[C, O]):
     """2-D transposed convolution layer (PyTorch's ``nn.ConvTranspose2d``):
     ``x (N, C_in, H, W) -> (N, C_out, H_out, W_out)``,
     ``H_out = (H - 1)s - 2p + d(KH - 1) + output_padding + 1`` (:func:`gradtape.ops.conv_transpose2d`).
+
+    Typed ``ConvTranspose2d[C, O]`` (in- and out-channels, inferred from the constructor's
+    arguments) exactly as :class:`Conv2d`: ``Tensor[Rank4[N, C, Any, Any], T]`` to
+    ``Tensor[Rank4[N, O, int, int], T]``; another static channel dim is a type error, an
+    ``int`` one (on either side) is checked at run time; ``groups`` does not change the typing.
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as
@@ -153,8 +233,8 @@ class ConvTranspose2d(_ConvNd):
 
     def __init__(
         self,
-        in_channels: int,
-        out_channels: int,
+        in_channels: C,
+        out_channels: O,
         kernel_size: int | tuple[int, ...],
         stride: int | tuple[int, ...] = 1,
         padding: int | tuple[int, ...] = 0,
@@ -171,8 +251,16 @@ class ConvTranspose2d(_ConvNd):
         )
         self.output_padding: Any = output_padding
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``."""
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, int, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self: ConvTranspose2d[int, O], x: Tensor[Rank4[N, J, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``, ``x``'s tape kind."""
         return conv_transpose2d(
             x,
             self.weight,
@@ -184,6 +272,9 @@ class ConvTranspose2d(_ConvNd):
             dilation=self.dilation,
         )
 
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
 
 class _Pool2d(Module):
     def __init__(self, kernel_size: Int2, stride: Int2 | None = None, padding: Int2 = 0) -> None:
@@ -193,36 +284,73 @@ class _Pool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+# The pools keep the batch and channel dims and the tape kind: ``Tensor[Rank4[N, C, Any,
+# Any], T] -> Tensor[Rank4[N, C, int, int], T]`` (the window count is computed at run time);
+# an untyped input gives an untyped result (``Tensor[Any, T]``, or a rank-4 tensor of ``Any``
+# dims when the input's type is only ``Any``). The spatial dims of the parameters are type
+# variables, not ``Any``: nested in another layer's call (``flatten(pool(x))``), an ``Any``
+# there would be solved from the outer call's expected type and make pyright's result Any.
+
+
 class MaxPool2d(_Pool2d):
     """Max pooling over ``kernel_size`` windows (PyTorch's ``nn.MaxPool2d``; ``stride`` defaults
     to ``kernel_size``): ``(N, C, H, W) -> (N, C, floor((H + 2p - KH)/s) + 1, ...)``. No parameters.
 
+    Typed: ``Tensor[Rank4[N, C, Any, Any], T] -> Tensor[Rank4[N, C, int, int], T]`` (the
+    output's height and width are computed at run time; tape kind kept); an untyped input
+    gives an untyped result. Not generic: the layer has no width.
+
     Raises (on forward): ShapeError / ValueError / TypeError from :func:`gradtape.ops.max_pool2d`.
     """
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    @overload
+    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
         """Window maxima, ``(N, C, H_out, W_out)``."""
         return max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class AvgPool2d(_Pool2d):
     """Average pooling (PyTorch's ``nn.AvgPool2d`` defaults: zero padding counted):
     ``y = sum(window) / (KH * KW)``. No parameters.
 
+    Typed as :class:`MaxPool2d`: ``Tensor[Rank4[N, C, Any, Any], T] -> Tensor[Rank4[N, C, int, int], T]``.
+
     Raises (on forward): as :func:`gradtape.ops.avg_pool2d`.
     """
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    @overload
+    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
         """Window means, ``(N, C, H_out, W_out)``."""
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class MinPool2d(_Pool2d):
     """Min pooling (dfdx's ``MinPool2D``, ``-max_pool2d(-x)``). No parameters.
 
+    Typed as :class:`MaxPool2d`: ``Tensor[Rank4[N, C, Any, Any], T] -> Tensor[Rank4[N, C, int, int], T]``.
+
     Raises (on forward): as :func:`gradtape.ops.min_pool2d`.
     """
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    @overload
+    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
         """Window minima, ``(N, C, H_out, W_out)``."""
         return min_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, TypeVarTuple, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -17,11 +18,32 @@ from gradtape.tensor import Tensor
 
 __all__ = ["Embedding", "Linear"]
 
-I = TypeVar("I")
-O = TypeVar("O")
+if TYPE_CHECKING:
+    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Linear`` or
+    # ``Embedding`` annotation means ``Linear[int, int]``, a layer whose widths are known at
+    # run time (what the constructor infers without an annotated target).
+    from typing_extensions import TypeVar as _TypeVarD
+
+    I = _TypeVarD("I", default=int)
+    O = _TypeVarD("O", default=int)
+    V = _TypeVarD("V", default=int)
+    E = _TypeVarD("E", default=int)
+else:
+    I = TypeVar("I")
+    O = TypeVar("O")
+    V = TypeVar("V")
+    E = TypeVar("E")
 B = TypeVar("B")
 D = TypeVar("D")
+Z = TypeVar("Z")
 T = TypeVar("T", bound=Tape)
+Ts = TypeVarTuple("Ts")
+
+IndexArray: TypeAlias = np.ndarray[Any, Any] | Sequence[Any] | int | np.integer[Any]
+"""Indices for :class:`Embedding` other than a tensor: an int array, a (nested) list or
+tuple of ints, or one int. Not ``npt.ArrayLike``, which a ``Tensor`` also is: a typed
+tensor of the wrong shape type would fall through to that overload instead of being
+reported."""
 
 
 class Linear(Module, Generic[I, O]):
@@ -39,9 +61,15 @@ class Linear(Module, Generic[I, O]):
             ``a = sqrt(5)``; He et al. 2015).
         bias: ``(O,)``, ``U(-1/sqrt(I), 1/sqrt(I))``, or ``None``.
 
-    Forward: ``x (..., I) -> (..., O)`` with :func:`gradtape.ops.linear`. Typed: annotate
+    Forward: ``x (..., I) -> (..., O)`` with :func:`gradtape.ops.linear`. Typed
+    ``Linear[I, O]``, inferred from the constructor's arguments: annotate
     ``lin: Linear[L[64], L[10]] = Linear(64, 10, dev=dev)`` and ``lin(x)`` maps
-    ``Tensor[Rank2[B, L[64]], T]`` to ``Tensor[Rank2[B, L[10]], T]``.
+    ``Tensor[Rank2[B, L[64]], T]`` (also ranks 1 and 3) to ``Tensor[Rank2[B, L[10]], T]``,
+    keeping the input's tape kind ``T``; another static in-feature dim is a type error. An
+    ``int`` (dynamic) dim is checked at run time instead: an input whose last dim is ``int``
+    fits any layer, and a layer built without an annotated target (``Linear[int, int]``, also
+    what a bare ``Linear`` annotation means) takes any last dim. An untyped input gives
+    ``Tensor[Any, T]``.
 
     Raises:
         ShapeError: (on forward) ``x``'s last dim is not ``in_features``.
@@ -59,25 +87,37 @@ class Linear(Module, Generic[I, O]):
         self.weight = kaiming_uniform(dev, (fo, fi), fi, dtype)
         self.bias = kaiming_uniform(dev, (fo,), fi, dtype) if bias else None
 
-    # The AnyShape overload comes last here: an untyped input still gets Tensor[Any, Any]
-    # (mypy gives Any when an Any argument matches overloads with different results), and a
-    # wrong in-feature dim is reported against the rank-2 signature ("expected
-    # Tensor[tuple[B, Literal[100]], T]") rather than against AnyShape. A layer whose
-    # in-features are a run-time ``int`` (``Linear(4, 3, dev=dev)`` unannotated) takes any
-    # in-feature dim type, ``Literal`` included (checked at run time), as the self-typed
-    # overloads say; a layer typed ``Linear[L[64], O]`` takes only ``L[64]``.
+    # Overloads, per input rank: the typed in-feature dim ``I``; an input whose in-feature
+    # dim is a run-time ``int`` (dynamic, e.g. mypy's widening of ``dev.randn((8, 64))``),
+    # accepted by any layer and checked at run time, as matmul's int inner dim; a layer whose
+    # in-features are a run-time ``int`` (``Linear(4, 3, dev=dev)`` unannotated), which takes
+    # any in-feature dim type, ``Literal`` included (the self-typed rows). So a layer typed
+    # ``Linear[L[64], O]`` rejects only a different static dim (``Literal[100]``, a named
+    # axis), reported against the rank-2 row ("expected Tensor[tuple[B, Literal[64]], T]").
+    # The AnyShape parameter of the first row matches only an ``Any`` argument and makes
+    # ``lin(a)`` ``Any`` (pyright otherwise finds several rows with different results and
+    # says Unknown, an error in strict mode); ``Tensor[AnyShape, T]`` (an untyped tensor)
+    # comes last, so that errors are reported against the typed rows.
+    @overload
+    def forward(self, x: AnyShape) -> Any: ...
     @overload
     def forward(self, x: Tensor[Rank2[B, I], T]) -> Tensor[Rank2[B, O], T]: ...
     @overload
-    def forward(self: Linear[int, O], x: Tensor[Rank2[B, Any], T]) -> Tensor[Rank2[B, O], T]: ...
+    def forward(self, x: Tensor[Rank2[B, int], T]) -> Tensor[Rank2[B, O], T]: ...
+    @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank2[B, Z], T]) -> Tensor[Rank2[B, O], T]: ...
     @overload
     def forward(self, x: Tensor[Rank3[D, B, I], T]) -> Tensor[Rank3[D, B, O], T]: ...
     @overload
-    def forward(self: Linear[int, O], x: Tensor[Rank3[D, B, Any], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    def forward(self, x: Tensor[Rank3[D, B, int], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank3[D, B, Z], T]) -> Tensor[Rank3[D, B, O], T]: ...
     @overload
     def forward(self, x: Tensor[Rank1[I], T]) -> Tensor[Rank1[O], T]: ...
     @overload
-    def forward(self: Linear[int, O], x: Tensor[Rank1[Any], T]) -> Tensor[Rank1[O], T]: ...
+    def forward(self, x: Tensor[Rank1[int], T]) -> Tensor[Rank1[O], T]: ...
+    @overload
+    def forward(self: Linear[int, O], x: Tensor[Rank1[Z], T]) -> Tensor[Rank1[O], T]: ...
     @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
     def forward(self, x: Any) -> Any:
@@ -90,7 +130,7 @@ class Linear(Module, Generic[I, O]):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Embedding(Module):
+class Embedding(Module, Generic[V, E]):
     """A lookup table ``y = weight[indices]`` (PyTorch's ``nn.Embedding``).
 
     Args:
@@ -105,16 +145,32 @@ class Embedding(Module):
     Forward: integer indices of any shape ``(...)`` -> ``(..., D)``; the gradient scatters
     into the looked-up rows (:func:`gradtape.ops.embedding`).
 
+    Typed ``Embedding[V, D]`` (rows and row size, inferred from the constructor's arguments;
+    annotate ``emb: Embedding[L[100], L[16]] = Embedding(100, 16, dev=dev)``, unannotated
+    it is ``Embedding[int, int]``): a tensor of indices of shape type ``tuple[*dims]`` gives
+    ``Tensor[tuple[*dims, D], T]`` with the indices' tape kind ``T`` (as :class:`Linear`
+    follows its input's: a traced index tensor gives a traced output, whose loss can
+    ``backward()``); untyped indices (``Tensor[Any, T]``) give ``Tensor[Any, T]``; an index
+    array or list gives ``Tensor[Any, Any]`` (untyped: its shape is not in its type). ``V``
+    is not checked (the indices' values are).
+
     Raises:
         IndexError / ValueError: (on forward) an index outside ``[0, V)`` or non-integer
             indices (from :func:`gradtape.ops.embedding`).
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, dev: Cpu, dtype: npt.DTypeLike = np.float32) -> None:
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight: Tensor[Any, NoneTape] = dev.randn((num_embeddings, embedding_dim), dtype)
+    def __init__(self, num_embeddings: V, embedding_dim: E, *, dev: Cpu, dtype: npt.DTypeLike = np.float32) -> None:
+        n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
+        self.num_embeddings, self.embedding_dim = n, d
+        self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), dtype)
 
-    def forward(self, x: npt.ArrayLike | Tensor[Any, Any]) -> Tensor[Any, Any]:
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts], T]) -> Tensor[tuple[*Ts, E], T]: ...
+    @overload
+    def forward(self, x: IndexArray) -> Tensor[Any, Any]: ...
+    def forward(self, x: Any) -> Any:
         """The rows of ``weight`` at ``x``: ``(..., D)``.
 
         ``x`` is an int array of any shape, or a tensor holding integer values. A traced
@@ -130,6 +186,9 @@ class Embedding(Module):
             w = self.weight.put_tape(op_tape(x, self.weight)) if x.tape.OWNS_TAPE else self.weight
             return embedding(idx, w)
         return embedding(x, self.weight)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"

@@ -1,8 +1,17 @@
-"""Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`."""
+"""Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`.
+
+All keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``). Each is
+generic over its width, inferred from the constructor (``LayerNorm[D]``, ``RMSNorm[D]``: the
+last dim; ``BatchNorm1d[C]``, ``BatchNorm2d[C]``: the channel dim 1), so that a layer typed
+``LayerNorm[L[64]]`` rejects an input whose last dim is another static dim (``L[32]``, a
+named axis). ``int`` (dynamic) dims are checked at run time instead: an input whose dim is
+``int`` fits any layer, and a layer whose width is a run-time ``int`` (the constructor
+called without an annotated target, or a bare ``LayerNorm`` annotation) takes any dim type.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -10,8 +19,25 @@ import numpy.typing as npt
 from gradtape.errors import ShapeError
 from gradtape.nn.module import Module
 from gradtape.ops import layer_norm, rms_norm
-from gradtape.tape import NONE_TAPE, NoneTape
+from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
+from gradtape.tape import NONE_TAPE, NoneTape, Tape
 from gradtape.tensor import Tensor
+
+if TYPE_CHECKING:
+    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``LayerNorm``
+    # annotation means ``LayerNorm[int]``, a layer whose width is known at run time.
+    from typing_extensions import TypeVar as _TypeVarD
+
+    D = _TypeVarD("D", default=int)
+else:
+    D = TypeVar("D")
+
+S = TypeVar("S")
+T = TypeVar("T", bound=Tape)
+N = TypeVar("N")
+X = TypeVar("X")
+Y = TypeVar("Y")
+Ts = TypeVarTuple("Ts")
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm"]
 
@@ -32,10 +58,24 @@ def _device(dev: Any) -> Any:
     return dev
 
 
-class LayerNorm(Module):
+# Order of the forward overloads: a run-time-width layer (``self: LayerNorm[int]``) first, then
+# the typed-width one, then the untyped input (AnyShape). The first keeps an untyped input
+# untyped under pyright too (which otherwise solves a rank-specific overload against it);
+# a typed-width layer skips it, so mypy reports a wrong width against the typed overload
+# ("expected Tensor[tuple[..., Literal[64]], T]"). The first two overlap only where they
+# agree (an int width), hence the ignored overload-overlap.
+
+
+class LayerNorm(Module, Generic[D]):
     """Layer normalisation over the trailing ``normalized_shape`` dims (Ba, Kiros & Hinton 2016;
     PyTorch's ``nn.LayerNorm``): ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the
     biased variance of each row (:func:`gradtape.ops.layer_norm`, one fused kernel).
+
+    Typed ``LayerNorm[D]``, ``D`` the last dim: ``LayerNorm(64)`` under an annotated target
+    ``norm: LayerNorm[L[64]]`` maps ``Tensor[tuple[..., L[64]], T]`` to the same type (shape
+    and tape kind kept) and rejects another static last dim (an ``int`` one is checked at
+    run time). Unannotated (``LayerNorm[int]``), or built from a tuple of trailing dims, it
+    takes any shape type (checked at run time). An untyped input gives ``Tensor[Any, T]``.
 
     Args:
         normalized_shape: an int ``N`` (the last dim) or a tuple of trailing dims.
@@ -48,9 +88,31 @@ class LayerNorm(Module):
     Raises (on forward): ShapeError when ``x``'s trailing dims are not ``normalized_shape``.
     """
 
+    @overload
+    def __init__(
+        self: LayerNorm[int],
+        normalized_shape: tuple[int, ...],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        *,
+        dev: Any = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
     def __init__(
         self,
-        normalized_shape: int | tuple[int, ...],
+        normalized_shape: D,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        *,
+        dev: Any = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    def __init__(
+        self,
+        normalized_shape: Any,
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
@@ -64,17 +126,32 @@ class LayerNorm(Module):
         self.weight = _ones(shape, dtype, dev) if elementwise_affine else None
         self.bias = _zeros(shape, dtype, dev) if elementwise_affine and bias else None
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """Normalised ``x``, same shape and dtype."""
+    @overload
+    def forward(self: LayerNorm[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, D], T]) -> Tensor[tuple[*Ts, D], T]: ...
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, int], T]) -> Tensor[tuple[*Ts, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """Normalised ``x``, same shape, dtype and tape kind."""
         return layer_norm(x, self.normalized_shape, weight=self.weight, bias=self.bias, eps=self.eps)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}"
 
 
-class RMSNorm(Module):
+class RMSNorm(Module, Generic[D]):
     """Root-mean-square normalisation over the last dim (Zhang & Sennrich 2019; PyTorch's
     ``nn.RMSNorm``): ``y = x / sqrt(mean(x**2) + eps) * weight`` (:func:`gradtape.ops.rms_norm`).
+
+    Typed ``RMSNorm[D]``, ``D`` the last dim, as :class:`LayerNorm`: a layer typed
+    ``RMSNorm[L[64]]`` keeps ``Tensor[tuple[..., L[64]], T]`` and rejects another static last dim;
+    ``RMSNorm[int]`` (unannotated) takes any shape type (checked at run time).
 
     Args:
         dim: the last dim ``N``.
@@ -88,33 +165,45 @@ class RMSNorm(Module):
 
     def __init__(
         self,
-        dim: int,
+        dim: D,
         eps: float | None = None,
         elementwise_affine: bool = True,
         *,
         dev: Any = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        self.dim, self.eps = dim, eps
-        self.weight = _ones((dim,), dtype, _device(dev)) if elementwise_affine else None
+        d = cast(int, dim)  # D names the width at type level; an int at run time
+        self.dim, self.eps = d, eps
+        self.weight = _ones((d,), dtype, _device(dev)) if elementwise_affine else None
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """Normalised ``x``, same shape and dtype."""
+    @overload
+    def forward(self: RMSNorm[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, D], T]) -> Tensor[tuple[*Ts, D], T]: ...
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, int], T]) -> Tensor[tuple[*Ts, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """Normalised ``x``, same shape, dtype and tape kind."""
         if x.shape[-1:] != (self.dim,):
             raise ShapeError(f"RMSNorm: input of shape {x.shape} does not end in dim {self.dim}")
         return rms_norm(x, self.weight, self.eps)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.dim}, eps={self.eps}"
 
 
-class _BatchNorm(Module):
+class _BatchNorm(Module, Generic[D]):
     rank: int = 2
     buffer_names = ("running_mean", "running_var")
 
     def __init__(
         self,
-        num_features: int,
+        num_features: D,
         eps: float = 1e-5,
         momentum: float = 0.1,
         affine: bool = True,
@@ -126,12 +215,13 @@ class _BatchNorm(Module):
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"{type(self).__name__}: momentum must be in [0, 1], got {momentum}")
         dev = _device(dev)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        num_features_ = cast(int, num_features)  # D names the width at type level; an int at run time
+        self.num_features, self.eps, self.momentum = num_features_, eps, momentum
         self.track_running_stats = track_running_stats
-        self.weight = _ones((num_features,), dtype, dev) if affine else None
-        self.bias = _zeros((num_features,), dtype, dev) if affine else None
-        self.running_mean = _zeros((num_features,), dtype, dev)
-        self.running_var = _ones((num_features,), dtype, dev)
+        self.weight = _ones((num_features_,), dtype, dev) if affine else None
+        self.bias = _zeros((num_features_,), dtype, dev) if affine else None
+        self.running_mean = _zeros((num_features_,), dtype, dev)
+        self.running_var = _ones((num_features_,), dtype, dev)
 
     def _axes(self, x: Tensor[Any, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         name = type(self).__name__
@@ -145,7 +235,7 @@ class _BatchNorm(Module):
         bshape = (1, self.num_features) + (1,) * (x.ndim - 2)
         return axes, bshape
 
-    def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    def forward(self, x: Any) -> Any:
         """Normalise each channel (dim 1) over the batch (and spatial) dims; same shape and dtype.
 
         Training mode (or ``track_running_stats=False``): batch statistics, differentiated
@@ -187,7 +277,7 @@ class _BatchNorm(Module):
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
 
 
-class BatchNorm1d(_BatchNorm):
+class BatchNorm1d(_BatchNorm[D]):
     """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs per channel ``C`` (Ioffe &
     Szegedy 2015, "Batch Normalization: Accelerating Deep Network Training by Reducing Internal
     Covariate Shift"; PyTorch's ``nn.BatchNorm1d``).
@@ -207,17 +297,78 @@ class BatchNorm1d(_BatchNorm):
         dev: the device the tensors live on (default a new ``Cpu()``).
         dtype: float32 (default) or float64.
 
+    Typed ``BatchNorm1d[C]``, ``C`` the channel count ``num_features``: a layer typed
+    ``BatchNorm1d[L[16]]`` maps ``Tensor[Rank2[N, L[16]], T]`` and
+    ``Tensor[Rank3[N, L[16], L_], T]`` to the same type (shape and tape kind kept) and
+    rejects another static channel dim (an ``int`` one is checked at run time);
+    ``BatchNorm1d[int]`` (unannotated, or a bare annotation) takes any shape type (channels
+    and rank checked at run time). An untyped input gives ``Tensor[Any, T]``.
+
     Raises:
         ValueError: ``momentum`` outside ``[0, 1]``. Forward: see :meth:`forward`.
     """
 
     rank = 2
 
+    @overload
+    def forward(self: BatchNorm1d[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[Rank2[N, D], T]) -> Tensor[Rank2[N, D], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank2[N, int], T]) -> Tensor[Rank2[N, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[N, D, X], T]) -> Tensor[Rank3[N, D, X], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[N, int, X], T]) -> Tensor[Rank3[N, int, X], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C)`` or ``(N, C, L)`` normalised per channel; same shape, dtype and tape kind.
 
-class BatchNorm2d(_BatchNorm):
+        Training mode (or ``track_running_stats=False``): batch statistics, differentiated
+        through, and the running statistics updated in place (``momentum``; the unbiased
+        batch variance for ``running_var``, as PyTorch). Eval mode: the running statistics.
+
+        Raises:
+            ShapeError: ``x`` is not 2-D or 3-D, or dim 1 is not ``num_features``.
+            ValueError: training with a single value per channel.
+        """
+        return super().forward(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class BatchNorm2d(_BatchNorm[D]):
     """Batch normalisation of ``(N, C, H, W)`` inputs per channel ``C`` (Ioffe & Szegedy 2015;
     PyTorch's ``nn.BatchNorm2d``); statistics over ``N``, ``H`` and ``W``. Arguments, buffers
     and errors as :class:`BatchNorm1d`.
+
+    Typed ``BatchNorm2d[C]``, ``C`` the channel count: a layer typed ``BatchNorm2d[L[16]]`` maps
+    ``Tensor[Rank4[N, L[16], H, W], T]`` to the same type and rejects another static channel dim
+    (an ``int`` one is checked at run time); ``BatchNorm2d[int]`` (unannotated) takes any shape
+    type (checked at run time).
     """
 
     rank = 4
+
+    @overload
+    def forward(self: BatchNorm2d[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[Rank4[N, D, X, Y], T]) -> Tensor[Rank4[N, D, X, Y], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, int, X, Y], T]) -> Tensor[Rank4[N, int, X, Y], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C, H, W)`` normalised per channel; same shape, dtype and tape kind. Training
+        and eval mode as :meth:`BatchNorm1d.forward`.
+
+        Raises:
+            ShapeError: ``x`` is not 4-D, or dim 1 is not ``num_features``.
+            ValueError: training with a single value per channel.
+        """
+        return super().forward(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
