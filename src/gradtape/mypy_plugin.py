@@ -1,4 +1,4 @@
-"""gradtape's mypy plugin: ``model(x)`` typed as the module's own ``forward``.
+"""gradtape's mypy plugin: ``model(x)`` typed as the module's own ``forward``, and dim arithmetic.
 
 Enable it in the project's mypy configuration::
 
@@ -8,34 +8,845 @@ Enable it in the project's mypy configuration::
     [mypy]                                   # mypy.ini / setup.cfg
     plugins = gradtape.mypy_plugin
 
-What it does: a call ``model(*args, **kwargs)`` on an instance of a
+Under pyright (which has no plugins), and under mypy without the plugin, the same code
+type-checks as before: the plugin changes no declaration, it computes more precise types
+where it can compute an exact answer and reports an error only where it proves one.
+
+**Module calls.** A call ``model(*args, **kwargs)`` on an instance of a
 :class:`gradtape.nn.Module` subclass that does not define ``__call__`` itself is checked
 against that subclass's ``forward`` (arguments, their shape types, generic batch and dtype
 variables) and returns ``forward``'s result type. Without the plugin such a call is typed
 ``(x: Any) -> Any`` (no false alarm, no check). A module whose ``forward`` is overloaded keeps
 the base signature; it writes ``__call__ = forward``, as gradtape's own typed layers do.
 
-Under pyright (which has no plugins) the same code type-checks as without the plugin.
+**Dim arithmetic.** A dim the plugin can compute becomes ``Literal[n]``. It folds the int
+constants written in the call: literals, ``+ - * // % **`` of them (``16 * 2 * 2``,
+``8 * 13 * 13``, ``-1``) and names declared ``Final``; a tensor's dims are its shape type's
+``Literal`` ones. It computes
 
-This is the first piece of issue 14's plugin; dim arithmetic (reshape counts, conv output
-sizes) is not computed yet.
+* *shapes written inline*: mypy widens ``dev.zeros((8, 4))`` to ``Tensor[tuple[int, int], ...]``
+  once it is stored in a variable (pyright keeps ``Literal[8], Literal[4]``); with the plugin
+  every gradtape function or method whose shape parameter is typed by a
+  ``tuple[int, ...]``-bound type variable (the device's ``zeros``, ``ones``, ``randn``,
+  ``rand``; ``broadcast_to``) keeps the literal dims, and other items keep their type:
+  ``dev.zeros((n, 4))`` with ``n: int`` is ``Tensor[tuple[int, Literal[4]], NoneTape]``;
+* ``reshape`` (method and ``ops.reshape``; a tuple or one int): the target's literal dims,
+  and ``-1`` solved when every dim of the input is ``Literal`` (else ``-1`` is ``int``). A
+  fully computed result is also what an annotated target is checked against, so
+  ``y: Tensor[Rank2[L[10], L[4]], ...] = x.reshape((10, -1))`` type-checks (mypy alone solves
+  the shape from the annotation and rejects the ``-1``);
+* ``nn.Flatten``: called on a tensor with literal dims, the flattened dim, for a ``Flatten``
+  typed ``Flatten[Literal[s], Literal[e]]`` or constructed inline (``nn.Flatten(0)(x)``);
+* ``ops.concat`` / ``ops.stack`` of a tuple or list display of tensors of one rank with a
+  literal ``axis``: the summed dim (concat) or the new dim ``len(tensors)`` (stack); a dim
+  that is literal in one input is that literal in the result;
+* ``ops.conv1d`` / ``conv2d`` / ``conv_transpose2d``, ``ops.max_pool2d`` / ``min_pool2d`` /
+  ``avg_pool2d`` and ``ops.upscale2d``: the spatial output dims, by PyTorch's formulas
+  (:mod:`gradtape.ops.conv`, :mod:`gradtape.ops.pool`), when the input's spatial dims, the
+  weight's kernel dims and each ``stride`` / ``padding`` / ``dilation`` / ``output_padding``
+  (given, or its default from the signature) are literal ints or tuples of them
+  (``padding="valid"`` / ``"same"`` too; ``upscale2d``'s ``size`` or a constant
+  ``scale_factor``);
+* constructors of generic gradtape layers (``nn.Linear[I, O]`` and every other ``gradtape.nn``
+  class whose type parameters are bound by arguments): a constant int expression passed to a
+  parameter typed by one of the class's type variables binds it to that ``Literal``, when the
+  call has an expected type that the result fits (an annotated variable or attribute, a
+  return, an argument): ``self.fc: nn.Linear[L[64], L[10]] = nn.Linear(16 * 2 * 2, 10, dev=dev)``
+  type-checks (mypy alone types ``16 * 2 * 2`` as ``int`` and rejects it). Without an
+  expected type the layer stays what mypy and pyright infer (``Linear[int, int]``), so an
+  unannotated layer keeps accepting inputs of any feature dim type.
+
+mypy's own result is replaced only where its dim is ``int`` (or its shape ``Any``): named
+axes (``NewType``), type variables and literal dims mypy already has are kept, and so is
+mypy's whole type when the computed one does not fit the call's expected type (an annotated
+``Tensor[Rank2[int, int], ...]`` target still gets ``int`` dims).
+
+**Errors**, each naming the op and the shapes (and a convolution's or pooling's parameters),
+with the error code ``gradtape-shape`` (``# type: ignore[gradtape-shape]`` silences one):
+``reshape`` to a shape of another element count, a ``-1`` that does not divide, two ``-1``
+or a dim below ``-1``; ``concat`` / ``stack`` of tensors whose ranks or (other) literal dims
+differ, or an axis out of range; a convolution, pooling or ``upscale2d`` whose output size is
+not positive; a pooling padding above half the kernel. For example::
+
+    reshape: cannot reshape (8, 5) (40 elements) to (6, 7) (42 elements)
+    concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)
+    conv2d: output size (0, 0) is not positive: input (1, 1, 2, 2), weight (8, 1, 3, 3),
+        kernel (3, 3), stride (1, 1), padding (0, 0), dilation (1, 1)
+
+**Limits.** Only what is written in the call is folded (a tuple display, constants, ``Final``
+names; not a shape held in a variable); tensors of ``Any`` shape or ``tuple[int, ...]`` give
+nothing. A variable keeps the literal shape type of the tensor first assigned to it, so
+assigning it a tensor of another shape type later (``h = dev.zeros((8, 4))`` then
+``h = layer(h)``, or two branches creating different sizes) is an assignment error, as for
+any variable under mypy; annotate the variable with the common type
+(``h: Tensor[Rank2[int, int], NoneTape] = ...``) or enable mypy's ``allow_redefinition``
+(pyright widens such a variable by itself). An error the plugin reports inside an argument of
+another overloaded call can make mypy add that no overload of the outer call matches. The
+layers' ``forward`` (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) is not computed: their
+types carry the channels, not the kernel size or stride.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from functools import partial
 
-from mypy.expandtype import expand_type_by_instance
+from mypy.erasetype import erase_typevars
+from mypy.errorcodes import ErrorCode
+from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
-from mypy.nodes import TypeInfo
-from mypy.plugin import MethodSigContext, Plugin
+from mypy.nodes import (
+    Argument,
+    CallExpr,
+    Context,
+    Decorator,
+    Expression,
+    FloatExpr,
+    FuncDef,
+    IntExpr,
+    ListExpr,
+    MemberExpr,
+    NameExpr,
+    OpExpr,
+    OverloadedFuncDef,
+    RefExpr,
+    StarExpr,
+    StrExpr,
+    TupleExpr,
+    TypeInfo,
+    UnaryExpr,
+    Var,
+)
+from mypy.plugin import (
+    CheckerPluginInterface,
+    FunctionContext,
+    FunctionSigContext,
+    MethodContext,
+    MethodSigContext,
+    Plugin,
+)
+from mypy.subtypes import is_subtype
 from mypy.typeops import bind_self
-from mypy.types import CallableType, Instance, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    FunctionLike,
+    Instance,
+    LiteralType,
+    NoneType,
+    ProperType,
+    TupleType,
+    Type,
+    TypeOfAny,
+    TypeVarId,
+    TypeVarType,
+    get_proper_type,
+)
 
 MODULE = "gradtape.nn.module.Module"
+TENSOR = "gradtape.tensor.Tensor"
+FLATTEN = "gradtape.nn.activation.Flatten"
+
+SHAPE = ErrorCode("gradtape-shape", "Tensor shapes that gradtape's plugin proves do not fit", "General")
+"""The error code of the shape errors the plugin proves (reshape counts, concat dims, conv sizes)."""
+
+# Defaults used when the signature's own defaults are not available (a module read from
+# mypy's cache keeps no default expressions); the same values as the signatures'.
+_DEFAULTS: dict[str, int | None] = {"axis": 0, "stride": 1, "padding": 0, "dilation": 1, "output_padding": 0}
+
+_CONV = {"conv1d": (1, False), "conv2d": (2, False), "conv_transpose2d": (2, True)}
+_POOL = ("max_pool2d", "min_pool2d", "avg_pool2d")
+
+Dim = ProperType
+"""One dim of a shape type: ``Literal[n]``, ``int``, a named axis, a type variable, ``Any``."""
 
 
-def _forward_signature(ctx: MethodSigContext) -> CallableType:
+# ----- constants and dims ------------------------------------------------------------------
+
+
+def _fold(e: Expression) -> int | None:
+    """The value of a constant int expression (``16 * 2 * 2``, ``-1``, a ``Final`` name), else ``None``."""
+    if isinstance(e, IntExpr):
+        return e.value
+    if isinstance(e, UnaryExpr):
+        v = _fold(e.expr)
+        if v is None:
+            return None
+        return {"-": -v, "+": v, "~": ~v}.get(e.op)
+    if isinstance(e, OpExpr):
+        a, b = _fold(e.left), _fold(e.right)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        if e.op in ("//", "%") and b != 0:
+            return a // b if e.op == "//" else a % b
+        if e.op == "**" and 0 <= b <= 64:
+            return int(a**b)
+        return None
+    if isinstance(e, (NameExpr, MemberExpr)) and isinstance(e.node, Var) and e.node.is_final:
+        final = e.node.final_value
+        return final if isinstance(final, int) and not isinstance(final, bool) else None
+    return None
+
+
+def _lit(t: Type | None) -> int | None:
+    """``n`` for ``Literal[n]`` (or mypy's ``Literal[n]?`` of an int literal), else ``None``."""
+    if t is None:
+        return None
+    p = get_proper_type(t)
+    if isinstance(p, Instance) and p.last_known_value is not None:
+        p = p.last_known_value
+    if isinstance(p, LiteralType) and p.fallback.type.fullname == "builtins.int":
+        v = p.value
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return None
+
+
+def _int_value(e: Expression, t: Type | None) -> int | None:
+    """An int argument's value: folded from its expression, or its type's ``Literal``."""
+    v = _fold(e)
+    return v if v is not None else _lit(t)
+
+
+def _literal(api: CheckerPluginInterface, n: int) -> LiteralType:
+    return LiteralType(n, api.named_generic_type("builtins.int", []))
+
+
+def _int(api: CheckerPluginInterface) -> Instance:
+    return api.named_generic_type("builtins.int", [])
+
+
+def _is_wide(d: Dim) -> bool:
+    """A dim that says nothing more than "some int": ``int`` (also mypy's ``Literal[n]?``) or ``Any``."""
+    return isinstance(d, AnyType) or (isinstance(d, Instance) and d.type.fullname == "builtins.int")
+
+
+def _shape_of(t: Type | None) -> list[Dim] | None:
+    """The dims of a ``Tensor[tuple[...], T]`` type, else ``None``."""
+    if t is None:
+        return None
+    p = get_proper_type(t)
+    if not (isinstance(p, Instance) and p.type.has_base(TENSOR) and p.args):
+        return None
+    if p.type.fullname != TENSOR:
+        p = map_instance_to_supertype(p, p.type.mro[[i.fullname for i in p.type.mro].index(TENSOR)])
+    s = get_proper_type(p.args[0])
+    return [get_proper_type(d) for d in s.items] if isinstance(s, TupleType) else None
+
+
+def _literals(dims: Sequence[Dim] | None) -> list[int] | None:
+    """Every dim's value when all of them are ``Literal``, else ``None``."""
+    if dims is None:
+        return None
+    vals = [_lit(d) for d in dims]
+    return [v for v in vals if v is not None] if all(v is not None for v in vals) else None
+
+
+def _dim_str(d: Dim) -> str:
+    v = _lit(d)
+    if v is not None:
+        return str(v)
+    if isinstance(d, Instance):
+        return d.type.name
+    if isinstance(d, TypeVarType):
+        return d.name
+    return "Any" if isinstance(d, AnyType) else str(d)
+
+
+def _shape_str(dims: Sequence[Dim | int]) -> str:
+    items = [str(d) if isinstance(d, int) else _dim_str(d) for d in dims]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _ints_str(vals: Sequence[int]) -> str:
+    return "(" + ", ".join(map(str, vals)) + ("," if len(vals) == 1 else "") + ")"
+
+
+# ----- the arguments of one call -----------------------------------------------------------
+
+
+class _Call:
+    """The arguments of one call by parameter name: expressions, and types when mypy has them.
+
+    Built from a return-type hook (types inferred by mypy) or a signature hook (types
+    inferred here, on demand, with ``api.get_expression_type``).
+    """
+
+    def __init__(
+        self,
+        api: CheckerPluginInterface,
+        names: Sequence[str | None],
+        args: Sequence[Sequence[Expression]],
+        types: Sequence[Sequence[Type]] | None,
+        receiver: Type | None,
+        defaults: dict[str, Expression | None],
+    ) -> None:
+        self.api, self.receiver, self.defaults = api, receiver, defaults
+        self._args: dict[str, Expression] = {}
+        self._types: dict[str, Type] = {}
+        for i, name in enumerate(names):
+            if name is None or i >= len(args) or len(args[i]) != 1:
+                continue
+            self._args[name] = args[i][0]
+            if types is not None and i < len(types) and len(types[i]) == 1:
+                self._types[name] = types[i][0]
+
+    def given(self, name: str) -> bool:
+        return name in self._args
+
+    def expr(self, name: str) -> Expression | None:
+        return self._args.get(name)
+
+    def type(self, name: str) -> Type | None:
+        if name in self._types:
+            return self._types[name]
+        e = self._args.get(name)
+        if e is None:
+            return None
+        t = self.api.get_expression_type(e)
+        self._types[name] = t
+        return t
+
+    def tensor(self, name: str) -> list[Dim] | None:
+        """The shape of the tensor argument ``name`` (or of the receiver, for a method)."""
+        if name not in self._args and self.receiver is not None:
+            return _shape_of(self.receiver)
+        return _shape_of(self.type(name))
+
+    def int_or_ints(self, name: str, nd: int) -> list[int] | str | None:
+        """``name`` as ``nd`` ints (an int, or a tuple of ``nd``; else its default); a string
+        literal as itself (``padding="same"``); ``None`` when not known."""
+        e = self._args.get(name)
+        if e is None:
+            if name in self.defaults:
+                d = self.defaults[name]
+                if d is None:
+                    return None
+                e = d
+            elif name in _DEFAULTS:
+                v0 = _DEFAULTS[name]
+                return None if v0 is None else [v0] * nd
+            else:
+                return None
+            t: Type | None = None
+        else:
+            t = self.type(name)
+        if isinstance(e, StrExpr):
+            return e.value
+        v = _int_value(e, t)
+        if v is not None:
+            return [v] * nd
+        if isinstance(e, TupleExpr) and len(e.items) == nd:
+            pt = get_proper_type(t) if t is not None else None
+            item_types: list[Type | None] = list(pt.items) if isinstance(pt, TupleType) else [None] * nd
+            vals = [_int_value(i, it) for i, it in zip(e.items, item_types, strict=False)]
+            if all(x is not None for x in vals) and len(vals) == nd:
+                return [x for x in vals if x is not None]
+        return None
+
+    def tensors(self, name: str) -> list[list[Dim] | None] | None:
+        """The shapes of a tuple or list display of tensors (``(a, b)``, ``[a, b]``)."""
+        e = self._args.get(name)
+        if not isinstance(e, (TupleExpr, ListExpr)) or any(isinstance(i, StarExpr) for i in e.items):
+            return None
+        if not e.items:
+            return None
+        t = get_proper_type(self._types.get(name))
+        if isinstance(t, TupleType) and len(t.items) == len(e.items):
+            return [_shape_of(i) for i in t.items]
+        return [_shape_of(self._item_type(i)) for i in e.items]
+
+    def _item_type(self, e: Expression) -> Type:
+        """The type of an item of a list display, inferred without an expected type (mypy's
+        own inference of the item depends on the overload it is trying), once per item."""
+        key = (id(e), _binder_version(self.api))
+        cached = _ITEM_TYPES.get(key)
+        if cached is not None and cached[0] is e:
+            return cached[1]
+        t = self.api.get_expression_type(e)
+        if len(_ITEM_TYPES) > 100_000:
+            _ITEM_TYPES.clear()
+        _ITEM_TYPES[key] = (e, t)
+        return t
+
+
+_ITEM_TYPES: dict[tuple[int, int], tuple[Expression, Type]] = {}
+"""Item types of list displays by (node, binder version), as mypy's own expression cache."""
+
+
+def _binder_version(api: CheckerPluginInterface) -> int:
+    """mypy's count of narrowing changes, which invalidates what was inferred before (a loop
+    body checked again, a narrowed name); a fresh number when it cannot be read."""
+    binder = getattr(api, "binder", None)
+    version = getattr(binder, "version", None)
+    if isinstance(version, int):
+        return version
+    global _FRESH
+    _FRESH -= 1
+    return _FRESH
+
+
+_FRESH = 0
+
+
+def _from_return_ctx(ctx: FunctionContext | MethodContext, defaults: dict[str, Expression | None]) -> _Call:
+    receiver = ctx.type if isinstance(ctx, MethodContext) else None
+    return _Call(ctx.api, ctx.callee_arg_names, ctx.args, ctx.arg_types, receiver, defaults)
+
+
+def _from_sig_ctx(ctx: FunctionSigContext | MethodSigContext, defaults: dict[str, Expression | None]) -> _Call:
+    receiver = ctx.type if isinstance(ctx, MethodSigContext) else None
+    return _Call(ctx.api, ctx.default_signature.arg_names, ctx.args, None, receiver, defaults)
+
+
+# ----- the result type ---------------------------------------------------------------------
+
+
+def _fits_context(api: CheckerPluginInterface, t: Type) -> bool:
+    """``t`` is what the call's expected type (if any) accepts, its type variables left open."""
+    context = api.type_context[-1] if api.type_context else None
+    if context is None or isinstance(get_proper_type(context), AnyType):
+        return True
+    return is_subtype(erase_typevars(t), erase_typevars(context))
+
+
+def _with_shape(api: CheckerPluginInterface, default: Type, dims: Sequence[Dim | None]) -> Type:
+    """``default`` (a ``Tensor[S, T]``) with the shape ``dims`` where they are more precise.
+
+    A ``None`` dim keeps mypy's. mypy's dim is replaced only where it is ``int`` or ``Any``;
+    when it is a different ``Literal``, or the rank differs, mypy's type is kept whole, and so
+    it is when the result does not fit the call's expected type.
+    """
+    d = get_proper_type(default)
+    if not (isinstance(d, Instance) and d.type.fullname == TENSOR and len(d.args) == 2):
+        return default
+    old = get_proper_type(d.args[0])
+    merged: list[Type] = []
+    if isinstance(old, TupleType):
+        if len(old.items) != len(dims):
+            return default
+        for o, n in zip(old.items, dims, strict=True):
+            po = get_proper_type(o)
+            if n is None or (not _is_wide(po) and _lit(po) is None):
+                merged.append(o)  # a named axis, a type variable: mypy's
+            elif _is_wide(po):
+                merged.append(n)
+            elif _lit(po) == _lit(n):
+                merged.append(o)
+            else:
+                return default  # mypy computed another literal: keep mypy's
+        shape: Type = old.copy_modified(items=merged)
+    elif isinstance(old, AnyType) or (isinstance(old, Instance) and old.type.fullname == "builtins.tuple"):
+        merged = [_int(api) if n is None else n for n in dims]
+        shape = TupleType(merged, api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)]))
+    else:
+        return default
+    new = d.copy_modified(args=[shape, d.args[1]])
+    return new if _fits_context(api, new) else default
+
+
+def _shape_arg(call: _Call, name: str) -> list[Dim] | None:
+    """A shape written as a tuple display: constant items as ``Literal``, others as typed."""
+    e = call.expr(name)
+    if not isinstance(e, TupleExpr) or any(isinstance(i, StarExpr) for i in e.items):
+        return None
+    t = get_proper_type(call.type(name))
+    types: list[Type | None] = list(t.items) if isinstance(t, TupleType) and len(t.items) == len(e.items) else []
+    if not types:
+        return None
+    out: list[Dim] = []
+    for item, it in zip(e.items, types, strict=True):
+        v = _int_value(item, it)
+        if v is not None:
+            out.append(_literal(call.api, v))
+            continue
+        p = get_proper_type(it) if it is not None else AnyType(TypeOfAny.special_form)
+        out.append(p.copy_modified(last_known_value=None) if isinstance(p, Instance) else p)
+    return out
+
+
+# ----- the ops -----------------------------------------------------------------------------
+
+Outcome = tuple[list[Dim | None] | None, str | None]
+"""What an op's rule computes: the result's dims (``None``: not computed), and an error."""
+
+
+def _reshape(call: _Call) -> Outcome:
+    e = call.expr("shape")
+    if e is None:
+        return None, None
+    single = _int_value(e, call.type("shape")) if not isinstance(e, TupleExpr) else None
+    if isinstance(e, TupleExpr):
+        target = _shape_arg(call, "shape")
+    elif single is not None:
+        target = [_literal(call.api, single)]
+    else:
+        return None, None
+    if target is None:
+        return None, None
+    vals = [_lit(d) for d in target]
+    known = [v for v in vals if v is not None]
+    src = call.tensor("a")
+    src_vals = _literals(src)
+    shown = _shape_str(target)
+    if sum(v == -1 for v in known) > 1 or any(v < -1 for v in known):
+        where = f" for a tensor of shape {_shape_str(src)}" if src is not None else ""
+        return None, f"reshape: invalid target shape {shown}{where} (dims must be >= 0, at most one may be -1)"
+    out: list[Dim | None] = list(target)
+    if -1 in vals:
+        k = vals.index(-1)
+        out[k] = _int(call.api)
+        if src_vals is not None and len(known) == len(vals):
+            total, rest = math.prod(src_vals), math.prod(v for v in known if v != -1)
+            if rest == 0 or total % rest:
+                why = "the other dims hold 0 elements" if rest == 0 else f"{total} is not a multiple of {rest}"
+                return None, f"reshape: cannot reshape {_shape_str(src_vals)} ({total} elements) to {shown}: {why}"
+            out[k] = _literal(call.api, total // rest)
+    elif src_vals is not None and len(known) == len(vals):
+        total, want = math.prod(src_vals), math.prod(known)
+        if total != want:
+            return None, (
+                f"reshape: cannot reshape {_shape_str(src_vals)} ({total} elements) to {shown} ({want} elements)"
+            )
+    return out, None
+
+
+def _join(op: str, call: _Call) -> Outcome:
+    """``concat`` (``op == "concat"``) and ``stack``."""
+    shapes = call.tensors("tensors")
+    if shapes is None or any(s is None for s in shapes):
+        return None, None
+    ss = [s for s in shapes if s is not None]
+    listed = ", ".join(_shape_str(s) for s in ss[:-1]) + " and " + _shape_str(ss[-1]) if len(ss) > 1 else ""
+    rank = len(ss[0])
+    if any(len(s) != rank for s in ss):
+        return None, f"{op}: tensors of shapes {listed} have different ranks"
+    got = call.int_or_ints("axis", 1)
+    if not isinstance(got, list):
+        return None, None
+    n_axes = rank + (op == "stack")
+    if not -n_axes <= got[0] < n_axes:
+        return None, (
+            f"{op}: axis {got[0]} is out of range for tensors of shape {_shape_str(ss[0])}"
+            f" (valid axes: {-n_axes} to {n_axes - 1})"
+        )
+    axis = got[0] % n_axes
+    out: list[Dim | None] = []
+    for k in range(rank):
+        col = [s[k] for s in ss]
+        vals = [_lit(d) for d in col]
+        if op == "concat" and k == axis:
+            out.append(_literal(call.api, sum(v for v in vals if v is not None)) if None not in vals else None)
+            continue
+        lits = {v for v in vals if v is not None}
+        if len(lits) > 1:
+            along = f" along axis {axis}" if op == "concat" else ""
+            return None, f"{op}: tensors of shapes {listed} differ in dim {k} (joined{along})"
+        out.append(_literal(call.api, lits.pop()) if lits else None)
+    if op == "stack":
+        out.insert(axis, _literal(call.api, len(ss)))
+    return out, None
+
+
+def _conv(op: str, call: _Call) -> Outcome:
+    nd, transposed = _CONV[op]
+    x, w = call.tensor("x"), call.tensor("w")
+    if x is None or w is None or len(x) != nd + 2 or len(w) != nd + 2:
+        return None, None
+    size, kernel = _literals(x[2:]), _literals(w[2:])
+    stride, padding, dilation = (call.int_or_ints(n, nd) for n in ("stride", "padding", "dilation"))
+    extra = call.int_or_ints("output_padding", nd) if transposed else [0] * nd
+    if size is None or kernel is None or not isinstance(stride, list) or not isinstance(dilation, list):
+        return None, None
+    if not isinstance(extra, list) or padding is None:
+        return None, None
+    if min(stride + dilation + kernel) < 1 or min(size + extra) < 0:
+        return None, None  # rejected at run time with a ValueError, not a size
+    if isinstance(padding, str):
+        if transposed or padding not in ("valid", "same") or (padding == "same" and max(stride) != 1):
+            return None, None
+        if padding == "same":
+            return [None, None, *(_literal(call.api, n) for n in size)], None
+        padding = [0] * nd
+    if min(padding) < 0:
+        return None, None
+    if transposed:
+        outs = [
+            (n - 1) * s - 2 * p + d * (k - 1) + o + 1
+            for n, s, p, d, k, o in zip(size, stride, padding, dilation, kernel, extra, strict=True)
+        ]
+    else:
+        outs = [
+            (n + 2 * p - d * (k - 1) - 1) // s + 1
+            for n, s, p, d, k in zip(size, stride, padding, dilation, kernel, strict=True)
+        ]
+    if any(n <= 0 for n in outs):
+        params = f"kernel {_ints_str(kernel)}, stride {_ints_str(stride)}, padding {_ints_str(padding)}, "
+        params += f"dilation {_ints_str(dilation)}" + (f", output_padding {_ints_str(extra)}" if transposed else "")
+        return None, (
+            f"{op}: output size {_ints_str(outs)} is not positive: input {_shape_str(x)}, "
+            f"weight {_shape_str(w)}, {params}"
+        )
+    return [None, None, *(_literal(call.api, n) for n in outs)], None
+
+
+def _pool(op: str, call: _Call) -> Outcome:
+    x = call.tensor("x")
+    if x is None or len(x) != 4:
+        return None, None
+    size = _literals(x[2:])
+    kernel = call.int_or_ints("kernel_size", 2)
+    given = call.expr("stride")
+    is_none = isinstance(given, NameExpr) and given.fullname == "builtins.None"
+    stride = call.int_or_ints("stride", 2) if given is not None and not is_none else kernel
+    padding = call.int_or_ints("padding", 2)
+    if size is None or not isinstance(kernel, list) or not isinstance(stride, list) or not isinstance(padding, list):
+        return None, None
+    if min(kernel + stride) < 1 or min(padding) < 0:
+        return None, None  # rejected at run time with a ValueError, not a size
+    params = f"kernel {_ints_str(kernel)}, stride {_ints_str(stride)}, padding {_ints_str(padding)}"
+    if any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):
+        return None, f"{op}: padding {_ints_str(padding)} is more than half the kernel {_ints_str(kernel)}"
+    outs = [(n + 2 * p - k) // s + 1 for n, k, s, p in zip(size, kernel, stride, padding, strict=True)]
+    if any(n + 2 * p < k for n, k, p in zip(size, kernel, padding, strict=True)) or any(n <= 0 for n in outs):
+        return None, f"{op}: output size {_ints_str(outs)} is not positive: input {_shape_str(x)}, {params}"
+    return [None, None, *(_literal(call.api, n) for n in outs)], None
+
+
+def _float(e: Expression) -> float | None:
+    """A constant number written in the call (``2``, ``1.5``, ``-0.5``), else ``None``."""
+    if isinstance(e, FloatExpr):
+        return e.value
+    if isinstance(e, UnaryExpr) and e.op == "-" and isinstance(e.expr, FloatExpr):
+        return -e.expr.value
+    v = _fold(e)
+    return float(v) if v is not None else None
+
+
+def _upscale(call: _Call) -> Outcome:
+    """``upscale2d``: ``size`` (an int or a pair) or ``floor(H * scale_factor)``."""
+    x = call.tensor("x")
+    if x is None or len(x) != 4:
+        return None, None
+    size = call.int_or_ints("size", 2) if call.given("size") else None
+    if isinstance(size, list):
+        return (None, None) if min(size) < 1 else ([None, None, *(_literal(call.api, n) for n in size)], None)
+    e = call.expr("scale_factor")
+    hw = _literals(x[2:])
+    if e is None or hw is None:
+        return None, None
+    items = e.items if isinstance(e, TupleExpr) else [e, e]
+    scales = [_float(i) for i in items]
+    if len(scales) != 2 or any(f is None or not math.isfinite(f) or f <= 0 for f in scales):
+        return None, None
+    outs = [math.floor(n * float(f)) for n, f in zip(hw, scales, strict=True) if f is not None]
+    if min(outs) < 1:
+        return None, (
+            f"upscale2d: output size {_ints_str(outs)} is not positive: input {_shape_str(x)}, "
+            f"scale_factor {'(' + ', '.join(map(str, scales)) + ')'}"
+        )
+    return [None, None, *(_literal(call.api, n) for n in outs)], None
+
+
+Rule = Callable[[_Call], Outcome]
+
+
+def _rule_for(name: str) -> Rule | None:
+    if name == "reshape":
+        return _reshape
+    if name in ("concat", "stack"):
+        return partial(_join, name)
+    if name in _CONV:
+        return partial(_conv, name)
+    if name in _POOL:
+        return partial(_pool, name)
+    if name == "upscale2d":
+        return _upscale
+    return None
+
+
+def _apply(rule: Rule, call: _Call) -> Outcome:
+    """``rule(call)``; nothing computed if the arithmetic fails (mypy must never crash here)."""
+    try:
+        return rule(call)
+    except (ArithmeticError, ValueError):
+        return None, None
+
+
+def _result_hook(rule: Rule, defaults: dict[str, Expression | None], ctx: FunctionContext | MethodContext) -> Type:
+    """Return-type hook: the rule's dims over mypy's result. Errors are the signature hook's
+    (this hook also runs while mypy tries overloads, where errors would be dropped)."""
+    dims, _ = _apply(rule, _from_return_ctx(ctx, defaults))
+    if dims is None:
+        return ctx.default_return_type
+    return _with_shape(ctx.api, ctx.default_return_type, dims)
+
+
+_SIGNATURE_OUTCOMES: dict[tuple[int, int, tuple[str | None, ...]], tuple[Context, Outcome]] = {}
+"""A call's outcome by call node, for the items of an overloaded callee (the signature hook
+runs once per item): the arguments are inferred once, not once per overload."""
+
+
+def _signature_hook(
+    rule: Rule, defaults: dict[str, Expression | None], ctx: FunctionSigContext | MethodSigContext
+) -> FunctionLike:
+    """Signature hook: reports the rule's error (this hook runs once per call, before mypy tries
+    the overloads, whose errors it drops). A ``reshape`` whose result is computed in full gets
+    that result as its signature's, its ``shape`` parameter untied from it: mypy alone solves
+    the shape's type variable from the expected type, which rejects a ``-1`` where the expected
+    type says ``Literal[10]``."""
+    key = (id(ctx.context), _binder_version(ctx.api), tuple(ctx.default_signature.arg_names))
+    cached = _SIGNATURE_OUTCOMES.get(key)
+    if cached is not None and cached[0] is ctx.context:
+        dims, error = cached[1]
+    else:
+        dims, error = _apply(rule, _from_sig_ctx(ctx, defaults))
+        if len(_SIGNATURE_OUTCOMES) > 100_000:
+            _SIGNATURE_OUTCOMES.clear()
+        _SIGNATURE_OUTCOMES[key] = (ctx.context, (dims, error))
+    if error is not None:
+        ctx.api.fail(error, ctx.context, code=SHAPE)
+        return ctx.default_signature
+    sig = ctx.default_signature
+    if rule is not _reshape or dims is None or "shape" not in sig.arg_names:
+        return sig
+    known = [d for d in dims if d is not None]
+    ret = get_proper_type(sig.ret_type)
+    if len(known) != len(dims) or _literals(known) is None:
+        return sig
+    if not (isinstance(ret, Instance) and ret.type.fullname == TENSOR and len(ret.args) == 2):
+        return sig
+    fallback = ctx.api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
+    new_ret = ret.copy_modified(args=[TupleType(_widen_to_context(ctx.api, known), fallback), ret.args[1]])
+    if not _fits_context(ctx.api, new_ret):
+        return sig
+    arg_types = list(sig.arg_types)
+    arg_types[sig.arg_names.index("shape")] = AnyType(TypeOfAny.special_form)
+    used = [v for v in sig.variables if any(_mentions(t, v.id) for t in [*arg_types, new_ret])]
+    return sig.copy_modified(arg_types=arg_types, ret_type=new_ret, variables=used)
+
+
+def _widen_to_context(api: CheckerPluginInterface, dims: list[Dim]) -> list[Type]:
+    """``dims`` with ``int`` where the call's expected type (a ``Tensor`` of the same rank) says
+    ``int``: ``t: Tensor[Rank2[int, L[4]], ...] = x.reshape((10, -1))`` is ``(int, 4)``."""
+    context = get_proper_type(api.type_context[-1]) if api.type_context else None
+    want = _shape_of(context) if isinstance(context, Instance) and context.type.fullname == TENSOR else None
+    if want is None or len(want) != len(dims):
+        return list(dims)
+    plain_int = [
+        isinstance(w, Instance) and w.type.fullname == "builtins.int" and w.last_known_value is None for w in want
+    ]
+    return [_int(api) if wide else d for d, wide in zip(dims, plain_int, strict=True)]
+
+
+def _literal_shapes_hook(params: frozenset[str], ctx: FunctionContext | MethodContext) -> Type:
+    """Return-type hook of a call taking a shape (``dev.zeros((3, 4))``): the literal dims."""
+    call = _from_return_ctx(ctx, {})
+    for name in params:
+        dims = _shape_arg(call, name)
+        if dims is not None:
+            return _with_shape(ctx.api, ctx.default_return_type, dims)
+    return ctx.default_return_type
+
+
+def _flatten_bounds(ctx: MethodContext) -> tuple[int, int] | None:
+    """``(start_dim, end_dim)`` of the ``Flatten`` called: from its type (``Flatten[L[1], L[-1]]``)
+    or from its constructor written inline (``nn.Flatten(0)(x)``)."""
+    t = get_proper_type(ctx.type)
+    if isinstance(t, Instance) and len(t.args) == 2:
+        start, end = _lit(t.args[0]), _lit(t.args[1])
+        if start is not None and end is not None:
+            return start, end
+    callee = ctx.context.callee if isinstance(ctx.context, CallExpr) else None
+    if not (isinstance(callee, CallExpr) and isinstance(callee.callee, RefExpr) and callee.callee.fullname == FLATTEN):
+        return None
+    bounds = {"start_dim": 1, "end_dim": -1}
+    for i, (arg, name) in enumerate(zip(callee.args, callee.arg_names, strict=True)):
+        key = name if name is not None else ("start_dim", "end_dim")[i] if i < 2 else None
+        v = _fold(arg)
+        if key not in bounds or v is None:
+            return None
+        bounds[key] = v
+    return bounds["start_dim"], bounds["end_dim"]
+
+
+def _flatten_hook(ctx: MethodContext) -> Type:
+    """``flat(x)`` for an ``nn.Flatten`` whose dims are known: the flattened dim's size."""
+    bounds = _flatten_bounds(ctx)
+    x = ctx.arg_types[0][0] if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
+    dims = _shape_of(x)
+    if bounds is None or dims is None:
+        return ctx.default_return_type
+    nd = len(dims)
+    s, e = (b + nd if b < 0 else b for b in bounds)
+    if not 0 <= s <= e < nd:
+        return ctx.default_return_type
+    vals = _literals(dims[s : e + 1])
+    mid: Dim = _literal(ctx.api, math.prod(vals)) if vals is not None else _int(ctx.api)
+    return _with_shape(ctx.api, ctx.default_return_type, [*dims[:s], mid, *dims[e + 1 :]])
+
+
+# ----- layer constructors ------------------------------------------------------------------
+
+
+def _layer_signature(ctx: FunctionSigContext) -> FunctionLike:
+    """A generic layer's constructor with its constant int arguments bound as ``Literal``.
+
+    ``Linear(16 * 2 * 2, 10, dev=dev)``: the parameters typed ``I`` and ``O`` receive constant
+    expressions, so ``I = Literal[64]``, ``O = Literal[10]``; those parameters take ``int``.
+    Applied only when the call has an expected type that the result fits.
+    """
+    sig = ctx.default_signature
+    ids = {v.id for v in sig.variables if isinstance(v, TypeVarType)}
+    bound: dict[TypeVarId, int] = {}
+    blocked: set[TypeVarId] = set()
+    direct: set[int] = set()
+    for i, formal in enumerate(sig.arg_types):
+        pf = get_proper_type(formal)
+        exprs = ctx.args[i] if i < len(ctx.args) else []
+        if isinstance(pf, TypeVarType) and pf.id in ids and len(exprs) == 1:
+            v = _fold(exprs[0])
+            fits = not pf.values and is_subtype(_literal(ctx.api, v), pf.upper_bound) if v is not None else False
+            if v is None or bound.get(pf.id, v) != v or not fits:
+                blocked.add(pf.id)
+            else:
+                bound[pf.id] = v
+                direct.add(i)
+            continue
+        if exprs:  # another argument mentions the variable: leave it to mypy
+            blocked |= {v for v in ids if _mentions(formal, v)}
+    env: dict[TypeVarId, Type] = {v: _literal(ctx.api, n) for v, n in bound.items() if v not in blocked}
+    if not env or _context_missing(ctx.api):
+        return sig
+    new = expand_type(sig, env)
+    arg_types = list(new.arg_types)
+    for i in direct:
+        pf = get_proper_type(sig.arg_types[i])
+        if isinstance(pf, TypeVarType) and pf.id in env:
+            arg_types[i] = _int(ctx.api)
+    new = new.copy_modified(arg_types=arg_types, variables=[v for v in sig.variables if v.id not in env])
+    return new if _fits_context(ctx.api, new.ret_type) else sig
+
+
+def _mentions(t: Type, var: TypeVarId) -> bool:
+    return erase_typevars(t, {var}) != t
+
+
+def _context_missing(api: CheckerPluginInterface) -> bool:
+    context = api.type_context[-1] if api.type_context else None
+    return context is None or isinstance(get_proper_type(context), (AnyType, NoneType))
+
+
+# ----- model(x) ----------------------------------------------------------------------------
+
+
+def _forward_signature(ctx: MethodSigContext) -> FunctionLike:
     """The signature of ``type(model).forward``, bound to ``model``, for ``model(...)``."""
     t = get_proper_type(ctx.type)
     if not isinstance(t, Instance):
@@ -59,20 +870,133 @@ def _forward_signature(ctx: MethodSigContext) -> CallableType:
     return bound.copy_modified(name=ctx.default_signature.name)
 
 
-class GradtapePlugin(Plugin):
-    """Routes ``__call__`` of every ``gradtape.nn.Module`` subclass to :func:`_forward_signature`."""
+# ----- the plugin --------------------------------------------------------------------------
 
-    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], CallableType] | None:
-        """The hook for ``<class>.__call__`` when ``<class>`` derives from ``Module``."""
+
+def _signature_of(node: object) -> list[CallableType]:
+    """The callable types of a function, overloaded function or callable attribute."""
+    t: Type | None = None
+    if isinstance(node, (FuncDef, OverloadedFuncDef)):
+        t = node.type
+    elif isinstance(node, Decorator):
+        t = node.var.type
+    elif isinstance(node, Var):
+        t = node.type
+    p = get_proper_type(t) if t is not None else None
+    if isinstance(p, CallableType):
+        return [p]
+    if isinstance(p, FunctionLike):
+        return list(p.items)
+    return []
+
+
+def _shape_params(node: object) -> frozenset[str]:
+    """The parameters typed by a ``tuple[int, ...]``-bound type variable (``shape: SI``)."""
+    out: set[str] = set()
+    for sig in _signature_of(node):
+        for name, t in zip(sig.arg_names, sig.arg_types, strict=True):
+            p = get_proper_type(t)
+            if name is None or not isinstance(p, TypeVarType):
+                continue
+            bound = get_proper_type(p.upper_bound)
+            if isinstance(bound, Instance) and bound.type.fullname == "builtins.tuple":
+                out.add(name)
+    return frozenset(out)
+
+
+def _signature_defaults(node: object) -> dict[str, Expression | None]:
+    """Default expressions of a function's parameters by name (none when read from mypy's cache)."""
+    funcs: list[FuncDef] = []
+    if isinstance(node, FuncDef):
+        funcs = [node]
+    elif isinstance(node, OverloadedFuncDef):
+        items = [node.impl] if node.impl is not None else []
+        items += list(node.items)
+        funcs = [f.func if isinstance(f, Decorator) else f for f in items if isinstance(f, (Decorator, FuncDef))]
+    out: dict[str, Expression | None] = {}
+    for f in funcs:
+        arguments: list[Argument] = getattr(f, "arguments", None) or []  # unset when read from the cache
+        for arg in arguments:
+            if arg.initializer is not None and arg.variable.name not in out:
+                init = arg.initializer
+                is_none = isinstance(init, NameExpr) and init.fullname == "builtins.None"
+                out[arg.variable.name] = None if is_none else init
+    return out
+
+
+class GradtapePlugin(Plugin):
+    """mypy hooks: ``Module.__call__`` as ``forward``, literal shapes, and dim arithmetic."""
+
+    def _lookup(self, fullname: str) -> object:
+        sym = self.lookup_fully_qualified(fullname)
+        return sym.node if sym is not None else None
+
+    def _method(self, fullname: str) -> tuple[TypeInfo, str, object] | None:
+        """``(class, method name, node)`` of a gradtape method (found in the class's MRO)."""
         cls, _, method = fullname.rpartition(".")
-        if method != "__call__" or not cls:
+        info = self._lookup(cls) if cls else None
+        if not isinstance(info, TypeInfo):
             return None
-        sym = self.lookup_fully_qualified(cls)
-        if sym is None or not isinstance(sym.node, TypeInfo):
+        owner = info.get_containing_type_info(method)
+        if owner is None or not owner.fullname.startswith("gradtape."):
             return None
-        if any(base.fullname == MODULE for base in sym.node.mro):
-            return _forward_signature
+        return info, method, owner.names[method].node
+
+    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        """``<Module subclass>.__call__`` as ``forward``; error checks of ``Tensor.reshape``."""
+        found = self._method(fullname) if fullname.startswith("gradtape.") or fullname.endswith("__call__") else None
+        cls, _, method = fullname.rpartition(".")
+        if method == "__call__" and cls:
+            info = self._lookup(cls)
+            if isinstance(info, TypeInfo) and any(base.fullname == MODULE for base in info.mro):
+                return _forward_signature
+            return None
+        if found is not None and found[0].has_base(TENSOR):
+            rule = _rule_for(method)
+            if rule is not None:
+                return partial(_signature_hook, rule, {})
         return None
+
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        """Literal shapes of creation methods (``dev.zeros``) and ``Tensor`` methods; ``Flatten``."""
+        found = self._method(fullname)
+        if found is None:
+            return None
+        info, method, node = found
+        if method in ("__call__", "forward") and info.has_base(FLATTEN):
+            return _flatten_hook
+        if info.has_base(TENSOR):
+            rule = _rule_for(method)
+            if rule is not None:
+                return partial(_result_hook, rule, {})
+        params = _shape_params(node)
+        return partial(_literal_shapes_hook, params) if params else None
+
+    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        """Error checks of gradtape's ops; constant int arguments of generic modules (gradtape's
+        layers and a user's ``class Block(nn.Module, Generic[W])`` alike)."""
+        node = self._lookup(fullname)
+        if isinstance(node, TypeInfo):
+            if node.has_base(MODULE) and node.type_vars:
+                return _layer_signature
+            return None
+        if not fullname.startswith("gradtape."):
+            return None
+        rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
+        return partial(_signature_hook, rule, _signature_defaults(node)) if rule is not None else None
+
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """Result shapes of gradtape's ops; literal shapes of functions taking a shape."""
+        if not fullname.startswith("gradtape."):
+            return None
+        node = self._lookup(fullname)
+        if isinstance(node, TypeInfo):
+            return None
+        rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
+        if rule is not None:
+            return partial(_result_hook, rule, _signature_defaults(node))
+        params = _shape_params(node)
+        return partial(_literal_shapes_hook, params) if params else None
 
 
 def plugin(version: str) -> type[Plugin]:
