@@ -10,14 +10,14 @@ from __future__ import annotations
 import copy
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
 from gradtape import Cpu, TapeError, nn, ops
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.losses import cross_entropy
+from gradtape.losses import cross_entropy, mse_loss
 from gradtape.nn import checkpoint
 
 F64 = np.float64
@@ -125,3 +125,57 @@ def test_iteration_float_and_int_follow_numpy_and_pytorch() -> None:
     first, second = x
     g = (first + second * 2.0).sum().backward()
     np.testing.assert_array_equal(g.get(x).numpy(), [[1.0] * 3, [2.0] * 3])
+
+
+LIST: Any = [1.0]  # typed Any: mypy rejects these calls statically too (see tests/typing)
+ARRAY: Any = np.ones((1, 1, 3, 3))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda dev: ops.relu(LIST), r"^relu: a must be a Tensor, got list \(wrap arrays"),
+        (
+            lambda dev: ops.conv2d(ARRAY, dev.ones((1, 1, 2, 2))),
+            r"^conv2d: x must be a Tensor, got ndarray",
+        ),
+        (lambda dev: ops.linear(dev.ones((2, 3)), dev.ones((4, 3)), b=LIST), r"^linear: b must be a Tensor, got list"),
+        (lambda dev: ops.concat([dev.ones((2,)), LIST]), r"^concat: tensors\[1\] must be a Tensor, got list"),
+        (
+            lambda dev: ops.stack(cast(Any, dev.ones((2,)))),
+            r"^stack: tensors must be a list or tuple of tensors, got Tensor",
+        ),
+        (lambda dev: ops.embedding([0], LIST), r"^embedding: weight must be a Tensor, got list"),
+        (lambda dev: mse_loss(LIST, dev.ones((1,))), r"^mse_loss: input must be a Tensor, got list"),
+        (lambda dev: dev.ones((2, 3)).sum(axis=1.5), r"^sum: axis must be None, an int or a tuple of ints, got 1.5"),
+        (lambda dev: ops.mean(dev.ones((2, 3)), axis=True), r"^mean: axis must be None, an int or a tuple of ints"),
+        (lambda dev: dev.ones((2, 3)).max(axis=(0, 1.0)), r"^max: axis must be None, an int or a tuple of ints"),
+    ],
+)
+def test_non_tensor_operands_and_axes_name_the_op_and_the_argument(call: Any, message: str) -> None:
+    """ops.relu([1.0]) raised AttributeError: 'list' object has no attribute 'data', and
+    a.sum(axis=1.5) "'float' object is not iterable". The functional API checks its tensor
+    arguments, read from each op's typed signature (ops._util.checked), and the shared axis
+    helper checks axes."""
+    with pytest.raises(TypeError, match=message):
+        call(Cpu())
+
+
+def test_every_exported_function_is_checked_and_methods_are_not_wrapped() -> None:
+    """A new op exported from gradtape.ops or gradtape.losses is covered without editing
+    this test; Tensor methods call the unwrapped op (no per-call cost)."""
+    import inspect
+
+    from gradtape import Tensor, losses
+    from gradtape.ops._util import _tensor_params
+
+    wrapped = 0
+    for module in (ops, losses):
+        for name in module.__all__:
+            fn = getattr(module, name)
+            takes_tensors = bool(_tensor_params(inspect.unwrap(fn)))
+            assert (fn is not inspect.unwrap(fn)) == takes_tensors, name
+            wrapped += takes_tensors
+    assert wrapped >= 60  # all but where (whose operands may be numbers)
+    assert Tensor.relu is inspect.unwrap(ops.relu) and Tensor.relu is not ops.relu
+    assert inspect.unwrap(ops.relu) is not ops.relu

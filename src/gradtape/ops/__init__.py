@@ -57,3 +57,17 @@ __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "
 __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
 __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
+
+# The functional API checks its tensor arguments (a list or an array where a tensor belongs
+# raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.
+# Static types come from the imports above: mypy and pyright never see the wrappers.
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
+
+if not _TYPE_CHECKING:
+    from gradtape.ops._util import checked as _checked
+
+    _done: dict[int, object] = {}  # aliases (mae_loss is l1_loss) stay one function
+    for _name in __all__:
+        _fn = globals()[_name]
+        globals()[_name] = _done.setdefault(id(_fn), _checked(_fn))
+    del _name, _fn, _done, _checked

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from gradtape.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 _new = object.__new__
 
 SCALARS = (int, float, np.integer, np.floating, np.bool_)
@@ -84,13 +87,18 @@ def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tu
     sorted tuple of non-negative axes.
 
     Raises:
+        TypeError: ``axis`` is not None, an int or a tuple/list of ints (``axis=1.5``, a bool).
         ShapeError: an axis is out of range for a tensor of ``ndim`` dims, or repeated.
     """
     from gradtape.errors import ShapeError
 
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else axis
+    if not isinstance(axes, (tuple, list)) or any(
+        isinstance(ax, bool) or not isinstance(ax, (int, np.integer)) for ax in axes
+    ):
+        raise TypeError(f"{op}: axis must be None, an int or a tuple of ints, got {axis!r}")
     out = []
     for ax in axes:
         if not -ndim <= ax < ndim:
@@ -136,3 +144,95 @@ def sum_to(t: Any, shape: tuple[int, ...]) -> Any:
     axes = tuple(range(lead)) + tuple(k + lead for k, n in enumerate(shape) if n == 1 and t.shape[k + lead] != 1)
     r = t.sum(axis=axes, keepdims=True) if axes else t
     return r.reshape(shape)
+
+
+# ----- the functional API's argument check -------------------------------------------------
+
+_TENSORS_ANNOTATION = re.compile(r"^(Sequence|tuple)\[Tensor\[")
+
+
+def _is_tensor_annotation(note: str) -> bool:
+    """``Tensor[...]`` or ``Tensor[...] | None``, nothing else in a union."""
+    note = note.removesuffix(" | None")
+    if not note.startswith("Tensor["):
+        return False
+    depth = 0
+    for i, ch in enumerate(note):
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0 and ch == "]":
+            return i == len(note) - 1
+    return False
+
+
+def _tensor_params(fn: Callable[..., Any]) -> list[tuple[int, str, str]]:
+    """``(position, name, kind)`` of ``fn``'s parameters that every typed signature (each
+    ``@overload``, or the function's own annotations) declares as a tensor (``kind``
+    ``"tensor"``; ``"optional"`` when ``| None``) or a sequence of tensors (``"tensors"``)."""
+    import inspect
+    import typing
+
+    signatures = [o.__annotations__ for o in typing.get_overloads(fn)] or [fn.__annotations__]
+    out = []
+    for pos, name in enumerate(inspect.signature(fn).parameters):
+        notes = [str(sig.get(name, "")) for sig in signatures]
+        if notes and all(_is_tensor_annotation(n) for n in notes):
+            out.append((pos, name, "optional" if any(n.endswith("| None") for n in notes) else "tensor"))
+        elif notes and all(_TENSORS_ANNOTATION.match(n) for n in notes):
+            out.append((pos, name, "tensors"))
+    return out
+
+
+def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
+    """``fn`` (a public op function) with its tensor arguments checked before it runs.
+
+    Which arguments must be tensors is read from ``fn``'s own typed signatures (see
+    :func:`_tensor_params`), so a new op is covered when it is exported. A list, a raw numpy
+    array or a number where a tensor is required raises ``TypeError`` naming the op and the
+    argument, instead of an ``AttributeError`` from inside the op. The functional API
+    (``gradtape.ops.relu``, ``gradtape.losses.mse_loss``) is wrapped; the ``Tensor`` methods,
+    whose ``self`` is a tensor by construction, call the unwrapped functions.
+    """
+    import functools
+
+    name = op or fn.__name__
+    params = _tensor_params(fn)
+    if not params:
+        return fn
+
+    def bad(arg: str, value: object, what: str) -> TypeError:
+        hint = " (wrap arrays and lists with dev.tensor(...))" if isinstance(value, (list, tuple, np.ndarray)) else ""
+        return TypeError(f"{name}: {arg} must be {what}, got {type(value).__name__}{hint}")
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        Tensor = _tensor_class()
+        n = len(args)
+        for pos, arg, kind in params:
+            value = args[pos] if pos < n else kwargs.get(arg, _MISSING)
+            if value is _MISSING:
+                continue
+            if kind == "tensors":
+                if not isinstance(value, (list, tuple)):
+                    raise bad(arg, value, "a list or tuple of tensors")
+                for i, item in enumerate(value):
+                    if item.__class__ is not Tensor:
+                        raise bad(f"{arg}[{i}]", item, "a Tensor")
+                continue
+            if value.__class__ is not Tensor and not (value is None and kind == "optional"):
+                raise bad(arg, value, "a Tensor")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_MISSING = object()
+_TENSOR: list[type] = []
+
+
+def _tensor_class() -> type:
+    """``gradtape.tensor.Tensor``, imported on first use (ops load before the tensor module)."""
+    if not _TENSOR:
+        from gradtape.tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
