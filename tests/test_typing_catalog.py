@@ -1,0 +1,112 @@
+"""The typing catalog (tests/typing/catalog) as a test: realistic valid programs get no report
+from mypy (with gradtape's plugin, as README recommends) and pyright strict, and the shape
+bugs each checker catches stay caught.
+
+scripts/typing_catalog.py runs the checkers and counts; this test pins its results. When a
+change makes a checker catch a bug it missed, remove the bug from ``MISSED`` (the test says
+so); a newly missed bug or any false alarm fails.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKERS = ("mypy", "mypy+plugin", "pyright")
+
+FALSE_ALARMS: dict[str, set[str]] = {
+    # mypy's default rejects rebinding a name to another type (h = layer(h) with a new
+    # width); README recommends allow_redefinition = true, which mypy+plugin uses
+    "mypy": {"ok_typed_three_layers.py"},
+    "mypy+plugin": set(),
+    "pyright": set(),
+}
+
+_UNANNOTATED_LAYERS = {
+    # a layer built without an annotated target has int (run-time) widths, so that lists of
+    # layers of different widths stay one type; annotate the attribute to have it checked
+    "bug_attention_width_mha.py",
+    "bug_attention_width_transformer.py",
+    "bug_conv_channels_layers.py",
+    "bug_conv_channels_module.py",
+    "bug_embedding_dim_module.py",
+    "bug_embedding_dim_posadd.py",
+    "bug_linear_width_untyped.py",
+}
+_SEQUENTIAL = {"bug_sequential_chain.py", "bug_sequential_chain_cnn.py", "bug_sequential_chain_typed_input.py"}
+_RUN_TIME_ONLY = {"bug_realize_dim.py"}  # realize checks Literal dims at run time, by design
+_NEEDS_PLUGIN = {
+    # dim arithmetic, inline literal shapes and model(x): mypy's plugin computes them
+    "bug_broadcast_keepdims_missing.py",
+    "bug_concat_dims_typed.py",
+    "bug_concat_dims_untyped.py",
+    "bug_concat_stack_shapes.py",
+    "bug_elementwise_untyped.py",
+    "bug_linear_width_module_call.py",
+    "bug_loss_target_untyped.py",
+    "bug_matmul_inner_untyped.py",
+    "bug_reshape_count_flatten.py",
+    "bug_reshape_count_heads.py",
+    "bug_reshape_count_typed.py",
+}
+MISSED: dict[str, set[str]] = {
+    "mypy": _UNANNOTATED_LAYERS | _SEQUENTIAL | _RUN_TIME_ONLY | _NEEDS_PLUGIN,
+    "mypy+plugin": _UNANNOTATED_LAYERS | _SEQUENTIAL | _RUN_TIME_ONLY,
+    # pyright has no plugin; it keeps inline literals itself, and misses realize's rank where
+    # the tensor's dims are int (it treats tuple[int, ...] as any int tuple)
+    "pyright": _UNANNOTATED_LAYERS
+    | _SEQUENTIAL
+    | _RUN_TIME_ONLY
+    | {
+        "bug_concat_dims_typed.py",
+        "bug_concat_dims_untyped.py",
+        "bug_concat_stack_shapes.py",
+        "bug_linear_width_module_call.py",
+        "bug_realize_rank.py",
+        "bug_realize_scalar.py",
+        "bug_reshape_count_flatten.py",
+        "bug_reshape_count_heads.py",
+        "bug_reshape_count_typed.py",
+    },
+}
+
+
+@cache
+def _scores() -> dict[str, dict[str, Any]]:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "typing_catalog.py"), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    return {c["checker"]: c for c in json.loads(out)["checkers"]}
+
+
+def test_the_catalog_is_large_enough() -> None:
+    valid = list((ROOT / "tests" / "typing" / "catalog" / "valid").glob("ok_*.py"))
+    bugs = list((ROOT / "tests" / "typing" / "catalog" / "bugs").glob("bug_*.py"))
+    assert len(valid) >= 60 and len(bugs) >= 45
+    listed = set().union(*MISSED.values(), *FALSE_ALARMS.values())
+    assert listed <= {p.name for p in valid + bugs}, sorted(listed - {p.name for p in valid + bugs})
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_no_false_alarm_on_valid_programs(checker: str) -> None:
+    got = set(_scores()[checker]["false_alarm_programs"])
+    assert got <= FALSE_ALARMS[checker], {k: _scores()[checker]["false_alarm_programs"][k] for k in got}
+    assert got == FALSE_ALARMS[checker], f"{checker} no longer flags {FALSE_ALARMS[checker] - got}: shrink FALSE_ALARMS"
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_caught_bugs_stay_caught(checker: str) -> None:
+    missed = set(_scores()[checker]["missed_programs"])
+    assert missed <= MISSED[checker], f"{checker} now misses {sorted(missed - MISSED[checker])}"
+    assert missed == MISSED[checker], f"{checker} now catches {sorted(MISSED[checker] - missed)}: shrink MISSED"
