@@ -48,11 +48,64 @@ def _mypy(path: Path, source: str) -> list[tuple[int, str, str]]:
 
 
 def test_the_listed_mistakes_are_rejected_on_exactly_the_marked_lines(tmp_path: Path) -> None:
-    block = _block("# error:")
+    block = _block("# error: (3, 5) is not (3, 4)")
     marked = {i for i, line in enumerate(block.splitlines(), start=1) if "# error:" in line}
     assert len(marked) >= 4
     errors = {ln for ln, kind, _ in _mypy(tmp_path / "readme_mistakes.py", block) if kind == "error"}
     assert errors == marked
+
+
+def _mypy_with_plugin(path: Path, source: str) -> list[tuple[int, str, str]]:
+    """As :func:`_mypy`, with the configuration README's toml block gives (the plugin)."""
+    toml = re.search(r"```toml\n(\[tool\.mypy\]\n.*?)```", _section(), flags=re.S)
+    assert toml is not None
+    config = path.parent / "mypy-plugin.toml"
+    config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
+    path.write_text(source)
+    out, err, _ = mypy_api.run(
+        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", "--no-incremental", str(path)]
+    )
+    assert not err, err
+    return [(int(m[1]), m[2], m[3]) for m in re.finditer(r"^[^:\n]+:(\d+): (error|note): (.*)$", out, flags=re.M)]
+
+
+def test_the_plugin_block_computes_conv_and_reshape_shapes(tmp_path: Path) -> None:
+    """The plugin subsection's block: with the plugin, mypy reveals the conv/pool output and
+    the Linear's result its comments state and rejects exactly the reshape line, with the
+    message quoted; without the plugin only the widened Linear(8 * 13 * 13) is rejected; at
+    run time the reshape raises."""
+    from gradtape import ShapeError
+
+    block = _block("nn.Linear(8 * 13 * 13")
+    lines = block.splitlines()
+    stated = {
+        i: m.group(2) for i, ln in enumerate(lines, 1) if (m := re.match(r"^(h|logits) = .*  # (Tensor\[.*\])$", ln))
+    }
+    assert len(stated) == 2
+    probe = block + "".join(f"reveal_type({lines[i - 1].split(' = ')[0]})\n" for i in stated)
+    results = _mypy_with_plugin(tmp_path / "readme_plugin.py", probe)
+    notes = [msg for _, kind, msg in results if kind == "note"]
+    for want, note in zip(stated.values(), notes, strict=True):
+        got = re.search(r'Revealed type is "(.*)"', note)
+        assert got is not None
+        assert _readable(got.group(1)) == re.sub(r"Rank\d\[", "tuple[", want), (got.group(1), want)
+    marked = {i: ln.split("# error: ", 1)[1] for i, ln in enumerate(lines, 1) if "# error: " in ln}
+    errors = {ln: msg for ln, kind, msg in results if kind == "error"}
+    assert list(errors) == list(marked)
+    for ln, msg in errors.items():
+        assert msg == marked[ln] + "  [gradtape-shape]"
+
+    # without the plugin: only the annotated Linear(8 * 13 * 13, ...) line, as README says
+    off = [r for r in _mypy(tmp_path / "readme_plugin_off.py", block) if r[1] == "error"]
+    assert [ln for ln, _, _ in off] == [next(i for i, ln in enumerate(lines, 1) if "nn.Linear(8 * 13 * 13" in ln)]
+    assert 'expected "Literal[1352]"' in off[0][2]
+
+    bad = next(i for i in marked)
+    ns: dict[str, object] = {"__name__": "readme_plugin"}
+    exec(compile("\n".join(lines[: bad - 1]), "README.md:plugin", "exec"), ns)
+    assert ns["logits"].shape == (4, 10)  # type: ignore[attr-defined]
+    with pytest.raises(ShapeError, match="reshape: cannot reshape"):
+        exec(compile("\n".join(lines), "README.md:plugin", "exec"), {"__name__": "readme_plugin"})
 
 
 def _readable(t: str) -> str:
