@@ -179,3 +179,25 @@ def test_every_exported_function_is_checked_and_methods_are_not_wrapped() -> Non
     assert wrapped >= 60  # all but where (whose operands may be numbers)
     assert Tensor.relu is inspect.unwrap(ops.relu) and Tensor.relu is not ops.relu
     assert inspect.unwrap(ops.relu) is not ops.relu
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.int32])
+def test_attention_rejects_integer_masks_like_pytorch(dtype: type) -> None:
+    """A 0/1 integer mask was added to the scores (masking nothing); PyTorch raises too."""
+    dev = Cpu(seed=0)
+    mha = nn.MultiHeadAttention(8, 2, dev=dev)
+    x = dev.randn((2, 3, 8))
+    causal = np.triu(np.ones((3, 3)), k=1)
+    with pytest.raises(DTypeError, match=r"MultiHeadAttention: attn_mask must be bool .* got dtype (int|uint)"):
+        mha(x, attn_mask=causal.astype(dtype))
+    # the bool and float forms mask the same keys
+    as_bool = mha(x, attn_mask=causal.astype(bool)).numpy()
+    as_float = mha(x, attn_mask=np.where(causal > 0, -np.inf, 0.0)).numpy()
+    np.testing.assert_allclose(as_bool, as_float, rtol=1e-6)
+
+
+def test_embedding_layer_rejects_float_indices() -> None:
+    """nn.Embedding read rows 1 and 2 for [1.7, 2.2]."""
+    emb = nn.Embedding(5, 2, dev=Cpu())
+    with pytest.raises(DTypeError, match=r"embedding: indices must be integers, got dtype float64"):
+        emb(np.array([1.7, 2.2]))

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
-from gradtape.errors import ShapeError
+from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
@@ -290,6 +290,8 @@ class MultiHeadAttention(Module, Generic[E]):
         Raises:
             ShapeError: an input is not ``(B, L, E)``, the batch sizes or key and value
                 lengths differ, or ``attn_mask`` does not broadcast to ``(B, H, Lq, Lk)``.
+            DTypeError: ``attn_mask`` is neither bool nor float (an int or uint8 0/1 mask,
+                which PyTorch also rejects: adding it would not mask anything).
         """
         k = q if k is None else k
         v = k if v is None else v
@@ -306,7 +308,12 @@ class MultiHeadAttention(Module, Generic[E]):
             qh, kh, vh = self._heads(q, (0,))[0], self._heads(k, (1,))[0], self._heads(v, (2,))[0]
         scores = (qh @ kh.permute((0, 1, 3, 2))) * (1.0 / math.sqrt(self.head_dim))
         if attn_mask is not None:
-            m = np.asarray(attn_mask)
+            m = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+            if m.dtype.kind not in "bf":  # a 0/1 int mask would be added, not applied
+                raise DTypeError(
+                    f"MultiHeadAttention: attn_mask must be bool (True blocks a key) or float (added to "
+                    f"the scores), got dtype {m.dtype} of shape {m.shape}; for a 0/1 mask pass mask.astype(bool)"
+                )
             add = np.where(m, -np.inf, 0.0) if m.dtype == np.bool_ else m
             try:
                 full = np.broadcast_to(add.astype(q.dtype), scores.shape)
