@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 
 from gradtape import tape as _tape_mod
-from gradtape.errors import TapeError
+from gradtape.errors import DTypeError, TapeError
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
 from gradtape.ops import indexing as _indexing
@@ -61,7 +61,10 @@ class Tensor(Generic[S, T_co]):
     """An n-dimensional float32/float64 array that may record its backward on a tape.
 
     Args:
-        data: the values (a numpy array, used as is, not copied).
+        data: the values, a numpy array used as is, not copied (unless its byte order is not
+            the machine's: a big-endian array is converted). float32 and float64 for the
+            tensors gradtape computes and differentiates; bool and integer arrays are accepted
+            for masks and indices (:mod:`gradtape.autodiff`), which float ops refuse.
         device: the device that made it (``Cpu``).
         tape: ``NoneTape`` (default) or a ``GradientTape``.
         id: the tensor's id; a fresh one by default. Tensors sharing an id share a gradient.
@@ -69,6 +72,10 @@ class Tensor(Generic[S, T_co]):
     Create tensors with a device (``dev.tensor``, ``dev.zeros``, ``dev.randn``) rather than
     with this constructor. ``Tensor[Rank2[L[3], L[4]], NoneTape]`` is the type of an
     untraced 3x4 tensor.
+
+    Raises:
+        TypeError: ``data`` is not a numpy array (a list, a scalar: use ``dev.tensor``).
+        DTypeError: the dtype is none of the above (float16, complex, object, strings).
     """
 
     __slots__ = ("_leaf", "data", "device", "id", "tape")
@@ -84,6 +91,22 @@ class Tensor(Generic[S, T_co]):
     _leaf: bool
 
     def __init__(self, data: Array, device: Device, tape: Tape = NONE_TAPE, id: int | None = None) -> None:
+        if data.__class__ is not np.ndarray:
+            data = _check_array(data)
+        kind = data.dtype.kind
+        if kind == "f":
+            if data.dtype.itemsize < 4 or data.dtype.itemsize > 8:
+                raise DTypeError(
+                    f"Tensor: float tensors are float32 or float64, got {data.dtype} of shape {data.shape}; "
+                    "convert with dev.tensor(x, dtype=np.float32)"
+                )
+        elif kind not in "biu":
+            raise DTypeError(
+                f"Tensor: dtype {data.dtype} (shape {data.shape}) is not supported: float32/float64 tensors, "
+                "and bool or integer ones for masks and indices (gradtape.autodiff); convert with dev.tensor(x)"
+            )
+        if not data.dtype.isnative:  # a big-endian file: numba kernels need native byte order
+            data = data.astype(data.dtype.newbyteorder("="))
         self.data = data
         self.device = device
         self.tape = tape
@@ -519,6 +542,16 @@ def _unpickle(data: Array, device: Device, param: bool, leaf: bool) -> Tensor[An
     t: Tensor[Any, NoneTape] = Tensor(data, device, PARAM if param else NONE_TAPE)
     t._leaf = leaf
     return t
+
+
+def _check_array(data: object) -> Array:
+    """The constructor's argument when it is not exactly an ``np.ndarray``: an ndarray subclass
+    (a memmap, say) is viewed as a plain array; anything else is refused."""
+    if isinstance(data, np.ndarray):
+        return data.view(np.ndarray)
+    raise TypeError(
+        f"Tensor: data must be a numpy array, got {type(data).__name__}; create tensors with dev.tensor(...)"
+    )
 
 
 class _Everything:

@@ -43,7 +43,8 @@ class ReLU(Module):
         """Same shape and dtype as ``x``."""
         return x.relu()
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class GELU(Module):
@@ -54,7 +55,8 @@ class GELU(Module):
         """Same shape and dtype as ``x``."""
         return x.gelu()
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class Tanh(Module):
@@ -64,7 +66,8 @@ class Tanh(Module):
         """Same shape and dtype as ``x``."""
         return x.tanh()
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class Sigmoid(Module):
@@ -74,7 +77,8 @@ class Sigmoid(Module):
         """Same shape and dtype as ``x``."""
         return x.sigmoid()
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class SiLU(Module):
@@ -84,7 +88,8 @@ class SiLU(Module):
         """Same shape and dtype as ``x``."""
         return x.silu()
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class Dropout(Module):
@@ -108,7 +113,8 @@ class Dropout(Module):
         """``x`` masked and rescaled (training) or ``x`` itself (eval)."""
         return dropout(x, self.p, training=self.training)
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

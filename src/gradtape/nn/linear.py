@@ -124,7 +124,8 @@ class Linear(Module, Generic[I, O]):
         """``x @ weight^T + bias``: ``(..., I) -> (..., O)``, ``x``'s tape kind."""
         return linear(x, self.weight, self.bias)
 
-    __call__ = forward
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

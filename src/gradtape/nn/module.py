@@ -32,8 +32,51 @@ __all__ = ["Module"]
 
 def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     """``module(*args, **kwargs)``: ``module.forward(*args, **kwargs)``. Typed ``Any`` here;
-    ``gradtape.mypy_plugin`` types it as the subclass's ``forward``."""
+    ``gradtape.mypy_plugin`` types it as the subclass's ``forward``.
+
+    The arguments ``forward``'s typed signatures declare as tensors are checked first (once
+    per class the parameters are read from the annotations, as for the functional ops): a
+    list or a numpy array passed to a layer raises ``TypeError`` naming the layer and the
+    argument, not an ``AttributeError`` from inside it.
+    """
+    cls = self.__class__
+    check = _FORWARD_CHECKS.get(cls)
+    if check is None:
+        check = _FORWARD_CHECKS[cls] = _forward_check(cls)
+    if check is not _NO_CHECK:
+        check(*args, **kwargs)
     return self.forward(*args, **kwargs)
+
+
+def _NO_CHECK(*args: Any, **kwargs: Any) -> None:
+    """A module whose ``forward`` declares no tensor parameter: nothing to check."""
+
+
+_FORWARD_CHECKS: dict[type, Any] = {}
+
+
+def _forward_check(cls: type) -> Any:
+    """A function raising ``TypeError`` for a non-tensor where ``cls.forward``'s signatures
+    declare a tensor (:func:`gradtape.ops._util.checked` applied to a no-op with that
+    signature), or :func:`_NO_CHECK`."""
+    import functools
+
+    from gradtape.ops._util import _tensor_params, checked
+
+    forward = cls.forward  # type: ignore[attr-defined]
+    if not [p for p in _tensor_params(forward) if p[0] > 0]:  # beyond self
+        return _NO_CHECK
+
+    @functools.wraps(forward)
+    def probe(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    wrapped = checked(probe, cls.__name__)
+
+    def check(*args: Any, **kwargs: Any) -> None:
+        wrapped(None, *args, **kwargs)
+
+    return check
 
 
 class Module:

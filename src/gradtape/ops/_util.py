@@ -57,6 +57,33 @@ def _foreign_data(op: str, b: object) -> Array:
     return bd
 
 
+def float_data(op: str, a: Tensor[Any, Any], arg: str = "input") -> Array:
+    """``a.data`` if it is float32/float64; the check every op that only makes sense on
+    floats (softmax, normalisations, dropout, the losses) runs on its input.
+
+    Raises:
+        DTypeError: ``a`` is an integer or bool tensor (:mod:`gradtape.autodiff`'s index and
+            mask kinds); the message names the op, the argument, the dtype and the shape.
+    """
+    data: Array = a.data
+    if data.dtype.kind != "f":
+        raise DTypeError(
+            f"{op}: {arg} has dtype {data.dtype} (shape {data.shape}); {op} takes float32 or float64 tensors "
+            "(convert with dev.tensor(x, dtype=np.float32))"
+        )
+    return data
+
+
+DTYPE_AGNOSTIC = frozenset(
+    {"add", "sub", "mul", "maximum", "minimum"}  # exact on integers (bools: numpy's rules)
+    | {"eq", "ne", "lt", "le", "gt", "ge", "where"}  # comparisons and selection
+    | {"reshape", "permute", "transpose", "expand_dims", "unsqueeze", "squeeze", "broadcast_to"}
+    | {"concat", "stack", "roll", "tril", "triu", "gather", "index_select", "embedding"}
+)
+"""Exported ops that take tensors of any kind gradtape has (float, int, bool). Every other
+exported op and loss checks that its tensor arguments are float (:func:`checked`)."""
+
+
 def int_indices(op: str, indices: object, context: str, what: str = "indices") -> Array:
     """``indices`` (a list, an integer numpy array of any byte order, or an integer tensor) as
     a C-contiguous native-order ``intp`` array: the one conversion every index argument goes
@@ -154,6 +181,8 @@ _TENSORS_ANNOTATION = re.compile(r"^(Sequence|tuple)\[Tensor\[")
 def _is_tensor_annotation(note: str) -> bool:
     """``Tensor[...]`` or ``Tensor[...] | None``, nothing else in a union."""
     note = note.removesuffix(" | None")
+    if note == "AnyShape":  # a layer's first overload for a bare Any argument
+        return True
     if not note.startswith("Tensor["):
         return False
     depth = 0
@@ -198,6 +227,7 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
     params = _tensor_params(fn)
     if not params:
         return fn
+    floats = name not in DTYPE_AGNOSTIC and op is None  # a layer's forward (op given) checks itself
 
     def bad(arg: str, value: object, what: str) -> TypeError:
         hint = " (wrap arrays and lists with dev.tensor(...))" if isinstance(value, (list, tuple, np.ndarray)) else ""
@@ -208,7 +238,7 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
         Tensor = _tensor_class()
         n = len(args)
         for pos, arg, kind in params:
-            value = args[pos] if pos < n else kwargs.get(arg, _MISSING)
+            value: Any = args[pos] if pos < n else kwargs.get(arg, _MISSING)
             if value is _MISSING:
                 continue
             if kind == "tensors":
@@ -218,8 +248,13 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
                     if item.__class__ is not Tensor:
                         raise bad(f"{arg}[{i}]", item, "a Tensor")
                 continue
-            if value.__class__ is not Tensor and not (value is None and kind == "optional"):
+            if value.__class__ is not Tensor:
+                if value is None and kind == "optional":
+                    continue
                 raise bad(arg, value, "a Tensor")
+            tensor: Any = value
+            if floats and tensor.data.dtype.kind != "f":
+                float_data(name, tensor, arg)
         return fn(*args, **kwargs)
 
     return wrapper

@@ -1332,8 +1332,8 @@ def roll(a: Tensor[S, T], shift: int | Sequence[int], axis: int | Sequence[int] 
         ax: int | tuple[int, ...] | None = None
         back: int | tuple[int, ...] = -shifts[0]
     else:
-        if isinstance(axis, (int, np.integer)):
-            ax = _axis("roll", axis, x.shape)
+        if isinstance(axis, (int, np.integer)) or not isinstance(axis, (tuple, list)):
+            ax = _axis("roll", axis, x.shape)  # an int, or a TypeError naming roll
         else:
             ax = tuple(_axis("roll", k, x.shape) for k in axis)
         n_ax = 1 if isinstance(ax, int) else len(ax)

@@ -9,7 +9,7 @@ import numpy as np
 from gradtape._typing import S, T
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import ShapeError
-from gradtape.ops._util import normalize_axes
+from gradtape.ops._util import float_data, normalize_axes
 from gradtape.ops.unary import record_unary
 
 if TYPE_CHECKING:
@@ -36,8 +36,9 @@ def log_softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
 
     Raises:
         ShapeError: ``axis`` is out of range, or has size 0.
+        DTypeError: ``a`` is an integer or bool tensor.
     """
-    x = a.data
+    x = float_data("log_softmax", a)
     (ax,) = normalize_axes("log_softmax", axis, x.ndim) if x.ndim else (None,)
     if ax is None or x.shape[ax] == 0:
         raise ShapeError(f"log_softmax: needs a non-empty axis {axis}, got shape {x.shape}")
@@ -75,7 +76,7 @@ def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
     Raises:
         ShapeError: ``axis`` is out of range, or has size 0 (a 0-d tensor has no axis).
     """
-    x = a.data
+    x = float_data("softmax", a)
     (ax,) = normalize_axes("softmax", axis, x.ndim) if x.ndim else (None,)
     if ax is None or x.shape[ax] == 0:
         raise ShapeError(f"softmax: needs a non-empty axis {axis}, got shape {x.shape}")
