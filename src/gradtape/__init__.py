@@ -5,8 +5,9 @@ shape-typed :class:`Tensor` ``[S, T]`` that mypy checks, and a :class:`Cpu` devi
 fused kernels are compiled with numba.
 """
 
-from gradtape import autodiff, autograd, functional, losses, ops, testing
+from gradtape import autodiff, autograd, functional, losses, nn, ops, optim, testing
 from gradtape.devices import Cpu, Device
+from gradtape.devices.cpu import from_dlpack
 from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
 from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.gradients import Gradients
@@ -41,11 +42,14 @@ __all__ = [
     "autograd",
     "autodiff",
     "enable_grad",
+    "from_dlpack",
     "functional",
     "is_grad_enabled",
     "losses",
+    "nn",
     "no_grad",
     "ops",
+    "optim",
     "set_grad_enabled",
     "testing",
 ]

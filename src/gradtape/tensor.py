@@ -42,6 +42,8 @@ from gradtape.tape import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import CapsuleType
+
     from gradtape.devices.base import Device
     from gradtape.gradients import Gradients
     from gradtape.hooks import RemovableHandle
@@ -185,6 +187,53 @@ class Tensor(Generic[S, T_co]):
         if dtype is not None and np.dtype(dtype) != self.data.dtype:
             return self.data.astype(dtype)
         return self.data.copy() if copy else self.data
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType:
+        """Export the tensor's values as a DLPack capsule (the Python array API's ``__dlpack__``),
+        so ``torch.from_dlpack(t)``, ``np.from_dlpack(t)`` and ``jax.numpy.from_dlpack(t)``
+        read the tensor's own buffer without copying it.
+
+        The export is numpy's (``self.data.__dlpack__``): shape, strides and dtype (float32,
+        float64, bool or integer) are those of ``self.data``, and the device is the CPU. The
+        consumer shares the buffer: writing through it changes this tensor's values (and any
+        tensor sharing them), which gradtape's backward closures may still read. A read-only
+        buffer (a ``broadcast_to`` output, a gradient) is exported read-only to consumers that
+        speak DLPack 1.0 (numpy >= 2.1 gives a read-only array); the older protocol cannot
+        mark it read-only, so numpy refuses it with ``BufferError``. JAX shares only a buffer
+        aligned to 64 bytes and copies others.
+
+        A tensor on a live tape (traced, or a recorded op's output) can be exported too, as
+        gradtape's data is immutable by convention: the result is a plain array of the values
+        and no gradient flows through anything computed from it (as PyTorch's
+        ``t.detach()`` before export).
+
+        Args:
+            stream: must be ``None`` (CPU memory has no streams).
+            max_version: the highest DLPack version the consumer supports, e.g. ``(1, 0)``;
+                ``None`` for the legacy (pre-1.0) capsule.
+            dl_device: ``None`` or ``(1, 0)`` (``kDLCPU``): gradtape holds CPU memory only.
+            copy: ``True`` to export a copy, ``False`` to require sharing, ``None`` (default)
+                to share.
+
+        Raises:
+            BufferError: the buffer cannot be exported as asked (a read-only buffer to a
+                legacy consumer, a ``dl_device`` other than the CPU).
+            RuntimeError: ``stream`` is not ``None``.
+        """
+        return self.data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: DLPack's ``(kDLCPU, device id 0)``, the device of the tensor's buffer
+        (the Python array API's ``__dlpack_device__``)."""
+        device: tuple[int, int] = self.data.__dlpack_device__()
+        return device
 
     def __len__(self) -> int:
         if not self.data.ndim:

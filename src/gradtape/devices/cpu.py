@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -12,9 +12,13 @@ from gradtape.errors import DTypeError
 from gradtape.tape import NONE_TAPE, NoneTape
 from gradtape.tensor import Tensor
 
-__all__ = ["Cpu", "as_float_dtype"]
+if TYPE_CHECKING:
+    from gradtape.devices.base import Device
+
+__all__ = ["Cpu", "SupportsDLPack", "as_float_dtype", "from_dlpack"]
 
 SI = TypeVar("SI", bound=tuple[int, ...])
+S = TypeVar("S")
 Array = np.ndarray[Any, Any]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -30,6 +34,123 @@ def as_float_dtype(dtype: npt.DTypeLike, op: str = "tensor") -> np.dtype[Any]:
     if dt not in _FLOATS:
         raise DTypeError(f"{op}: dtype {dt} is not supported; use float32 or float64")
     return dt
+
+
+def _check_interop_dtype(op: str, dt: np.dtype[Any], shape: tuple[int, ...]) -> None:
+    """Accept the dtypes a gradtape tensor may hold: float32/float64 (differentiable), bool
+    and signed or unsigned integers (masks and indices, never differentiated), in native
+    byte order; raise ``DTypeError`` naming ``op`` and the dtype otherwise."""
+    if dt.isnative and (dt in _FLOATS or dt.kind in "biu"):
+        return
+    why = "non-native byte order" if dt.kind in "biuf" and not dt.isnative else "not supported"
+    raise DTypeError(
+        f"{op}: dtype {dt} (shape {shape}) is {why}; gradtape tensors hold float32 or float64 "
+        "(differentiable), bool or integer arrays: convert first (numpy: x.astype(np.float32), "
+        "torch: x.float(), JAX: x.astype(jnp.float32))"
+    )
+
+
+# DLPack's device types (dlpack.h, DLDeviceType); numpy reads the host-accessible ones.
+_DL_DEVICES = {
+    1: "CPU",
+    2: "CUDA",
+    3: "CUDAHost",
+    4: "OpenCL",
+    7: "Vulkan",
+    8: "Metal",
+    9: "VPI",
+    10: "ROCM",
+    11: "ROCMHost",
+    12: "ExtDev",
+    13: "CUDAManaged",
+    14: "OneAPI",
+    15: "WebGPU",
+    16: "Hexagon",
+    17: "MAIA",
+}
+_DL_HOST = frozenset({1, 3, 11, 13})
+
+
+class SupportsDLPack(Protocol):
+    """An array exporting DLPack capsules (the Python array API's ``__dlpack__``): torch
+    tensors, numpy arrays, JAX arrays, gradtape tensors, CuPy arrays, ..."""
+
+    def __dlpack__(self, /, *, stream: Any = None) -> Any: ...
+
+
+@overload
+def from_dlpack(x: Tensor[S, Any], device: Device | None = None) -> Tensor[S, NoneTape]: ...
+@overload
+def from_dlpack(x: SupportsDLPack, device: Device | None = None) -> Tensor[Any, NoneTape]: ...
+def from_dlpack(x: SupportsDLPack, device: Device | None = None) -> Tensor[Any, NoneTape]:
+    """A new untraced leaf tensor sharing the memory of ``x``, any array that implements the
+    DLPack protocol (``__dlpack__`` / ``__dlpack_device__``): a torch tensor, a numpy array, a
+    JAX array, a gradtape tensor.
+
+    The import is ``np.from_dlpack(x)``: no data is copied, whatever the layout. The tensor
+    has ``x``'s shape, dtype and strides (a transposed or sliced torch tensor stays a strided
+    view, as gradtape's own ``permute`` and ``transpose`` outputs are: ops take strided
+    arrays, and the numba kernels fall back to numpy for them), a new id, ``NONE_TAPE`` and no history: no
+    gradient flows from it back to ``x`` (trace it, ``from_dlpack(x).trace(grads)``, to
+    differentiate with respect to it; backward writes gradients into buffers of its own,
+    never into ``x``). Writes through ``x`` (``x.add_(1)`` in PyTorch) are visible in the
+    tensor and the other way round, so do not change ``x`` while a traced pass that read the
+    tensor is still to be differentiated. A buffer the producer marks read-only (every JAX
+    array; numpy's read-only arrays) gives a read-only array: ops read it, but an optimizer
+    cannot update it in place (make it a parameter with ``Cpu.tensor``, which copies).
+
+    Args:
+        x: the array, on the CPU (DLPack device ``kDLCPU``, or host-accessible memory:
+            ``kDLCUDAHost``, ``kDLCUDAManaged``, ``kDLROCMHost``), of any shape, with dtype
+            float32 or float64 (differentiable tensors), bool or a signed or unsigned
+            integer dtype (masks and indices; never differentiated, as in
+            :mod:`gradtape.autodiff`).
+        device: the device of the new tensor; by default ``x``'s own device when ``x`` is a
+            gradtape tensor, else a new ``Cpu()``.
+
+    Returns:
+        ``Tensor[Any, NoneTape]`` (for a gradtape tensor ``Tensor[S, NoneTape]`` with its shape
+        type), ``is_leaf`` and ``requires_grad == False``.
+
+    Raises:
+        TypeError: ``x`` does not implement ``__dlpack__`` (copy nested lists with
+            ``Cpu.tensor``).
+        BufferError: ``x`` lives in memory the CPU cannot read (a CUDA, ROCm, Metal, ...
+            device): move it to the CPU first (``x.cpu()`` in PyTorch,
+            ``jax.device_put(x, jax.devices("cpu")[0])`` in JAX), or the producer refuses
+            to export it (PyTorch refuses a tensor that requires grad: pass ``x.detach()``).
+        DTypeError: ``x``'s dtype is none of the above (float16, bfloat16, complex, ...);
+            the message names ``from_dlpack`` and the dtype.
+    """
+    if not hasattr(type(x), "__dlpack__"):
+        raise TypeError(
+            f"from_dlpack: expected an array implementing __dlpack__ (a torch tensor, a numpy array, "
+            f"a JAX array), got {type(x).__name__}; use Cpu.tensor(data) to copy other data"
+        )
+    dl_device = getattr(x, "__dlpack_device__", None)
+    if dl_device is not None:
+        kind, index = dl_device()
+        if int(kind) not in _DL_HOST:
+            name = _DL_DEVICES.get(int(kind), "unknown")
+            raise BufferError(
+                f"from_dlpack: the array lives on device {name}:{int(index)} (DLPack device type {int(kind)}); "
+                "gradtape tensors live in CPU memory: move it to the CPU first "
+                '(torch: x.cpu(), JAX: jax.device_put(x, jax.devices("cpu")[0]))'
+            )
+    try:
+        data = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError) as e:
+        if "dtype" not in str(e).lower():
+            raise
+        # numpy cannot represent the dtype at all (bfloat16, float8 ...)
+        raise DTypeError(
+            f"from_dlpack: dtype {getattr(x, 'dtype', '?')} is not supported; gradtape tensors hold float32 "
+            "or float64 (differentiable), bool or integer arrays: convert first (torch: x.float())"
+        ) from e
+    _check_interop_dtype("from_dlpack", data.dtype, data.shape)
+    if device is None:
+        device = x.device if isinstance(x, Tensor) else Cpu()
+    return Tensor(data, device, NONE_TAPE)
 
 
 def _shape(op: str, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -82,6 +203,42 @@ class Cpu:
         if dtype is None:
             dtype = arr.dtype if given and arr.dtype in _FLOATS else np.float32
         return self._wrap(np.array(arr, dtype=as_float_dtype(dtype), copy=True, order="C"))
+
+    def from_numpy(self, array: Array) -> Tensor[Any, NoneTape]:
+        """A new untraced leaf tensor on this device holding ``array`` itself: no copy (as
+        ``torch.from_numpy``; :meth:`tensor` copies).
+
+        The tensor shares the array's memory, shape, dtype and strides (a non-C-contiguous
+        array stays a strided view, as gradtape's own ``permute`` and ``transpose`` outputs
+        are: ops take strided arrays). Writes to the array are visible in the
+        tensor and the other way round: changing the array while a traced pass that read the
+        tensor is still to be differentiated changes what backward computes, and an
+        optimizer updating the tensor as a parameter updates the array in place. A read-only
+        array gives a tensor the optimizers refuse to update. ``t.data`` is ``array`` (for an
+        ndarray subclass such as ``np.matrix``, a plain ``np.ndarray`` view of it).
+
+        Args:
+            array: a numpy array of any shape, dtype float32 or float64 (differentiable
+                tensors), bool or a signed or unsigned integer dtype (masks and indices, never
+                differentiated, as in :mod:`gradtape.autodiff`), in native byte order.
+
+        Returns:
+            ``Tensor[Any, NoneTape]`` with a new id, ``is_leaf``; trace it to differentiate.
+
+        Raises:
+            TypeError: ``array`` is not a numpy array (use :meth:`tensor` to copy lists, or
+                :func:`from_dlpack` for torch and JAX arrays).
+            DTypeError: any other dtype (float16, complex, object, a non-native byte order);
+                the message names ``from_numpy`` and the dtype.
+        """
+        if not isinstance(array, np.ndarray):
+            raise TypeError(
+                f"from_numpy: expected a numpy array, got {type(array).__name__}; use Cpu.tensor(data) to copy it, "
+                "or gradtape.from_dlpack for torch and JAX arrays"
+            )
+        _check_interop_dtype("from_numpy", array.dtype, array.shape)
+        data = array if type(array) is np.ndarray else array.view(np.ndarray)
+        return self._wrap(data)
 
     def zeros(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
         """A tensor of zeros of ``shape`` (a tuple of ints) and ``dtype``."""
