@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from gradtape import Cpu, TapeError, nn, ops
+from gradtape import Cpu, TapeError, Tensor, nn, ops
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.losses import cross_entropy, mse_loss
 from gradtape.nn import checkpoint
@@ -201,3 +201,34 @@ def test_embedding_layer_rejects_float_indices() -> None:
     emb = nn.Embedding(5, 2, dev=Cpu())
     with pytest.raises(DTypeError, match=r"embedding: indices must be integers, got dtype float64"):
         emb(np.array([1.7, 2.2]))
+
+
+def test_to_dtype_is_differentiable_both_ways() -> None:
+    """dfdx's to_dtype: the gradient comes back in the input's dtype, to second order."""
+    from gradtape import functional
+
+    dev = Cpu(seed=0)
+    x64 = dev.randn((4,), dtype=np.float64)
+    x = x64.leaky_trace()
+    y = x.to_dtype(np.float32)
+    assert y.dtype == np.float32
+    g = (y * y).sum().backward().get(x)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g.numpy(), 2 * x64.numpy(), rtol=1e-6)
+    h = functional.hessian(lambda t: (ops.to_dtype(t, np.float32) ** 3).sum().to_dtype(np.float64), x64)
+    np.testing.assert_allclose(np.asarray(h.numpy()), np.diag(6 * x64.numpy()), rtol=1e-5)
+    with pytest.raises(DTypeError, match=r"to_dtype: casts between float32 and float64, got dtype int64"):
+        x64.to_dtype(np.int64)
+    with pytest.raises(DTypeError, match=r"to_dtype: a has dtype bool"):
+        ops.to_dtype(Tensor(np.array([True]), dev), np.float32)
+
+
+def test_recording_on_a_consumed_tape_names_the_users_call() -> None:
+    """It said 'add_backward_op: this tape was consumed', naming no call the user made."""
+    dev = Cpu()
+    y = dev.randn((3,)).leaky_trace() * 2.0
+    y.sum().backward()
+    with pytest.raises(TapeError, match=r"^mul: an input's tape was consumed by execute\(\)/backward\(\)"):
+        y * 3.0
+    with pytest.raises(TapeError, match=r"^Linear: an input's tape was consumed"):
+        nn.Linear(3, 2, dev=dev)(y)

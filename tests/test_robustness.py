@@ -64,6 +64,7 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     **{name: ((2, 3), _with(ops, name, ROW)) for name in ("add", "sub", "mul", "div", "maximum", "minimum")},
     **{name: ((2, 3), _with(ops, name, ROW)) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     "pow": ((2, 3), lambda x: ops.pow(x, 2.0)),
+    "to_dtype": ((2, 3), lambda x: ops.to_dtype(x, np.float64)),
     "nans_to": ((2, 3), lambda x: ops.nans_to(x, 0.0)),
     "clamp": ((2, 3), lambda x: ops.clamp(x, -0.5, 0.5)),
     "dropout": ((2, 3), lambda x: ops.dropout(x, 0.5, rng=0)),
@@ -239,7 +240,8 @@ def test_layout_and_byte_order_do_not_change_values_or_gradients(name: str, how:
         values = np.asarray(out.numpy(), dtype=np.float64)
         if not out.requires_grad or out.dtype.kind != "f":
             return values, None
-        g = (out * _tensor(np.linspace(0.5, 1.5, out.size, dtype=np.float32).reshape(out.shape))).sum().backward()
+        weights = np.linspace(0.5, 1.5, out.size).astype(out.dtype).reshape(out.shape)
+        g = (out * _tensor(weights)).sum().backward()
         return values, np.asarray(g.get(x).numpy(), dtype=np.float64)
 
     want, want_grad = run(clean)

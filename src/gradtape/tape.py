@@ -807,9 +807,32 @@ _op_time = operator.itemgetter(0)
 
 def _consumed_record(entry: _Entry) -> None:
     raise TapeError(
-        "add_backward_op: this tape was consumed by execute()/backward(); "
-        "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass"
+        f"{_user_call()}: an input's tape was consumed by execute()/backward() (its pass has run); "
+        "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass, or call "
+        "backward(retain_graph=True) to keep using it"
     )
+
+
+def _user_call() -> str:
+    """The gradtape function the user called that tried to record (``mul``, ``linear``, a
+    layer's ``forward``): the outermost gradtape frame on the stack, for error messages."""
+    import sys
+
+    frame = sys._getframe(1)
+    name = "add_backward_op"
+    package = __name__.rsplit(".", 1)[0]
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        code = frame.f_code.co_name
+        if module.startswith(package) and module != __name__ and not module.endswith("._util"):
+            if code == "forward" and "self" in frame.f_locals:  # a layer: name its class
+                name = type(frame.f_locals["self"]).__name__
+            elif code not in ("_call_forward", "wrapper"):
+                name = code
+        elif not module.startswith(package):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    return name
 
 
 def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:

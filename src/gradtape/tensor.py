@@ -538,6 +538,7 @@ class Tensor(Generic[S, T_co]):
     clamp = _unary.clamp
     nans_to = _unary.nans_to
     recip = _unary.recip
+    to_dtype = _unary.to_dtype
     sum = _reduce.sum
     mean = _reduce.mean
     max = _reduce.max

@@ -46,11 +46,12 @@ from gradtape.ops.unary import (
     sqrt,
     square,
     tanh,
+    to_dtype,
 )
 
 __all__ = ["add", "div", "exp", "log", "log_softmax", "matmul", "mean", "mul", "neg", "relu", "sin", "sub", "sum"]
 __all__ += ["abs", "clamp", "cos", "gelu", "leaky_relu", "nans_to", "pow", "recip", "sigmoid", "silu", "softplus"]
-__all__ += ["sqrt", "square", "tanh"]
+__all__ += ["sqrt", "square", "tanh", "to_dtype"]
 __all__ += ["eq", "ge", "gt", "le", "logsumexp", "lt", "max", "maximum", "min", "minimum", "ne", "softmax", "std"]
 __all__ += ["var", "where"]
 __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "permute", "reshape", "roll"]

@@ -20,11 +20,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from gradtape._typing import S, T
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.ops._util import SCALARS, record_entry
+from gradtape.errors import DTypeError
+from gradtape.ops._util import SCALARS, float_data, record_entry
 from gradtape.ops.binary import record_scalar
 from gradtape.tape import register_diff
 
@@ -118,6 +120,30 @@ def _unary_backward(
 def neg(a: Tensor[S, T]) -> Tensor[S, T]:
     """``-a`` elementwise. Gradient: ``-1``."""
     return record_scalar(a, np.negative(a.data), -1.0)  # type: ignore[no-any-return]
+
+
+def to_dtype(a: Tensor[S, T], dtype: npt.DTypeLike) -> Tensor[S, T]:
+    """``a`` cast to ``dtype``, float32 or float64 (dfdx's ``to_dtype``), differentiable: the
+    output's gradient flows back cast to ``a``'s dtype (float64 -> float32 rounds it). The
+    same dtype gives a recorded copy (a new tensor, so a pass can still tell the two apart).
+
+    Raises:
+        DTypeError: ``dtype`` is not float32 or float64, or ``a`` is not a float tensor
+            (use ``dev.tensor(x, dtype=...)`` for integer or bool data).
+    """
+    x = float_data("to_dtype", a)
+    target = np.dtype(dtype)
+    if target not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise DTypeError(
+            f"to_dtype: casts between float32 and float64, got dtype {target} (tensor {x.dtype} {x.shape})"
+        )
+    source = x.dtype
+    return record_unary(a, x.astype(target), _cast_back, source, diff=lambda g, rebuild, o, i: to_dtype(g, source))
+
+
+def _cast_back(grads: Gradients, i: int, g: Array, source: np.dtype[Any]) -> None:
+    """to_dtype's first rule: the gradient in the input's dtype."""
+    grads._accum(i, g.astype(source))
 
 
 def exp(a: Tensor[S, T]) -> Tensor[S, T]:
