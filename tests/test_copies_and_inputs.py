@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from gradtape import Cpu, TapeError, Tensor, nn, ops
+from gradtape import Cpu, NoneTape, TapeError, Tensor, nn, ops
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.losses import cross_entropy, mse_loss
 from gradtape.nn import checkpoint
@@ -232,3 +232,23 @@ def test_recording_on_a_consumed_tape_names_the_users_call() -> None:
         y * 3.0
     with pytest.raises(TapeError, match=r"^Linear: an input's tape was consumed"):
         nn.Linear(3, 2, dev=dev)(y)
+
+
+def test_integer_and_bool_tensors_are_first_class_kinds() -> None:
+    """Burn's int/bool kinds: comparisons give bool tensors, index ops take integer tensors
+    (gradients flow to the indexed tensor), float-only ops refuse them naming the op."""
+    dev = Cpu(seed=0)
+    a = dev.randn((3, 4), dtype=F64)
+    mask = a > 0.0
+    assert mask.dtype == np.bool_ and not mask.requires_grad
+    idx: Tensor[Any, NoneTape] = Tensor(np.array([2, 0, 2]), dev)
+    np.testing.assert_array_equal(a.index_select(idx).numpy(), a.numpy()[[2, 0, 2]])
+    np.testing.assert_array_equal(ops.embedding(idx, a).numpy(), a.numpy()[[2, 0, 2]])
+    x = a.leaky_trace()
+    g = x.index_select(idx).sum().backward().get(x).numpy()
+    np.testing.assert_array_equal(g.sum(axis=1), [4.0, 0.0, 8.0])
+    np.testing.assert_array_equal(ops.where(mask, a, 0.0).numpy(), np.where(a.numpy() > 0, a.numpy(), 0.0))
+    with pytest.raises(DTypeError, match=r"^softmax: input has dtype int64"):
+        idx.softmax()
+    with pytest.raises(DTypeError, match=r"^exp: a has dtype bool"):
+        ops.exp(mask)

@@ -51,8 +51,10 @@ Array = np.ndarray[Any, Any]
 _Basic: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | None"
 Index: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | tuple[_Basic, ...] | None"
 """What ``t[key]`` accepts: numpy's basic indices."""
-Indices: TypeAlias = "int | np.integer[Any] | Sequence[int] | Sequence[Sequence[int]] | np.ndarray[Any, Any]"
-"""What ``gather`` accepts: an int, a (nested) list of ints, or an integer array."""
+Indices: TypeAlias = (
+    "int | np.integer[Any] | Sequence[int] | Sequence[Sequence[int]] | np.ndarray[Any, Any] | Tensor[Any, Any]"
+)
+"""What ``gather`` accepts: an int, a (nested) list of ints, an integer array or an integer tensor."""
 
 
 # ----- t[key] ----------------------------------------------------------------------------
@@ -288,8 +290,8 @@ def gather(a: Any, indices: Any, axis: int = 0) -> Any:
     return _take("gather", a, _indices("gather", indices, x.shape[ax], ax, x.shape), ax)
 
 
-_Index1D: TypeAlias = "Sequence[int] | np.ndarray[Any, Any]"
-"""What ``index_select`` accepts: a list of ints or a 1-D integer array."""
+_Index1D: TypeAlias = "Sequence[int] | np.ndarray[Any, Any] | Tensor[Any, Any]"
+"""What ``index_select`` accepts: a list of ints, a 1-D integer array or an integer tensor."""
 
 
 @overload

@@ -364,7 +364,7 @@ def embedding(indices: list[int] | tuple[int, ...], weight: Tensor[Rank2[A, B], 
 def embedding(indices: Sequence[Sequence[int]], weight: Tensor[Rank2[A, B], T]) -> Tensor[Rank3[int, int, B], T]: ...
 @overload
 def embedding(
-    indices: npt.NDArray[Any] | Sequence[Sequence[Sequence[int]]], weight: Tensor[Rank2[A, B], T]
+    indices: npt.NDArray[Any] | Sequence[Sequence[Sequence[int]]] | Tensor[Any, Any], weight: Tensor[Rank2[A, B], T]
 ) -> Tensor[Any, T]: ...
 def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
     """Look up rows of ``weight`` (PyTorch's ``F.embedding``): ``y[..., :] = weight[indices[...], :]``.
