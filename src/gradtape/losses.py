@@ -652,10 +652,7 @@ def kl_div(
 # The public loss functions check their tensor arguments (ops._util.checked): a list or an
 # array where a tensor belongs raises TypeError naming the loss and the argument.
 if not TYPE_CHECKING:
-    from gradtape.ops._util import checked as _checked
+    from gradtape.ops._util import check_exports as _check_exports
 
-    _done: dict[int, object] = {}  # aliases (mae_loss is l1_loss) stay one function
-    for _name in __all__:
-        _fn = globals()[_name]
-        globals()[_name] = _done.setdefault(id(_fn), _checked(_fn))
-    del _name, _fn, _done, _checked
+    _check_exports(globals(), __all__)
+    del _check_exports

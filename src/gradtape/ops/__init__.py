@@ -65,10 +65,7 @@ __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", 
 from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 if not _TYPE_CHECKING:
-    from gradtape.ops._util import checked as _checked
+    from gradtape.ops._util import check_exports as _check_exports
 
-    _done: dict[int, object] = {}  # aliases (mae_loss is l1_loss) stay one function
-    for _name in __all__:
-        _fn = globals()[_name]
-        globals()[_name] = _done.setdefault(id(_fn), _checked(_fn))
-    del _name, _fn, _done, _checked
+    _check_exports(globals(), __all__)
+    del _check_exports

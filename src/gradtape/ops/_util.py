@@ -260,6 +260,17 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
     return wrapper
 
 
+def check_exports(namespace: dict[str, Any], names: list[str]) -> None:
+    """Replace each function ``namespace[name]`` (a module's ``globals()``, for the names in
+    its ``__all__``) with :func:`checked` of it; aliases (``mae_loss is l1_loss``) stay one
+    function. Called at the end of ``gradtape.ops`` and ``gradtape.losses``, outside
+    ``TYPE_CHECKING`` so the checkers keep the original signatures."""
+    done: dict[int, Any] = {}
+    for name in names:
+        fn = namespace[name]
+        namespace[name] = done.setdefault(id(fn), checked(fn))
+
+
 _MISSING = object()
 _TENSOR: list[type] = []
 
