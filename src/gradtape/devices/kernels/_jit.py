@@ -6,16 +6,35 @@ raises when the decorator runs; :func:`jit` then compiles without a cache, so th
 importing gradtape never fails for that reason (see shared/KERNELS.md).
 
 Threads: importing this module sets ``OMP_WAIT_POLICY=PASSIVE`` unless the environment
-already sets it. numba's parallel kernels run on its OpenMP layer, whose workers otherwise
-spin-wait after every kernel and take the cores OpenBLAS needs for the next matmul: on a
-2-core VM, a BLAS product alternating with a parallel kernel (a transformer's training
-step does this all the time) measured 8-40 ms per pair with spinning workers and 0.7 ms
-with passive ones. The setting only reaches OpenMP runtimes loaded after it (numba starts
-its threads at the first parallel kernel); to be sure, set it in the environment.
+already sets it. Without TBB (below), numba's parallel kernels run on its OpenMP layer,
+whose workers otherwise spin-wait after every kernel and take the cores OpenBLAS needs for
+the next matmul: on a 2-core VM, a BLAS product alternating with a parallel kernel (a
+transformer's training step does this all the time) measured 8-40 ms per pair with
+spinning workers and 0.7 ms with passive ones. The setting only reaches OpenMP runtimes
+loaded after it (numba starts its threads at the first parallel kernel); to be sure, set
+it in the environment.
+
+Fork safety (issue 15): GNU OpenMP is not fork safe. A process forked after a parallel
+kernel ran (multiprocessing's default start method on Linux, data loaders, pools) was
+killed with "fork() called from a process already using GNU OpenMP" at its first parallel
+kernel. numba's TBB layer is fork safe and thread safe (its ``workqueue`` layer is fork
+safe but aborts when two threads run parallel kernels at once), and numba's default order
+already prefers TBB; it just never finds pip's ``tbb``, whose ``libtbb.so.12`` lands in
+``<prefix>/lib``, outside the loader's search path in a virtual environment.
+:func:`_preload_tbb` loads it from the installed ``tbb`` distribution (a dependency on
+x86-64 Linux) so numba picks TBB by itself; where there is no ``tbb``, numba keeps OpenMP.
+A ``NUMBA_THREADING_LAYER`` the user sets still wins. Measured on the 2-core VM: TBB and
+OpenMP run large elementwise kernels and BLAS/kernel alternation at the same speed.
+TBB hands out ``prange`` chunks dynamically, so a scalar reduction over a ``prange``
+(``s += a[i]``) gives a different float sum from run to run (OpenMP's static schedule
+does not): write partial sums per fixed chunk instead, as ``norm._norm_backward_parallel``
+does, and results stay bitwise reproducible.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib.metadata
 import os
 import warnings
 from collections.abc import Callable
@@ -26,6 +45,30 @@ import numba
 F = TypeVar("F", bound=Callable[..., Any])
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+_TBB_LIBRARIES = ("libtbb.so.12", "libtbb.12.dylib", "tbb12.dll")  # the names numba's tbbpool links to
+
+
+def _preload_tbb() -> bool:
+    """Load the ``tbb`` distribution's shared library globally, so that numba's TBB layer loads.
+
+    Returns whether it was loaded. Never raises: without TBB numba uses OpenMP as before.
+    """
+    try:
+        files = importlib.metadata.files("tbb") or []
+    except Exception:  # not installed, or unreadable metadata
+        return False
+    for f in files:
+        if f.name in _TBB_LIBRARIES:
+            try:
+                ctypes.CDLL(str(f.locate()), mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                return False
+            return True
+    return False
+
+
+TBB_LOADED = _preload_tbb()
 
 __all__ = ["jit"]
 
