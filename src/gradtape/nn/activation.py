@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from gradtape.nn.module import Module
-from gradtape.ops import dropout
+from gradtape.ops.nn import dropout  # the unwrapped op: Module.__call__ checked x
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
 from gradtape.tape import Tape
 from gradtape.tensor import Tensor

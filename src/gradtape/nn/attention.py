@@ -15,7 +15,7 @@ from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
 from gradtape.nn.norm import LayerNorm
-from gradtape.ops import linear
+from gradtape.ops.linalg import linear  # the unwrapped op: Module.__call__ checked the inputs
 from gradtape.shapes import AnyShape, Rank3
 from gradtape.tape import NoneTape, OwnedTape, Tape
 from gradtape.tensor import Tensor

@@ -12,7 +12,8 @@ import numpy.typing as npt
 from gradtape.devices.cpu import Cpu
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn.module import Module
-from gradtape.ops import avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d, min_pool2d
+from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d  # unwrapped: Module.__call__ checked x
+from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d
 from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tape import NoneTape, Tape
 from gradtape.tensor import Tensor

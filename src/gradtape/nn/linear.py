@@ -11,7 +11,8 @@ import numpy.typing as npt
 from gradtape.devices.cpu import Cpu
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn.module import Module
-from gradtape.ops import embedding, linear
+from gradtape.ops.linalg import linear  # unwrapped: Module.__call__ checked x
+from gradtape.ops.nn import embedding
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
 from gradtape.tape import NoneTape, Tape, op_tape
 from gradtape.tensor import Tensor

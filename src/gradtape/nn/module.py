@@ -39,10 +39,15 @@ def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     list or a numpy array passed to a layer raises ``TypeError`` naming the layer and the
     argument, not an ``AttributeError`` from inside it.
     """
-    cls = self.__class__
-    check = _FORWARD_CHECKS.get(cls)
-    if check is None:
-        check = _FORWARD_CHECKS[cls] = _forward_check(cls)
+    check = _FORWARD_CHECKS.get(self.__class__)
+    if check is _FIRST_ONLY:  # the common case, inline: forward(self, x: Tensor[...])
+        if args and args[0].__class__ is _TENSOR[0]:
+            return self.forward(*args, **kwargs)
+        check = _forward_check(self.__class__, first_only=False)
+    elif check is None:
+        check = _FORWARD_CHECKS[self.__class__] = _forward_check(self.__class__)
+        if check is _FIRST_ONLY:
+            return _call_forward(self, *args, **kwargs)
     if check is not _NO_CHECK:
         check(*args, **kwargs)
     return self.forward(*args, **kwargs)
@@ -52,20 +57,33 @@ def _NO_CHECK(*args: Any, **kwargs: Any) -> None:
     """A module whose ``forward`` declares no tensor parameter: nothing to check."""
 
 
+def _FIRST_ONLY(*args: Any, **kwargs: Any) -> None:
+    """Marker: ``forward``'s only tensor parameter is its first one (checked inline)."""
+
+
+_TENSOR: list[type] = []
+
+
 _FORWARD_CHECKS: dict[type, Any] = {}
 
 
-def _forward_check(cls: type) -> Any:
+def _forward_check(cls: type, first_only: bool = True) -> Any:
     """A function raising ``TypeError`` for a non-tensor where ``cls.forward``'s signatures
     declare a tensor (:func:`gradtape.ops._util.checked` applied to a no-op with that
-    signature), or :func:`_NO_CHECK`."""
+    signature), :func:`_FIRST_ONLY` (``first_only``: the only such parameter is the first,
+    a required one, checked inline by :func:`_call_forward`) or :func:`_NO_CHECK`."""
     import functools
 
-    from gradtape.ops._util import _tensor_params, checked
+    from gradtape.ops._util import _tensor_class, _tensor_params, checked
 
+    if not _TENSOR:
+        _TENSOR.append(_tensor_class())
     forward = cls.forward  # type: ignore[attr-defined]
-    if not [p for p in _tensor_params(forward) if p[0] > 0]:  # beyond self
+    params = [p for p in _tensor_params(forward) if p[0] > 0]  # beyond self
+    if not params:
         return _NO_CHECK
+    if first_only and [(pos, kind) for pos, _, kind in params] == [(1, "tensor")]:
+        return _FIRST_ONLY
 
     @functools.wraps(forward)
     def probe(self: Any, *args: Any, **kwargs: Any) -> None:

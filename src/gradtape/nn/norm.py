@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from gradtape.errors import ShapeError
 from gradtape.nn.module import Module
-from gradtape.ops import layer_norm, rms_norm
+from gradtape.ops.nn import layer_norm, rms_norm  # the unwrapped ops: Module.__call__ checked x
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, NoneTape, Tape
 from gradtape.tensor import Tensor
