@@ -6,6 +6,7 @@ fused kernels are compiled with numba.
 """
 
 from gradtape import autodiff, autograd, functional, losses, nn, ops, optim, testing
+from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
 from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
@@ -41,6 +42,7 @@ __all__ = [
     "__version__",
     "autograd",
     "autodiff",
+    "checkpoint",
     "enable_grad",
     "from_dlpack",
     "functional",

@@ -1,0 +1,447 @@
+"""Activation checkpointing: trade one extra forward pass for the memory of a block's intermediates.
+
+:func:`checkpoint` is PyTorch's ``torch.utils.checkpoint.checkpoint`` (the non-reentrant kind,
+``use_reentrant=False``) and Burn's ``CheckpointStrategy`` (seed 002) on gradtape's tape::
+
+    h = x.trace(grads)
+    for block in blocks:
+        h = gradtape.checkpoint(block, h)   # block's intermediates are not kept
+    loss = h.square().mean()
+    grads = loss.backward()                  # each block runs forward again, then backward
+
+The trade-off. Without checkpointing, every op inside ``fn`` records a backward entry that
+keeps what its gradient needs (inputs, outputs, masks) until backward reaches it, so a deep
+stack holds the activations of every layer at once. ``checkpoint(fn, *args)`` runs ``fn`` with
+recording off (nothing inside is recorded, so those arrays are freed as soon as ``fn`` is done
+with them) and records ONE backward closure that keeps only the tensor arguments (their
+arrays, ids and leaf flags), the non-tensor arguments, ``fn``, and the random generator
+states. When the outputs' gradients arrive in backward, the closure runs ``fn`` again on the
+saved inputs with recording on a private tape (the memory of one block's intermediates, held
+only while that block's backward runs) and backpropagates through that recomputation: the
+cost is one extra forward pass of ``fn`` per checkpoint, the saving the intermediates of every
+checkpointed block but the one being differentiated.
+
+Exactness. The recomputation runs the same ops in the same order on the same values, and its
+backward entries run inside the outer backward pass at the point where ``fn``'s own entries
+would have run, accumulating into the same :class:`~gradtape.gradients.Gradients` store (the
+outer pass's), so the gradients of the inputs and of every module parameter ``fn`` uses
+(tensors carrying the ``PARAM`` marker, found by the recomputation itself, not passed as
+arguments) are bitwise equal to the uncheckpointed ones, float32 and float64.
+
+What is replayed (``preserve_rng_state=True``, the default). Before ``fn`` runs, the state of
+every random generator it can draw from without being given one is saved, and restored for
+the recomputation (then the generators are put back where backward found them, so the
+recomputation does not shift the stream for later draws): the ``rng`` (a numpy ``Generator``)
+of the device of every tensor argument and of every parameter of the modules ``fn`` is found
+to use (``fn`` itself, the object of a bound method, ``functools.partial`` arguments,
+closure cells, module-level names ``fn`` reads, and modules among the arguments), which is
+where ``ops.dropout`` / ``nn.Dropout`` with ``rng=None`` and ``dev.randn``/``dev.rand``
+draw; and numpy's global ``np.random`` state. A generator passed explicitly (``dropout(x,
+rng=gen)``) is replayed only if it is a device's; an int seed replays by itself. Anything else
+(a fresh ``np.random.default_rng()``, Python's ``random``) is not replayed:
+``determinism_check="default"`` then detects the difference (shapes, dtypes and a CRC-32 of
+every output's bytes are compared with the first run's) and raises a ``TapeError`` instead of
+returning wrong gradients.
+
+Not to be confused with :mod:`gradtape.nn.checkpoint`, which saves and loads a model's
+parameters in safetensors files (a "checkpoint" of training state, not of activations).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import zlib
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from gradtape import tape as _tp
+from gradtape.errors import TapeError
+from gradtape.grad_mode import enable_grad, no_grad
+from gradtape.tape import NONE_TAPE, PARAM, GradientTape, TapeSet, attach_diff, next_id, op_tape
+from gradtape.tensor import Tensor
+
+__all__ = ["checkpoint"]
+
+Array = np.ndarray[Any, Any]
+_OP = "checkpoint"
+
+
+# ----- arguments ---------------------------------------------------------------------------------
+
+
+def _leaves(x: Any, out: list[Tensor[Any, Any]]) -> None:
+    """The tensors of ``x`` (nested lists, tuples and dicts are searched), in order."""
+    if isinstance(x, Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _leaves(v, out)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _leaves(v, out)
+
+
+def _replace(x: Any, table: dict[int, Tensor[Any, Any]]) -> Any:
+    """``x`` with each tensor replaced by ``table[id(tensor)]`` (same nesting)."""
+    if isinstance(x, Tensor):
+        return table[id(x)]
+    if isinstance(x, list):
+        return [_replace(v, table) for v in x]
+    if isinstance(x, tuple):
+        items = [_replace(v, table) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)  # namedtuples too
+    if isinstance(x, dict):
+        return {k: _replace(v, table) for k, v in x.items()}
+    return x
+
+
+def _modules(fn: Any, args: Any) -> list[Any]:
+    """The :class:`gradtape.nn.Module` instances ``fn`` visibly uses: ``fn`` itself, the object
+    of a bound method, a ``functools.partial``'s function and arguments, closure cells and the
+    module-level names a Python function reads, and modules among ``args``."""
+    from gradtape.nn.module import Module
+
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def visit(obj: Any, depth: int) -> None:
+        if id(obj) in seen or depth > 3 or len(seen) > 4096:  # bounded: big globals cost little
+            return
+        seen.add(id(obj))
+        if isinstance(obj, Module):
+            found.append(obj)
+            return
+        if isinstance(obj, (list, tuple)):
+            for v in obj:
+                visit(v, depth + 1)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                visit(v, depth + 1)
+        elif isinstance(obj, functools.partial):
+            visit(obj.func, depth + 1)
+            visit(obj.args, depth + 1)
+            visit(obj.keywords, depth + 1)
+        elif isinstance(obj, types.MethodType):
+            visit(obj.__self__, depth + 1)
+            visit(obj.__func__, depth + 1)
+        elif isinstance(obj, types.FunctionType):
+            for cell in obj.__closure__ or ():
+                try:
+                    visit(cell.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            g = obj.__globals__
+            for name in obj.__code__.co_names:
+                if name in g:
+                    v = g[name]
+                    if isinstance(v, (Module, list, tuple, dict, functools.partial, types.FunctionType)):
+                        visit(v, depth + 1)
+
+    visit(fn, 0)
+    visit(args, 0)
+    return found
+
+
+def _parameters(mods: list[Any]) -> list[Tensor[Any, Any]]:
+    out: list[Tensor[Any, Any]] = []
+    seen: set[int] = set()
+    for m in mods:
+        for p in m.parameters():
+            if p.id not in seen and p.tape is PARAM:
+                seen.add(p.id)
+                out.append(p)
+    return out
+
+
+# ----- random state --------------------------------------------------------------------------------
+
+
+def _rng_snapshot(tensors: list[Tensor[Any, Any]]) -> list[tuple[Any, Any]]:
+    """``(generator, state)`` of every device generator the tensors' devices hold, then
+    numpy's global ``RandomState`` (as ``(None, state)``)."""
+    snap: list[tuple[Any, Any]] = []
+    seen: set[int] = set()
+    for t in tensors:
+        dev = t.device
+        if id(dev) in seen:
+            continue
+        seen.add(id(dev))
+        gen = getattr(dev, "rng", None)
+        if isinstance(gen, np.random.Generator):
+            snap.append((gen, gen.bit_generator.state))
+    snap.append((None, np.random.get_state()))
+    return snap
+
+
+def _rng_set(snap: list[tuple[Any, Any]]) -> None:
+    for gen, state in snap:
+        if gen is None:
+            np.random.set_state(state)
+        else:
+            gen.bit_generator.state = state
+
+
+def _rng_now(snap: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(gen, np.random.get_state() if gen is None else gen.bit_generator.state) for gen, _ in snap]
+
+
+# ----- outputs ---------------------------------------------------------------------------------------
+
+
+def _split_outputs(result: Any) -> tuple[bool, list[Any]]:
+    """``(single, items)``: a tensor, or a tuple whose tensor items are differentiated (other
+    items are passed through as they are)."""
+    if isinstance(result, Tensor):
+        return True, [result]
+    if type(result) is tuple and any(isinstance(r, Tensor) for r in result):
+        return False, list(result)
+    what = "an empty tuple" if result == () else type(result).__name__
+    raise TypeError(
+        f"{_OP}: fn must return a Tensor or a tuple containing Tensors, got {what}; "
+        "checkpoint differentiates the tensors fn returns"
+    )
+
+
+def _crc(a: Array) -> int:
+    return zlib.crc32(np.ascontiguousarray(a).reshape(-1).view(np.uint8).data)
+
+
+# ----- checkpoint ------------------------------------------------------------------------------------
+
+
+def checkpoint(
+    fn: Callable[..., Any],
+    *args: Any,
+    preserve_rng_state: bool = True,
+    determinism_check: Literal["default", "none"] = "default",
+    **kwargs: Any,
+) -> Any:
+    """Run ``fn(*args, **kwargs)`` without keeping its intermediates; recompute them in backward.
+
+    PyTorch's ``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)`` (see the
+    module docstring for the memory/compute trade-off: one extra forward of ``fn`` per
+    checkpoint, only the inputs stored). The outputs carry the tape the caller's ops would
+    record on (a traced argument's tape; while a traced pass is live or a ``GradientTape``
+    context watches them, the tape parameters record on), and gradients reach the tensor
+    arguments and every module parameter ``fn`` uses, in the same store and bitwise equal to
+    calling ``fn`` directly. Under :func:`gradtape.no_grad` (or when nothing records) it just
+    returns ``fn(*args, **kwargs)``. Checkpoints nest.
+
+    Args:
+        fn: a callable: an ``nn.Module``, a function, a bound method, a lambda. It must be a
+            function of its arguments, the parameters it reads and random draws from the
+            generators replayed (see the module docstring): it runs twice.
+        *args, **kwargs: passed to ``fn``. Tensors (also inside lists, tuples and dicts) are
+            its differentiable inputs; anything else is passed through as is, in both runs.
+        preserve_rng_state: save the random generators' states before ``fn`` runs and replay
+            them in the recomputation (so dropout masks are the same); ``False`` skips it.
+        determinism_check: ``"default"`` compares the recomputed outputs' shapes, dtypes and
+            values (a CRC-32 of their bytes, so nothing more is stored) with the first run's;
+            ``"none"`` skips the check.
+
+    Returns:
+        What ``fn`` returns: a tensor, or a tuple (its tensors recorded, other items passed
+        through). Output tensors have fresh ids, as any op's outputs.
+
+    Raises:
+        TypeError: ``fn`` is not callable; ``fn`` returned something other than a tensor or a
+            tuple containing tensors (the message names ``checkpoint``).
+        ValueError: ``determinism_check`` is neither ``"default"`` nor ``"none"``.
+        TapeError: (backward) the recomputation returned outputs of other shapes, dtypes or
+            values than the first run (``fn`` is not deterministic: randomness that is not
+            replayed, state that changed between the runs); (higher order) gradients of
+            gradients flow through the checkpoint: ``create_graph=True``, a ``GradientTape``
+            inside another recording one and ``gradtape.functional``'s ``hvp``/``hessian``
+            are not supported through ``checkpoint``; call ``fn`` directly there.
+
+    Limitations: hooks (``register_hook``) on tensors created inside ``fn`` do not fire; the
+    block's own backward entries are not anomaly-checked while hooks are registered; under a
+    ``GradientTape`` context, the parameters of a ``fn`` whose modules cannot be found (see
+    the module docstring) are not watched automatically (``watch`` them).
+    """
+    if not callable(fn):
+        raise TypeError(f"{_OP}: fn must be callable, got {type(fn).__name__}")
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"{_OP}: determinism_check must be 'default' or 'none', got {determinism_check!r}")
+    if not _tp.is_grad_enabled():
+        return fn(*args, **kwargs)
+    inputs: list[Tensor[Any, Any]] = []
+    _leaves(args, inputs)
+    _leaves(kwargs, inputs)
+    mods = _modules(fn, (args, kwargs))
+    params = _parameters(mods)
+    tape = op_tape(*inputs, *params)
+    if tape is NONE_TAPE and not mods and _tp._LIVE and _tp._state().live():
+        # parameters would record now, and fn's cannot be seen: record speculatively (a
+        # recomputation that records nothing backpropagates nothing)
+        tape = GradientTape._pending()
+    if tape is NONE_TAPE:  # nothing records: a plain call
+        return fn(*args, **kwargs)
+    snap = _rng_snapshot(inputs + params) if preserve_rng_state else None
+    # what the closure keeps: the inputs (untraced, same ids, data and leaf flags)
+    saved = {id(t): _detached(t) for t in inputs}
+    saved_args, saved_kwargs = _replace(args, saved), _replace(kwargs, saved)
+    with no_grad():
+        result = fn(*args, **kwargs)
+    single, items = _split_outputs(result)
+    outs: list[Any] = [r._from_op(r.data, tape) if isinstance(r, Tensor) else r for r in items]
+    out_meta = [
+        (k, o.id, o.shape, o.dtype, _crc(o.data) if determinism_check == "default" else 0)
+        for k, o in enumerate(outs)
+        if isinstance(o, Tensor)
+    ]
+    check = determinism_check == "default"
+    del result, items  # the closure keeps the outputs' ids and metadata, not their arrays
+
+    def checkpoint_backward(grads: Any) -> None:
+        data = grads._data
+        if not any(oid in data for _, oid, _, _, _ in out_meta):
+            return
+        _recompute_and_backprop(fn, saved_args, saved_kwargs, snap, out_meta, check, grads)
+
+    def no_higher_order(grad_outputs: Any, rebuild: Any) -> list[tuple[int, Any]]:
+        raise TapeError(
+            f"{_OP}: gradients of gradients (create_graph=True, a GradientTape inside another recording one, "
+            "gradtape.functional's hvp/hessian/jvp) cannot flow through a checkpointed function; call fn "
+            "directly (without checkpoint) where higher-order derivatives are needed"
+        )
+
+    attach_diff(checkpoint_backward, [(oid, shape, dt) for _, oid, shape, dt, _ in out_meta], no_higher_order)
+    tape.add_backward_op(checkpoint_backward)
+    return outs[0] if single else tuple(outs)
+
+
+def _detached(t: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    d: Tensor[Any, Any] = t._like(t.data)
+    d.id, d._leaf = t.id, t._leaf
+    return d
+
+
+def _recompute_and_backprop(
+    fn: Callable[..., Any],
+    args: Any,
+    kwargs: Any,
+    snap: list[tuple[Any, Any]] | None,
+    out_meta: list[tuple[int, int, tuple[int, ...], Any, int]],
+    check: bool,
+    grads: Any,
+) -> None:
+    """Run ``fn`` again with recording on a private tape, then run that tape's entries into
+    ``grads`` (the outer pass's store), seeded with the gradients of the outputs."""
+    priv = GradientTape._traced(grads)  # live: ops on parameters alone record (pending tapes)
+    try:
+        _recompute_into(priv, fn, args, kwargs, snap, out_meta, check, grads)
+    finally:  # also on errors: a tape left live would make later ops on parameters record
+        root = priv._root()
+        root._ops = []
+        root._consume()
+
+
+def _recompute_into(
+    priv: GradientTape,
+    fn: Callable[..., Any],
+    args: Any,
+    kwargs: Any,
+    snap: list[tuple[Any, Any]] | None,
+    out_meta: list[tuple[int, int, tuple[int, ...], Any, int]],
+    check: bool,
+    grads: Any,
+) -> None:
+    start = next_id()
+    inputs: list[Tensor[Any, Any]] = []
+    _leaves((args, kwargs), inputs)
+    table: dict[int, Tensor[Any, Any]] = {}
+    for t in inputs:
+        r = t.put_tape(priv)
+        r._leaf = t._leaf  # as the caller's tensor: stores that skip unkept leafs skip it too
+        table[id(t)] = r
+    st = _tp._state()
+    contexts = st.contexts
+    first_use = set(_tp._first_use) if _tp._post_hooks else None
+    now = _rng_now(snap) if snap is not None else None
+    try:
+        if contexts:  # record on the private tape only, not on the caller's context tapes
+            st.contexts = []
+            _tp._add_modes(-len(contexts))
+        if snap is not None:
+            _rng_set(snap)
+        with enable_grad():
+            result = fn(*_replace(args, table), **_replace(kwargs, table))
+    finally:
+        if now is not None:
+            _rng_set(now)
+        if contexts:
+            st.contexts = contexts
+            _tp._add_modes(len(contexts))
+        if first_use is not None:  # the recomputation is not a forward pass of the caller's
+            for k in [k for k in _tp._first_use if k not in first_use]:
+                del _tp._first_use[k]
+    try:
+        single, items = _split_outputs(result)
+    except TypeError as e:
+        raise TapeError(f"{_OP}: the recomputation of fn in backward {e}") from None
+    if len(items) != max(k for k, *_ in out_meta) + 1 or (single and len(out_meta) != 1):
+        raise TapeError(f"{_OP}: the recomputation of fn returned {len(items)} outputs, the first run {len(out_meta)}")
+    root = priv
+    moves: list[tuple[int, int]] = []
+    for k, oid, shape, dtype, crc in out_meta:
+        r = items[k]
+        if not isinstance(r, Tensor) or r.shape != shape or r.dtype != dtype:
+            got = f"shape {r.shape}, dtype {r.dtype}" if isinstance(r, Tensor) else type(r).__name__
+            raise TapeError(
+                f"{_OP}: the recomputation of fn in backward gave output {k} with {got}; the first run gave "
+                f"shape {shape}, dtype {dtype} (fn must compute the same thing twice)"
+            )
+        if check and _crc(r.data) != crc:
+            raise TapeError(
+                f"{_OP}: the recomputation of fn in backward gave output {k} (shape {shape}) other values than "
+                "the first run: fn is not deterministic (random draws from a generator checkpoint does not "
+                "replay, such as a fresh np.random.default_rng(); or state that changed between the runs); pass "
+                "the generator of a device, or determinism_check='none' to accept it"
+            )
+        tp = r.tape
+        owned = tp.owned if isinstance(tp, TapeSet) else tp
+        if isinstance(owned, GradientTape):
+            root = _tp._merge_owned(root, owned)
+            moves.append((oid, r.id))
+    # seed: the outer gradients of the outputs move to the recomputed outputs' ids, as the
+    # producing entries of the recomputation read them (the same arrays, the same flags)
+    data, shared = grads._data, grads._shared
+    leafs = grads._leafs
+    for oid, rid in moves:
+        g = data.get(oid)
+        if g is None:
+            continue
+        if rid < start:  # fn returned an input as it is: its gradient adds up
+            grads._accum_alias(rid, g, oid)
+            if not (leafs is None or oid in leafs):
+                data.pop(oid, None)
+            continue
+        if leafs is None or oid in leafs:  # the store keeps it: both ids hold the buffer
+            data[rid] = g
+            shared.add(rid)
+            shared.add(oid)
+        else:
+            del data[oid]
+            if oid in shared:
+                shared.discard(oid)
+                shared.add(rid)
+            data[rid] = g
+    root = root._root()
+    ops, root._ops = root._ops, []
+    root._consume()
+    if root._merged:
+        ops.sort(key=_tp._op_time)
+    run: Callable[[list[Any], Any, bool], None] = _tp._run_entries
+    if _tp._anomaly and not (_tp._tensor_hooks or _tp._post_hooks):
+        run = _tp._checked_runner()
+    run(ops, grads, False)
+    # gradients of the recomputation's intermediates (a store that keeps every gradient): no
+    # one holds those tensors
+    if leafs is None:
+        for i in [i for i in data if i >= start]:
+            del data[i]
+            shared.discard(i)
