@@ -89,6 +89,12 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "conv2d": ((2, 3, 5, 5), lambda x: ops.conv2d(x, W_CONV2, padding=1)),
     "conv1d": ((2, 3, 5), lambda x: ops.conv1d(x, W_CONV1)),
     "conv_transpose2d": ((2, 3, 4, 4), lambda x: ops.conv_transpose2d(x, W_TCONV, stride=2)),
+    "selective_scan": (
+        (2, 3, 4),  # then dt, A, B, C, D, z
+        lambda x: ops.selective_scan(
+            x, *(_t(s, 12 + k) for k, s in enumerate([(2, 3, 4), (4, 2), (2, 3, 2), (2, 3, 2), (4,), (2, 3, 4)]))
+        ),
+    ),
     **{name: ((2, 3, 4, 4), _with(ops, name, 2)) for name in ("max_pool2d", "min_pool2d", "avg_pool2d")},
     "upscale2d": ((2, 3, 2, 2), lambda x: ops.upscale2d(x, scale_factor=2)),
     "cross_entropy": ((2, 3), lambda x: losses.cross_entropy(x, [2, 0])),
