@@ -134,3 +134,16 @@ def test_model_rejects_bad_code_shapes(short_run: seq.Result) -> None:
         short_run.model(dev.tensor(np.zeros(32, np.float32)))
     with pytest.raises(ShapeError, match=r"codes of shape \(1, 33\): sequence length 33 > context 32"):
         short_run.model(dev.tensor(np.zeros((1, 33), np.float32)))
+
+
+def test_checkpointed_blocks_train_bitwise_the_same() -> None:
+    """--checkpoint recomputes each block in backward: the same losses and parameters, bit
+    for bit, as the run that keeps the activations."""
+    text = seq.load_text()[:20_000]
+    runs = [
+        seq.train(steps=3, batch_size=4, context=32, text=text, verbose=False, progress=False, checkpoint=ck)
+        for ck in (False, True)
+    ]
+    assert runs[0].losses == runs[1].losses
+    for p, q in zip(runs[0].model.parameters(), runs[1].model.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())

@@ -2,6 +2,7 @@
 
     python -m gradtape.examples.seq [--steps N] [--batch-size B] [--context L] [--lr LR]
         [--layers K] [--seed S] [--out FILE] [--sample N] [--temperature T] [--no-progress]
+        [--checkpoint]
 
 The text: the docstrings of a fixed list of Python standard-library modules and of their
 public classes and functions (``argparse``, ``collections``, ``functools``, ``json``,
@@ -45,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from gradtape import Cpu, ShapeError, Tensor, nn, optim
+from gradtape import Cpu, ShapeError, Tensor, checkpoint, nn, optim
 from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
@@ -166,15 +167,28 @@ class CharTransformer(nn.Module):
         vocab_size: ``V``. context: the longest sequence ``L`` (position table size).
         width: ``E``; heads: attention heads (divides ``E``); layers: encoder blocks.
         dev: the device whose seeded generator initialises the parameters.
+        checkpoint: run each block under :func:`gradtape.checkpoint` (activation
+            checkpointing): its activations are recomputed in backward instead of kept, one
+            extra block forward per step for memory that no longer grows with the blocks'
+            intermediates; gradients are bitwise the same.
 
     Raises:
         ShapeError: (forward) codes not of shape ``(B, L)``, or ``L`` longer than ``context``.
     """
 
     def __init__(
-        self, vocab_size: int, context: int, *, width: int = 64, heads: int = 4, layers: int = 2, dev: Cpu
+        self,
+        vocab_size: int,
+        context: int,
+        *,
+        width: int = 64,
+        heads: int = 4,
+        layers: int = 2,
+        dev: Cpu,
+        checkpoint: bool = False,
     ) -> None:
         self.context = context
+        self.use_checkpoint = checkpoint
         self.tok = nn.Embedding(vocab_size, width, dev=dev)
         self.pos = nn.Embedding(context, width, dev=dev)
         for emb in (self.tok, self.pos):
@@ -202,7 +216,7 @@ class CharTransformer(nn.Module):
         h = h + self.pos(positions)
         mask = causal_mask(length)
         for block in self.blocks:
-            h = block(h, mask)
+            h = checkpoint(block, h, mask) if self.use_checkpoint else block(h, mask)
         return self.head(self.norm(h))
 
     __call__ = forward
@@ -286,12 +300,14 @@ def train(
     verbose: bool = True,
     progress: bool | None = None,
     log_every: int = 50,
+    checkpoint: bool = False,
 ) -> Result:
     """Train a :class:`CharTransformer` on ``text`` (default :func:`load_text`).
 
     AdamW (betas 0.9/0.99, weight decay 0.01) with the learning rate warmed up linearly over
     the first 10% of steps then cosine-annealed to 10% of ``lr``; gradients clipped to
-    global norm 1 (:func:`gradtape.optim.clip_grad_norm_`).
+    global norm 1 (:func:`gradtape.optim.clip_grad_norm_`). ``checkpoint``: activation
+    checkpointing of each block (:class:`CharTransformer`).
 
     Raises:
         ValueError: ``steps``, ``batch_size``, ``context`` or ``layers`` < 1, or a text too
@@ -306,7 +322,7 @@ def train(
     if len(corpus.held_out) <= context + 1 or len(corpus.train) <= context + 1:
         raise ValueError(f"text too short for windows of {context} characters")
     dev = Cpu(seed=seed)
-    model = CharTransformer(len(corpus.vocab), context, layers=layers, dev=dev)
+    model = CharTransformer(len(corpus.vocab), context, layers=layers, dev=dev, checkpoint=checkpoint)
     params = model.parameters()
     opt = optim.AdamW(params, lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
     grads = model.alloc_grads()
@@ -358,6 +374,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--sample", type=nonnegative_int, default=200, metavar="N", help="characters to generate (0: none)")
     ap.add_argument("--temperature", type=nonnegative_float, default=0.8, help="sampling temperature (0: greedy)")
     ap.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    ap.add_argument(
+        "--checkpoint", action="store_true", help="activation checkpointing of each block (less memory, slower)"
+    )
     args = ap.parse_args(argv)
     if args.out is not None:
         parent = os.path.dirname(os.path.abspath(args.out))
@@ -371,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.layers,
         args.seed,
         progress=False if args.no_progress else None,
+        checkpoint=args.checkpoint,
     )
     bits_per_nat = 1.0 / math.log(2.0)
     held_bits = res.held_out_loss * bits_per_nat
