@@ -58,3 +58,17 @@ def test_tensor_chain_gradients_match_numpy(name: str) -> None:
     want = ref()
     assert want.shape == (2 * tape.N,) and np.abs(want[tape.N :]).max() > 0.1
     np.testing.assert_allclose(grad(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_scan_workload_implementations_agree() -> None:
+    """The selective-scan workload's gradtape step and PyTorch loop give the same gradients
+    (a small shape: the workload's own check runs at full size)."""
+    from benchmarks.workloads import scan
+
+    torch = pytest.importorskip("torch")
+    arrays = scan.inputs((2, 40, 8, 4), seed=1)
+    ours, theirs = scan.gradtape_step(arrays)(), scan.torch_step(torch, arrays)()
+    assert set(ours) == set(theirs) == {"x", "dt", "A", "B", "C", "D", "z"}
+    for k in theirs:
+        assert np.abs(theirs[k]).max() > 0
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=2e-3, atol=2e-4, err_msg=k)
