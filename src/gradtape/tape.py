@@ -887,7 +887,7 @@ _SECOND_RULES = (
     "reshape, transpose/permute, unsqueeze/squeeze, broadcast_to, basic indexing, gather, index_select, embedding, "
     "concat, stack, where, max, min, "
     "var, std, logsumexp, roll, tril, triu, prelu, nans_to, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div, "
-    "cross_entropy, binary_cross_entropy_with_logits)"
+    "cross_entropy, binary_cross_entropy_with_logits, to_dtype, selective_scan)"
 )
 
 
