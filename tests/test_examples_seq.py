@@ -1,6 +1,6 @@
-"""``python -m gradtape.examples.seq``: the character-level transformer learns the text
-(beats the unigram baseline on held-out text), is causal, samples deterministically, and
-rejects bad flags."""
+"""``python -m gradtape.examples.seq``: the character-level transformer and the Mamba model
+learn the text (beat the unigram baseline on held-out text), are causal, sample
+deterministically, and reject bad flags."""
 
 from __future__ import annotations
 
@@ -21,6 +21,22 @@ def short_run() -> seq.Result:
     return seq.train(steps=120, batch_size=16, context=32, layers=1, seed=0, verbose=False, progress=False)
 
 
+@pytest.fixture(scope="module")
+def mamba_run() -> seq.Result:
+    """A short ``--model mamba`` run (one block; about two seconds on an idle VM)."""
+    return seq.train(
+        steps=40,
+        batch_size=16,
+        context=32,
+        layers=1,
+        seed=0,
+        verbose=False,
+        progress=False,
+        log_every=10,
+        model="mamba",
+    )
+
+
 def test_short_run_beats_the_unigram_baseline(short_run: seq.Result) -> None:
     """After 120 steps the held-out loss is at least 0.5 bits/char below the unigram
     baseline (measured: 3.70 against 4.55 bits/char), and the logged training loss fell."""
@@ -30,11 +46,22 @@ def test_short_run_beats_the_unigram_baseline(short_run: seq.Result) -> None:
     assert short_run.losses[-1] < short_run.losses[0] - 0.5
 
 
-def test_model_is_causal(short_run: seq.Result) -> None:
+def test_short_mamba_run_beats_the_unigram_baseline(mamba_run: seq.Result) -> None:
+    """After 40 steps the Mamba model's held-out loss is at least 0.5 bits/char below the
+    unigram baseline (measured: 3.46 against 4.55 bits/char), and the training loss fell."""
+    assert isinstance(mamba_run.model, seq.CharMamba)
+    held_out_bits = mamba_run.held_out_loss / math.log(2.0)
+    assert held_out_bits < mamba_run.unigram_bits - 0.5
+    assert mamba_run.losses[-1] < mamba_run.losses[0] - 0.5
+
+
+@pytest.mark.parametrize("run", ["short_run", "mamba_run"])
+def test_model_is_causal(run: str, request: pytest.FixtureRequest) -> None:
     """Changing the codes after position i leaves the logits at positions <= i unchanged."""
-    model, dev = short_run.model, Cpu()
+    result: seq.Result = request.getfixturevalue(run)
+    model, dev = result.model, Cpu()
     rng = np.random.default_rng(1)
-    v = len(short_run.corpus.vocab)
+    v = len(result.corpus.vocab)
     x = rng.integers(0, v, (2, 32)).astype(np.float32)
     base = model(dev.tensor(x)).numpy()
     for i in (0, 7, 30):
@@ -106,6 +133,36 @@ def test_main_prints_losses_sample_and_saves(capsys: pytest.CaptureFixture[str],
     assert capsys.readouterr().out.partition("--- sample")[2] == out.partition("--- sample")[2]
 
 
+def test_main_mamba_prints_and_saves(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--model mamba`` prints the same lines and writes a checkpoint that loads back into a
+    fresh :class:`~gradtape.examples.seq.CharMamba` (whose logits then differ from those of
+    the same fresh model unloaded); codes of the wrong rank raise ShapeError."""
+    out_file = tmp_path / "mamba.safetensors"
+    argv = ["--model", "mamba", "--steps", "3", "--context", "8", "--layers", "1", "--sample", "5", "--no-progress"]
+    seq.main([*argv, "--out", str(out_file)])
+    out = capsys.readouterr().out
+    assert "step     3/3  train loss" in out
+    assert re.search(r"trained [\d,]+ parameters on", out)
+    assert re.search(r"held-out loss \d\.\d{4} nats/char = \d\.\d{3} bits/char", out)
+    assert "--- sample (prompt from the held-out text, then the model) ---" in out
+    corpus = seq.Corpus.from_text(seq.load_text())
+    fresh = seq.CharMamba(len(corpus.vocab), 8, layers=1, dev=Cpu(seed=9))
+    nn.load(fresh, out_file)
+    codes = Cpu().tensor(corpus.held_out[None, :8].astype(np.float32))
+    other = seq.CharMamba(len(corpus.vocab), 8, layers=1, dev=Cpu(seed=9))
+    assert not np.allclose(fresh(codes).numpy(), other(codes).numpy())  # the weights came from the file
+    with pytest.raises(ShapeError, match=r"CharMamba: expected codes of shape \(B, L\) with L >= 1, got \(8,\)"):
+        fresh(Cpu().tensor(np.zeros(8, np.float32)))
+
+
+def test_mamba_width_matches_the_transformer_parameter_count() -> None:
+    """The default CharMamba has within 5% of the default CharTransformer's parameters."""
+    v = len(seq.Corpus.from_text(seq.load_text()).vocab)
+    mamba = seq.CharMamba(v, 64, dev=Cpu()).num_parameters()
+    transformer = seq.CharTransformer(v, 64, dev=Cpu()).num_parameters()
+    assert abs(mamba - transformer) < 0.05 * transformer
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -117,6 +174,7 @@ def test_main_prints_losses_sample_and_saves(capsys: pytest.CaptureFixture[str],
         (["--batch-size", "two"], "argument --batch-size: invalid positive_int value: 'two'"),
         (["--out", "/nonexistent-dir/x.safetensors"], "argument --out: cannot write a file at"),
         (["--temperature", "-0.5"], "argument --temperature: must be a finite number >= 0, got -0.5"),
+        (["--model", "rnn"], "argument --model: invalid choice: 'rnn'"),
     ],
 )
 def test_bad_flags_exit_with_a_message(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -136,12 +194,15 @@ def test_model_rejects_bad_code_shapes(short_run: seq.Result) -> None:
         short_run.model(dev.tensor(np.zeros((1, 33), np.float32)))
 
 
-def test_checkpointed_blocks_train_bitwise_the_same() -> None:
+@pytest.mark.parametrize("model", seq.MODELS)
+def test_checkpointed_blocks_train_bitwise_the_same(model: str) -> None:
     """--checkpoint recomputes each block in backward: the same losses and parameters, bit
-    for bit, as the run that keeps the activations."""
+    for bit, as the run that keeps the activations (transformer and Mamba blocks)."""
     text = seq.load_text()[:20_000]
     runs = [
-        seq.train(steps=3, batch_size=4, context=32, text=text, verbose=False, progress=False, checkpoint=ck)
+        seq.train(
+            steps=3, batch_size=4, context=32, text=text, verbose=False, progress=False, checkpoint=ck, model=model
+        )
         for ck in (False, True)
     ]
     assert runs[0].losses == runs[1].losses

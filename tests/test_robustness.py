@@ -117,6 +117,8 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "RMSNorm": ((2, 3), lambda: nn.RMSNorm(3, dev=DEV)),
     "MultiHeadAttention": ((2, 3, 4), lambda: nn.MultiHeadAttention(4, 2, dev=DEV)),
     "TransformerEncoderLayer": ((2, 3, 4), lambda: nn.TransformerEncoderLayer(4, 2, 8, dev=DEV).eval()),
+    "Mamba": ((2, 3, 4), lambda: nn.Mamba(4, d_state=3, dev=DEV)),
+    "MambaBlock": ((2, 3, 4), lambda: nn.MambaBlock(4, d_state=3, dev=DEV)),
     "Dropout": ((2, 3), lambda: nn.Dropout(0.5).eval()),  # eval: the layout test compares two calls
     **{name: ((2, 3, 4, 4), _pool(name)) for name in ("MaxPool2d", "AvgPool2d", "MinPool2d")},
     "Residual": ((2, 3), lambda: nn.Residual(nn.Tanh())),

@@ -13,6 +13,7 @@ from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
 from gradtape.nn.linear import Embedding, Linear
+from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
 from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 
@@ -29,6 +30,8 @@ __all__ = [
     "Flatten",
     "LayerNorm",
     "Linear",
+    "Mamba",
+    "MambaBlock",
     "MaxPool2d",
     "MinPool2d",
     "Module",
