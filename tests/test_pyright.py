@@ -36,6 +36,7 @@ PYRIGHT_DIFFERS: dict[tuple[str, str], str] = {
     ("ok_conv.py", "up"): "Tensor[tuple[Literal[8], Literal[3], int, int], GradientTape]",
     ("ok_core.py", "u"): "Tensor[tuple[Literal[5], Literal[6]], NoneTape]",
     ("ok_core.py", "u @ v"): "Tensor[tuple[Literal[5], Literal[7]], NoneTape]",
+    ("ok_mamba.py", "scan"): "Tensor[tuple[Literal[2], Literal[8], Literal[4]], GradientTape]",
     ("ok_broadcast.py", "outer"): "Tensor[tuple[Literal[5], Literal[7]], NoneTape]",
     ("ok_shape.py", "a.permute(axes)"): "Tensor[tuple[Literal[4], Literal[3]], NoneTape]",
     ("ok_shape.py", "r3"): "Tensor[tuple[Literal[2], Literal[6]], NoneTape]",
