@@ -31,6 +31,10 @@ if __package__ in (None, ""):
 
 from typing import Any
 
+# gradtape first: its import loads TBB before numba picks a threading layer (numba would pick
+# OpenMP at the numba.get_num_threads() below, whose spinning workers slowed PyTorch's own
+# OpenMP threads 25x in workload 8)
+import gradtape  # noqa: F401
 from benchmarks.common import ROOT, Config, WorkloadResult, load_autograd, load_torch, machine_facts, settle
 
 WORKLOADS = ("tape", "mlp", "kernels", "matmul", "coldstart", "memory", "hvp", "scan")

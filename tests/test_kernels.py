@@ -389,14 +389,25 @@ def test_import_and_kernels_work_with_no_cache_location_at_all(tmp_path: Path) -
     assert "compiling without a cache" in proc.stderr
 
 
-@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_openmp_workers_do_not_spin_unless_asked(given: str | None, expected: str) -> None:
-    """Importing gradtape sets OMP_WAIT_POLICY=PASSIVE (numba's OpenMP workers would spin
-    and starve OpenBLAS), and leaves a value the user set alone."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+@pytest.mark.parametrize(
+    ("given", "layer", "expected"),
+    [(None, "omp", "PASSIVE"), ("ACTIVE", "omp", "ACTIVE"), (None, None, "unset"), ("ACTIVE", None, "ACTIVE")],
+)
+def test_openmp_workers_do_not_spin_unless_asked(given: str | None, layer: str | None, expected: str) -> None:
+    """Where numba's kernels run on OpenMP, importing gradtape sets OMP_WAIT_POLICY=PASSIVE
+    (spinning workers would starve OpenBLAS); on TBB (the default where the tbb wheel
+    loads) it leaves the variable alone, so PyTorch's OpenMP in the same process keeps its
+    own policy. A value the user set is never changed."""
+    from gradtape.devices.kernels import _jit
+
+    if layer is None and not _jit.TBB_LOADED:
+        pytest.skip("no tbb here: numba's kernels run on OpenMP")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
     if given is not None:
         env["OMP_WAIT_POLICY"] = given
-    code = "import os, gradtape; print(os.environ['OMP_WAIT_POLICY'])"
+    if layer is not None:
+        env["NUMBA_THREADING_LAYER"] = layer
+    code = "import os, gradtape; print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
 

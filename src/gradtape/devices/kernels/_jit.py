@@ -5,14 +5,17 @@ second process loads them in milliseconds. If no cache location is writable, num
 raises when the decorator runs; :func:`jit` then compiles without a cache, so that
 importing gradtape never fails for that reason (see shared/KERNELS.md).
 
-Threads: importing this module sets ``OMP_WAIT_POLICY=PASSIVE`` unless the environment
-already sets it. Without TBB (below), numba's parallel kernels run on its OpenMP layer,
+Threads: where numba's kernels run on OpenMP (no TBB, below), importing this module sets
+``OMP_WAIT_POLICY=PASSIVE`` unless the environment already sets it. Without TBB numba's
+parallel kernels run on its OpenMP layer,
 whose workers otherwise spin-wait after every kernel and take the cores OpenBLAS needs for
 the next matmul: on a 2-core VM, a BLAS product alternating with a parallel kernel (a
 transformer's training step does this all the time) measured 8-40 ms per pair with
 spinning workers and 0.7 ms with passive ones. The setting only reaches OpenMP runtimes
 loaded after it (numba starts its threads at the first parallel kernel); to be sure, set
-it in the environment.
+it in the environment. With TBB it is left alone: PASSIVE also reaches other libraries'
+OpenMP runtimes (PyTorch's), whose short parallel regions then pay a wake-up each; a
+PyTorch loop over time ran 20x slower in the same process (benchmarks, workload 8).
 
 Fork safety (issue 15): GNU OpenMP is not fork safe. A process forked after a parallel
 kernel ran (multiprocessing's default start method on Linux, data loaders, pools) was
@@ -44,8 +47,6 @@ import numba
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 _TBB_LIBRARIES = ("libtbb.so.12", "libtbb.12.dylib", "tbb12.dll")  # the names numba's tbbpool links to
 
 
@@ -69,6 +70,31 @@ def _preload_tbb() -> bool:
 
 
 TBB_LOADED = _preload_tbb()
+
+
+def _openmp_kernels() -> bool:
+    """Whether numba's parallel kernels run on OpenMP: the user asked for it, numba already
+    chose it (its threading layer starts once, at the first parallel call or
+    ``numba.get_num_threads()``; before gradtape's import, TBB was not loadable yet), or
+    there is no TBB."""
+    if os.environ.get("NUMBA_THREADING_LAYER", "").lower() == "omp":
+        return True
+    try:
+        from numba.np.ufunc import parallel
+
+        if parallel._is_initialized:
+            return bool(parallel._threading_layer != "tbb")
+    except (ImportError, AttributeError):  # numba's internals moved: judge by TBB alone
+        pass
+    return not TBB_LOADED
+
+
+OPENMP_KERNELS = _openmp_kernels()
+"""Whether numba's parallel kernels run on OpenMP (see :func:`_openmp_kernels`)."""
+if OPENMP_KERNELS:
+    # only then: PASSIVE makes every OpenMP runtime in the process (PyTorch's too) sleep
+    # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __all__ = ["jit"]
 
