@@ -158,6 +158,22 @@ def _rms_norm(dev: Cpu) -> Case:
     return Case(ours, _pair(ours, torch.nn.RMSNorm(4), rng), rng.standard_normal((2, 3, 4)))
 
 
+def _mamba(dev: Cpu, block: bool) -> Case:
+    """nn.Mamba / nn.MambaBlock against tests/test_nn_mamba.py's PyTorch implementation of the
+    reference (torch has no Mamba layer)."""
+    from test_nn_mamba import RefBlock, RefMamba
+
+    ours: nn.Mamba[int] | nn.MambaBlock[int]
+    if block:
+        ours = nn.MambaBlock(6, d_state=4, dev=dev, dtype=F64)
+        ref = RefBlock(ours)
+    else:
+        ours = nn.Mamba(6, d_state=4, dev=dev, dtype=F64)
+        ref = RefMamba(ours)
+    rng = _rng(dev)
+    return Case(ours, _pair(ours, ref, rng), rng.standard_normal((2, 5, 6)))
+
+
 def _batch_norm(dev: Cpu, shape: tuple[int, ...], train: bool) -> Case:
     """Training mode; or eval mode after one training-mode forward pass has moved the running
     statistics (compared with torch's, which must have moved alike)."""
@@ -281,6 +297,8 @@ CASES: dict[str, Callable[[Cpu], Case]] = {
     "TransformerEncoderLayer-postnorm": lambda dev: _encoder(dev, norm_first=False, masked=False),
     "TransformerEncoderLayer-prenorm": lambda dev: _encoder(dev, norm_first=True, masked=False),
     "TransformerEncoderLayer-postnorm-mask": lambda dev: _encoder(dev, norm_first=False, masked=True),
+    "Mamba": lambda dev: _mamba(dev, block=False),
+    "MambaBlock": lambda dev: _mamba(dev, block=True),
     "Sequential": _sequential,
     "Residual": _residual,
 }
