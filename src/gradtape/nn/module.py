@@ -39,39 +39,26 @@ def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     list or a numpy array passed to a layer raises ``TypeError`` naming the layer and the
     argument, not an ``AttributeError`` from inside it.
     """
-    check = _FORWARD_CHECKS.get(self.__class__)
-    if check is _FIRST_ONLY:  # the common case, inline: forward(self, x: Tensor[...])
-        if args and args[0].__class__ is _TENSOR[0]:
-            return self.forward(*args, **kwargs)
-        check = _forward_check(self.__class__, first_only=False)
-    elif check is None:
-        check = _FORWARD_CHECKS[self.__class__] = _forward_check(self.__class__)
-        if check is _FIRST_ONLY:
-            return _call_forward(self, *args, **kwargs)
-    if check is not _NO_CHECK:
+    entry = _FORWARD_CHECKS.get(self.__class__)
+    if entry is None:
+        entry = _FORWARD_CHECKS[self.__class__] = _forward_check(self.__class__)
+    first_only, check = entry
+    # the common case inline: forward(self, x: Tensor[...]) called with a tensor
+    if check is not None and not (first_only and args and args[0].__class__ is _TENSOR[0]):
         check(*args, **kwargs)
     return self.forward(*args, **kwargs)
 
 
-def _NO_CHECK(*args: Any, **kwargs: Any) -> None:
-    """A module whose ``forward`` declares no tensor parameter: nothing to check."""
-
-
-def _FIRST_ONLY(*args: Any, **kwargs: Any) -> None:
-    """Marker: ``forward``'s only tensor parameter is its first one (checked inline)."""
-
-
 _TENSOR: list[type] = []
+_FORWARD_CHECKS: dict[type, tuple[bool, Any]] = {}
 
 
-_FORWARD_CHECKS: dict[type, Any] = {}
-
-
-def _forward_check(cls: type, first_only: bool = True) -> Any:
-    """A function raising ``TypeError`` for a non-tensor where ``cls.forward``'s signatures
-    declare a tensor (:func:`gradtape.ops._util.checked` applied to a no-op with that
-    signature), :func:`_FIRST_ONLY` (``first_only``: the only such parameter is the first,
-    a required one, checked inline by :func:`_call_forward`) or :func:`_NO_CHECK`."""
+def _forward_check(cls: type) -> tuple[bool, Any]:
+    """``(first_only, check)`` for ``cls.forward``, built once per class: ``check`` raises
+    ``TypeError`` for a non-tensor where the signatures declare a tensor
+    (:func:`gradtape.ops._util.checked` applied to a no-op with that signature), or is
+    ``None`` when no parameter is typed a tensor; ``first_only`` says the only such parameter
+    is the first, a required one, which :func:`_call_forward` checks inline."""
     import functools
 
     from gradtape.ops._util import _tensor_class, _tensor_params, checked
@@ -81,20 +68,18 @@ def _forward_check(cls: type, first_only: bool = True) -> Any:
     forward = cls.forward  # type: ignore[attr-defined]
     params = [p for p in _tensor_params(forward) if p[0] > 0]  # beyond self
     if not params:
-        return _NO_CHECK
-    if first_only and [(pos, kind) for pos, _, kind in params] == [(1, "tensor")]:
-        return _FIRST_ONLY
+        return False, None
 
     @functools.wraps(forward)
     def probe(self: Any, *args: Any, **kwargs: Any) -> None:
         return None
 
-    wrapped = checked(probe, cls.__name__)
+    wrapped = checked(probe, cls.__name__, require_float=False)  # a layer checks its dtypes itself
 
     def check(*args: Any, **kwargs: Any) -> None:
         wrapped(None, *args, **kwargs)
 
-    return check
+    return [(pos, kind) for pos, _, kind in params] == [(1, "tensor")], check
 
 
 class Module:

@@ -211,7 +211,7 @@ def _tensor_params(fn: Callable[..., Any]) -> list[tuple[int, str, str]]:
     return out
 
 
-def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
+def checked(fn: Callable[P, R], op: str | None = None, require_float: bool | None = None) -> Callable[P, R]:
     """``fn`` (a public op function) with its tensor arguments checked before it runs.
 
     Which arguments must be tensors is read from ``fn``'s own typed signatures (see
@@ -220,6 +220,12 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
     argument, instead of an ``AttributeError`` from inside the op. The functional API
     (``gradtape.ops.relu``, ``gradtape.losses.mse_loss``) is wrapped; the ``Tensor`` methods,
     whose ``self`` is a tensor by construction, call the unwrapped functions.
+
+    Args:
+        fn: the function; ``op``: the name in messages (default ``fn.__name__``).
+        require_float: also require float32/float64 tensors (:func:`float_data`); by default
+            every op but those in :data:`DTYPE_AGNOSTIC`. ``Module.__call__`` passes ``False``:
+            a layer's ops check their own dtypes.
     """
     import functools
 
@@ -227,7 +233,7 @@ def checked(fn: Callable[P, R], op: str | None = None) -> Callable[P, R]:
     params = _tensor_params(fn)
     if not params:
         return fn
-    floats = name not in DTYPE_AGNOSTIC and op is None  # a layer's forward (op given) checks itself
+    floats = name not in DTYPE_AGNOSTIC if require_float is None else require_float
 
     def bad(arg: str, value: object, what: str) -> TypeError:
         hint = " (wrap arrays and lists with dev.tensor(...))" if isinstance(value, (list, tuple, np.ndarray)) else ""
