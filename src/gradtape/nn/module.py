@@ -44,12 +44,11 @@ def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         entry = _FORWARD_CHECKS[self.__class__] = _forward_check(self.__class__)
     first_only, check = entry
     # the common case inline: forward(self, x: Tensor[...]) called with a tensor
-    if check is not None and not (first_only and args and args[0].__class__ is _TENSOR[0]):
+    if check is not None and not (first_only and args and args[0].__class__ is Tensor):
         check(*args, **kwargs)
     return self.forward(*args, **kwargs)
 
 
-_TENSOR: list[type] = []
 _FORWARD_CHECKS: dict[type, tuple[bool, Any]] = {}
 
 
@@ -61,10 +60,8 @@ def _forward_check(cls: type) -> tuple[bool, Any]:
     is the first, a required one, which :func:`_call_forward` checks inline."""
     import functools
 
-    from gradtape.ops._util import _tensor_class, _tensor_params, checked
+    from gradtape.ops._util import _tensor_params, checked
 
-    if not _TENSOR:
-        _TENSOR.append(_tensor_class())
     forward = cls.forward  # type: ignore[attr-defined]
     params = [p for p in _tensor_params(forward) if p[0] > 0]  # beyond self
     if not params:
