@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 import pytest
 
@@ -142,7 +143,7 @@ def test_only_x_traced_parameters_untraced() -> None:
 def test_kernel_stores_only_chunk_boundary_states() -> None:
     x, dt, a, b, c, d, _ = _inputs(1, 200, 3, 4)
     _, hs = _ks.scan_forward(x, dt, a, b, c, d)
-    assert hs.shape == (1, -(-200 // _ks.CHUNK), 3, 4)
+    assert hs.shape == (1, -(-200 // _ks.CHUNK), 4, 3)
 
 
 @needs_torch
@@ -242,23 +243,25 @@ def test_parallel_kernels_equal_the_serial_ones_bitwise() -> None:
     x, dt, a, b, c, d, _ = (v.astype(np.float32) for v in _inputs(3, 100, 40, 4, seed=11))
     gy = np.random.default_rng(12).standard_normal((3, 100, 40)).astype(np.float32)
     nb, length, nch = x.shape
-    hs = np.empty((nb, -(-length // _ks.CHUNK), nch, 4), np.float32)
+    hs = np.empty((nb, -(-length // _ks.CHUNK), 4, nch), np.float32)
+    grp, ng = _ks._groups(nb, nch)
+    assert (grp, ng) == (16, 3)  # two full groups and a partial one
+    at = np.ascontiguousarray(a.T)
     ys = []
     for fwd in (_ks._scan_forward_serial, _ks._scan_forward_parallel):
         y = np.empty_like(x)
-        fwd(y, hs, x, dt, a, b, c, d, _ks.CHUNK, _ks.GROUP)
+        fwd(y, hs, x, dt, at, b, c, d, _ks.CHUNK, grp)
         ys.append(y)
     np.testing.assert_array_equal(ys[0], ys[1])
     outs = []
     for bwd in (_ks._scan_backward_serial, _ks._scan_backward_parallel):
-        ng = -(-nch // _ks.GROUP)
-        gx, gdt, ga = np.empty_like(x), np.empty_like(x), np.zeros((nb, nch, 4))
+        gx, gdt, ga = np.empty_like(x), np.empty_like(x), np.zeros((nb, 4, nch))
         gb, gc, gd = (
             np.zeros((ng, nb, length, 4), np.float32),
             np.zeros((ng, nb, length, 4), np.float32),
             np.zeros((nb, nch)),
         )
-        bwd(gx, gdt, ga, gb, gc, gd, gy, hs, x, dt, a, b, c, d, _ks.CHUNK, _ks.GROUP)
+        bwd(gx, gdt, ga, gb, gc, gd, gy, hs, x, dt, at, b, c, d, _ks.CHUNK, grp)
         bufs = [gx, gdt, ga, gb, gc, gd]
         outs.append(bufs)
     for u, v in zip(*outs, strict=True):
@@ -266,3 +269,35 @@ def test_parallel_kernels_equal_the_serial_ones_bitwise() -> None:
     first = _ks.scan_backward(gy, hs, x, dt, a, b, c, d)
     for u, v in zip(first, _ks.scan_backward(gy, hs, x, dt, a, b, c, d), strict=True):
         np.testing.assert_array_equal(u, v)
+
+
+@numba.njit(cache=False, error_model="numpy")
+def _kernel_exp(v: Array, out: Array) -> None:
+    for i in range(v.size):
+        out[i] = _ks._exp(v[i])
+
+
+def test_float32_exp_is_within_two_ulp_and_never_subnormal() -> None:
+    """The kernels' float32 ``exp`` (Cephes' polynomial) over float32's whole range, and its
+    edges: exactly 0 below -87.34 (no subnormal decay ever reaches the state), inf above
+    88.72, NaN stays NaN. float64 runs libm's ``exp`` (bitwise equal to numpy's here)."""
+    v = np.random.default_rng(0).uniform(-104.0, 89.0, 1 << 18).astype(np.float32)
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 1e-8, -87.33, -87.34, -87.4, 88.72, 88.8, -np.inf, np.inf], np.float32)
+    v = np.concatenate([v, edges])
+    out = np.empty_like(v)
+    _kernel_exp(v, out)
+    ref = np.exp(v.astype(np.float64))
+    normal = (ref >= np.finfo(np.float32).tiny) & (ref <= np.finfo(np.float32).max)
+    ulp = np.spacing(ref[normal].astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(out[normal] - ref[normal]) / ulp) < 2.0
+    small = out[~normal & (v < 0)]
+    assert small.size > 1000 and np.all(small == 0.0)
+    assert np.all(np.isinf(out[v > 88.73]))
+    assert out[np.flatnonzero(v == 0.0)[0]] == 1.0
+    nan = np.empty(1, np.float32)
+    _kernel_exp(np.array([np.nan], np.float32), nan)
+    assert np.isnan(nan[0])
+    v64 = np.linspace(-700.0, 700.0, 1001)
+    out64 = np.empty_like(v64)
+    _kernel_exp(v64, out64)
+    np.testing.assert_allclose(out64, np.exp(v64), rtol=1e-15)

@@ -96,14 +96,22 @@ if OPENMP_KERNELS:
     # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["jit"]
+__all__ = ["REASSOC", "jit"]
+
+REASSOC = frozenset({"reassoc", "contract", "nsz"})
+"""Fast-math flags that let LLVM vectorize a float reduction (``s += a[i] * b[i]``): sums may
+be reassociated and multiply-adds fused. Without ``nnan``/``ninf``, so NaN and inf still
+propagate (anomaly mode needs them). The result of a reduction then depends on the vector
+width, not on the thread schedule: still bitwise reproducible on one machine."""
 
 
-def jit(*, parallel: bool = False) -> Callable[[F], F]:
+def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None) -> Callable[[F], F]:
     """Decorate a kernel with ``numba.njit(cache=True, nogil=True, error_model='numpy')``.
 
     Args:
         parallel: compile with ``parallel=True`` (for ``numba.prange`` loops over large arrays).
+        fastmath: LLVM fast-math flags for the kernel (numba's ``fastmath``), e.g.
+            :data:`REASSOC`; ``None`` for strict IEEE arithmetic.
 
     Falls back to ``cache=False`` (with a :class:`RuntimeWarning`) where numba finds no
     writable cache location.
@@ -111,6 +119,8 @@ def jit(*, parallel: bool = False) -> Callable[[F], F]:
 
     def decorate(fn: F) -> F:
         opts: dict[str, Any] = {"nogil": True, "error_model": "numpy", "parallel": parallel}
+        if fastmath:
+            opts["fastmath"] = set(fastmath)
         try:
             return numba.njit(cache=True, **opts)(fn)
         except Exception as err:  # numba raises RuntimeError when no cache locator fits

@@ -1,0 +1,9 @@
+# The part of numba.extending gradtape uses: decorators for compile-time dispatch and LLVM
+# intrinsics (numba ships no type hints).
+from collections.abc import Callable
+from typing import Any
+
+def overload(
+    func: Callable[..., Any], /, *, inline: str = ...
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+def intrinsic(fn: Callable[..., Any], /) -> Callable[..., Any]: ...
