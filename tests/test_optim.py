@@ -494,3 +494,126 @@ def test_rank0_parameter(dtype: Any) -> None:
         opt.step(_grads([(p, 2.0)]))
     assert p.shape == () and p.dtype == dtype
     assert float(p.data) == pytest.approx(0.42, rel=1e-6)  # buf 2 then 3.8
+
+
+# ----- parameter groups (PyTorch's) -------------------------------------------------------
+
+
+def _group_setup(seed: int) -> tuple[list[Tensor[Any, Any]], list[Array], list[list[Array]]]:
+    """Three float64 parameters and five steps of gradients for each."""
+    r = np.random.default_rng(seed)
+    values = [r.standard_normal((3, 2)), r.standard_normal(4), r.standard_normal(())]
+    grads = [[r.standard_normal(v.shape) for v in values] for _ in range(5)]
+    return [_param(v) for v in values], values, grads
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "defaults", "overrides"),
+    [
+        (AdamW, "AdamW", {"lr": 1e-2, "weight_decay": 0.1}, [{"weight_decay": 0.0}, {"lr": 3e-2, "betas": (0.8, 0.9)}]),
+        (Adam, "Adam", {"lr": 1e-2}, [{"weight_decay": 0.05, "amsgrad": True}, {"eps": 1e-3}]),
+        (SGD, "SGD", {"lr": 0.1, "momentum": 0.9}, [{"nesterov": True}, {"lr": 0.01, "momentum": 0.0}]),
+        (RMSprop, "RMSprop", {"lr": 1e-2}, [{"centered": True, "momentum": 0.5}, {"alpha": 0.9}]),
+    ],
+)
+def test_parameter_groups_match_torch(ours: Any, theirs: str, defaults: dict[str, Any], overrides: list[Any]) -> None:
+    """Two groups with their own hyper-parameters, as a PyTorch user writes them: every
+    parameter after five steps equals torch.optim's."""
+    torch = pytest.importorskip("torch")
+    ps, values, grads = _group_setup(3)
+    opt = ours([{"params": ps[:2], **overrides[0]}, {"params": [ps[2]], **overrides[1]}], **defaults)
+    tps = [torch.tensor(v, requires_grad=True) for v in values]
+    topt = getattr(torch.optim, theirs)(
+        [{"params": tps[:2], **overrides[0]}, {"params": [tps[2]], **overrides[1]}], **defaults
+    )
+    for step in grads:
+        opt.step(_grads(list(zip(ps, step, strict=True))))
+        for t, g in zip(tps, step, strict=True):
+            t.grad = torch.tensor(g)
+        topt.step()
+    for p, t in zip(ps, tps, strict=True):
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-12, atol=1e-14)
+    assert [len(g["params"]) for g in opt.param_groups] == [2, 1]
+    assert opt.param_groups[0]["lr"] == topt.param_groups[0]["lr"]
+
+
+def test_adamw_without_decay_on_a_group_leaves_it_undecayed() -> None:
+    """The point of groups: AdamW with weight_decay=0 on one group (biases, norms, Mamba's
+    A_log and D) does not shrink it when its gradient is zero."""
+    w, b = _param([1.0, 2.0]), _param([1.0, 2.0])
+    opt = AdamW([{"params": [w]}, {"params": [b], "weight_decay": 0.0}], lr=0.1, weight_decay=0.5)
+    for _ in range(3):
+        opt.step(_grads([(w, [0.0, 0.0]), (b, [0.0, 0.0])]))
+    np.testing.assert_array_equal(b.data, [1.0, 2.0])
+    np.testing.assert_allclose(w.data, np.array([1.0, 2.0]) * 0.95**3, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_schedules_scale_each_group_like_torch() -> None:
+    torch = pytest.importorskip("torch")
+    ts = torch.optim.lr_scheduler
+    for kind in ("step", "cosine"):
+        a, b = _param([0.0]), _param([0.0])
+        opt = SGD([{"params": [a]}, {"params": [b], "lr": 0.05}], lr=0.2)
+        ta, tb = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+        topt = torch.optim.SGD([{"params": [ta]}, {"params": [tb], "lr": 0.05}], lr=0.2)
+        sched: StepLR | CosineAnnealingLR
+        if kind == "step":
+            sched, tsched = StepLR(opt, 3, 0.5), ts.StepLR(topt, 3, 0.5)
+        else:
+            sched, tsched = CosineAnnealingLR(opt, 4, eta_min=0.01), ts.CosineAnnealingLR(topt, 4, eta_min=0.01)
+        for _ in range(12):
+            np.testing.assert_allclose(sched.get_last_lr(), tsched.get_last_lr(), rtol=1e-12, atol=1e-15)
+            assert [g["lr"] for g in opt.param_groups] == sched.get_last_lr()
+            sched.step()
+            tsched.step()
+        assert opt.lr == opt.param_groups[0]["lr"]
+
+
+def test_parameter_group_state_dict_round_trip_and_attribute_setting() -> None:
+    ps, _, grads = _group_setup(5)
+    opt = Adam([{"params": ps[:1], "lr": 0.5}, {"params": ps[1:], "weight_decay": 0.1}], lr=0.01)
+    opt.step(_grads(list(zip(ps, grads[0], strict=True))))
+    saved = opt.state_dict()
+    assert saved["param_groups"][0]["params"] == [0] and saved["param_groups"][1]["params"] == [1, 2]
+    assert saved["param_groups"][0]["lr"] == 0.5 and saved["param_groups"][1]["weight_decay"] == 0.1
+    other = Adam([{"params": ps[:1]}, {"params": ps[1:]}], lr=0.3)
+    other.load_state_dict(saved)
+    assert [g["lr"] for g in other.param_groups] == [0.5, 0.01]
+    assert [g["weight_decay"] for g in other.param_groups] == [0.0, 0.1]
+    np.testing.assert_array_equal(other.state[2]["exp_avg"], opt.state[2]["exp_avg"])
+    with pytest.raises(ValueError, match=r"saved parameter groups hold \[1, 2\].*hold \[3\]"):
+        Adam(ps, lr=0.1).load_state_dict(saved)
+    legacy = {"state": {}, "hyperparams": {**opt.hyperparams(), "lr": 0.2}}  # saved before groups
+    other.load_state_dict(legacy)
+    assert [g["lr"] for g in other.param_groups] == [0.2, 0.2]
+    # setting an attribute validates it and reaches every group; reading gives the default
+    other.weight_decay = 0.25
+    assert other.weight_decay == 0.25 and [g["weight_decay"] for g in other.param_groups] == [0.25, 0.25]
+    other.lr = 0.7
+    assert other.lr == 0.7 and [g["lr"] for g in other.param_groups] == [0.7, 0.7]
+    with pytest.raises(ValueError, match=r"Adam: eps must be a finite number >= 0"):
+        other.eps = -1.0
+    assert other.eps == 1e-8
+    with pytest.raises(AttributeError, match="momentum"):
+        _ = other.momentum  # type: ignore[attr-defined]
+
+
+def test_parameter_group_errors() -> None:
+    a, b = _param([1.0]), _param([2.0])
+    with pytest.raises(ValueError, match=r"SGD: parameter group 1 sets \['momentun'\], which SGD does not have"):
+        SGD([{"params": [a]}, {"params": [b], "momentun": 0.9}], lr=0.1)
+    with pytest.raises(ValueError, match=r"Adam: params\[1\] \(id \d+\) appears more than once"):
+        Adam([{"params": [a]}, {"params": [a]}])
+    with pytest.raises(ValueError, match="parameter group 0 has no 'params'"):
+        Adam([{"lr": 0.1}])
+    with pytest.raises(ValueError, match="parameter group 1 is empty"):
+        Adam([{"params": [a]}, {"params": []}])
+    with pytest.raises(TypeError, match="mixes tensors and parameter groups"):
+        Adam([a, {"params": [b]}])
+    with pytest.raises(ValueError, match=r"AdamW: betas\[1\] must be in \[0, 1\)"):
+        AdamW([{"params": [a], "betas": (0.9, 1.5)}])
+    with pytest.raises(ValueError, match="lr must be a finite number >= 0"):
+        SGD([{"params": [a], "lr": -1.0}], lr=0.1)
+    single = Adam([{"params": a}])  # a lone tensor as a group's params, as PyTorch accepts
+    assert single.params == [a]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,63 +38,117 @@ def _check_unit(opt: str, name: str, value: float) -> float:
 
 
 class Optimizer:
-    """Base class: the parameter list, the learning rate, per-parameter state.
+    """Base class: parameter groups, their hyper-parameters, per-parameter state.
 
     Args:
         params: the parameters, gradtape tensors of dtype float32/float64 whose ``.data``
-            (a writable numpy array) :meth:`step` updates in place. Each tensor at most once.
-        lr: the learning rate, >= 0; a settable attribute (schedules set it).
+            (a writable numpy array) :meth:`step` updates in place, each at most once; or
+            PyTorch's parameter groups, a sequence of dicts ``{"params": [tensors], **hp}``
+            whose hyper-parameters ``hp`` (any of the optimizer's, ``lr`` included) override
+            the constructor's for that group, e.g. AdamW without weight decay on biases and
+            norms: ``[{"params": weights}, {"params": others, "weight_decay": 0.0}]``.
+        defaults: the hyper-parameters given to the constructor (``lr`` and the optimizer's
+            own); groups take them where they do not set their own.
 
-    State is kept per parameter position (``state[i]`` for ``params[i]``): numpy arrays of
-    the parameter's shape and dtype plus, for Adam and RMSprop, the step count.
+    ``param_groups`` is the list of groups, each a dict with ``"params"`` (the tensors) and
+    every hyper-parameter, read by :meth:`step` (edit them there, as in PyTorch). The
+    optimizer's attributes (``opt.weight_decay``, ...) read the defaults, ``opt.lr`` the
+    first group's rate (the one in use with one group); setting one validates it and sets it
+    in the defaults and in every group (schedules set ``lr`` per group instead, see
+    :mod:`gradtape.optim.schedules`). ``params`` is the flat list of
+    all groups' tensors, in order. State is kept per position in that list (``state[i]``
+    for ``params[i]``): numpy arrays of the parameter's shape and dtype plus, for Adam and
+    RMSprop, the step count.
 
     Raises:
-        ValueError: ``params`` is empty or holds a tensor twice, a parameter is read-only,
-            or ``lr`` is negative or not finite.
+        ValueError: no parameters, or a tensor given twice (also across groups), a
+            parameter read-only, a group without ``"params"`` or with a key the optimizer
+            does not have, or a hyper-parameter out of range (``lr`` negative or not finite).
         TypeError: a parameter is not a gradtape ``Tensor``.
         DTypeError: a parameter is not float32/float64.
     """
 
     name = "Optimizer"
     _state_keys: tuple[str, ...] = ()
+    lr: float
 
-    def __init__(self, params: Sequence[Tensor[Any, Any]], lr: float) -> None:
-        ps = list(params)
-        if not ps:
+    def __init__(self, params: Sequence[Tensor[Any, Any] | dict[str, Any]], defaults: dict[str, Any]) -> None:
+        items = list(params)
+        if not items:
             raise ValueError(f"{self.name}: params is empty")
+        self.defaults: dict[str, Any] = self._validate(dict(defaults))
+        dicts = [isinstance(it, dict) for it in items]
+        if any(dicts) and not all(dicts):
+            raise TypeError(f"{self.name}: params mixes tensors and parameter groups (dicts); give one kind")
+        raw: list[dict[str, Any]] = [it for it in items if isinstance(it, dict)] if all(dicts) else [{"params": items}]
+        ps: list[Tensor[Any, Any]] = []
+        groups: list[dict[str, Any]] = []
         seen: set[int] = set()
-        for i, p in enumerate(ps):
-            if not isinstance(p, Tensor):
-                raise TypeError(f"{self.name}: params[{i}] is a {type(p).__name__}, not a gradtape Tensor")
-            if p.dtype not in _FLOATS:
-                raise DTypeError(f"{self.name}: params[{i}] has dtype {p.dtype}; optimizers take float32 or float64")
-            if not p.data.flags.writeable:
-                raise ValueError(f"{self.name}: params[{i}] (shape {p.shape}) is read-only")
-            if p.id in seen:
-                raise ValueError(f"{self.name}: params[{i}] (id {p.id}) appears more than once")
-            seen.add(p.id)
+        for gi, group in enumerate(raw):
+            if "params" not in group:
+                raise ValueError(f"{self.name}: parameter group {gi} has no 'params'")
+            unknown = sorted(set(group) - set(self.defaults) - {"params"})
+            if unknown:
+                raise ValueError(
+                    f"{self.name}: parameter group {gi} sets {unknown}, which {self.name} does not have "
+                    f"(its hyper-parameters: {sorted(self.defaults)})"
+                )
+            given = group["params"]
+            members: list[Any] = [given] if isinstance(given, Tensor) else list(given)
+            if not members:
+                raise ValueError(f"{self.name}: parameter group {gi} is empty")
+            for p in members:
+                i = len(ps)
+                if not isinstance(p, Tensor):
+                    raise TypeError(f"{self.name}: params[{i}] is a {type(p).__name__}, not a gradtape Tensor")
+                if p.dtype not in _FLOATS:
+                    raise DTypeError(
+                        f"{self.name}: params[{i}] has dtype {p.dtype}; optimizers take float32 or float64"
+                    )
+                if not p.data.flags.writeable:
+                    raise ValueError(f"{self.name}: params[{i}] (shape {p.shape}) is read-only")
+                if p.id in seen:
+                    raise ValueError(f"{self.name}: params[{i}] (id {p.id}) appears more than once")
+                seen.add(p.id)
+                ps.append(p)
+            hp = self._validate({**self.defaults, **{k: v for k, v in group.items() if k != "params"}})
+            groups.append({"params": members, **hp})
+        self.param_groups: list[dict[str, Any]] = groups
         self.params: list[Tensor[Any, Any]] = ps
-        self.lr = lr
         self.state: list[dict[str, Any]] = [{} for _ in ps]
 
-    @property
-    def lr(self) -> float:
-        """The learning rate (a float >= 0); setting it validates it."""
-        return self._lr
+    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
+        """Check and normalise a full set of hyper-parameters (raises ValueError)."""
+        return {"lr": _check_nonneg(self.name, "lr", hp["lr"])}
 
-    @lr.setter
-    def lr(self, value: float) -> None:
-        self._lr = _check_nonneg(self.name, "lr", value)
+    if not TYPE_CHECKING:  # attribute access to the defaults; typed by each class's annotations
+
+        def __getattr__(self, key: str) -> Any:
+            groups = self.__dict__.get("param_groups")
+            if key == "lr" and groups:  # the rate in use, which schedules set per group
+                return groups[0]["lr"]
+            defaults = self.__dict__.get("defaults")
+            if defaults is not None and key in defaults:
+                return defaults[key]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        defaults = self.__dict__.get("defaults")
+        if defaults is not None and key in defaults:
+            checked = self._validate({**defaults, key: value})
+            defaults[key] = checked[key]
+            for g in self.__dict__.get("param_groups", ()):
+                g[key] = checked[key]
+            return
+        super().__setattr__(key, value)
 
     def hyperparams(self) -> dict[str, Any]:
-        """The hyper-parameters as a dict (``lr`` and the optimizer's own)."""
-        return {"lr": self.lr}
-
-    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
-        self.lr = hp["lr"]
+        """The default hyper-parameters as a dict (``lr`` and the optimizer's own)."""
+        return dict(self.defaults)
 
     def step(self, grads: Gradients) -> None:
-        """Update every parameter that has a gradient in ``grads`` in place.
+        """Update every parameter that has a gradient in ``grads`` in place, each with its
+        group's hyper-parameters.
 
         Reads each parameter's gradient from the store (never writes it); a parameter with
         no gradient is skipped (its state is not advanced), as PyTorch skips
@@ -107,20 +161,23 @@ class Optimizer:
         """
         stored = grads._data  # the store's own arrays: read here, never written
         name = self.name
-        for i, p in enumerate(self.params):
-            g = stored.get(p.id)
-            if g is None:
-                continue
-            pd = p.data
-            if g.shape != pd.shape:
-                raise ShapeError(f"{name}.step: gradient shape {g.shape} != params[{i}] shape {pd.shape}")
-            if g.dtype != pd.dtype:
-                raise DTypeError(f"{name}.step: gradient dtype {g.dtype} != params[{i}] dtype {pd.dtype}")
-            if not pd.flags.writeable:
-                raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
-            self._update(self.state[i], pd, g)
+        i = -1
+        for group in self.param_groups:
+            for p in group["params"]:
+                i += 1
+                g = stored.get(p.id)
+                if g is None:
+                    continue
+                pd = p.data
+                if g.shape != pd.shape:
+                    raise ShapeError(f"{name}.step: gradient shape {g.shape} != params[{i}] shape {pd.shape}")
+                if g.dtype != pd.dtype:
+                    raise DTypeError(f"{name}.step: gradient dtype {g.dtype} != params[{i}] dtype {pd.dtype}")
+                if not pd.flags.writeable:
+                    raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
+                self._update(self.state[i], pd, g, group)
 
-    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+    def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         raise NotImplementedError
 
     def _buf(self, state: dict[str, Any], key: str, p: Array) -> Array:
@@ -130,24 +187,33 @@ class Optimizer:
         return buf
 
     def state_dict(self) -> dict[str, Any]:
-        """Return ``{"state": {i: {key: copy}}, "hyperparams": {...}}``, a deep copy.
+        """Return ``{"state": {i: {key: copy}}, "hyperparams": {...}, "param_groups": [...]}``,
+        a deep copy.
 
         State arrays are numpy copies; step counts are ints. Parameters that never got a
-        gradient have no entry.
+        gradient have no entry. ``param_groups`` holds each group's hyper-parameters and its
+        parameters' positions (``"params": [i, ...]``), as PyTorch's.
         """
         state = {
             i: {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
             for i, s in enumerate(self.state)
             if s
         }
-        return {"state": state, "hyperparams": self.hyperparams()}
+        groups: list[dict[str, Any]] = []
+        start = 0
+        for g in self.param_groups:
+            n = len(g["params"])
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": list(range(start, start + n))})
+            start += n
+        return {"state": state, "hyperparams": self.hyperparams(), "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore state and hyper-parameters saved by :meth:`state_dict` (copies the arrays).
 
         Raises:
-            ValueError: a parameter index is out of range, a key is unknown, or a
-                hyper-parameter is invalid.
+            ValueError: a parameter index is out of range, a key is unknown, a
+                hyper-parameter is invalid, or the saved groups do not hold the same
+                numbers of parameters as this optimizer's.
             ShapeError, DTypeError: a state array does not match its parameter.
         """
         new: list[dict[str, Any]] = [{} for _ in self.params]
@@ -174,14 +240,30 @@ class Optimizer:
                         f"parameter has {p.dtype}"
                     )
                 new[i][k] = np.array(arr, dtype=p.dtype, order="C", copy=True)
-        hp = dict(self.hyperparams())
-        hp.update(state_dict.get("hyperparams", {}))
-        self._set_hyperparams(hp)
+        defaults = self._validate({**self.defaults, **state_dict.get("hyperparams", {})})
+        saved = state_dict.get("param_groups")
+        group_hps: list[dict[str, Any]] = []
+        if saved is not None:
+            sizes = [len(g["params"]) for g in saved]
+            mine = [len(g["params"]) for g in self.param_groups]
+            if sizes != mine:
+                raise ValueError(
+                    f"{self.name}.load_state_dict: the saved parameter groups hold {sizes} parameters, "
+                    f"this optimizer's hold {mine}"
+                )
+            for g in saved:
+                group_hps.append(self._validate({**defaults, **{k: v for k, v in g.items() if k != "params"}}))
+        else:  # saved before groups existed: every group takes the saved hyper-parameters
+            group_hps = [dict(defaults) for _ in self.param_groups]
+        self.defaults.update(defaults)
+        for g, hp in zip(self.param_groups, group_hps, strict=True):
+            g.update(hp)
         self.state = new
 
     def __repr__(self) -> str:
         hp = ", ".join(f"{k}={v}" for k, v in self.hyperparams().items())
-        return f"{self.name}({len(self.params)} params, {hp})"
+        groups = f", {len(self.param_groups)} groups" if len(self.param_groups) > 1 else ""
+        return f"{self.name}({len(self.params)} params{groups}, {hp})"
 
 
 class SGD(Optimizer):
@@ -206,51 +288,56 @@ class SGD(Optimizer):
 
     name = "SGD"
     _state_keys = ("momentum_buffer",)
+    momentum: float
+    dampening: float
+    nesterov: bool
+    weight_decay: float
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any]],
+        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
         lr: float,
         momentum: float = 0.0,
         dampening: float = 0.0,
         nesterov: bool = False,
         weight_decay: float = 0.0,
     ) -> None:
-        super().__init__(params, lr)
-        self._set_hyperparams(
-            {"lr": lr, "momentum": momentum, "dampening": dampening, "nesterov": nesterov, "weight_decay": weight_decay}
+        super().__init__(
+            params,
+            {
+                "lr": lr,
+                "momentum": momentum,
+                "dampening": dampening,
+                "nesterov": nesterov,
+                "weight_decay": weight_decay,
+            },
         )
 
-    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
-        self.lr = hp["lr"]
+    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
         momentum = _check_nonneg(self.name, "momentum", hp["momentum"])
         dampening = _check_nonneg(self.name, "dampening", hp["dampening"])
-        weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
         nesterov = bool(hp["nesterov"])
         if nesterov and (momentum <= 0.0 or dampening != 0.0):
             raise ValueError(
                 f"SGD: nesterov needs momentum > 0 and dampening == 0, got momentum={momentum}, dampening={dampening}"
             )
-        self.momentum, self.dampening, self.nesterov, self.weight_decay = momentum, dampening, nesterov, weight_decay
-
-    def hyperparams(self) -> dict[str, Any]:
-        """``lr``, ``momentum``, ``dampening``, ``nesterov``, ``weight_decay``."""
         return {
-            "lr": self.lr,
-            "momentum": self.momentum,
-            "dampening": self.dampening,
-            "nesterov": self.nesterov,
-            "weight_decay": self.weight_decay,
+            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
+            "momentum": momentum,
+            "dampening": dampening,
+            "nesterov": nesterov,
+            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
         }
 
-    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+    def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         buf = None
         first = False
-        if self.momentum != 0.0:
+        momentum = hp["momentum"]
+        if momentum != 0.0:
             first = "momentum_buffer" not in state
             buf = self._buf(state, "momentum_buffer", p)
         # the buffers are this optimizer's own and step() checked p and g: skip re-validation
-        _k._sgd_apply(p, g, buf, self._lr, self.momentum, self.dampening, self.weight_decay, self.nesterov, first)
+        _k._sgd_apply(p, g, buf, hp["lr"], momentum, hp["dampening"], hp["weight_decay"], hp["nesterov"], first)
 
 
 class Adam(Optimizer):
@@ -275,48 +362,43 @@ class Adam(Optimizer):
     name = "Adam"
     _decoupled = False
     _state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
+    amsgrad: bool
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any]],
+        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
     ) -> None:
-        super().__init__(params, lr)
-        self._set_hyperparams({"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad})
+        super().__init__(
+            params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
+        )
 
-    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
-        self.lr = hp["lr"]
+    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
         betas = tuple(hp["betas"])
         if len(betas) != 2:
             raise ValueError(f"{self.name}: betas must be a pair, got {betas}")
-        b1 = _check_unit(self.name, "betas[0]", betas[0])
-        b2 = _check_unit(self.name, "betas[1]", betas[1])
-        self.betas = (b1, b2)
-        self.eps = _check_nonneg(self.name, "eps", hp["eps"])
-        self.weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
-        self.amsgrad = bool(hp["amsgrad"])
-
-    def hyperparams(self) -> dict[str, Any]:
-        """``lr``, ``betas``, ``eps``, ``weight_decay``, ``amsgrad``."""
         return {
-            "lr": self.lr,
-            "betas": self.betas,
-            "eps": self.eps,
-            "weight_decay": self.weight_decay,
-            "amsgrad": self.amsgrad,
+            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
+            "betas": (_check_unit(self.name, "betas[0]", betas[0]), _check_unit(self.name, "betas[1]", betas[1])),
+            "eps": _check_nonneg(self.name, "eps", hp["eps"]),
+            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
+            "amsgrad": bool(hp["amsgrad"]),
         }
 
-    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+    def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         step = state["step"] = int(state.get("step", 0)) + 1
         m = self._buf(state, "exp_avg", p)
         v = self._buf(state, "exp_avg_sq", p)
-        vmax = self._buf(state, "max_exp_avg_sq", p) if self.amsgrad else None
-        b1, b2 = self.betas
-        _k._adam_apply(p, g, m, v, vmax, self._lr, b1, b2, self.eps, step, self.weight_decay, self._decoupled)
+        vmax = self._buf(state, "max_exp_avg_sq", p) if hp["amsgrad"] else None
+        b1, b2 = hp["betas"]
+        _k._adam_apply(p, g, m, v, vmax, hp["lr"], b1, b2, hp["eps"], step, hp["weight_decay"], self._decoupled)
 
 
 class AdamW(Adam):
@@ -335,7 +417,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any]],
+        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -368,10 +450,15 @@ class RMSprop(Optimizer):
 
     name = "RMSprop"
     _state_keys = ("step", "square_avg", "grad_avg", "momentum_buffer")
+    alpha: float
+    eps: float
+    weight_decay: float
+    momentum: float
+    centered: bool
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any]],
+        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
         lr: float = 1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
@@ -379,8 +466,8 @@ class RMSprop(Optimizer):
         momentum: float = 0.0,
         centered: bool = False,
     ) -> None:
-        super().__init__(params, lr)
-        self._set_hyperparams(
+        super().__init__(
+            params,
             {
                 "lr": lr,
                 "alpha": alpha,
@@ -388,31 +475,23 @@ class RMSprop(Optimizer):
                 "weight_decay": weight_decay,
                 "momentum": momentum,
                 "centered": centered,
-            }
+            },
         )
 
-    def _set_hyperparams(self, hp: dict[str, Any]) -> None:
-        self.lr = hp["lr"]
-        self.alpha = _check_unit(self.name, "alpha", hp["alpha"])
-        self.eps = _check_nonneg(self.name, "eps", hp["eps"])
-        self.weight_decay = _check_nonneg(self.name, "weight_decay", hp["weight_decay"])
-        self.momentum = _check_nonneg(self.name, "momentum", hp["momentum"])
-        self.centered = bool(hp["centered"])
-
-    def hyperparams(self) -> dict[str, Any]:
-        """``lr``, ``alpha``, ``eps``, ``weight_decay``, ``momentum``, ``centered``."""
+    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
         return {
-            "lr": self.lr,
-            "alpha": self.alpha,
-            "eps": self.eps,
-            "weight_decay": self.weight_decay,
-            "momentum": self.momentum,
-            "centered": self.centered,
+            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
+            "alpha": _check_unit(self.name, "alpha", hp["alpha"]),
+            "eps": _check_nonneg(self.name, "eps", hp["eps"]),
+            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
+            "momentum": _check_nonneg(self.name, "momentum", hp["momentum"]),
+            "centered": bool(hp["centered"]),
         }
 
-    def _update(self, state: dict[str, Any], p: Array, g: Array) -> None:
+    def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         state["step"] = int(state.get("step", 0)) + 1
+        momentum = hp["momentum"]
         sq = self._buf(state, "square_avg", p)
-        ga = self._buf(state, "grad_avg", p) if self.centered else None
-        buf = self._buf(state, "momentum_buffer", p) if self.momentum > 0.0 else None
-        _k._rmsprop_apply(p, g, sq, ga, buf, self._lr, self.alpha, self.eps, self.weight_decay, self.momentum)
+        ga = self._buf(state, "grad_avg", p) if hp["centered"] else None
+        buf = self._buf(state, "momentum_buffer", p) if momentum > 0.0 else None
+        _k._rmsprop_apply(p, g, sq, ga, buf, hp["lr"], hp["alpha"], hp["eps"], hp["weight_decay"], momentum)

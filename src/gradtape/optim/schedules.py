@@ -1,14 +1,15 @@
 """Learning-rate schedules: :class:`StepLR` and :class:`CosineAnnealingLR`, as PyTorch's.
 
-A schedule sets its optimizer's ``lr`` when constructed (epoch 0: the optimizer's ``lr``
-becomes the base rate) and on each :meth:`LRScheduler.step` (once per epoch, after the
-epoch's optimizer steps), with PyTorch's recursive ("chainable") formulas.
+A schedule sets its optimizer's rates when constructed (epoch 0: each parameter group's
+``lr`` becomes that group's base rate) and on each :meth:`LRScheduler.step` (once per epoch,
+after the epoch's optimizer steps), with PyTorch's recursive ("chainable") formulas applied
+to every group's own rate.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR"]
 
@@ -17,34 +18,51 @@ class _HasLr(Protocol):
     lr: float
 
 
+def _groups(optimizer: _HasLr) -> list[dict[str, Any]] | None:
+    groups = getattr(optimizer, "param_groups", None)
+    return groups if isinstance(groups, list) and groups else None
+
+
 class LRScheduler:
-    """Base class: keeps ``base_lr`` (the optimizer's ``lr`` at construction) and ``last_epoch``.
+    """Base class: keeps each parameter group's base rate (its ``lr`` at construction) and
+    ``last_epoch``.
 
     Args:
-        optimizer: anything with a settable float ``lr`` (a :mod:`gradtape.optim` optimizer).
+        optimizer: a :mod:`gradtape.optim` optimizer (its ``param_groups`` each get the
+            schedule applied to their own rate), or anything with a settable float ``lr``.
     """
 
     def __init__(self, optimizer: _HasLr) -> None:
         self.optimizer = optimizer
-        self.base_lr = float(optimizer.lr)
+        groups = _groups(optimizer)
+        self.base_lrs = [float(g["lr"]) for g in groups] if groups else [float(optimizer.lr)]
+        self.base_lr = self.base_lrs[0]
         self.last_epoch = -1
-        self._last_lr = self.base_lr
+        self._last_lrs = list(self.base_lrs)
         self.step()
 
-    def _next_lr(self) -> float:
+    def _next_lr(self, lr: float, base_lr: float) -> float:
         raise NotImplementedError
 
     def step(self) -> None:
-        """Advance one epoch and set ``optimizer.lr`` to the new rate."""
+        """Advance one epoch and set each group's ``lr`` (or ``optimizer.lr``) to its new rate."""
         self.last_epoch += 1
-        lr = self.base_lr if self.last_epoch == 0 else self._next_lr()
-        self.optimizer.lr = max(lr, 0.0)  # rounding must not make a rate of ~0 negative
-        self._last_lr = float(self.optimizer.lr)
+        groups = _groups(self.optimizer)
+        current = [float(g["lr"]) for g in groups] if groups else [float(self.optimizer.lr)]
+        lrs = [
+            max(base if self.last_epoch == 0 else self._next_lr(lr, base), 0.0)  # rounding must not make ~0 negative
+            for lr, base in zip(current, self.base_lrs, strict=True)
+        ]
+        if groups:
+            for g, lr in zip(groups, lrs, strict=True):
+                g["lr"] = lr
+        else:
+            self.optimizer.lr = lrs[0]
+        self._last_lrs = lrs
 
     def get_last_lr(self) -> list[float]:
-        """The rate the last :meth:`step` set, as a one-element list (PyTorch returns one per
-        parameter group; gradtape optimizers have one group)."""
-        return [self._last_lr]
+        """The rates the last :meth:`step` set, one per parameter group (PyTorch's)."""
+        return list(self._last_lrs)
 
 
 class StepLR(LRScheduler):
@@ -66,8 +84,7 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer)
 
-    def _next_lr(self) -> float:
-        lr = float(self.optimizer.lr)
+    def _next_lr(self, lr: float, base_lr: float) -> float:
         return lr * self.gamma if self.last_epoch % self.step_size == 0 else lr
 
 
@@ -92,8 +109,8 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer)
 
-    def _next_lr(self) -> float:
-        t, T, lr, eta = self.last_epoch, self.T_max, float(self.optimizer.lr), self.eta_min
+    def _next_lr(self, lr: float, base_lr: float) -> float:
+        t, T, eta = self.last_epoch, self.T_max, self.eta_min
         if (t - 1 - T) % (2 * T) == 0:
-            return lr + (self.base_lr - eta) * (1 - math.cos(math.pi / T)) / 2
+            return lr + (base_lr - eta) * (1 - math.cos(math.pi / T)) / 2
         return (1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T)) * (lr - eta) + eta
