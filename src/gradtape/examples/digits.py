@@ -2,7 +2,7 @@
 
     python -m gradtape.examples.digits [--model mlp|cnn] [--optimizer sgd|adam|adamw|rmsprop]
         [--epochs N] [--batch-size B] [--lr LR] [--hidden H] [--seed S]
-        [--out FILE | --no-save] [--plot FILE] [--no-progress]
+        [--out FILE | --no-save] [--plot FILE] [--no-progress] [--distributed]
 
 The data set (1797 8x8 grey-level images of the digits 0-9, UCI's optdigits test set)
 ships with scikit-learn, so nothing is downloaded. A fixed stratified 75/25 train/test
@@ -33,6 +33,13 @@ path (safetensors, parameter names as PyTorch's ``state_dict`` would name them),
 
 Measured on a 2-core VM (seed 0, default settings): ``mlp`` 98.00% in 2-3 s, ``cnn``
 98.22% in 6-7 s.
+
+``--distributed`` trains data-parallel over MPI (:mod:`gradtape.distributed`; launch with
+``mpiexec -n N python -m gradtape.examples.digits --distributed``): every rank starts from
+rank 0's weights, takes its shard of each epoch (:func:`~gradtape.distributed.shard_indices`,
+seeded by ``--seed``), and trains on ``batch_size / N`` images per step, so a step sees the
+same global batch as one process; gradients are averaged over the ranks during backward.
+Rank 0 alone prints, shows progress and saves. ``--batch-size`` must be a multiple of ``N``.
 """
 
 from __future__ import annotations
@@ -214,6 +221,7 @@ def train(
     seed: int = 0,
     verbose: bool = True,
     progress: bool | None = None,
+    distributed: bool = False,
 ) -> tuple[MLP | CNN, History]:
     """Train a model on the digits; return ``(model, history)``.
 
@@ -228,9 +236,14 @@ def train(
             :data:`SPLIT_SEED`, so every seed is scored on the same test images).
         verbose: print one line per epoch.
         progress: show a tqdm bar on stderr (``None``: only when stderr is a terminal).
+        distributed: data-parallel over MPI's world (see the module docstring); ``batch_size``
+            is the global batch. Only rank 0 prints and shows progress. The history's
+            training loss is the global mean.
 
     Raises:
-        ValueError: an unknown model or optimizer, or ``epochs``/``batch_size``/``hidden`` < 1.
+        ValueError: an unknown model or optimizer, or ``epochs``/``batch_size``/``hidden`` < 1,
+            or (distributed) a ``batch_size`` that is not a multiple of the number of ranks.
+        gradtape.distributed.DistributedError: (distributed) no MPI, or a peer rank failed.
     """
     epochs = DEFAULT_EPOCHS.get(model_name, 1) if epochs is None else epochs
     lr = DEFAULT_LR.get(optimizer, 0.0) if lr is None else lr
@@ -242,14 +255,29 @@ def train(
     x_tr, y_tr, x_te, y_te = load_digits_split()
     dev = Cpu(seed=seed)
     model = build_model(model_name, dev, hidden)
+    ddp = None
+    local_batch = batch_size
+    if distributed:
+        from gradtape import distributed as dist
+
+        world = dist.init()
+        if batch_size % world.size:
+            raise ValueError(f"--batch-size {batch_size} is not a multiple of the {world.size} ranks")
+        local_batch = batch_size // world.size
+        ddp = dist.DistributedDataParallel(model, world)  # checks the ranks agree, copies rank 0's weights
+        if world.rank != 0:
+            verbose, progress = False, False
     opt = build_optimizer(optimizer, model, lr)
     grads = model.alloc_grads()
     order_rng = np.random.default_rng(seed)
     history = History()
-    steps = -(-len(x_tr) // batch_size)
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
-        order = order_rng.permutation(len(x_tr))
+        if ddp is None:
+            order = order_rng.permutation(len(x_tr))
+        else:
+            order = dist.shard_indices(len(x_tr), epoch, seed, ddp.world)
+        steps = -(-len(order) // local_batch)
         total = 0.0
         bar = tqdm(
             total=steps,
@@ -261,10 +289,12 @@ def train(
         )
         with bar:
             for step in range(steps):
-                idx = order[step * batch_size : (step + 1) * batch_size]
+                idx = order[step * local_batch : (step + 1) * local_batch]
                 x: Tensor[Rank2[int, Pixels], Any] = dev.tensor(x_tr[idx])
                 loss = cross_entropy(model(x.trace(grads)), y_tr[idx])
                 grads = loss.backward()
+                if ddp is not None:
+                    ddp.synchronize(grads)  # the mean over the ranks (mostly done during backward)
                 opt.step(grads)
                 model.zero_grads(grads)
                 value = loss.item()
@@ -272,7 +302,11 @@ def train(
                 bar.update()
                 if step % 8 == 0:
                     bar.set_postfix(loss=f"{value:.4f}", refresh=False)
-        history.train_loss.append(total / len(x_tr))
+        if ddp is None:
+            history.train_loss.append(total / len(x_tr))
+        else:  # the mean over every rank's shard (padding included)
+            both = dist.allreduce_(np.array([total, len(order)], np.float64), ddp.world, average=False)
+            history.train_loss.append(float(both[0] / both[1]))
         test_loss, test_acc = evaluate(model, dev, x_te, y_te)
         history.test_loss.append(test_loss)
         history.test_acc.append(test_acc)
@@ -338,6 +372,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--no-save", action="store_true", help="do not write a checkpoint")
     ap.add_argument("--plot", metavar="FILE", help="write loss and accuracy curves to this PNG file")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument(
+        "--distributed",
+        action="store_true",
+        help="data-parallel over MPI: launch with mpiexec -n N (needs gradtape[distributed])",
+    )
     args = ap.parse_args(argv)
     if args.no_save and args.out:
         ap.error("--out and --no-save exclude each other")
@@ -358,7 +397,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.hidden,
         args.seed,
         progress=False if args.no_progress else None,
+        distributed=args.distributed,
     )
+    if args.distributed:
+        from gradtape import distributed as dist
+
+        world = dist.init()
+        if world.rank != 0:  # rank 0 reports and saves; the others hold the same weights
+            return
+        print(f"data-parallel over {world.size} MPI ranks, global batch {args.batch_size}")
     print(f"trained {args.model} ({model.num_parameters():,} parameters) in {time.perf_counter() - started:.1f} s")
     if not args.no_save:
         out = args.out or f"digits-{args.model}.safetensors"
