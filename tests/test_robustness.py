@@ -94,6 +94,10 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
             x, *(_t(s, 12 + k) for k, s in enumerate([(2, 3, 4), (4, 2), (2, 3, 2), (2, 3, 2), (4,), (2, 3, 4)]))
         ),
     ),
+    "scaled_dot_product_attention": (
+        (2, 3, 4),  # q (B, L, E); k (B, 5, 4), v (B, 5, 3), causal
+        lambda x: ops.scaled_dot_product_attention(x, _t((2, 5, 4), 20), _t((2, 5, 3), 21), is_causal=True),
+    ),
     **{name: ((2, 3, 4, 4), _with(ops, name, 2)) for name in ("max_pool2d", "min_pool2d", "avg_pool2d")},
     "upscale2d": ((2, 3, 2, 2), lambda x: ops.upscale2d(x, scale_factor=2)),
     "cross_entropy": ((2, 3), lambda x: losses.cross_entropy(x, [2, 0])),

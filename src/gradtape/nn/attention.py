@@ -15,18 +15,24 @@ from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
 from gradtape.nn.norm import LayerNorm
+from gradtape.ops.attention import sdpa
 from gradtape.ops.linalg import linear  # the unwrapped op: Module.__call__ checked the inputs
+from gradtape.ops.shape import stack
 from gradtape.shapes import AnyShape, Rank3
-from gradtape.tape import NoneTape, OwnedTape, Tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderLayer"]
+
+Array = np.ndarray[Any, Any]
 
 if TYPE_CHECKING:
     # PEP 696 default (typing_extensions, for the checkers only): a bare
     # ``MultiHeadAttention`` annotation means ``MultiHeadAttention[int]``, a layer whose
     # width is known at run time (what the constructor infers without an annotated target).
     from typing_extensions import TypeVar as _TypeVarD
+
+    from gradtape.gradients import Gradients
 
     E = _TypeVarD("E", default=int)
 else:
@@ -40,6 +46,54 @@ W2 = TypeVar("W2")
 T = TypeVar("T", bound=Tape)
 
 
+def split_heads(y: Tensor[Any, Any], which: tuple[int, ...], num_heads: int) -> list[Tensor[Any, Any]]:
+    """Split a packed in-projection ``y (B, L, 3E)`` into the heads ``(B, H, L, D)``
+    (``D = E / H``) of its parts ``which`` (0: query, 1: key, 2: value): views of ``y``, as
+    ``y.reshape(B, L, 3, H, D)[:, :, i].permute(0, 2, 1, 3)``.
+
+    One recorded op for all the parts: its backward writes their gradients into one
+    ``(B, L, 3, H, D)`` buffer (zeros in the parts without one), handed to ``y`` as its
+    gradient; a slice op per part would allocate and add a zero buffer of ``y``'s full shape
+    each. The second rule stacks the gradients in gradtape ops.
+
+    Raises:
+        ShapeError: ``y`` is not 3-D with a last dim divisible by ``3 * num_heads``.
+    """
+    yd = y.data
+    if yd.ndim != 3 or yd.shape[2] % (3 * num_heads):
+        raise ShapeError(f"MultiHeadAttention: packed projection {yd.shape} is not (B, L, 3 * {num_heads} * D)")
+    b, n, e3 = yd.shape
+    d = e3 // (3 * num_heads)
+    y5 = yd.reshape(b, n, 3, num_heads, d)
+    tape = op_tape(y)
+    outs = [y._from_op(y5[:, :, i].transpose(0, 2, 1, 3), tape) for i in which]
+    if tape is not NONE_TAPE:
+        yid, oids = y.id, [o.id for o in outs]
+        full = which == (0, 1, 2)
+
+        def split_heads_backward(grads: Gradients) -> None:
+            gs = [grads._release(oid) for oid in oids]
+            if all(g is None for g in gs):
+                return
+            buf = (np.empty if full and all(g is not None for g in gs) else np.zeros)(y5.shape, yd.dtype)
+            for i, g in zip(which, gs, strict=True):
+                if g is not None:
+                    np.copyto(buf[:, :, i], g.transpose(0, 2, 1, 3))
+            grads._accum(yid, buf.reshape(yd.shape))
+
+        def split_heads_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+            zero = gs[0]._like(np.zeros((b, num_heads, n, d), yd.dtype))
+            parts = [zero, zero, zero]
+            for i, g in zip(which, gs, strict=True):
+                parts[i] = g
+            g5 = stack([t.permute((0, 2, 1, 3)) for t in parts], axis=2)
+            return [(yid, g5.reshape(yd.shape))]
+
+        attach_diff(split_heads_backward, [(o.id, o.shape, o.dtype) for o in outs], split_heads_diff)
+        tape.add_backward_op(split_heads_backward)
+    return outs
+
+
 class MultiHeadAttention(Module, Generic[E]):
     """Multi-head scaled dot-product attention (Vaswani et al. 2017; PyTorch's
     ``nn.MultiheadAttention`` with ``batch_first=True``).
@@ -48,6 +102,12 @@ class MultiHeadAttention(Module, Generic[E]):
     ``[Q, K, V] = [q, k, v] @ in_proj_weight[i]^T + in_proj_bias[i]`` split into heads,
     ``A = softmax(Q K^T / sqrt(D) + mask)`` over the keys, dropout on ``A`` (training mode),
     ``y = concat_heads(A V) @ out_proj.weight^T + out_proj.bias``, shape ``(B, Lq, E)``.
+
+    The heads are views of the packed projection (:func:`split_heads`, whose backward writes
+    the three gradients into one ``(B, L, 3E)`` buffer), and the core
+    ``dropout(softmax(...)) V`` is one fused op
+    (:func:`gradtape.ops.attention.scaled_dot_product_attention`: BLAS products around one
+    kernel pass for scale, mask and softmax, one for its backward).
 
     Args:
         embed_dim: ``E``.
@@ -102,10 +162,10 @@ class MultiHeadAttention(Module, Generic[E]):
     def _heads(self, x: Tensor[Any, Any], which: tuple[int, ...]) -> list[Tensor[Any, Any]]:
         """Project ``x (B, L, E)`` with the full in-projection and return the heads
         ``(B, H, L, D)`` of the projections ``which`` (0: query, 1: key, 2: value). The full
-        weight is used (then the output sliced) so the gradient reaches the parameter."""
-        b, n, _ = x.shape
-        y = linear(x, self.in_proj_weight, self.in_proj_bias).reshape((b, n, 3, self.num_heads, self.head_dim))
-        return [y[:, :, i].permute((0, 2, 1, 3)) for i in which]
+        weight is used (then the output split, :func:`split_heads`) so the gradient reaches
+        the parameter."""
+        y = linear(x, self.in_proj_weight, self.in_proj_bias)
+        return split_heads(y, which, self.num_heads)
 
     def _check(self, name: str, t: Tensor[Any, Any]) -> None:
         if t.ndim != 3 or t.shape[2] != self.embed_dim:
@@ -306,7 +366,7 @@ class MultiHeadAttention(Module, Generic[E]):
             kh, vh = self._heads(k, (1, 2))
         else:
             qh, kh, vh = self._heads(q, (0,))[0], self._heads(k, (1,))[0], self._heads(v, (2,))[0]
-        scores = (qh @ kh.permute((0, 1, 3, 2))) * (1.0 / math.sqrt(self.head_dim))
+        mask: Array | None = None
         if attn_mask is not None:
             m = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
             if m.dtype.kind not in "bf":  # a 0/1 int mask would be added, not applied
@@ -314,17 +374,21 @@ class MultiHeadAttention(Module, Generic[E]):
                     f"MultiHeadAttention: attn_mask must be bool (True blocks a key) or float (added to "
                     f"the scores), got dtype {m.dtype} of shape {m.shape}; for a 0/1 mask pass mask.astype(bool)"
                 )
-            add = np.where(m, -np.inf, 0.0) if m.dtype == np.bool_ else m
+            full = (q.shape[0], self.num_heads, q.shape[1], k.shape[1])
             try:
-                full = np.broadcast_to(add.astype(q.dtype), scores.shape)
+                if np.broadcast_shapes(m.shape, full) != full:
+                    raise ValueError
             except ValueError:
                 raise ShapeError(
                     f"MultiHeadAttention: attn_mask of shape {m.shape} does not broadcast to the "
-                    f"scores (B, H, Lq, Lk) = {scores.shape}"
+                    f"scores (B, H, Lq, Lk) = {full}"
                 ) from None
-            scores = scores + q._like(full.copy())
-        attn = self.dropout(scores.softmax(-1))
-        out: Tensor[Any, Any] = (attn @ vh).permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
+            mask = ~m if m.dtype == np.bool_ else m  # SDPA's convention: True takes part
+        # scale, mask, softmax, dropout and the products in one fused op; a query whose keys
+        # are all blocked gets NaN, as nn.MultiheadAttention (need_weights=True) gives
+        p_drop = self.dropout.p if self.dropout.training else 0.0
+        attn = sdpa(qh, kh, vh, mask, False, p_drop, None, None, True, "MultiHeadAttention")
+        out: Tensor[Any, Any] = attn.permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
         return self.out_proj(out)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward

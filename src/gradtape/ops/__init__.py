@@ -3,6 +3,7 @@ closure together. Most are also :class:`~gradtape.tensor.Tensor` methods; the on
 several tensors or a weight (``concat``, ``stack``, ``linear``, ``embedding``, ``conv2d``, ...)
 are functions only."""
 
+from gradtape.ops.attention import scaled_dot_product_attention
 from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
@@ -59,7 +60,7 @@ __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "
 __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
 __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
-__all__ += ["selective_scan"]
+__all__ += ["scaled_dot_product_attention", "selective_scan"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -1,0 +1,351 @@
+"""Fused passes of scaled dot-product attention (``gradtape.ops.scaled_dot_product_attention``).
+
+The products (``q @ k^T``, ``P @ v`` and the backward's) run in BLAS through numpy; what lies
+between them is one kernel pass per direction over the ``(..., L, S)`` score array:
+
+* forward, :func:`attention_softmax`: ``s = scale * scores``, the mask applied (a causal
+  mask computed from the indices, a boolean or additive float mask read through broadcasting
+  strides, never copied to the full shape), then the row softmax (max, ``exp``, sum,
+  normalise), written over ``scores`` in place. Probabilities below the smallest normal
+  float (``np.finfo(dtype).tiny``) are written as exact zeros: subnormals slow BLAS and numpy
+  ~4x (shared/KERNELS.md), and the change is below ``1e-38`` (float32) absolute.
+* backward, :func:`attention_softmax_backward`: given ``dP = g @ v^T`` and the saved ``P``,
+  ``dS = scale * P * (dP' - rowsum(dP' * P))`` with ``dP' = dP * m`` (``m`` the saved scaled
+  dropout mask, if any), written over ``dP``; values below ``tiny`` in magnitude are flushed
+  to zero as in the forward.
+
+The ``exp``: pip's llvmlite has no SVML, so ``math.exp`` in a loop is a scalar libm call
+(3.3 ms for 2M float32 here, numpy's SIMD ``np.exp`` 0.6 ms). float32 rows use
+:func:`_exp32`, a Cody-Waite reduction and Cephes' polynomial that LLVM vectorizes (1.1 ms
+for 2M, within 1 ulp); float64 rows keep ``math.exp`` (float64 is the accuracy path). With
+it the fused pass beat numpy's scale + mask + softmax expression (3.3 ms) on
+``(32, 4, 128, 128)`` float32: 2.7 ms causal, 3.0 ms unmasked (best of 61, one thread),
+and a causal mask skips the ``exp`` of the masked half. Rows run serially below
+:data:`PARALLEL_ROWS_THRESHOLD` score elements and as a ``numba.prange`` over rows above it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from gradtape.devices.kernels._jit import jit
+from gradtape.errors import DTypeError, ShapeError
+
+__all__ = ["PARALLEL_ROWS_THRESHOLD", "attention_softmax", "attention_softmax_backward"]
+
+Array = np.ndarray[Any, Any]
+
+PARALLEL_ROWS_THRESHOLD = 1 << 15
+"""Score elements (``prod(batch) * L * S``) from which the passes run in parallel over rows
+(``numba.prange``). Measured on the 2-core VM, each call interleaved with a 256x256 BLAS
+product (41 repeats, OMP_WAIT_POLICY passive): with the second core free (best times) the
+parallel forward wins from 8k-16k elements (32k: 49 vs 63 us; 512k: 318 vs 710 us), the
+backward from 16k; with the cores shared by four other busy processes (medians) neither
+wins below 256k. 32k is the compromise; the elementwise kernels' threshold (1M) is far
+higher because their elements cost one multiply-add, these an ``exp`` and five passes."""
+
+KIND_NONE, KIND_BOOL, KIND_FLOAT = 0, 1, 2
+
+
+@jit()
+def _exp32(v: Any) -> Any:
+    """``exp(v)`` for float32 ``v <= 0`` in arithmetic LLVM vectorizes (pip's llvmlite has no
+    SVML, and libm's ``expf`` is a scalar call): ``v = k ln2 + r`` (Cody-Waite, |r| <= ln2/2),
+    Cephes' degree-7 ``expf`` polynomial for ``exp(r)``, times ``2**k`` built from its bits.
+    Within 1 ulp of ``exp`` for results >= ``tiny``; below ``-87.3`` (where ``exp`` falls under
+    ``tiny``) the result is below ``tiny`` or exactly 0 (``k < -126``), and ``-inf`` gives 0."""
+    f32 = np.float32
+    w = max(v, f32(-104.0))
+    k = math.floor(w * f32(1.44269504088896341) + f32(0.5))
+    r = w - k * f32(0.693359375) - k * f32(-2.12194440e-4)
+    p = (
+        (
+            (
+                (
+                    ((f32(1.9875691500e-4) * r + f32(1.3981999507e-3)) * r + f32(8.3334519073e-3)) * r
+                    + f32(4.1665795894e-2)
+                )
+                * r
+                + f32(1.6666665459e-1)
+            )
+            * r
+            + f32(5.0000001201e-1)
+        )
+        * (r * r)
+        + r
+        + f32(1.0)
+    )
+    bits = np.int32(np.int32(max(k, f32(-127.0))) + np.int32(127)) << np.int32(23)
+    return p * np.int32(bits).view(np.float32)
+
+
+@jit()
+def _fwd_row(
+    pr: Array,
+    i: int,
+    mb: Array,
+    mf: Array,
+    kind: int,
+    causal: bool,
+    scale: Any,
+    tiny: Any,
+    nan_rows: bool,
+    poly: bool,
+) -> None:
+    """Softmax of one score row ``pr`` (query ``i``) in place; see :func:`attention_softmax`.
+    Separate loops (scale and mask; max; exp; sum; normalise) so that each vectorizes; the
+    reductions run in 8 independent partial results (a strict float reduction does not
+    vectorize)."""
+    n = pr.shape[0]
+    dt = pr.dtype.type
+    zero = dt(0)
+    lim = min(i + 1, n) if causal else n
+    ninf = dt(-np.inf)
+    if kind == 1:
+        for j in range(lim):
+            pr[j] = pr[j] * scale if mb[j] else ninf
+    elif kind == 2:
+        for j in range(lim):
+            pr[j] = pr[j] * scale + mf[j]
+    else:
+        for j in range(lim):
+            pr[j] = pr[j] * scale
+    m8 = lim - lim % 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = ninf
+    for j in range(0, m8, 8):
+        a0 = max(a0, pr[j])
+        a1 = max(a1, pr[j + 1])
+        a2 = max(a2, pr[j + 2])
+        a3 = max(a3, pr[j + 3])
+        a4 = max(a4, pr[j + 4])
+        a5 = max(a5, pr[j + 5])
+        a6 = max(a6, pr[j + 6])
+        a7 = max(a7, pr[j + 7])
+    m = max(max(max(a0, a1), max(a2, a3)), max(max(a4, a5), max(a6, a7)))
+    for j in range(m8, lim):
+        m = max(m, pr[j])
+    if m == ninf:  # every key masked (or no key): 0, or NaN as nn.MultiheadAttention
+        fill = dt(np.nan) if nan_rows else zero
+        for j in range(n):
+            pr[j] = fill
+        return
+    if poly:
+        for j in range(lim):
+            pr[j] = _exp32(pr[j] - m)
+    else:
+        for j in range(lim):
+            pr[j] = math.exp(pr[j] - m)
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero
+    for j in range(0, m8, 8):
+        a0 += pr[j]
+        a1 += pr[j + 1]
+        a2 += pr[j + 2]
+        a3 += pr[j + 3]
+        a4 += pr[j + 4]
+        a5 += pr[j + 5]
+        a6 += pr[j + 6]
+        a7 += pr[j + 7]
+    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for j in range(m8, lim):
+        s += pr[j]
+    # a NaN score, or +inf (inf - inf), makes the sum NaN: the row is NaN, as PyTorch's
+    if s != s or m == -ninf:
+        for j in range(n):
+            pr[j] = dt(np.nan)
+        return
+    inv = dt(1) / s
+    for j in range(lim):
+        p = pr[j] * inv
+        pr[j] = p if p >= tiny else zero
+    for j in range(lim, n):
+        pr[j] = zero
+
+
+@jit()
+def _fwd_serial(
+    p: Array, mb: Array, mf: Array, kind: int, causal: bool, scale: Any, tiny: Any, nan_rows: bool, poly: bool
+) -> None:
+    b0n, b1n, ln = p.shape[0], p.shape[1], p.shape[2]
+    for b0 in range(b0n):
+        for b1 in range(b1n):
+            for i in range(ln):
+                _fwd_row(p[b0, b1, i], i, mb[b0, b1, i], mf[b0, b1, i], kind, causal, scale, tiny, nan_rows, poly)
+
+
+@jit(parallel=True)
+def _fwd_parallel(
+    p: Array, mb: Array, mf: Array, kind: int, causal: bool, scale: Any, tiny: Any, nan_rows: bool, poly: bool
+) -> None:
+    b1n, ln = p.shape[1], p.shape[2]
+    rows = p.shape[0] * b1n * ln
+    for r in numba.prange(rows):
+        b0 = r // (b1n * ln)
+        rem = r - b0 * (b1n * ln)
+        b1 = rem // ln
+        i = rem - b1 * ln
+        _fwd_row(p[b0, b1, i], i, mb[b0, b1, i], mf[b0, b1, i], kind, causal, scale, tiny, nan_rows, poly)
+
+
+@jit()
+def _bwd_row(dr: Array, pr: Array, mr: Array, use_m: bool, lim: int, scale: Any, tiny: Any) -> None:
+    """One row: ``dr = scale * pr * (dr*mr - dot(dr*mr, pr))`` over ``[0, lim)``, 0 after."""
+    n = dr.shape[0]
+    dt = dr.dtype.type
+    zero = dt(0)
+    if use_m:
+        for j in range(lim):
+            dr[j] *= mr[j]
+    m8 = lim - lim % 8
+    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = zero  # 8 chains: see softmax._row_backward
+    for j in range(0, m8, 8):
+        d0 += dr[j] * pr[j]
+        d1 += dr[j + 1] * pr[j + 1]
+        d2 += dr[j + 2] * pr[j + 2]
+        d3 += dr[j + 3] * pr[j + 3]
+        d4 += dr[j + 4] * pr[j + 4]
+        d5 += dr[j + 5] * pr[j + 5]
+        d6 += dr[j + 6] * pr[j + 6]
+        d7 += dr[j + 7] * pr[j + 7]
+    d = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
+    for j in range(m8, lim):
+        d += dr[j] * pr[j]
+    for j in range(lim):
+        v = pr[j] * (dr[j] - d) * scale
+        dr[j] = v if abs(v) >= tiny else zero
+    for j in range(lim, n):
+        dr[j] = zero
+
+
+@jit()
+def _bwd_serial(d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any) -> None:
+    ln, n = d.shape[1], d.shape[2]
+    for b in range(d.shape[0]):
+        for i in range(ln):
+            lim = min(i + 1, n) if causal else n
+            _bwd_row(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
+
+
+@jit(parallel=True)
+def _bwd_parallel(d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any) -> None:
+    ln, n = d.shape[1], d.shape[2]
+    for r in numba.prange(d.shape[0] * ln):
+        b = r // ln
+        i = r - b * ln
+        lim = min(i + 1, n) if causal else n
+        _bwd_row(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
+
+
+def _check(op: str, p: Array) -> None:
+    if p.__class__ is not np.ndarray or p.ndim != 4:
+        raise ShapeError(f"{op}: expects a 4-D score array (B0, B1, L, S), got shape {np.shape(p)}")
+    if p.dtype != np.float32 and p.dtype != np.float64:
+        raise DTypeError(f"{op}: scores have dtype {p.dtype} (shape {p.shape}); kernels take float32 or float64")
+    if not (p.flags.c_contiguous and p.flags.writeable):
+        raise ValueError(f"{op}: scores (shape {p.shape}) must be a writable C-contiguous array")
+
+
+def attention_softmax(
+    p: Array, mask: Array | None, causal: bool, scale: float, nan_rows: bool = False, parallel: bool | None = None
+) -> Array:
+    """Scale, mask and softmax the raw scores ``p = q @ k^T`` along the last axis, in place.
+
+    ``P[..., i, j] = softmax_j(scale * p[..., i, j] + mask[..., i, j])`` where a boolean mask
+    adds ``-inf`` where it is ``False`` (``True`` takes part, PyTorch's SDPA convention), a
+    float mask is added as is, and ``causal`` blocks keys ``j > i`` (top-left aligned, as
+    ``torch.ones(L, S).tril()``), computed from the indices. Probabilities below
+    ``np.finfo(dtype).tiny`` are written as 0.
+
+    Rows whose keys are all masked (max ``-inf``) become 0 (PyTorch 2.13's SDPA on CPU), or
+    NaN with ``nan_rows`` (``nn.MultiheadAttention``'s default path). A row holding NaN or a
+    ``+inf`` score becomes NaN.
+
+    Args:
+        p: float32/float64 C-contiguous writable array ``(B0, B1, L, S)``.
+        mask: ``None``, or a bool or ``p``-dtype array viewed at ``p``'s shape (zero strides
+            along broadcast dims, as ``np.broadcast_to`` gives: it is read, never copied).
+        causal: apply the causal mask (``mask`` must then be ``None``).
+        scale: multiplies the scores.
+        nan_rows: fully masked rows become NaN instead of 0.
+        parallel: force the serial (``False``) or the row-parallel (``True``) kernel;
+            ``None`` picks by :data:`PARALLEL_ROWS_THRESHOLD`.
+
+    Returns:
+        ``p``, overwritten with the probabilities.
+
+    Raises:
+        ShapeError: ``p`` is not 4-D, or ``mask`` does not have ``p``'s shape.
+        DTypeError: ``p`` is not float32/float64, or a float ``mask`` has another dtype.
+        ValueError: ``p`` is not writable and C-contiguous.
+    """
+    _check("attention_softmax", p)
+    if mask is None:
+        kind = KIND_NONE
+        mb = mf = None
+    else:
+        if mask.shape != p.shape:
+            raise ShapeError(f"attention_softmax: mask of shape {mask.shape} must be viewed at the scores' {p.shape}")
+        if mask.dtype == np.bool_:
+            kind, mb, mf = KIND_BOOL, mask, None
+        elif mask.dtype == p.dtype:
+            kind, mb, mf = KIND_FLOAT, None, mask
+        else:
+            raise DTypeError(f"attention_softmax: mask dtype {mask.dtype} is neither bool nor the scores' {p.dtype}")
+    if mb is None:  # unused operands: zero-stride views at p's shape (one signature per dtype)
+        mb = np.broadcast_to(np.zeros((), np.bool_), p.shape)
+    if mf is None:
+        mf = np.broadcast_to(np.zeros((), p.dtype), p.shape)
+    if p.size == 0:
+        return p
+    big = p.size >= PARALLEL_ROWS_THRESHOLD and p.shape[0] * p.shape[1] * p.shape[2] > 1
+    fn = _fwd_parallel if (big if parallel is None else parallel) else _fwd_serial
+    t = p.dtype.type
+    fn(p, mb, mf, kind, bool(causal), t(scale), t(np.finfo(p.dtype).tiny), bool(nan_rows), p.dtype == np.float32)
+    return p
+
+
+def attention_softmax_backward(
+    d: Array, p: Array, drop: Array | None, causal: bool, scale: float, parallel: bool | None = None
+) -> Array:
+    """The scores' gradient from ``d = dP`` (``g @ v^T``) and the saved probabilities ``p``,
+    in place: ``d = scale * p * (d' - rowsum(d' * p))`` with ``d' = d * drop`` (``drop`` the
+    saved scaled dropout mask, or ``None``). Values below ``np.finfo(dtype).tiny`` in
+    magnitude are written as 0; with ``causal`` the keys ``j > i`` are written as 0 without
+    being read (their ``p`` is 0).
+
+    Args:
+        d: float32/float64 C-contiguous writable array ``(B0, B1, L, S)``, overwritten.
+        p: the forward's probabilities, ``d``'s shape and dtype, C-contiguous.
+        drop: ``None`` or the scaled keep mask, ``d``'s shape and dtype, C-contiguous.
+        causal, scale: as in :func:`attention_softmax`.
+        parallel: as in :func:`attention_softmax`.
+
+    Returns:
+        ``d``.
+
+    Raises:
+        ShapeError: the shapes differ or are not 4-D. DTypeError: dtypes differ or are not
+        float32/float64. ValueError: ``d`` is not writable and C-contiguous.
+    """
+    _check("attention_softmax_backward", d)
+    for name, a in (("p", p), ("drop", drop)):
+        if a is None:
+            continue
+        if a.shape != d.shape:
+            raise ShapeError(f"attention_softmax_backward: {name} {a.shape} must have d's shape {d.shape}")
+        if a.dtype != d.dtype:
+            raise DTypeError(f"attention_softmax_backward: {name} has dtype {a.dtype}, d has {d.dtype}")
+    if d.size == 0:
+        return d
+    n = d.shape[-1]
+    d3 = d.reshape(-1, d.shape[2], n)
+    p3 = np.ascontiguousarray(p).reshape(d3.shape)
+    m3 = p3 if drop is None else np.ascontiguousarray(drop).reshape(d3.shape)
+    big = d.size >= PARALLEL_ROWS_THRESHOLD and d3.shape[0] * d3.shape[1] > 1
+    fn = _bwd_parallel if (big if parallel is None else parallel) else _bwd_serial
+    t = d.dtype.type
+    fn(d3, p3, m3, drop is not None, bool(causal), t(scale), t(np.finfo(d.dtype).tiny))
+    return d
