@@ -256,6 +256,18 @@ def load_autograd() -> tuple[Any, Any] | None:
     return autograd, anp
 
 
+def load_jax() -> tuple[Any, Any] | None:
+    """``(jax, jax.numpy)``, or ``None`` if JAX is not installed. Imported through
+    :mod:`importlib` so that both are typed ``Any`` whether or not JAX (which ships its own
+    type hints) is installed: mypy's result must not depend on it."""
+    try:
+        jax: Any = importlib.import_module("jax")
+        jnp: Any = importlib.import_module("jax.numpy")
+    except ImportError:
+        return None
+    return jax, jnp
+
+
 def version_of(dist: str) -> str | None:
     """The installed version of distribution ``dist``, or ``None``."""
     try:

@@ -3,6 +3,7 @@
     python benchmarks/run.py                      # everything, a few minutes on 2 cores
     python benchmarks/run.py --quick              # sub-minute smoke run (rough figures)
     python benchmarks/run.py --only tape,mlp      # some workloads: tape mlp kernels matmul coldstart memory hvp scan
+    python benchmarks/run.py --only model         # model-scale training steps vs PyTorch and JAX (workload 9)
     python benchmarks/run.py --json out.json      # JSON elsewhere (default: benchmarks/results/latest.json)
     python benchmarks/run.py --profile            # also cProfile gradtape in workloads 1 and 2
 
@@ -37,7 +38,7 @@ from typing import Any
 import gradtape  # noqa: F401
 from benchmarks.common import ROOT, Config, WorkloadResult, load_autograd, load_torch, machine_facts, settle
 
-WORKLOADS = ("tape", "mlp", "kernels", "matmul", "coldstart", "memory", "hvp", "scan")
+WORKLOADS = ("tape", "mlp", "kernels", "matmul", "coldstart", "memory", "hvp", "scan", "model")
 PEER_ORDER = ("torch", "torch.func", "torch-import", "autograd", "numpy", "python")
 
 

@@ -1,5 +1,6 @@
 """The benchmark workloads compute what they claim: every implementation of the tape chains
-gives the hand-written numpy gradient (short chains, so this runs in a second)."""
+gives the hand-written numpy gradient (short chains, so this runs in a second), and the
+model-scale workload (9) runs end to end at toy sizes with its peers' losses matching."""
 
 from __future__ import annotations
 
@@ -72,3 +73,50 @@ def test_scan_workload_implementations_agree() -> None:
     for k in theirs:
         assert np.abs(theirs[k]).max() > 0
         np.testing.assert_allclose(ours[k], theirs[k], rtol=2e-3, atol=2e-4, err_msg=k)
+
+
+def test_model_workload_runs_at_tiny_sizes_without_jax() -> None:
+    """Workload 9 end to end at toy sizes with JAX switched off (so it passes without JAX):
+    every row is timed, the peers' losses from the same initial weights agree with
+    gradtape's, and the drift check runs."""
+    import numba
+
+    from benchmarks.common import Config
+    from benchmarks.workloads import model
+
+    res = model.run(Config(quick=True, threads=numba.get_num_threads()), tiny=True, use_jax=False)
+    cases = model.make_cases(tiny=True)
+    assert len(cases) == 8 and len(res.rows) == 3 * len(cases) + 1
+    assert "jax: disabled" in res.notes
+    for row in res.rows:
+        assert row.gradtape is not None and row.gradtape > 0
+        assert row.peers.get("jax") is None
+    for case in cases:
+        d = res.details[case.key]
+        losses = d["losses_first_two_steps"]["gradtape"]
+        assert all(np.isfinite(losses)) and losses[0] > 1.0  # ~log(classes) at init
+        if case.train:
+            assert losses[1] != losses[0]  # the optimizer moved the weights
+        for peer, (g1, g2) in d["loss_rel_gap_vs_gradtape"].items():
+            assert g1 <= model.FIRST_RTOL and g2 <= model.SECOND_RTOL, (case.key, peer, g1, g2)
+    assert res.details["drift"]["ratio"] > 0
+
+
+@pytest.mark.parametrize("key", ["conv_block", "seq_default"])
+def test_model_workload_jax_matches_gradtape(key: str) -> None:
+    """The JAX-jit version of a workload-9 row (whole step jitted, optimizer written out)
+    gives gradtape's first two losses from the same initial weights (toy sizes; a conv row
+    with SGD, a transformer row with AdamW and clipping: the rows' other JAX forwards are
+    made of the same pieces, and the full-size run checks every row)."""
+    pytest.importorskip("jax")
+    import numba
+
+    from benchmarks.common import Config
+    from benchmarks.workloads import model
+
+    case = next(c for c in model.make_cases(tiny=True) if c.key == key)
+    impls, _ = model.make_impls(case, Config(quick=True, threads=numba.get_num_threads()))
+    assert "jax" in impls
+    losses = model.check_losses(impls)
+    gaps = model.loss_gaps(losses)
+    assert gaps["jax"][0] <= model.FIRST_RTOL and gaps["jax"][1] <= model.SECOND_RTOL, losses
