@@ -197,3 +197,20 @@ def test_distributed_flag_without_mpi_names_the_fix(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)
     with pytest.raises(dist.DistributedError, match="needs mpi4py"):
         digits.train(epochs=1, verbose=False, progress=False, distributed=True)
+
+
+def test_ring_cost_model() -> None:
+    """benchmarks/workloads/distributed.py's model: 2(N-1)/N of the bytes per link plus a
+    latency per message; all buckets but the last hide behind backward."""
+    from benchmarks.workloads.distributed import model_table, ring_model
+
+    one = ring_model(8e6, 1, 1e9, 1e-5, 4, 0.02, 0.05)
+    assert one == {"comm_s": 0.0, "exposed_s": 0.0, "step_s": 0.05, "hidden": 1.0}
+    two = ring_model(8e6, 2, 1e9, 1e-5, 4, 0.02, 0.05)
+    assert two["comm_s"] == pytest.approx(8e6 / 1e9 + 4 * 2 * 1e-5)
+    assert two["exposed_s"] == pytest.approx(two["comm_s"] / 4)  # fully overlapped but the last bucket
+    big = ring_model(8e6, 64, 1e8, 1e-5, 4, 0.02, 0.05)  # slow link: communication exceeds backward
+    assert big["exposed_s"] == pytest.approx(big["comm_s"] - 0.015)
+    assert big["step_s"] == pytest.approx(0.05 + big["exposed_s"]) and 0 < big["hidden"] < 1
+    rows = model_table(8e6, 4, 0.02, 0.05)
+    assert len(rows) == 2 + 2 * 6 and rows[2].startswith("| 10 Gb/s Ethernet | 2 |")
