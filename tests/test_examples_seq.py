@@ -208,3 +208,18 @@ def test_checkpointed_blocks_train_bitwise_the_same(model: str) -> None:
     assert runs[0].losses == runs[1].losses
     for p, q in zip(runs[0].model.parameters(), runs[1].model.parameters(), strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_param_groups_exempt_mamba_a_log_and_d_from_weight_decay() -> None:
+    """As the reference marks them (``_no_weight_decay``): AdamW decays every parameter but
+    ``A_log`` and ``D``; the transformer keeps a single group."""
+    mamba = seq.CharMamba(20, 16, layers=2, dev=Cpu(seed=1))
+    groups = seq.param_groups(mamba)
+    names = {p.id: n for n, p in mamba.named_parameters()}
+    assert len(groups) == 2 and groups[1]["weight_decay"] == 0.0 and "weight_decay" not in groups[0]
+    exempt = sorted(names[p.id] for p in groups[1]["params"])
+    assert len(exempt) == 4 and all(n.endswith(("mixer.A_log", "mixer.D")) for n in exempt)
+    assert len(groups[0]["params"]) + 4 == len(mamba.parameters())
+    assert nn.Mamba.no_weight_decay <= {n for n, _ in nn.Mamba(8, dev=Cpu()).named_parameters()}
+    transformer = seq.CharTransformer(20, 16, layers=1, dev=Cpu(seed=1))
+    assert [len(g["params"]) for g in seq.param_groups(transformer)] == [len(transformer.parameters())]

@@ -353,6 +353,21 @@ class Result:
     seconds: float
 
 
+def param_groups(net: nn.Module) -> list[dict[str, Any]]:
+    """AdamW parameter groups for ``net``: every parameter, except those a submodule lists in
+    its ``no_weight_decay`` (``nn.Mamba``'s ``A_log`` and ``D``, as the reference marks
+    them), which get a second group with ``weight_decay=0``. Empty groups are left out."""
+    exempt: set[int] = set()
+    for m in net.modules():
+        for name in getattr(m, "no_weight_decay", ()):
+            exempt.add(getattr(m, name).id)
+    params = net.parameters()
+    decay = [p for p in params if p.id not in exempt]
+    rest = [p for p in params if p.id in exempt]
+    groups: list[dict[str, Any]] = [{"params": decay}] if decay else []
+    return groups + ([{"params": rest, "weight_decay": 0.0}] if rest else [])
+
+
 def train(
     steps: int = 600,
     batch_size: int = 16,
@@ -370,7 +385,8 @@ def train(
     """Train a :class:`CharTransformer` (``model="transformer"``) or a :class:`CharMamba`
     (``model="mamba"``) with ``layers`` blocks on ``text`` (default :func:`load_text`).
 
-    AdamW (betas 0.9/0.99, weight decay 0.01) with the learning rate warmed up linearly over
+    AdamW (betas 0.9/0.99, weight decay 0.01, none on the parameters a layer's
+    ``no_weight_decay`` names: :func:`param_groups`) with the learning rate warmed up linearly over
     the first 10% of steps then cosine-annealed to 10% of ``lr``; gradients clipped to
     global norm 1 (:func:`gradtape.optim.clip_grad_norm_`). ``checkpoint``: activation
     checkpointing of each block (:class:`CharTransformer`).
@@ -396,7 +412,7 @@ def train(
     else:
         net = CharTransformer(len(corpus.vocab), context, layers=layers, dev=dev, checkpoint=checkpoint)
     params = net.parameters()
-    opt = optim.AdamW(params, lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
+    opt = optim.AdamW(param_groups(net), lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
     grads = net.alloc_grads()
     rng = np.random.default_rng(seed)
     warmup = max(1, steps // 10)

@@ -7,7 +7,7 @@ Selective State Spaces", and the reference implementation (state-spaces/mamba,
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -105,7 +105,13 @@ class Mamba(Module, Generic[E]):
         ShapeError: (forward) an input that is not ``(B, L, d_model)``, or of length 0; the
             message names ``Mamba`` and the shape.
         DTypeError: (forward) the input's dtype is not the parameters'.
+
+    ``no_weight_decay`` names ``A_log`` and ``D``, the parameters the reference marks
+    ``_no_weight_decay``: give them a parameter group with ``weight_decay=0`` (the seq
+    example does, see :func:`gradtape.examples.seq.param_groups`).
     """
+
+    no_weight_decay: ClassVar[frozenset[str]] = frozenset({"A_log", "D"})
 
     def __init__(
         self,
