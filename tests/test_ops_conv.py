@@ -9,6 +9,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+import conv_oracle
 import numpy as np
 import pytest
 
@@ -179,19 +180,24 @@ def test_im2col_and_direct_kernels_agree(
 ) -> None:
     """Forward, input and weight backward of the im2col and the direct kernels agree (float32
     and float64), also when the weight gradient reuses the forward's columns."""
+    pads = ((1, 1), (0, 2))
     for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
-        xp = np.pad(rnd(n, c, *hw), [(0, 0), (0, 0), (1, 1), (0, 2)]).astype(dtype)
+        x = rnd(n, c, *hw).astype(dtype)
         w = rnd(o, c // g, *k).astype(dtype)
-        out_hw = tuple((xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
+        padded = (hw[0] + 2, hw[1] + 2)
+        out_hw = (
+            (padded[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1,
+            (padded[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1,
+        )
         gy = rnd(n, o, *out_hw).astype(dtype)
-        ref, cols = kconv.forward(xp, w, s, d, g, out_hw, "im2col", keep_cols=True)
-        out, none = kconv.forward(xp, w, s, d, g, out_hw, "direct", keep_cols=True)
+        ref, cols = kconv.forward(x, w, s, pads, d, g, out_hw, "im2col", keep_cols=True)
+        out, none = kconv.forward(x, w, s, pads, d, g, out_hw, "direct", keep_cols=True)
         assert none is None and cols is not None and out.dtype == dtype
         np.testing.assert_allclose(out, ref, rtol=tol, atol=tol)
-        gi = [kconv.backward_input(gy, w, xp.shape, s, d, g, impl) for impl in ("im2col", "direct")]
+        gi = [kconv.backward_input(gy, w, x.shape, s, pads, d, g, impl) for impl in ("im2col", "direct")]
         np.testing.assert_allclose(gi[1], gi[0], rtol=tol, atol=tol)
-        gw = [kconv.backward_weight(xp, gy, w.shape, s, d, g, impl) for impl in ("im2col", "direct")]
-        gw.append(kconv.backward_weight(xp, gy, w.shape, s, d, g, cols=cols))
+        gw = [kconv.backward_weight(x, gy, w.shape, s, pads, d, g, impl) for impl in ("im2col", "direct")]
+        gw.append(kconv.backward_weight(x, gy, w.shape, s, pads, d, g, cols=cols))
         np.testing.assert_allclose(gw[1], gw[0], rtol=tol, atol=tol * 10)
         np.testing.assert_allclose(gw[2], gw[0], rtol=tol, atol=tol)
 
@@ -521,3 +527,244 @@ def test_upscale2d_matches_torch(mode: str, kw: dict[str, Any], dtype: Any) -> N
             [x],
             dtype,
         )
+
+
+# ----- against the previous implementation (tests/conv_oracle.py), chunking, second rule ----
+
+# conv2d: (x shape, w shape, kwargs); every stride 1-3, padding 0/1/2/"same"/"valid",
+# dilation 1-2, groups 1/2/C, 1x1 kernels, kernel == input size, H != W, batch 1 and 5.
+_ORACLE_CONV2D: list[tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ((5, 3, 7, 6), (4, 3, 3, 3), {"padding": 1}),
+    ((5, 3, 7, 6), (4, 3, 3, 2), {"stride": 2, "padding": 2, "dilation": 2}),
+    ((1, 4, 9, 5), (6, 2, 3, 3), {"stride": 3, "padding": (1, 0), "groups": 2}),
+    ((5, 4, 8, 7), (4, 1, 3, 3), {"padding": 1, "groups": 4}),  # depthwise
+    ((5, 4, 8, 7), (8, 1, 2, 3), {"stride": (2, 1), "padding": "valid", "dilation": (1, 2), "groups": 4}),
+    ((5, 3, 6, 9), (2, 3, 1, 1), {}),  # 1x1
+    ((5, 3, 6, 9), (2, 3, 1, 1), {"stride": 2, "padding": 1}),
+    ((5, 2, 5, 4), (3, 2, 5, 4), {}),  # kernel == input size
+    ((5, 2, 5, 4), (3, 2, 5, 4), {"padding": 2, "stride": 3}),
+    ((5, 3, 10, 7), (4, 3, 4, 3), {"padding": "same", "dilation": 2}),
+    ((1, 3, 10, 7), (4, 3, 2, 2), {"padding": "same"}),  # odd total padding: extra at the end
+    ((5, 8, 6, 6), (8, 2, 3, 3), {"padding": 1, "groups": 4, "dilation": 2}),
+    ((5, 8, 6, 6), (4, 8, 3, 3), {"stride": 3, "padding": 2}),
+    # padding wider than the kernel: the stride-1 input gradient's own padding is negative
+    ((5, 3, 6, 9), (2, 3, 1, 1), {"padding": 1}),
+    ((5, 2, 5, 4), (3, 2, 2, 3), {"padding": (3, 2), "dilation": (2, 1)}),
+]
+_ORACLE_CONV1D: list[tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ((5, 3, 11), (4, 3, 3), {"padding": 1}),
+    ((5, 4, 12), (6, 2, 4), {"stride": 2, "padding": 3, "dilation": 2, "groups": 2}),
+    ((5, 6, 9), (6, 1, 4), {"padding": 3, "groups": 6}),  # nn.Mamba's depthwise causal conv
+    ((1, 3, 9), (2, 3, 4), {"padding": "same"}),
+    ((5, 3, 7), (2, 3, 7), {"stride": 3}),  # kernel == input size
+]
+# conv_transpose2d: (x shape, w shape, (stride, padding, output_padding, groups, dilation))
+_ORACLE_CONVT: list[tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]] = [
+    ((5, 3, 5, 4), (3, 4, 3, 3), (1, 0, 0, 1, 1)),
+    ((5, 4, 4, 5), (4, 3, 3, 2), (2, 1, 1, 1, 1)),
+    ((1, 4, 4, 5), (4, 2, 3, 3), ((2, 3), (1, 0), (1, 2), 2, (1, 2))),
+    ((5, 6, 3, 3), (6, 1, 4, 4), (2, 1, 0, 6, 1)),
+    ((5, 4, 3, 4), (4, 2, 1, 1), (3, 0, 2, 1, 1)),
+    ((5, 2, 4, 3), (2, 3, 3, 2), (1, 2, 0, 1, 2)),
+]
+
+# "default": the shipped chunking; "chunks2": chunks of 2 samples (5 = 2 + 2 + 1) with the
+# columns rebuilt in backward and every input gradient through col2im; "chunks1": one sample
+# per chunk, columns kept.
+_MODES = ["default", "chunks2", "chunks1"]
+_CONV_OPS: dict[str, Fn] = {"conv2d": conv2d, "conv1d": conv1d, "conv_transpose2d": conv_transpose2d}
+
+
+def _set_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if mode == "chunks2":
+        monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
+        monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 0)
+        monkeypatch.setattr(kconv, "GRAD_X_AS_CONV", False)
+    elif mode == "chunks1":
+        monkeypatch.setattr(kconv, "CHUNK_BYTES", 1)
+        monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 1 << 40)
+
+
+def _noncontiguous(a: Array) -> Array:
+    """``a``'s values in a layout that is not C-contiguous (last two axes stored swapped)."""
+    v = np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)
+    assert not v.flags.c_contiguous or a.shape[-1] == 1 or a.shape[-2] == 1
+    return v
+
+
+def _oracle_check(
+    fn: Fn,
+    ref: Callable[[Array, Array, Array | None, Array], tuple[Array, ...]],
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    nb: int,
+) -> None:
+    """``fn``'s value and x, w, b gradients equal the previous implementation's (float64:
+    1e-10, float32: 1e-4 relative to the values' scale), with and without a bias, also on
+    a non-contiguous x."""
+    for dtype, tol in ((np.float64, 1e-10), (np.float32, 1e-4)):
+        for with_bias in (True, False):
+            x, w = rnd(*xs).astype(dtype), rnd(*ws).astype(dtype)
+            b = rnd(nb).astype(dtype)
+            y0 = fn(DEV.tensor(x), DEV.tensor(w), None).numpy()
+            gy = rnd(*y0.shape).astype(dtype)
+            want = ref(x, w, b if with_bias else None, gy)
+            for xin in (x, _noncontiguous(x)):
+                arrays = [xin, w, b] if with_bias else [xin, w]
+                got_y, got_g = _grads(lambda *a, wb=with_bias: fn(*a) if wb else fn(*a, None), arrays, gy, dtype)
+                assert got_y.dtype == dtype and all(g.dtype == dtype for g in got_g)
+                pairs = zip([got_y, *got_g], want if with_bias else want[:3], strict=True)
+                for got, exp in pairs:
+                    scale = max(1.0, float(np.abs(exp).max()))
+                    np.testing.assert_allclose(got, exp, rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize(("xs", "ws", "kw"), _ORACLE_CONV2D)
+def test_conv2d_matches_previous_implementation(
+    xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conv2d's value and gradients equal the previous implementation's over the grid, with
+    the shipped chunking, chunks of 2 (a remainder chunk, columns rebuilt) and of 1 (kept)."""
+    _set_mode(mode, monkeypatch)
+    g = int(kw.get("groups", 1))
+    args = (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1), g)
+    _oracle_check(
+        lambda x, w, b: conv2d(x, w, b, **kw),
+        lambda x, w, b, gy: conv_oracle.conv_ref(x, w, b, gy, *args),
+        xs,
+        ws,
+        ws[0],
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize(("xs", "ws", "kw"), _ORACLE_CONV1D)
+def test_conv1d_matches_previous_implementation(
+    xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conv1d's value and gradients equal the previous implementation's."""
+    _set_mode(mode, monkeypatch)
+    args = (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1), int(kw.get("groups", 1)))
+    _oracle_check(
+        lambda x, w, b: conv1d(x, w, b, **kw),
+        lambda x, w, b, gy: conv_oracle.conv_ref(x, w, b, gy, *args),
+        xs,
+        ws,
+        ws[0],
+    )
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize(("xs", "ws", "args"), _ORACLE_CONVT)
+def test_conv_transpose2d_matches_previous_implementation(
+    xs: tuple[int, ...], ws: tuple[int, ...], args: tuple[Any, ...], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conv_transpose2d's value and gradients equal the previous implementation's."""
+    _set_mode(mode, monkeypatch)
+    s, p, op, g, d = args
+    _oracle_check(
+        lambda x, w, b: conv_transpose2d(x, w, b, s, p, op, groups=g, dilation=d),
+        lambda x, w, b, gy: conv_oracle.conv_transpose2d_ref(x, w, b, gy, s, p, op, g, d),
+        xs,
+        ws,
+        ws[1] * g,
+    )
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize(
+    ("op", "xs", "ws", "kw"),
+    [("conv2d", *c) for c in _ORACLE_CONV2D[::2]]
+    + [("conv1d", *c) for c in _ORACLE_CONV1D[:3]]
+    + [
+        (
+            "conv_transpose2d",
+            xs,
+            ws,
+            dict(zip(("stride", "padding", "output_padding", "groups", "dilation"), a, strict=True)),
+        )
+        for xs, ws, a in _ORACLE_CONVT[:4]
+    ],
+)
+def test_conv_grid_matches_torch(
+    op: str, xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Value and x, w, b gradients equal PyTorch's (float64 and float32), with each chunking."""
+    torch = pytest.importorskip("torch")
+    _set_mode(mode, monkeypatch)
+    ours = _CONV_OPS[op]
+    theirs = getattr(torch.nn.functional, op)
+    nb = ws[1] * int(kw.get("groups", 1)) if op == "conv_transpose2d" else ws[0]
+    for dtype in (np.float64, np.float32):
+        _torch_check(
+            lambda x, w, b: ours(x, w, b, **kw),
+            lambda x, w, b: theirs(x, w, b, **kw),
+            [rnd(*xs), rnd(*ws), rnd(nb)],
+            dtype,
+        )
+
+
+@pytest.mark.parametrize("mode", ["default", "chunks2"])
+@pytest.mark.parametrize(
+    ("op", "xs", "ws", "kw"),
+    [
+        ("conv2d", (3, 3, 5, 4), (4, 3, 3, 2), {"stride": 2, "padding": 1}),
+        ("conv2d", (3, 4, 5, 5), (4, 1, 3, 3), {"padding": 1, "groups": 4}),
+        ("conv1d", (3, 4, 9), (4, 1, 4), {"padding": 3, "groups": 4}),
+        ("conv1d", (3, 2, 9), (3, 2, 3), {"dilation": 2}),
+        ("conv_transpose2d", (3, 2, 3, 4), (2, 3, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1}),
+    ],
+)
+def test_conv_gradcheck_chunked(
+    op: str, xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """x, w, b gradients match finite differences (float64) with several chunks per batch."""
+    _set_mode(mode, monkeypatch)
+    f = _CONV_OPS[op]
+    nb = ws[1] if op == "conv_transpose2d" else ws[0]
+    assert gradcheck(lambda x, w, b: f(x, w, b, **kw), [rnd(*xs), rnd(*ws), rnd(nb)])
+
+
+@pytest.mark.parametrize("mode", ["default", "chunks2"])
+@pytest.mark.parametrize(
+    ("op", "xs", "ws", "kw"),
+    [
+        ("conv2d", (3, 3, 6, 5), (4, 3, 3, 2), {"stride": 2, "padding": 1}),
+        ("conv2d", (3, 4, 5, 5), (4, 1, 3, 3), {"padding": "same", "groups": 4}),
+        ("conv1d", (3, 4, 9), (4, 2, 4), {"padding": 3, "groups": 2}),
+        ("conv_transpose2d", (3, 2, 3, 4), (2, 3, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1}),
+    ],
+)
+def test_second_rule_matches_fast_rule(
+    op: str, xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``create_graph`` the gradients (the second rule) equal the fast rule's, and their
+    own gradients are the bilinear identities computed by the fast rule:
+    ``d<gx(w; gy), V>/dw = gw(x=V; gy)`` and ``d<gw(x; gy), U>/dx = gx(w=U; gy)``."""
+    from gradtape.autograd import grad
+
+    _set_mode(mode, monkeypatch)
+    f = _CONV_OPS[op]
+    x, w = rnd(*xs), rnd(*ws)
+    y0 = f(DEV.tensor(x, dtype=np.float64), DEV.tensor(w, dtype=np.float64), **kw).numpy()
+    gy = rnd(*y0.shape)
+    v, u = rnd(*xs), rnd(*ws)
+
+    def fast(xa: Array, wa: Array) -> tuple[Array, Array]:
+        _, (gx_, gw_) = _grads(lambda a, c: f(a, c, **kw), [xa, wa], gy)
+        return gx_, gw_
+
+    xt = DEV.tensor(x, dtype=np.float64).leaky_trace()
+    wt = DEV.tensor(w, dtype=np.float64).leaky_trace()
+    gx, gw = grad(f(xt, wt, **kw), [xt, wt], grad_outputs=gy, create_graph=True)
+    assert gx is not None and gw is not None
+    fx, fw = fast(x, w)
+    np.testing.assert_allclose(gx.numpy(), fx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), fw, rtol=1e-12, atol=1e-12)
+    s = (gx * DEV.tensor(v, dtype=np.float64)).sum() + (gw * DEV.tensor(u, dtype=np.float64)).sum()
+    hx, hw = grad(s, [xt, wt])
+    assert hx is not None and hw is not None
+    np.testing.assert_allclose(hw.numpy(), fast(v, w)[1], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(hx.numpy(), fast(x, u)[0], rtol=1e-10, atol=1e-10)

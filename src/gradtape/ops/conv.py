@@ -29,12 +29,17 @@ is conv2d's input backward and its backward is conv2d's forward (for ``grad_x``)
 weight backward with the roles of input and output gradient swapped (for ``grad_w``).
 conv1d runs conv2d's code on a height-1 image.
 
-Kernels (:mod:`gradtape.devices.kernels.conv`): ``groups == 1`` runs im2col (numpy stride
-tricks, one copy) and BLAS matmul, and keeps the columns for the weight gradient while the
-tape records (up to 64 MB; the weight gradient then costs one BLAS product); grouped and
-depthwise convolutions run direct numba loops. That module's docstring has the measurements
-behind the choice. Gradients of leafs the store does not keep (``Gradients.wants``) are
-skipped, so a traced input batch costs no ``grad_x``.
+Kernels (:mod:`gradtape.devices.kernels.conv`): ``groups == 1`` runs chunked im2col + BLAS:
+the batch is cut into chunks (columns plus output of about 16 MB), a numba pass writes the columns
+straight from the unpadded input (zero padding fused, no ``np.pad`` copy), and one BLAS
+product per chunk computes it; backward runs one product per chunk for the weight gradient
+(columns of up to 4 MB in all kept from the forward, larger ones rebuilt per chunk) and computes the
+input gradient of a stride-1 conv as a convolution of the output gradient with the flipped
+kernel (strided: one product and a fused numba col2im straight into the unpadded gradient).
+Grouped and depthwise convolutions run direct numba loops. That module's docstring has the
+measurements behind the choices. The bias is added while the output is written. Gradients
+of leafs the store does not keep (``Gradients.wants``) are skipped, so a traced input batch
+costs no ``grad_x``.
 
 Typing: ``conv2d(Tensor[Rank4[N, C, Any, Any], T], Tensor[Rank4[O, C, Any, Any], ...])``
 returns ``Tensor[Rank4[N, O, int, int], ...]`` when ``groups`` is left out: mypy rejects an
@@ -287,25 +292,18 @@ def _conv(
         s2, d2, pads2, out_hw = (1, s[0]), (1, d[0]), [(0, 0), pads[0]], (1, out_sz[0])
     else:
         x4, w4, s2, d2, pads2, out_hw = xd, wd, (s[0], s[1]), (d[0], d[1]), pads, (out_sz[0], out_sz[1])
-    xp = np.pad(x4, [(0, 0), (0, 0), *pads2]) if any(pads2[0] + pads2[1]) else x4
+    pads4 = ((pads2[0][0], pads2[0][1]), (pads2[1][0], pads2[1][1]))
     tape = _tapes(x, w, b)
-    out4, cols = _kc.forward(xp, w4, s2, d2, g_, out_hw, keep_cols=tape is not NONE_TAPE)
-    if bd is not None:
-        out4 += bd.reshape(1, o, 1, 1)
+    out4, cols = _kc.forward(x4, w4, s2, pads4, d2, g_, out_hw, keep_cols=tape is not NONE_TAPE, bias=bd)
     x_shape, w_shape = xd.shape, wd.shape
-    (top, _), (left, _) = pads2
-    h, wid = x4.shape[2], x4.shape[3]
 
     def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
         g4 = g.reshape(n, o, *out_hw)
         gx = gw = gb = None
-        if want_x:
-            gxp = _kc.backward_input(g4, w4, xp.shape, s2, d2, g_)
-            if gxp.shape[2:] != (h, wid):
-                gxp = np.ascontiguousarray(gxp[:, :, top : top + h, left : left + wid])
-            gx = gxp.reshape(x_shape)
-        if want_w:
-            gw = _kc.backward_weight(xp, g4, w4.shape, s2, d2, g_, cols=cols).reshape(w_shape)
+        if want_x or want_w:
+            gx, gw = _kc.backward(g4, x4, w4, s2, pads4, d2, g_, want_x, want_w, cols=cols)
+            gx = None if gx is None else gx.reshape(x_shape)
+            gw = None if gw is None else gw.reshape(w_shape)
         if want_b:
             gb = np.asarray(g4.sum(axis=(0, 2, 3)))
         return gx, gw, gb
@@ -682,17 +680,14 @@ def conv_transpose2d(
             f"output_padding {opad}, dilation {d}"
         )
     s2, d2 = (s[0], s[1]), (d[0], d[1])
-    full = (n, c_out, out_hw[0] + 2 * p[0], out_hw[1] + 2 * p[1])
-    out = _kc.backward_input(xd, wd, full, s2, d2, g_)
-    if p != (0, 0):
-        out = np.ascontiguousarray(out[:, :, p[0] : p[0] + out_hw[0], p[1] : p[1] + out_hw[1]])
+    pads = ((p[0], p[0]), (p[1], p[1]))
+    out = _kc.backward_input(xd, wd, (n, c_out, out_hw[0], out_hw[1]), s2, pads, d2, g_)
     if bd is not None:
         out += bd.reshape(1, c_out, 1, 1)
 
     def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
-        gp = np.pad(g, [(0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])]) if p != (0, 0) else g
-        gx = _kc.forward(gp, wd, s2, d2, g_, (h, wid))[0] if want_x else None
-        gw = _kc.backward_weight(gp, xd, wd.shape, s2, d2, g_) if want_w else None
+        gx = _kc.forward(g, wd, s2, pads, d2, g_, (h, wid))[0] if want_x else None
+        gw = _kc.backward_weight(g, xd, wd.shape, s2, pads, d2, g_) if want_w else None
         gb = np.asarray(g.sum(axis=(0, 2, 3))) if want_b else None
         return gx, gw, gb
 

@@ -1,40 +1,73 @@
-"""Convolution kernels on padded NCHW arrays: im2col + BLAS, and direct numba loops.
+"""Convolution kernels on NCHW arrays: chunked im2col + BLAS, and direct numba loops.
 
-Three passes, each in two implementations (``impl="im2col"`` / ``"direct"``; ``"auto"`` picks
-per case, see :func:`pick`):
+Every entry point takes the *unpadded* input and the zero padding ``((top, bottom), (left,
+right))``; a window element outside the input reads zero (no ``np.pad`` copy, no crop copy
+on the im2col path). Three passes, each in two implementations (``impl="im2col"`` /
+``"direct"``; ``"auto"`` picks per case, see :func:`pick`):
 
-* :func:`forward`: ``out = conv(xp, w)``. im2col: copy the receptive fields, a strided view
-  ``(N, G, C/G, KH, KW, OH, OW)`` of ``xp``, into columns ``(N, G, C/G*KH*KW, OH*OW)`` and
-  run one batched BLAS product ``w (G, O/G, C/G*KH*KW) @ cols``. Direct: numba loops over
-  (sample, block of 4 output channels), the inner loop over a whole output row, or at
-  stride 1 over the whole plane flattened with the padded width (a long loop that
-  vectorizes on 8x8 images).
-* :func:`backward_input`: im2col: ``w.T @ g`` to columns, then a numba col2im pass (4-6x
-  faster than ``KH*KW`` strided numpy adds); direct: loops over (sample, block of 4 input
-  channels).
-* :func:`backward_weight`: im2col: ``g @ cols.T`` per sample, summed (the forward's columns
-  reused when kept); direct: loops over (out channel, in channel) with a vector accumulator.
+* :func:`forward`: ``out = conv(pad(x), w)``. im2col: the batch is cut into chunks of
+  :func:`chunk_samples` samples (columns plus output of about :data:`CHUNK_BYTES`, so they stay
+  in cache between the pass that writes them and the product that reads them); a numba pass
+  (:func:`im2col`, ``prange`` over column rows above :data:`PARALLEL_WORK` elements; a
+  stride-1 conv whose output is as wide as its input copies each tap as one contiguous run)
+  writes a chunk's columns ``(C*KH*KW, nb*OH*OW)`` straight from ``x``, then ONE BLAS
+  product ``w (O, C*KH*KW) @ cols`` (batched over groups for grouped convs) computes the
+  chunk, written straight into the output when the chunk is one sample, else copied into
+  the ``(N, O, OH, OW)`` output with the bias added in the same pass. Direct: numba loops
+  over (sample, block of 4 output channels) on the padded input.
+* :func:`backward` (and :func:`backward_input`, :func:`backward_weight`): the weight gradient
+  accumulates one product ``gT @ cols.T`` per chunk (``gT (O, nb*OH*OW)`` the chunk's output
+  gradient, a view for one-sample chunks, else one copy; the columns kept by :func:`forward`
+  or rebuilt for the chunk into one reused buffer). The input gradient of a stride-1 conv
+  is itself a convolution, of the output gradient with the flipped kernel
+  (:func:`_grad_x_as_conv`, :data:`GRAD_X_AS_CONV`): chunked im2col of ``g`` and one product
+  per chunk straight into ``(N, C, H, W)``; a strided conv runs ``dcols = w.T @ gT`` (one
+  product per chunk) and a fused numba col2im straight into the unpadded gradient. Direct:
+  loops over (sample, block of 4 input channels) and (out channel, in channel).
 
-Measured with a throwaway script (not in the repository): float32, 3x3 kernels, padding 1,
-stride 1, one process per cell running pad + forward (keeping columns), input backward
-(+ crop), weight backward in a loop; medians over 15-400 iterations, then the median of 3
-processes; ms. 2 vCPUs of a shared VM (numba's ``omp`` layer, OpenBLAS 0.3.31, 2 threads
-each), numba 0.68, numpy 2.4. Runs varied by up to 2x (the 32x32 case) and parallel kernels
-sometimes stalled for about 8 ms, so read these as ratios::
+Keep vs rebuild: :func:`forward` keeps the columns for the weight gradient only while the
+whole batch's take at most :data:`COLS_MAX_BYTES`; larger ones are rebuilt chunk by chunk.
 
-    N, C_in -> C_out, HxW, groups      im2col: fwd / grad_x / grad_w    direct: fwd / grad_x / grad_w
+The direct kernels still run grouped and depthwise convs, where im2col pays ``G`` small
+products per chunk (nn.Mamba's depthwise conv1d, 160 channels, kernel 4, length 64, batch
+16: direct 0.42 / 0.49 ms forward / backward, im2col 0.86 / 1.8 ms); a grouped weight
+gradient with more than :data:`DIRECT_WEIGHT_MAX_TAPS` taps per output channel goes to im2col.
+The previous implementation (per-sample products on a full column array, ``np.pad``, a col2im
+into a padded gradient and a crop) is frozen in ``tests/conv_oracle.py``. Measured against it
+and ``torch.nn.functional.conv2d``/``conv1d`` (float32, ops level with bias, parameters
+untraced in a store that keeps only their gradients, so the first layers compute no input
+gradient; ms, fwd / bwd / total). Two threads: wall time, one process per implementation,
+three alternating rounds of 21 repeats, the median of the rounds' medians (a shared 2-vCPU
+VM; single runs varied by up to 10x at load 6-10). One thread: CPU time, 41 repeats
+interleaved in one process::
+
+    2 threads                              previous             new                  PyTorch
+    3 -> 64, k3 p1, (32, 3, 32, 32)        1.45 / 1.90 / 4.23   1.49 / 1.89 / 3.38   0.50 / 0.55 / 1.06
+    64 -> 64, k3 p1, (32, 64, 32, 32)     18.8 / 35.4 / 54.4   13.0 / 26.1 / 39.2    5.16 / 11.0 / 16.2
+    digits 1 -> 16, k3 p1, (64, 1, 8, 8)   0.09 / 0.07 / 0.16   0.07 / 0.07 / 0.14   0.05 / 0.09 / 0.13
+    digits 16 -> 32, k3 p1, (64, 16, 4, 4) 0.30 / 0.40 / 0.70   0.19 / 0.38 / 0.57   0.07 / 0.21 / 0.28
+    Mamba depthwise conv1d (16, 160, 64)   0.40 / 0.50 / 0.89   0.40 / 0.54 / 0.93   0.10 / 0.81 / 0.91
+
+    1 thread (CPU time)
+    3 -> 64                                1.91 / 2.41 / 4.32   2.00 / 2.68 / 4.71   1.25 / 1.37 / 2.62
+    64 -> 64                              30.0 / 56.6 / 86.4   23.3 / 46.1 / 69.7   10.6 / 22.3 / 32.8
+    digits 1 -> 16                         0.12 / 0.07 / 0.19   0.08 / 0.08 / 0.15   0.06 / 0.10 / 0.17
+    digits 16 -> 32                        0.36 / 0.41 / 0.78   0.24 / 0.47 / 0.72   0.11 / 0.24 / 0.35
+    Mamba depthwise conv1d                 0.45 / 0.51 / 0.96   0.41 / 0.55 / 0.97   0.13 / 0.83 / 0.96
+
+The products dominate what is left: OpenBLAS 0.3.31 picks its Haswell (AVX2) kernels on this
+AVX-512 machine, 127 GFLOP/s on one thread for the 64 -> 64 product, where oneDNN's direct
+convolution reaches about 210 (about 470 on two threads); ``OPENBLAS_CORETYPE=SkylakeX`` in
+the environment (before numpy loads) gave 165-172 on one thread.
+
+Earlier measurements of (unchunked) im2col vs the direct loops (ms; N, C_in -> C_out, HxW,
+groups; fwd / grad_x / grad_w, im2col then direct)::
+
     64, 1 -> 8,    8x8,   1             0.21 /  0.11 /  0.07             0.21 /  0.36 /   0.19
     64, 8 -> 16,   8x8,   1             0.75 /  0.49 /  0.29             1.32 /  1.74 /   2.68
     32, 32 -> 64,  32x32, 1            23.0  / 30.5  / 21.5             39.3  / 70.0  / 102.0
     32, 32 -> 32,  32x32, 32 (dw)      12.9  / 30.2  /  2.90             6.70 /  6.50 /   1.86
     32, 32 -> 32,  16x16, 8             3.68 /  2.65 /  2.18             1.38 /  2.10 /   2.69
-
-So im2col runs ``groups == 1`` (the small CNN and the large case alike: BLAS ties the loops
-on the 1-channel forward and beats them by 1.7-9x everywhere else, most on the weight
-gradient, which reuses the columns), and the direct kernels run grouped and depthwise
-convs, where im2col pays ``N * G`` tiny BLAS calls; a grouped weight gradient with more
-than :data:`DIRECT_WEIGHT_MAX_TAPS` taps per output channel goes back to im2col (its
-columns rebuilt in backward).
 """
 
 from __future__ import annotations
@@ -43,16 +76,19 @@ from typing import Any, Literal
 
 import numba
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from gradtape.devices.kernels._jit import jit
 
 __all__ = [
+    "CHUNK_BYTES",
     "COLS_MAX_BYTES",
     "DIRECT_WEIGHT_MAX_TAPS",
+    "GRAD_X_AS_CONV",
     "Impl",
+    "backward",
     "backward_input",
     "backward_weight",
+    "chunk_samples",
     "forward",
     "im2col",
     "pick",
@@ -60,19 +96,35 @@ __all__ = [
 
 Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
+Pads = tuple[Pair, Pair]
 Impl = Literal["auto", "im2col", "direct"]
 
 PARALLEL_WORK = 1 << 17
-"""Kernels with at least this many multiply-adds (or, for col2im, elements) run their
+"""Kernels with at least this many multiply-adds (or, for im2col/col2im, elements) run their
 ``prange`` variant."""
 
 DIRECT_WEIGHT_MAX_TAPS = 36
 """``auto`` computes a grouped conv's weight gradient with the direct kernel while
 ``C/G * KH * KW`` is at most this (4 channels of 3x3 per group), with im2col above."""
 
-COLS_MAX_BYTES = 64 << 20
-""":func:`forward` keeps im2col's columns for the weight gradient only up to this size; larger
-ones are rebuilt in backward."""
+CHUNK_BYTES = 16 << 20
+"""Target size of one chunk: its columns plus its output (:func:`chunk_samples`). Measured with
+two threads, medians of 15-25 interleaved repeats, forward + backward at the kernel level
+(one run at load 3-5; ms; 8 / 16 / 32 MB): 64 -> 64 channels, 32x32, batch 32: 54.9 / 53.6 / 53.0 (4 MB: 62.0,
+the previous code 65); 3 -> 64 channels: 2.5 / 2.8 / - (4 MB: 2.6, previous 2.7)."""
+
+COLS_MAX_BYTES = 4 << 20
+""":func:`forward` keeps im2col's columns for the weight gradient only up to this size in all;
+larger ones are rebuilt chunk by chunk in backward, into one reused cache-sized buffer from
+the (smaller) input. 64 -> 64 channels, 32x32, batch 32, two threads, forward + backward:
+38.1 ms rebuilt vs 45.2 ms kept (writing the 75 MB of kept columns slowed the forward from
+12.6 to 18.4 ms; one thread: 57 vs 61 ms for the weight gradient)."""
+
+GRAD_X_AS_CONV = True
+"""im2col's input gradient of a stride-1 conv runs as a convolution of the output gradient
+(:func:`_grad_x_as_conv`) rather than a product into column gradients and col2im (64 -> 64
+channels, 32x32, batch 32, one thread of a loaded VM: 54 ms vs 57-68 ms; no column-gradient
+buffer, and the product's inner dimension is ``O*KH*KW`` rather than ``O``)."""
 
 
 def pick(
@@ -80,9 +132,10 @@ def pick(
 ) -> Literal["im2col", "direct"]:
     """Resolve ``impl`` for one pass (``taps = C/G * KH * KW``, the length of a column).
 
-    ``"auto"``: im2col for ``groups == 1`` (one BLAS product per sample beats the loops); the
-    direct kernels for grouped and depthwise convs (im2col would run ``N * G`` tiny products),
-    except the weight gradient of groups with more than :data:`DIRECT_WEIGHT_MAX_TAPS` taps.
+    ``"auto"``: im2col for ``groups == 1`` (one BLAS product per chunk beats the loops); the
+    direct kernels for grouped and depthwise convs (im2col would run ``G`` tiny products per
+    chunk), except the weight gradient of groups with more than :data:`DIRECT_WEIGHT_MAX_TAPS`
+    taps.
     """
     if impl != "auto":
         return impl
@@ -91,35 +144,251 @@ def pick(
     return "direct"
 
 
-# ----- im2col: numpy stride tricks and BLAS ----------------------------------------------
+def chunk_samples(n: int, rows: int, out_hw: Pair, itemsize: int) -> int:
+    """Samples per im2col chunk: as many as keep ``rows`` rows of ``nb*OH*OW`` elements (the
+    columns plus the chunk's output or output gradient, ``C*KH*KW + O`` rows) within
+    :data:`CHUNK_BYTES` (at least 1, at most ``n``). Chunks that outgrow the cache cost: 3 -> 64
+    channels, 32x32, batch 32 in one chunk (11 MB) ran its forward in 5.0 ms, in chunks of 4-11
+    samples in 1.8-1.9 ms (one thread)."""
+    per = max(1, rows * out_hw[0] * out_hw[1] * itemsize)
+    return max(1, min(n, CHUNK_BYTES // per))
 
 
-def _windows(xp: Array, k: Pair, stride: Pair, dilation: Pair, out_hw: Pair, groups: int) -> Array:
-    """Read-only view ``(N, G, C/G, KH, KW, OH, OW)`` of the padded input's receptive fields."""
-    n, c, _, _ = xp.shape
-    s_n, s_c, s_h, s_w = xp.strides
-    cg = c // groups
-    shape = (n, groups, cg, k[0], k[1], out_hw[0], out_hw[1])
-    strides = (s_n, cg * s_c, s_c, dilation[0] * s_h, dilation[1] * s_w, stride[0] * s_h, stride[1] * s_w)
-    return as_strided(xp, shape, strides, writeable=False)
+# ----- chunked im2col / col2im (numba) ----------------------------------------------------
+#
+# Columns of a chunk of ``nb`` samples starting at ``n0``: ``cols[r, m*P + i*OW + j]`` with row
+# ``r = c*KH*KW + a*KW + b`` and ``P = OH*OW`` holds ``x[n0 + m, c, y, z]`` at
+# ``y = i*sh + a*dh - pt``, ``z = j*sw + b*dw - pl`` (zero where that is outside ``x``).
 
 
-def im2col(xp: Array, k: Pair, stride: Pair, dilation: Pair, out_hw: Pair, groups: int) -> Array:
-    """The columns ``(N, G, C/G * KH * KW, OH * OW)`` (a new C-contiguous array) of ``xp``."""
-    v = _windows(xp, k, stride, dilation, out_hw, groups)
-    n, g, cg = v.shape[:3]
-    return np.ascontiguousarray(v).reshape(n, g, cg * k[0] * k[1], out_hw[0] * out_hw[1])
+@jit()
+def _jrange(r: int, kw: int, dw: int, sw: int, pl: int, width: int, ow: int) -> tuple[int, int, int]:
+    """``(off, j0, j1)``: input column ``j*sw + off`` lies inside ``[0, width)`` for ``j0 <= j < j1``."""
+    off = (r % kw) * dw - pl
+    j0 = 0 if off >= 0 else (-off + sw - 1) // sw
+    j1 = (width - 1 - off) // sw + 1 if width - 1 - off >= 0 else 0
+    j1 = min(j1, ow)
+    j0 = min(j0, j1)
+    return off, j0, j1
 
 
-def _col2im(dcols: Array, xp_shape: tuple[int, ...], k: Pair, stride: Pair, dilation: Pair, out_hw: Pair) -> Array:
-    """Scatter-add columns ``(N, G, C/G * KH * KW, OH * OW)`` into a new zero padded input
-    ``xp_shape`` (one numba pass, parallel over the ``N * C`` planes when large)."""
-    n, c, hp, wp = xp_shape
-    gxf = np.zeros((n, c, hp * wp), dcols.dtype)
-    nr, ln, rs_in, rs_out, sw = _rows(stride, out_hw, wp, False)
-    kernel = _col2im_parallel if dcols.size >= PARALLEL_WORK else _col2im_serial
-    kernel(dcols, gxf, _offsets(k, dilation, wp), nr, ln, rs_in, rs_out, sw)
-    return gxf.reshape(xp_shape)
+@jit()
+def _im2col_task(
+    r: int,
+    xf: Array,
+    cols: Array,
+    n0: int,
+    nb: int,
+    h: int,
+    width: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    c = r // (kh * kw)
+    a = (r // kw) % kh
+    off, j0, j1 = _jrange(r, kw, dw, sw, pl, width, ow)
+    zero = cols.dtype.type(0)
+    row = cols[r]
+    p = oh * ow
+    # valid output rows i0 <= i < i1 (input row i*sh + a*dh - pt inside [0, h))
+    lo_i = pt - a * dh
+    i0 = 0 if lo_i <= 0 else (lo_i + sh - 1) // sh
+    i1 = (h - 1 + lo_i) // sh + 1 if h - 1 + lo_i >= 0 else 0
+    i1 = min(i1, oh)
+    i0 = min(i0, i1)
+    block = sh == 1 and sw == 1 and ow == width
+    for m in range(nb):
+        plane = xf[n0 + m, c]
+        blk = row[m * p : (m + 1) * p]
+        for t in range(i0 * ow):
+            blk[t] = zero
+        for t in range(i1 * ow, p):
+            blk[t] = zero
+        if i1 == i0:
+            continue
+        if block:
+            # same-width stride-1 rows are one contiguous run of the input plane, shifted by
+            # ``off``: copy it at once, then zero the columns that wrapped into the next row
+            start = (i0 - lo_i) * width + off
+            length = (i1 - i0) * ow
+            lo = max(0, -start)
+            hi = max(lo, min(length, h * width - start))
+            d = blk[i0 * ow : i1 * ow]
+            for t in range(lo):
+                d[t] = zero
+            for t in range(hi, length):
+                d[t] = zero
+            s1 = plane[start + lo : start + hi]
+            d1 = d[lo:hi]
+            for t in range(hi - lo):
+                d1[t] = s1[t]
+            if j0 > 0 or j1 < ow:
+                for i in range(i1 - i0):
+                    base = i * ow
+                    for j in range(j0):
+                        d[base + j] = zero
+                    for j in range(j1, ow):
+                        d[base + j] = zero
+            continue
+        for i in range(i0, i1):
+            dst = blk[i * ow : (i + 1) * ow]
+            y = i * sh - lo_i
+            for j in range(j0):
+                dst[j] = zero
+            for j in range(j1, ow):
+                dst[j] = zero
+            src = plane[y * width : (y + 1) * width]
+            if sw == 1:
+                s1 = src[j0 + off : j1 + off]
+                d1 = dst[j0:j1]
+                for j in range(j1 - j0):
+                    d1[j] = s1[j]
+            else:
+                for j in range(j0, j1):
+                    dst[j] = src[j * sw + off]
+
+
+@jit()
+def _im2col_serial(
+    xf: Array,
+    cols: Array,
+    n0: int,
+    nb: int,
+    h: int,
+    width: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    for r in range(cols.shape[0]):
+        _im2col_task(r, xf, cols, n0, nb, h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+
+
+@jit(parallel=True)
+def _im2col_parallel(
+    xf: Array,
+    cols: Array,
+    n0: int,
+    nb: int,
+    h: int,
+    width: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    for r in numba.prange(cols.shape[0]):
+        _im2col_task(r, xf, cols, n0, nb, h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+
+
+@jit()
+def _col2im_task(
+    p: int,
+    dcols: Array,
+    gx: Array,
+    n0: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    cin = gx.shape[1]
+    h, width = gx.shape[2], gx.shape[3]
+    m = p // cin
+    c = p % cin
+    plane = gx[n0 + m, c]
+    zero = gx.dtype.type(0)
+    for y in range(h):
+        for z in range(width):
+            plane[y, z] = zero
+    kk = kh * kw
+    for k in range(kk):
+        a = k // kw
+        off, j0, j1 = _jrange(k, kw, dw, sw, pl, width, ow)
+        row = dcols[c * kk + k]
+        for i in range(oh):
+            y = i * sh + a * dh - pt
+            if y < 0 or y >= h:
+                continue
+            src = row[(m * oh + i) * ow : (m * oh + i + 1) * ow]
+            dst = plane[y]
+            if sw == 1:
+                s1 = src[j0:j1]
+                d1 = dst[j0 + off : j1 + off]
+                for j in range(j1 - j0):
+                    d1[j] += s1[j]
+            else:
+                for j in range(j0, j1):
+                    dst[j * sw + off] += src[j]
+
+
+@jit()
+def _col2im_serial(
+    dcols: Array,
+    gx: Array,
+    n0: int,
+    nb: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    for p in range(nb * gx.shape[1]):
+        _col2im_task(p, dcols, gx, n0, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+
+
+@jit(parallel=True)
+def _col2im_parallel(
+    dcols: Array,
+    gx: Array,
+    n0: int,
+    nb: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    for p in numba.prange(nb * gx.shape[1]):
+        _col2im_task(p, dcols, gx, n0, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
 
 
 # ----- direct numba kernels --------------------------------------------------------------
@@ -344,42 +613,6 @@ def _bwd_weight_parallel(
         _bwd_weight_task(p, xf, gf, gw2, offs, nr, ln, rs_in, rs_out, sw, groups)
 
 
-@jit()
-def _col2im_task(
-    p: int, dcols: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int
-) -> None:
-    cin = gxf.shape[1]
-    cg = cin // dcols.shape[1]
-    kk = offs.shape[0]
-    n = p // cin
-    ci = p % cin
-    plane = gxf[n, ci]
-    src = dcols[n, ci // cg]
-    for k in range(kk):
-        d = src[(ci % cg) * kk + k]
-        for r in range(nr):
-            ds = d[r * rs_out :]
-            y = plane[r * rs_in + offs[k] :]
-            if sw == 1:
-                for i in range(ln):
-                    y[i] += ds[i]
-            else:
-                for i in range(ln):
-                    y[i * sw] += ds[i]
-
-
-@jit()
-def _col2im_serial(dcols: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int) -> None:
-    for p in range(gxf.shape[0] * gxf.shape[1]):
-        _col2im_task(p, dcols, gxf, offs, nr, ln, rs_in, rs_out, sw)
-
-
-@jit(parallel=True)
-def _col2im_parallel(dcols: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int) -> None:
-    for p in numba.prange(gxf.shape[0] * gxf.shape[1]):
-        _col2im_task(p, dcols, gxf, offs, nr, ln, rs_in, rs_out, sw)
-
-
 # ----- public entry points ---------------------------------------------------------------
 
 
@@ -404,31 +637,245 @@ def _rows(stride: Pair, out_hw: Pair, wp: int, flat: bool) -> tuple[int, int, in
     return oh, ow, stride[0] * wp, ow, stride[1]
 
 
+def _pad(x: Array, pads: Pads) -> Array:
+    """``x`` zero padded by ``pads`` (``x`` itself without padding): the direct kernels' input."""
+    if any(pads[0] + pads[1]):
+        return np.pad(x, [(0, 0), (0, 0), pads[0], pads[1]])
+    return x
+
+
+def im2col(
+    x: Array,
+    n0: int,
+    nb: int,
+    k: Pair,
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    out_hw: Pair,
+    buf: Array | None = None,
+) -> Array:
+    """The columns ``(C*KH*KW, nb*OH*OW)`` of samples ``n0 .. n0+nb`` of the C-contiguous
+    unpadded input ``x (N, C, H, W)`` (layout in the comment above the kernels), written into
+    the front of the 1-D scratch ``buf`` when given (else a new array)."""
+    rows = x.shape[1] * k[0] * k[1]
+    size = rows * nb * out_hw[0] * out_hw[1]
+    cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
+    kernel = _im2col_parallel if size >= PARALLEL_WORK else _im2col_serial
+    n, c, h, w = x.shape
+    xf = x.reshape(n, c, h * w)
+    kernel(xf, cols, n0, nb, h, w, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+    return cols
+
+
+def _col2im(
+    dcols: Array, gx: Array, n0: int, nb: int, k: Pair, stride: Pair, pads: Pads, dilation: Pair, out_hw: Pair
+) -> None:
+    """Write samples ``n0 .. n0+nb`` of the input gradient ``gx (N, C, H, W)`` (C-contiguous,
+    unpadded) from the chunk's column gradient ``dcols (C*KH*KW, nb*OH*OW)``: each plane is
+    zeroed, then every column element added where :func:`im2col` read it (padding dropped)."""
+    kernel = _col2im_parallel if dcols.size >= PARALLEL_WORK else _col2im_serial
+    kernel(dcols, gx, n0, nb, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+
+
 def forward(
-    xp: Array,
+    x: Array,
     w: Array,
     stride: Pair,
+    pads: Pads,
     dilation: Pair,
     groups: int,
     out_hw: Pair,
     impl: Impl = "auto",
     keep_cols: bool = False,
-) -> tuple[Array, Array | None]:
-    """Cross-correlation of the padded input ``xp (N, C, Hp, Wp)`` with ``w (O, C/G, KH, KW)``.
+    bias: Array | None = None,
+) -> tuple[Array, list[Array] | None]:
+    """Cross-correlation of ``x (N, C, H, W)`` zero padded by ``pads`` with ``w (O, C/G, KH, KW)``,
+    plus ``bias (O,)`` when given.
 
-    ``out[n, o, i, j] = sum_{c, a, b} w[o, c, a, b] * xp[n, g*C/G + c, i*sh + a*dh, j*sw + b*dw]``
-    with ``g = o // (O/G)``, for ``i < OH``, ``j < OW`` (the caller checks that every window
-    lies inside ``xp``). Returns ``(out, cols)``: a new C-contiguous ``(N, O, OH, OW)`` array,
-    and im2col's columns when ``keep_cols`` asked for them, im2col ran and they take at most
-    :data:`COLS_MAX_BYTES` (else ``None``); pass them on to :func:`backward_weight`.
+    ``out[n, o, i, j] = bias[o] + sum_{c, a, b} w[o, c, a, b] * xpad[n, g*C/G + c, i*sh + a*dh,
+    j*sw + b*dw]`` with ``g = o // (O/G)``, for ``i < OH``, ``j < OW`` (the caller checks that
+    every window lies inside the padded input). Returns ``(out, cols)``: a new C-contiguous
+    ``(N, O, OH, OW)`` array of ``x``'s dtype, and the im2col chunks' columns when
+    ``keep_cols`` asked for them, im2col ran and they take at most :data:`COLS_MAX_BYTES`
+    (else ``None``); pass them on to :func:`backward`.
     """
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    oh, ow = out_hw
+    if pick(impl, "forward", groups, cg * kh * kw) == "direct":
+        out = _direct_forward(_pad(x, pads), w, stride, dilation, groups, out_hw)
+        if bias is not None:
+            out += bias.reshape(1, o, 1, 1)
+        return out, None
+    x = _c(x)
+    rows, p, og, kg = c * kh * kw, oh * ow, o // groups, cg * kh * kw
+    nb = chunk_samples(n, rows + o, out_hw, x.itemsize)
+    keep = keep_cols and n * rows * p * x.itemsize <= COLS_MAX_BYTES
+    out = np.empty((n, o, oh, ow), x.dtype)
+    o3 = out.reshape(n, o, p)
+    w3 = _c(w).reshape(groups, og, kg)
+    buf = None if keep else np.empty(rows * nb * p, x.dtype)
+    tmp = np.empty(o * nb * p if nb > 1 else 0, x.dtype)
+    kept: list[Array] = []
+    b3 = None if bias is None else bias.reshape(1, o, 1)
+    for n0 in range(0, n, nb):
+        m = min(nb, n - n0)
+        cols = im2col(x, n0, m, (kh, kw), stride, pads, dilation, out_hw, buf)
+        # one sample per chunk: the product lands in the output directly (no transposing copy)
+        t = o3[n0].reshape(groups, og, p) if m == 1 else tmp[: o * m * p].reshape(groups, og, m * p)
+        if groups == 1:
+            np.matmul(w3[0], cols, out=t[0])
+        else:
+            np.matmul(w3, cols.reshape(groups, kg, m * p), out=t)
+        if m == 1:
+            if b3 is not None:
+                o3[n0] += b3[0]
+        elif b3 is None:
+            o3[n0 : n0 + m] = t.reshape(o, m, p).transpose(1, 0, 2)
+        else:
+            np.add(t.reshape(o, m, p).transpose(1, 0, 2), b3, out=o3[n0 : n0 + m])
+        if keep:
+            kept.append(cols)
+    return out, (kept if keep else None)
+
+
+def backward(
+    g: Array,
+    x: Array,
+    w: Array,
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    groups: int,
+    want_x: bool = True,
+    want_w: bool = True,
+    impl: Impl = "auto",
+    cols: list[Array] | None = None,
+) -> tuple[Array | None, Array | None]:
+    """The gradients ``(gx (N, C, H, W), gw (O, C/G, KH, KW))`` of :func:`forward` (each new, or
+    ``None`` when not wanted) given the output's gradient ``g (N, O, OH, OW)``:
+
+    ``gx[n, g*C/G + c, i*sh + a*dh - pt, j*sw + b*dw - pl] += w[o, c, a, b] * g[n, o, i, j]``
+    (terms landing in the padding dropped) and ``gw[o, c, a, b] = sum_{n, i, j} g[n, o, i, j]
+    * xpad[n, g*C/G + c, i*sh + a*dh, j*sw + b*dw]``. ``cols``: :func:`forward`'s kept columns
+    (else rebuilt per chunk when the weight gradient runs im2col).
+    """
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = g.shape[2], g.shape[3]
+    taps = cg * kh * kw
+    x_im = want_x and pick(impl, "input", groups, taps) == "im2col"
+    w_im = want_w and (cols is not None or pick(impl, "weight", groups, taps) == "im2col")
+    gx = gw = None
+    if want_x and not x_im:
+        gx = _direct_input(g, w, x.shape, stride, pads, dilation, groups)
+    if want_w and not w_im:
+        gw = _direct_weight(_pad(x, pads), g, w.shape, stride, dilation, groups)
+    if x_im and stride == (1, 1) and GRAD_X_AS_CONV:
+        gx = _grad_x_as_conv(g, w, (h, wd), pads, dilation, groups)
+        x_im = False
+    if not (x_im or w_im):
+        return gx, gw
+    rows, p, og, kg = c * kh * kw, oh * ow, o // groups, taps
+    nb = cols[0].shape[1] // p if cols is not None else chunk_samples(n, rows + o, (oh, ow), g.itemsize)
+    g3 = g.reshape(n, o, p)
+    w3 = _c(w).reshape(groups, og, kg)
+    gtbuf = np.empty(o * nb * p if nb > 1 else 0, g.dtype)
+    if x_im:
+        gx = np.empty((n, c, h, wd), g.dtype)
+        dbuf = np.empty(rows * nb * p, g.dtype)
+        w3t = w3.transpose(0, 2, 1)
+    if w_im:
+        xc = _c(x)
+        gw3 = np.empty((groups, og, kg), g.dtype)
+        tmpw = np.empty_like(gw3)
+        cbuf = np.empty(rows * nb * p, g.dtype) if cols is None else None
+    for i, n0 in enumerate(range(0, n, nb)):
+        m = min(nb, n - n0)
+        if m == 1:  # one sample per chunk: its gradient is already laid out (O, OH*OW)
+            gt3 = _c(g3[n0]).reshape(groups, og, p)
+        else:
+            gt = gtbuf[: o * m * p].reshape(o, m, p)
+            np.copyto(gt, g3[n0 : n0 + m].transpose(1, 0, 2))
+            gt3 = gt.reshape(groups, og, m * p)
+        if w_im:
+            cl = cols[i] if cols is not None else im2col(xc, n0, m, (kh, kw), stride, pads, dilation, (oh, ow), cbuf)
+            np.matmul(gt3, cl.reshape(groups, kg, m * p).transpose(0, 2, 1), out=gw3 if i == 0 else tmpw)
+            if i:
+                gw3 += tmpw
+        if x_im:
+            dc = dbuf[: rows * m * p].reshape(groups, kg, m * p)
+            if groups == 1:
+                np.matmul(w3t[0], gt3[0], out=dc[0])
+            else:
+                np.matmul(w3t, gt3, out=dc)
+            _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
+    if w_im:
+        gw = gw3.reshape(w.shape)
+    return gx, gw
+
+
+def _grad_x_as_conv(g: Array, w: Array, hw: Pair, pads: Pads, dilation: Pair, groups: int) -> Array:
+    """The input gradient of a stride-1 convolution as a convolution of ``g`` (chunked im2col
+    and one product per chunk, straight into ``(N, C, H, W)``): ``gx = conv(g, w')`` with
+    ``w'[g*C/G + c, o, a, b] = w[g*O/G + o, c, KH-1-a, KW-1-b]`` (each group's kernel flipped,
+    in and out channels swapped), padding ``d*(K-1) - p`` before (negative: rows skipped) and
+    the same dilation."""
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    wt = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1]
+    wt = np.ascontiguousarray(wt).reshape(groups * cg, og, kh, kw)
+    (pt, _), (pl, _) = pads
+    oh, ow = g.shape[2], g.shape[3]
+    tp, lp = dilation[0] * (kh - 1) - pt, dilation[1] * (kw - 1) - pl
+    pads_t = ((tp, hw[0] + dilation[0] * (kh - 1) - oh - tp), (lp, hw[1] + dilation[1] * (kw - 1) - ow - lp))
+    return forward(g, wt, (1, 1), pads_t, dilation, groups, hw, "im2col")[0]
+
+
+def backward_input(
+    g: Array,
+    w: Array,
+    x_shape: tuple[int, ...],
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    groups: int,
+    impl: Impl = "auto",
+) -> Array:
+    """:func:`backward`'s input gradient alone (``(N, C, H, W)``, new; also conv_transpose2d's
+    forward), given the output gradient ``g`` and ``w``."""
+    gx, _ = backward(g, np.empty(x_shape, g.dtype), w, stride, pads, dilation, groups, True, False, impl)
+    assert gx is not None
+    return gx
+
+
+def backward_weight(
+    x: Array,
+    g: Array,
+    w_shape: tuple[int, ...],
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    groups: int,
+    impl: Impl = "auto",
+    cols: list[Array] | None = None,
+) -> Array:
+    """:func:`backward`'s weight gradient alone (``w_shape``, new), given the unpadded input
+    ``x`` (or :func:`forward`'s kept ``cols``) and the output gradient ``g``."""
+    w = np.empty(w_shape, g.dtype)
+    _, gw = backward(g, x, w, stride, pads, dilation, groups, False, True, impl, cols)
+    assert gw is not None
+    return gw
+
+
+# ----- the direct kernels' drivers (on a padded input) -------------------------------------
+
+
+def _direct_forward(xp: Array, w: Array, stride: Pair, dilation: Pair, groups: int, out_hw: Pair) -> Array:
     n, c, hp, wp = xp.shape
     o, cg, kh, kw = w.shape
     shape = (n, o, out_hw[0], out_hw[1])
-    if pick(impl, "forward", groups, cg * kh * kw) == "im2col":
-        cols = im2col(xp, (kh, kw), stride, dilation, out_hw, groups)
-        out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw), cols).reshape(shape)
-        return out, (cols if keep_cols and cols.nbytes <= COLS_MAX_BYTES else None)
     flat = stride == (1, 1)
     nr, ln, rs_in, rs_out, sw = _rows(stride, out_hw, wp, flat)
     acc = np.zeros((n, o, out_hw[0] * (wp if flat else out_hw[1])), xp.dtype)
@@ -436,25 +883,18 @@ def forward(
     xf = _c(xp).reshape(n, c, hp * wp)
     kernel(xf, _c(w).reshape(o, cg, kh * kw), acc, _offsets((kh, kw), dilation, wp), nr, ln, rs_in, rs_out, sw, groups)
     if flat:
-        return np.ascontiguousarray(acc.reshape(n, o, out_hw[0], wp)[:, :, :, : out_hw[1]]), None
-    return acc.reshape(shape), None
+        return np.ascontiguousarray(acc.reshape(n, o, out_hw[0], wp)[:, :, :, : out_hw[1]])
+    return acc.reshape(shape)
 
 
-def backward_input(
-    g: Array, w: Array, xp_shape: tuple[int, ...], stride: Pair, dilation: Pair, groups: int, impl: Impl = "auto"
+def _direct_input(
+    g: Array, w: Array, x_shape: tuple[int, ...], stride: Pair, pads: Pads, dilation: Pair, groups: int
 ) -> Array:
-    """The gradient ``(N, C, Hp, Wp)`` of :func:`forward` w.r.t. the padded input, given the
-    output's gradient ``g (N, O, OH, OW)``: a new array (also conv_transpose2d's forward).
-
-    ``gxp[n, g*C/G + c, i*sh + a*dh, j*sw + b*dw] += w[o, c, a, b] * g[n, o, i, j]``.
-    """
-    n, c, hp, wp = xp_shape
+    n, c, h, wd = x_shape
+    (pt, pb), (pl, pr) = pads
+    hp, wp = h + pt + pb, wd + pl + pr
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
-    if pick(impl, "input", groups, cg * kh * kw) == "im2col":
-        wg = w.reshape(groups, o // groups, cg * kh * kw)
-        dcols = np.matmul(wg.transpose(0, 2, 1), g.reshape(n, groups, o // groups, oh * ow))
-        return _col2im(dcols, xp_shape, (kh, kw), stride, dilation, (oh, ow))
     # Flat mode would add 0 * w at the garbage columns: an infinite weight would turn a
     # finite gradient into nan, so the backward keeps to rows.
     nr, ln, rs_in, rs_out, sw = _rows(stride, (oh, ow), wp, False)
@@ -462,31 +902,16 @@ def backward_input(
     kernel = _bwd_input_parallel if _work(g.shape, w.shape) >= PARALLEL_WORK else _bwd_input_serial
     gf = _c(g).reshape(n, o, oh * ow)
     kernel(gf, _c(w).reshape(o, cg, kh * kw), gxp, _offsets((kh, kw), dilation, wp), nr, ln, rs_in, rs_out, sw, groups)
-    return gxp.reshape(xp_shape)
+    gx4 = gxp.reshape(n, c, hp, wp)
+    if (hp, wp) != (h, wd):
+        gx4 = np.ascontiguousarray(gx4[:, :, pt : pt + h, pl : pl + wd])
+    return gx4
 
 
-def backward_weight(
-    xp: Array,
-    g: Array,
-    w_shape: tuple[int, ...],
-    stride: Pair,
-    dilation: Pair,
-    groups: int,
-    impl: Impl = "auto",
-    cols: Array | None = None,
-) -> Array:
-    """The gradient ``(O, C/G, KH, KW)`` of :func:`forward` w.r.t. ``w``, given the padded
-    input ``xp`` (or its columns ``cols`` from :func:`forward`) and the output's gradient ``g``:
-    ``gw[o, c, a, b] = sum_{n, i, j} g[n, o, i, j] * xp[n, g*C/G + c, i*sh + a*dh, j*sw + b*dw]``."""
+def _direct_weight(xp: Array, g: Array, w_shape: tuple[int, ...], stride: Pair, dilation: Pair, groups: int) -> Array:
     n, c, hp, wp = xp.shape
     o, cg, kh, kw = w_shape
     oh, ow = g.shape[2], g.shape[3]
-    if cols is not None or pick(impl, "weight", groups, cg * kh * kw) == "im2col":
-        if cols is None:
-            cols = im2col(xp, (kh, kw), stride, dilation, (oh, ow), groups)
-        gg = g.reshape(n, groups, o // groups, oh * ow)
-        gw_: Array = np.matmul(gg, cols.transpose(0, 1, 3, 2)).sum(axis=0)
-        return gw_.reshape(w_shape)
     nr, ln, rs_in, rs_out, sw = _rows(stride, (oh, ow), wp, False)
     gw = np.empty((o, cg, kh * kw), g.dtype)
     kernel = _bwd_weight_parallel if _work(g.shape, w_shape) >= PARALLEL_WORK else _bwd_weight_serial
