@@ -134,8 +134,12 @@ def _record_norm(
     eps: float,
     centered: bool,
 ) -> Any:
-    """Run the fused norm forward over ``x``'s last ``k`` dims and record its backward."""
+    """Run the fused norm forward over ``x``'s last ``k`` dims and record its backward: one
+    kernel pass (:func:`gradtape.devices.kernels.norm.norm_backward`) computing only the
+    gradients the store wants (``grads.wants``) of ``x``, ``w`` and ``b``."""
     xd = x.data
+    if not xd.flags.c_contiguous:  # one copy, used by the forward and saved for the backward
+        xd = np.ascontiguousarray(xd)
     wd = None if w is None else w.data
     bd = None if b is None else b.data
     y, mean, rstd = _norm.norm_forward(xd, k, wd, bd, eps, centered)
@@ -155,12 +159,12 @@ def _record_norm(
             need_b = bd is not None and grads.wants(bid, b_leaf)
             if not (need_x or need_w or need_b):
                 return
-            dx, dw, db = _norm.norm_backward(g, xd, k, wd, mean, rstd, centered, need_x)
+            dx, dw, db = _norm.norm_backward(g, xd, k, wd, mean, rstd, centered, need_x, need_w, need_b)
             if dx is not None:
                 grads._accum(xid, dx)
-            if need_w:
+            if dw is not None:
                 grads._accum(wid, dw)
-            if need_b:
+            if db is not None:
                 grads._accum(bid, db)
 
         def norm_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:

@@ -1,253 +1,292 @@
 """Row-wise kernels of :mod:`gradtape.ops.nn`: layer norm and RMS norm, forward and backward.
 
 The norms work on a C-contiguous ``(R, N)`` view of the input: ``R`` rows (the leading dims
-flattened) of ``N`` normalised elements (the trailing dims flattened). One row is read from
-memory once and stays in cache for the row's next passes, so a forward costs about one
-memory pass where numpy's expression makes six. Measured on 4096x1024 float32 with 2 threads:
-forward 2.8 ms (numpy expression 18 ms, PyTorch 2.5 ms), backward 3.8 ms (numpy 38 ms,
-PyTorch about 4.3 ms). Row sums use eight independent accumulators: without
-``fastmath`` LLVM may not reorder one running sum, and eight chains run about as fast as
-numpy's pairwise SIMD sum (measured: 1.2 ms vs 3.7 ms with one chain for 4096x1024 float32).
+flattened) of ``N`` normalised elements (the trailing dims flattened). Each kernel reads a
+row from memory once; the row's later passes hit the L1/L2 cache. So the forward moves one
+read of ``x`` and one write of ``y``, the backward one read of ``x`` and ``g`` and one write
+of ``dx``: the traffic of copying 1 and 1.5 arrays (measured figures at the end).
 
-Below :data:`~gradtape.devices.kernels.elementwise.PARALLEL_THRESHOLD` elements the serial
-kernels run; above it ``numba.prange`` runs rows (forward) or chunks of rows (backward, each
-chunk summing its own partial weight and bias gradients, added afterwards) on every core.
-Inputs the kernels do not take (non-contiguous views, weights of another layout) go to the
-numpy expression, which computes the same values.
+Forward (per row, two passes over the cached row, then the output):
 
-Formulas (per row, ``N`` elements; ``centered`` selects layer norm, else RMS norm):
+* ``mu = sum(x) / N`` (0 for RMS norm), ``var = sum((x - mu)**2) / N``: two-pass, not
+  ``E[x**2] - mu**2``, so no cancellation when ``|mu| >> std``;
+* ``rstd = 1 / sqrt(var + eps)``; ``mu`` and ``rstd`` are saved per row for the backward
+  (``x_hat`` is not saved: the backward recomputes it from ``x``);
+* ``y = (x - mu) * rstd * w + b``.
 
-* forward: ``mu = mean(x)`` (0 for RMS norm), ``rstd = 1 / sqrt(mean((x - mu)**2) + eps)``,
-  ``xhat = (x - mu) * rstd``, ``y = xhat * w + b``;
-* backward: ``dxhat = g * w``,
-  ``dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`` (without the
-  ``mean(dxhat)`` term for RMS norm), ``dw = sum_rows(g * xhat)``, ``db = sum_rows(g)``.
+Backward (one fused pass per row):
 
-Only ``sqrt`` (one per row, an instruction, not a libm call) is not plain arithmetic.
+* first (reads ``x`` and ``g`` from memory): ``s1 = sum(g * w)``,
+  ``s2 = sum(g * w * x_hat)`` with ``x_hat = (x - mu) * rstd``;
+* then (the cached row): ``dx = rstd * (g * w - s1 / N - x_hat * s2 / N)`` (without the
+  ``s1`` term for RMS norm), and ``dw_c += g * x_hat``, ``db_c += g`` into the partial sums
+  ``dw_c``, ``db_c`` of the row's chunk.
+
+Rows are cut into ``C = min(R, CHUNKS)`` fixed chunks (:data:`CHUNKS` = 16), chunk ``c``
+holding rows ``[c * R // C, (c + 1) * R // C)``; each chunk adds its rows' ``dw``/``db``
+terms in row order into its own partial row, and the partial rows are then added in chunk
+order in float64. The partition depends on ``R`` only, so the serial and the ``prange``
+kernels, any thread count and any schedule (TBB hands out chunks dynamically) give bitwise
+the same ``dw``/``db``. Gradients nobody wants are not computed: ``need_dx=False`` leaves
+the row sums and ``dx`` out, ``need_dw``/``need_db`` false the accumulations.
+
+Precision: sums run in ``x``'s dtype, vectorised (the row sums are compiled with the
+``reassoc`` fast-math flag, :data:`_FAST`, so LLVM sums a row in several interleaved vector
+lanes, each a fraction of the row long, then adds the lanes), except the final sum of the
+chunks' ``dw``/``db``, in float64. Summing in float64 was measured (float32, 2-core VM,
+interleaved medians): the forward 1.9x slower on cached rows (64x128) and 1.1x on
+4096x256; float64 partial sums of ``dw``/``db`` 1.1-1.4x slower backward. The tests check
+float32 results against float64 references (1e-5 relative) and a row with ``|mu| = 1e4``
+``std``. Without fast-math a float sum is one chain of scalar adds: the previous kernels
+were compute-bound at about half of copy bandwidth.
+
+Threads: rows (forward, in blocks) and chunks (backward) run on ``numba.prange`` from
+:data:`PARALLEL_THRESHOLD` elements, serially below it. Inputs the kernels do not take
+directly (non-contiguous ``x``, ``g`` or parameters) are first copied to C order (one pass,
+cheaper than any numpy expression here). Only ``sqrt`` (one per row, an instruction, not a
+libm call) is not plain arithmetic.
+
+Measured (issue 17; float32 layer norm with weight and bias, through these wrappers,
+interleaved medians on the shared 2-core VM at load average 1.5; "old" is the previous
+version of this module: row views per call, strict one-chain sums, numpy backward when
+``dx`` was not wanted), forward / backward / backward without ``dx``, in us:
+4096x256: old 246 / 308 / 664, new 104 / 141 / 88 (``np.copyto`` of x: 91);
+4096x1024: old 1153 / 1625 / 6395, new 968 / 1070 / 692 (copy 665: the backward moves 3
+arrays at 47 GB/s, 93% of a copy's 50; the forward includes the page faults of a fresh
+16.8 MB ``y``); 64x128: old 11.4 / 16.9 / 11.6, new 3.9 / 7.0 / 6.2 (mostly call overhead:
+the kernels alone take 1.7 / 3.1).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Literal, overload
 
 import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
-from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD
+from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD as ELEMENTWISE_THRESHOLD
 from gradtape.errors import DTypeError, ShapeError
 
-__all__ = ["norm_backward", "norm_forward"]
+__all__ = ["CHUNKS", "PARALLEL_THRESHOLD", "norm_backward", "norm_forward"]
 
 Array = np.ndarray[Any, Any]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
+PARALLEL_THRESHOLD = ELEMENTWISE_THRESHOLD
+"""Inputs with at least this many elements (and more than one row) run the ``prange``
+kernels: the elementwise kernels' threshold (``1 << 20``). Measured on the shared 2-core VM
+(float32, rows of 256 and 1024), time of the parallel kernel over the serial one, forward /
+backward: each call right after a 256x256 BLAS product (as in a training step; OpenBLAS's
+threads still hold the second core), 64k elements 1.29 / 1.12, 256k 1.08 / 1.04, 1M
+0.92-1.02 / 0.94-0.99, 4M 1.02 / 0.97; called back to back on a quiet machine, 4M: 0.5 /
+0.5 (the backward at 47 GB/s, a copy's bandwidth). Two threads never lose much from 1M."""
 
-# ----- compiled row helpers (kept in this module: numba's cache key covers a kernel's own
-# ----- module only) -----------------------------------------------------------------------
+CHUNKS = 16
+"""Number of fixed row chunks whose ``dw``/``db`` partial sums the backward adds (at most;
+fewer rows make one chunk each). Independent of the thread count, so results are too."""
 
-
-@jit()
-def _row_sum(x: Array) -> Any:
-    n = x.shape[0]
-    z = x.dtype.type(0)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = z
-    n8 = n - n % 8
-    for j in range(0, n8, 8):
-        s0 += x[j]
-        s1 += x[j + 1]
-        s2 += x[j + 2]
-        s3 += x[j + 3]
-        s4 += x[j + 4]
-        s5 += x[j + 5]
-        s6 += x[j + 6]
-        s7 += x[j + 7]
-    for j in range(n8, n):
-        s0 += x[j]
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+_FAST = frozenset({"reassoc", "nsz"})
+"""Fast-math flags of the row sums: ``reassoc`` lets LLVM vectorise them. No ``contract``
+(the sums stay products rounded, then added) and no ``nnan``/``ninf``: NaN and inf propagate."""
 
 
-@jit()
-def _row_sq_dev(x: Array, mu: Any) -> Any:
-    """``sum((x - mu)**2)`` over one row."""
-    n = x.shape[0]
-    z = x.dtype.type(0)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = z
-    n8 = n - n % 8
-    for j in range(0, n8, 8):
-        d0 = x[j] - mu
-        d1 = x[j + 1] - mu
-        d2 = x[j + 2] - mu
-        d3 = x[j + 3] - mu
-        d4 = x[j + 4] - mu
-        d5 = x[j + 5] - mu
-        d6 = x[j + 6] - mu
-        d7 = x[j + 7] - mu
-        s0 += d0 * d0
-        s1 += d1 * d1
-        s2 += d2 * d2
-        s3 += d3 * d3
-        s4 += d4 * d4
-        s5 += d5 * d5
-        s6 += d6 * d6
-        s7 += d7 * d7
-    for j in range(n8, n):
-        d = x[j] - mu
-        s0 += d * d
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+# ----- compiled kernels (kept in this module: numba's cache key covers a kernel's own
+# ----- module only). The row helpers take the 2-D arrays and a row index: a row view
+# ----- (``x[i]``) per call costs a reference count and about 25 ns, half the time of a
+# ----- 128-wide row. Only the row sums are compiled with fast-math flags; the elementwise
+# ----- loops are strict IEEE (vectorised all the same), so every variant of a loop (with or
+# ----- without dw, db, dx) computes the same bits.
 
 
-@jit()
-def _row_dots(x: Array, g: Array, w: Array, mu: Any, r: Any) -> Any:
-    """``(sum(g * w), sum(g * w * (x - mu) * r))`` over one row."""
-    n = x.shape[0]
-    z = x.dtype.type(0)
-    a0 = a1 = a2 = a3 = z
-    b0 = b1 = b2 = b3 = z
-    n4 = n - n % 4
-    for j in range(0, n4, 4):
-        d0 = g[j] * w[j]
-        d1 = g[j + 1] * w[j + 1]
-        d2 = g[j + 2] * w[j + 2]
-        d3 = g[j + 3] * w[j + 3]
-        a0 += d0
-        a1 += d1
-        a2 += d2
-        a3 += d3
-        b0 += d0 * ((x[j] - mu) * r)
-        b1 += d1 * ((x[j + 1] - mu) * r)
-        b2 += d2 * ((x[j + 2] - mu) * r)
-        b3 += d3 * ((x[j + 3] - mu) * r)
-    for j in range(n4, n):
-        d = g[j] * w[j]
-        a0 += d
-        b0 += d * ((x[j] - mu) * r)
-    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+@jit(fastmath=_FAST)
+def _row_moments(x: Array, i: int, inv_n: Any, centered: bool) -> tuple[Any, Any]:
+    """``(mu, var)`` of row ``i`` in x's dtype: ``mu`` (0 if not ``centered``), then the
+    variance about it, two vectorised passes over the (cached) row."""
+    n = x.shape[1]
+    mu = x.dtype.type(0)
+    if centered:
+        s = x.dtype.type(0)
+        for j in range(n):
+            s += x[i, j]
+        mu = s * inv_n
+    q = x.dtype.type(0)
+    for j in range(n):
+        d = x[i, j] - mu
+        q += d * d
+    return mu, q * inv_n
+
+
+@jit(fastmath=_FAST)
+def _row_dots(x: Array, g: Array, w: Array, i: int, mu: Any, r: Any) -> tuple[Any, Any]:
+    """``(sum(g * w), sum(g * w * (x - mu) * r))`` over row ``i``, vectorised, in x's dtype."""
+    a = x.dtype.type(0)
+    c = x.dtype.type(0)
+    for j in range(x.shape[1]):
+        d = g[i, j] * w[j]
+        a += d
+        c += d * ((x[i, j] - mu) * r)
+    return a, c
 
 
 @jit()
-def _forward_row(y: Array, x: Array, w: Array, b: Array, inv_n: Any, eps: Any, centered: bool) -> Any:
-    mu = _row_sum(x) * inv_n if centered else x.dtype.type(0)
-    var = _row_sq_dev(x, mu) * inv_n
-    r = x.dtype.type(1) / np.sqrt(var + eps)
-    for j in range(x.shape[0]):
-        y[j] = (x[j] - mu) * r * w[j] + b[j]
-    return mu, r
-
-
-@jit()
-def _backward_row(
-    dx: Array, dw: Array, db: Array, x: Array, g: Array, w: Array, mu: Any, r: Any, inv_n: Any, centered: bool
+def _forward_rows(
+    y: Array,
+    mean: Array,
+    rstd: Array,
+    x: Array,
+    w: Array,
+    b: Array,
+    inv_n: Any,
+    eps: Any,
+    centered: bool,
+    lo: int,
+    hi: int,
 ) -> None:
-    s1, s2 = _row_dots(x, g, w, mu, r)
-    m1 = s1 * inv_n if centered else x.dtype.type(0)
-    m2 = s2 * inv_n
-    for j in range(x.shape[0]):
-        xh = (x[j] - mu) * r
-        dx[j] = r * (g[j] * w[j] - m1 - xh * m2)
-        dw[j] += g[j] * xh
-        db[j] += g[j]
+    """Rows ``lo:hi``: ``mean``, ``rstd`` and ``y``, all in x's dtype."""
+    n = x.shape[1]
+    for i in range(lo, hi):
+        mu, var = _row_moments(x, i, inv_n, centered)
+        r = x.dtype.type(1) / np.sqrt(var + eps)
+        for j in range(n):
+            y[i, j] = (x[i, j] - mu) * r * w[j] + b[j]
+        mean[i] = mu
+        rstd[i] = r
 
 
-# ----- kernels ---------------------------------------------------------------------------
+@jit()
+def _backward_rows(
+    dx: Array,
+    dw: Array,
+    db: Array,
+    x: Array,
+    g: Array,
+    w: Array,
+    mean: Array,
+    rstd: Array,
+    inv_n: Any,
+    centered: bool,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo:hi``: ``dx`` (if ``dx`` has ``N`` columns) and the rows' terms added in row
+    order into the partial sums ``dw``, ``db`` (1-D, length ``N``, or 0 if not wanted)."""
+    n = x.shape[1]
+    want_dx = dx.shape[1] != 0
+    want_dw = dw.shape[0] != 0
+    want_db = db.shape[0] != 0
+    zero = x.dtype.type(0)
+    for i in range(lo, hi):
+        mu = mean[i]
+        r = rstd[i]
+        if want_dx:
+            a, c = _row_dots(x, g, w, i, mu, r)
+            m1 = a * inv_n if centered else zero
+            m2 = c * inv_n
+            if want_dw and want_db:
+                for j in range(n):
+                    xh = (x[i, j] - mu) * r
+                    dx[i, j] = r * (g[i, j] * w[j] - m1 - xh * m2)
+                    dw[j] += g[i, j] * xh
+                    db[j] += g[i, j]
+            elif want_dw:
+                for j in range(n):
+                    xh = (x[i, j] - mu) * r
+                    dx[i, j] = r * (g[i, j] * w[j] - m1 - xh * m2)
+                    dw[j] += g[i, j] * xh
+            else:
+                for j in range(n):
+                    xh = (x[i, j] - mu) * r
+                    dx[i, j] = r * (g[i, j] * w[j] - m1 - xh * m2)
+                if want_db:
+                    for j in range(n):
+                        db[j] += g[i, j]
+        else:
+            if want_dw:
+                for j in range(n):
+                    xh = (x[i, j] - mu) * r
+                    dw[j] += g[i, j] * xh
+            if want_db:
+                for j in range(n):
+                    db[j] += g[i, j]
 
 
 @jit()
 def _norm_forward_serial(
     y: Array, mean: Array, rstd: Array, x: Array, w: Array, b: Array, inv_n: Any, eps: Any, centered: bool
 ) -> None:
-    for i in range(x.shape[0]):
-        mean[i], rstd[i] = _forward_row(y[i], x[i], w, b, inv_n, eps, centered)
+    """Forward over the rows of the ``(R, N)`` arrays: ``y``, and ``mean``/``rstd`` per row."""
+    _forward_rows(y, mean, rstd, x, w, b, inv_n, eps, centered, 0, x.shape[0])
 
 
 @jit(parallel=True)
 def _norm_forward_parallel(
     y: Array, mean: Array, rstd: Array, x: Array, w: Array, b: Array, inv_n: Any, eps: Any, centered: bool
 ) -> None:
-    for i in numba.prange(x.shape[0]):
-        mean[i], rstd[i] = _forward_row(y[i], x[i], w, b, inv_n, eps, centered)
+    """:func:`_norm_forward_serial` with blocks of rows on ``numba.prange`` (rows are
+    independent: any partition gives the same values)."""
+    rows = x.shape[0]
+    blocks = min(rows, 4 * CHUNKS)
+    for c in numba.prange(blocks):
+        _forward_rows(y, mean, rstd, x, w, b, inv_n, eps, centered, c * rows // blocks, (c + 1) * rows // blocks)
 
 
 @jit()
 def _norm_backward_serial(
     dx: Array, dw: Array, db: Array, x: Array, g: Array, w: Array, mean: Array, rstd: Array, inv_n: Any, centered: bool
 ) -> None:
-    for i in range(x.shape[0]):
-        _backward_row(dx[i], dw[0], db[0], x[i], g[i], w, mean[i], rstd[i], inv_n, centered)
+    """Backward over the ``(R, N)`` rows: ``dx`` (unless ``dx`` is ``(R, 0)``) and the partial
+    sums ``dw``/``db`` of shape ``(C, N)`` for ``C`` fixed chunks of rows (``(C, 0)``: not
+    wanted), chunk ``c`` holding rows ``[c * R // C, (c + 1) * R // C)``. The partial rows
+    are overwritten."""
+    rows = x.shape[0]
+    chunks = dw.shape[0]
+    dw[:] = 0
+    db[:] = 0
+    for c in range(chunks):
+        _backward_rows(
+            dx, dw[c], db[c], x, g, w, mean, rstd, inv_n, centered, c * rows // chunks, (c + 1) * rows // chunks
+        )
 
 
 @jit(parallel=True)
 def _norm_backward_parallel(
     dx: Array, dw: Array, db: Array, x: Array, g: Array, w: Array, mean: Array, rstd: Array, inv_n: Any, centered: bool
 ) -> None:
-    # dw, db: (chunks, N) partial sums, one row per chunk of rows, so no two threads write
-    # the same element.
+    """:func:`_norm_backward_serial` with the chunks on ``numba.prange`` (each chunk writes
+    only its own partial rows and its rows of ``dx``: the same values, whatever the schedule)."""
     rows = x.shape[0]
     chunks = dw.shape[0]
     for c in numba.prange(chunks):
-        lo = c * rows // chunks
-        hi = (c + 1) * rows // chunks
-        for i in range(lo, hi):
-            _backward_row(dx[i], dw[c], db[c], x[i], g[i], w, mean[i], rstd[i], inv_n, centered)
+        dwc = dw[c]
+        dbc = db[c]
+        dwc[:] = 0
+        dbc[:] = 0
+        _backward_rows(dx, dwc, dbc, x, g, w, mean, rstd, inv_n, centered, c * rows // chunks, (c + 1) * rows // chunks)
 
 
-# ----- numpy fallbacks -------------------------------------------------------------------
-
-
-def _np_forward(
-    x: Array, k: int, w: Array | None, b: Array | None, eps: Any, centered: bool
-) -> tuple[Array, Array, Array]:
-    axes = tuple(range(x.ndim - k, x.ndim))
-    if centered:
-        mu = x.mean(axis=axes, keepdims=True)
-        xc = x - mu
-    else:
-        mu = np.zeros(x.shape[: x.ndim - k] + (1,) * k, x.dtype)
-        xc = x
-    var = np.mean(xc * xc, axis=axes, keepdims=True)
-    r = np.divide(x.dtype.type(1), np.sqrt(var + eps))
-    y = np.multiply(xc, r)
-    if w is not None:
-        y *= w
-    if b is not None:
-        y += b
-    lead = x.shape[: x.ndim - k]
-    return y, mu.reshape(lead), r.reshape(lead)
-
-
-def _np_backward(
-    g: Array,
-    x: Array,
-    k: int,
-    w: Array | None,
-    mean: Array,
-    rstd: Array,
-    centered: bool,
-    need_dx: bool,
-) -> tuple[Array | None, Array, Array]:
-    axes = tuple(range(x.ndim - k, x.ndim))
-    lead = tuple(range(x.ndim - k))
-    kept = mean.shape + (1,) * k
-    r = rstd.reshape(kept)
-    xh = (x - mean.reshape(kept)) * r
-    dw = np.asarray((g * xh).sum(axis=lead))
-    db = np.asarray(g.sum(axis=lead))
-    dx = None
-    if need_dx:
-        dxh = g * w if w is not None else g
-        inner = dxh - xh * np.mean(dxh * xh, axis=axes, keepdims=True)
-        if centered:
-            inner -= np.mean(dxh, axis=axes, keepdims=True)
-        dx = np.multiply(inner, r)
-    return dx, dw, db
+@jit()
+def _sum_chunks(dw: Array, db: Array, dw_parts: Array, db_parts: Array) -> None:
+    """``dw[j] = sum_c dw_parts[c, j]`` and the same for ``db``, each added in chunk order in
+    float64 and rounded once (one call for both: a numba call costs about 0.4 us)."""
+    for out, parts in ((dw, dw_parts), (db, db_parts)):
+        n = parts.shape[1]
+        acc = np.zeros(n)
+        for c in range(parts.shape[0]):
+            for j in range(n):
+                acc[j] += parts[c, j]
+        for j in range(n):
+            out[j] = acc[j]
 
 
 # ----- public wrappers -------------------------------------------------------------------
 
 
 def _check(op: str, x: Array, k: int, *params: Array | None) -> int:
-    if x.dtype not in _FLOATS:
+    dt = x.dtype
+    if dt is not _FLOATS[0] and dt is not _FLOATS[1] and dt not in _FLOATS:
         raise DTypeError(f"{op}: x has dtype {x.dtype}; kernels take float32 or float64")
     if not 1 <= k <= x.ndim:
         raise ShapeError(f"{op}: cannot normalise the last {k} dims of an array of shape {x.shape}")
@@ -256,19 +295,33 @@ def _check(op: str, x: Array, k: int, *params: Array | None) -> int:
         if p is not None:
             if p.shape != nshape:
                 raise ShapeError(f"{op}: parameter of shape {p.shape} does not match normalised dims {nshape}")
-            if p.dtype != x.dtype:
+            if p.dtype is not dt and p.dtype != dt:
                 raise DTypeError(f"{op}: parameter dtype {p.dtype} mixed with x's {x.dtype}")
-    return int(np.prod(nshape))
+    return math.prod(nshape)
 
 
-def _vec(p: Array | None, n: int, dtype: np.dtype[Any], fill: float) -> Array | None:
-    """``p`` as a contiguous ``(n,)`` array (a ``fill`` vector if ``None``), or ``None`` if
-    it cannot be one without a copy."""
+_CONST: dict[tuple[int, np.dtype[Any], float], Array] = {}
+
+
+def _vec(p: Array | None, n: int, dtype: np.dtype[Any], fill: float) -> Array:
+    """``p`` as a C-contiguous ``(n,)`` array (copied if it is not one); a cached read-only
+    ``fill`` vector if ``p`` is ``None``."""
     if p is None:
-        return np.full(n, fill, dtype)
-    if not p.flags.c_contiguous:
-        return None
-    return p.reshape(n)
+        key = (n, dtype, fill)
+        v = _CONST.get(key)
+        if v is None:
+            if len(_CONST) > 64:
+                _CONST.clear()
+            v = _CONST[key] = np.full(n, fill, dtype)
+            v.flags.writeable = False
+        return v
+    if p.ndim == 1 and p.flags.c_contiguous:
+        return p
+    return np.ascontiguousarray(p).reshape(n)
+
+
+def _parallel(rows: int, size: int) -> bool:
+    return size >= PARALLEL_THRESHOLD and rows > 1
 
 
 def norm_forward(
@@ -276,16 +329,22 @@ def norm_forward(
 ) -> tuple[Array, Array, Array]:
     """Normalise ``x`` over its last ``k`` dims: ``(y, mean, rstd)``.
 
+    ``mu = mean(x)`` (0 if not ``centered``), ``rstd = 1 / sqrt(mean((x - mu)**2) + eps)``,
+    ``y = (x - mu) * rstd * w + b``, per row of ``N`` (the product of the last ``k`` dims)
+    elements (precision: module docstring).
+
     Args:
-        x: float32/float64 array with at least ``k`` dims.
+        x: float32/float64 array with at least ``k`` dims (any layout; a non-contiguous ``x``
+            is copied to C order first).
         k: number of trailing dims normalised together (``N`` = their product).
         w, b: scale and shift of the trailing dims' shape (``x``'s dtype), or ``None``.
-        eps: added to the variance (converted to ``x``'s dtype).
+        eps: added to the variance (rounded to ``x``'s dtype).
         centered: ``True`` for layer norm (subtract the mean), ``False`` for RMS norm
             (``mean`` is then zeros).
 
     Returns:
-        ``y`` of ``x``'s shape, and ``mean`` and ``rstd`` of shape ``x.shape[:-k]``.
+        ``y`` of ``x``'s shape (C order), and ``mean`` and ``rstd`` of shape ``x.shape[:-k]``
+        in ``x``'s dtype.
 
     Raises:
         ShapeError: ``k`` is out of range, or ``w``/``b`` do not have the trailing shape.
@@ -293,20 +352,22 @@ def norm_forward(
     """
     n = _check("norm_forward", x, k, w, b)
     dt = x.dtype
-    wv, bv = _vec(w, n, dt, 1.0), _vec(b, n, dt, 0.0)
-    if not x.flags.c_contiguous or wv is None or bv is None or n == 0:
-        return _np_forward(x, k, w, b, dt.type(eps), centered)
     lead = x.shape[: x.ndim - k]
-    x2 = x.reshape(-1, n)
-    rows = x2.shape[0]
     y = np.empty(x.shape, dt)
+    rows = math.prod(lead)
     mean, rstd = np.empty(rows, dt), np.empty(rows, dt)
-    parallel = x2.size >= PARALLEL_THRESHOLD and rows > 1
-    kernel = _norm_forward_parallel if parallel else _norm_forward_serial
-    kernel(y.reshape(-1, n), mean, rstd, x2, wv, bv, dt.type(1.0 / n), dt.type(eps), centered)
+    if n == 0 or rows == 0:  # nothing to normalise: mean 0, variance taken as 0
+        mean.fill(0.0)
+        rstd.fill(1.0 / np.sqrt(eps) if eps > 0 else np.inf)
+        return y, mean.reshape(lead), rstd.reshape(lead)
+    wv, bv = _vec(w, n, dt, 1.0), _vec(b, n, dt, 0.0)
+    x2 = np.ascontiguousarray(x).reshape(rows, n)
+    kernel = _norm_forward_parallel if _parallel(rows, x.size) else _norm_forward_serial
+    kernel(y.reshape(rows, n), mean, rstd, x2, wv, bv, dt.type(1.0 / n), dt.type(eps), centered)
     return y, mean.reshape(lead), rstd.reshape(lead)
 
 
+@overload
 def norm_backward(
     g: Array,
     x: Array,
@@ -316,43 +377,86 @@ def norm_backward(
     rstd: Array,
     centered: bool,
     need_dx: bool = True,
-) -> tuple[Array | None, Array, Array]:
+    need_dw: Literal[True] = True,
+    need_db: Literal[True] = True,
+) -> tuple[Array | None, Array, Array]: ...
+@overload
+def norm_backward(
+    g: Array,
+    x: Array,
+    k: int,
+    w: Array | None,
+    mean: Array,
+    rstd: Array,
+    centered: bool,
+    need_dx: bool = True,
+    need_dw: bool = True,
+    need_db: bool = True,
+) -> tuple[Array | None, Array | None, Array | None]: ...
+def norm_backward(
+    g: Array,
+    x: Array,
+    k: int,
+    w: Array | None,
+    mean: Array,
+    rstd: Array,
+    centered: bool,
+    need_dx: bool = True,
+    need_dw: bool = True,
+    need_db: bool = True,
+) -> tuple[Array | None, Array | None, Array | None]:
     """Gradients of :func:`norm_forward` given the output's gradient ``g``: ``(dx, dw, db)``.
 
+    ``x_hat = (x - mean) * rstd``, ``gw = g * w``;
+    ``dx = rstd * (gw - mean(gw) - x_hat * mean(gw * x_hat))`` (no ``mean(gw)`` term if not
+    ``centered``), ``dw = sum(g * x_hat)``, ``db = sum(g)`` (sums over the leading dims, by
+    fixed chunks of rows then in float64: bitwise reproducible, module docstring).
+
     Args:
-        g: gradient of ``y``, of ``x``'s shape and dtype.
+        g: gradient of ``y``, of ``x``'s shape and dtype (any layout).
         x, k, w, centered: as given to :func:`norm_forward`.
         mean, rstd: as returned by :func:`norm_forward`.
-        need_dx: compute ``dx`` (else ``None`` is returned in its place and only ``dw``,
-            ``db`` are computed, with numpy).
+        need_dx, need_dw, need_db: which gradients to compute; the others come back as
+            ``None`` and cost nothing.
 
     Returns:
-        ``dx`` (``x``'s shape, fresh), ``dw = sum(g * xhat)`` and ``db = sum(g)`` over the
-        leading dims (the trailing shape, fresh), whether or not ``w`` was given.
+        ``dx`` (``x``'s shape, fresh), ``dw`` and ``db`` (the trailing shape, fresh, in
+        ``x``'s dtype, whether or not ``w`` was given), each ``None`` where not needed.
 
     Raises:
         ShapeError, DTypeError: as :func:`norm_forward`, or ``g`` differs from ``x`` in
-            shape or dtype.
+            shape or dtype, or ``mean``/``rstd`` do not have the leading shape.
     """
     n = _check("norm_backward", x, k, w)
     if g.shape != x.shape or g.dtype != x.dtype:
         raise ShapeError(f"norm_backward: gradient {g.shape} {g.dtype} does not match x {x.shape} {x.dtype}")
     dt = x.dtype
-    wv = _vec(w, n, dt, 1.0)
-    simple = x.flags.c_contiguous and g.flags.c_contiguous and mean.flags.c_contiguous and rstd.flags.c_contiguous
-    if not need_dx or not simple or wv is None or n == 0 or x.size == 0:
-        return _np_backward(g, x, k, w, mean, rstd, centered, need_dx)
+    lead = x.shape[: x.ndim - k]
     nshape = x.shape[x.ndim - k :]
-    x2, g2 = x.reshape(-1, n), g.reshape(-1, n)
-    rows = x2.shape[0]
-    dx = np.empty(x.shape, dt)
-    m1, r1 = mean.reshape(rows), rstd.reshape(rows)
-    inv_n = dt.type(1.0 / n)
-    if x2.size >= PARALLEL_THRESHOLD and rows > 1:
-        chunks = min(rows, 4 * numba.get_num_threads())
-        dw, db = np.zeros((chunks, n), dt), np.zeros((chunks, n), dt)
-        _norm_backward_parallel(dx.reshape(-1, n), dw, db, x2, g2, wv, m1, r1, inv_n, centered)
-        return dx, dw.sum(axis=0).reshape(nshape), db.sum(axis=0).reshape(nshape)
-    dw, db = np.zeros((1, n), dt), np.zeros((1, n), dt)
-    _norm_backward_serial(dx.reshape(-1, n), dw, db, x2, g2, wv, m1, r1, inv_n, centered)
-    return dx, dw.reshape(nshape), db.reshape(nshape)
+    if mean.shape != lead or rstd.shape != lead:
+        raise ShapeError(f"norm_backward: mean {mean.shape} / rstd {rstd.shape} must have x's leading shape {lead}")
+    rows = math.prod(lead)
+    if n == 0 or rows == 0:
+        return (
+            np.zeros(x.shape, dt) if need_dx else None,
+            np.zeros(nshape, dt) if need_dw else None,
+            np.zeros(nshape, dt) if need_db else None,
+        )
+    if not (need_dx or need_dw or need_db):
+        return None, None, None
+    wv = _vec(w, n, dt, 1.0)
+    x2 = (x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(rows, n)
+    g2 = (g if g.flags.c_contiguous else np.ascontiguousarray(g)).reshape(rows, n)
+    m1 = np.ascontiguousarray(mean, dt).reshape(rows)
+    r1 = np.ascontiguousarray(rstd, dt).reshape(rows)
+    dx = np.empty(x.shape, dt) if need_dx else None
+    dx2 = dx.reshape(rows, n) if dx is not None else np.empty((rows, 0), dt)
+    chunks = min(rows, CHUNKS)
+    dw_parts = np.empty((chunks, n if need_dw else 0), dt)
+    db_parts = np.empty((chunks, n if need_db else 0), dt)
+    kernel = _norm_backward_parallel if _parallel(rows, x.size) else _norm_backward_serial
+    kernel(dx2, dw_parts, db_parts, x2, g2, wv, m1, r1, dt.type(1.0 / n), centered)
+    dw = np.empty(dw_parts.shape[1], dt)
+    db = np.empty(db_parts.shape[1], dt)
+    _sum_chunks(dw, db, dw_parts, db_parts)
+    return dx, dw.reshape(nshape) if need_dw else None, db.reshape(nshape) if need_db else None
