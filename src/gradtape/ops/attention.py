@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from gradtape._typing import T
 from gradtape.devices.kernels import attention as _ka
+from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS
 from gradtape.ops.nn import _generator
@@ -378,14 +379,14 @@ def _mm_rows(a: Array, b: Array, blocks: list[tuple[int, int, int]], keys_of_a: 
     ``g @ v^T``: only the first ``c`` columns of the row block are computed; the rest of the
     output is left uninitialised, for the kernels, which never read it, to overwrite)."""
     if len(blocks) == 1:
-        full: Array = np.matmul(a, b)
+        full: Array = _blas.matmul(a, b)
         return full
     out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
     for r0, r1, c in blocks:
         if keys_of_a:
-            np.matmul(a[..., r0:r1, :c], b[..., :c, :], out=out[..., r0:r1, :])
+            _blas.matmul(a[..., r0:r1, :c], b[..., :c, :], out=out[..., r0:r1, :])
         else:
-            np.matmul(a[..., r0:r1, :], b[..., :c], out=out[..., r0:r1, :c])
+            _blas.matmul(a[..., r0:r1, :], b[..., :c], out=out[..., r0:r1, :c])
     return out
 
 
@@ -395,13 +396,13 @@ def _mm_keys(a: Array, b: Array, blocks: list[tuple[int, int, int]]) -> Array:
     ``[k0, c)`` (``k0 = min(r0, c)``) are seen only by the rows ``[r0, L)``, so each key block
     is one product written in place (no accumulation); keys no row sees get 0."""
     if len(blocks) == 1:
-        full: Array = np.matmul(np.swapaxes(a, -1, -2), b)
+        full: Array = _blas.matmul(np.swapaxes(a, -1, -2), b)
         return full
     out = np.empty((*a.shape[:-2], a.shape[-1], b.shape[-1]), np.result_type(a, b))
     for r0, _, c in blocks:
         k0 = min(r0, c)
         if k0 < c:
-            np.matmul(np.swapaxes(a[..., r0:, k0:c], -1, -2), b[..., r0:, :], out=out[..., k0:c, :])
+            _blas.matmul(np.swapaxes(a[..., r0:, k0:c], -1, -2), b[..., r0:, :], out=out[..., k0:c, :])
     out[..., blocks[-1][2] :, :] = 0
     return out
 

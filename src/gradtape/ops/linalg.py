@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import numpy as np
 
 from gradtape._typing import A, B, C, T
+from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._util import sum_to, tensor_operand
@@ -292,7 +293,7 @@ def matmul(a: Any, b: Any) -> Any:
     if ad.shape[1] != bd.shape[0]:
         raise ShapeError(f"matmul: inner dims differ: {ad.shape} @ {bd.shape} ({ad.shape[1]} != {bd.shape[0]})")
     tape = op_tape(a, bt)
-    out = a._from_op(np.matmul(ad, bd), tape)
+    out = a._from_op(_blas.matmul(ad, bd), tape)
     if tape is not NONE_TAPE:
         tape._record((out.id, _matmul_backward, a.id, bt.id, ad, bd, a._leaf, bt._leaf))
     return out
@@ -302,9 +303,9 @@ def _matmul_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None
     """2-D matmul's backward: ``grad_a += g @ b^T``, ``grad_b += a^T @ g``."""
     _, _, aid, bid, ad, bd, a_leaf, b_leaf = entry
     if grads.wants(aid, a_leaf):
-        grads._accum(aid, np.matmul(g, bd.T))
+        grads._accum(aid, _blas.matmul(g, bd.T))
     if grads.wants(bid, b_leaf):
-        grads._accum(bid, np.matmul(ad.T, g))
+        grads._accum(bid, _blas.matmul(ad.T, g))
 
 
 def _d_matmul(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
@@ -338,9 +339,9 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
     full = (*batch, m, n)  # the result before removing the dims added to vectors
     stacked = bn == 2 and an > 2  # (..., M, K) @ (K, N): one (-1, K) @ (K, N) product
     if stacked and ad.flags.c_contiguous:
-        y = np.matmul(ad.reshape(-1, k), bd).reshape(full)
+        y = _blas.matmul(ad.reshape(-1, k), bd).reshape(full)
     else:
-        y = np.matmul(a2, b2)
+        y = _blas.matmul(a2, b2)
     shape = batch + ((m,) if an > 1 else ()) + ((n,) if bn > 1 else ())  # the vectors' dims removed
     y = y.reshape(shape)
     tape = op_tape(a, b)
@@ -355,15 +356,15 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
             g2 = g.reshape(full)
             if grads.wants(aid, a_leaf):
                 if stacked:  # grad_a = g @ b^T has a's shape: one product over all rows
-                    ga = np.matmul(g2.reshape(-1, n), b2.T).reshape(a2.shape)
+                    ga = _blas.matmul(g2.reshape(-1, n), b2.T).reshape(a2.shape)
                 else:
-                    ga = sum_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape)
+                    ga = sum_to_shape(_blas.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape)
                 grads._accum(aid, ga.reshape(ad.shape))
             if grads.wants(bid, b_leaf):
                 if stacked:  # grad_b = sum over the batch of a_i^T g_i = A^T G on stacked rows
-                    gb = np.matmul(a2.reshape(-1, k).T, g2.reshape(-1, n))
+                    gb = _blas.matmul(a2.reshape(-1, k).T, g2.reshape(-1, n))
                 else:
-                    gb = sum_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
+                    gb = sum_to_shape(_blas.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
                 grads._accum(bid, gb.reshape(bd.shape))
 
         def matmul_nd_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
@@ -458,7 +459,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         if bd.shape != (o,):
             raise ShapeError(f"linear: bias of shape {bd.shape} does not match weight {wd.shape} (wants ({o},))")
     x2 = xd if xd.ndim == 2 else xd.reshape(-1, i)
-    y = np.matmul(x2, wd.T)
+    y = _blas.matmul(x2, wd.T)
     if bd is not None:
         y += bd
     if xd.ndim != 2:
@@ -478,10 +479,10 @@ def _linear_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None
     o, i = wd.shape
     g2 = g if g.ndim == 2 else g.reshape(-1, o)
     if grads.wants(xid, x_leaf):
-        gx = np.matmul(g2, wd)
+        gx = _blas.matmul(g2, wd)
         grads._accum(xid, gx if gx.shape == xd.shape else gx.reshape(xd.shape))
     if grads.wants(wid, w_leaf):
-        grads._accum(wid, np.matmul(g2.T, xd if xd.ndim == 2 else xd.reshape(-1, i)))
+        grads._accum(wid, _blas.matmul(g2.T, xd if xd.ndim == 2 else xd.reshape(-1, i)))
     if bid >= 0 and grads.wants(bid, b_leaf):
         grads._accum(bid, _k.sum_rows(g2))
 

@@ -1,0 +1,64 @@
+"""devices/kernels/blas.py: small products run on one BLAS thread and equal numpy's; the
+thread count comes back after every product, failed ones included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gradtape.devices.kernels import blas
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+
+def _blas_threads() -> int:
+    return int(threadpoolctl.threadpool_info()[0]["num_threads"]) if threadpoolctl.threadpool_info() else 1
+
+
+@pytest.mark.parametrize(
+    ("ashape", "bshape"),
+    [
+        ((3, 4), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((2, 3, 4), (2, 4, 5)),
+        ((4,), (4, 5)),
+        ((3, 4), (4,)),
+        ((512, 512), (512, 64)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_equal_numpy_and_restore_the_thread_count(ashape: Any, bshape: Any, dtype: Any) -> None:
+    r = np.random.default_rng(0)
+    a, b = r.standard_normal(ashape).astype(dtype), r.standard_normal(bshape).astype(dtype)
+    before = _blas_threads()
+    np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
+    assert _blas_threads() == before
+
+
+def test_a_failing_product_restores_the_thread_count() -> None:
+    before = _blas_threads()
+    with pytest.raises(ValueError):
+        blas.matmul(np.ones((2, 3)), np.ones((4, 2)))
+    assert _blas_threads() == before
+
+
+def test_small_products_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The setter is called with 1 around a small product and with the saved count after;
+    a large product does not switch."""
+    if blas._SET is None:
+        pytest.skip("numpy's BLAS is not a multithreaded OpenBLAS with openblas_set_num_threads_local")
+    calls: list[int] = []
+    real = blas._SET
+
+    def spy(n: int) -> int:
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(blas, "_SET", spy)
+    blas.matmul(np.ones((8, 8)), np.ones((8, 8)))
+    assert calls == [1, blas._THREADS]
+    calls.clear()
+    blas.matmul(np.ones((256, 256)), np.ones((256, 256)))  # 16.8M multiply-adds
+    assert calls == []
