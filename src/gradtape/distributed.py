@@ -26,11 +26,14 @@ reaches the last layers first), are packed into buckets of at most ``bucket_cap_
 megabytes (25, DDP's default) of one dtype. Each parameter gets a post-accumulate hook
 (``Tensor.register_post_accumulate_grad_hook``), which fires during backward as soon as
 that parameter's gradient is final: it copies the gradient into its bucket's contiguous
-buffer, and when a bucket is full it starts a non-blocking in-place sum all-reduce
-(``MPI_Iallreduce``) of the bucket, so communication runs while backward computes the
-earlier layers. Each hook also tests the outstanding requests, which lets MPI progress them
-(MPICH and Open MPI progress non-blocking collectives only inside MPI calls). When the last
-bucket has started, the hook waits for all of them and writes the averaged gradients back into
+buffer, and when a bucket is full it hands the bucket to a communication thread (Horovod's
+background thread), which runs an in-place sum ``MPI_Allreduce`` of it while backward
+computes the earlier layers (mpi4py releases the GIL during MPI calls; numpy and BLAS do
+during their work). Buckets go in index order, so every rank issues the same collectives in
+the same order. (Non-blocking ``MPI_Iallreduce`` tested from the hooks hid nothing: MPICH
+and Open MPI move a non-blocking collective only inside MPI calls, and a hook runs between
+layers, not during them.) When the last bucket has started, the hook waits for all of them
+and writes the averaged gradients back into
 the store (``Gradients.grad_replace`` with views of the bucket buffers, copy-on-write), so
 ``loss.backward()`` returns averaged gradients; :meth:`DistributedDataParallel.synchronize`
 is then free, and it completes the buckets of parameters that got no gradient this pass (they
@@ -46,7 +49,10 @@ construction, and names the first difference.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -274,10 +280,22 @@ def allreduce_(a: Array, world: World | None = None, average: bool = True) -> Ar
     return a
 
 
+_ABORT: list[Any] = []
+
+
+def _abort_at_exit(world: World) -> None:
+    """Make the interpreter's exit abort the MPI job (``MPI_Abort``, status 1) instead of
+    finalizing MPI under a communication thread still blocked in a collective, which crashes
+    (SIGSEGV in MPICH). Registered once, after mpi4py's own exit handler, so it runs first."""
+    if not _ABORT:
+        _ABORT.append(world.comm)
+        atexit.register(lambda: _ABORT[0].Abort(1))
+
+
 class _Bucket:
     """Parameters of one dtype whose gradients travel in one contiguous buffer."""
 
-    __slots__ = ("buf", "ids", "index", "offsets", "params", "ready", "request")
+    __slots__ = ("buf", "done", "error", "ids", "index", "launched", "offsets", "params", "ready")
 
     def __init__(self, index: int, params: list[Tensor[Any, Any]]) -> None:
         self.index = index
@@ -287,7 +305,9 @@ class _Bucket:
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         self.buf: Array = np.zeros(self.offsets[-1], params[0].dtype)
         self.ready: set[int] = set()
-        self.request: Any = None
+        self.launched = False
+        self.done = threading.Event()
+        self.error: BaseException | None = None
 
     def slot(self, i: int) -> Array:
         p = self.params[i]
@@ -314,6 +334,9 @@ class DistributedDataParallel(Module):
         buckets: the buckets' parameter names, in the order they are reduced.
         last_wait: seconds the last :meth:`synchronize` (or the backward's final hook) spent
             waiting for communication that backward had not hidden.
+        last_timeline: ``(bucket, start, end)`` of each all-reduce of the last synchronised
+            pass (``time.perf_counter`` seconds), and ``last_compute_end`` when that pass's
+            last gradient was final: what overlapped backward and what did not.
 
     Raises:
         DistributedError: the ranks' parameters differ (checked once, here), MPI is missing,
@@ -361,6 +384,11 @@ class DistributedDataParallel(Module):
         self._next = 0  # buckets start in index order on every rank (MPI matches collectives by order)
         self._done = False
         self._sync = True
+        self._queue: queue.SimpleQueue[_Bucket | None] = queue.SimpleQueue()
+        self._timeline: list[tuple[int, float, float]] = []
+        self.last_timeline: list[tuple[int, float, float]] = []
+        self.last_compute_end = 0.0
+        self._comm_thread: threading.Thread | None = None
         self.last_wait = 0.0
         self._handles: list[RemovableHandle] = [
             p.register_post_accumulate_grad_hook(self._hook) for b in buckets for p in b.params
@@ -391,36 +419,66 @@ class DistributedDataParallel(Module):
         if self._next == len(self._buckets):
             self._finish(grads)
             self._done = True
-        else:
-            self._progress()
 
     def _launch_ready(self, complete: bool) -> None:
-        """Start the all-reduce of each bucket in index order while it is full (``complete``:
-        start every remaining bucket)."""
-        mpi = _mpi()
+        """Hand each full bucket, in index order, to the communication thread (``complete``:
+        every remaining bucket); start the thread on first use."""
         while self._next < len(self._buckets):
             b = self._buckets[self._next]
             if not complete and len(b.ready) < len(b.params):
                 return
-            b.request = self.world.comm.Iallreduce(mpi.IN_PLACE, b.buf, op=mpi.SUM)
+            if self._comm_thread is None:
+                self._comm_thread = threading.Thread(target=self._communicate, name="gradtape-allreduce", daemon=True)
+                self._comm_thread.start()
+            b.launched = True
+            b.done.clear()
+            self._queue.put(b)
             self._next += 1
 
-    def _progress(self) -> None:
-        reqs = [b.request for b in self._buckets if b.request is not None]
-        if reqs:
-            _mpi().Request.Testall(reqs)
+    def _communicate(self) -> None:
+        """The communication thread (Horovod's background thread, DDP's comm stream): sum
+        all-reduces of the buckets in the order they arrive, which is the same on every rank.
+        A blocking ``MPI_Allreduce`` lets MPI drive the transfer at full speed, and mpi4py
+        releases the GIL during it, so backward's numpy and BLAS work goes on meanwhile."""
+        mpi = _mpi()
+        while True:
+            b = self._queue.get()
+            if b is None:
+                return
+            t0 = time.perf_counter()
+            try:
+                self.world.comm.Allreduce(mpi.IN_PLACE, b.buf, op=mpi.SUM)
+            except BaseException as err:  # reported by _finish on the training thread
+                b.error = err
+            self._timeline.append((b.index, t0, time.perf_counter()))
+            b.done.set()
 
     def _finish(self, grads: Gradients) -> None:
         start = time.perf_counter()
-        self.world.wait([b.request for b in self._buckets], "DistributedDataParallel: gradient all-reduce")
+        self.last_compute_end = start
+        deadline = start + self.world.timeout
+        for b in self._buckets:
+            if not b.done.wait(max(0.0, deadline - time.perf_counter())):
+                _abort_at_exit(self.world)  # the thread stays blocked in MPI: finalize would crash
+                raise DistributedError(
+                    f"rank {self.world.rank} of {self.world.size}: DistributedDataParallel: gradient all-reduce "
+                    f"of bucket {b.index} did not complete within {self.world.timeout:g} s (waited "
+                    f"{time.perf_counter() - start:.1f} s); another rank has probably died or left the job"
+                )
+            if b.error is not None:
+                raise DistributedError(
+                    f"rank {self.world.rank}: DistributedDataParallel: the all-reduce of bucket {b.index} failed: "
+                    f"{b.error}"
+                ) from b.error
         self.last_wait = time.perf_counter() - start
+        self.last_timeline, self._timeline = self._timeline, []
         scale = 1.0 / self.world.size
         for b in self._buckets:
             b.buf *= scale
             for i, p in enumerate(b.params):
                 grads.grad_replace(p, b.slot(i))
             b.ready.clear()
-            b.request = None
+            b.launched = False
         self._next = 0
 
     def synchronize(self, grads: Gradients) -> Gradients:
@@ -461,7 +519,12 @@ class DistributedDataParallel(Module):
             self._sync = prev
 
     def remove_hooks(self) -> None:
-        """Unregister the post-accumulate hooks (the wrapper stops averaging)."""
+        """Unregister the post-accumulate hooks and end the communication thread (the wrapper
+        stops averaging)."""
         for h in self._handles:
             h.remove()
         self._handles = []
+        if self._comm_thread is not None:
+            self._queue.put(None)
+            self._comm_thread.join()
+            self._comm_thread = None
