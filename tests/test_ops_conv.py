@@ -568,10 +568,11 @@ _ORACLE_CONVT: list[tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]] = 
     ((5, 2, 4, 3), (2, 3, 3, 2), (1, 2, 0, 1, 2)),
 ]
 
-# "default": the shipped chunking; "chunks2": chunks of 2 samples (5 = 2 + 2 + 1) with the
-# columns rebuilt in backward and every input gradient through col2im; "chunks1": one sample
-# per chunk, columns kept.
-_MODES = ["default", "chunks2", "chunks1"]
+# "default": the shipped chunking (these small maps build their columns with
+# _im2col_small); "chunks2": chunks of 2 samples (5 = 2 + 2 + 1) with the columns rebuilt in
+# backward and every input gradient through col2im; "chunks1": one sample per chunk, columns
+# kept; "bigplane": the main im2col kernel (the one for output planes of SMALL_PLANE or more).
+_MODES = ["default", "chunks2", "chunks1", "bigplane"]
 _CONV_OPS: dict[str, Fn] = {"conv2d": conv2d, "conv1d": conv1d, "conv_transpose2d": conv_transpose2d}
 
 
@@ -583,6 +584,9 @@ def _set_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     elif mode == "chunks1":
         monkeypatch.setattr(kconv, "CHUNK_BYTES", 1)
         monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 1 << 40)
+    elif mode == "bigplane":
+        monkeypatch.setattr(kconv, "SMALL_PLANE", 0)
+        monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
 
 
 def _noncontiguous(a: Array) -> Array:

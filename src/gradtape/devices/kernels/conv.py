@@ -77,6 +77,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels._jit import jit
 
 __all__ = [
@@ -102,6 +103,15 @@ Impl = Literal["auto", "im2col", "direct"]
 PARALLEL_WORK = 1 << 17
 """Kernels with at least this many multiply-adds (or, for im2col/col2im, elements) run their
 ``prange`` variant."""
+
+SMALL_PLANE = 256
+"""Output planes (``OH * OW``) below this size build their columns with :func:`_im2col_small`."""
+
+PARALLEL_COPY = 1 << 20
+"""im2col and col2im (copies, a load and a store per element) run their ``prange`` variant
+from this many elements, the elementwise kernels' threshold: below it the second thread
+saved less than it cost, and TBB's workers then spin (the digits CNN's 147k-element columns
+made its training step use 3.2 CPU-ms per wall ms... see BENCHMARKS.md, session 6)."""
 
 DIRECT_WEIGHT_MAX_TAPS = 36
 """``auto`` computes a grouped conv's weight gradient with the direct kernel while
@@ -644,6 +654,47 @@ def _pad(x: Array, pads: Pads) -> Array:
     return x
 
 
+@jit()
+def _im2col_small(
+    x: Array,
+    cols: Array,
+    n0: int,
+    nb: int,
+    kh: int,
+    kw: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    oh: int,
+    ow: int,
+) -> None:
+    """:func:`im2col` for small output planes: plain indexing, one pass over ``cols`` in
+    memory order. The main kernel's per-(row, sample) slicing dominates when a plane holds a
+    few dozen values (the digits CNN's 8x8 and 4x4 maps: 260 us for 144 x 1,024 columns)."""
+    h, w = x.shape[2], x.shape[3]
+    p = oh * ow
+    zero = cols.dtype.type(0)
+    for r in range(cols.shape[0]):
+        c = r // (kh * kw)
+        a = (r // kw) % kh
+        b = r % kw
+        for m in range(nb):
+            base = m * p
+            for i in range(oh):
+                y = i * sh + a * dh - pt
+                row = base + i * ow
+                if y < 0 or y >= h:
+                    for j in range(ow):
+                        cols[r, row + j] = zero
+                    continue
+                for j in range(ow):
+                    z = j * sw + b * dw - pl
+                    cols[r, row + j] = x[n0 + m, c, y, z] if 0 <= z < w else zero
+
+
 def im2col(
     x: Array,
     n0: int,
@@ -661,7 +712,10 @@ def im2col(
     rows = x.shape[1] * k[0] * k[1]
     size = rows * nb * out_hw[0] * out_hw[1]
     cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
-    kernel = _im2col_parallel if size >= PARALLEL_WORK else _im2col_serial
+    if out_hw[0] * out_hw[1] < SMALL_PLANE:
+        _im2col_small(x, cols, n0, nb, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+        return cols
+    kernel = _im2col_parallel if size >= PARALLEL_COPY else _im2col_serial
     n, c, h, w = x.shape
     xf = x.reshape(n, c, h * w)
     kernel(xf, cols, n0, nb, h, w, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
@@ -674,7 +728,7 @@ def _col2im(
     """Write samples ``n0 .. n0+nb`` of the input gradient ``gx (N, C, H, W)`` (C-contiguous,
     unpadded) from the chunk's column gradient ``dcols (C*KH*KW, nb*OH*OW)``: each plane is
     zeroed, then every column element added where :func:`im2col` read it (padding dropped)."""
-    kernel = _col2im_parallel if dcols.size >= PARALLEL_WORK else _col2im_serial
+    kernel = _col2im_parallel if dcols.size >= PARALLEL_COPY else _col2im_serial
     kernel(dcols, gx, n0, nb, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
 
 
@@ -725,9 +779,9 @@ def forward(
         # one sample per chunk: the product lands in the output directly (no transposing copy)
         t = o3[n0].reshape(groups, og, p) if m == 1 else tmp[: o * m * p].reshape(groups, og, m * p)
         if groups == 1:
-            np.matmul(w3[0], cols, out=t[0])
+            _blas.matmul(w3[0], cols, out=t[0])
         else:
-            np.matmul(w3, cols.reshape(groups, kg, m * p), out=t)
+            _blas.matmul(w3, cols.reshape(groups, kg, m * p), out=t)
         if m == 1:
             if b3 is not None:
                 o3[n0] += b3[0]
@@ -801,15 +855,15 @@ def backward(
             gt3 = gt.reshape(groups, og, m * p)
         if w_im:
             cl = cols[i] if cols is not None else im2col(xc, n0, m, (kh, kw), stride, pads, dilation, (oh, ow), cbuf)
-            np.matmul(gt3, cl.reshape(groups, kg, m * p).transpose(0, 2, 1), out=gw3 if i == 0 else tmpw)
+            _blas.matmul(gt3, cl.reshape(groups, kg, m * p).transpose(0, 2, 1), out=gw3 if i == 0 else tmpw)
             if i:
                 gw3 += tmpw
         if x_im:
             dc = dbuf[: rows * m * p].reshape(groups, kg, m * p)
             if groups == 1:
-                np.matmul(w3t[0], gt3[0], out=dc[0])
+                _blas.matmul(w3t[0], gt3[0], out=dc[0])
             else:
-                np.matmul(w3t, gt3, out=dc)
+                _blas.matmul(w3t, gt3, out=dc)
             _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
     if w_im:
         gw = gw3.reshape(w.shape)
