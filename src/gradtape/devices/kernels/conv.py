@@ -134,7 +134,10 @@ GRAD_X_AS_CONV = True
 """im2col's input gradient of a stride-1 conv runs as a convolution of the output gradient
 (:func:`_grad_x_as_conv`) rather than a product into column gradients and col2im (64 -> 64
 channels, 32x32, batch 32, one thread of a loaded VM: 54 ms vs 57-68 ms; no column-gradient
-buffer, and the product's inner dimension is ``O*KH*KW`` rather than ``O``)."""
+buffer, and the product's inner dimension is ``O*KH*KW`` rather than ``O``). Not below
+:data:`SMALL_PLANE` input values per plane: there the gradient's columns (``O*KH*KW`` rows,
+twice the forward's in the digits CNN) cost more than col2im; the digits CNN's training
+step took 1.65 ms that way and 1.26 ms with col2im."""
 
 
 def pick(
@@ -826,7 +829,7 @@ def backward(
         gx = _direct_input(g, w, x.shape, stride, pads, dilation, groups)
     if want_w and not w_im:
         gw = _direct_weight(_pad(x, pads), g, w.shape, stride, dilation, groups)
-    if x_im and stride == (1, 1) and GRAD_X_AS_CONV:
+    if x_im and stride == (1, 1) and GRAD_X_AS_CONV and h * wd >= SMALL_PLANE:
         gx = _grad_x_as_conv(g, w, (h, wd), pads, dilation, groups)
         x_im = False
     if not (x_im or w_im):
