@@ -772,3 +772,28 @@ def test_second_rule_matches_fast_rule(
     assert hx is not None and hw is not None
     np.testing.assert_allclose(hw.numpy(), fast(v, w)[1], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(hx.numpy(), fast(x, u)[0], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("is_min", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) -> None:
+    """The 2x2 / stride 2 / unpadded path gives the general kernel's values and indices,
+    ties (the first wins) and NaNs (the last wins, as PyTorch) included, on odd-sized planes."""
+    from gradtape.devices.kernels import pool as kpool
+
+    r = np.random.default_rng(3)
+    for shape in [(7, 8, 8), (5, 5, 7), (3, 4, 4)]:
+        x = r.integers(-2, 3, shape).astype(dtype)  # many ties
+        x[0, 1, 1] = np.nan
+        x[1, 2, 3] = np.nan
+        x[1, 3, 2] = np.nan
+        oh, ow = shape[1] // 2, shape[2] // 2
+        out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int64)
+        out2, idx2 = np.empty_like(out1), np.empty_like(idx1)
+        kpool._max2x2(x, out1, idx1, dtype(-1 if is_min else 1))
+        kpool._maxmin_serial(x, out2, idx2, 2, 2, 2, 2, 0, 0, is_min)
+        np.testing.assert_array_equal(out1, out2)
+        np.testing.assert_array_equal(idx1, idx2)
+        got, got_idx = kpool.pool_maxmin(x, (2, 2), (2, 2), (0, 0), (oh, ow), is_min)
+        np.testing.assert_array_equal(got, out2)
+        np.testing.assert_array_equal(got_idx, idx2)
