@@ -800,3 +800,36 @@ def test_masked_attention_matches_torch(dev: Cpu, mask_kind: str) -> None:
     for (name, p), (_, r) in zip(mha.named_parameters(), ref.named_parameters(), strict=True):
         assert r.grad is not None
         np.testing.assert_allclose(_arr(grads.get(p)), r.grad.numpy(), atol=1e-10, err_msg=name)
+
+
+def test_a_causal_bool_mask_takes_the_is_causal_path(dev: Cpu, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A square causal boolean mask (any leading size-1 dims) runs as ``is_causal``, whose
+    products skip the blocked half (from 64 positions on): the same values and gradients as
+    the same mask given as -inf floats, which takes the masked path."""
+    from gradtape.nn import attention as att
+    from gradtape.ops.attention import sdpa as real
+
+    seen: list[bool] = []
+
+    def spy(*args: Any) -> Any:
+        seen.append(bool(args[4]))
+        return real(*args)
+
+    monkeypatch.setattr(att, "sdpa", spy)
+    mha = nn.MultiHeadAttention(8, 2, dev=dev, dtype=F64)
+    x = _x(dev, 2, 70, 8)
+    mask = _causal(70)
+    for m in (mask, mask[None], mask[None, None]):
+        g1 = Gradients.leaky()
+        y1 = mha(x.trace(g1), attn_mask=m)
+        gx1 = y1.sum().backward().get(x).numpy()
+        g2 = Gradients.leaky()
+        y2 = mha(x.trace(g2), attn_mask=np.where(mask, -np.inf, 0.0))
+        gx2 = y2.sum().backward().get(x).numpy()
+        np.testing.assert_allclose(_arr(y1), _arr(y2), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(gx1, gx2, rtol=1e-12, atol=1e-14)
+    assert seen == [True, False] * 3
+    seen.clear()
+    mha(x, attn_mask=_causal(70).T)  # anti-causal: a mask, not is_causal
+    mha(x, attn_mask=np.broadcast_to(mask, (2, 2, 70, 70)))  # leading dims > 1: kept as a mask
+    assert seen == [False, False]

@@ -28,8 +28,8 @@ under the training text's character frequencies, the best a model without contex
 do), then a sample continued from the start of the held-out text.
 
 Measured on a 2-core VM with Python 3.11.7 (the transformer, default flags, seed 0: 600 steps of 16 windows
-of 64 characters, AdamW at peak lr 5e-3): held-out 2.78 bits/char (1.93 nats/char) against
-the unigram baseline's 4.55, i.e. 1.77 bits/char below it (train 2.68); 5.3 s of training
+of 64 characters, AdamW at peak lr 5e-3): held-out 2.79 bits/char (1.93 nats/char) against
+the unigram baseline's 4.55, i.e. 1.76 bits/char below it (train 2.68); 4.5 s of training
 on an idle VM, up to a minute when other jobs load the two cores. ``--model mamba``: 2.43
 held-out (train 1.76) in 11.8 s. The samples have words and docstring layout, not yet sense.
 """

@@ -94,6 +94,17 @@ def split_heads(y: Tensor[Any, Any], which: tuple[int, ...], num_heads: int) -> 
     return outs
 
 
+def _is_causal_block(keep: Array) -> bool:
+    """Whether a boolean keep-mask (``True`` takes part) is the square causal one,
+    ``tril(ones((L, L)))`` with only size-1 leading dims: then the attention runs with
+    ``is_causal`` (same weights, exactly 0 above the diagonal), whose products skip the blocked
+    upper half (``ops.attention``'s row blocks)."""
+    if keep.dtype != np.bool_ or keep.ndim < 2 or keep.shape[-1] != keep.shape[-2] or keep.size != keep.shape[-1] ** 2:
+        return False
+    square = keep.reshape(keep.shape[-2:])
+    return bool(np.array_equal(square, np.tri(square.shape[0], dtype=np.bool_)))
+
+
 class MultiHeadAttention(Module, Generic[E]):
     """Multi-head scaled dot-product attention (Vaswani et al. 2017; PyTorch's
     ``nn.MultiheadAttention`` with ``batch_first=True``).
@@ -384,10 +395,13 @@ class MultiHeadAttention(Module, Generic[E]):
                     f"scores (B, H, Lq, Lk) = {full}"
                 ) from None
             mask = ~m if m.dtype == np.bool_ else m  # SDPA's convention: True takes part
+        causal = mask is not None and _is_causal_block(mask)
+        if causal:  # the same weights; computed from indices, the products skip the upper half
+            mask = None
         # scale, mask, softmax, dropout and the products in one fused op; a query whose keys
         # are all blocked gets NaN, as nn.MultiheadAttention (need_weights=True) gives
         p_drop = self.dropout.p if self.dropout.training else 0.0
-        attn = sdpa(qh, kh, vh, mask, False, p_drop, None, None, True, "MultiHeadAttention")
+        attn = sdpa(qh, kh, vh, mask, causal, p_drop, None, None, True, "MultiHeadAttention")
         out: Tensor[Any, Any] = attn.permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
         return self.out_proj(out)
 
