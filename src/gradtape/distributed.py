@@ -295,17 +295,15 @@ def _abort_at_exit(world: World) -> None:
 class _Bucket:
     """Parameters of one dtype whose gradients travel in one contiguous buffer."""
 
-    __slots__ = ("buf", "done", "error", "ids", "index", "launched", "offsets", "params", "ready")
+    __slots__ = ("buf", "done", "error", "index", "offsets", "params", "ready")
 
     def __init__(self, index: int, params: list[Tensor[Any, Any]]) -> None:
         self.index = index
         self.params = params
-        self.ids = {p.id for p in params}
         sizes = [p.data.size for p in params]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
         self.buf: Array = np.zeros(self.offsets[-1], params[0].dtype)
         self.ready: set[int] = set()
-        self.launched = False
         self.done = threading.Event()
         self.error: BaseException | None = None
 
@@ -430,7 +428,6 @@ class DistributedDataParallel(Module):
             if self._comm_thread is None:
                 self._comm_thread = threading.Thread(target=self._communicate, name="gradtape-allreduce", daemon=True)
                 self._comm_thread.start()
-            b.launched = True
             b.done.clear()
             self._queue.put(b)
             self._next += 1
@@ -478,7 +475,6 @@ class DistributedDataParallel(Module):
             for i, p in enumerate(b.params):
                 grads.grad_replace(p, b.slot(i))
             b.ready.clear()
-            b.launched = False
         self._next = 0
 
     def synchronize(self, grads: Gradients) -> Gradients:

@@ -109,9 +109,10 @@ SMALL_PLANE = 256
 
 PARALLEL_COPY = 1 << 20
 """im2col and col2im (copies, a load and a store per element) run their ``prange`` variant
-from this many elements, the elementwise kernels' threshold: below it the second thread
-saved less than it cost, and TBB's workers then spin (the digits CNN's 147k-element columns
-made its training step use 3.2 CPU-ms per wall ms... see BENCHMARKS.md, session 6)."""
+from this many elements, the elementwise kernels' threshold. Measured on the digits CNN's
+training step (147k-element columns), together with one-thread BLAS for its small products
+(``blas.SMALL_MACS``): 2.2 ms wall and 4.2 CPU-ms with both parallel, 1.63 ms and 1.63 CPU-ms
+with both serial (the VM's two vCPUs share a core, and spinning workers slow the other)."""
 
 DIRECT_WEIGHT_MAX_TAPS = 36
 """``auto`` computes a grouped conv's weight gradient with the direct kernel while
