@@ -364,6 +364,9 @@ def machine_facts(threads: int) -> dict[str, Any]:
         "autograd": version_of("autograd"),
         "scikit_learn": version_of("scikit-learn"),
         "gradtape_commit": _git_commit(),
+        # Some machines force older OpenBLAS kernels (OPENBLAS_CORETYPE=Haswell on the
+        # AVX-512 benchmark VM), which slows every matrix product: the header says so.
+        "openblas_env": {k: v for k, v in os.environ.items() if k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
         "gradtape_path": str(Path(gradtape.__file__).parent),
         "threads": {
             "numba": numba.get_num_threads(),

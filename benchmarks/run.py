@@ -115,7 +115,15 @@ def markdown_table(results: list[WorkloadResult]) -> str:
 
 def machine_lines(facts: dict[str, Any]) -> list[str]:
     th = facts["threads"]
-    blas = ", ".join(f"{b['internal_api']} {b['num_threads']}" for b in th["blas"]) or "unknown"
+    blas = (
+        ", ".join(
+            f"{b['internal_api']} {b['num_threads']}"
+            + (f" ({b['architecture']} kernels)" if b.get("architecture") else "")
+            for b in th["blas"]
+        )
+        or "unknown"
+    )
+    forced = facts.get("openblas_env") or {}
     return [
         f"CPU: {facts['cpu_model']} ({facts['usable_cpus']} usable of {facts['logical_cpus']} logical CPUs; "
         f"{' '.join(facts['cpu_flags'])}), {facts['mem_total_gb']} GB RAM, {facts['platform']}",
@@ -123,7 +131,8 @@ def machine_lines(facts: dict[str, Any]) -> list[str]:
         f"torch {facts['torch'] or 'not installed'}, autograd {facts['autograd'] or 'not installed'}, "
         f"scikit-learn {facts['scikit_learn'] or 'not installed'}; gradtape {facts['gradtape_commit']}",
         f"threads: numba {th['numba']}, numpy BLAS/OpenMP pools: {blas}; "
-        + (f"torch.set_num_threads({th['torch']})" if th["torch"] is not None else "torch not installed"),
+        + (f"torch.set_num_threads({th['torch']})" if th["torch"] is not None else "torch not installed")
+        + ("; environment forces " + " ".join(f"{k}={v}" for k, v in sorted(forced.items())) if forced else ""),
     ]
 
 

@@ -55,10 +55,10 @@ interleaved in one process::
     digits 16 -> 32                        0.36 / 0.41 / 0.78   0.24 / 0.47 / 0.72   0.11 / 0.24 / 0.35
     Mamba depthwise conv1d                 0.45 / 0.51 / 0.96   0.41 / 0.55 / 0.97   0.13 / 0.83 / 0.96
 
-The products dominate what is left: OpenBLAS 0.3.31 picks its Haswell (AVX2) kernels on this
-AVX-512 machine, 127 GFLOP/s on one thread for the 64 -> 64 product, where oneDNN's direct
-convolution reaches about 210 (about 470 on two threads); ``OPENBLAS_CORETYPE=SkylakeX`` in
-the environment (before numpy loads) gave 165-172 on one thread.
+The products dominate what is left. Those figures ran OpenBLAS's Haswell (AVX2) kernels,
+which the VM's environment forces (``OPENBLAS_CORETYPE=Haswell``): 127 GFLOP/s on one thread
+for the 64 -> 64 product, where oneDNN's direct convolution reaches about 210 (about 470 on
+two threads). numpy's own choice on this AVX-512 CPU, ``SkylakeX``, gave 165-172.
 
 Earlier measurements of (unchunked) im2col vs the direct loops (ms; N, C_in -> C_out, HxW,
 groups; fwd / grad_x / grad_w, im2col then direct)::
