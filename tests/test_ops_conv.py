@@ -782,7 +782,9 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
     from gradtape.devices.kernels import pool as kpool
 
     r = np.random.default_rng(3)
-    for shape in [(7, 8, 8), (5, 5, 7), (3, 4, 4)]:
+    # the last shape has enough windows (4 per output) for pool_maxmin's parallel variant
+    big = (kpool.PARALLEL_WORK // 4 // 64 + 1, 17, 16)
+    for shape in [(7, 8, 8), (5, 5, 7), (3, 4, 4), big]:
         x = r.integers(-2, 3, shape).astype(dtype)  # many ties
         x[0, 1, 1] = np.nan
         x[1, 2, 3] = np.nan
@@ -790,10 +792,11 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
         oh, ow = shape[1] // 2, shape[2] // 2
         out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int64)
         out2, idx2 = np.empty_like(out1), np.empty_like(idx1)
-        kpool._max2x2(x, out1, idx1, dtype(-1 if is_min else 1))
         kpool._maxmin_serial(x, out2, idx2, 2, 2, 2, 2, 0, 0, is_min)
-        np.testing.assert_array_equal(out1, out2)
-        np.testing.assert_array_equal(idx1, idx2)
+        for kernel in (kpool._max2x2, kpool._max2x2_parallel):
+            kernel(x, out1, idx1, dtype(-1 if is_min else 1))
+            np.testing.assert_array_equal(out1, out2)
+            np.testing.assert_array_equal(idx1, idx2)
         got, got_idx = kpool.pool_maxmin(x, (2, 2), (2, 2), (0, 0), (oh, ow), is_min)
         np.testing.assert_array_equal(got, out2)
         np.testing.assert_array_equal(got_idx, idx2)

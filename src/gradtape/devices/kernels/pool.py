@@ -74,31 +74,45 @@ def _maxmin_plane(
 
 
 @jit()
-def _max2x2(x: Array, out: Array, idx: Array, sign: Any) -> None:
-    """The common 2x2, stride-2, unpadded window over every plane, with ``sign`` -1 for min
-        pooling (the max of ``-x``). Same rule as :func:`_maxmin_plane`: scan order (0,0), (0,1),
-        (1,0), (1,1), a strictly larger value or any NaN replaces the best (so the last NaN wins, as
-    in PyTorch's kernel). One pass without a
-        call per plane: 8x8 planes cost more in calls and loop set-up than in comparisons."""
+def _max2x2_plane(p: int, x: Array, out: Array, idx: Array, sign: Any) -> None:
+    """The common 2x2, stride-2, unpadded window over plane ``p``, with ``sign`` -1 for min
+    pooling (the max of ``-x``). Same rule as :func:`_maxmin_plane`: scan order (0,0), (0,1),
+    (1,0), (1,1), a strictly larger value or any NaN replaces the best (so the last NaN wins,
+    as in PyTorch's kernel)."""
     w_n = x.shape[2]
+    for oh in range(out.shape[1]):
+        h = 2 * oh
+        for ow in range(out.shape[2]):
+            w = 2 * ow
+            best = sign * x[p, h, w]
+            bi = h * w_n + w
+            v = sign * x[p, h, w + 1]
+            if v > best or v != v:
+                best, bi = v, h * w_n + w + 1
+            v = sign * x[p, h + 1, w]
+            if v > best or v != v:
+                best, bi = v, (h + 1) * w_n + w
+            v = sign * x[p, h + 1, w + 1]
+            if v > best or v != v:
+                best, bi = v, (h + 1) * w_n + w + 1
+            out[p, oh, ow] = sign * best
+            idx[p, oh, ow] = bi
+
+
+@jit()
+def _max2x2(x: Array, out: Array, idx: Array, sign: Any) -> None:
+    """:func:`_max2x2_plane` over every plane in one compiled loop: 8x8 planes cost more in
+    Python calls and loop set-up than in comparisons."""
     for p in range(x.shape[0]):
-        for oh in range(out.shape[1]):
-            h = 2 * oh
-            for ow in range(out.shape[2]):
-                w = 2 * ow
-                best = sign * x[p, h, w]
-                bi = h * w_n + w
-                v = sign * x[p, h, w + 1]
-                if v > best or v != v:
-                    best, bi = v, h * w_n + w + 1
-                v = sign * x[p, h + 1, w]
-                if v > best or v != v:
-                    best, bi = v, (h + 1) * w_n + w
-                v = sign * x[p, h + 1, w + 1]
-                if v > best or v != v:
-                    best, bi = v, (h + 1) * w_n + w + 1
-                out[p, oh, ow] = sign * best
-                idx[p, oh, ow] = bi
+        _max2x2_plane(p, x, out, idx, sign)
+
+
+@jit(parallel=True)
+def _max2x2_parallel(x: Array, out: Array, idx: Array, sign: Any) -> None:
+    """:func:`_max2x2` with the planes split over threads (a conv block's (32, 64, 32, 32)
+    activations: 2.4 ms through the general kernel)."""
+    for p in numba.prange(x.shape[0]):
+        _max2x2_plane(p, x, out, idx, sign)
 
 
 @jit()
@@ -280,8 +294,8 @@ def pool_maxmin(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair, is
     out = np.empty((p, *out_hw), x.dtype)
     idx = np.empty((p, *out_hw), np.int64)
     big = out.size * k[0] * k[1] >= PARALLEL_WORK
-    if not big and k == (2, 2) and stride == (2, 2) and padding == (0, 0):
-        _max2x2(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
+    if k == (2, 2) and stride == (2, 2) and padding == (0, 0):
+        (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
         return out, idx
     kernel = _maxmin_parallel if big else _maxmin_serial
     kernel(_c(x), out, idx, k[0], k[1], stride[0], stride[1], padding[0], padding[1], is_min)
