@@ -72,6 +72,7 @@ groups; fwd / grad_x / grad_w, im2col then direct)::
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import numba
@@ -658,45 +659,84 @@ def _pad(x: Array, pads: Pads) -> Array:
     return x
 
 
+@functools.lru_cache(maxsize=64)
+def _small_src(chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair) -> Array:
+    """For small planes, the source of every column element: ``src[r, q]``, the flat index
+    ``c*H*W + y*W + z`` into one sample of ``x`` that column row ``r`` reads at output
+    position ``q = i*OW + j`` (the layout above), or -1 where it reads the zero padding.
+    int64 ``(C*KH*KW, OH*OW)``, read-only, cached per geometry."""
+    (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
+    r = np.arange(c * kh * kw)
+    ch, a, b = r // (kh * kw), (r // kw) % kh, r % kw
+    y = np.arange(oh)[None, :, None] * sh + (a * dh - pt)[:, None, None]
+    z = np.arange(ow)[None, None, :] * sw + (b * dw - pl)[:, None, None]
+    inside = (y >= 0) & (y < h) & (z >= 0) & (z < w)
+    src = np.where(inside, ch[:, None, None] * (h * w) + y * w + z, -1).reshape(len(r), oh * ow)
+    src.setflags(write=False)
+    return src
+
+
+@functools.lru_cache(maxsize=64)
+def _small_taps(
+    chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair, width: int
+) -> Array:
+    """For small planes, where every input value's gradient comes from: ``tab[s, t]`` is the
+    flat index ``r*width + q`` into a column gradient ``(C*KH*KW, width)`` of the element that
+    tap ``t = a*KW + b`` of input value ``s = c*H*W + y*W + z`` received (``r = c*KH*KW + t``,
+    ``q = i*OW + j`` of the chunk's first sample), or ``C*KH*KW*width``, the start of a zero
+    row after the gradient, where no output window reads ``s`` through that tap. int64
+    ``(C*H*W, KH*KW)``, read-only, cached per geometry and chunk width."""
+    (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
+    rows = c * kh * kw
+    t = np.arange(kh * kw)
+    a, b = t // kw, t % kw
+    ch = np.arange(c)[:, None, None, None]
+    ys = np.arange(h)[None, :, None, None] + pt - (a * dh)[None, None, None, :]
+    zs = np.arange(w)[None, None, :, None] + pl - (b * dw)[None, None, None, :]
+    i, j = ys // sh, zs // sw
+    hit = (ys % sh == 0) & (i >= 0) & (i < oh) & (zs % sw == 0) & (j >= 0) & (j < ow)
+    flat = (ch * (kh * kw) + t[None, None, None, :]) * width + i * ow + j
+    tab = np.where(hit, flat, rows * width).reshape(c * h * w, kh * kw)
+    tab.setflags(write=False)
+    return tab
+
+
 @jit()
-def _im2col_small(
-    x: Array,
-    cols: Array,
-    n0: int,
-    nb: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
-    """:func:`im2col` for small output planes: plain indexing, one pass over ``cols`` in
-    memory order. The main kernel's per-(row, sample) slicing dominates when a plane holds a
-    few dozen values (the digits CNN's 8x8 and 4x4 maps: 260 us for 144 x 1,024 columns)."""
-    h, w = x.shape[2], x.shape[3]
-    p = oh * ow
+def _im2col_small(xf: Array, src: Array, cols: Array, n0: int, nb: int) -> None:
+    """:func:`im2col` for small output planes (:data:`SMALL_PLANE`): a gather through the
+    cached table :func:`_small_src` (``xf`` the input as ``(N, C*H*W)``), one pass over ``cols``
+    in memory order with a select for the padding, which vectorizes. Row-and-plane loops
+    cost more in set-up than in copying when a plane holds a few dozen values: the digits
+    CNN's 144 x 1,024 columns took 122 us that way."""
+    rows, p = src.shape
     zero = cols.dtype.type(0)
-    for r in range(cols.shape[0]):
-        c = r // (kh * kw)
-        a = (r // kw) % kh
-        b = r % kw
+    for r in range(rows):
+        sr = src[r]
         for m in range(nb):
-            base = m * p
-            for i in range(oh):
-                y = i * sh + a * dh - pt
-                row = base + i * ow
-                if y < 0 or y >= h:
-                    for j in range(ow):
-                        cols[r, row + j] = zero
-                    continue
-                for j in range(ow):
-                    z = j * sw + b * dw - pl
-                    cols[r, row + j] = x[n0 + m, c, y, z] if 0 <= z < w else zero
+            xs = xf[n0 + m]
+            dst = cols[r, m * p : (m + 1) * p]
+            for q in range(p):
+                s = sr[q]
+                v = xs[max(s, 0)]
+                dst[q] = v if s >= 0 else zero
+
+
+@jit()
+def _col2im_small(dflat: Array, tab: Array, gx: Array, n0: int, nb: int, p: int) -> None:
+    """col2im for small output planes: each input value's gradient as one gathered sum over
+    its taps (:func:`_small_taps`; ``dflat`` the chunk's column gradient flattened with a
+    zero row after it, ``gx`` the input gradient as ``(N, C*H*W)``), in tap order, as the
+    scatter of :func:`_col2im_task` adds them, so the sums are the same."""
+    size, taps = tab.shape
+    for m in range(nb):
+        off = m * p
+        g = gx[n0 + m]
+        for s in range(size):
+            ts = tab[s]
+            acc = dflat[ts[0] + off]
+            for t in range(1, taps):
+                acc += dflat[ts[t] + off]
+            g[s] = acc
 
 
 def im2col(
@@ -717,7 +757,8 @@ def im2col(
     size = rows * nb * out_hw[0] * out_hw[1]
     cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
     if out_hw[0] * out_hw[1] < SMALL_PLANE:
-        _im2col_small(x, cols, n0, nb, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+        src = _small_src(x.shape[1:], k, stride, dilation, (pads[0][0], pads[1][0]), out_hw)
+        _im2col_small(x.reshape(x.shape[0], -1), src, cols, n0, nb)
         return cols
     kernel = _im2col_parallel if size >= PARALLEL_COPY else _im2col_serial
     n, c, h, w = x.shape
@@ -842,7 +883,8 @@ def backward(
     gtbuf = np.empty(o * nb * p if nb > 1 else 0, g.dtype)
     if x_im:
         gx = np.empty((n, c, h, wd), g.dtype)
-        dbuf = np.empty(rows * nb * p, g.dtype)
+        small = p < SMALL_PLANE  # col2im as gathered sums (_col2im_small), a zero row after dcols
+        dbuf = np.empty((rows + small) * nb * p, g.dtype)
         w3t = w3.transpose(0, 2, 1)
     if w_im:
         xc = _c(x)
@@ -868,7 +910,13 @@ def backward(
                 _blas.matmul(w3t[0], gt3[0], out=dc[0])
             else:
                 _blas.matmul(w3t, gt3, out=dc)
-            _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
+            if small:
+                dflat = dbuf[: (rows + 1) * m * p]
+                dflat[rows * m * p :] = 0
+                tab = _small_taps((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow), m * p)
+                _col2im_small(dflat, tab, gx.reshape(n, -1), n0, m, p)  # type: ignore[union-attr]
+            else:
+                _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
     if w_im:
         gw = gw3.reshape(w.shape)
     return gx, gw
