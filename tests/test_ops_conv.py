@@ -800,3 +800,34 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
         got, got_idx = kpool.pool_maxmin(x, (2, 2), (2, 2), (0, 0), (oh, ow), is_min)
         np.testing.assert_array_equal(got, out2)
         np.testing.assert_array_equal(got_idx, idx2)
+
+
+@pytest.mark.parametrize("op", [max_pool2d, min_pool2d])
+@pytest.mark.parametrize("shape", [(2, 3, 8, 9), (4, 40, 32, 32)])
+def test_untraced_2x2_pooling_skips_indices_and_gives_the_traced_values(op: Fn, shape: tuple[int, ...]) -> None:
+    """Untraced (inference), the 2x2 window runs a values-only kernel (serial, and parallel
+    for the large shape); its values equal the traced path's, ties and NaNs included, and a
+    traced call still routes gradients."""
+    from gradtape.devices.kernels import pool as kpool
+
+    r = np.random.default_rng(5)
+    x = r.integers(-2, 3, shape).astype(np.float32)
+    x[0, 0, 1, 1] = np.nan
+    x[1, 2, 5, 4] = np.nan
+    calls: list[bool] = []
+    real = kpool.pool_maxmin
+
+    def spy(*args: Any) -> Any:
+        calls.append(bool(args[-1]))
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kpool, "pool_maxmin", spy)
+        untraced = op(DEV.tensor(x), 2).numpy()
+        xt = DEV.tensor(x).trace(Gradients.leaky())
+        traced = op(xt, 2)
+    assert calls == [False, True]
+    np.testing.assert_array_equal(untraced, traced.numpy())
+    assert np.isnan(untraced[0, 0, 0, 0]) and np.isnan(untraced[1, 2, 2, 2])
+    g = traced.sum().backward().get(xt)
+    assert g.shape == x.shape and float(g.sum()) == traced.size

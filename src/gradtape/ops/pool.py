@@ -56,6 +56,7 @@ from gradtape.errors import ShapeError
 from gradtape.ops.conv import _ints
 from gradtape.ops.unary import record_unary
 from gradtape.shapes import Rank4
+from gradtape.tape import NONE_TAPE, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -98,11 +99,18 @@ def _pool_geometry(
     return (k[0], k[1]), (s[0], s[1]), (p[0], p[1]), out
 
 
+def _untraced(grads: Gradients, i: int, g: Array) -> None:
+    raise AssertionError("max/min pooling recorded without its indices")  # pragma: no cover
+
+
 def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: object, is_min: bool) -> Any:
     xd = x.data
     k, s, p, out_hw = _pool_geometry(op, xd, kernel_size, stride, padding)
     n, c, h, w = xd.shape
-    y, idx = _kp.pool_maxmin(xd.reshape(n * c, h, w), k, s, p, out_hw, is_min)
+    # untraced (inference): no gradient will need the arg-max indices
+    y, idx = _kp.pool_maxmin(xd.reshape(n * c, h, w), k, s, p, out_hw, is_min, op_tape(x) is not NONE_TAPE)
+    if idx is None:  # nothing records: the rules below never run
+        return record_unary(x, y.reshape(n, c, *out_hw), _untraced)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
         gx = _kp.scatter_add(g.reshape(n * c, *out_hw), idx, (h, w))

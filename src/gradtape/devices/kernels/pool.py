@@ -116,6 +116,37 @@ def _max2x2_parallel(x: Array, out: Array, idx: Array, sign: Any) -> None:
 
 
 @jit()
+def _max2x2_values_plane(p: int, x: Array, out: Array, sign: Any) -> None:
+    """:func:`_max2x2_plane` without the indices (inference: nothing will route a gradient),
+    as selects over whole rows, which vectorize. NaN wins as there."""
+    for oh in range(out.shape[1]):
+        r0 = x[p, 2 * oh]
+        r1 = x[p, 2 * oh + 1]
+        o = out[p, oh]
+        for ow in range(out.shape[2]):
+            best = sign * r0[2 * ow]
+            v = sign * r0[2 * ow + 1]
+            best = v if (v > best or v != v) else best
+            v = sign * r1[2 * ow]
+            best = v if (v > best or v != v) else best
+            v = sign * r1[2 * ow + 1]
+            best = v if (v > best or v != v) else best
+            o[ow] = sign * best
+
+
+@jit()
+def _max2x2_values(x: Array, out: Array, sign: Any) -> None:
+    for p in range(x.shape[0]):
+        _max2x2_values_plane(p, x, out, sign)
+
+
+@jit(parallel=True)
+def _max2x2_values_parallel(x: Array, out: Array, sign: Any) -> None:
+    for p in numba.prange(x.shape[0]):
+        _max2x2_values_plane(p, x, out, sign)
+
+
+@jit()
 def _maxmin_serial(
     x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
 ) -> None:
@@ -287,13 +318,19 @@ def _c(a: Array) -> Array:
 Pair = tuple[int, int]
 
 
-def pool_maxmin(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair, is_min: bool) -> tuple[Array, Array]:
+def pool_maxmin(
+    x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair, is_min: bool, want_idx: bool = True
+) -> tuple[Array, Array | None]:
     """Max (or min) pooling of planes ``x (P, H, W)``: returns ``(out (P, OH, OW), idx)``,
-    ``idx`` the int64 flat index ``h * W + w`` of each output's source in its plane."""
+    ``idx`` the int64 flat index ``h * W + w`` of each output's source in its plane (``None``
+    when not ``want_idx`` and the window is the common 2x2, stride-2, unpadded one)."""
     p = x.shape[0]
     out = np.empty((p, *out_hw), x.dtype)
-    idx = np.empty((p, *out_hw), np.int64)
     big = out.size * k[0] * k[1] >= PARALLEL_WORK
+    if not want_idx and k == (2, 2) and stride == (2, 2) and padding == (0, 0):
+        (_max2x2_values_parallel if big else _max2x2_values)(_c(x), out, x.dtype.type(-1 if is_min else 1))
+        return out, None
+    idx = np.empty((p, *out_hw), np.int64)
     if k == (2, 2) and stride == (2, 2) and padding == (0, 0):
         (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
         return out, idx
