@@ -739,6 +739,191 @@ def _col2im_small(dflat: Array, tab: Array, gx: Array, n0: int, nb: int, p: int)
             g[s] = acc
 
 
+# ----- small planes, groups == 1: rows ("im2row") instead of columns --------------------
+#
+# Rows of a chunk: ``R[m*P + q, r]`` = ``cols[r, m*P + q]`` (the columns transposed). The
+# products then have the chunk's ``nb*P`` positions as their long first dimension, which
+# OpenBLAS's kernels run much faster than a short ``O``-row product over long columns
+# (float32, one thread, the digits CNN's 16 -> 32 conv: 45 against 90 us forward, 53 against
+# 97 us weight gradient, 44 against 72 us column gradient).
+
+
+@functools.lru_cache(maxsize=64)
+def _small_src_rows(
+    chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair
+) -> Array:
+    """:func:`_small_src` transposed: ``(OH*OW, C*KH*KW)``, C-contiguous, read-only."""
+    src = np.ascontiguousarray(_small_src(chw, k, stride, dilation, pads, out_hw).T)
+    src.setflags(write=False)
+    return src
+
+
+@functools.lru_cache(maxsize=64)
+def _small_taps_rows(
+    chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair
+) -> Array:
+    """Where every input value's gradient comes from in a rows gradient ``dR (nb*P, C*KH*KW)``:
+    ``tab[s, t] = q*C*KH*KW + r`` for tap ``t`` of input value ``s`` (as :func:`_small_taps`,
+    within the first sample; add ``m*P*C*KH*KW`` for sample ``m``), or -1 where no window reads
+    ``s`` through that tap. int64 ``(C*H*W, KH*KW)``, read-only, cached per geometry."""
+    (c, _, _), (kh, kw), (oh, ow) = chw, k, out_hw
+    rows, p = c * kh * kw, oh * ow
+    cols_tab = _small_taps(chw, k, stride, dilation, pads, out_hw, p)  # r*p + q, or rows*p
+    r, q = cols_tab // p, cols_tab % p
+    tab = np.where(cols_tab < rows * p, q * rows + r, -1)
+    tab.setflags(write=False)
+    return tab
+
+
+@jit()
+def _im2row_small(xf: Array, src: Array, rws: Array, n0: int, nb: int) -> None:
+    """The rows ``R (nb*P, C*KH*KW)`` of samples ``n0 .. n0+nb`` of ``xf (N, C*H*W)``, through the
+    table :func:`_small_src_rows` (``-1``: padding, a zero)."""
+    p, k = src.shape
+    zero = rws.dtype.type(0)
+    for m in range(nb):
+        xs = xf[n0 + m]
+        for q in range(p):
+            sq = src[q]
+            dst = rws[m * p + q]
+            for r in range(k):
+                s = sq[r]
+                v = xs[max(s, 0)]
+                dst[r] = v if s >= 0 else zero
+
+
+@jit()
+def _rows_to_planes(y: Array, out: Array, n0: int, nb: int, bias: Array, has_bias: bool) -> None:
+    """``out[n0 + m, o, q] = y[m*P + q, o] (+ bias[o])``: a chunk's ``(nb*P, O)`` product into
+    the ``(N, O, P)`` output."""
+    o_n, p = out.shape[1], out.shape[2]
+    for m in range(nb):
+        for o in range(o_n):
+            b = bias[o] if has_bias else y.dtype.type(0)
+            dst = out[n0 + m, o]
+            for q in range(p):
+                dst[q] = y[m * p + q, o] + b
+
+
+@jit()
+def _planes_to_rows(g: Array, gr: Array, n0: int, nb: int) -> None:
+    """``gr[m*P + q, o] = g[n0 + m, o, q]``: an output gradient ``(N, O, P)`` as a chunk's rows."""
+    o_n, p = g.shape[1], g.shape[2]
+    for m in range(nb):
+        for q in range(p):
+            dst = gr[m * p + q]
+            for o in range(o_n):
+                dst[o] = g[n0 + m, o, q]
+
+
+@jit()
+def _row2im_small(dr: Array, tab: Array, gx: Array, n0: int, nb: int, p: int) -> None:
+    """The input gradient ``gx (N, C*H*W)`` of samples ``n0 .. n0+nb`` from the chunk's rows
+    gradient ``dr`` (flat, ``nb*P*C*KH*KW``): each value one gathered sum over its taps in tap
+    order (:func:`_small_taps_rows`), as :func:`_col2im_small` does."""
+    size, taps = tab.shape
+    width = dr.shape[0] // nb if nb else 0
+    zero = dr.dtype.type(0)
+    for m in range(nb):
+        off = m * width
+        g = gx[n0 + m]
+        for s in range(size):
+            ts = tab[s]
+            acc = zero
+            for t in range(taps):
+                i = ts[t]
+                v = dr[max(i, 0) + off]
+                acc += v if i >= 0 else zero
+            g[s] = acc
+
+
+def _small_forward(
+    x: Array, w: Array, stride: Pair, pads: Pads, dilation: Pair, out_hw: Pair, keep: bool, bias: Array | None
+) -> tuple[Array, list[Array] | None]:
+    """:func:`forward` for small output planes and ``groups == 1``: rows, one product
+    ``R @ w.T`` per chunk, then into the output (bias added there)."""
+    x = _c(x)
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    k, p = c * kh * kw, out_hw[0] * out_hw[1]
+    src = _small_src_rows(x.shape[1:], (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), out_hw)
+    nb = chunk_samples(n, k + o, out_hw, x.itemsize)
+    keep = keep and n * k * p * x.itemsize <= COLS_MAX_BYTES
+    wt = np.ascontiguousarray(w.reshape(o, k).T)
+    xf = x.reshape(n, -1)
+    out = np.empty((n, o, p), x.dtype)
+    buf = None if keep else np.empty((nb * p, k), x.dtype)
+    y = np.empty((nb * p, o), x.dtype)
+    has_bias = bias is not None
+    b = bias if bias is not None else np.empty(0, x.dtype)
+    kept: list[Array] = []
+    for n0 in range(0, n, nb):
+        m = min(nb, n - n0)
+        rws = np.empty((m * p, k), x.dtype) if buf is None else buf[: m * p]
+        _im2row_small(xf, src, rws, n0, m)
+        _blas.matmul(rws, wt, out=y[: m * p])
+        _rows_to_planes(y, out, n0, m, b, has_bias)
+        if keep:
+            kept.append(rws)
+    return out.reshape(n, o, *out_hw), (kept if keep else None)
+
+
+def _small_backward(
+    g: Array,
+    x: Array,
+    w: Array,
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    want_x: bool,
+    want_w: bool,
+    rws_kept: list[Array] | None,
+) -> tuple[Array | None, Array | None]:
+    """:func:`backward`'s im2col passes for small output planes and ``groups == 1``, on rows:
+    ``gw += (R.T @ gR).T`` and ``dR = gR @ w`` per chunk, the input gradient gathered from
+    ``dR`` (:func:`_row2im_small`)."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = g.shape[2], g.shape[3]
+    k, p = c * kh * kw, oh * ow
+    geo = ((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow))
+    nb = rws_kept[0].shape[0] // p if rws_kept is not None else chunk_samples(n, k + o, (oh, ow), g.itemsize)
+    g3 = _c(g).reshape(n, o, p)
+    gr = np.empty((nb * p, o), g.dtype)
+    gx = gwt = None
+    if want_x:
+        gxf = gx = np.empty((n, c * h * wd), g.dtype)
+        w2 = _c(w).reshape(o, k)
+        dr = np.empty(nb * p * k, g.dtype)
+        tab = _small_taps_rows(*geo)
+    if want_w:
+        gwt = np.empty((k, o), g.dtype)
+        tmp = np.empty_like(gwt)
+        if rws_kept is None:
+            src = _small_src_rows(*geo)
+            xf = _c(x).reshape(n, -1)
+            rbuf = np.empty((nb * p, k), g.dtype)
+    for i, n0 in enumerate(range(0, n, nb)):
+        m = min(nb, n - n0)
+        grc = gr[: m * p]
+        _planes_to_rows(g3, grc, n0, m)
+        if want_w:
+            if rws_kept is not None:
+                rws = rws_kept[i]
+            else:
+                rws = rbuf[: m * p]
+                _im2row_small(xf, src, rws, n0, m)
+            _blas.matmul(rws.T, grc, out=gwt if i == 0 else tmp)
+            if i:
+                gwt += tmp
+        if want_x:
+            drc = dr[: m * p * k]
+            _blas.matmul(grc, w2, out=drc.reshape(m * p, k))
+            _row2im_small(drc, tab, gxf, n0, m, p)
+    gw = None if gwt is None else np.ascontiguousarray(gwt.T).reshape(w.shape)
+    return (None if gx is None else gx.reshape(n, c, h, wd)), gw
+
+
 def im2col(
     x: Array,
     n0: int,
@@ -807,6 +992,8 @@ def forward(
         if bias is not None:
             out += bias.reshape(1, o, 1, 1)
         return out, None
+    if groups == 1 and oh * ow < SMALL_PLANE:
+        return _small_forward(x, w, stride, pads, dilation, out_hw, keep_cols, bias)
     x = _c(x)
     rows, p, og, kg = c * kh * kw, oh * ow, o // groups, cg * kh * kw
     nb = chunk_samples(n, rows + o, out_hw, x.itemsize)
@@ -871,6 +1058,9 @@ def backward(
         gx = _direct_input(g, w, x.shape, stride, pads, dilation, groups)
     if want_w and not w_im:
         gw = _direct_weight(_pad(x, pads), g, w.shape, stride, dilation, groups)
+    if groups == 1 and oh * ow < SMALL_PLANE and (x_im or w_im):
+        sx, sw_ = _small_backward(g, x, w, stride, pads, dilation, x_im, w_im, cols)
+        return (sx if x_im else gx), (sw_ if w_im else gw)
     if x_im and stride == (1, 1) and GRAD_X_AS_CONV and h * wd >= SMALL_PLANE:
         gx = _grad_x_as_conv(g, w, (h, wd), pads, dilation, groups)
         x_im = False
