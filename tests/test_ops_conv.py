@@ -568,11 +568,14 @@ _ORACLE_CONVT: list[tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]] = 
     ((5, 2, 4, 3), (2, 3, 3, 2), (1, 2, 0, 1, 2)),
 ]
 
-# "default": the shipped chunking (these small maps build their columns with
-# _im2col_small); "chunks2": chunks of 2 samples (5 = 2 + 2 + 1) with the columns rebuilt in
-# backward and every input gradient through col2im; "chunks1": one sample per chunk, columns
-# kept; "bigplane": the main im2col kernel (the one for output planes of SMALL_PLANE or more).
-_MODES = ["default", "chunks2", "chunks1", "bigplane"]
+# "default": the shipped chunking (these small maps run on rows, _small_forward and
+# _small_backward, or for groups > 1 build their columns with _im2col_small); "chunks2":
+# chunks of 2 samples (5 = 2 + 2 + 1) with the columns or rows rebuilt in backward and every
+# input gradient through col2im; "chunks1": one sample per chunk, columns kept; "bigplane":
+# the main im2col kernel (the one for output planes of SMALL_PLANE or more), the weight
+# gradient one product per sample; "bigplane_chunkw": the same with one weight-gradient
+# product per chunk, columns rebuilt and the input gradient through col2im.
+_MODES = ["default", "chunks2", "chunks1", "bigplane", "bigplane_chunkw"]
 _CONV_OPS: dict[str, Fn] = {"conv2d": conv2d, "conv1d": conv1d, "conv_transpose2d": conv_transpose2d}
 
 
@@ -587,6 +590,13 @@ def _set_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     elif mode == "bigplane":
         monkeypatch.setattr(kconv, "SMALL_PLANE", 0)
         monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
+        monkeypatch.setattr(kconv, "PER_SAMPLE_WEIGHT", 1)
+    elif mode == "bigplane_chunkw":
+        monkeypatch.setattr(kconv, "SMALL_PLANE", 0)
+        monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
+        monkeypatch.setattr(kconv, "PER_SAMPLE_WEIGHT", 1 << 40)
+        monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 0)
+        monkeypatch.setattr(kconv, "GRAD_X_AS_CONV", False)
 
 
 def _noncontiguous(a: Array) -> Array:
