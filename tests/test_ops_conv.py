@@ -800,7 +800,7 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
         x[1, 2, 3] = np.nan
         x[1, 3, 2] = np.nan
         oh, ow = shape[1] // 2, shape[2] // 2
-        out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int64)
+        out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int32)
         out2, idx2 = np.empty_like(out1), np.empty_like(idx1)
         kpool._maxmin_serial(x, out2, idx2, 2, 2, 2, 2, 0, 0, is_min)
         for kernel in (kpool._max2x2, kpool._max2x2_parallel):

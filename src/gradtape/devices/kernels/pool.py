@@ -78,25 +78,35 @@ def _max2x2_plane(p: int, x: Array, out: Array, idx: Array, sign: Any) -> None:
     """The common 2x2, stride-2, unpadded window over plane ``p``, with ``sign`` -1 for min
     pooling (the max of ``-x``). Same rule as :func:`_maxmin_plane`: scan order (0,0), (0,1),
     (1,0), (1,1), a strictly larger value or any NaN replaces the best (so the last NaN wins,
-    as in PyTorch's kernel)."""
-    w_n = x.shape[2]
+    as in PyTorch's kernel). Written as selects over whole rows, which vectorize."""
+    # int32 index arithmetic: with int64 lanes beside float32 ones the loop ran 3x slower
+    w_n = np.int32(x.shape[2])
+    one = np.int32(1)
     for oh in range(out.shape[1]):
-        h = 2 * oh
+        r0 = x[p, 2 * oh]
+        r1 = x[p, 2 * oh + 1]
+        o = out[p, oh]
+        ix = idx[p, oh]
+        base = np.int32(2 * oh) * w_n
         for ow in range(out.shape[2]):
             w = 2 * ow
-            best = sign * x[p, h, w]
-            bi = h * w_n + w
-            v = sign * x[p, h, w + 1]
-            if v > best or v != v:
-                best, bi = v, h * w_n + w + 1
-            v = sign * x[p, h + 1, w]
-            if v > best or v != v:
-                best, bi = v, (h + 1) * w_n + w
-            v = sign * x[p, h + 1, w + 1]
-            if v > best or v != v:
-                best, bi = v, (h + 1) * w_n + w + 1
-            out[p, oh, ow] = sign * best
-            idx[p, oh, ow] = bi
+            w32 = np.int32(w)
+            best = sign * r0[w]
+            bi = base + w32
+            v = sign * r0[w + 1]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w32 + one if take else bi
+            v = sign * r1[w]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w_n + w32 if take else bi
+            v = sign * r1[w + 1]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w_n + w32 + one if take else bi
+            o[ow] = sign * best
+            ix[ow] = bi
 
 
 @jit()
@@ -322,7 +332,7 @@ def pool_maxmin(
     x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair, is_min: bool, want_idx: bool = True
 ) -> tuple[Array, Array | None]:
     """Max (or min) pooling of planes ``x (P, H, W)``: returns ``(out (P, OH, OW), idx)``,
-    ``idx`` the int64 flat index ``h * W + w`` of each output's source in its plane (``None``
+    ``idx`` the int32 flat index ``h * W + w`` of each output's source in its plane (``None``
     when not ``want_idx`` and the window is the common 2x2, stride-2, unpadded one)."""
     p = x.shape[0]
     out = np.empty((p, *out_hw), x.dtype)
@@ -330,7 +340,7 @@ def pool_maxmin(
     if not want_idx and k == (2, 2) and stride == (2, 2) and padding == (0, 0):
         (_max2x2_values_parallel if big else _max2x2_values)(_c(x), out, x.dtype.type(-1 if is_min else 1))
         return out, None
-    idx = np.empty((p, *out_hw), np.int64)
+    idx = np.empty((p, *out_hw), np.int32)
     if k == (2, 2) and stride == (2, 2) and padding == (0, 0):
         (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
         return out, idx
