@@ -841,3 +841,19 @@ def test_untraced_2x2_pooling_skips_indices_and_gives_the_traced_values(op: Fn, 
     assert np.isnan(untraced[0, 0, 0, 0]) and np.isnan(untraced[1, 2, 2, 2])
     g = traced.sum().backward().get(xt)
     assert g.shape == x.shape and float(g.sum()) == traced.size
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5, 4, 7), (2, 3, 9), (16, 8, 96, 96)])
+def test_bias_grad_sums_every_axis_but_the_channel(dtype: Any, shape: tuple[int, ...]) -> None:
+    """kernels.conv.bias_grad equals numpy's float64 sum (the last shape runs the parallel
+    variant) and gives the same bits on every call."""
+    r = np.random.default_rng(7)
+    g = r.standard_normal(shape).astype(dtype) + 3.0
+    assert (g.size >= kconv.PARALLEL_COPY) == (shape[0] == 16)
+    got = kconv.bias_grad(g)
+    want = g.astype(np.float64).sum(axis=tuple(i for i in range(g.ndim) if i != 1))
+    assert got.dtype == dtype and got.shape == (shape[1],)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    np.testing.assert_array_equal(kconv.bias_grad(g), got)
+    np.testing.assert_array_equal(kconv.bias_grad(np.asfortranarray(g)), got)

@@ -305,7 +305,7 @@ def _conv(
             gx = None if gx is None else gx.reshape(x_shape)
             gw = None if gw is None else gw.reshape(w_shape)
         if want_b:
-            gb = np.asarray(g4.sum(axis=(0, 2, 3)))
+            gb = _kc.bias_grad(g4)
         return gx, gw, gb
 
     return _record(
@@ -688,7 +688,7 @@ def conv_transpose2d(
     def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
         gx = _kc.forward(g, wd, s2, pads, d2, g_, (h, wid))[0] if want_x else None
         gw = _kc.backward_weight(g, xd, wd.shape, s2, pads, d2, g_) if want_w else None
-        gb = np.asarray(g.sum(axis=(0, 2, 3))) if want_b else None
+        gb = _kc.bias_grad(g) if want_b else None
         return gx, gw, gb
 
     return _record(

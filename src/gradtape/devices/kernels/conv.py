@@ -79,7 +79,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels import blas as _blas
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import REASSOC, jit
 
 __all__ = [
     "CHUNK_BYTES",
@@ -930,6 +930,40 @@ def _small_backward(
             _row2im_small(drc, tab, gxf, n0, m, p)
     gw = None if gwt is None else np.ascontiguousarray(gwt.T).reshape(w.shape)
     return (None if gx is None else gx.reshape(n, c, h, wd)), gw
+
+
+@jit(fastmath=REASSOC)
+def _bias_grad_task(o: int, g: Array) -> float:
+    acc = 0.0  # float64 partial sums, whatever g's dtype
+    for m in range(g.shape[0]):
+        row = g[m, o]
+        for q in range(row.shape[0]):
+            acc += row[q]
+    return acc
+
+
+@jit()
+def _bias_grad_serial(g: Array, out: Array) -> None:
+    for o in range(g.shape[1]):
+        out[o] = _bias_grad_task(o, g)
+
+
+@jit(parallel=True)
+def _bias_grad_parallel(g: Array, out: Array) -> None:
+    for o in numba.prange(g.shape[1]):
+        out[o] = _bias_grad_task(o, g)
+
+
+def bias_grad(g: Array) -> Array:
+    """A convolution bias's gradient: ``g (N, O, ...)`` summed over every axis but 1, a new
+    ``(O,)`` array of ``g``'s dtype. Each channel's sum runs in float64 partial sums in a fixed
+    order (one thread per channel in the parallel variant), so results do not vary from run
+    to run. numpy's ``g.sum(axis=(0, 2, 3))`` took 22-31 us on the digits CNN's small maps and
+    270 us on the conv block's (32, 64, 32, 32)."""
+    g3 = _c(g).reshape(g.shape[0], g.shape[1], -1)
+    out = np.empty(g.shape[1], g.dtype)
+    (_bias_grad_parallel if g3.size >= PARALLEL_COPY else _bias_grad_serial)(g3, out)
+    return out
 
 
 def im2col(
