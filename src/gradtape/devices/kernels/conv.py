@@ -766,23 +766,6 @@ def _small_src_rows(
     return src
 
 
-@functools.lru_cache(maxsize=64)
-def _small_taps_rows(
-    chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair
-) -> Array:
-    """Where every input value's gradient comes from in a rows gradient ``dR (nb*P, C*KH*KW)``:
-    ``tab[s, t] = q*C*KH*KW + r`` for tap ``t`` of input value ``s`` (as :func:`_small_taps`,
-    within the first sample; add ``m*P*C*KH*KW`` for sample ``m``), or -1 where no window reads
-    ``s`` through that tap. int64 ``(C*H*W, KH*KW)``, read-only, cached per geometry."""
-    (c, _, _), (kh, kw), (oh, ow) = chw, k, out_hw
-    rows, p = c * kh * kw, oh * ow
-    cols_tab = _small_taps(chw, k, stride, dilation, pads, out_hw, p)  # r*p + q, or rows*p
-    r, q = cols_tab // p, cols_tab % p
-    tab = np.where(cols_tab < rows * p, q * rows + r, -1)
-    tab.setflags(write=False)
-    return tab
-
-
 @jit()
 def _im2row_small(xf: Array, src: Array, rws: Array, n0: int, nb: int) -> None:
     """The rows ``R (nb*P, C*KH*KW)`` of samples ``n0 .. n0+nb`` of ``xf (N, C*H*W)``, through the
@@ -825,24 +808,25 @@ def _planes_to_rows(g: Array, gr: Array, n0: int, nb: int) -> None:
 
 
 @jit()
-def _row2im_small(dr: Array, tab: Array, gx: Array, n0: int, nb: int, p: int) -> None:
+def _row2im_small(dr: Array, src: Array, gx: Array, n0: int, nb: int) -> None:
     """The input gradient ``gx (N, C*H*W)`` of samples ``n0 .. n0+nb`` from the chunk's rows
-    gradient ``dr`` (flat, ``nb*P*C*KH*KW``): each value one gathered sum over its taps in tap
-    order (:func:`_small_taps_rows`), as :func:`_col2im_small` does."""
-    size, taps = tab.shape
-    width = dr.shape[0] // nb if nb else 0
-    zero = dr.dtype.type(0)
+    gradient ``dr (nb*P, C*KH*KW)``: each sample's values zeroed, then every element of ``dr``
+    added where :func:`_im2row_small` read it (table :func:`_small_src_rows`, padding
+    dropped), reading ``dr`` in memory order. The gathered sum per input value (as
+    :func:`_col2im_small`) took 88 us on the digits CNN's 16 -> 32 conv, this 35."""
+    p, k = src.shape
+    zero = gx.dtype.type(0)
     for m in range(nb):
-        off = m * width
         g = gx[n0 + m]
-        for s in range(size):
-            ts = tab[s]
-            acc = zero
-            for t in range(taps):
-                i = ts[t]
-                v = dr[max(i, 0) + off]
-                acc += v if i >= 0 else zero
-            g[s] = acc
+        for s in range(g.shape[0]):
+            g[s] = zero
+        for q in range(p):
+            row = dr[m * p + q]
+            sq = src[q]
+            for r in range(k):
+                s = sq[r]
+                if s >= 0:
+                    g[s] += row[r]
 
 
 def _small_forward(
@@ -888,7 +872,7 @@ def _small_backward(
     rws_kept: list[Array] | None,
 ) -> tuple[Array | None, Array | None]:
     """:func:`backward`'s im2col passes for small output planes and ``groups == 1``, on rows:
-    ``gw += (R.T @ gR).T`` and ``dR = gR @ w`` per chunk, the input gradient gathered from
+    ``gw += (R.T @ gR).T`` and ``dR = gR @ w`` per chunk, the input gradient added up from
     ``dR`` (:func:`_row2im_small`)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
@@ -899,16 +883,15 @@ def _small_backward(
     g3 = _c(g).reshape(n, o, p)
     gr = np.empty((nb * p, o), g.dtype)
     gx = gwt = None
+    src = _small_src_rows(*geo)
     if want_x:
         gxf = gx = np.empty((n, c * h * wd), g.dtype)
         w2 = _c(w).reshape(o, k)
-        dr = np.empty(nb * p * k, g.dtype)
-        tab = _small_taps_rows(*geo)
+        dr = np.empty((nb * p, k), g.dtype)
     if want_w:
         gwt = np.empty((k, o), g.dtype)
         tmp = np.empty_like(gwt)
         if rws_kept is None:
-            src = _small_src_rows(*geo)
             xf = _c(x).reshape(n, -1)
             rbuf = np.empty((nb * p, k), g.dtype)
     for i, n0 in enumerate(range(0, n, nb)):
@@ -925,9 +908,9 @@ def _small_backward(
             if i:
                 gwt += tmp
         if want_x:
-            drc = dr[: m * p * k]
-            _blas.matmul(grc, w2, out=drc.reshape(m * p, k))
-            _row2im_small(drc, tab, gxf, n0, m, p)
+            drc = dr[: m * p]
+            _blas.matmul(grc, w2, out=drc)
+            _row2im_small(drc, src, gxf, n0, m)
     gw = None if gwt is None else np.ascontiguousarray(gwt.T).reshape(w.shape)
     return (None if gx is None else gx.reshape(n, c, h, wd)), gw
 
