@@ -857,3 +857,20 @@ def test_bias_grad_sums_every_axis_but_the_channel(dtype: Any, shape: tuple[int,
     np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13)
     np.testing.assert_array_equal(kconv.bias_grad(g), got)
     np.testing.assert_array_equal(kconv.bias_grad(np.asfortranarray(g)), got)
+
+
+@pytest.mark.parametrize("side", [6, 20])  # a small plane (rows path) and a big one
+@pytest.mark.parametrize("groups", [1, 2])
+def test_an_empty_batch_gives_zero_weight_and_bias_gradients(side: int, groups: int) -> None:
+    """N = 0: the output is empty and the weight and bias gradients are zeros of their
+    shapes, not uninitialised memory, on every conv path."""
+    store = Gradients.leaky()
+    x = DEV.tensor(np.zeros((0, 4, side, side))).trace(store)
+    w = DEV.tensor(rnd(6, 4 // groups, 3, 3)).trace(store)
+    b = DEV.tensor(rnd(6)).trace(store)
+    y = conv2d(x, w, b, padding=1, groups=groups)
+    assert y.shape == (0, 6, side, side)
+    grads = y.sum().backward()
+    np.testing.assert_array_equal(grads.get(w).numpy(), np.zeros((6, 4 // groups, 3, 3)))
+    np.testing.assert_array_equal(grads.get(b).numpy(), np.zeros(6))
+    assert grads.get(x).shape == (0, 4, side, side)

@@ -16,10 +16,13 @@ on the im2col path). Three passes, each in two implementations (``impl="im2col"`
   the ``(N, O, OH, OW)`` output with the bias added in the same pass. Direct: numba loops
   over (sample, block of 4 output channels) on the padded input.
 * :func:`backward` (and :func:`backward_input`, :func:`backward_weight`): the weight gradient
-  accumulates one product ``gT @ cols.T`` per chunk (``gT (O, nb*OH*OW)`` the chunk's output
-  gradient, a view for one-sample chunks, else one copy; the columns kept by :func:`forward`
-  or rebuilt for the chunk into one reused buffer). The input gradient of a stride-1 conv
-  is itself a convolution, of the output gradient with the flipped kernel
+  of an ungrouped conv with columns of at least :data:`PER_SAMPLE_WEIGHT` values accumulates
+  one product ``cols_m @ g_m.T`` per sample into ``gw.T``; otherwise one product
+  ``gT @ cols.T`` per chunk (``gT (O, nb*OH*OW)`` the chunk's output gradient, a view for
+  one-sample chunks, else one copy); the columns are kept by :func:`forward` or rebuilt for
+  the chunk into one reused buffer. The bias gradient is :func:`bias_grad`. The input
+  gradient of a stride-1 conv is itself a convolution, of the output gradient with the
+  flipped kernel
   (:func:`_grad_x_as_conv`, :data:`GRAD_X_AS_CONV`): chunked im2col of ``g`` and one product
   per chunk straight into ``(N, C, H, W)``; a strided conv runs ``dcols = w.T @ gT`` (one
   product per chunk) and a fused numba col2im straight into the unpadded gradient. Direct:
@@ -27,6 +30,13 @@ on the im2col path). Three passes, each in two implementations (``impl="im2col"`
 
 Keep vs rebuild: :func:`forward` keeps the columns for the weight gradient only while the
 whole batch's take at most :data:`COLS_MAX_BYTES`; larger ones are rebuilt chunk by chunk.
+
+Small output planes (under :data:`SMALL_PLANE` values, the digits CNN's 8x8 and 4x4 maps)
+copy through cached index tables instead of row slices (:func:`_small_src`). Ungrouped ones
+lay the chunk out as rows ``R (nb*OH*OW, C*KH*KW)``, the columns transposed
+(:func:`_small_forward`, :func:`_small_backward`): the products ``R @ w.T``, ``R.T @ gR``
+and ``gR @ w`` then have the long dimension first, which OpenBLAS runs about twice as fast
+on these shapes. Grouped ones keep columns (:func:`_im2col_small`, :func:`_col2im_small`).
 
 The direct kernels still run grouped and depthwise convs, where im2col pays ``G`` small
 products per chunk (nn.Mamba's depthwise conv1d, 160 channels, kernel 4, length 64, batch
@@ -73,6 +83,7 @@ groups; fwd / grad_x / grad_w, im2col then direct)::
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Literal
 
 import numba
@@ -106,7 +117,9 @@ PARALLEL_WORK = 1 << 17
 ``prange`` variant."""
 
 SMALL_PLANE = 256
-"""Output planes (``OH * OW``) below this size build their columns with :func:`_im2col_small`."""
+"""Output planes (``OH * OW``) below this size copy through index tables: rows
+(:func:`_small_forward`, :func:`_small_backward`) for ungrouped convs, columns
+(:func:`_im2col_small`, :func:`_col2im_small`) for grouped ones."""
 
 PARALLEL_COPY = 1 << 20
 """im2col and col2im (copies, a load and a store per element) run their ``prange`` variant
@@ -842,7 +855,7 @@ def _small_forward(
     nb = chunk_samples(n, k + o, out_hw, x.itemsize)
     keep = keep and n * k * p * x.itemsize <= COLS_MAX_BYTES
     wt = np.ascontiguousarray(w.reshape(o, k).T)
-    xf = x.reshape(n, -1)
+    xf = x.reshape(n, c * x.shape[2] * x.shape[3])
     out = np.empty((n, o, p), x.dtype)
     buf = None if keep else np.empty((nb * p, k), x.dtype)
     y = np.empty((nb * p, o), x.dtype)
@@ -879,7 +892,7 @@ def _small_backward(
     oh, ow = g.shape[2], g.shape[3]
     k, p = c * kh * kw, oh * ow
     geo = ((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow))
-    nb = rws_kept[0].shape[0] // p if rws_kept is not None else chunk_samples(n, k + o, (oh, ow), g.itemsize)
+    nb = rws_kept[0].shape[0] // p if rws_kept else chunk_samples(n, k + o, (oh, ow), g.itemsize)
     g3 = _c(g).reshape(n, o, p)
     gr = np.empty((nb * p, o), g.dtype)
     gx = gwt = None
@@ -892,7 +905,7 @@ def _small_backward(
         gwt = np.empty((k, o), g.dtype)
         tmp = np.empty_like(gwt)
         if rws_kept is None:
-            xf = _c(x).reshape(n, -1)
+            xf = _c(x).reshape(n, c * h * wd)
             rbuf = np.empty((nb * p, k), g.dtype)
     for i, n0 in enumerate(range(0, n, nb)):
         m = min(nb, n - n0)
@@ -943,7 +956,7 @@ def bias_grad(g: Array) -> Array:
     order (one thread per channel in the parallel variant), so results do not vary from run
     to run. numpy's ``g.sum(axis=(0, 2, 3))`` took 22-31 us on the digits CNN's small maps and
     270 us on the conv block's (32, 64, 32, 32)."""
-    g3 = _c(g).reshape(g.shape[0], g.shape[1], -1)
+    g3 = _c(g).reshape(g.shape[0], g.shape[1], math.prod(g.shape[2:]))
     out = np.empty(g.shape[1], g.dtype)
     (_bias_grad_parallel if g3.size >= PARALLEL_COPY else _bias_grad_serial)(g3, out)
     return out
@@ -968,7 +981,7 @@ def im2col(
     cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
     if out_hw[0] * out_hw[1] < SMALL_PLANE:
         src = _small_src(x.shape[1:], k, stride, dilation, (pads[0][0], pads[1][0]), out_hw)
-        _im2col_small(x.reshape(x.shape[0], -1), src, cols, n0, nb)
+        _im2col_small(x.reshape(x.shape[0], math.prod(x.shape[1:])), src, cols, n0, nb)
         return cols
     kernel = _im2col_parallel if size >= PARALLEL_COPY else _im2col_serial
     n, c, h, w = x.shape
@@ -1075,6 +1088,8 @@ def backward(
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
+    if n == 0:  # an empty batch: no products, and zero (not uninitialised) gradients
+        return (np.zeros(x.shape, g.dtype) if want_x else None), (np.zeros(w.shape, g.dtype) if want_w else None)
     taps = cg * kh * kw
     x_im = want_x and pick(impl, "input", groups, taps) == "im2col"
     w_im = want_w and (cols is not None or pick(impl, "weight", groups, taps) == "im2col")
@@ -1092,7 +1107,7 @@ def backward(
     if not (x_im or w_im):
         return gx, gw
     rows, p, og, kg = c * kh * kw, oh * ow, o // groups, taps
-    nb = cols[0].shape[1] // p if cols is not None else chunk_samples(n, rows + o, (oh, ow), g.itemsize)
+    nb = cols[0].shape[1] // p if cols else chunk_samples(n, rows + o, (oh, ow), g.itemsize)
     g3 = g.reshape(n, o, p)
     w3 = _c(w).reshape(groups, og, kg)
     gtbuf = np.empty(o * nb * p if nb > 1 else 0, g.dtype)
@@ -1142,7 +1157,7 @@ def backward(
                 dflat = dbuf[: (rows + 1) * m * p]
                 dflat[rows * m * p :] = 0
                 tab = _small_taps((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow), m * p)
-                _col2im_small(dflat, tab, gx.reshape(n, -1), n0, m, p)  # type: ignore[union-attr]
+                _col2im_small(dflat, tab, gx.reshape(n, c * h * wd), n0, m, p)  # type: ignore[union-attr]
             else:
                 _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
     if w_im:
