@@ -813,7 +813,7 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
 
 
 @pytest.mark.parametrize("op", [max_pool2d, min_pool2d])
-@pytest.mark.parametrize("shape", [(2, 3, 8, 9), (4, 40, 32, 32)])
+@pytest.mark.parametrize("shape", [(2, 3, 8, 9), (2, 3, 9, 8), (4, 40, 32, 32)])
 def test_untraced_2x2_pooling_skips_indices_and_gives_the_traced_values(op: Fn, shape: tuple[int, ...]) -> None:
     """Untraced (inference), the 2x2 window runs a values-only kernel (serial, and parallel
     for the large shape); its values equal the traced path's, ties and NaNs included, and a

@@ -157,6 +157,54 @@ def _max2x2_values_parallel(x: Array, out: Array, sign: Any) -> None:
 
 
 @jit()
+def _max2x2_pairs(x: Array, out: Array, idx: Array, sign: Any, oh_n: int) -> None:
+    """:func:`_max2x2` for even-height planes, on all planes' row pairs at once: ``x (P*OH, 2,
+    W)``, ``out`` and ``idx`` ``(P*OH, OW)``, ``oh_n = OH`` (for the in-plane index). One loop
+    over row pairs with direct indexing, no row views: on the digits CNN's 4x4 planes the
+    per-plane kernel spent more on views and loop set-up than on comparisons (46 -> 30 us
+    for 2,048 planes; 8x8: 27 -> 17 us)."""
+    w_n = np.int32(x.shape[2])
+    one = np.int32(1)
+    for r in range(out.shape[0]):
+        base = np.int32(2 * (r % oh_n)) * w_n
+        for ow in range(out.shape[1]):
+            w = 2 * ow
+            w32 = np.int32(w)
+            best = sign * x[r, 0, w]
+            bi = base + w32
+            v = sign * x[r, 0, w + 1]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w32 + one if take else bi
+            v = sign * x[r, 1, w]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w_n + w32 if take else bi
+            v = sign * x[r, 1, w + 1]
+            take = v > best or v != v
+            best = v if take else best
+            bi = base + w_n + w32 + one if take else bi
+            out[r, ow] = sign * best
+            idx[r, ow] = bi
+
+
+@jit()
+def _max2x2_values_pairs(x: Array, out: Array, sign: Any) -> None:
+    """:func:`_max2x2_pairs` without the indices."""
+    for r in range(out.shape[0]):
+        for ow in range(out.shape[1]):
+            w = 2 * ow
+            best = sign * x[r, 0, w]
+            v = sign * x[r, 0, w + 1]
+            best = v if (v > best or v != v) else best
+            v = sign * x[r, 1, w]
+            best = v if (v > best or v != v) else best
+            v = sign * x[r, 1, w + 1]
+            best = v if (v > best or v != v) else best
+            out[r, ow] = sign * best
+
+
+@jit()
 def _maxmin_serial(
     x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
 ) -> None:
@@ -337,11 +385,23 @@ def pool_maxmin(
     p = x.shape[0]
     out = np.empty((p, *out_hw), x.dtype)
     big = out.size * k[0] * k[1] >= PARALLEL_WORK
-    if not want_idx and k == (2, 2) and stride == (2, 2) and padding == (0, 0):
-        (_max2x2_values_parallel if big else _max2x2_values)(_c(x), out, x.dtype.type(-1 if is_min else 1))
+    two = k == (2, 2) and stride == (2, 2) and padding == (0, 0)
+    sign = x.dtype.type(-1 if is_min else 1)
+    pairs = two and not big and x.shape[1] % 2 == 0  # serial, even height: one loop over row pairs
+    if pairs:
+        x3 = _c(x).reshape(p * out_hw[0], 2, x.shape[2])
+        out2 = out.reshape(p * out_hw[0], out_hw[1])
+    if not want_idx and two:
+        if pairs:
+            _max2x2_values_pairs(x3, out2, sign)
+        else:
+            (_max2x2_values_parallel if big else _max2x2_values)(_c(x), out, sign)
         return out, None
     idx = np.empty((p, *out_hw), np.int32)
-    if k == (2, 2) and stride == (2, 2) and padding == (0, 0):
+    if pairs:
+        _max2x2_pairs(x3, out2, idx.reshape(p * out_hw[0], out_hw[1]), sign, out_hw[0])
+        return out, idx
+    if two:
         (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
         return out, idx
     kernel = _maxmin_parallel if big else _maxmin_serial
