@@ -773,8 +773,10 @@ def _col2im_small(dflat: Array, tab: Array, gx: Array, n0: int, nb: int, p: int)
 def _small_src_rows(
     chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair
 ) -> Array:
-    """:func:`_small_src` transposed: ``(OH*OW, C*KH*KW)``, C-contiguous, read-only."""
-    src = np.ascontiguousarray(_small_src(chw, k, stride, dilation, pads, out_hw).T)
+    """:func:`_small_src` transposed, ``(OH*OW, C*KH*KW)``, C-contiguous, read-only, with the
+    padding entries ``C*H*W`` (one past a sample's values) instead of -1."""
+    src = _small_src(chw, k, stride, dilation, pads, out_hw).T
+    src = np.ascontiguousarray(np.where(src < 0, chw[0] * chw[1] * chw[2], src))
     src.setflags(write=False)
     return src
 
@@ -782,18 +784,22 @@ def _small_src_rows(
 @jit()
 def _im2row_small(xf: Array, src: Array, rws: Array, n0: int, nb: int) -> None:
     """The rows ``R (nb*P, C*KH*KW)`` of samples ``n0 .. n0+nb`` of ``xf (N, C*H*W)``, through the
-    table :func:`_small_src_rows` (``-1``: padding, a zero)."""
+    table :func:`_small_src_rows`: each sample is copied into a buffer with a zero after its
+    values, where the padding entries point, so the gather needs no select (the digits CNN's
+    16 -> 32 conv: 50 -> 34 us)."""
     p, k = src.shape
-    zero = rws.dtype.type(0)
+    size = xf.shape[1]
+    xe = np.empty(size + 1, xf.dtype)
+    xe[size] = 0
     for m in range(nb):
         xs = xf[n0 + m]
+        for i in range(size):
+            xe[i] = xs[i]
         for q in range(p):
             sq = src[q]
             dst = rws[m * p + q]
             for r in range(k):
-                s = sq[r]
-                v = xs[max(s, 0)]
-                dst[r] = v if s >= 0 else zero
+                dst[r] = xe[sq[r]]
 
 
 @jit()
@@ -828,17 +834,18 @@ def _row2im_small(dr: Array, src: Array, gx: Array, n0: int, nb: int) -> None:
     dropped), reading ``dr`` in memory order. The gathered sum per input value (as
     :func:`_col2im_small`) took 88 us on the digits CNN's 16 -> 32 conv, this 35."""
     p, k = src.shape
+    size = gx.shape[1]
     zero = gx.dtype.type(0)
     for m in range(nb):
         g = gx[n0 + m]
-        for s in range(g.shape[0]):
+        for s in range(size):
             g[s] = zero
         for q in range(p):
             row = dr[m * p + q]
             sq = src[q]
             for r in range(k):
                 s = sq[r]
-                if s >= 0:
+                if s < size:
                     g[s] += row[r]
 
 
