@@ -412,6 +412,48 @@ def test_openmp_workers_do_not_spin_unless_asked(given: str | None, layer: str |
     assert out.stdout.strip() == expected
 
 
+_FAULTS = """
+import resource, sys
+import numpy as np
+import gradtape
+from gradtape.devices.kernels import _malloc
+a = [np.ones(s) for s in (3 << 20, 5 << 20)]  # 24 and 40 MB, touched: the heap grows once
+del a
+f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):  # a step's large temporaries, allocated, written and freed
+    a, b = np.ones(3 << 20), np.ones(5 << 20)
+    del a, b
+print(_malloc.TUNED, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux only")
+def test_malloc_thresholds_stop_large_temporaries_from_faulting() -> None:
+    """Importing gradtape sets glibc's mmap and trim thresholds, so arrays of 24 and 40 MB
+    freed and allocated again come back without page faults; GRADTAPE_MALLOC=default and a
+    MALLOC_* variable of the user's keep glibc's defaults (and the faults)."""
+    from gradtape.devices.kernels import _malloc
+
+    if not _malloc.TUNED:
+        pytest.skip("not glibc, or the environment keeps malloc's defaults")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GRADTAPE_MALLOC"}
+
+    def run(**extra: str) -> tuple[str, int]:
+        out = subprocess.run(
+            [sys.executable, "-c", _FAULTS], env={**base, **extra}, capture_output=True, text=True, check=True
+        )
+        tuned, faults = out.stdout.split()
+        return tuned, int(faults)
+
+    tuned, faults = run()
+    default, default_faults = run(GRADTAPE_MALLOC="default")
+    user, _ = run(MALLOC_TOP_PAD_="0")
+    assert (tuned, default, user) == ("True", "False", "False")
+    # 20 rounds of 64 MB written: 327,680 small pages (640 huge ones) by default; with the
+    # thresholds almost none fault (measured 0 against 11,076)
+    assert default_faults >= 200 and faults * 10 <= default_faults, (faults, default_faults)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [7, 2047, 2048, 64 * 128, (1 << 20) + 3])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])

@@ -45,6 +45,8 @@ from typing import Any, TypeVar
 
 import numba
 
+from gradtape.devices.kernels import _malloc  # noqa: F401  (sets glibc's malloc thresholds once)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _TBB_LIBRARIES = ("libtbb.so.12", "libtbb.12.dylib", "tbb12.dll")  # the names numba's tbbpool links to
