@@ -680,12 +680,19 @@ def _pad(x: Array, pads: Pads) -> Array:
     return x
 
 
+def _index_dtype(bound: int) -> type[np.signedinteger[Any]]:
+    """int32 for the cached index tables whose entries stay below ``bound`` (all real
+    geometries), int64 beyond: half the memory of int64 tables (a 14x14 map of 512 channels
+    takes 3.6 MB rather than 7.2), at the same speed."""
+    return np.int32 if bound < 2**31 else np.int64
+
+
 @functools.lru_cache(maxsize=64)
 def _small_src(chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair) -> Array:
     """For small planes, the source of every column element: ``src[r, q]``, the flat index
     ``c*H*W + y*W + z`` into one sample of ``x`` that column row ``r`` reads at output
     position ``q = i*OW + j`` (the layout above), or -1 where it reads the zero padding.
-    int64 ``(C*KH*KW, OH*OW)``, read-only, cached per geometry."""
+    ``(C*KH*KW, OH*OW)`` of :func:`_index_dtype`, read-only, cached per geometry."""
     (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
     r = np.arange(c * kh * kw)
     ch, a, b = r // (kh * kw), (r // kw) % kh, r % kw
@@ -693,6 +700,7 @@ def _small_src(chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair,
     z = np.arange(ow)[None, None, :] * sw + (b * dw - pl)[:, None, None]
     inside = (y >= 0) & (y < h) & (z >= 0) & (z < w)
     src = np.where(inside, ch[:, None, None] * (h * w) + y * w + z, -1).reshape(len(r), oh * ow)
+    src = src.astype(_index_dtype(c * h * w + 1))
     src.setflags(write=False)
     return src
 
@@ -705,8 +713,8 @@ def _small_taps(
     flat index ``r*width + q`` into a column gradient ``(C*KH*KW, width)`` of the element that
     tap ``t = a*KW + b`` of input value ``s = c*H*W + y*W + z`` received (``r = c*KH*KW + t``,
     ``q = i*OW + j`` of the chunk's first sample), or ``C*KH*KW*width``, the start of a zero
-    row after the gradient, where no output window reads ``s`` through that tap. int64
-    ``(C*H*W, KH*KW)``, read-only, cached per geometry and chunk width."""
+    row after the gradient, where no output window reads ``s`` through that tap.
+    ``(C*H*W, KH*KW)`` of :func:`_index_dtype`, read-only, cached per geometry and chunk width."""
     (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
     rows = c * kh * kw
     t = np.arange(kh * kw)
@@ -718,6 +726,7 @@ def _small_taps(
     hit = (ys % sh == 0) & (i >= 0) & (i < oh) & (zs % sw == 0) & (j >= 0) & (j < ow)
     flat = (ch * (kh * kw) + t[None, None, None, :]) * width + i * ow + j
     tab = np.where(hit, flat, rows * width).reshape(c * h * w, kh * kw)
+    tab = tab.astype(_index_dtype((rows + 1) * width))
     tab.setflags(write=False)
     return tab
 
