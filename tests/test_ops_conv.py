@@ -569,7 +569,7 @@ _ORACLE_CONVT: list[tuple[tuple[int, ...], tuple[int, ...], tuple[Any, ...]]] = 
 ]
 
 # "default": the shipped chunking (these small maps run on rows, _small_forward and
-# _small_backward, or for groups > 1 build their columns with _im2col_small); "chunks2":
+# _small_backward); "chunks2":
 # chunks of 2 samples (5 = 2 + 2 + 1) with the columns or rows rebuilt in backward and every
 # input gradient through col2im; "chunks1": one sample per chunk, columns kept; "bigplane":
 # the main im2col kernel (the one for output planes of SMALL_PLANE or more), the weight

@@ -32,11 +32,11 @@ Keep vs rebuild: :func:`forward` keeps the columns for the weight gradient only 
 whole batch's take at most :data:`COLS_MAX_BYTES`; larger ones are rebuilt chunk by chunk.
 
 Small output planes (under :data:`SMALL_PLANE` values, the digits CNN's 8x8 and 4x4 maps)
-copy through cached index tables instead of row slices (:func:`_small_src`). Ungrouped ones
-lay the chunk out as rows ``R (nb*OH*OW, C*KH*KW)``, the columns transposed
-(:func:`_small_forward`, :func:`_small_backward`): the products ``R @ w.T``, ``R.T @ gR``
-and ``gR @ w`` then have the long dimension first, which OpenBLAS runs about twice as fast
-on these shapes. Grouped ones keep columns (:func:`_im2col_small`, :func:`_col2im_small`).
+lay the chunk out as rows ``R (nb*OH*OW, C*KH*KW)``, the columns transposed, copied through a
+cached index table (:func:`_small_src_rows`, :func:`_small_forward`,
+:func:`_small_backward`): the products ``R @ w.T``, ``R.T @ gR`` and ``gR @ w`` (one per
+group) then have the long dimension first, which OpenBLAS runs about twice as fast on these
+shapes.
 
 The direct kernels still run grouped and depthwise convs, where im2col pays ``G`` small
 products per chunk (nn.Mamba's depthwise conv1d, 160 channels, kernel 4, length 64, batch
@@ -117,9 +117,8 @@ PARALLEL_WORK = 1 << 17
 ``prange`` variant."""
 
 SMALL_PLANE = 256
-"""Output planes (``OH * OW``) below this size copy through index tables: rows
-(:func:`_small_forward`, :func:`_small_backward`) for ungrouped convs, columns
-(:func:`_im2col_small`, :func:`_col2im_small`) for grouped ones."""
+"""Output planes (``OH * OW``) below this size run on rows copied through an index table
+(:func:`_small_forward`, :func:`_small_backward`) instead of chunked im2col."""
 
 PARALLEL_COPY = 1 << 20
 """im2col and col2im (copies, a load and a store per element) run their ``prange`` variant
@@ -687,105 +686,33 @@ def _index_dtype(bound: int) -> type[np.signedinteger[Any]]:
     return np.int32 if bound < 2**31 else np.int64
 
 
-@functools.lru_cache(maxsize=64)
-def _small_src(chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair) -> Array:
-    """For small planes, the source of every column element: ``src[r, q]``, the flat index
-    ``c*H*W + y*W + z`` into one sample of ``x`` that column row ``r`` reads at output
-    position ``q = i*OW + j`` (the layout above), or -1 where it reads the zero padding.
-    ``(C*KH*KW, OH*OW)`` of :func:`_index_dtype`, read-only, cached per geometry."""
-    (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
-    r = np.arange(c * kh * kw)
-    ch, a, b = r // (kh * kw), (r // kw) % kh, r % kw
-    y = np.arange(oh)[None, :, None] * sh + (a * dh - pt)[:, None, None]
-    z = np.arange(ow)[None, None, :] * sw + (b * dw - pl)[:, None, None]
-    inside = (y >= 0) & (y < h) & (z >= 0) & (z < w)
-    src = np.where(inside, ch[:, None, None] * (h * w) + y * w + z, -1).reshape(len(r), oh * ow)
-    src = src.astype(_index_dtype(c * h * w + 1))
-    src.setflags(write=False)
-    return src
-
-
-@functools.lru_cache(maxsize=64)
-def _small_taps(
-    chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair, width: int
-) -> Array:
-    """For small planes, where every input value's gradient comes from: ``tab[s, t]`` is the
-    flat index ``r*width + q`` into a column gradient ``(C*KH*KW, width)`` of the element that
-    tap ``t = a*KW + b`` of input value ``s = c*H*W + y*W + z`` received (``r = c*KH*KW + t``,
-    ``q = i*OW + j`` of the chunk's first sample), or ``C*KH*KW*width``, the start of a zero
-    row after the gradient, where no output window reads ``s`` through that tap.
-    ``(C*H*W, KH*KW)`` of :func:`_index_dtype`, read-only, cached per geometry and chunk width."""
-    (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
-    rows = c * kh * kw
-    t = np.arange(kh * kw)
-    a, b = t // kw, t % kw
-    ch = np.arange(c)[:, None, None, None]
-    ys = np.arange(h)[None, :, None, None] + pt - (a * dh)[None, None, None, :]
-    zs = np.arange(w)[None, None, :, None] + pl - (b * dw)[None, None, None, :]
-    i, j = ys // sh, zs // sw
-    hit = (ys % sh == 0) & (i >= 0) & (i < oh) & (zs % sw == 0) & (j >= 0) & (j < ow)
-    flat = (ch * (kh * kw) + t[None, None, None, :]) * width + i * ow + j
-    tab = np.where(hit, flat, rows * width).reshape(c * h * w, kh * kw)
-    tab = tab.astype(_index_dtype((rows + 1) * width))
-    tab.setflags(write=False)
-    return tab
-
-
-@jit()
-def _im2col_small(xf: Array, src: Array, cols: Array, n0: int, nb: int) -> None:
-    """:func:`im2col` for small output planes (:data:`SMALL_PLANE`): a gather through the
-    cached table :func:`_small_src` (``xf`` the input as ``(N, C*H*W)``), one pass over ``cols``
-    in memory order with a select for the padding, which vectorizes. Row-and-plane loops
-    cost more in set-up than in copying when a plane holds a few dozen values: the digits
-    CNN's 144 x 1,024 columns took 122 us that way."""
-    rows, p = src.shape
-    zero = cols.dtype.type(0)
-    for r in range(rows):
-        sr = src[r]
-        for m in range(nb):
-            xs = xf[n0 + m]
-            dst = cols[r, m * p : (m + 1) * p]
-            for q in range(p):
-                s = sr[q]
-                v = xs[max(s, 0)]
-                dst[q] = v if s >= 0 else zero
-
-
-@jit()
-def _col2im_small(dflat: Array, tab: Array, gx: Array, n0: int, nb: int, p: int) -> None:
-    """col2im for small output planes: each input value's gradient as one gathered sum over
-    its taps (:func:`_small_taps`; ``dflat`` the chunk's column gradient flattened with a
-    zero row after it, ``gx`` the input gradient as ``(N, C*H*W)``), in tap order, as the
-    scatter of :func:`_col2im_task` adds them, so the sums are the same."""
-    size, taps = tab.shape
-    for m in range(nb):
-        off = m * p
-        g = gx[n0 + m]
-        for s in range(size):
-            ts = tab[s]
-            acc = dflat[ts[0] + off]
-            for t in range(1, taps):
-                acc += dflat[ts[t] + off]
-            g[s] = acc
-
-
-# ----- small planes, groups == 1: rows ("im2row") instead of columns --------------------
+# ----- small planes: rows ("im2row") instead of columns -----------------------------------
 #
-# Rows of a chunk: ``R[m*P + q, r]`` = ``cols[r, m*P + q]`` (the columns transposed). The
-# products then have the chunk's ``nb*P`` positions as their long first dimension, which
-# OpenBLAS's kernels run much faster than a short ``O``-row product over long columns
-# (float32, one thread, the digits CNN's 16 -> 32 conv: 45 against 90 us forward, 53 against
-# 97 us weight gradient, 44 against 72 us column gradient).
+# Rows of a chunk: ``R[m*P + q, r]`` = ``cols[r, m*P + q]`` (the columns transposed; group
+# ``g``'s columns are ``r`` in ``[g*C/G*KH*KW, (g+1)*C/G*KH*KW)``). The products then have the
+# chunk's ``nb*P`` positions as their long first dimension, which OpenBLAS's kernels run
+# much faster than a short ``O``-row product over long columns (float32, one thread, the
+# digits CNN's 16 -> 32 conv: 45 against 90 us forward, 53 against 97 us weight gradient,
+# 44 against 72 us column gradient).
 
 
 @functools.lru_cache(maxsize=64)
 def _small_src_rows(
     chw: tuple[int, int, int], k: Pair, stride: Pair, dilation: Pair, pads: Pair, out_hw: Pair
 ) -> Array:
-    """:func:`_small_src` transposed, ``(OH*OW, C*KH*KW)``, C-contiguous, read-only, with the
-    padding entries ``C*H*W`` (one past a sample's values) instead of -1."""
-    src = _small_src(chw, k, stride, dilation, pads, out_hw).T
-    src = np.ascontiguousarray(np.where(src < 0, chw[0] * chw[1] * chw[2], src))
+    """For small planes, the source of every row element: ``src[q, r]``, the flat index
+    ``c*H*W + y*W + z`` into one sample of ``x`` that output position ``q = i*OW + j`` reads for
+    column ``r = c*KH*KW + a*KW + b`` (``y = i*sh + a*dh - pt``, ``z = j*sw + b*dw - pl``), or
+    ``C*H*W`` (one past a sample's values) where it reads the zero padding.
+    ``(OH*OW, C*KH*KW)`` of :func:`_index_dtype`, C-contiguous, read-only, cached per geometry."""
+    (c, h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), (oh, ow) = chw, k, stride, dilation, pads, out_hw
+    r = np.arange(c * kh * kw)
+    ch, a, b = r // (kh * kw), (r // kw) % kh, r % kw
+    y = np.arange(oh)[:, None, None] * sh + (a * dh - pt)[None, None, :]
+    z = np.arange(ow)[None, :, None] * sw + (b * dw - pl)[None, None, :]
+    inside = (y >= 0) & (y < h) & (z >= 0) & (z < w)
+    src = np.where(inside, ch[None, None, :] * (h * w) + y * w + z, c * h * w).reshape(oh * ow, len(r))
+    src = src.astype(_index_dtype(c * h * w + 1))
     src.setflags(write=False)
     return src
 
@@ -840,8 +767,8 @@ def _row2im_small(dr: Array, src: Array, gx: Array, n0: int, nb: int) -> None:
     """The input gradient ``gx (N, C*H*W)`` of samples ``n0 .. n0+nb`` from the chunk's rows
     gradient ``dr (nb*P, C*KH*KW)``: each sample's values zeroed, then every element of ``dr``
     added where :func:`_im2row_small` read it (table :func:`_small_src_rows`, padding
-    dropped), reading ``dr`` in memory order. The gathered sum per input value (as
-    :func:`_col2im_small`) took 88 us on the digits CNN's 16 -> 32 conv, this 35."""
+    dropped), reading ``dr`` in memory order. A gathered sum per input value over its taps
+    took 88 us on the digits CNN's 16 -> 32 conv, this 35."""
     p, k = src.shape
     size = gx.shape[1]
     zero = gx.dtype.type(0)
@@ -859,18 +786,27 @@ def _row2im_small(dr: Array, src: Array, gx: Array, n0: int, nb: int) -> None:
 
 
 def _small_forward(
-    x: Array, w: Array, stride: Pair, pads: Pads, dilation: Pair, out_hw: Pair, keep: bool, bias: Array | None
+    x: Array,
+    w: Array,
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    groups: int,
+    out_hw: Pair,
+    keep: bool,
+    bias: Array | None,
 ) -> tuple[Array, list[Array] | None]:
-    """:func:`forward` for small output planes and ``groups == 1``: rows, one product
-    ``R @ w.T`` per chunk, then into the output (bias added there)."""
+    """:func:`forward` for small output planes: rows, then per chunk one product
+    ``R_g @ w_g.T`` per group into the chunk's ``(nb*P, O)`` result, then into the output
+    (bias added there)."""
     x = _c(x)
     n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    k, p = c * kh * kw, out_hw[0] * out_hw[1]
+    o, cg, kh, kw = w.shape
+    k, p, kg, og = c * kh * kw, out_hw[0] * out_hw[1], cg * kh * kw, o // groups
     src = _small_src_rows(x.shape[1:], (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), out_hw)
     nb = chunk_samples(n, k + o, out_hw, x.itemsize)
     keep = keep and n * k * p * x.itemsize <= COLS_MAX_BYTES
-    wt = np.ascontiguousarray(w.reshape(o, k).T)
+    wt = np.ascontiguousarray(w.reshape(groups, og, kg).transpose(0, 2, 1))
     xf = x.reshape(n, c * x.shape[2] * x.shape[3])
     out = np.empty((n, o, p), x.dtype)
     buf = None if keep else np.empty((nb * p, k), x.dtype)
@@ -882,7 +818,8 @@ def _small_forward(
         m = min(nb, n - n0)
         rws = np.empty((m * p, k), x.dtype) if buf is None else buf[: m * p]
         _im2row_small(xf, src, rws, n0, m)
-        _blas.matmul(rws, wt, out=y[: m * p])
+        for gi in range(groups):
+            _blas.matmul(rws[:, gi * kg : (gi + 1) * kg], wt[gi], out=y[: m * p, gi * og : (gi + 1) * og])
         _rows_to_planes(y, out, n0, m, b, has_bias)
         if keep:
             kept.append(rws)
@@ -896,17 +833,18 @@ def _small_backward(
     stride: Pair,
     pads: Pads,
     dilation: Pair,
+    groups: int,
     want_x: bool,
     want_w: bool,
     rws_kept: list[Array] | None,
 ) -> tuple[Array | None, Array | None]:
-    """:func:`backward`'s im2col passes for small output planes and ``groups == 1``, on rows:
-    ``gw += (R.T @ gR).T`` and ``dR = gR @ w`` per chunk, the input gradient added up from
-    ``dR`` (:func:`_row2im_small`)."""
+    """:func:`backward`'s im2col passes for small output planes, on rows: per chunk and
+    group, ``gw_g += (R_g.T @ gR_g).T`` and ``dR_g = gR_g @ w_g``, the input gradient added up
+    from ``dR`` (:func:`_row2im_small`)."""
     n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
-    k, p = c * kh * kw, oh * ow
+    k, p, kg, og = c * kh * kw, oh * ow, cg * kh * kw, o // groups
     geo = ((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow))
     nb = rws_kept[0].shape[0] // p if rws_kept else chunk_samples(n, k + o, (oh, ow), g.itemsize)
     g3 = _c(g).reshape(n, o, p)
@@ -915,11 +853,11 @@ def _small_backward(
     src = _small_src_rows(*geo)
     if want_x:
         gxf = gx = np.empty((n, c * h * wd), g.dtype)
-        w2 = _c(w).reshape(o, k)
+        w3 = _c(w).reshape(groups, og, kg)
         dr = np.empty((nb * p, k), g.dtype)
     if want_w:
-        gwt = np.empty((k, o), g.dtype)
-        tmp = np.empty_like(gwt)
+        acc = gwt = np.empty((groups, kg, og), g.dtype)
+        tmp = np.empty_like(acc)
         if rws_kept is None:
             xf = _c(x).reshape(n, c * h * wd)
             rbuf = np.empty((nb * p, k), g.dtype)
@@ -933,14 +871,18 @@ def _small_backward(
             else:
                 rws = rbuf[: m * p]
                 _im2row_small(xf, src, rws, n0, m)
-            _blas.matmul(rws.T, grc, out=gwt if i == 0 else tmp)
+            for gi in range(groups):
+                gsl, osl = slice(gi * kg, (gi + 1) * kg), slice(gi * og, (gi + 1) * og)
+                _blas.matmul(rws[:, gsl].T, grc[:, osl], out=acc[gi] if i == 0 else tmp[gi])
             if i:
-                gwt += tmp
+                acc += tmp
         if want_x:
             drc = dr[: m * p]
-            _blas.matmul(grc, w2, out=drc)
+            for gi in range(groups):
+                gsl, osl = slice(gi * kg, (gi + 1) * kg), slice(gi * og, (gi + 1) * og)
+                _blas.matmul(grc[:, osl], w3[gi], out=drc[:, gsl])
             _row2im_small(drc, src, gxf, n0, m)
-    gw = None if gwt is None else np.ascontiguousarray(gwt.T).reshape(w.shape)
+    gw = None if gwt is None else np.ascontiguousarray(gwt.transpose(0, 2, 1)).reshape(w.shape)
     return (None if gx is None else gx.reshape(n, c, h, wd)), gw
 
 
@@ -995,10 +937,6 @@ def im2col(
     rows = x.shape[1] * k[0] * k[1]
     size = rows * nb * out_hw[0] * out_hw[1]
     cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
-    if out_hw[0] * out_hw[1] < SMALL_PLANE:
-        src = _small_src(x.shape[1:], k, stride, dilation, (pads[0][0], pads[1][0]), out_hw)
-        _im2col_small(x.reshape(x.shape[0], math.prod(x.shape[1:])), src, cols, n0, nb)
-        return cols
     kernel = _im2col_parallel if size >= PARALLEL_COPY else _im2col_serial
     n, c, h, w = x.shape
     xf = x.reshape(n, c, h * w)
@@ -1046,8 +984,8 @@ def forward(
         if bias is not None:
             out += bias.reshape(1, o, 1, 1)
         return out, None
-    if groups == 1 and oh * ow < SMALL_PLANE:
-        return _small_forward(x, w, stride, pads, dilation, out_hw, keep_cols, bias)
+    if oh * ow < SMALL_PLANE:
+        return _small_forward(x, w, stride, pads, dilation, groups, out_hw, keep_cols, bias)
     x = _c(x)
     rows, p, og, kg = c * kh * kw, oh * ow, o // groups, cg * kh * kw
     nb = chunk_samples(n, rows + o, out_hw, x.itemsize)
@@ -1114,8 +1052,8 @@ def backward(
         gx = _direct_input(g, w, x.shape, stride, pads, dilation, groups)
     if want_w and not w_im:
         gw = _direct_weight(_pad(x, pads), g, w.shape, stride, dilation, groups)
-    if groups == 1 and oh * ow < SMALL_PLANE and (x_im or w_im):
-        sx, sw_ = _small_backward(g, x, w, stride, pads, dilation, x_im, w_im, cols)
+    if oh * ow < SMALL_PLANE and (x_im or w_im):
+        sx, sw_ = _small_backward(g, x, w, stride, pads, dilation, groups, x_im, w_im, cols)
         return (sx if x_im else gx), (sw_ if w_im else gw)
     if x_im and stride == (1, 1) and GRAD_X_AS_CONV and h * wd >= SMALL_PLANE:
         gx = _grad_x_as_conv(g, w, (h, wd), pads, dilation, groups)
@@ -1129,8 +1067,7 @@ def backward(
     gtbuf = np.empty(o * nb * p if nb > 1 else 0, g.dtype)
     if x_im:
         gx = np.empty((n, c, h, wd), g.dtype)
-        small = p < SMALL_PLANE  # col2im as gathered sums (_col2im_small), a zero row after dcols
-        dbuf = np.empty((rows + small) * nb * p, g.dtype)
+        dbuf = np.empty(rows * nb * p, g.dtype)
         w3t = w3.transpose(0, 2, 1)
     if w_im:
         xc = _c(x)
@@ -1169,13 +1106,7 @@ def backward(
                 _blas.matmul(w3t[0], gt3[0], out=dc[0])
             else:
                 _blas.matmul(w3t, gt3, out=dc)
-            if small:
-                dflat = dbuf[: (rows + 1) * m * p]
-                dflat[rows * m * p :] = 0
-                tab = _small_taps((c, h, wd), (kh, kw), stride, dilation, (pads[0][0], pads[1][0]), (oh, ow), m * p)
-                _col2im_small(dflat, tab, gx.reshape(n, c * h * wd), n0, m, p)  # type: ignore[union-attr]
-            else:
-                _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
+            _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
     if w_im:
         gw = np.ascontiguousarray(gwt.T).reshape(w.shape) if per_sample else gw3.reshape(w.shape)
     return gx, gw
