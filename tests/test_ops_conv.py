@@ -587,16 +587,13 @@ def _set_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     elif mode == "chunks1":
         monkeypatch.setattr(kconv, "CHUNK_BYTES", 1)
         monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 1 << 40)
-    elif mode == "bigplane":
+    elif mode in ("bigplane", "bigplane_chunkw"):
         monkeypatch.setattr(kconv, "SMALL_PLANE", 0)
         monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
-        monkeypatch.setattr(kconv, "PER_SAMPLE_WEIGHT", 1)
-    elif mode == "bigplane_chunkw":
-        monkeypatch.setattr(kconv, "SMALL_PLANE", 0)
-        monkeypatch.setattr(kconv, "chunk_samples", lambda n, rows, out_hw, itemsize: min(n, 2))
-        monkeypatch.setattr(kconv, "PER_SAMPLE_WEIGHT", 1 << 40)
-        monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 0)
-        monkeypatch.setattr(kconv, "GRAD_X_AS_CONV", False)
+        monkeypatch.setattr(kconv, "PER_SAMPLE_WEIGHT", 1 if mode == "bigplane" else 1 << 40)
+        if mode == "bigplane_chunkw":
+            monkeypatch.setattr(kconv, "COLS_MAX_BYTES", 0)
+            monkeypatch.setattr(kconv, "GRAD_X_AS_CONV", False)
 
 
 def _noncontiguous(a: Array) -> Array:
