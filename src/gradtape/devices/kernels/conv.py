@@ -1064,30 +1064,33 @@ def backward(
     nb = cols[0].shape[1] // p if cols else chunk_samples(n, rows + o, (oh, ow), g.itemsize)
     g3 = g.reshape(n, o, p)
     w3 = _c(w).reshape(groups, og, kg)
-    gtbuf = np.empty(o * nb * p if nb > 1 else 0, g.dtype)
+    # an ungrouped weight gradient: one product per sample, cols_m @ g_m.T into gw.T (see
+    # PER_SAMPLE_WEIGHT); the chunk's gradient gT (O, nb*P) is then only built for col2im
+    per_sample = w_im and groups == 1 and kg >= PER_SAMPLE_WEIGHT
+    need_gt = x_im or (w_im and not per_sample)
+    gtbuf = np.empty(o * nb * p if nb > 1 and need_gt else 0, g.dtype)
     if x_im:
         gx = np.empty((n, c, h, wd), g.dtype)
         dbuf = np.empty(rows * nb * p, g.dtype)
         w3t = w3.transpose(0, 2, 1)
     if w_im:
         xc = _c(x)
-        gw3 = np.empty((groups, og, kg), g.dtype)
-        tmpw = np.empty_like(gw3)
         cbuf = np.empty(rows * nb * p, g.dtype) if cols is None else None
-        # one ungrouped product per sample, cols_m @ g_m.T into gw.T (see PER_SAMPLE_WEIGHT)
-        per_sample = groups == 1 and kg >= PER_SAMPLE_WEIGHT
         if per_sample:
             gwt, tmpt = np.empty((kg, o), g.dtype), np.empty((kg, o), g.dtype)
+        else:
+            gw3 = np.empty((groups, og, kg), g.dtype)
+            tmpw = np.empty_like(gw3)
     for i, n0 in enumerate(range(0, n, nb)):
         m = min(nb, n - n0)
-        if w_im and per_sample:
+        if per_sample:
             cl = cols[i] if cols is not None else im2col(xc, n0, m, (kh, kw), stride, pads, dilation, (oh, ow), cbuf)
             for j in range(m):
                 first = i == 0 and j == 0
                 _blas.matmul(cl[:, j * p : (j + 1) * p], g3[n0 + j].T, out=gwt if first else tmpt)
                 if not first:
                     gwt += tmpt
-            if not x_im:
+            if not need_gt:
                 continue
         if m == 1:  # one sample per chunk: its gradient is already laid out (O, OH*OW)
             gt3 = _c(g3[n0]).reshape(groups, og, p)
