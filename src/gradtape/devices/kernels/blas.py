@@ -31,13 +31,16 @@ Array = np.ndarray[Any, Any]
 
 SMALL_MACS = 1 << 23
 """Matrix products with fewer multiply-adds (``m * k * n`` of one matrix) than this run on one
-BLAS thread. Measured on the idle 2-core VM (float32, numpy's OpenBLAS 0.3.31, medians),
+BLAS thread. Measured on the idle 2-core VM (float32, numpy's OpenBLAS 0.3.31 on the Haswell
+kernels the VM's environment forces, medians),
 two threads against one: 0.59x as fast at 0.5M multiply-adds (64x64x128), 0.8-1.1x at 1M,
 1.11x at 2M, 1.15-1.22x at 4.2M, 1.4-1.9x at 8.4M, 1.6-2.0x from 67M on. Those one-thread
 figures are pessimistic: the VM's two vCPUs share a core, and OpenBLAS's workers still spun
 from the two-thread runs, halving the one thread's speed. In a training step (the digits
 CNN's 4.7M-multiply-add products) one thread below 8.4M gave the lower wall time with half
-the CPU."""
+the CPU. With numpy's own AVX-512 kernels (session 7) two threads ran the digits CNN's
+4.7M products in 0.68x the time, but its step gained 5% for twice the CPU, so the bound
+stayed."""
 
 
 def _openblas_setter() -> tuple[Callable[[int], int], int] | None:
