@@ -341,6 +341,12 @@ def blas_info() -> list[dict[str, Any]]:
     ]
 
 
+def _openblas_thread_timeout() -> int | None:
+    from gradtape.devices.kernels import blas
+
+    return blas.thread_timeout()
+
+
 def machine_facts(threads: int) -> dict[str, Any]:
     """CPU, cores, memory, OS and the versions of everything measured."""
     import numba
@@ -367,6 +373,8 @@ def machine_facts(threads: int) -> dict[str, Any]:
         # Some machines force older OpenBLAS kernels (OPENBLAS_CORETYPE=Haswell on the
         # AVX-512 benchmark VM), which slows every matrix product: the header says so.
         "openblas_env": {k: v for k, v in os.environ.items() if k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+        # how long OpenBLAS's workers spin after a product (2**N cycles), as numpy loaded it
+        "openblas_thread_timeout": _openblas_thread_timeout(),
         "gradtape_path": str(Path(gradtape.__file__).parent),
         "threads": {
             "numba": numba.get_num_threads(),

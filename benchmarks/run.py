@@ -132,7 +132,12 @@ def machine_lines(facts: dict[str, Any]) -> list[str]:
         f"scikit-learn {facts['scikit_learn'] or 'not installed'}; gradtape {facts['gradtape_commit']}",
         f"threads: numba {th['numba']}, numpy BLAS/OpenMP pools: {blas}; "
         + (f"torch.set_num_threads({th['torch']})" if th["torch"] is not None else "torch not installed")
-        + ("; environment forces " + " ".join(f"{k}={v}" for k, v in sorted(forced.items())) if forced else ""),
+        + ("; environment forces " + " ".join(f"{k}={v}" for k, v in sorted(forced.items())) if forced else "")
+        + (
+            f"; OpenBLAS workers spin 2**{facts['openblas_thread_timeout']} cycles after a product"
+            if facts.get("openblas_thread_timeout") is not None
+            else ""
+        ),
     ]
 
 

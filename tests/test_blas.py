@@ -62,3 +62,33 @@ def test_small_products_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> No
     calls.clear()
     blas.matmul(np.ones((256, 256)), np.ones((256, 256)))  # 16.8M multiply-adds
     assert calls == []
+
+
+def _timeout_in_child(code: str, **env: str) -> str:
+    """What ``code`` prints in a fresh interpreter (``OPENBLAS_THREAD_TIMEOUT`` removed from
+    the environment, then ``env`` added)."""
+    import os
+    import subprocess
+    import sys
+
+    child = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"} | env
+    done = subprocess.run([sys.executable, "-c", code], env=child, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+_REPORT = (
+    "from gradtape.devices.kernels import blas; import os; "
+    "print(blas.thread_timeout(), os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+)
+
+
+def test_importing_gradtape_first_shortens_openblass_spin() -> None:
+    """gradtape's import sets OPENBLAS_THREAD_TIMEOUT=18 before numpy loads OpenBLAS, which
+    then reports it; a value the user set wins; imported after numpy, the variable is set
+    (for child processes) but this process's OpenBLAS keeps its default 2**28 cycles."""
+    if blas.thread_timeout() is None:
+        pytest.skip("numpy's BLAS is not its bundled OpenBLAS")
+    assert _timeout_in_child("import gradtape; " + _REPORT) == "18 18"
+    assert _timeout_in_child("import gradtape; " + _REPORT, OPENBLAS_THREAD_TIMEOUT="6") == "6 6"
+    assert _timeout_in_child("import numpy; import gradtape; " + _REPORT) == "28 18"

@@ -5,6 +5,8 @@ shape-typed :class:`Tensor` ``[S, T]`` that mypy checks, and a :class:`Cpu` devi
 fused kernels are compiled with numba.
 """
 
+# before anything imports numpy: OpenBLAS reads its spin time when numpy loads it
+from gradtape import _openblas_env  # noqa: F401, I001
 from gradtape import autodiff, autograd, functional, losses, nn, ops, optim, testing
 from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device

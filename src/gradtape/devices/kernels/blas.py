@@ -9,6 +9,10 @@ slower than on one thread. :func:`matmul` runs products below :data:`SMALL_MACS`
 OpenBLAS set to one thread (``openblas_set_num_threads_local``, about 0.5 us per switch)
 and restores the thread count for the rest.
 
+"Spinning for a while" is 2**28 cycles (about 0.1 s) per multithreaded product by default;
+importing gradtape before numpy shortens it to 2**18 (:mod:`gradtape._openblas_env`, which
+has the measurements), and :func:`thread_timeout` reports the value in effect.
+
 The count restored is the one numpy's OpenBLAS had when this module was imported (set it
 before, e.g. with ``OPENBLAS_NUM_THREADS`` or threadpoolctl, to choose another). With
 another BLAS (MKL, Accelerate) or an OpenBLAS without the call, :func:`matmul` is
@@ -25,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SMALL_MACS", "matmul"]
+__all__ = ["SMALL_MACS", "matmul", "thread_timeout"]
 
 Array = np.ndarray[Any, Any]
 
@@ -43,23 +47,45 @@ the CPU. With numpy's own AVX-512 kernels (session 7) two threads ran the digits
 stayed."""
 
 
-def _openblas_setter() -> tuple[Callable[[int], int], int] | None:
-    """numpy's OpenBLAS ``openblas_set_num_threads_local`` and its current thread count."""
+def _openblas() -> ctypes.CDLL | None:
+    """numpy's bundled OpenBLAS (the ``numpy.libs`` of a PyPI wheel), or ``None``."""
     libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
     for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
         try:
-            lib = ctypes.CDLL(path)
-            setter = lib.openblas_set_num_threads_local
-        except (OSError, AttributeError):
+            return ctypes.CDLL(path)
+        except OSError:
             continue
-        setter.restype = ctypes.c_int
-        setter.argtypes = [ctypes.c_int]
-        current = int(setter(1))  # returns the previous count
-        setter(current)
-        if current < 1:
-            return None
-        return setter, current
     return None
+
+
+_LIB = _openblas()
+
+
+def thread_timeout() -> int | None:
+    """The exponent numpy's OpenBLAS loaded with: its workers spin ``2**thread_timeout()``
+    cycles after each multithreaded product before they sleep (``OPENBLAS_THREAD_TIMEOUT`` as
+    OpenBLAS clamps it to 4-30; 28 when unset). ``None`` where numpy's BLAS is not a bundled
+    OpenBLAS. See :mod:`gradtape._openblas_env` for why gradtape sets it."""
+    get = getattr(_LIB, "openblas_thread_timeout", None) if _LIB is not None else None
+    if get is None:
+        return None
+    get.restype = ctypes.c_int
+    value = int(get())
+    return 28 if value <= 0 else min(30, max(4, value))
+
+
+def _openblas_setter() -> tuple[Callable[[int], int], int] | None:
+    """numpy's OpenBLAS ``openblas_set_num_threads_local`` and its current thread count."""
+    setter = getattr(_LIB, "openblas_set_num_threads_local", None) if _LIB is not None else None
+    if setter is None:
+        return None
+    setter.restype = ctypes.c_int
+    setter.argtypes = [ctypes.c_int]
+    current = int(setter(1))  # returns the previous count
+    setter(current)
+    if current < 1:
+        return None
+    return setter, current
 
 
 _SETTER = _openblas_setter()
