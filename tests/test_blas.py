@@ -46,7 +46,7 @@ def test_a_failing_product_restores_the_thread_count() -> None:
 
 def test_small_products_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """The setter is called with 1 around a small product and with the saved count after;
-    a large product does not switch."""
+    a large product, and a tiny one OpenBLAS keeps on one thread itself, do not switch."""
     if blas._SET is None:
         pytest.skip("numpy's BLAS is not a multithreaded OpenBLAS with openblas_set_num_threads_local")
     calls: list[int] = []
@@ -57,9 +57,11 @@ def test_small_products_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> No
         return real(n)
 
     monkeypatch.setattr(blas, "_SET", spy)
-    blas.matmul(np.ones((8, 8)), np.ones((8, 8)))
+    blas.matmul(np.ones((64, 128)), np.ones((128, 64)))  # 524K multiply-adds
     assert calls == [1, blas._THREADS]
     calls.clear()
+    blas.matmul(np.ones((64, 64)), np.ones((64, 64)))  # 262K: OpenBLAS's own one-thread bound
+    assert calls == []
     blas.matmul(np.ones((256, 256)), np.ones((256, 256)))  # 16.8M multiply-adds
     assert calls == []
 

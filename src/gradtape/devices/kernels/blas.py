@@ -6,8 +6,9 @@ OpenBLAS's workers spinning for a while afterwards (busy-waiting for the next ca
 training step made of small products kept both cores of the 2-core VM busy (2.0 CPU-seconds
 per second against PyTorch's 0.9, issue 17) and, on a loaded machine, ran several times
 slower than on one thread. :func:`matmul` runs products below :data:`SMALL_MACS` with
-OpenBLAS set to one thread (``openblas_set_num_threads_local``, about 0.5 us per switch)
-and restores the thread count for the rest.
+OpenBLAS set to one thread (``openblas_set_num_threads_local``, about 0.4 us per switch and
+back) and restores the thread count for the rest; products OpenBLAS runs on one thread
+anyway (:data:`OPENBLAS_SERIAL_MACS`) skip the switch.
 
 "Spinning for a while" is 2**28 cycles (about 0.1 s) per multithreaded product by default;
 importing gradtape before numpy shortens it to 2**18 (:mod:`gradtape._openblas_env`, which
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SMALL_MACS", "matmul", "thread_timeout"]
+__all__ = ["OPENBLAS_SERIAL_MACS", "SMALL_MACS", "matmul", "thread_timeout"]
 
 Array = np.ndarray[Any, Any]
 
@@ -45,6 +46,13 @@ CNN's 4.7M-multiply-add products) one thread below 8.4M gave the lower wall time
 the CPU. With numpy's own AVX-512 kernels (session 7) two threads ran the digits CNN's
 4.7M products in 0.68x the time, but its step gained 5% for twice the CPU, so the bound
 stayed."""
+
+
+OPENBLAS_SERIAL_MACS = 65536 * 4
+"""Products with at most this many multiply-adds OpenBLAS already runs on the calling thread
+(``interface/gemm.c``: ``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``, 65536 * 4 in its
+default build; its matrix-vector bound is higher), so :func:`matmul` calls numpy directly,
+without the thread switch (0.8 us of the 2.9 us a 64x128x10 product took)."""
 
 
 def _openblas() -> ctypes.CDLL | None:
@@ -103,7 +111,8 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
         return res
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
-    if m * a.shape[-1] * n >= SMALL_MACS:
+    macs = m * a.shape[-1] * n
+    if macs >= SMALL_MACS or macs <= OPENBLAS_SERIAL_MACS:
         res = np.matmul(a, b, out=out)
         return res
     _SET(1)
