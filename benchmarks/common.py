@@ -344,7 +344,8 @@ def blas_info() -> list[dict[str, Any]]:
 def _openblas_thread_timeout() -> int | None:
     from gradtape.devices.kernels import blas
 
-    return blas.thread_timeout()
+    report: Any = getattr(blas, "thread_timeout", None)  # missing in checkouts before session 8
+    return None if report is None else report()
 
 
 def machine_facts(threads: int) -> dict[str, Any]:
