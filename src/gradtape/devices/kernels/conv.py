@@ -70,6 +70,19 @@ which the VM's environment forces (``OPENBLAS_CORETYPE=Haswell``): 127 GFLOP/s o
 for the 64 -> 64 product, where oneDNN's direct convolution reaches about 210 (about 470 on
 two threads). numpy's own choice on this AVX-512 CPU, ``SkylakeX``, gave 165-172.
 
+Tried and not kept (session 8, SkylakeX kernels): Winograd F(2x2, 3x3) (Lavin & Gray 2016)
+for 3x3 stride-1 convs with at least 16 channels in and out. Per 2x2 output tile it runs 16
+products of ``(O, C) @ (C, tiles)`` instead of 36 multiply-adds per output channel pair and
+tile, 2.25x fewer, with the transforms in numba (adds only) and the backward as the adjoint
+of each stage (float64 results equal im2col's to 1e-15). On the 64 -> 64 layer alone it ran
+8.7 against 10.5 ms forward and 16.2 against 18.8 ms for both gradients, one sample per
+thread on two threads with one-thread products; but its products have ``C`` = 64 as their
+inner dimension and ran at 200-260 GFLOP/s against im2col's 300-400, its transforms move 4
+values per output, and the conv block's training step took 33.7 ms against im2col's 31-33 ms
+(with OpenBLAS's spin shortened, :mod:`gradtape._openblas_env`; 53-59 against 38-44 ms with
+it at the default). A direct convolution on one thread pool (oneDNN's approach) is what would
+close the gap to PyTorch.
+
 Earlier measurements of (unchunked) im2col vs the direct loops (ms; N, C_in -> C_out, HxW,
 groups; fwd / grad_x / grad_w, im2col then direct)::
 
