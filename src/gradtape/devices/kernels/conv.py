@@ -1096,8 +1096,9 @@ def backward(
             tmpw = np.empty_like(gw3)
     for i, n0 in enumerate(range(0, n, nb)):
         m = min(nb, n - n0)
-        if per_sample:
+        if w_im:  # the chunk's columns: kept by forward, or rebuilt into the reused buffer
             cl = cols[i] if cols is not None else im2col(xc, n0, m, (kh, kw), stride, pads, dilation, (oh, ow), cbuf)
+        if per_sample:
             for j in range(m):
                 first = i == 0 and j == 0
                 _blas.matmul(cl[:, j * p : (j + 1) * p], g3[n0 + j].T, out=gwt if first else tmpt)
@@ -1112,7 +1113,6 @@ def backward(
             np.copyto(gt, g3[n0 : n0 + m].transpose(1, 0, 2))
             gt3 = gt.reshape(groups, og, m * p)
         if w_im and not per_sample:
-            cl = cols[i] if cols is not None else im2col(xc, n0, m, (kh, kw), stride, pads, dilation, (oh, ow), cbuf)
             _blas.matmul(gt3, cl.reshape(groups, kg, m * p).transpose(0, 2, 1), out=gw3 if i == 0 else tmpw)
             if i:
                 gw3 += tmpw
