@@ -402,7 +402,7 @@ def pool_maxmin(
         _max2x2_pairs(x3, out2, idx.reshape(p * out_hw[0], out_hw[1]), sign, out_hw[0])
         return out, idx
     if two:
-        (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, x.dtype.type(-1 if is_min else 1))
+        (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, sign)
         return out, idx
     kernel = _maxmin_parallel if big else _maxmin_serial
     kernel(_c(x), out, idx, k[0], k[1], stride[0], stride[1], padding[0], padding[1], is_min)
