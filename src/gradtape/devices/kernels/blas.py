@@ -67,6 +67,9 @@ def _openblas() -> ctypes.CDLL | None:
 
 
 _LIB = _openblas()
+_TIMEOUT = getattr(_LIB, "openblas_thread_timeout", None)  # None without numpy's OpenBLAS
+if _TIMEOUT is not None:
+    _TIMEOUT.restype = ctypes.c_int
 
 
 def thread_timeout() -> int | None:
@@ -74,17 +77,15 @@ def thread_timeout() -> int | None:
     cycles after each multithreaded product before they sleep (``OPENBLAS_THREAD_TIMEOUT`` as
     OpenBLAS clamps it to 4-30; 28 when unset). ``None`` where numpy's BLAS is not a bundled
     OpenBLAS. See :mod:`gradtape._openblas_env` for why gradtape sets it."""
-    get = getattr(_LIB, "openblas_thread_timeout", None) if _LIB is not None else None
-    if get is None:
+    if _TIMEOUT is None:
         return None
-    get.restype = ctypes.c_int
-    value = int(get())
+    value = int(_TIMEOUT())
     return 28 if value <= 0 else min(30, max(4, value))
 
 
 def _openblas_setter() -> tuple[Callable[[int], int], int] | None:
     """numpy's OpenBLAS ``openblas_set_num_threads_local`` and its current thread count."""
-    setter = getattr(_LIB, "openblas_set_num_threads_local", None) if _LIB is not None else None
+    setter = getattr(_LIB, "openblas_set_num_threads_local", None)
     if setter is None:
         return None
     setter.restype = ctypes.c_int
