@@ -1,7 +1,8 @@
 """Exact gradients of the graph shapes a tape must get right (values computed by hand, float64).
 
 Reuse (``x * x``), merged tapes, diamonds, residuals, weight sharing, dead branches,
-dfdx-style untraced parameters, ``retain_leafs`` and a leaky store reused over passes.
+dfdx-style traced inputs with parameters that require grad (and the error for a plain tensor's
+gradient), ``retain_leafs`` and a leaky store reused over passes.
 The last tests compare the same graphs against PyTorch when it is installed.
 """
 
@@ -13,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradtape import Cpu, Gradients, Tensor
-from gradtape.tape import NONE_TAPE
+from gradtape import Cpu, Gradients, TapeError, Tensor
+from gradtape.tape import NONE_TAPE, PARAM
 
 DEV = Cpu()
 
@@ -24,9 +25,22 @@ def t64(values: Any) -> Tensor[Any, Any]:
     return DEV.tensor(np.array(values, dtype=np.float64))
 
 
+def t64p(values: Any) -> Tensor[Any, Any]:
+    """A float64 leaf that requires grad (a parameter, PyTorch's ``requires_grad=True``)."""
+    return t64(values).requires_grad_()
+
+
 def check(grads: Gradients, t: Tensor[Any, Any], expected: Any) -> None:
     """Assert ``grads``' gradient of ``t`` equals ``expected``."""
     got = grads.get(t)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), np.array(expected, dtype=np.float64), rtol=1e-12, atol=1e-12)
+
+
+def check_grad(t: Tensor[Any, Any], expected: Any) -> None:
+    """Assert ``t.grad`` (what backward accumulated into a leaf that requires grad) equals ``expected``."""
+    got = t.grad
+    assert got is not None
     assert got.dtype == np.float64
     np.testing.assert_allclose(got.numpy(), np.array(expected, dtype=np.float64), rtol=1e-12, atol=1e-12)
 
@@ -179,20 +193,23 @@ def test_residual_relu() -> None:
 def test_residual_matmul() -> None:
     """y = x @ W + x: dL/dx = rowsum(W) + 1, dL/dW = x.T @ 1."""
     x = t64([[1.0, 2.0]])
-    w = t64([[1.0, 2.0], [3.0, 4.0]])
+    w = t64p([[1.0, 2.0], [3.0, 4.0]])
     xt = x.leaky_trace()
     g = (xt @ w + xt).sum().backward()
     check(g, x, [[4.0, 8.0]])
     check(g, w, [[1.0, 1.0], [2.0, 2.0]])
+    check_grad(w, [[1.0, 1.0], [2.0, 2.0]])
 
 
 def test_weight_shared_in_two_matmuls() -> None:
-    """out = (x @ W) @ W, W untraced: dW = h.T @ 1 + x.T @ (1 @ W.T) = [[6, 8], [4, 8]]; dx = [[1, 5]]."""
+    """out = (x @ W) @ W, W untraced but requiring grad: dW = h.T @ 1 + x.T @ (1 @ W.T) = [[6, 8], [4, 8]];
+    dx = [[1, 5]]."""
     x = t64([[1.0, 2.0]])
-    w = t64([[1.0, 0.0], [2.0, 1.0]])
+    w = t64p([[1.0, 0.0], [2.0, 1.0]])
     h = x.leaky_trace() @ w
     g = (h @ w).sum().backward()
     check(g, w, [[6.0, 8.0], [4.0, 8.0]])
+    check_grad(w, [[6.0, 8.0], [4.0, 8.0]])
     check(g, x, [[1.0, 5.0]])
     check(g, h, [[1.0, 3.0]])
 
@@ -200,9 +217,10 @@ def test_weight_shared_in_two_matmuls() -> None:
 def test_weight_shared_by_two_traced_inputs() -> None:
     """x1 @ W + x2 @ W with x1, x2 on separate tapes: dW = x1.T @ 1 + x2.T @ 1."""
     x1, x2 = t64([[1.0, 2.0]]), t64([[3.0, -1.0]])
-    w = t64([[1.0, 0.0], [2.0, 1.0]])
+    w = t64p([[1.0, 0.0], [2.0, 1.0]])
     g = (x1.trace(Gradients.leaky()) @ w + x2.trace(Gradients.leaky()) @ w).sum().backward()
     check(g, w, [[4.0, 4.0], [1.0, 1.0]])
+    check_grad(w, [[4.0, 4.0], [1.0, 1.0]])
     check(g, x1, [[1.0, 3.0]])
     check(g, x2, [[1.0, 3.0]])
 
@@ -234,43 +252,72 @@ def test_traced_input_only_in_dead_branch() -> None:
 
 
 def test_dead_branch_matmul_untraced_param() -> None:
-    """A param used only in a dead matmul branch gets no gradient; the live param does."""
+    """A param used only in a dead matmul branch gets no gradient (zeros from the store, ``.grad``
+    stays None); the live param does."""
     x = t64([[1.0, 2.0]])
-    w_live, w_dead = t64([[1.0], [1.0]]), t64([[2.0], [3.0]])
+    w_live, w_dead = t64p([[1.0], [1.0]]), t64p([[2.0], [3.0]])
     xt = x.leaky_trace()
     _unused = xt @ w_dead
     g = (xt @ w_live).sum().backward()
     assert g.get_ref_checked(w_dead) is None
+    check(g, w_dead, [[0.0], [0.0]])
+    assert w_dead.grad is None
     check(g, w_live, [[1.0], [2.0]])
+    check_grad(w_live, [[1.0], [2.0]])
     check(g, x, [[1.0, 1.0]])
 
 
-# ----- dfdx style: trace the input, parameters stay untraced ----------------------------------
+# ----- dfdx style: trace the input, parameters require grad but stay untraced -------------------
 
 
 def test_untraced_params_get_gradients() -> None:
-    """h = x @ W + b with only x traced: W and b get their gradients, and stay untraced."""
+    """h = x @ W + b with only x traced and W, b requiring grad: W and b get their gradients (in
+    the store and in ``.grad``), and stay untraced (no tape of their own)."""
     x = t64([[1.0, 2.0], [3.0, 4.0]])
-    w = t64([[1.0, -1.0, 0.0], [0.0, 2.0, 1.0]])
-    b = t64([0.5, 0.0, -1.0])
+    w = t64p([[1.0, -1.0, 0.0], [0.0, 2.0, 1.0]])
+    b = t64p([0.5, 0.0, -1.0])
     g = (x.leaky_trace() @ w + b).sum().backward()
     check(g, w, [[4.0, 4.0, 4.0], [6.0, 6.0, 6.0]])
     check(g, b, [2.0, 2.0, 2.0])
     check(g, x, [[0.0, 3.0], [0.0, 3.0]])
-    assert w.tape is NONE_TAPE
-    assert b.tape is NONE_TAPE
+    check_grad(w, [[4.0, 4.0, 4.0], [6.0, 6.0, 6.0]])
+    check_grad(b, [2.0, 2.0, 2.0])
+    assert w.tape is PARAM and not w.tape.OWNS_TAPE
+    assert b.tape is PARAM and not b.tape.OWNS_TAPE
+
+
+def test_plain_tensor_used_with_traced_input_has_no_gradient_to_ask_for() -> None:
+    """A plain tensor (not requiring grad, not traced) used directly with a traced x: asking the
+    store for its gradient raises and says why, even where every path to the loss is a direct
+    use, and also where one path went through an untraced op first (once a partial gradient);
+    backward leaves its ``.grad`` None, and x's gradient is still exact."""
+    x = t64([[1.0, 2.0], [3.0, 4.0]])
+    w = t64([[1.0, -1.0, 0.0], [0.0, 2.0, 1.0]])
+    b = t64([0.5, 0.0, -1.0])
+    b2 = b * 2.0  # untraced op on b: records nothing
+    g = (x.leaky_trace() @ w + b + b2).sum().backward()
+    for t in (w, b):
+        with pytest.raises(TapeError, match="does not require grad"):
+            g.get(t)
+        with pytest.raises(TapeError, match="does not require grad"):
+            g.grad(t)
+        assert t.grad is None
+        assert t.tape is NONE_TAPE
+    check(g, x, [[0.0, 3.0], [0.0, 3.0]])
 
 
 def test_untraced_param_on_left_of_op() -> None:
-    """W @ x and b * x with x traced on the right still give W and b gradients."""
+    """W @ x and b * x with x traced on the right still give W and b (requiring grad) gradients."""
     x = t64([[1.0], [2.0]])
-    w = t64([[1.0, 1.0], [0.0, 3.0]])
-    b = t64([[2.0], [5.0]])
+    w = t64p([[1.0, 1.0], [0.0, 3.0]])
+    b = t64p([[2.0], [5.0]])
     g = ((w @ x.leaky_trace()) * b).sum().backward()
     # y = W x = [[3], [6]]; dL/dy = b; dW = b @ x.T; dx = W.T @ b
     check(g, w, [[2.0, 4.0], [5.0, 10.0]])
     check(g, x, [[2.0], [17.0]])
     check(g, b, [[3.0], [6.0]])
+    check_grad(w, [[2.0, 4.0], [5.0, 10.0]])
+    check_grad(b, [[3.0], [6.0]])
 
 
 # ----- which gradients are kept ------------------------------------------------------------------
@@ -279,8 +326,8 @@ def test_untraced_param_on_left_of_op() -> None:
 def test_retain_leafs_drops_intermediates() -> None:
     """With retain_leafs([W, b]) only W's and b's gradients remain after backward."""
     x = t64([[1.0, 2.0]])
-    w = t64([[1.0], [3.0]])
-    b = t64([0.5])
+    w = t64p([[1.0], [3.0]])
+    b = t64p([0.5])
     grads = Gradients.leaky()
     grads.retain_leafs([w, b])
     xt = x.trace(grads)
@@ -299,13 +346,14 @@ def test_retain_leafs_drops_intermediates() -> None:
 def test_retain_leafs_including_input() -> None:
     """Retaining the traced input too keeps its gradient (and still drops intermediates)."""
     x = t64([[1.0, 2.0]])
-    w = t64([[1.0], [3.0]])
+    w = t64p([[1.0], [3.0]])
     grads = Gradients.leaky()
     grads.retain_leafs([w, x])
     h = x.trace(grads) @ w
     g = h.sum().backward()
     assert set(g.ids()) == {w.id, x.id}
     check(g, x, [[1.0, 3.0]])
+    check(g, w, [[1.0], [2.0]])
 
 
 def test_leaky_store_keeps_intermediates() -> None:
@@ -334,12 +382,14 @@ def test_leaky_store_accumulates_over_two_passes() -> None:
 
 
 def test_leaky_store_accumulates_param_over_two_passes() -> None:
-    """An untraced W used in two passes gets x1.T @ 1 + x2.T @ 1."""
-    w = t64([[1.0], [1.0]])
+    """An untraced W requiring grad used in two passes gets x1.T @ 1 + x2.T @ 1, in the store and
+    in ``.grad`` alike."""
+    w = t64p([[1.0], [1.0]])
     grads = Gradients.leaky()
     for xs in ([[1.0, 2.0]], [[10.0, 20.0]]):
         (t64(xs).trace(grads) @ w).sum().backward()
     check(grads, w, [[11.0], [22.0]])
+    check_grad(w, [[11.0], [22.0]])
 
 
 def test_leaky_store_accumulates_after_aliasing_pass() -> None:
@@ -373,13 +423,22 @@ GRAPHS: dict[str, tuple[Graph, list[Any]]] = {
 
 
 def _gradtape_grads(graph: Graph, values: list[Any], split: bool) -> list[np.ndarray[Any, Any]]:
-    """Gradients of graph's scalar output w.r.t. each input: only the first traced (dfdx style),
-    or each input traced into its own store (``split``)."""
+    """Gradients of graph's scalar output w.r.t. each input: only the first traced and the others
+    requiring grad (dfdx style, with parameters), or each input traced into its own store
+    (``split``). The ones requiring grad also have it in ``.grad``, equal to the store's."""
     xs = [t64(v) for v in values]
-    ins: list[Tensor[Any, Any]] = [x.trace(Gradients.leaky()) if split or i == 0 else x for i, x in enumerate(xs)]
+    ins: list[Tensor[Any, Any]] = [
+        x.trace(Gradients.leaky()) if split or i == 0 else x.requires_grad_() for i, x in enumerate(xs)
+    ]
     g = graph(ins).backward()
     assert isinstance(g, Gradients)
-    return [g.get(x).numpy() for x in xs]
+    out = [g.get(x).numpy() for x in xs]
+    for x, a in zip(xs, out, strict=True):
+        if x.requires_grad:
+            gx = x.grad
+            assert gx is not None
+            np.testing.assert_array_equal(gx.numpy(), a)
+    return out
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["first_traced", "all_traced_separately"])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradtape import Cpu, DTypeError, Gradients, ShapeError, Tensor
+from gradtape import Cpu, DTypeError, Gradients, ShapeError, TapeError, Tensor
 
 DEV = Cpu()
 
@@ -22,15 +22,27 @@ def t64(values: Any) -> Tensor[Any, Any]:
 
 
 def test_get_absent_is_zeros_of_shape_and_dtype() -> None:
-    """get() of a tensor with no gradient gives zeros of its shape and dtype."""
+    """get() of a tensor that requires grad but has no gradient gives zeros of its shape and dtype."""
     g = Gradients.leaky()
     for dt in (np.float32, np.float64):
-        t = DEV.ones((2, 3), dtype=dt)
+        t = DEV.ones((2, 3), dtype=dt).requires_grad_()
         out = g.get(t)
         assert out.shape == (2, 3)
         assert out.dtype == np.dtype(dt)
         np.testing.assert_array_equal(out.numpy(), np.zeros((2, 3)))
     assert len(g) == 0  # get() allocates nothing
+
+
+def test_get_of_plain_leaf_raises() -> None:
+    """get() and grad() of a plain leaf that took no part (not requires_grad, not traced, not
+    written) raise instead of giving a silently-zero gradient, and allocate nothing."""
+    g = Gradients.leaky()
+    t = DEV.ones((2, 3))
+    with pytest.raises(TapeError, match="does not require grad"):
+        g.get(t)
+    with pytest.raises(TapeError, match="does not require grad"):
+        g.grad(t)
+    assert len(g) == 0
 
 
 def test_get_returns_values() -> None:
@@ -148,7 +160,7 @@ def test_mut_and_ref_same_id_raises() -> None:
 def test_mut_and_ref_returns_writable_and_read_only() -> None:
     """(l's buffer, r's read-only gradient); r absent reads as zeros and is not allocated."""
     g = Gradients.leaky()
-    l, r = t64([1.0, 2.0]), t64([[1.0], [2.0], [3.0]])
+    l, r = t64([1.0, 2.0]).requires_grad_(), t64([[1.0], [2.0], [3.0]])
     gl, gr = g.mut_and_ref(l, r)
     assert gl.shape == (2,)
     assert gl.flags.writeable
@@ -163,7 +175,7 @@ def test_mut_and_ref_returns_writable_and_read_only() -> None:
 def test_mut_and_ref_reads_existing_ref() -> None:
     """r's stored gradient is what mut_and_ref returns as its second element."""
     g = Gradients.leaky()
-    l, r = t64([1.0]), t64([1.0])
+    l, r = t64([1.0]).requires_grad_(), t64([1.0])
     g.get_or_alloc_mut(r)[...] = 3.0
     gl, gr = g.mut_and_ref(l, r)
     gl += 2.0 * gr

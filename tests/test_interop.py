@@ -296,12 +296,12 @@ def test_unsupported_torch_dtypes_raise(torch: Any, name: str) -> None:
 
 
 def test_imported_tensor_is_differentiable_like_torch(torch: Any) -> None:
-    """A tensor from from_dlpack can be traced; its gradient equals PyTorch's and backward
+    """A tensor from from_dlpack can be traced or require grad; its gradient equals PyTorch's and backward
     writes nothing into the source tensors."""
     xs = torch.randn(3, 4, dtype=torch.float64)
     ws = torch.randn(4, 2, dtype=torch.float64)
     xs0, ws0 = xs.clone(), ws.clone()
-    x, w = from_dlpack(xs), from_dlpack(ws)
+    x, w = from_dlpack(xs), from_dlpack(ws).requires_grad_()
     grads = Gradients.leaky()
     xt = x.trace(grads)
 
@@ -315,6 +315,9 @@ def test_imported_tensor_is_differentiable_like_torch(torch: Any) -> None:
     np.testing.assert_allclose(gw.data, wr.grad.numpy(), rtol=1e-12, atol=1e-12)
     assert torch.equal(xs, xs0) and torch.equal(ws, ws0)
     assert not np.shares_memory(gx.data, x.data) and not np.shares_memory(gw.data, w.data)
+    assert w.grad is not None  # backward also filled the .grad of w, which requires grad
+    np.testing.assert_allclose(w.grad.data, wr.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert not np.shares_memory(w.grad.data, w.data)
     assert isinstance(float(loss.item()), float)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradtape import Cpu, DTypeError, Gradients, NoneTape, ShapeError, Tensor
+from gradtape import Cpu, DTypeError, Gradients, NoneTape, ShapeError, TapeError, Tensor
 from gradtape import ops as gops
 from gradtape.devices.kernels import softmax as ks
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD
@@ -382,13 +382,20 @@ def test_where_accepts_masks_of_every_kind() -> None:
 
 def test_where_untraced_operand_gets_its_gradient() -> None:
     """Every tensor operand of where gets its gradient, as in every other binary op: the
-    untraced ``b`` of ``where(mask, a.leaky_trace(), b)`` gets ``g`` where the mask is False
-    (it once got nothing); a store that keeps only ``a`` skips it."""
-    a, b = DEV.tensor([1.0, 2.0]), DEV.tensor([3.0, 4.0])
+    untraced ``b`` (requiring grad) of ``where(mask, a.leaky_trace(), b)`` gets ``g`` where the
+    mask is False (it once got nothing), in the store and in ``.grad``; a plain operand's
+    gradient cannot be asked for; a store that keeps only ``a`` skips it."""
+    a, b = DEV.tensor([1.0, 2.0]), DEV.tensor([3.0, 4.0], requires_grad=True)
     w = DEV.tensor([5.0, 7.0])
     grads = (gops.where(np.array([True, False]), a.leaky_trace(), b) * w).sum().backward()
     assert grads.get(a).numpy().tolist() == [5.0, 0.0]
     assert grads.get(b).numpy().tolist() == [0.0, 7.0]
+    assert b.grad is not None and b.grad.numpy().tolist() == [0.0, 7.0]
+    plain = DEV.tensor([3.0, 4.0])
+    grads = gops.where(np.array([True, False]), a.leaky_trace(), plain).sum().backward()
+    assert grads.get(a).numpy().tolist() == [1.0, 0.0]
+    with pytest.raises(TapeError, match="does not require grad"):
+        grads.get(plain)
     store = Gradients.leaky()
     store.retain_leafs([a])
     grads = gops.where(np.array([True, False]), a.trace(store), b).sum().backward()

@@ -31,7 +31,8 @@ DEV = Cpu(seed=0)
 
 
 def _param(values: Any, dtype: Any = np.float64) -> Tensor[Any, Any]:
-    return DEV.tensor(np.asarray(values, dtype=dtype))
+    """A parameter: a leaf that requires grad."""
+    return DEV.tensor(np.asarray(values, dtype=dtype), requires_grad=True)
 
 
 def _grads(pairs: list[tuple[Tensor[Any, Any], Any]]) -> Gradients:
@@ -432,12 +433,18 @@ def test_gradient_accumulation_over_micro_batches() -> None:
     full = Gradients.leaky()
     full.retain_leafs([w])
     full = cross_entropy(DEV.tensor(x).trace(full).matmul(w), y).backward()
+    assert w.grad is not None
+    np.testing.assert_array_equal(w.grad.numpy(), full.get(w).numpy())
+    w.grad = None  # PyTorch's zero_grad: .grad accumulates over the micro-batches below, as the store does
     acc = Gradients.leaky()
     acc.retain_leafs([w])
     for lo in (0, 2):  # two micro-batches of 2, each loss scaled by 1/2: the mean over all 4
         loss = cross_entropy(DEV.tensor(x[lo : lo + 2]).trace(acc).matmul(w), y[lo : lo + 2]) * 0.5
         acc = loss.backward()
     np.testing.assert_allclose(acc.get(w).numpy(), full.get(w).numpy(), rtol=1e-12)
+    acc_grad = w.grad
+    assert acc_grad is not None
+    np.testing.assert_allclose(acc_grad.numpy(), full.get(w).numpy(), rtol=1e-12)
     w0 = w.data.copy()
     SGD([w], lr=0.5).step(acc)
     np.testing.assert_allclose(w.data, w0 - 0.5 * full.get(w).numpy(), rtol=1e-12)

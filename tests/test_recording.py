@@ -11,6 +11,7 @@ taking gradients, are in tests/test_nn_usage.py.
 from __future__ import annotations
 
 import gc
+import weakref
 from typing import Any
 
 import numpy as np
@@ -120,15 +121,22 @@ def test_cross_attention_untraced_key_value() -> None:
 
 
 def test_where_untraced_tensor_operand() -> None:
-    """``where(mask, a.leaky_trace(), b)``: b gets its gradient, as ``a.leaky_trace() * b`` does."""
+    """``where(mask, a.leaky_trace(), b)``: b gets its gradient when it requires grad, as
+    ``a.leaky_trace() * b`` does; a plain b's gradient is refused (it took no part)."""
     dev = Cpu()
     mask = np.array([True, False, True])
     a, b, w = np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]), np.array([2.0, -1.0, 0.5])
-    bt = dev.tensor(b)
+    bt = dev.tensor(b, requires_grad=True)
     g = (ops.where(mask, dev.tensor(a).leaky_trace(), bt) * dev.tensor(w)).sum().backward()
     ta, tb = t64(a), t64(b)
     (torch.where(torch.from_numpy(mask), ta, tb) * torch.from_numpy(w)).sum().backward()
     close(g.get(bt).numpy(), tb.grad)
+    assert bt.grad is not None
+    close(bt.grad.numpy(), tb.grad)
+    plain = dev.tensor(b)
+    g = (ops.where(mask, dev.tensor(a).leaky_trace(), plain) * dev.tensor(w)).sum().backward()
+    with pytest.raises(TapeError, match=r"does not require grad"):
+        g.get(plain)
 
 
 def test_alloc_grads_store_merged_with_leaky_trace() -> None:
@@ -175,39 +183,40 @@ def _mlp(dev: Cpu) -> nn.Sequential:
     return nn.Sequential(nn.Linear(4, 8, dev=dev), nn.ReLU(), nn.LayerNorm(8, dev=dev), nn.Linear(8, 2, dev=dev))
 
 
-def test_untraced_inference_records_nothing() -> None:
-    """No traced pass live, no context: a model's output carries no tape, nothing is pending."""
+def test_no_grad_inference_records_nothing() -> None:
+    """Under no_grad (and inference_mode) a model's output carries no tape; outside it, as in
+    PyTorch, parameters record (the output requires grad)."""
     dev = Cpu(seed=5)
     m = _mlp(dev)
-    gc.collect()
-    assert not tp._state().live() and not tp._LIVE and tp.direct
+    with gradtape.no_grad():
+        out = m(dev.randn((3, 4)))
+        assert out.tape is NONE_TAPE and not out.requires_grad
+        bn = nn.BatchNorm1d(8, dev=dev)
+        assert bn(dev.randn((3, 8))).tape is NONE_TAPE
+    with gradtape.inference_mode():
+        assert m(dev.randn((3, 4))).tape is NONE_TAPE
+    assert tp.direct
     out = m(dev.randn((3, 4)))
-    assert out.tape is NONE_TAPE and not out.requires_grad
-    bn = nn.BatchNorm1d(8, dev=dev)
-    assert bn(dev.randn((3, 8))).tape is NONE_TAPE
+    assert isinstance(out.tape, gradtape.GradientTape) and out.requires_grad
 
 
-def test_live_pass_ends_with_backward_or_garbage() -> None:
-    """A traced pass is live until its tape runs or is freed; then parameter ops record
-    nothing again, and the global hint is empty again."""
+def test_parameters_record_whenever_grad_mode_is_on() -> None:
+    """An op on parameters alone records on a new tape of its own (no traced pass needed),
+    which joins the traced tape when the result meets traced data; the tape is freed with
+    the tensors that hold it."""
     dev = Cpu(seed=6)
     m = _mlp(dev)
-    gc.collect()
-    assert not tp._state().live()
-    xt = dev.randn((3, 4)).trace(m.alloc_grads())
-    assert tp._state().live() and tp._LIVE
     w: Tensor[Any, Any] = m.parameters()[0]
-    assert isinstance(w.T.tape, gradtape.GradientTape)  # pending: a traced pass is live
-    m(xt).sum().backward()
-    assert not w.T.requires_grad  # the pass ran: the parameter's op records nothing
-    assert not tp._LIVE
-    xt = dev.randn((3, 4)).trace(m.alloc_grads())
-    del xt
+    wt = w.T
+    assert isinstance(wt.tape, gradtape.GradientTape) and wt.requires_grad
+    ref = weakref.ref(wt.tape)
+    del wt
     gc.collect()
-    assert not w.T.requires_grad and not tp._LIVE
+    assert ref() is None
+    with gradtape.no_grad():
+        assert not w.T.requires_grad
     with GradientTape():
-        pass
-    assert not tp._state().live()  # a context tape is not a traced pass
+        assert w.T.requires_grad
 
 
 def test_parameters_are_marked_buffers_are_not() -> None:
@@ -224,7 +233,7 @@ def test_parameters_are_marked_buffers_are_not() -> None:
 
     m = M()
     assert m.p.tape is PARAM and m._cache.tape is NONE_TAPE
-    assert "NoneTape, parameter" in repr(m.p)
+    assert "NoneTape, requires_grad" in repr(m.p)
 
 
 # ----- detach, requires_grad, split_tape ------------------------------------------------------
@@ -253,7 +262,7 @@ def test_requires_grad_follows_the_seed() -> None:
 
 def test_hand_written_op_on_a_parameter() -> None:
     """README's ``split_tape``/``add_backward_op``/``put_tape`` op applied to a parameter (not
-    to traced data) records on the pending tape, so the parameter gets its gradient."""
+    to traced data) records on the parameter's own tape, so the parameter gets its gradient."""
     dev = Cpu()
 
     def square(t: Tensor[Any, Any]) -> Tensor[Any, Any]:
@@ -278,7 +287,8 @@ def test_hand_written_op_on_a_parameter() -> None:
     m = M()
     g = m(dev.tensor(np.array([2.0, 5.0])).trace(m.alloc_grads())).backward()
     np.testing.assert_array_equal(g.get(m.w).numpy(), [2.0 * 2 * 1.0, 5.0 * 2 * -3.0])
-    assert square(m.w).tape is NONE_TAPE  # inference: nothing records, the closure is dropped
+    with gradtape.no_grad():
+        assert square(m.w).tape is NONE_TAPE  # inference: nothing records, the closure is dropped
 
 
 # ----- errors ----------------------------------------------------------------------------------
@@ -309,15 +319,22 @@ def test_gradient_tape_rejects_a_bool_store() -> None:
         GradientTape(True)  # type: ignore[arg-type]
 
 
-def test_a_training_loop_does_not_grow_the_traced_list() -> None:
-    """A loop that traces once per step and never asks whether a pass is live keeps the
-    thread's list of traced tapes (weak references) and the global hint bounded."""
+def test_a_training_loop_keeps_no_tape_alive() -> None:
+    """A loop that traces once per step (dfdx) or records on parameters (PyTorch) leaves no
+    tape alive behind it: recording keeps no per-thread list."""
     dev = Cpu()
     m = nn.Linear(3, 2, dev=dev)
     grads = m.alloc_grads()
     x = dev.randn((4, 3))
-    for _ in range(200):
-        grads = m(x.trace(grads)).sum().backward()
+    refs = []
+    for _ in range(50):
+        out = m(x.trace(grads))
+        refs.append(weakref.ref(out.tape))
+        grads = out.sum().backward()
         m.zero_grads(grads)
-    assert len(tp._state().traced) <= tp._PRUNE_AT + 1
-    assert len(tp._LIVE) <= tp._PRUNE_AT + 1
+        out2: Any = m(x)  # PyTorch's spelling: parameters record, no input traced
+        refs.append(weakref.ref(out2.tape))
+        out2.sum().backward()
+    del out, out2
+    gc.collect()
+    assert not any(r() is not None for r in refs)

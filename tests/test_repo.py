@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -32,13 +33,14 @@ def test_ci_runs_readmes_exact_test_command() -> None:
 
 
 def test_readme_first_look_runs() -> None:
-    """The first example trains nothing but must run and give a gradient of w's shape."""
-    block = next(b for b in _py_blocks() if "cross_entropy" in b)
-    ns: dict[str, object] = {"print": lambda *a: None}
+    """The first example is PyTorch's loop: it runs, fills every parameter's .grad, moves the
+    parameters, and predicts under no_grad without recording."""
+    block = next(b for b in _py_blocks() if "opt.zero_grad()" in b)
+    ns: dict[str, object] = {"print": lambda *a: None, "__name__": "readme"}
     exec(compile(block, "README.md:first-look", "exec"), ns)
-    grads = ns["grads"]
-    w = ns["w"]
-    assert grads.get(w).shape == (3, 2)  # type: ignore[attr-defined]
+    model: Any = ns["model"]
+    assert [p.grad.shape for p in model.parameters()] == [p.shape for p in model.parameters()]
+    assert ns["pred"].shape == (16,)  # type: ignore[attr-defined]
 
 
 def test_readme_fused_op_example_runs_and_gradchecks() -> None:
@@ -66,8 +68,10 @@ def test_readme_recording_spellings_agree() -> None:
     model, grads, tape_grads = ns["model"], ns["grads"], ns["weight_grads"]
     params = model.parameters()  # type: ignore[attr-defined]
     assert len(params) == len(tape_grads) == 6  # type: ignore[arg-type]
-    for p, g in zip(params, tape_grads, strict=True):  # type: ignore[call-overload]
+    torch_grads: Any = ns["torch_grads"]
+    for p, g, tg in zip(params, tape_grads, torch_grads, strict=True):  # type: ignore[call-overload]
         np.testing.assert_allclose(grads.get(p).numpy(), g.numpy(), rtol=1e-5, atol=1e-6)  # type: ignore[attr-defined]
+        np.testing.assert_allclose(tg, g.numpy(), rtol=1e-5, atol=1e-6)
         assert np.abs(g.numpy()).max() > 0
 
 

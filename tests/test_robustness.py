@@ -127,7 +127,9 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "Residual": ((2, 3), lambda: nn.Residual(nn.Tanh())),
     "Sequential": ((2, 3), lambda: nn.Sequential(nn.Linear(3, 4, dev=DEV), nn.ReLU())),
 }
-NOT_LAYERS = {"Module", "load", "save", "state_dict", "Embedding"}  # Embedding takes indices: CALLS["embedding"]
+# Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
+# forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils is a module
+NOT_LAYERS = {"Module", "load", "save", "state_dict", "Embedding", "ModuleDict", "ModuleList", "Parameter", "utils"}
 
 
 def _exported() -> list[tuple[str, Call, tuple[int, ...]]]:

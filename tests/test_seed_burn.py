@@ -16,7 +16,7 @@ from typing import Any, Literal, assert_type, cast
 import numpy as np
 import pytest
 
-from gradtape import Cpu, DTypeError, Gradients, GradientTape, NoneTape, ShapeError, Tensor, nn
+from gradtape import Cpu, DTypeError, Gradients, GradientTape, NoneTape, ShapeError, TapeError, Tensor, nn, no_grad
 from gradtape.autodiff import bool_from_inner, bool_inner, from_inner, inner, int_from_inner, int_inner
 from gradtape.ops import where
 from gradtape.optim import SGD
@@ -70,11 +70,17 @@ def test_seed_grad_is_a_copy() -> None:
 
 
 def test_seed_grad_absent_is_none_where_get_is_zeros() -> None:
-    """``Option`` in Burn: no gradient is ``None``, told apart from a zero gradient (``get``)."""
-    x, unrelated = f64(X), f64([5.0, 6.0])
+    """``Option`` in Burn: no gradient is ``None``, told apart from a zero gradient (``get``). A
+    tensor that requires grad but did not reach the loss has none; a plain tensor that took no
+    part is an error for both (gradtape gives no silently-zero gradient)."""
+    x, unrelated, plain = f64(X), f64([5.0, 6.0]).requires_grad_(), f64([7.0, 8.0])
     grads = square_sum_grads(x)
     assert grads.grad(unrelated) is None
     np.testing.assert_array_equal(grads.get(unrelated).numpy(), [0.0, 0.0])
+    with pytest.raises(TapeError, match="does not require grad"):
+        grads.grad(plain)
+    with pytest.raises(TapeError, match="does not require grad"):
+        grads.get(plain)
     zero = f64([0.0])
     g = Gradients.leaky()
     (zero.trace(g) * 0.0).sum().backward()
@@ -134,15 +140,23 @@ def test_seed_grad_remove_then_backward_starts_from_zero() -> None:
 
 
 def test_seed_grad_replace_registers_an_absent_gradient() -> None:
-    """``B::grad_replace``: "If no gradient existed for the provided tensor, register it"."""
-    x, w = f64(X), f64([1.0, 1.0])
+    """``B::grad_replace``: "If no gradient existed for the provided tensor, register it": for a
+    tensor that requires grad, and for a plain one (whose gradient the user then owns)."""
+    x, w, plain = f64(X), f64([1.0, 1.0]).requires_grad_(), f64([2.0, 2.0])
     grads = square_sum_grads(x)
     assert grads.grad(w) is None
+    with pytest.raises(TapeError, match="does not require grad"):
+        grads.grad(plain)
     grads.grad_replace(w, f64([0.5, -0.25]))
+    grads.grad_replace(plain, f64([1.5, 0.75]))
     got = grads.grad(w)
     assert got is not None
     np.testing.assert_array_equal(got.numpy(), [0.5, -0.25])
     np.testing.assert_array_equal(grads.get(w).numpy(), [0.5, -0.25])
+    got_plain = grads.grad(plain)
+    assert got_plain is not None
+    np.testing.assert_array_equal(got_plain.numpy(), [1.5, 0.75])
+    np.testing.assert_array_equal(grads.get(plain).numpy(), [1.5, 0.75])
     np.testing.assert_array_equal(grads.get(x).numpy(), [2.0, 4.0, 6.0])  # others untouched
 
 
@@ -203,10 +217,15 @@ def test_seed_grad_replace_wrong_dtype_raises() -> None:
     with pytest.raises(DTypeError, match=r"grad_replace: gradient dtype int64 != tensor dtype float64"):
         grads.grad_replace(x, np.array([1, 2, 3], dtype=np.int64))
     np.testing.assert_array_equal(grads.get(x).numpy(), [2.0, 4.0, 6.0])
-    fresh = f64([0.0])
+    fresh, plain = f64([0.0]).requires_grad_(), f64([0.0])
     with pytest.raises(DTypeError, match="float32"):
         grads.grad_replace(fresh, np.zeros(1, np.float32))
     assert grads.grad(fresh) is None  # a refused gradient registers nothing
+    with pytest.raises(DTypeError, match="float32"):
+        grads.grad_replace(plain, np.zeros(1, np.float32))
+    assert plain not in grads
+    with pytest.raises(TapeError, match="does not require grad"):  # nor makes a plain tensor's gradient yours
+        grads.grad(plain)
 
 
 def test_seed_grad_replace_before_an_optimizer_step_changes_that_step() -> None:
@@ -252,21 +271,25 @@ def test_seed_inner_shares_memory_and_id_and_drops_the_tape() -> None:
 
 
 def test_seed_inner_records_nothing_in_a_traced_pass() -> None:
-    """An op on ``inner(xt)`` inside a live traced pass gives an untraced output, for a traced
-    input and for a module parameter (which would otherwise join the pass)."""
+    """An op on ``inner(xt)`` inside a traced pass gives an untraced output, for a traced input
+    and for a module parameter (which otherwise records whenever grad mode is on)."""
     lin = nn.Linear(3, 1, dev=dev, dtype=np.float64)
     grads = lin.alloc_grads()
     xt = f64(X).trace(grads)
     y = inner(xt) * 2.0
     assert not y.requires_grad
     np.testing.assert_array_equal(y.numpy(), [2.0, 4.0, 6.0])
-    assert (lin.weight * 2.0).requires_grad  # a parameter records in a live pass ...
+    assert (lin.weight * 2.0).requires_grad  # a parameter records (grad mode is on) ...
     assert not (inner(lin.weight) * 2.0).requires_grad  # ... its inner tensor does not
     assert lin.weight.requires_grad  # and stays a parameter
     with GradientTape() as tape:
         tape.watch(xt)
         assert not (inner(xt) * 2.0).requires_grad
     (xt * 1.0).sum().backward()  # end the traced pass
+    assert (lin.weight * 2.0).requires_grad  # a parameter records outside a traced pass too ...
+    assert not (inner(lin.weight) * 2.0).requires_grad  # ... its inner tensor still does not
+    with no_grad():
+        assert not (lin.weight * 2.0).requires_grad
 
 
 def test_seed_from_inner_is_a_fresh_leaf_sharing_memory() -> None:
@@ -287,7 +310,10 @@ def test_seed_from_inner_is_a_fresh_leaf_sharing_memory() -> None:
     ga = g.grad(a)
     assert ga is not None
     np.testing.assert_array_equal(ga.numpy(), [2.0, 4.0, 6.0])
-    assert g.grad(x) is None
+    assert x not in g
+    assert g.get_ref_checked(x) is None
+    with pytest.raises(TapeError, match="does not require grad"):  # x took no part in a's pass
+        g.grad(x)
 
 
 def test_seed_inner_keeps_the_id_from_inner_stops_the_gradient() -> None:

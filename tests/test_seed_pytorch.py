@@ -1,10 +1,10 @@
 """Seed 003, a PyTorch-style autograd module, on gradtape's one tape: the grad modes.
 
-The seed's ``no_grad`` / ``enable_grad`` / ``set_grad_enabled`` examples with its outcomes.
-Its ``tensor([1.], requires_grad=True)`` is a traced tensor (``leaky_trace()``), and its
-``requires_grad`` of a result is whether the result carries a tape (``Tensor.requires_grad``);
-its ``y.backward()`` on a one-element result is ``y.sum().backward()``. Then the modes'
-other promises: thread-local, decorators (generators too), nesting with context tapes.
+The seed's ``no_grad`` / ``enable_grad`` / ``set_grad_enabled`` examples as the seed writes
+them, with its outcomes: ``tensor([1.], requires_grad=True)`` (``dev.tensor``: gradtape's
+tensors are made by a device), ``y.requires_grad``, ``y.backward()`` on a one-element result
+and ``x.grad``. Then the modes' other promises: thread-local, decorators (generators too),
+nesting with context tapes.
 """
 
 from __future__ import annotations
@@ -31,11 +31,6 @@ from gradtape import (
 dev = Cpu(seed=0)
 
 
-def tensor_requiring_grad(v: list[float]) -> Tensor[Any, Any]:
-    """``tensor(v, requires_grad=True)``."""
-    return dev.tensor(np.array(v, np.float32)).leaky_trace()
-
-
 @pytest.fixture(autouse=True)
 def _grad_mode_restored() -> Iterator[None]:
     assert is_grad_enabled()
@@ -47,17 +42,19 @@ def _grad_mode_restored() -> Iterator[None]:
 
 
 def test_seed_enable_grad_example() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
     with no_grad():
         with enable_grad():
             y = x * 2
     assert y.requires_grad
-    grads = y.sum().backward()
-    np.testing.assert_array_equal(grads.get(x).numpy(), [2.0])  # x.grad
+    y.backward()
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0])  # tensor([2.])
+    assert x.grad.dtype == np.float32
 
 
 def test_seed_enable_grad_decorators() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
 
     @enable_grad()
     def doubler(x: Tensor[Any, Any]) -> Tensor[Any, Any]:
@@ -80,7 +77,7 @@ def test_seed_enable_grad_decorators() -> None:
 
 
 def test_seed_no_grad_example() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
     with no_grad():
         y = x * 2
     assert not y.requires_grad
@@ -101,7 +98,10 @@ def test_seed_no_grad_example() -> None:
 
 
 def test_seed_no_grad_factory_exception() -> None:
-    """A parameter made under no_grad is still a parameter (PyTorch's nn.Parameter)."""
+    """A parameter made under no_grad still requires grad (the seed's ``nn.Parameter``)."""
+    with no_grad():
+        a = nn.Parameter(dev.rand((10,)))
+    assert a.requires_grad
     with no_grad():
         lin = nn.Linear(10, 1, dev=dev)
     assert lin.weight.requires_grad
@@ -124,7 +124,7 @@ def test_no_grad_records_nothing_on_parameters_or_watched_tensors() -> None:
 
 
 def test_no_grad_without_parentheses() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
 
     @no_grad
     def doubler(x: Tensor[Any, Any]) -> Tensor[Any, Any]:
@@ -137,7 +137,7 @@ def test_no_grad_without_parentheses() -> None:
 
 
 def test_seed_set_grad_enabled_example() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
     is_train = False
     with set_grad_enabled(is_train):
         y = x * 2
@@ -152,7 +152,7 @@ def test_seed_set_grad_enabled_example() -> None:
 
 
 def test_set_grad_enabled_restores_and_decorates() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
     with no_grad():
         with set_grad_enabled(True):
             assert (x * 2).requires_grad
@@ -171,7 +171,7 @@ def test_set_grad_enabled_restores_and_decorates() -> None:
 
 
 def test_generator_runs_in_the_mode() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
 
     @no_grad()
     def gen(x: Tensor[Any, Any]) -> Iterator[Tensor[Any, Any]]:
@@ -189,7 +189,7 @@ def test_generator_runs_in_the_mode() -> None:
 
 
 def test_no_grad_in_one_thread_does_not_change_the_other() -> None:
-    x = tensor_requiring_grad([1.0])
+    x = dev.tensor([1.0], requires_grad=True)
     entered, checked = threading.Event(), threading.Event()
     seen: list[bool] = []
 
@@ -292,7 +292,7 @@ def test_backward_with_a_seed_gradient_matches_torch() -> None:
     ):
         y.backward(np.ones(2))
     with pytest.raises(
-        TapeError, match=r"backward: needs a scalar \(shape \(\)\) or a gradient= seed of shape \(2, 2\)"
+        TapeError, match=r"backward: grad can be implicitly created only for one-element outputs; got shape \(2, 2\)"
     ):
         y.backward()
 
@@ -366,7 +366,9 @@ def test_function_inside_a_module_trains_its_parameter() -> None:
     xs = np.array([2.0, 3.0])
     g = m(dev.tensor(xs).trace(m.alloc_grads())).backward()
     np.testing.assert_allclose(g.get(m.b).numpy(), xs / (1 + np.exp(-m.b.numpy())), rtol=1e-12)
-    assert not Softplus.apply(m.b).requires_grad  # inference: nothing records
+    with no_grad():
+        assert not Softplus.apply(m.b).requires_grad  # inference: nothing records
+    assert Softplus.apply(m.b).requires_grad  # a parameter requires grad: the op records
 
 
 class MulAdd(Function):

@@ -283,7 +283,7 @@ def test_append_keeps_each_store() -> None:
     store stays valid), and running the merged tape gives each store its gradients, added to
     what it held (stores accumulate)."""
     dev = Cpu()
-    t = dev.tensor(np.array([1.0, 2.0]))
+    t = dev.tensor(np.array([1.0, 2.0]), requires_grad=True)
     ga, gb = Gradients.leaky(), Gradients.leaky()
     gb.get_or_alloc_mut(t)[...] = [3.0, 4.0]
     a, b = GradientTape(ga), GradientTape(gb)

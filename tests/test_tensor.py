@@ -202,25 +202,41 @@ def test_put_tape_with_a_fresh_none_tape_instance() -> None:
 
 
 def test_backward_without_tape_raises() -> None:
-    """backward() of an untraced tensor is a TapeError naming its shape."""
+    """backward() of an untraced tensor (nothing recorded it) is a TapeError naming its shape
+    and saying it does not require grad."""
     t: Any = DEV.zeros((2, 3))
-    with pytest.raises(TapeError, match=r"\(2, 3\).*NoneTape"):
+    with pytest.raises(TapeError, match=r"\(2, 3\) does not require grad.*nothing recorded it"):
         t.backward()
 
 
 def test_backward_of_untraced_scalar_raises() -> None:
-    """Even a scalar needs a tape."""
+    """Even a scalar needs a recorded history: the result of untraced ops requires no grad."""
     t: Any = DEV.zeros((2, 3)).sum()
-    with pytest.raises(TapeError, match="no tape"):
+    with pytest.raises(TapeError, match=r"shape \(\) does not require grad.*nothing recorded it"):
+        t.backward()
+
+
+def test_backward_of_leaf_requiring_grad_raises() -> None:
+    """backward() of a leaf that requires grad (no op recorded it) is a TapeError too."""
+    t: Any = DEV.zeros((2, 3)).requires_grad_()
+    with pytest.raises(TapeError, match=r"does not require grad.*it is a leaf"):
         t.backward()
 
 
 def test_backward_non_scalar_raises() -> None:
-    """backward() of a traced non-scalar is a TapeError naming its shape; the tape is not consumed."""
+    """backward() of a traced result with more than one element is a TapeError naming its shape
+    (PyTorch's message); the tape is not consumed."""
     t: Any = DEV.zeros((2, 3)).leaky_trace() * 2.0
-    with pytest.raises(TapeError, match=r"scalar.*\(2, 3\)"):
+    with pytest.raises(TapeError, match=r"only for one-element outputs; got shape \(2, 3\)"):
         t.backward()
     assert not t.tape.consumed
+
+
+def test_backward_of_one_element_result() -> None:
+    """backward() without a gradient works on any one-element result, not only shape () (PyTorch)."""
+    x = DEV.tensor(np.array([[3.0]]))
+    g = (x.leaky_trace() * 2.0).backward()
+    np.testing.assert_array_equal(g.get(x).numpy(), [[2.0]])
 
 
 def test_backward_twice_raises() -> None:
@@ -362,11 +378,19 @@ def test_python_scalar_keeps_float32() -> None:
 # ----- Cpu device ---------------------------------------------------------------------------------------
 
 
-def test_tensor_from_list_is_float32() -> None:
-    """dev.tensor(list) defaults to float32 (as torch.tensor)."""
-    t = DEV.tensor([[1, 2], [3, 4]])
+def test_tensor_from_list_infers_dtype_as_torch() -> None:
+    """dev.tensor(list) infers the dtype as torch.tensor does: Python floats give float32,
+    Python ints int64, Python bools bool."""
+    t = DEV.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert t.dtype == np.float32
     np.testing.assert_array_equal(t.numpy(), [[1, 2], [3, 4]])
+    assert DEV.tensor([1, 2.5]).dtype == np.float32  # any float makes it float
+    ti = DEV.tensor([[1, 2], [3, 4]])
+    assert ti.dtype == np.int64
+    np.testing.assert_array_equal(ti.numpy(), [[1, 2], [3, 4]])
+    tb = DEV.tensor([True, False])
+    assert tb.dtype == np.bool_
+    np.testing.assert_array_equal(tb.numpy(), [True, False])
 
 
 def test_tensor_keeps_float64_array() -> None:
@@ -375,9 +399,13 @@ def test_tensor_keeps_float64_array() -> None:
     assert DEV.tensor(np.zeros(2, dtype=np.float32)).dtype == np.float32
 
 
-def test_tensor_int_array_becomes_float32() -> None:
-    """An integer array becomes float32 by default."""
-    assert DEV.tensor(np.arange(3)).dtype == np.float32
+def test_tensor_int_array_keeps_its_dtype() -> None:
+    """An integer numpy array keeps its dtype (as torch.tensor); dtype= makes it float."""
+    assert DEV.tensor(np.arange(3, dtype=np.int64)).dtype == np.int64
+    assert DEV.tensor(np.arange(3, dtype=np.int32)).dtype == np.int32
+    t = DEV.tensor(np.arange(3), dtype=np.float32)
+    assert t.dtype == np.float32
+    np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0])
 
 
 def test_tensor_explicit_dtype() -> None:
@@ -396,11 +424,19 @@ def test_tensor_copies_data() -> None:
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.complex128, np.bool_])
 def test_bad_dtype_raises(dtype: Any) -> None:
-    """Only float32 and float64 tensors exist."""
-    with pytest.raises(DTypeError):
-        DEV.tensor([1.0], dtype=dtype)
+    """zeros makes float32 and float64 tensors only; dev.tensor refuses float16 and complex (and
+    makes integer and bool tensors, which cannot require grad)."""
     with pytest.raises(DTypeError):
         DEV.zeros((2,), dtype=dtype)
+    if np.dtype(dtype).kind in "biu":
+        t = DEV.tensor([1.0], dtype=dtype)
+        assert t.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(t.numpy(), np.array([1], dtype=dtype))
+        with pytest.raises(DTypeError, match="only float tensors can require gradients"):
+            DEV.tensor([1.0], dtype=dtype, requires_grad=True)
+    else:
+        with pytest.raises(DTypeError):
+            DEV.tensor([1.0], dtype=dtype)
 
 
 def test_bad_data_dtype_raises() -> None:
@@ -469,8 +505,11 @@ def test_bad_shape_raises() -> None:
 def test_float64_end_to_end() -> None:
     """A float64 forward and backward stays float64."""
     x = DEV.randn((2, 3), dtype=np.float64)
-    w = DEV.randn((3, 1), dtype=np.float64)
+    w = DEV.randn((3, 1), dtype=np.float64).requires_grad_()
     g = (x.leaky_trace() @ w).exp().sum().backward()
     gw = g.get(w)
     assert gw.dtype == np.float64
-    np.testing.assert_allclose(gw.numpy(), x.numpy().T @ np.exp(x.numpy() @ w.numpy()), rtol=1e-12)
+    expected = x.numpy().T @ np.exp(x.numpy() @ w.numpy())
+    np.testing.assert_allclose(gw.numpy(), expected, rtol=1e-12)
+    assert w.grad is not None and w.grad.dtype == np.float64
+    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-12)

@@ -9,7 +9,7 @@ name into the others) and read the same batches:
 - gradtape: ``gradtape.nn`` layers (the examples' own model classes where the row names
   one), the batch traced into the model's ``alloc_grads()`` store,
   ``gradtape.losses.cross_entropy``, a ``gradtape.optim`` optimizer, ``zero_grads``;
-  inference: an untraced input in eval mode (no tape);
+  inference: an untraced input in eval mode under ``no_grad`` (no tape);
 - PyTorch (CPU, ``torch.set_num_threads`` = numba's thread count): ``torch.nn`` layers with
   the same parameter names (loaded with ``load_state_dict(strict=True)``),
   ``F.cross_entropy``, ``loss.backward()``, ``torch.optim``; inference under
@@ -207,7 +207,10 @@ class GradtapeImpl:
         self.i += 1
         x = self.dev.tensor(self.xs[k])
         if self.opt is None:
-            return self.model(x).numpy()
+            from gradtape import no_grad
+
+            with no_grad():  # parameters require grad: inference records nothing only under no_grad
+                return self.model(x).numpy()
         logits = self.model(x.trace(self.grads))
         if logits.ndim == 3:
             logits = logits.reshape((-1, logits.shape[-1]))

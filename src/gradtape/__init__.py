@@ -12,7 +12,14 @@ from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
 from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
-from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradtape.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from gradtape.gradients import Gradients
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6
 from gradtape.tape import GradientTape, NoneTape, OwnedTape, Tape
@@ -48,7 +55,9 @@ __all__ = [
     "enable_grad",
     "from_dlpack",
     "functional",
+    "inference_mode",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "losses",
     "nn",
     "no_grad",

@@ -141,8 +141,8 @@ def inner(t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         writing into one changes the other) and ``t``'s id, on ``NONE_TAPE``
         (``requires_grad`` is ``False``): an op whose tensor inputs are all inner tensors
         records nothing, even inside a traced pass or a ``GradientTape`` context. ``t``
-        keeps its tape. This is ``t.split_tape()[0]`` without asking for the tape (which can
-        open a pending tape for a parameter).
+        keeps its tape. This is ``t.split_tape()[0]`` without asking for the tape (which
+        opens a new tape for a parameter).
 
     Burn's types keep inner and autodiff tensors out of one op; gradtape's do not. An op
     mixing ``inner(t)`` with a tensor that takes part in recording is recorded, and (as

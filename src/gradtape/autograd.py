@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from gradtape.errors import DTypeError, ShapeError, TapeError
-from gradtape.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from gradtape.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.hooks import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from gradtape.tape import NONE_TAPE, GradientTape, attach_diff, op_tape, owned_tape, seed_array
 from gradtape.tensor import Tensor
@@ -35,6 +35,7 @@ __all__ = [
     "detect_anomaly",
     "enable_grad",
     "grad",
+    "inference_mode",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",

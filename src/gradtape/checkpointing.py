@@ -274,9 +274,9 @@ def checkpoint(
     mods = _modules(fn, (args, kwargs))
     params = _parameters(mods)
     tape = op_tape(*inputs, *params)
-    if tape is NONE_TAPE and not mods and _tp._LIVE and _tp._state().live():
-        # parameters would record now, and fn's cannot be seen: record speculatively (a
-        # recomputation that records nothing backpropagates nothing)
+    if tape is NONE_TAPE and not mods:
+        # fn's parameters (which record whenever grad mode is on) cannot be seen: record
+        # speculatively (a recomputation that records nothing backpropagates nothing)
         tape = GradientTape._pending()
     if tape is NONE_TAPE:  # nothing records: a plain call
         return fn(*args, **kwargs)
@@ -331,7 +331,7 @@ def _recompute_and_backprop(
 ) -> None:
     """Run ``fn`` again with recording on a private tape, then run that tape's entries into
     ``grads`` (the outer pass's store), seeded with the gradients of the outputs."""
-    priv = GradientTape._traced(grads)  # live: ops on parameters alone record (pending tapes)
+    priv = GradientTape._traced(grads)
     try:
         _recompute_into(priv, fn, args, kwargs, snap, out_meta, check, grads)
     finally:  # also on errors: a tape left live would make later ops on parameters record

@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable, Generator
 from typing import Any, Self, TypeVar, cast, overload
 
 from gradtape.tape import _set_grad_enabled, is_grad_enabled
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = [
+    "enable_grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,3 +178,61 @@ class set_grad_enabled(_GradMode):
             self._armed = False
             _set_grad_enabled(self._prev.pop())
         return _decorate(self, fn)
+
+
+_inference = threading.local()
+
+
+class inference_mode(_GradMode):
+    """Turn recording off in this thread for inference (PyTorch's ``torch.inference_mode``):
+    the same as :class:`no_grad` here, since an untraced op already keeps no version counter or
+    view tracking to skip. ``inference_mode(False)`` is a no-op block, as in PyTorch. Context
+    manager and decorator (``@inference_mode()``, or ``@inference_mode`` without parentheses);
+    thread-local.
+
+    Args:
+        mode: ``True`` (default) turns recording off inside; ``False`` changes nothing.
+
+    Raises:
+        TypeError: ``mode`` is not a bool.
+    """
+
+    @overload
+    def __new__(cls, mode: bool = True) -> Self: ...
+    @overload
+    def __new__(cls, mode: F) -> F: ...  # type: ignore[misc]
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):  # @inference_mode without parentheses
+            return _decorate(cls(True), mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: Any = True) -> None:
+        if callable(mode):
+            return
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode: mode must be a bool, got {type(mode).__name__}")
+        super().__init__()
+        self._on = mode
+        self._mode = False if mode else is_grad_enabled()
+
+    def __enter__(self) -> None:
+        if self._on:
+            _inference.depth = getattr(_inference, "depth", 0) + 1
+            self._prev.append(_set_grad_enabled(False))
+        else:
+            self._prev.append(_set_grad_enabled(is_grad_enabled()))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._on:
+            _inference.depth -= 1
+        _set_grad_enabled(self._prev.pop())
+
+    def clone(self) -> inference_mode:
+        """A new ``inference_mode(mode)``."""
+        return inference_mode(self._on)
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside an ``inference_mode()`` block (PyTorch's
+    ``torch.is_inference_mode_enabled``)."""
+    return getattr(_inference, "depth", 0) > 0

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.errors import ShapeError
+from gradtape.errors import ShapeError, TapeError
+from gradtape.tape import NONE_TAPE
 
 if TYPE_CHECKING:
     from gradtape.tape import NoneTape
@@ -48,6 +49,17 @@ class Tensorlike(Protocol):
     def dtype(self) -> np.dtype[Any]: ...
 
 
+def _not_taking_part(op: str, t: Tensor[Any, Any]) -> None:
+    """Raise for a gradient asked of a leaf that does not take part in recording."""
+    raise TapeError(
+        f"{op}: tensor of shape {t.shape} (id {t.id}) does not require grad (requires_grad is False: it was "
+        "not made with requires_grad=True, is not a module parameter and was not traced into this store), so "
+        "ops on it recorded nothing and its gradient would miss every path through them; gradtape gives "
+        "no partial gradient. Mark it before the forward pass: t.requires_grad_() (PyTorch), or trace it "
+        "with t.trace(grads) / t.leaky_trace() (dfdx)"
+    )
+
+
 def _readonly(a: Array) -> Array:
     v = a.view()
     v.flags.writeable = False
@@ -65,7 +77,7 @@ class Gradients:
     (the tensor is not connected to the loss) is zero.
     """
 
-    __slots__ = ("_data", "_graph", "_leafs", "_shared", "_transient")
+    __slots__ = ("_data", "_graph", "_leafs", "_parts", "_shared", "_transient")
 
     def __init__(self) -> None:
         self._data: dict[int, Array] = {}
@@ -76,6 +88,10 @@ class Gradients:
         self._transient: set[int] | None = None
         # gradients recorded as tensors by ``backward(create_graph=True)``, differentiable again
         self._graph: dict[int, Tensor[Any, Any]] | None = None
+        # Ids of the untraced leaves that took part in a pass into this store (traced into
+        # it, or noted by the tape): their gradients are complete, so asking for one is fine
+        # even through the untraced original (``grads.get(x)`` after ``x.trace(grads)``).
+        self._parts: set[int] = set()
 
     @classmethod
     def leaky(cls) -> Gradients:
@@ -109,6 +125,8 @@ class Gradients:
             recorded = self._graph.get(t.id)
             if recorded is not None:
                 return recorded
+        if t.tape is NONE_TAPE and t._leaf and t.id not in self._parts:
+            _not_taking_part("Gradients.get", t)
         g = self._data.get(t.id)
         data = np.zeros(t.shape, dtype=t.dtype) if g is None else np.array(g, copy=True)
         out: Tensor[S, NoneTape] = t._like(data)
@@ -123,8 +141,10 @@ class Gradients:
         """Return ``t``'s gradient buffer to update in place, allocating zeros if absent.
 
         Returns an array of ``t.shape`` and ``t.dtype``; a buffer shared with another
-        gradient is copied first.
+        gradient is copied first. ``t``'s gradient is then yours: :meth:`get` gives it for
+        ``t`` even when ``t`` does not require grad.
         """
+        self._parts.add(t.id)
         return self._mut(t.id, t.shape, t.dtype)
 
     def mut_and_ref(self, l: Tensorlike, r: Tensorlike) -> tuple[Array, Array]:
@@ -182,6 +202,8 @@ class Gradients:
             shape and dtype holding a copy of the gradient: writing into it does not change
             the store.
         """
+        if t.tape is NONE_TAPE and t._leaf and t.id not in self._parts:
+            _not_taking_part("Gradients.grad", t)
         g = self._data.get(t.id)
         if g is None:
             return None
@@ -256,6 +278,7 @@ class Gradients:
             )
         self._data[t.id] = arr
         self._shared.add(t.id)
+        self._parts.add(t.id)
 
     def retain_leafs(self, ts: Iterable[Tensorlike | int]) -> None:
         """Mark ``ts`` (tensors or ids) as leafs and drop every other gradient now and after
@@ -300,6 +323,7 @@ class Gradients:
                     self._shared.add(k)
         if other._leafs is not None:
             self._leafs = (self._leafs or set()) | other._leafs
+        self._parts |= other._parts
         other._data, other._shared = {}, set()
 
     def __repr__(self) -> str:

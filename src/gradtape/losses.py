@@ -376,7 +376,8 @@ def cross_entropy(
 
     Args:
         logits: float32/float64 tensor of shape ``(N, C)``, unnormalised scores.
-        targets: integers in ``[0, C)`` of shape ``(N,)`` (a list or an integer array), or
+        targets: integers in ``[0, C)`` of shape ``(N,)`` (a list, an integer array or an
+            integer tensor such as ``dev.tensor(labels)``, never differentiated), or
             floats of shape ``(N, C)`` (converted to the logits' dtype; rows need not be
             normalised, the formula above is used as is).
         reduction: ``"mean"`` (default) or ``"sum"`` over the batch.
@@ -399,6 +400,8 @@ def cross_entropy(
     n = x.shape[0]
     t_tensor: Any = targets if targets.__class__ is logits.__class__ else None
     t: Array = t_tensor.data if t_tensor is not None else np.asarray(targets)
+    if t_tensor is not None and t.dtype.kind in "iu":  # class indices as an int64 tensor (torch's)
+        t_tensor = None
     if t.dtype.kind == "f":
         if t.ndim != 2:
             raise DTypeError(

@@ -17,11 +17,12 @@ next, its closures land on the one merged tape.
 
 The recording model (one rule for every front end; CONTRIBUTING.md has the long form)
 --------------------------------------------------------------------------------------
-A tensor *takes part* in recording when it carries a tape (it was traced, or an op
-recorded it), when it is a module parameter (its tape is the :data:`PARAM` marker, set by
-:class:`~gradtape.nn.Module`), or when a context tape watches it (:data:`WATCHED`). Both
-markers are ``NoneTape`` instances: they record nothing themselves. :func:`op_tape` gives
-the tape an op records on from its inputs:
+A tensor *takes part* in recording (requires grad) when it carries a tape (it was traced,
+or an op recorded it), when it is a leaf that requires grad (a module parameter, or a tensor
+made with ``requires_grad=True`` / ``requires_grad_()``: its tape is the :data:`PARAM` marker),
+or when a context tape watches it (:data:`WATCHED`). Both markers are ``NoneTape`` instances:
+they record nothing themselves. :func:`op_tape` gives the tape an op records on from its
+inputs:
 
 - no input takes part: ``NONE_TAPE``; the op records nothing and checks nothing else, so
   untraced inference pays for no bookkeeping;
@@ -29,15 +30,19 @@ the tape an op records on from its inputs:
 - the tapes the inputs carry, merged (dfdx's rule), plus every active ``GradientTape``
   context that watches an input (contexts watch parameters automatically, as TensorFlow's
   tapes watch trainable variables); the output then carries a :class:`TapeSet`;
-- an op whose only taking-part inputs are parameters, while a traced forward pass is live
-  in this thread (a tape made by ``trace``/``leaky_trace`` and not yet executed): a fresh
-  *pending* tape, which joins the traced tape as soon as the output meets traced data.
-  So a parameter that goes through any op before it meets the traced input (BatchNorm's
-  reshaped weight, an attention projection of an untraced key, ``self.scale.exp()`` in a
-  user's module) still gets its gradient, with no ``retaped`` in any layer.
+- an op whose only taking-part inputs are ``PARAM`` leaves: a fresh tape (PyTorch's rule:
+  a tensor that requires grad records whenever grad mode is on), which joins a traced tape
+  as soon as the output meets traced data. So a parameter that goes through any op before
+  it meets the traced input (BatchNorm's reshaped weight, an encoder output computed before
+  the decoder's input is traced, ``self.scale.exp()`` in a user's module) gets its full
+  gradient, with no ``retaped`` in any layer. The tape notes each ``PARAM`` leaf it meets
+  (``_leaves``), so ``Tensor.backward`` adds its gradient into ``.grad``.
 
-Every tensor operand of a recorded op gets its gradient; stores that do not keep a
-tensor's gradient let backward skip the work (:meth:`Gradients.wants`).
+The invariant: a tensor either gets its full gradient through every path to the loss, or
+asking for its gradient raises. Backward computes a gradient for every tensor operand of a
+recorded op (stores that do not keep one let backward skip the work,
+:meth:`Gradients.wants`), but ``Gradients.get`` refuses it for a plain leaf that took no part
+(it may have gone through ops that recorded nothing before it met recorded data).
 """
 
 from __future__ import annotations
@@ -108,36 +113,20 @@ next_id: Callable[[], int] = itertools.count(1).__next__
 
 
 class _State:
-    """One thread's recording state: grad mode, the active context tapes (outermost
-    first), and weak references to the tapes ``trace`` made in this thread (a traced pass is
-    live while its tape exists and has not run; see :func:`op_tape`)."""
+    """One thread's recording state: grad mode and the active context tapes (outermost first)."""
 
-    __slots__ = ("__weakref__", "contexts", "grad_enabled", "traced")
+    __slots__ = ("__weakref__", "contexts", "grad_enabled")
 
     def __init__(self) -> None:
         self.grad_enabled = True
         self.contexts: list[GradientTape] = []
-        self.traced: list[weakref.ref[GradientTape]] = []
 
-    def live(self) -> bool:
-        """Whether a traced pass of this thread is live; forgets the ones that ended."""
-        refs = self.traced
-        alive = [r for r in refs if (t := r()) is not None and t._live()]
-        if len(alive) != len(refs):
-            for _ in range(len(refs) - len(alive)):
-                if _LIVE:
-                    _LIVE.pop()
-            self.traced = alive
-        return bool(alive)
-
-    def __del__(self) -> None:  # the thread ended: it no longer holds modes or traced passes
+    def __del__(self) -> None:  # the thread ended: it no longer holds modes
         try:
             if not self.grad_enabled:
                 _add_modes(-1)
             if self.contexts:
                 _add_modes(-len(self.contexts))
-            for _ in self.traced:
-                _LIVE.pop()
         except Exception:
             pass
 
@@ -157,12 +146,6 @@ _tensor_hooks: dict[int, dict[int, Any]] = {}
 _post_hooks: dict[int, dict[int, Any]] = {}
 _first_use: dict[int, int] = {}  # parameter with a post hook -> the clock when a pass first read it
 _anomaly = False
-
-_PRUNE_AT = 16  # a thread's list of traced tapes is pruned when it grows past this
-_LIVE: list[None] = []
-"""One item per tape in some thread's ``_State.traced`` (appends and pops are atomic, so the
-count needs no lock): empty means no traced pass is live anywhere, and an op on parameters
-alone records nothing without looking at any thread's state (inference)."""
 
 
 def _state() -> _State:
@@ -250,10 +233,10 @@ NONE_TAPE = NoneTape()
 class ParamTape(NoneTape):
     """The marker tape of a module parameter (TensorFlow's trainable variable, PyTorch's
     ``requires_grad`` leaf): untraced, so a parameter is a ``Tensor[S, NoneTape]``, but ops on it
-    record whenever something is recording in the thread (see the module docstring):
-    active ``GradientTape`` contexts watch it automatically, and while a traced forward pass
-    is live an op on parameters alone records on a pending tape. :class:`gradtape.nn.Module`
-    puts it on every tensor attribute that is not a buffer. One instance, :data:`PARAM`."""
+    record whenever grad mode is on (see the module docstring): active ``GradientTape``
+    contexts watch it automatically, and an op on such leaves alone records on a new tape.
+    :class:`gradtape.nn.Module` puts it on every tensor attribute that is not a buffer, and
+    ``requires_grad_()`` on any float leaf. One instance, :data:`PARAM`."""
 
     __slots__ = ()
     _instance: NoneTape | None = None
@@ -343,6 +326,8 @@ class GradientTape(Tape):
         "_ctx",
         "_forward",
         "_gradients",
+        "_leaky",
+        "_leaves",
         "_merged",
         "_ops",
         "_record",
@@ -371,25 +356,13 @@ class GradientTape(Tape):
         self._init(gradients)
         if persistent or not watch_accessed_variables:
             self._ctx = _Ctx(bool(persistent), bool(watch_accessed_variables))
-        self._go_live()
-
-    def _go_live(self) -> None:
-        """Count this tape as a live traced pass of this thread (ops on parameters then record;
-        see op_tape) until it has run, enters a ``with`` block, or is freed."""
-        st = _state()
-        st.traced.append(weakref.ref(self))
-        _LIVE.append(None)
-        if len(st.traced) > _PRUNE_AT:
-            st.live()
-
-    def _live(self) -> bool:
-        return self._ctx is None and not self._root()._consumed
 
     @classmethod
-    def _traced(cls, gradients: Gradients) -> GradientTape:
-        """The tape ``Tensor.trace`` makes: ``GradientTape(gradients)`` without the argument
-        checks, ``_init`` and ``_go_live`` inlined (once per training step, on the MLP step's
-        path)."""
+    def _traced(cls, gradients: Gradients | None, tid: int | None = None) -> GradientTape:
+        """The tape ``Tensor.trace`` makes for the tensor of id ``tid``: ``GradientTape(gradients)``
+        without the argument checks, ``_init`` inlined (once per training step, on the MLP
+        step's path). ``gradients=None`` (``leaky_trace``): the store is made when first asked
+        for or at backward, a leaky one, so that merging many traced tapes makes no stores."""
         t: GradientTape = object.__new__(cls)
         ops: list[_Entry] = []
         t._ops = ops
@@ -397,15 +370,8 @@ class GradientTape(Tape):
         t._forward = t._stores = t._ctx = None
         t._consumed = t._merged = t._retained = False
         t._gradients = gradients
-        try:
-            st: _State = _tls.state
-        except AttributeError:
-            st = _state()
-        refs = st.traced
-        refs.append(weakref.ref(t))
-        _LIVE.append(None)
-        if len(refs) > _PRUNE_AT:  # forget passes that ended (amortised: a training loop
-            st.live()  # traces once per step and never asks)
+        t._leaky = gradients is None
+        t._leaves = {} if tid is None else {tid: None}
         return t
 
     def _init(self, gradients: Gradients | None) -> None:
@@ -419,13 +385,22 @@ class GradientTape(Tape):
         self._merged = False  # True once append() interleaved another tape's closures
         self._retained = False  # True once run with retain_graph (see _backprop)
         self._gradients: Gradients | None = gradients
-        self._stores: list[Gradients] | None = None  # other stores merged in (see execute)
+        # other stores merged in (see execute), by id(): merging stays O(1) however many
+        self._stores: dict[int, Gradients] | None = None
         self._ctx = None  # set once used as a context (TensorFlow's front end)
+        self._leaky = False  # a leaky_trace() tape: its store, made late, keeps every gradient
+        # The leaves that take part in this tape's pass: module parameters and tensors made
+        # with requires_grad (id -> the tensor, whose .grad backward fills) and traced tensors
+        # (id -> None). Their gradients are complete (every op on them recorded); a plain
+        # leaf's is not asked for (see Gradients.get).
+        self._leaves: dict[int, Tensor[Any, Any] | None] = {}
 
     @classmethod
     def _pending(cls) -> GradientTape:
-        """A tape for ops on parameters alone while a traced pass is live: no store of its own
-        (it takes the store of the traced tape it is merged into) and not itself live."""
+        """A tape for ops whose only taking-part inputs are leaves that require grad (module
+        parameters, ``requires_grad=True`` tensors): no store of its own (it takes the store of
+        a traced tape it is merged into; PyTorch's ``loss.backward()`` makes one that keeps the
+        leaves' gradients)."""
         t = object.__new__(cls)
         t._init(_NO_STORE)
         return t
@@ -439,6 +414,7 @@ class GradientTape(Tape):
             from gradtape.gradients import Gradients
 
             root._gradients = Gradients.leaky()
+            root._leaky = False
         return root._gradients
 
     def _root(self) -> GradientTape:
@@ -506,15 +482,21 @@ class GradientTape(Tape):
         dst._merged = True
         src._ops = []
         src._record = dst._push
-        for store in (src._gradients, *(src._stores or ())):
-            if store is None or store is dst._gradients or any(store is s for s in dst._stores or ()):
-                continue
-            if dst._gradients is None:
-                dst._gradients = store
-            else:
+        if len(src._leaves) > len(dst._leaves):
+            dst._leaves, src._leaves = src._leaves, dst._leaves
+        dst._leaves.update(src._leaves)
+        src._leaves = {}
+        dst._leaky = dst._leaky or src._leaky
+        if src._gradients is not None or src._stores:
+            for store in (src._gradients, *(src._stores.values() if src._stores else ())):
+                if store is None or store is dst._gradients:
+                    continue
+                if dst._gradients is None:
+                    dst._gradients = store
+                    continue
                 if dst._stores is None:
-                    dst._stores = []
-                dst._stores.append(store)
+                    dst._stores = {}
+                dst._stores[id(store)] = store
         src._gradients, src._stores = None, None
         src._forward = dst
 
@@ -542,6 +524,7 @@ class GradientTape(Tape):
         retain: bool,
         op: str,
         into: Gradients | None = None,
+        to_grad: bool = False,
     ) -> Gradients:
         """Backpropagate: add ``seeds`` (``(tensor id, gradient)``) to the store, run every
         recorded entry newest first, and return the store (see :meth:`execute`).
@@ -549,7 +532,12 @@ class GradientTape(Tape):
         ``retain``: keep the entries (and do not consume the tape), so the same forward
         pass can be differentiated again (PyTorch's ``retain_graph``). ``into``: run into
         this store instead of the tape's own stores (functional ``grad``, which leaves the
-        stores alone).
+        stores alone). ``to_grad``: also add each taking-part leaf's gradient into its
+        ``.grad`` (PyTorch's ``loss.backward()``).
+
+        A tape with no store (ops on parameters or ``requires_grad`` tensors only, PyTorch's
+        spelling) runs into a new one that keeps the gradients of the leaves that take part;
+        a ``leaky_trace()`` tape into a new leaky one.
 
         Raises:
             TapeError: the tape was already executed (``op`` names the call in the message).
@@ -561,12 +549,14 @@ class GradientTape(Tape):
                 "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
             )
         rerun = tape._retained  # run before: the stores hold the last run's gradients
+        leaves = tape._leaves
         if retain:
             ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
             tape._retained = True
         else:
             tape._consume()
             ops, tape._ops = tape._ops, []
+            tape._leaves = {}
             if tape._merged:
                 ops.sort(key=_op_time)
         run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
@@ -577,21 +567,48 @@ class GradientTape(Tape):
             return into
         stores = tape._stores
         grads = tape._gradients
+        made = grads is None  # a store of our own: .grad may take its arrays without a copy
         if grads is None:
             from gradtape.gradients import Gradients
 
-            grads = tape._gradients = Gradients.leaky()
-        if not stores and not retain and not rerun and not _anomaly:
+            grads = Gradients()
+            if not tape._leaky:  # PyTorch's spelling: keep the leaves' gradients only
+                grads._leafs = set(leaves)
+            tape._gradients = grads
+        elif tape._leaky:  # a leaky_trace() tape merged into a pass with a store: its leaky store too
+            from gradtape.gradients import Gradients
+
+            if stores is None:
+                stores = tape._stores = {}
+            leaky = Gradients.leaky()
+            stores[id(leaky)] = leaky
+        tape._leaky = False
+        grads._parts.update(leaves)
+        if (
+            not stores
+            and not retain
+            and not rerun
+            and not _anomaly
+            and (made or not to_grad or _store_fits(grads, leaves))
+        ):  # one store, run once, and (for .grad) keeping the leaves' gradients and no earlier ones
             if grads._transient:
                 grads._end_transient()
             for i, g in seeds:
                 grads._accum(i, g)
             run(ops, grads, False)
+            if to_grad:
+                _deposit(leaves, grads, made)
             return grads
         # several stores, or a pass run more than once: run into a fresh working store, so an
         # intermediate's gradient kept from an earlier run is not fed into this one, and add
         # the results to what each store keeps (leafs accumulate, as PyTorch's .grad)
-        return _run_into_stores(ops, [grads, *(stores or ())], seeds, keep=retain)
+        all_stores = [grads, *(stores.values() if stores else ())]
+        for s in all_stores[1:]:
+            s._parts.update(leaves)
+        first, work = _run_into_stores(ops, all_stores, seeds, keep=retain, extra=leaves if to_grad else None)
+        if to_grad:
+            _deposit(leaves, work, False)
+        return first
 
     def _consume(self) -> None:
         self._consumed = True
@@ -1039,11 +1056,59 @@ def _checking_store() -> Gradients:
     return working_store()
 
 
+def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
+    """Whether a pass into ``store`` alone leaves each leaf tensor's gradient of this pass in
+    it, for ``.grad``: the store keeps it (``retain_leafs`` did not leave it out, so backward
+    computes it) and held none before (a leaky store accumulating over passes)."""
+    data, keep = store._data, store._leafs
+    for i, t in leaves.items():
+        if t is not None and (i in data or (keep is not None and i not in keep)):
+            return False
+    return True
+
+
+def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned: bool) -> None:
+    """Add the gradient ``store`` holds for each leaf tensor of ``leaves`` into its ``.grad``
+    (PyTorch's accumulation): the first gradient becomes ``.grad`` (the store's own array when
+    ``owned``, marked shared there so the store copies before writing it; a copy otherwise),
+    later ones are added in place."""
+    data = store._data
+    for tid, t in leaves.items():
+        if t is None:
+            continue
+        g = data.get(tid)
+        if g is None:
+            continue
+        try:
+            cur = t._grad
+        except AttributeError:
+            cur = None
+        if cur is None:
+            if owned and g.flags.writeable:
+                store._shared.add(tid)
+                arr = g
+            else:
+                arr = np.array(g, copy=True)
+            t._grad = t._like(arr)
+        else:
+            cd = cur.data
+            if cd.flags.writeable and cd.shape == g.shape and cd.dtype == g.dtype:
+                np.add(cd, g, out=cd)
+            else:
+                t._grad = t._like(np.asarray(cd + g, dtype=t.dtype))
+
+
 def _run_into_stores(
-    ops: list[_Entry], stores: list[Gradients], seeds: Sequence[tuple[int, Array]], keep: bool
-) -> Gradients:
+    ops: list[_Entry],
+    stores: list[Gradients],
+    seeds: Sequence[tuple[int, Array]],
+    keep: bool,
+    extra: dict[int, Any] | None = None,
+) -> tuple[Gradients, Gradients]:
     """Run ``ops`` once into a working store that keeps what any of ``stores`` keeps, then
     give each store the gradients it keeps (added to what it holds: stores accumulate).
+    ``extra``: ids the working store keeps too (the leaves whose ``.grad`` backward fills).
+    Returns ``(first store, working store)``.
 
     The first store, which ``execute`` returns, also holds what the others keep, for this
     pass only (until its next pass starts): ``grads = loss.backward()`` then has the gradient
@@ -1056,22 +1121,26 @@ def _run_into_stores(
             s._end_transient()
     work = Gradients() if not _anomaly else _checking_store()
     keep_all = any(s._leafs is None for s in stores)
-    work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores))
+    work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores), extra or ())
     for i, g in seeds:
         work._accum(i, g)
     run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
     run(ops, work, keep)
     first = stores[0]
+    everything = [s for s in stores if s._leafs is None]
+    some = [s for s in stores if s._leafs is not None]
     for i, g in work._data.items():
-        takers = [s for s in stores if s._leafs is None or i in s._leafs]
-        if takers and not any(s is first for s in takers):
+        takers = everything + [s for s in some if i in s._leafs]  # type: ignore[operator]
+        if not takers:
+            continue
+        if not any(s is first for s in takers):
             takers.append(first)
             if first._transient is None:
                 first._transient = set()
             first._transient.add(i)
         for s in takers:
             s._take(i, g, shared=len(takers) > 1 or i in work._shared)
-    return first
+    return first, work
 
 
 def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tensor[Any, Any]]]:
@@ -1216,7 +1285,7 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
     tapes behave the same in every op and every layer.
     """
     owned: Tape = NONE_TAPE
-    param = False
+    params: list[Tensor[Any, Any]] | None = None
     for t in ts:
         tp = t.tape
         if tp is NONE_TAPE:
@@ -1224,7 +1293,10 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
         if not direct:  # a grad mode or a context tape somewhere
             return _resolve(ts)
         if tp is PARAM:
-            param = True
+            if params is None:
+                params = [t]
+            else:
+                params.append(t)
             if _post_hooks and t.id in _post_hooks:
                 _first_use.setdefault(t.id, next_id())
         elif tp.__class__ is GradientTape:
@@ -1232,11 +1304,19 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
                 owned = tp if owned is NONE_TAPE else _merge_owned(owned, tp)
         else:  # WATCHED, a TapeSet, a user's tape class
             return _resolve(ts)
-    # parameters (and owned tapes), nothing else in play anywhere: the owned tape, else a
-    # pending tape while this thread has a live traced pass, else nothing (inference)
-    if owned is NONE_TAPE and param and _LIVE and _state().live():
-        return GradientTape._pending()
+    if params is not None:  # leaves that require grad: they record, on a new tape if none
+        return _with_leaves(owned, params)
     return owned
+
+
+def _with_leaves(owned: Tape, params: list[Tensor[Any, Any]]) -> GradientTape:
+    """``owned`` (a new tape if ``NONE_TAPE``) noting ``params`` as leaves of its pass, whose
+    ``.grad`` backward fills."""
+    tape = GradientTape._pending() if owned is NONE_TAPE else owned._root()  # type: ignore[attr-defined]
+    leaves = tape._leaves
+    for p in params:
+        leaves[p.id] = p
+    return tape
 
 
 def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
@@ -1277,8 +1357,8 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
                 for t in ts:
                     if t.tape is PARAM:
                         cc.watched_tensors.setdefault(t.id, t)
-    if owned is NONE_TAPE and param and _LIVE and st.live():
-        owned = GradientTape._pending()
+    if param:
+        owned = _with_leaves(owned, [t for t in ts if t.tape is PARAM])
     if _anomaly and (ctx or owned is not NONE_TAPE):
         from gradtape.hooks import anomaly_forward
 

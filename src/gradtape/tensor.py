@@ -80,7 +80,7 @@ class Tensor(Generic[S, T_co]):
         DTypeError: the dtype is none of the above (float16, complex, object, strings).
     """
 
-    __slots__ = ("_leaf", "data", "device", "id", "tape")
+    __slots__ = ("__weakref__", "_grad", "_leaf", "data", "device", "id", "tape")
 
     # numpy defers to Tensor's reflected operators (``np.float64(2) * t`` is ``t.__rmul__``)
     # instead of converting the tensor to an array and silently dropping its tape.
@@ -302,7 +302,7 @@ class Tensor(Generic[S, T_co]):
         kind = (
             "OwnedTape"
             if tape.OWNS_TAPE
-            else "NoneTape, parameter"
+            else "NoneTape, requires_grad"
             if tape is PARAM
             else "NoneTape, watched"
             if tape is WATCHED
@@ -321,17 +321,22 @@ class Tensor(Generic[S, T_co]):
         """
         t = _new(Tensor)
         t.data, t.device, t.id = self.data, self.device, self.id
-        t.tape = GradientTape._traced(gradients)
+        t.tape = GradientTape._traced(gradients, self.id)
         t._leaf = True
+        gradients._parts.add(self.id)
         return t
 
     realize = _realize  # dfdx's realize: a run-time checked change of the shape type (shapes.py)
 
     def leaky_trace(self) -> Tensor[S, OwnedTape]:
-        """:meth:`trace` into a fresh ``Gradients.leaky()`` (keeps every gradient)."""
-        from gradtape.gradients import Gradients
-
-        return self.trace(Gradients.leaky())
+        """:meth:`trace` into a fresh ``Gradients.leaky()`` (keeps every gradient), made when
+        backward runs or ``t.tape.gradients`` is first read: tracing and merging many such
+        tensors make no stores (O(1) each)."""
+        t = _new(Tensor)
+        t.data, t.device, t.id = self.data, self.device, self.id
+        t.tape = GradientTape._traced(None, self.id)
+        t._leaf = True
+        return t
 
     def split_tape(self) -> tuple[Tensor[S, NoneTape], T_co]:
         """Return ``(this tensor without a tape, the tape an op on it records on)``; the tensor
@@ -340,9 +345,9 @@ class Tensor(Generic[S, T_co]):
         With :meth:`put_tape` this is how a hand-written op takes the tape from its input,
         records its backward closure and hands the tape on to its output. The tape is the
         one gradtape's own ops would record on (:func:`gradtape.tape.op_tape`): the tensor's
-        own tape for a traced tensor; for a module parameter, the pending tape of a live
-        traced pass or the context tapes that watch it; ``NoneTape`` when nothing records
-        (untraced inference, ``no_grad``), so the closure is then dropped.
+        own tape for a traced tensor; for a leaf that requires grad (a module parameter), a
+        new tape or the context tapes that watch it; ``NoneTape`` when nothing records (a
+        plain tensor, ``no_grad``), so the closure is then dropped.
         """
         t = _new(Tensor)
         t.data, t.device, t.id, t.tape = self.data, self.device, self.id, NONE_TAPE
@@ -430,28 +435,120 @@ class Tensor(Generic[S, T_co]):
         return t
 
     @property
+    def grad(self) -> Tensor[S, NoneTape] | None:
+        """The gradient ``backward()`` accumulated into this tensor (PyTorch's ``.grad``):
+        ``None`` until the first ``backward()`` that reaches it, then an untraced tensor of this
+        tensor's shape and dtype that each later ``backward()`` adds to (in place), until
+        ``opt.zero_grad()`` / ``model.zero_grad()`` (or ``t.grad = None``) clears it.
+
+        Filled for the leaves that require grad: tensors made with ``requires_grad=True`` or
+        :meth:`requires_grad_`, and module parameters. A non-leaf (an op's output) keeps
+        ``None``, as in PyTorch, and reading it warns (``UserWarning``); read its gradient from
+        the store ``backward()`` returns, or with :meth:`register_hook`. Assignable: a tensor (or
+        numpy array) of this tensor's shape and dtype, or ``None``.
+
+        Raises:
+            ShapeError, DTypeError: (on assignment) the value's shape or dtype is not this tensor's.
+            TypeError: (on assignment) the value is neither a tensor, an array nor ``None``.
+        """
+        try:
+            g: Tensor[S, NoneTape] | None = self._grad
+        except AttributeError:
+            g = None
+        if g is None and not self._leaf and self.tape.OWNS_TAPE:
+            import warnings
+
+            warnings.warn(
+                f"grad: tensor of shape {self.shape} is not a leaf (an op made it), so backward() does not fill "
+                "its .grad; read its gradient from the store backward() returns (grads.get(t)) or with "
+                "t.register_hook(fn)",
+                UserWarning,
+                stacklevel=2,
+            )
+        return g
+
+    @grad.setter
+    def grad(self, value: Tensor[S, Any] | Array | None) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if isinstance(value, np.ndarray):
+            value = self._like(value)
+        if not isinstance(value, Tensor):
+            raise TypeError(f"grad: assigned value must be a Tensor, an array or None, got {type(value).__name__}")
+        if value.shape != self.shape:
+            from gradtape.errors import ShapeError
+
+            raise ShapeError(f"grad: assigned gradient has shape {value.shape}, the tensor has shape {self.shape}")
+        if value.dtype != self.dtype:
+            raise DTypeError(f"grad: assigned gradient has dtype {value.dtype}, the tensor has dtype {self.dtype}")
+        self._grad = value
+
+    @property
     def requires_grad(self) -> bool:
         """Whether gradients flow into this tensor (PyTorch's ``requires_grad``): it carries a
-        tape (traced, or the output of a recorded op), or it is a module parameter or a
-        watched tensor. An op on tensors that all have ``requires_grad == False`` records
-        nothing."""
+        tape (traced, or the output of a recorded op), or it is a leaf that requires grad (a
+        module parameter, a tensor made with ``requires_grad=True`` or :meth:`requires_grad_`)
+        or a watched tensor. An op on tensors that all have ``requires_grad == False`` records
+        nothing; an op with one input that has it records (while grad mode is on)."""
         tape = self.tape
         return tape is not NONE_TAPE and (tape.OWNS_TAPE or tape is PARAM or tape is WATCHED)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor[S, T_co]:
+        """Set whether this leaf requires grad, in place, and return it (PyTorch's
+        ``Tensor.requires_grad_``).
+
+        ``True``: every op on it records while grad mode is on (its tape becomes the marker
+        :data:`gradtape.tape.PARAM`, the tape module parameters carry), and ``backward()``
+        accumulates its gradient into :attr:`grad`. ``False``: it takes no part from now on (a
+        frozen parameter: optimizers skip it, as its ``.grad`` stays ``None``).
+
+        Raises:
+            TapeError: the tensor is the output of a recorded op (use ``detach()``, as PyTorch
+                says), or it is traced (its tape records already; make the untraced tensor
+                require grad instead). The result of an op that recorded nothing is a leaf here,
+                as in PyTorch.
+            DTypeError: ``True`` for a tensor that is not float32/float64 (PyTorch: "only
+                Tensors of floating point dtype can require gradients").
+        """
+        tape = self.tape
+        if tape.OWNS_TAPE:
+            if not self._leaf:
+                raise TapeError(
+                    f"requires_grad_: tensor of shape {self.shape} is not a leaf (a recorded op made it); only "
+                    "leaves' requires_grad can be changed; use t.detach().requires_grad_() for a new leaf"
+                )
+            raise TapeError(
+                f"requires_grad_: tensor of shape {self.shape} is traced (it carries a tape); set requires_grad "
+                "on the tensor before tracing it"
+            )
+        if requires_grad:
+            if self.data.dtype.kind != "f":
+                raise DTypeError(
+                    f"requires_grad_: only float tensors can require gradients; this one has dtype "
+                    f"{self.dtype} (shape {self.shape})"
+                )
+            if tape is NONE_TAPE or tape is WATCHED:
+                self.tape = PARAM
+                self._leaf = True  # an untraced op's result is a leaf once it requires grad (PyTorch's)
+        elif tape is PARAM or tape is WATCHED:
+            self.tape = NONE_TAPE
+        return self
+
     @overload
     def backward(
-        self: Tensor[tuple[()], OwnedTape],
+        self: Tensor[tuple[()], Tape],
         gradient: None = None,
         retain_graph: bool = False,
         create_graph: bool = False,
     ) -> Gradients: ...
     @overload
     def backward(
-        self: Tensor[S2, OwnedTape], gradient: Tensor[S2, Tape], retain_graph: bool = False, create_graph: bool = False
+        self: Tensor[S2, Tape], gradient: Tensor[S2, Tape], retain_graph: bool = False, create_graph: bool = False
     ) -> Gradients: ...
     @overload
     def backward(
-        self: Tensor[Any, OwnedTape], gradient: Array, retain_graph: bool = False, create_graph: bool = False
+        self: Tensor[Any, Tape], gradient: Array, retain_graph: bool = False, create_graph: bool = False
     ) -> Gradients: ...
     def backward(self, gradient: Any = None, retain_graph: bool = False, create_graph: bool = False) -> Gradients:
         """Run backpropagation from this tensor and return the filled :class:`Gradients`.
@@ -475,13 +572,29 @@ class Tensor(Generic[S, T_co]):
                 values too (accumulated, as always).
 
         Raises:
-            TapeError: the tensor has no tape (``NoneTape``; trace an input first), is not a
-                scalar and no ``gradient`` is given, its tape was already run, only
-                ``GradientTape`` contexts recorded it (use ``tape.gradient``), or (with
-                ``create_graph``) an op on the path has no differentiable backward.
+            TapeError: the tensor does not require grad (nothing recorded it: no input of the
+                ops that made it required grad, or grad mode was off), has more than one
+                element and no ``gradient`` is given, its tape was already run (a second
+                backward without ``retain_graph=True``), only ``GradientTape`` contexts
+                recorded it (use ``tape.gradient``), or (with ``create_graph``) an op on the
+                path has no differentiable backward.
             ShapeError: ``gradient``'s shape is not this tensor's.
             DTypeError: ``gradient`` is not numeric.
+
+        Every leaf of the pass that requires grad (module parameters, tensors made with
+        ``requires_grad=True``) also gets its gradient added into its :attr:`grad` (PyTorch's
+        accumulation; ``opt.zero_grad()`` clears it); the returned store is dfdx's spelling of
+        the same numbers.
         """
+        tape = self.tape
+        if tape is NONE_TAPE or tape is PARAM or tape is WATCHED:
+            raise TapeError(
+                f"backward: tensor of shape {self.shape} does not require grad and has no grad_fn: nothing "
+                f"recorded it{' (it is a leaf: backward starts at a result)' if tape is not NONE_TAPE else ''}. "
+                "Make an input require grad (dev.tensor(x, requires_grad=True), t.requires_grad_(), or a module "
+                "parameter), or trace one (x.trace(grads) / x.leaky_trace()), and run the forward pass outside "
+                "no_grad()"
+            )
         tape = owned_tape(self, "backward")
         if create_graph:
             return _backward_create_graph(self, tape, gradient)
@@ -490,15 +603,15 @@ class Tensor(Generic[S, T_co]):
 
             check_loss(self)
         if gradient is None:
-            if self.data.shape != ():
+            if self.data.size != 1:
                 raise TapeError(
-                    f"backward: needs a scalar (shape ()) or a gradient= seed of shape {self.shape}, "
-                    f"got shape {self.shape} and no gradient; reduce with .sum() or .mean(), or pass gradient"
+                    f"backward: grad can be implicitly created only for one-element outputs; got shape "
+                    f"{self.shape} and no gradient; reduce with .sum() or .mean(), or pass gradient= of that shape"
                 )
             seed = np.ones_like(self.data)
         else:
             seed = seed_array("backward", self, gradient, "gradient")
-        grads = tape._backprop([(self.id, seed)], retain=retain_graph, op="backward")
+        grads = tape._backprop([(self.id, seed)], retain=retain_graph, op="backward", to_grad=True)
         grads.drop_non_leafs()
         return grads
 

@@ -26,8 +26,11 @@ class Device(Protocol):
     ``Tensor[Rank2[L[3], L[4]], NoneTape]`` type-checks and ``dev.zeros((3, 5))`` does not.
     """
 
-    def tensor(self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> Tensor[Any, NoneTape]:
-        """A tensor holding a copy of ``data`` (nested lists or an array)."""
+    def tensor(
+        self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None, requires_grad: bool = False
+    ) -> Tensor[Any, NoneTape]:
+        """A tensor holding a copy of ``data`` (nested lists or an array), a leaf that
+        requires grad with ``requires_grad=True`` (``torch.tensor``'s dtype inference)."""
         ...
 
     def zeros(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:

@@ -179,30 +179,49 @@ class Cpu:
     def _wrap(self, data: Array) -> Tensor[Any, NoneTape]:
         return Tensor(data, self, NONE_TAPE)
 
-    def tensor(self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None) -> Tensor[Any, NoneTape]:
-        """A new untraced tensor holding a copy of ``data``.
+    def tensor(
+        self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None, requires_grad: bool = False
+    ) -> Tensor[Any, NoneTape]:
+        """A new leaf tensor holding a copy of ``data`` (PyTorch's ``torch.tensor``).
 
         Args:
             data: nested lists of numbers, a numpy array, or a tensor.
-            dtype: float32 or float64; by default ``data``'s own dtype when it is a float32
-                or float64 numpy array, else float32 (as ``torch.tensor``).
+            dtype: float32, float64, bool or an integer dtype. By default as ``torch.tensor``
+                infers it: a numpy array (or tensor) keeps its dtype (float16 becomes float32);
+                Python floats give float32, Python ints int64, Python bools bool.
+            requires_grad: make it a leaf that requires grad (PyTorch's ``requires_grad=True``,
+                :meth:`Tensor.requires_grad_`): every op on it records while grad mode is on and
+                ``backward()`` fills its ``.grad``. Float dtypes only.
 
         Raises:
-            DTypeError: ``dtype`` (or ``data``'s dtype) is neither float32 nor float64.
+            DTypeError: ``dtype`` (or ``data``'s dtype) is none of the above (complex, strings,
+                objects), or ``requires_grad`` for a bool or integer tensor.
         """
         if dtype is None and type(data) is np.ndarray:  # the common case: a float batch
             dt = data.dtype
             if dt is _FLOATS[0] or dt is _FLOATS[1]:
-                return self._wrap(data.copy())
+                t = self._wrap(data.copy())
+                return t.requires_grad_() if requires_grad else t
         if isinstance(data, Tensor):
             data = data.data
         given = isinstance(data, (np.ndarray, np.generic))
         arr = np.asarray(data)
-        if arr.dtype.kind not in "biuf":
-            raise DTypeError(f"tensor: cannot make a float tensor from dtype {arr.dtype}")
+        kind = arr.dtype.kind
+        if kind not in "biuf":
+            raise DTypeError(f"tensor: cannot make a tensor from dtype {arr.dtype} (shape {arr.shape})")
         if dtype is None:
-            dtype = arr.dtype if given and arr.dtype in _FLOATS else np.float32
-        return self._wrap(np.array(arr, dtype=as_float_dtype(dtype), copy=True, order="C"))
+            if kind == "f":
+                dt = arr.dtype if given and arr.dtype in _FLOATS else np.dtype(np.float32)
+            elif kind == "b" or given:
+                dt = arr.dtype  # bool, or a numpy integer array's own dtype
+            else:
+                dt = np.dtype(np.int64)  # Python ints, as torch.tensor([1, 2]) is int64
+        else:
+            dt = np.dtype(dtype)
+            if dt.kind not in "biu":
+                dt = as_float_dtype(dt)
+        t = self._wrap(np.array(arr, dtype=dt, copy=True, order="C"))
+        return t.requires_grad_() if requires_grad else t
 
     def from_numpy(self, array: Array) -> Tensor[Any, NoneTape]:
         """A new untraced leaf tensor on this device holding ``array`` itself: no copy (as

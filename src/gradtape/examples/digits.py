@@ -54,7 +54,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
-from gradtape import Cpu, Rank2, Tape, Tensor, nn, optim
+from gradtape import Cpu, Rank2, Tape, Tensor, nn, no_grad, optim
 from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
@@ -183,6 +183,7 @@ def build_optimizer(name: str, model: nn.Module, lr: float) -> optim.Optimizer:
     raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
 
 
+@no_grad()
 def evaluate(model: MLP | CNN, dev: Cpu, x: Array, y: Array, batch_size: int = 512) -> tuple[float, float]:
     """``(mean cross-entropy loss, accuracy)`` of ``model`` on images ``x (n, 64)`` and
     labels ``y (n,)``, untraced (no tape, no gradients), in eval mode (the model's mode is

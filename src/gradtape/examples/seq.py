@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from gradtape import Cpu, ShapeError, Tensor, checkpoint, nn, optim
+from gradtape import Cpu, ShapeError, Tensor, checkpoint, nn, no_grad, optim
 from gradtape.examples._cli import nonnegative_float, nonnegative_int, positive_int
 from gradtape.losses import cross_entropy
 
@@ -212,8 +212,8 @@ class CharTransformer(nn.Module):
         self.head = nn.Linear(width, vocab_size, dev=dev)
 
     def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """Logits ``(B, L, V)`` for codes ``x (B, L)`` (a tensor holding integers; a traced
-        one makes the pass record, as :class:`~gradtape.nn.Embedding` explains)."""
+        """Logits ``(B, L, V)`` for codes ``x (B, L)`` (an int64 tensor, as PyTorch's
+        ``nn.Embedding`` takes; the embedding tables require grad, so the pass records)."""
         if x.ndim != 2:
             raise ShapeError(f"CharTransformer: expected codes of shape (B, L), got {x.shape}")
         length = x.shape[1]
@@ -222,9 +222,7 @@ class CharTransformer(nn.Module):
                 f"CharTransformer: codes of shape {x.shape}: sequence length {length} > context {self.context}"
             )
         h = self.tok(x)
-        # the positions ride on the batch's tape, so the position table trains too
-        positions = x.device.tensor(np.arange(length, dtype=x.dtype)).put_tape(h.tape)
-        h = h + self.pos(positions)
+        h = h + self.pos(x.device.tensor(np.arange(length)))
         mask = causal_mask(length)
         for block in self.blocks:
             h = checkpoint(block, h, mask) if self.use_checkpoint else block(h, mask)
@@ -294,6 +292,7 @@ def _windows(codes: Array, starts: Array, length: int) -> tuple[Array, Array]:
     return codes[offsets], codes[offsets + 1]
 
 
+@no_grad()
 def evaluate(model: CharModel, dev: Cpu, codes: Array, context: int, max_windows: int = 64) -> float:
     """Mean next-character cross-entropy (nats) of ``model`` on ``codes``, over up to
     ``max_windows`` evenly spaced, non-overlapping windows of length ``context`` (untraced)."""
@@ -302,12 +301,13 @@ def evaluate(model: CharModel, dev: Cpu, codes: Array, context: int, max_windows
     x, y = _windows(codes, starts, context)
     total = 0.0
     for lo in range(0, len(starts), 16):
-        logits = model(dev.tensor(x[lo : lo + 16].astype(np.float32)))
+        logits = model(dev.tensor(x[lo : lo + 16]))
         v = logits.shape[-1]
         total += cross_entropy(logits.reshape((-1, v)), y[lo : lo + 16].reshape(-1), reduction="sum").item()
     return total / y.size
 
 
+@no_grad()
 def generate(model: CharModel, dev: Cpu, prompt: Array, n: int, temperature: float = 0.8, seed: int = 0) -> list[int]:
     """``n`` codes sampled after ``prompt`` (int codes, at least one): each from the softmax of
     the last position's logits divided by ``temperature`` (0: arg-max), the model seeing the
@@ -324,7 +324,7 @@ def generate(model: CharModel, dev: Cpu, prompt: Array, n: int, temperature: flo
     codes = [int(c) for c in prompt]
     out: list[int] = []
     for _ in range(n):
-        window = np.asarray(codes[-model.context :], np.float32)[None, :]
+        window = np.asarray(codes[-model.context :], np.int64)[None, :]
         logits = model(dev.tensor(window)).numpy()[0, -1].astype(np.float64)
         if temperature == 0:
             nxt = int(logits.argmax())
@@ -412,7 +412,6 @@ def train(
         net = CharTransformer(len(corpus.vocab), context, layers=layers, dev=dev, checkpoint=checkpoint)
     params = net.parameters()
     opt = optim.AdamW(param_groups(net), lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
-    grads = net.alloc_grads()
     rng = np.random.default_rng(seed)
     warmup = max(1, steps // 10)
     losses: list[float] = []
@@ -427,12 +426,12 @@ def train(
             opt.lr = lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
         starts = rng.integers(0, len(corpus.train) - context - 1, batch_size)
         x, y = _windows(corpus.train, starts, context)
-        logits = net(dev.tensor(x.astype(np.float32)).trace(grads))
+        opt.zero_grad()
+        logits = net(dev.tensor(x))  # int64 codes, as torch.tensor gives
         loss = cross_entropy(logits.reshape((-1, len(corpus.vocab))), y.reshape(-1))
-        grads = loss.backward()
-        optim.clip_grad_norm_(params, grads, 1.0)
-        opt.step(grads)
-        net.zero_grads(grads)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
         running += loss.item()
         if (step + 1) % log_every == 0 or step + 1 == steps:
             done = (step % log_every) + 1

@@ -1,16 +1,17 @@
-"""Containers: :class:`Sequential` and :class:`Residual`."""
+"""Containers: :class:`Sequential`, :class:`Residual`, :class:`ModuleList` and :class:`ModuleDict`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+import operator
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import TYPE_CHECKING, Any, Self, SupportsIndex, TypeVar, overload
 
 from gradtape.nn.module import Module
 from gradtape.shapes import AnyShape
 from gradtape.tape import Tape
 from gradtape.tensor import Tensor
 
-__all__ = ["Residual", "Sequential"]
+__all__ = ["ModuleDict", "ModuleList", "Residual", "Sequential"]
 
 S = TypeVar("S")
 T = TypeVar("T", bound=Tape)
@@ -88,3 +89,305 @@ class Residual(Module):
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
+
+
+def _check_module(owner: str, what: str, m: object) -> Module:
+    """``m`` if it is a :class:`Module`.
+
+    Raises:
+        TypeError: it is not (the message names ``owner``, ``what`` and ``m``'s type).
+    """
+    if not isinstance(m, Module):
+        raise TypeError(f"{owner}: {what} is a {type(m).__name__}, not a Module")
+    return m
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are discovered (PyTorch's ``nn.ModuleList``):
+    parameters are named ``<index>.<name>``, so a model's ``self.layers = ModuleList(...)``
+    names them ``layers.0.weight``, ``layers.1.weight``, ... as PyTorch's ``state_dict`` does.
+    Indices are renumbered after ``del`` and ``insert``, as in PyTorch.
+
+    A plain ``list`` attribute of modules is discovered the same way (see :class:`Module`);
+    ``ModuleList`` adds PyTorch's spelling and checks every item is a module when it is
+    added. It has no ``forward``: iterate over it in the owner's ``forward``. Items are typed
+    :class:`Module` (their calls are ``Any``), as for :class:`Sequential`.
+
+    Unlike PyTorch, ``None`` items are refused (a ``TypeError`` like any non-module).
+
+    Raises:
+        TypeError: an item is not a :class:`Module`, or ``modules`` is not iterable.
+    """
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        self._modules: list[Module] = []
+        if modules is not None:
+            self.extend(modules)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The children of public attributes (a subclass's own, as for any :class:`Module`),
+        then ``(str(index), module)`` for each item."""
+        yield from super().named_children()
+        for i, m in enumerate(self._modules):
+            yield str(i), m
+
+    def _collect_parameters(self, out: list[Tensor[Any, Any]], seen: set[int]) -> None:
+        super()._collect_parameters(out, seen)
+        for m in self._modules:
+            m._collect_parameters(out, seen)
+
+    def _index(self, idx: SupportsIndex) -> int:
+        """``idx`` as a non-negative index into the list (PyTorch's ``_get_abs_string_index``).
+
+        Raises:
+            TypeError: ``idx`` is not an integer.
+            IndexError: it is out of range.
+        """
+        i = operator.index(idx)
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"ModuleList: index {i} is out of range for {n} modules")
+        return i % n
+
+    @overload
+    def __getitem__(self, idx: SupportsIndex) -> Module: ...
+    @overload
+    def __getitem__(self, idx: slice) -> Self: ...
+    def __getitem__(self, idx: SupportsIndex | slice) -> Module | Self:
+        """``ml[i]``: the ``i``-th module (negative indices count from the end); ``ml[a:b]``: a
+        new ``ModuleList`` of the same class holding the same module objects (as in PyTorch).
+
+        Raises:
+            IndexError: ``i`` is out of range.
+            TypeError: the index is neither an integer nor a slice.
+        """
+        if isinstance(idx, slice):
+            return self.__class__(self._modules[idx])
+        return self._modules[self._index(idx)]
+
+    def __setitem__(self, idx: SupportsIndex, module: Module) -> None:
+        """``ml[i] = module``: replace the ``i``-th module (an integer index only, as in PyTorch).
+
+        Raises:
+            IndexError: ``i`` is out of range.
+            TypeError: ``i`` is not an integer (a slice included), or ``module`` is not a Module.
+        """
+        i = self._index(idx)
+        self._modules[i] = _check_module("ModuleList", f"item {i}", module)
+
+    def __delitem__(self, idx: SupportsIndex | slice) -> None:
+        """``del ml[i]`` or ``del ml[a:b]``; the remaining modules are renumbered from 0.
+
+        Raises:
+            IndexError: ``i`` is out of range.
+            TypeError: the index is neither an integer nor a slice.
+        """
+        if isinstance(idx, slice):
+            del self._modules[idx]
+        else:
+            del self._modules[self._index(idx)]
+
+    def __len__(self) -> int:
+        """The number of modules."""
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        """The modules, in order."""
+        return iter(self._modules)
+
+    def __iadd__(self, modules: Iterable[Module]) -> Self:
+        """``ml += modules``: :meth:`extend`."""
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        """``ml + other``: a new ``ModuleList`` with this one's modules, then ``other``'s."""
+        out = ModuleList(self._modules)
+        return out.extend(other)
+
+    def append(self, module: Module) -> Self:
+        """Add ``module`` at the end; returns ``self`` (as in PyTorch).
+
+        Raises:
+            TypeError: ``module`` is not a Module.
+        """
+        self._modules.append(_check_module("ModuleList.append", "the argument", module))
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Self:
+        """Add the modules of the iterable ``modules`` at the end; returns ``self``. Every item is
+        checked before any is added.
+
+        Raises:
+            TypeError: ``modules`` is not iterable, or an item is not a Module.
+        """
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
+        items = [_check_module("ModuleList", f"item {i}", m) for i, m in enumerate(modules)]
+        self._modules.extend(items)
+        return self
+
+    def insert(self, index: SupportsIndex, module: Module) -> None:
+        """Insert ``module`` before ``index`` (``list.insert``'s semantics: an index past either
+        end inserts at that end); the modules after it are renumbered.
+
+        Raises:
+            TypeError: ``index`` is not an integer, or ``module`` is not a Module.
+        """
+        self._modules.insert(operator.index(index), _check_module("ModuleList.insert", "the module", module))
+
+    def pop(self, idx: SupportsIndex = -1) -> Module:
+        """Remove and return the module at ``idx`` (the last by default); the rest are renumbered.
+
+        Raises:
+            IndexError: ``idx`` is out of range (or the list is empty).
+            TypeError: ``idx`` is not an integer.
+        """
+        return self._modules.pop(self._index(idx))
+
+
+def _check_key(key: object) -> str:
+    """``key`` if it can name a :class:`ModuleDict` entry (PyTorch's ``add_module`` rules).
+
+    Raises:
+        TypeError: ``key`` is not a ``str``.
+        KeyError: ``key`` is empty or contains ``"."``.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"ModuleDict: module name should be a string, got {type(key).__name__} {key!r}")
+    if not key:
+        raise KeyError('ModuleDict: module name can\'t be empty string ""')
+    if "." in key:
+        raise KeyError(f'ModuleDict: module name can\'t contain ".", got: {key!r}')
+    return key
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules whose parameters are discovered (PyTorch's
+    ``nn.ModuleDict``): parameters are named ``<key>.<name>``, so a model's
+    ``self.heads = ModuleDict({"cls": Linear(...)})`` names them ``heads.cls.weight`` as
+    PyTorch's ``state_dict`` does. Insertion order is kept (``update`` from a dict or another
+    ``ModuleDict`` keeps its order; assigning an existing key keeps its place).
+
+    Keys are strings that are non-empty and contain no ``"."``, values are modules (PyTorch's
+    rules). A plain ``dict`` attribute with str keys is discovered the same way (see
+    :class:`Module`); ``ModuleDict`` adds PyTorch's spelling and checks keys and values when
+    they are added. It has no ``forward``. Values are typed :class:`Module` (calls ``Any``).
+    Unlike PyTorch, entries are not attributes (``md["cls"]``, not ``md.cls``).
+
+    Raises:
+        TypeError: a key is not a ``str``, a value is not a :class:`Module`, or ``modules`` is
+            neither a mapping nor an iterable of pairs.
+        KeyError: a key is empty or contains ``"."``.
+        ValueError: an element of an iterable of pairs does not have 2 items.
+    """
+
+    def __init__(self, modules: Mapping[str, Module] | ModuleDict | Iterable[tuple[str, Module]] | None = None) -> None:
+        self._modules: dict[str, Module] = {}
+        if modules is not None:
+            self.update(modules)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The children of public attributes (a subclass's own, as for any :class:`Module`),
+        then ``(key, module)`` for each entry, in insertion order."""
+        yield from super().named_children()
+        yield from self._modules.items()
+
+    def _collect_parameters(self, out: list[Tensor[Any, Any]], seen: set[int]) -> None:
+        super()._collect_parameters(out, seen)
+        for m in self._modules.values():
+            m._collect_parameters(out, seen)
+
+    def __getitem__(self, key: str) -> Module:
+        """``md[key]``: the module under ``key``.
+
+        Raises:
+            KeyError: there is none.
+        """
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        """``md[key] = module``: add it, or replace the module under ``key`` (keeping its place).
+
+        Raises:
+            TypeError: ``key`` is not a ``str`` or ``module`` is not a Module.
+            KeyError: ``key`` is empty or contains ``"."``.
+        """
+        k = _check_key(key)
+        self._modules[k] = _check_module("ModuleDict", f"the value for {k!r}", module)
+
+    def __delitem__(self, key: str) -> None:
+        """``del md[key]``.
+
+        Raises:
+            KeyError: there is no module under ``key``.
+        """
+        del self._modules[key]
+
+    def __contains__(self, key: object) -> bool:
+        """``key in md``: whether a module is stored under ``key``."""
+        return key in self._modules
+
+    def __len__(self) -> int:
+        """The number of entries."""
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        """The keys, in insertion order (as iterating a dict)."""
+        return iter(self._modules)
+
+    def keys(self) -> KeysView[str]:
+        """The keys, in insertion order (a live view)."""
+        return self._modules.keys()
+
+    def values(self) -> ValuesView[Module]:
+        """The modules, in insertion order (a live view)."""
+        return self._modules.values()
+
+    def items(self) -> ItemsView[str, Module]:
+        """``(key, module)`` pairs, in insertion order (a live view)."""
+        return self._modules.items()
+
+    def pop(self, key: str) -> Module:
+        """Remove the module under ``key`` and return it.
+
+        Raises:
+            KeyError: there is none.
+        """
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        self._modules.clear()
+
+    def update(self, modules: Mapping[str, Module] | ModuleDict | Iterable[tuple[str, Module]]) -> None:
+        """Add or replace entries from a mapping (a dict, a ``ModuleDict``: in its order) or an
+        iterable of ``(key, module)`` pairs (in order), as PyTorch's ``ModuleDict.update``.
+        Every entry is checked before any is stored.
+
+        Raises:
+            TypeError: ``modules`` is neither a mapping nor iterable, an element of the
+                iterable is not iterable, a key is not a ``str`` or a value is not a Module.
+            ValueError: an element of the iterable does not have exactly 2 items.
+            KeyError: a key is empty or contains ``"."``.
+        """
+        pairs: list[tuple[str, Module]] = []
+        if isinstance(modules, (Mapping, ModuleDict)):
+            for k, m in modules.items():
+                pairs.append((_check_key(k), _check_module("ModuleDict", f"the value for {k!r}", m)))
+        elif isinstance(modules, Iterable):
+            for j, pair in enumerate(modules):
+                if not isinstance(pair, Iterable):
+                    raise TypeError(
+                        f"ModuleDict update sequence element #{j} should be Iterable; is {type(pair).__name__}"
+                    )
+                kv = list(pair)
+                if len(kv) != 2:
+                    raise ValueError(f"ModuleDict update sequence element #{j} has length {len(kv)}; 2 is required")
+                k = _check_key(kv[0])
+                pairs.append((k, _check_module("ModuleDict", f"the value for {k!r}", kv[1])))
+        else:
+            raise TypeError(
+                "ModuleDict.update should be called with an iterable of key/value pairs, "
+                f"but got {type(modules).__name__}"
+            )
+        self._modules.update(pairs)

@@ -6,9 +6,21 @@
   one fused numba kernel pass (:mod:`gradtape.devices.kernels.optim`).
 - :class:`StepLR`, :class:`CosineAnnealingLR`: set the optimizer's ``lr`` per epoch.
 - :func:`clip_grad_norm_`: clip the gradients in a :class:`~gradtape.Gradients` store by
-  their global norm.
+  their global norm. PyTorch's form, on each parameter's ``.grad``, is
+  :func:`gradtape.nn.utils.clip_grad_norm_` (``torch.nn.utils``'s place and signature; the
+  same formula, one implementation).
 
-A training step (``model.parameters()`` is a list of untraced parameter tensors)::
+Every optimizer's :meth:`~Optimizer.step` takes the gradients from a store, ``opt.step(grads)``,
+or, with no argument, from each parameter's ``.grad`` as PyTorch's ``opt.step()`` does;
+:meth:`~Optimizer.zero_grad` clears ``.grad`` (PyTorch's ``set_to_none``). PyTorch's spelling::
+
+    opt = gradtape.optim.Adam(model.parameters(), lr=1e-3)
+    loss.backward()                       # fills each parameter's .grad
+    gradtape.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    opt.step()
+    opt.zero_grad()
+
+A training step with a store (``model.parameters()`` is a list of untraced parameter tensors)::
 
     opt = gradtape.optim.Adam(model.parameters(), lr=1e-3)
     grads = Gradients.leaky()

@@ -1,4 +1,6 @@
-"""Optimizers that update gradtape parameters in place from a :class:`~gradtape.Gradients` store.
+"""Optimizers that update gradtape parameters in place, from a :class:`~gradtape.Gradients`
+store (``opt.step(grads)``) or from each parameter's ``.grad`` (PyTorch's ``opt.step()`` and
+``opt.zero_grad()``).
 
 Each follows PyTorch's ``torch.optim`` update rule exactly (single-tensor form) and updates
 each parameter with one fused kernel pass (:mod:`gradtape.devices.kernels.optim`).
@@ -146,19 +148,30 @@ class Optimizer:
         """The default hyper-parameters as a dict (``lr`` and the optimizer's own)."""
         return dict(self.defaults)
 
-    def step(self, grads: Gradients) -> None:
-        """Update every parameter that has a gradient in ``grads`` in place, each with its
-        group's hyper-parameters.
+    def step(self, grads: Gradients | None = None) -> None:
+        """Update every parameter that has a gradient in place, each with its group's
+        hyper-parameters: PyTorch's ``optimizer.step()``.
 
-        Reads each parameter's gradient from the store (never writes it); a parameter with
-        no gradient is skipped (its state is not advanced), as PyTorch skips
-        ``p.grad is None``. The parameter's ``.data`` is updated in place, so views of it and
-        the tensor's identity stay valid.
+        The gradients come from ``grads`` when a store is given (what ``loss.backward()``
+        returned; each parameter's ``.grad`` is then not read), else from each parameter's
+        ``.grad`` (PyTorch's spelling: ``loss.backward(); opt.step(); opt.zero_grad()``).
+        Either source is only read, never written. A parameter with no gradient (absent
+        from the store, or ``p.grad is None``) is skipped and its state (momentum buffer,
+        step count) is not advanced, as PyTorch skips ``p.grad is None``. The parameter's
+        ``.data`` is updated in place, so views of it and the tensor's identity stay valid.
+
+        Args:
+            grads: the :class:`~gradtape.Gradients` store, or ``None`` (default) to read
+                ``.grad``. A gradient has its parameter's shape and dtype (float32/float64).
 
         Raises:
-            ShapeError, DTypeError: a gradient's shape or dtype is not its parameter's.
+            ShapeError, DTypeError: a gradient's shape or dtype is not its parameter's (for
+                ``.grad``: the parameter's ``.data`` was replaced after the gradient was set).
             ValueError: a parameter's ``.data`` was replaced by a read-only array.
         """
+        if grads is None:
+            self._step_from_dot_grad()
+            return
         stored = grads._data  # the store's own arrays: read here, never written
         name = self.name
         i = -1
@@ -176,6 +189,63 @@ class Optimizer:
                 if not pd.flags.writeable:
                     raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
                 self._update(self.state[i], pd, g, group)
+
+    def _step_from_dot_grad(self) -> None:
+        """:meth:`step` without a store: each parameter's ``.grad`` (the ``_grad`` slot, read
+        directly: no property call, no non-leaf warning)."""
+        name = self.name
+        i = -1
+        for group in self.param_groups:
+            for p in group["params"]:
+                i += 1
+                gt = getattr(p, "_grad", None)
+                if gt is None:
+                    continue
+                g = gt.data
+                pd = p.data
+                if g.shape != pd.shape:
+                    raise ShapeError(f"{name}.step: params[{i}].grad has shape {g.shape}, the parameter {pd.shape}")
+                if g.dtype != pd.dtype:
+                    raise DTypeError(f"{name}.step: params[{i}].grad has dtype {g.dtype}, the parameter {pd.dtype}")
+                if not pd.flags.writeable:
+                    raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
+                self._update(self.state[i], pd, g, group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's ``.grad``: PyTorch's ``optimizer.zero_grad(set_to_none)``.
+
+        Args:
+            set_to_none: ``True`` (default, as PyTorch 2): set each ``.grad`` to ``None``
+                (the next ``backward()`` allocates it afresh, and :meth:`step` skips a
+                parameter whose ``.grad`` stays ``None``). ``False``: fill each existing
+                ``.grad`` with zeros in place (same array, so views and aliases see the
+                zeros); a ``.grad`` that is ``None`` stays ``None``.
+
+        A :class:`~gradtape.Gradients` store is not touched; clear one with
+        ``model.zero_grads(grads)``.
+
+        Raises:
+            ValueError: ``set_to_none=False`` and a ``.grad`` holds a read-only array (checked
+                for every parameter before any is zeroed).
+        """
+        if set_to_none:
+            for p in self.params:
+                p._grad = None
+            return
+        bufs: list[Array] = []
+        for i, p in enumerate(self.params):
+            gt = getattr(p, "_grad", None)
+            if gt is None:
+                continue
+            g = gt.data
+            if not g.flags.writeable:
+                raise ValueError(
+                    f"{self.name}.zero_grad: params[{i}].grad (shape {g.shape}) is read-only and cannot be zeroed "
+                    "in place; use zero_grad(set_to_none=True)"
+                )
+            bufs.append(g)
+        for g in bufs:
+            g.fill(0)
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         raise NotImplementedError

@@ -16,4 +16,3 @@ stack([a, b], axis="0")  # E: call-overload
 concat([a, 1.0])  # E: arg-type
 stack([a, b.data])  # E: arg-type
 c: Tensor[Rank2[int, L[4]], OwnedTape] = concat([a, b])  # E: assignment
-stack((a, b)).mean().backward()  # E: misc

@@ -13,7 +13,7 @@ x = dev.zeros((8, 32)).realize(tuple[int, L[32]])
 x.matmul(w)  # E: arg-type
 t: Tensor[Rank2[L[64], L[10]], OwnedTape] = d.realize(tuple[L[64], L[10]])  # E: assignment
 d.realize((64, 10))  # E: arg-type
-w.realize(tuple[L[64], L[10]]).backward()  # E: misc
+w.realize(tuple[L[64], L[10]]).backward()  # E: call-overload
 # without realize, run-time (int) dims do not flow into static (Literal) code (a matmul's
 # int inner dim does: it meets any dim, checked at run time; see ok_realize.py)
 s: Tensor[Rank2[L[64], L[10]], NoneTape] = d  # E: assignment

@@ -5,7 +5,7 @@ from typing import Literal as L
 import numpy as np
 
 from gradtape import Cpu, NoneTape, Rank1, Rank2, Rank3, Tensor
-from gradtape.ops import concat, stack
+from gradtape.ops import concat
 
 dev = Cpu()
 a: Tensor[Rank2[L[3], L[4]], NoneTape] = dev.zeros((3, 4))
@@ -34,8 +34,6 @@ a.permute(1, 0)  # E: call-overload
 concat(a)  # E: call-overload
 concat([a, v.numpy()])  # E: arg-type
 a.leaky_trace().T.backward()  # E: call-overload
-concat([a, a]).sum().backward()  # E: misc
-stack((a, a)).sum().backward()  # E: misc
 a.gather([0.5])  # E: list-item
 a.gather(np.float64(1.0))  # E: call-overload
 a.tril(1.5)  # E: arg-type

@@ -20,5 +20,5 @@ unary.pow(a, "2")  # E: arg-type
 unary.pow(a, a)  # E: arg-type
 a ** "2"  # E: arg-type
 a.silu(1.0)  # E: call-arg
-a.sqrt().backward()  # E: misc
+a.sqrt().backward()  # E: call-overload
 a.leaky_trace().relu().recip().backward()  # E: call-overload
