@@ -307,3 +307,44 @@ def test_grad_is_filled_when_the_traced_store_keeps_only_other_leaves() -> None:
     (a.trace(store) @ w).sum().backward()
     assert w.grad is not None
     np.testing.assert_array_equal(w.grad.numpy(), [[1.0], [2.0]])
+
+
+def test_grad_of_leaves_sharing_a_gradient_buffer_accumulates_separately() -> None:
+    """``a + b`` hands both inputs the output's gradient buffer: their ``.grad`` must still be
+    separate arrays, so a second backward adds to each once (as PyTorch's)."""
+    av, bv = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    a = dev.tensor(av, requires_grad=True)
+    b = dev.tensor(bv, requires_grad=True)
+    for _ in range(2):
+        ((a + b) * dev.tensor(np.array([2.0, 5.0]))).sum().backward()
+    ta, tb = _t(av), _t(bv)
+    for _ in range(2):
+        ((ta + tb) * torch.tensor([2.0, 5.0], dtype=torch.float64)).sum().backward()
+    assert a.grad is not None and b.grad is not None
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_array_equal(b.grad.numpy(), tb.grad.numpy())
+
+
+def test_grad_and_the_returned_store_never_write_into_each_other() -> None:
+    """``.grad`` takes the store's array without a copy; accumulating into ``.grad`` in a later
+    backward, clipping it or zeroing it in place leaves the first store's gradient as it was,
+    and the store reusing its buffers leaves ``.grad`` as it was."""
+    lin = nn.Linear(3, 2, dev=dev, dtype=F64)
+    x = dev.tensor(np.random.default_rng(3).standard_normal((4, 3)))
+    grads = lin.alloc_grads()
+    first = (lin(x.trace(grads)) ** 2).sum().backward()
+    kept = first.get(lin.weight).numpy().copy()
+    assert lin.weight.grad is not None
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), kept)
+    (lin(x) ** 2).sum().backward()  # accumulates into .grad
+    np.testing.assert_array_equal(first.get(lin.weight).numpy(), kept)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * kept, rtol=1e-15)
+    nn.utils.clip_grad_norm_(lin.parameters(), 1e-3)
+    lin.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(first.get(lin.weight).numpy(), kept)
+    lin.weight.grad = None
+    (lin(x.trace(grads)) ** 2).sum().backward()  # the store accumulates into its buffer
+    np.testing.assert_allclose(grads.get(lin.weight).numpy(), 2 * kept, rtol=1e-15)
+    fresh: Any = lin.weight.grad
+    np.testing.assert_array_equal(fresh.numpy(), kept)

@@ -597,7 +597,7 @@ class GradientTape(Tape):
                 grads._accum(i, g)
             run(ops, grads, False)
             if to_grad:
-                _deposit(leaves, grads, made)
+                _deposit(leaves, grads, True)
             return grads
         # several stores, or a pass run more than once: run into a fresh working store, so an
         # intermediate's gradient kept from an earlier run is not fed into this one, and add
@@ -1067,12 +1067,50 @@ def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
     return True
 
 
+_new_tensor = object.__new__
+
+_BORROWED: set[int] = set()
+"""Ids of ``.grad`` tensors whose array a :class:`Gradients` store also holds (backward hands
+the store's array to ``.grad`` instead of copying it, and marks it shared in the store, so the
+store copies before writing). gradtape writes into such an array only after
+:func:`grad_array_mut` has given ``.grad`` its own copy."""
+
+
+def grad_array_mut(t: Tensor[Any, Any]) -> Array | None:
+    """The array of ``t.grad`` to write in place (clipping, zeroing, accumulating), or ``None``
+    when ``t.grad`` is ``None``: first copied when a gradient store shares it, so writing
+    into ``.grad`` never changes a stored gradient."""
+    try:
+        gt = t._grad
+    except AttributeError:
+        return None
+    if gt is None:
+        return None
+    if gt.id in _BORROWED:
+        _BORROWED.discard(gt.id)
+        gt.data = np.array(gt.data, copy=True)
+    data: Array = gt.data
+    return data
+
+
+def clear_grad(t: Tensor[Any, Any]) -> None:
+    """``t.grad = None`` (``zero_grad``'s default), forgetting that a store shared its array."""
+    try:
+        gt = t._grad
+    except AttributeError:
+        return
+    if gt is not None:
+        _BORROWED.discard(gt.id)
+        t._grad = None
+
+
 def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned: bool) -> None:
     """Add the gradient ``store`` holds for each leaf tensor of ``leaves`` into its ``.grad``
     (PyTorch's accumulation): the first gradient becomes ``.grad`` (the store's own array when
-    ``owned``, marked shared there so the store copies before writing it; a copy otherwise),
-    later ones are added in place."""
-    data = store._data
+    ``owned``, marked shared there so the store copies before it writes into it again, a
+    copy otherwise), later ones are added in place. A store's ``_drop`` (``zero_grads``)
+    forgets its array, so a dfdx loop that clears both per step never copies."""
+    data, shared = store._data, store._shared
     for tid, t in leaves.items():
         if t is None:
             continue
@@ -1084,18 +1122,24 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
         except AttributeError:
             cur = None
         if cur is None:
-            if owned and g.flags.writeable:
-                store._shared.add(tid)
+            # a buffer the store already shares (another gradient aliases it: a + b gives both
+            # the output's buffer) is copied, so accumulating into one .grad never moves another
+            gt = _new_tensor(t.__class__)
+            gid = next_id()
+            if owned and tid not in shared and g.flags.writeable:
+                shared.add(tid)
+                _BORROWED.add(gid)
                 arr = g
             else:
                 arr = np.array(g, copy=True)
-            t._grad = t._like(arr)
+            gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
+            t._grad = gt
         else:
-            cd = cur.data
-            if cd.flags.writeable and cd.shape == g.shape and cd.dtype == g.dtype:
+            cd = grad_array_mut(t)
+            if cd is not None and cd.flags.writeable and cd.shape == g.shape and cd.dtype == g.dtype:
                 np.add(cd, g, out=cd)
             else:
-                t._grad = t._like(np.asarray(cd + g, dtype=t.dtype))
+                cur.data = np.asarray(cur.data + g, dtype=t.dtype)
 
 
 def _run_into_stores(

@@ -91,6 +91,7 @@ class Tensor(Generic[S, T_co]):
     id: int
     tape: Tape
     _leaf: bool
+    _grad: Tensor[Any, Any] | None  # unset until backward() or an assignment: read with getattr
 
     def __init__(self, data: Array, device: Device, tape: Tape = NONE_TAPE, id: int | None = None) -> None:
         if data.__class__ is not np.ndarray:
@@ -469,8 +470,8 @@ class Tensor(Generic[S, T_co]):
 
     @grad.setter
     def grad(self, value: Tensor[S, Any] | Array | None) -> None:
+        _tape_mod.clear_grad(self)
         if value is None:
-            self._grad = None
             return
         if isinstance(value, np.ndarray):
             value = self._like(value)

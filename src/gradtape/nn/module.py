@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Self
 
 from gradtape.gradients import Gradients
-from gradtape.tape import NONE_TAPE, PARAM
+from gradtape.tape import NONE_TAPE, PARAM, clear_grad, grad_array_mut
 from gradtape.tensor import Tensor
 
 __all__ = ["Module"]
@@ -291,8 +291,9 @@ class Module:
         Args:
             set_to_none: ``True`` (the default, as in PyTorch 2): ``p.grad = None`` for every
                 parameter, so the next ``backward()`` stores a fresh gradient. ``False``: a
-                parameter's existing gradient tensor is zeroed in place (same tensor, same
-                array: views and aliases see the zeros); a ``None`` gradient stays ``None``.
+                parameter's existing gradient tensor is zeroed in place (same tensor; its own
+                array, copied first if a gradient store shares it); a ``None`` gradient stays
+                ``None``.
 
         The dfdx spelling for a gradient store, :meth:`zero_grads`, is separate: this method
         does not touch any :class:`~gradtape.gradients.Gradients`.
@@ -315,6 +316,7 @@ class Module:
             g = getattr(p, "_grad", None)
             if g is None:
                 continue
+            grad_array_mut(p)  # its own array first, if a gradient store shares it
             if not g.data.flags.writeable:
                 name = next(n for n, q in self.named_parameters() if q is p)
                 raise ValueError(
@@ -328,10 +330,13 @@ class Module:
     def zero_grads(self, grads: Gradients) -> None:
         """Drop this module's parameter gradients from ``grads`` (dfdx's ``zero_grads``), so the
         store can be reused for the next step: absent gradients read as zeros
-        (``grads.get(p)``) and the next backward starts from them."""
+        (``grads.get(p)``) and the next backward starts from them. The parameters' ``.grad``
+        (which ``backward()`` fills in either spelling) is cleared too, as
+        :meth:`zero_grad` clears it."""
         drop = grads._drop
         for p in self.parameters():
             drop(p.id)
+            clear_grad(p)
 
     def __repr__(self) -> str:
         extra = self.extra_repr()

@@ -26,6 +26,7 @@ import numpy as np
 
 from gradtape.errors import ShapeError
 from gradtape.optim.clip import _check_clip_args, _clip_norm
+from gradtape.tape import grad_array_mut
 from gradtape.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
@@ -63,7 +64,8 @@ def _grads_of(fn: str, ps: list[Tensor[Any, Any]]) -> list[tuple[Tensor[Any, Any
         if gt is None or id(p) in seen:
             continue
         seen.add(id(p))
-        g = gt.data
+        g = grad_array_mut(p)  # its own array first, if a gradient store shares it
+        assert g is not None
         if not g.flags.writeable:
             raise ValueError(f"{fn}: parameters[{i}].grad (shape {g.shape}) is read-only; cannot clip it in place")
         out.append((gt, g))

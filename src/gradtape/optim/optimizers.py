@@ -17,6 +17,7 @@ import numpy as np
 from gradtape.devices.kernels import optim as _k
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
+from gradtape.tape import clear_grad, grad_array_mut
 from gradtape.tensor import Tensor
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
@@ -169,44 +170,25 @@ class Optimizer:
                 ``.grad``: the parameter's ``.data`` was replaced after the gradient was set).
             ValueError: a parameter's ``.data`` was replaced by a read-only array.
         """
-        if grads is None:
-            self._step_from_dot_grad()
-            return
-        stored = grads._data  # the store's own arrays: read here, never written
+        stored = None if grads is None else grads._data  # the store's own arrays: read, never written
         name = self.name
         i = -1
         for group in self.param_groups:
             for p in group["params"]:
                 i += 1
-                g = stored.get(p.id)
+                if stored is not None:
+                    g = stored.get(p.id)
+                else:  # the _grad slot behind .grad: no property call, no non-leaf warning
+                    gt = getattr(p, "_grad", None)
+                    g = None if gt is None else gt.data
                 if g is None:
                     continue
                 pd = p.data
-                if g.shape != pd.shape:
-                    raise ShapeError(f"{name}.step: gradient shape {g.shape} != params[{i}] shape {pd.shape}")
-                if g.dtype != pd.dtype:
-                    raise DTypeError(f"{name}.step: gradient dtype {g.dtype} != params[{i}] dtype {pd.dtype}")
-                if not pd.flags.writeable:
-                    raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
-                self._update(self.state[i], pd, g, group)
-
-    def _step_from_dot_grad(self) -> None:
-        """:meth:`step` without a store: each parameter's ``.grad`` (the ``_grad`` slot, read
-        directly: no property call, no non-leaf warning)."""
-        name = self.name
-        i = -1
-        for group in self.param_groups:
-            for p in group["params"]:
-                i += 1
-                gt = getattr(p, "_grad", None)
-                if gt is None:
-                    continue
-                g = gt.data
-                pd = p.data
-                if g.shape != pd.shape:
-                    raise ShapeError(f"{name}.step: params[{i}].grad has shape {g.shape}, the parameter {pd.shape}")
-                if g.dtype != pd.dtype:
-                    raise DTypeError(f"{name}.step: params[{i}].grad has dtype {g.dtype}, the parameter {pd.dtype}")
+                if g.shape != pd.shape or g.dtype != pd.dtype:
+                    what = f"params[{i}]'s gradient" if stored is not None else f"params[{i}].grad"
+                    if g.shape != pd.shape:
+                        raise ShapeError(f"{name}.step: {what}: gradient shape {g.shape} != parameter shape {pd.shape}")
+                    raise DTypeError(f"{name}.step: {what}: gradient dtype {g.dtype} != parameter dtype {pd.dtype}")
                 if not pd.flags.writeable:
                     raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
                 self._update(self.state[i], pd, g, group)
@@ -230,14 +212,13 @@ class Optimizer:
         """
         if set_to_none:
             for p in self.params:
-                p._grad = None
+                clear_grad(p)
             return
         bufs: list[Array] = []
         for i, p in enumerate(self.params):
-            gt = getattr(p, "_grad", None)
-            if gt is None:
+            g = grad_array_mut(p)  # its own array first, if a gradient store shares it
+            if g is None:
                 continue
-            g = gt.data
             if not g.flags.writeable:
                 raise ValueError(
                     f"{self.name}.zero_grad: params[{i}].grad (shape {g.shape}) is read-only and cannot be zeroed "
