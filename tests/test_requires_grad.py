@@ -348,3 +348,21 @@ def test_grad_and_the_returned_store_never_write_into_each_other() -> None:
     np.testing.assert_allclose(grads.get(lin.weight).numpy(), 2 * kept, rtol=1e-15)
     fresh: Any = lin.weight.grad
     np.testing.assert_array_equal(fresh.numpy(), kept)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # PyTorch's own warning
+def test_create_graph_gives_a_differentiable_grad_as_pytorch() -> None:
+    """``backward(create_graph=True)``: ``w.grad`` is recorded, so a gradient penalty on it
+    backpropagates, and the second backward adds into ``.grad`` (PyTorch's numbers)."""
+    wv = np.array([0.5, -1.5, 2.0])
+    w = dev.tensor(wv, requires_grad=True)
+    (w * w * w).sum().backward(create_graph=True)
+    g = w.grad
+    assert g is not None and g.requires_grad
+    np.testing.assert_allclose(g.numpy(), 3 * wv**2, rtol=1e-14)
+    (g * g).sum().backward()
+    tw = _t(wv)
+    (tw * tw * tw).sum().backward(create_graph=True)
+    (tw.grad * tw.grad).sum().backward()
+    assert w.grad is not None
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.detach().numpy(), rtol=1e-13)

@@ -1134,6 +1134,8 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
                 arr = np.array(g, copy=True)
             gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
             t._grad = gt
+        elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
+            t._grad = cur._like(np.asarray(cur.data + g, dtype=t.dtype))
         else:
             cd = grad_array_mut(t)
             if cd is not None and cd.flags.writeable and cd.shape == g.shape and cd.dtype == g.dtype:

@@ -570,7 +570,8 @@ class Tensor(Generic[S, T_co]):
                 this tensor's tape (kept: implies ``retain_graph``); the store's ``get`` then
                 returns the recorded gradient tensors, which can be differentiated again
                 (PyTorch's ``backward(create_graph=True)``). The store's own buffers get their
-                values too (accumulated, as always).
+                values too (accumulated, as always), and a leaf's ``.grad`` becomes the
+                recorded gradient (added to a ``.grad`` it had), as in PyTorch.
 
         Raises:
             TapeError: the tensor does not require grad (nothing recorded it: no input of the
@@ -749,4 +750,10 @@ def _backward_create_graph(loss: Tensor[Any, Any], tape: GradientTape, gradient:
             prev = grads._graph.get(i)
             grads._graph[i] = g if prev is None else prev + g
             grads._accum(i, np.array(g.data, copy=True))
+    for i, leaf in root._leaves.items():  # PyTorch's .grad: the recorded gradient, differentiable again
+        g = found.get(i)
+        if leaf is None or g is None:
+            continue
+        cur = getattr(leaf, "_grad", None)
+        leaf._grad = g if cur is None else cur + g
     return grads
