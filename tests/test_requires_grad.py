@@ -365,3 +365,24 @@ def test_create_graph_gives_a_differentiable_grad_as_pytorch() -> None:
     (tw.grad * tw.grad).sum().backward()
     assert w.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.detach().numpy(), rtol=1e-13)
+
+
+def test_clipping_or_zeroing_a_borrowed_grad_leaves_the_store_alone() -> None:
+    """Right after backward ``.grad`` shares the store's array; ``clip_grad_value_``,
+    ``clip_grad_norm_`` and ``zero_grad(set_to_none=False)`` change ``.grad`` only."""
+    lin = nn.Linear(3, 2, dev=dev, dtype=F64)
+    x = dev.tensor(np.random.default_rng(4).standard_normal((4, 3)))
+    for clip in (
+        lambda: nn.utils.clip_grad_value_(lin.parameters(), 1e-3),
+        lambda: nn.utils.clip_grad_norm_(lin.parameters(), 1e-3),
+        lambda: lin.zero_grad(set_to_none=False),
+    ):
+        lin.zero_grad()
+        grads = lin.alloc_grads()
+        (lin(x.trace(grads)) ** 2).sum().backward()
+        kept = grads.get(lin.weight).numpy().copy()
+        assert lin.weight.grad is not None
+        assert np.shares_memory(lin.weight.grad.numpy(), grads._data[lin.weight.id])  # borrowed, no copy
+        clip()
+        np.testing.assert_array_equal(grads.get(lin.weight).numpy(), kept)
+        assert np.abs(lin.weight.grad.numpy()).max() <= 1e-3 < np.abs(kept).max()

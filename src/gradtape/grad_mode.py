@@ -213,14 +213,13 @@ class inference_mode(_GradMode):
             raise TypeError(f"inference_mode: mode must be a bool, got {type(mode).__name__}")
         super().__init__()
         self._on = mode
-        self._mode = False if mode else is_grad_enabled()
 
     def __enter__(self) -> None:
         if self._on:
             _inference.depth = getattr(_inference, "depth", 0) + 1
             self._prev.append(_set_grad_enabled(False))
         else:
-            self._prev.append(_set_grad_enabled(is_grad_enabled()))
+            self._prev.append(is_grad_enabled())
 
     def __exit__(self, *exc: object) -> None:
         if self._on:

@@ -49,8 +49,11 @@ class Tensorlike(Protocol):
     def dtype(self) -> np.dtype[Any]: ...
 
 
-def _not_taking_part(op: str, t: Tensor[Any, Any]) -> None:
-    """Raise for a gradient asked of a leaf that does not take part in recording."""
+def _check_taking_part(op: str, t: Tensor[Any, Any], parts: set[int]) -> None:
+    """Raise for a gradient asked of a plain leaf that took no part in recording (not traced
+    into the store, ``parts``, nor requiring grad)."""
+    if t.tape is not NONE_TAPE or not t._leaf or t.id in parts:
+        return
     raise TapeError(
         f"{op}: tensor of shape {t.shape} (id {t.id}) does not require grad (requires_grad is False: it was "
         "not made with requires_grad=True, is not a module parameter and was not traced into this store), so "
@@ -125,8 +128,7 @@ class Gradients:
             recorded = self._graph.get(t.id)
             if recorded is not None:
                 return recorded
-        if t.tape is NONE_TAPE and t._leaf and t.id not in self._parts:
-            _not_taking_part("Gradients.get", t)
+        _check_taking_part("Gradients.get", t, self._parts)
         g = self._data.get(t.id)
         data = np.zeros(t.shape, dtype=t.dtype) if g is None else np.array(g, copy=True)
         out: Tensor[S, NoneTape] = t._like(data)
@@ -202,8 +204,7 @@ class Gradients:
             shape and dtype holding a copy of the gradient: writing into it does not change
             the store.
         """
-        if t.tape is NONE_TAPE and t._leaf and t.id not in self._parts:
-            _not_taking_part("Gradients.grad", t)
+        _check_taking_part("Gradients.grad", t, self._parts)
         g = self._data.get(t.id)
         if g is None:
             return None

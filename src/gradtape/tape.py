@@ -567,7 +567,6 @@ class GradientTape(Tape):
             return into
         stores = tape._stores
         grads = tape._gradients
-        made = grads is None  # a store of our own: .grad may take its arrays without a copy
         if grads is None:
             from gradtape.gradients import Gradients
 
@@ -585,11 +584,7 @@ class GradientTape(Tape):
         tape._leaky = False
         grads._parts.update(leaves)
         if (
-            not stores
-            and not retain
-            and not rerun
-            and not _anomaly
-            and (made or not to_grad or _store_fits(grads, leaves))
+            not stores and not retain and not rerun and not _anomaly and (not to_grad or _store_fits(grads, leaves))
         ):  # one store, run once, and (for .grad) keeping the leaves' gradients and no earlier ones
             if grads._transient:
                 grads._end_transient()
@@ -1076,10 +1071,11 @@ store copies before writing). gradtape writes into such an array only after
 :func:`grad_array_mut` has given ``.grad`` its own copy."""
 
 
-def grad_array_mut(t: Tensor[Any, Any]) -> Array | None:
+def grad_array_mut(t: Tensor[Any, Any], values: bool = True) -> Array | None:
     """The array of ``t.grad`` to write in place (clipping, zeroing, accumulating), or ``None``
-    when ``t.grad`` is ``None``: first copied when a gradient store shares it, so writing
-    into ``.grad`` never changes a stored gradient."""
+    when ``t.grad`` is ``None``: when a gradient store shares it, first a copy of it
+    (``values=False``: a new uninitialised array, for a caller that overwrites every element),
+    so writing into ``.grad`` never changes a stored gradient."""
     try:
         gt = t._grad
     except AttributeError:
@@ -1088,7 +1084,7 @@ def grad_array_mut(t: Tensor[Any, Any]) -> Array | None:
         return None
     if gt.id in _BORROWED:
         _BORROWED.discard(gt.id)
-        gt.data = np.array(gt.data, copy=True)
+        gt.data = np.array(gt.data, copy=True) if values else np.empty_like(gt.data)
     data: Array = gt.data
     return data
 
@@ -1137,11 +1133,12 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
         elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
             t._grad = cur._like(np.asarray(cur.data + g, dtype=t.dtype))
         else:
-            cd = grad_array_mut(t)
-            if cd is not None and cd.flags.writeable and cd.shape == g.shape and cd.dtype == g.dtype:
-                np.add(cd, g, out=cd)
+            old = cur.data
+            if old.flags.writeable and old.shape == g.shape and old.dtype == g.dtype:
+                # in place, or (a borrowed array) into a new one: one pass either way
+                np.add(old, g, out=grad_array_mut(t, values=False))
             else:
-                cur.data = np.asarray(cur.data + g, dtype=t.dtype)
+                cur.data = np.asarray(old + g, dtype=t.dtype)
 
 
 def _run_into_stores(

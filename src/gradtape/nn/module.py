@@ -316,7 +316,7 @@ class Module:
             g = getattr(p, "_grad", None)
             if g is None:
                 continue
-            grad_array_mut(p)  # its own array first, if a gradient store shares it
+            grad_array_mut(p, values=False)  # zeroed below: a shared array is not copied first
             if not g.data.flags.writeable:
                 name = next(n for n, q in self.named_parameters() if q is p)
                 raise ValueError(

@@ -55,8 +55,10 @@ def _param_list(fn: str, parameters: Tensor[Any, Any] | Iterable[Tensor[Any, Any
 
 
 def _grads_of(fn: str, ps: list[Tensor[Any, Any]]) -> list[tuple[Tensor[Any, Any], Array]]:
-    """``(grad tensor, its array)`` of each parameter whose ``.grad`` is not None, each
-    parameter once, checked writable (so an in-place clip never stops half-way)."""
+    """``(parameter, its .grad's array)`` of each parameter whose ``.grad`` is not None, each
+    parameter once, checked writable (so an in-place clip never stops half-way). Read only:
+    a writer takes the array to write from :func:`gradtape.tape.grad_array_mut`, which copies
+    one a gradient store shares."""
     out: list[tuple[Tensor[Any, Any], Array]] = []
     seen: set[int] = set()
     for i, p in enumerate(ps):
@@ -64,12 +66,18 @@ def _grads_of(fn: str, ps: list[Tensor[Any, Any]]) -> list[tuple[Tensor[Any, Any
         if gt is None or id(p) in seen:
             continue
         seen.add(id(p))
-        g = grad_array_mut(p)  # its own array first, if a gradient store shares it
-        assert g is not None
+        g = gt.data
         if not g.flags.writeable:
             raise ValueError(f"{fn}: parameters[{i}].grad (shape {g.shape}) is read-only; cannot clip it in place")
-        out.append((gt, g))
+        out.append((p, g))
     return out
+
+
+def _own(p: Tensor[Any, Any]) -> Array:
+    """``p.grad``'s array to scale in place (a copy first if a gradient store shares it)."""
+    g = grad_array_mut(p)
+    assert g is not None  # _grads_of listed only parameters with a .grad
+    return g
 
 
 def clip_grad_norm_(
@@ -121,7 +129,8 @@ def clip_grad_norm_(
     ps = _param_list(fn, parameters)
     present = _grads_of(fn, ps)
     arrays = [g for _, g in present]
-    total = _clip_norm(fn, arrays, max_norm, norm_type, error_if_nonfinite)
+    # the arrays are scaled only when the norm is over max_norm: only then does a shared one get copied
+    total = _clip_norm(fn, arrays, max_norm, norm_type, error_if_nonfinite, writable=lambda i: _own(present[i][0]))
     dtype = np.result_type(*arrays) if arrays else np.dtype(np.float32)
     like = present[0][0] if present else (ps[0] if ps else None)
     value = np.asarray(total, dtype=dtype)
@@ -164,9 +173,9 @@ def clip_grad_value_(
     clip_value = float(clip_value)
     if not clip_value >= 0.0:
         raise ValueError(f"{fn}: clip_value must be >= 0, got {clip_value}")
-    for _, g in _grads_of(fn, _param_list(fn, parameters)):
+    for p, g in _grads_of(fn, _param_list(fn, parameters)):
         c = g.dtype.type(clip_value)
-        np.clip(g, -c, c, out=g)
+        np.clip(g, -c, c, out=grad_array_mut(p, values=False))  # one pass, into a copy if shared
 
 
 def parameters_to_vector(parameters: Tensor[Any, Any] | Iterable[Tensor[Any, Any]]) -> Tensor[Any, Any]:

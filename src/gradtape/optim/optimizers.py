@@ -216,7 +216,7 @@ class Optimizer:
             return
         bufs: list[Array] = []
         for i, p in enumerate(self.params):
-            g = grad_array_mut(p)  # its own array first, if a gradient store shares it
+            g = grad_array_mut(p, values=False)  # zeroed below: a shared array is not copied first
             if g is None:
                 continue
             if not g.flags.writeable:
