@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_optim import CONFIGS as STORE_CONFIGS
 
 import gradtape.optim as go
 from gradtape import Cpu, DTypeError, Gradients, ShapeError, Tensor, nn
@@ -82,18 +83,8 @@ def _assert_grads_equal(params: list[Tensor[Any, Any]], tmodel: Any) -> None:
 
 # ----- opt.step() / opt.zero_grad() against torch.optim ------------------------------------
 
-CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    ("SGD", {"lr": 0.1}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.2, "weight_decay": 0.01}),
-    ("SGD", {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1}),
-    ("Adam", {"lr": 0.01}),
-    ("Adam", {"lr": 0.02, "betas": (0.8, 0.9), "weight_decay": 0.1, "amsgrad": True}),
-    ("AdamW", {"lr": 0.01}),
-    ("AdamW", {"lr": 0.03, "weight_decay": 0.2, "amsgrad": True}),
-    ("RMSprop", {"lr": 0.01}),
-    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "momentum": 0.5, "centered": True, "weight_decay": 0.05}),
-]
+# the store form's configurations (tests/test_optim.py), plus plain momentum
+CONFIGS: list[tuple[str, dict[str, Any]]] = [("SGD", {"lr": 0.1, "momentum": 0.9}), *STORE_CONFIGS]
 
 
 @pytest.mark.parametrize(("name", "kw"), CONFIGS)
