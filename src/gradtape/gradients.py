@@ -437,6 +437,35 @@ class Gradients:
         else:
             kernel(cur, a, b)
 
+    def _fused_args(
+        self,
+        i: int,
+        kernel: Callable[..., None],
+        fresh: Callable[..., Array] | None,
+        s: Array,
+        g: Array,
+        args: tuple[Any, ...],
+    ) -> None:
+        """``grad[i] += f(s, g, *args)`` (``g``'s shape) for a declared elementwise op: the
+        fused in-place ``kernel(grad, s, g, *args)`` on an owned buffer, else on a new one (or
+        ``fresh(s, g, *args)`` where the op gives that one-pass form)."""
+        data = self._data
+        cur = data.get(i)
+        if cur is not None and i not in self._shared:
+            kernel(cur, s, g, *args)
+            return
+        if fresh is not None:
+            value = fresh(s, g, *args)
+        else:
+            value = np.zeros(g.shape, g.dtype)
+            kernel(value, s, g, *args)
+        if cur is None:
+            data[i] = value
+        else:  # a shared buffer: copy-on-write
+            _np_add(value, cur, value)
+            data[i] = value
+            self._shared.discard(i)
+
     def _addmul_scratch(self, i: int, scratch: Array, b: Array) -> None:
         """``grad[i] += scratch * b`` where ``scratch`` is a temporary this call may overwrite
         (and keep as the gradient), saving an allocation when the gradient is absent."""

@@ -246,6 +246,10 @@ class _Checked(Gradients):
         self.touched.add(i)
         super()._fused(i, kernel, ufunc, a, b)
 
+    def _fused_args(self, i: int, kernel: Any, fresh: Any, s: Array, g: Array, args: tuple[Any, ...]) -> None:
+        self.touched.add(i)
+        super()._fused_args(i, kernel, fresh, s, g, args)
+
     def _addmul_scratch(self, i: int, scratch: Array, b: Array) -> None:
         self.touched.add(i)
         super()._addmul_scratch(i, scratch, b)

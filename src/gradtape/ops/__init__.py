@@ -30,23 +30,39 @@ from gradtape.ops.shape import (
 from gradtape.ops.softmax import log_softmax, softmax
 from gradtape.ops.unary import (
     abs,
+    acos,
+    asin,
+    atan,
     clamp,
     cos,
+    cosh,
+    elu,
+    erf,
+    erfc,
     exp,
+    expm1,
     gelu,
+    hardsigmoid,
+    hardswish,
     leaky_relu,
     log,
+    log1p,
+    logsigmoid,
+    mish,
     nans_to,
     neg,
     pow,
     recip,
     relu,
+    selu,
     sigmoid,
     silu,
     sin,
+    sinh,
     softplus,
     sqrt,
     square,
+    tan,
     tanh,
     to_dtype,
 )
@@ -54,6 +70,8 @@ from gradtape.ops.unary import (
 __all__ = ["add", "div", "exp", "log", "log_softmax", "matmul", "mean", "mul", "neg", "relu", "sin", "sub", "sum"]
 __all__ += ["abs", "clamp", "cos", "gelu", "leaky_relu", "nans_to", "pow", "recip", "sigmoid", "silu", "softplus"]
 __all__ += ["sqrt", "square", "tanh", "to_dtype"]
+__all__ += ["acos", "asin", "atan", "cosh", "elu", "erf", "erfc", "expm1", "hardsigmoid", "hardswish", "log1p"]
+__all__ += ["logsigmoid", "mish", "selu", "sinh", "tan"]
 __all__ += ["eq", "ge", "gt", "le", "logsumexp", "lt", "max", "maximum", "min", "minimum", "ne", "softmax", "std"]
 __all__ += ["var", "where"]
 __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "permute", "reshape", "roll"]

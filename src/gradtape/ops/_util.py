@@ -11,9 +11,10 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.errors import DTypeError
-from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape
+from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
 
 if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
 Array = np.ndarray[Any, Any]
@@ -160,6 +161,53 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
         # which Python 3.11 builds through a list (measured slower on the tape chain).
         tape._record((oid, fn, a.id) + args)  # noqa: RUF005
     return out
+
+
+DiffOf = Callable[[Any, Callable[[int, Array], Any], int, int], Any]
+"""``diff(g, rebuild, out_id, a_id) -> a's gradient tensor``: a one-input op's second rule."""
+
+
+def record_unary(
+    a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any, diff: DiffOf | None = None
+) -> Tensor[S, T]:
+    """Wrap ``data`` as the output of an elementwise op on ``a`` and record its backward.
+
+    ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
+    gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
+    received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
+    per call, a ``lambda`` capturing them one. ``diff(g, rebuild, out_id, a_id)``, if given, is
+    the op's second rule: ``a``'s gradient as a tensor, computed from the gradient tensor ``g``
+    with gradtape ops (``rebuild(id, array)`` gives the saved arrays back as tensors; see
+    :func:`gradtape.tape.register_diff`). The one-input ops whose math is a formula are
+    declared instead (:mod:`gradtape.ops.declare`); this serves the structural ones (pooling,
+    softmax, dropout, casts).
+    """
+    if diff is not None:
+        return record_entry(a, data, _unary_backward_d, rule, saved, diff)
+    if len(saved) == 1:  # the common case: one saved array, passed without a tuple
+        return record_entry(a, data, _unary_backward1, rule, saved[0])
+    return record_entry(a, data, _unary_backward, rule, saved)
+
+
+def _unary_backward_d(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    _, _, aid, rule, saved, _ = entry
+    rule(grads, aid, g, *saved)
+
+
+def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], Any]) -> None:
+    _, _, aid, rule, saved = entry
+    rule(grads, aid, g, saved)
+
+
+def _unary_backward(
+    grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], tuple[Any, ...]]
+) -> None:
+    # recorded with its arguments, not as a closure (see tape._Entry)
+    _, _, aid, rule, saved = entry
+    rule(grads, aid, g, *saved)
+
+
+register_diff(_unary_backward_d, lambda g, entry, rebuild: [(entry[2], entry[5](g, rebuild, entry[0], entry[2]))])
 
 
 def sum_to(t: Any, shape: tuple[int, ...]) -> Any:

@@ -25,8 +25,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import ShapeError
-from gradtape.ops._util import SCALARS, int_indices, sum_to, tensor_operand
-from gradtape.ops.unary import record_unary
+from gradtape.ops._util import SCALARS, int_indices, record_unary, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
 

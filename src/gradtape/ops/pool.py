@@ -53,8 +53,8 @@ import numpy as np
 from gradtape._typing import T
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
+from gradtape.ops._util import record_unary
 from gradtape.ops.conv import _ints
-from gradtape.ops.unary import record_unary
 from gradtape.shapes import Rank4
 from gradtape.tape import NONE_TAPE, op_tape
 

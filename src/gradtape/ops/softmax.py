@@ -9,8 +9,7 @@ import numpy as np
 from gradtape._typing import S, T
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import ShapeError
-from gradtape.ops._util import float_data, normalize_axes
-from gradtape.ops.unary import record_unary
+from gradtape.ops._util import float_data, normalize_axes, record_unary
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients

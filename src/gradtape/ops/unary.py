@@ -1,22 +1,20 @@
-"""Elementwise unary ops: neg, exp, log, relu, sin, and the activation family (abs, sqrt,
-square, pow, cos, tanh, sigmoid, leaky_relu, gelu, silu, softplus, clamp, nans_to, recip).
+"""Elementwise unary ops, each declared once: its forward on numpy arrays, its derivative
+written against an array namespace (the first rule on arrays, the differentiable second rule on
+tensors), and what backward keeps (see :mod:`gradtape.ops.declare`). A fused kernel of
+:mod:`gradtape.devices.kernels.activations` is optional, for speed; the registry test checks it
+against the derivative.
 
-Each op computes its forward with numpy's SIMD ufuncs (or, where numpy has no single
-ufunc for it, a kernel of :mod:`gradtape.devices.kernels.activations`), saves what its
-derivative needs, and states the derivative in its docstring; :func:`record_unary` does the
-tape plumbing. Backward passes are fused numba kernels (``grad += f'(x) * g`` in one pass).
 Shapes and dtypes are preserved: ``Tensor[S, T] -> Tensor[S, T]``; a float32 tensor stays
-float32 (scalar arguments are converted to Python floats, which numpy does not promote).
-
-Scalar arguments must be real numbers: others raise ``TypeError`` naming the op and the
-argument; out-of-range values (``clamp`` with ``min > max``, ...) raise ``ValueError``.
-Conventions at kinks and special values follow PyTorch (listed per op).
+float32 (scalar arguments are converted to Python floats, which numpy does not promote). Inputs
+must be float32 or float64 tensors (``DTypeError`` naming the op otherwise); scalar arguments
+must be real numbers (``TypeError`` naming the op and the argument); out-of-range values
+(``clamp`` with ``min > max``, ...) raise ``ValueError``. Conventions at kinks and special values
+follow PyTorch (listed per op).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -26,9 +24,9 @@ from gradtape._typing import S, T
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import SCALARS, float_data, record_entry
+from gradtape.ops._util import float_data, record_unary
 from gradtape.ops.binary import record_scalar
-from gradtape.tape import register_diff
+from gradtape.ops.declare import elementwise, number
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -36,85 +34,50 @@ if TYPE_CHECKING:
 
 __all__ = [
     "abs",
+    "acos",
+    "asin",
+    "atan",
     "clamp",
     "cos",
+    "cosh",
+    "elu",
+    "erf",
+    "erfc",
     "exp",
+    "expm1",
     "gelu",
+    "hardsigmoid",
+    "hardswish",
     "leaky_relu",
     "log",
+    "log1p",
+    "logsigmoid",
+    "mish",
     "nans_to",
     "neg",
     "pow",
     "recip",
-    "record_unary",
     "relu",
+    "selu",
     "sigmoid",
     "silu",
     "sin",
+    "sinh",
     "softplus",
     "sqrt",
     "square",
+    "tan",
     "tanh",
+    "to_dtype",
 ]
 
 Array = np.ndarray[Any, Any]
-_np_sin, _np_cos = np.sin, np.cos  # module globals: no attribute lookup on the hot path
-Rule = Callable[["Gradients", int, Array], None]
 
-
-def record_unary(
-    a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any, diff: DiffOf | None = None
-) -> Tensor[S, T]:
-    """Wrap ``data`` as the output of an elementwise op on ``a`` and record its backward.
-
-    ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
-    gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
-    received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
-    per call, a ``lambda`` capturing them one. ``diff(g, rebuild, out_id, a_id)``, if given, is
-    the op's second rule: ``a``'s gradient as a tensor, computed from the gradient tensor ``g``
-    with gradtape ops (``rebuild(id, array)`` gives the saved arrays back as tensors; see
-    :func:`gradtape.tape.register_diff`).
-    """
-    if diff is not None:
-        return record_entry(a, data, _unary_backward_d, rule, saved, diff)
-    if len(saved) == 1:  # the common case: one saved array, passed without a tuple
-        return record_entry(a, data, _unary_backward1, rule, saved[0])
-    return record_entry(a, data, _unary_backward, rule, saved)
-
-
-def _fused_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
-    """The common elementwise backward: ``grad_a += ufunc(s, g)`` in one fused ``kernel`` pass,
-    with ``s`` saved by the forward (entry ``(out.id, fn, a.id, kernel, ufunc, s)``)."""
-    _, _, i, kernel, ufunc, s = entry
-    grads._fused(i, kernel, ufunc, s, g)
-
-
-def _fused_backward_gs(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
-    """``grad_a += ufunc(g, s)`` in one fused ``kernel`` pass (operands the other way round)."""
-    _, _, i, kernel, ufunc, s = entry
-    grads._fused(i, kernel, ufunc, g, s)
-
-
-DiffOf = Callable[[Any, Callable[[int, Array], Any], int, int], Any]
-"""``diff(g, rebuild, out_id, a_id) -> a's gradient tensor``: a one-input op's second rule."""
-
-
-def _unary_backward_d(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
-    _, _, aid, rule, saved, _ = entry
-    rule(grads, aid, g, *saved)
-
-
-def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], Any]) -> None:
-    _, _, aid, rule, saved = entry
-    rule(grads, aid, g, saved)
-
-
-def _unary_backward(
-    grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], tuple[Any, ...]]
-) -> None:
-    # recorded with its arguments, not as a closure (see tape._Entry)
-    _, _, aid, rule, saved = entry
-    rule(grads, aid, g, *saved)
+_2_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+SELU_ALPHA = 1.6732632423543772848170429916717
+"""SELU's ``alpha`` (Klambauer et al., 2017), as PyTorch's."""
+SELU_SCALE = 1.0507009873554804934193349852946
+"""SELU's ``scale`` (Klambauer et al., 2017), as PyTorch's."""
 
 
 def neg(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -146,130 +109,90 @@ def _cast_back(grads: Gradients, i: int, g: Array, source: np.dtype[Any]) -> Non
     grads._accum(i, g.astype(source))
 
 
-def exp(a: Tensor[S, T]) -> Tensor[S, T]:
+# ----- exponentials and logarithms ----------------------------------------------------------
+
+
+@elementwise(uses="y", derivative=lambda xp, y: y)
+def exp(x: Array) -> Array:
     """``e**a`` elementwise. Gradient: ``e**a``, the saved output (fused ``grad += y * g``)."""
-    y = np.exp(a.data)
-    return record_entry(a, y, _exp_backward, _k.addmul, np.multiply, y)
+    return np.exp(x)
 
 
-def _exp_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any, Any, Array]) -> None:
-    """exp's first rule: ``_fused_backward`` under exp's own name, so its differentiable rule
-    (``g * y``) is found without asking what the saved array means."""
-    _, _, i, kernel, ufunc, s = entry
-    grads._fused(i, kernel, ufunc, s, g)
+def _log_kernel(out: Array, x: Array, g: Array) -> None:
+    _k.adddiv(out, g, x)  # out += g / x
 
 
-def log(a: Tensor[S, T]) -> Tensor[S, T]:
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / x, kernel=_log_kernel)
+def log(x: Array) -> Array:
     """Natural logarithm elementwise (``nan`` for negative inputs, ``-inf`` at 0, as numpy).
 
     Gradient: ``1 / a`` (fused ``grad += g / a``).
     """
-    x = a.data
-    return record_entry(a, np.log(x), _fused_backward_gs, _k.adddiv, np.divide, x)
+    return np.log(x)
 
 
-def relu(a: Tensor[S, T]) -> Tensor[S, T]:
-    """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
-    PyTorch); fused ``grad += g * (a > 0)``."""
-    x = a.data
-    return record_entry(a, _ka.relu(x), _fused_backward, _k.relu_backward, _k.relu_grad, x)
+@elementwise(uses="y", derivative=lambda xp, y: y + 1.0)
+def expm1(x: Array) -> Array:
+    """``e**a - 1`` elementwise, accurate near 0 (numpy's ``expm1``). Gradient: ``e**a = y + 1``
+    from the saved output (PyTorch's)."""
+    return np.expm1(x)
 
 
-def sin(a: Tensor[S, T]) -> Tensor[S, T]:
-    """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
-    SIMD ``cos`` and accumulated with the fused ``addmul``."""
-    x = a.data
-    return record_entry(a, _np_sin(x), _sin_backward, x)
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / (x + 1.0))
+def log1p(x: Array) -> Array:
+    """``log(1 + a)`` elementwise, accurate near 0 (numpy's ``log1p``; NaN below -1, ``-inf`` at
+    -1). Gradient: ``1 / (1 + a)``."""
+    return np.log1p(x)
 
 
-def _sin_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array]) -> None:
-    grads._addmul_scratch(entry[2], _np_cos(entry[3]), g)
+@elementwise(uses="x", derivative=lambda xp, x: xp.exp(x * x * -1.0) * _2_OVER_SQRT_PI)
+def erf(x: Array) -> Array:
+    """The error function ``erf(a) = 2/sqrt(pi) * integral_0^a exp(-t**2) dt`` elementwise
+    (libm's ``erf`` through numba; numpy has none). Gradient: ``2/sqrt(pi) * exp(-a**2)``."""
+    return _ka.erf(x)
 
 
-# ----- the activation family -------------------------------------------------------------
-#
-# Backward rules accumulate with ``grads._fused``: in place through a fused kernel of
-# ``devices/kernels/activations.py`` when the input's gradient buffer exists and is owned,
-# else as a fresh array (the same kernel run on zeros).
+@elementwise(uses="x", derivative=lambda xp, x: xp.exp(x * x * -1.0) * -_2_OVER_SQRT_PI)
+def erfc(x: Array) -> Array:
+    """The complementary error function ``erfc(a) = 1 - erf(a)`` elementwise, accurate where
+    ``erf`` is near 1 (libm's ``erfc``). Gradient: ``-2/sqrt(pi) * exp(-a**2)``."""
+    return _ka.erf(x, complement=True)
 
 
-def _number(op: str, name: str, v: object) -> float:
-    """``v`` as a Python float: numpy treats those as "weak" scalars (NEP 50), so a float32
-    tensor stays float32 where a ``np.float64`` argument would promote it.
-
-    Raises:
-        TypeError: ``v`` is not a real number (a tensor, an array, a string, a complex, None).
-    """
-    if v.__class__ is float:
-        return v
-    if isinstance(v, SCALARS) and not isinstance(v, np.complexfloating):
-        return float(v)
-    raise TypeError(f"{op}: {name} must be a real number (int or float), got {type(v).__name__}")
+# ----- powers ---------------------------------------------------------------------------------
 
 
-def _fresh(kernel: Callable[[Array, Array, Array], None]) -> Callable[[Array, Array], Array]:
-    """``f(saved, g)`` as a new array, from a kernel ``kernel(out, saved, g)`` doing ``out += f``."""
-
-    def fresh(saved: Array, g: Array) -> Array:
-        out = np.zeros(g.shape, g.dtype)
-        kernel(out, saved, g)
-        return out
-
-    return fresh
-
-
-def _rule(kernel: Callable[[Array, Array], None]) -> Rule:
-    """The backward rule ``grad_a += f(g)`` for a kernel ``kernel(out, g)`` doing ``out += f(g)``
-    in one pass (closing over the op's saved arrays and scalars)."""
-
-    def acc(out: Array, g: Array, _: Array) -> None:
-        kernel(out, g)
-
-    def fresh(g: Array, _: Array) -> Array:
-        out = np.zeros(g.shape, g.dtype)
-        kernel(out, g)
-        return out
-
-    def rule(grads: Gradients, i: int, g: Array) -> None:
-        grads._fused(i, acc, fresh, g, g)
-
-    return rule
-
-
-_abs_grad = _fresh(_ka.abs_backward)
-_sqrt_grad = _fresh(_ka.sqrt_backward)
-_square_grad = _fresh(_ka.square_backward)
-_cos_grad = _fresh(_ka.cos_backward)
-_tanh_grad = _fresh(_ka.tanh_backward)
-_sigmoid_grad = _fresh(_ka.sigmoid_backward)
-_nans_to_grad = _fresh(_ka.nans_to_backward)
-_recip_grad = _fresh(_ka.recip_backward)
-
-
-def abs(a: Tensor[S, T]) -> Tensor[S, T]:
-    """``|a|`` elementwise (also ``abs(t)``).
-
-    Gradient: ``sign(a)``: ``1`` where ``a > 0``, ``-1`` where ``a < 0``, ``0`` at ``a == 0``
-    (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
-    """
-    x = a.data
-    return record_entry(a, np.abs(x), _fused_backward, _ka.abs_backward, _abs_grad, x)
-
-
-def sqrt(a: Tensor[S, T]) -> Tensor[S, T]:
+@elementwise(uses="y", derivative=lambda xp, y: 0.5 / y, kernel=_ka.sqrt_backward)
+def sqrt(x: Array) -> Array:
     """Square root elementwise: ``y = sqrt(a)`` (NaN for negative inputs, as numpy).
 
     Gradient: ``1 / (2 sqrt(a)) = 1 / (2 y)`` (``inf`` at ``a == 0``, as PyTorch); fused
     ``grad += g / (2 y)`` from the saved output.
     """
-    y = np.sqrt(a.data)
-    return record_entry(a, y, _fused_backward, _ka.sqrt_backward, _sqrt_grad, y)
+    return np.sqrt(x)
 
 
-def square(a: Tensor[S, T]) -> Tensor[S, T]:
+@elementwise(uses="x", derivative=lambda xp, x: 2.0 * x, kernel=_ka.square_backward)
+def square(x: Array) -> Array:
     """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
-    x = a.data
-    return record_entry(a, np.square(x), _fused_backward, _ka.square_backward, _square_grad, x)
+    return np.square(x)
+
+
+@elementwise(uses="y", derivative=lambda xp, y: -(y * y), kernel=_ka.recip_backward)
+def recip(x: Array) -> Array:
+    """Reciprocal ``y = 1 / a`` elementwise (``inf`` at 0, as numpy).
+
+    Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
+    """
+    return np.reciprocal(x)
+
+
+@elementwise(
+    uses="x", derivative=lambda xp, x, p: x ** (p - 1.0) * p, kernel=_ka.pow_backward, name="_pow", public="pow"
+)
+def _pow(x: Array, p: float) -> Array:
+    """``a ** p`` for a real ``p`` other than 0, 1 and 2 (:func:`pow` sends those elsewhere)."""
+    return np.power(x, p)
 
 
 def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
@@ -283,59 +206,103 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
     Raises:
         TypeError: ``p`` is not a real number (tensor exponents are not supported).
     """
-    p = _number("pow", "exponent p", p)
-    x = a.data
+    p = number("pow", "exponent p", p)
+    x = float_data("pow", a)
     if p == 2.0:
         return square(a)
     if p == 1.0:
         return record_scalar(a, x.copy(), 1.0)  # type: ignore[no-any-return]
-    y = np.power(x, p)
     if p == 0.0:
         return record_unary(
-            a, y, lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)), diff=lambda g, r, o, i: g * 0.0
+            a,
+            np.power(x, p),
+            lambda grads, i, g: grads._accum(i, np.zeros(g.shape, g.dtype)),
+            diff=lambda g, r, o, i: g * 0.0,
         )
-    return record_entry(a, y, _pow_backward, x, p)
+    return _pow(a, p)
 
 
-def _pow_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, float]) -> None:
-    _, _, i, x, p = entry
-
-    def acc(out: Array, gg: Array, _: Array) -> None:
-        _ka.pow_backward(out, x, gg, p)
-
-    def fresh(gg: Array, _: Array) -> Array:
-        out = np.zeros(gg.shape, gg.dtype)
-        _ka.pow_backward(out, x, gg, p)
-        return out
-
-    grads._fused(i, acc, fresh, g, g)
+# ----- trigonometric and hyperbolic -----------------------------------------------------------
 
 
-def cos(a: Tensor[S, T]) -> Tensor[S, T]:
+@elementwise(uses="x", derivative=lambda xp, x: xp.cos(x))
+def sin(x: Array) -> Array:
+    """Sine elementwise (radians). Gradient: ``cos(a)``, computed in backward with numpy's
+    SIMD ``cos`` and accumulated with the fused ``addmul``."""
+    return np.sin(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: -xp.sin(x), kernel=_ka.cos_backward)
+def cos(x: Array) -> Array:
     """Cosine elementwise (radians). Gradient: ``-sin(a)``, computed in backward with numpy's
     SIMD ``sin`` and accumulated in one fused pass ``grad += -sin(a) * g``."""
-    x = a.data
-    return record_entry(a, np.cos(x), _fused_backward, _ka.cos_backward, _cos_grad, x)
+    return np.cos(x)
 
 
-def tanh(a: Tensor[S, T]) -> Tensor[S, T]:
+@elementwise(uses="y", derivative=lambda xp, y: y * y + 1.0)
+def tan(x: Array) -> Array:
+    """Tangent elementwise (radians). Gradient: ``1 + tan(a)**2 = 1 + y**2`` from the saved
+    output (PyTorch's)."""
+    return np.tan(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / xp.sqrt(1.0 - x * x))
+def asin(x: Array) -> Array:
+    """Inverse sine elementwise, in ``[-pi/2, pi/2]`` (NaN outside ``[-1, 1]``). Gradient:
+    ``1 / sqrt(1 - a**2)`` (``inf`` at ``|a| == 1``)."""
+    return np.arcsin(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: -1.0 / xp.sqrt(1.0 - x * x))
+def acos(x: Array) -> Array:
+    """Inverse cosine elementwise, in ``[0, pi]`` (NaN outside ``[-1, 1]``). Gradient:
+    ``-1 / sqrt(1 - a**2)`` (``-inf`` at ``|a| == 1``)."""
+    return np.arccos(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / (x * x + 1.0))
+def atan(x: Array) -> Array:
+    """Inverse tangent elementwise, in ``(-pi/2, pi/2)``. Gradient: ``1 / (1 + a**2)``."""
+    return np.arctan(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.cosh(x))
+def sinh(x: Array) -> Array:
+    """Hyperbolic sine elementwise. Gradient: ``cosh(a)``."""
+    return np.sinh(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.sinh(x))
+def cosh(x: Array) -> Array:
+    """Hyperbolic cosine elementwise. Gradient: ``sinh(a)``."""
+    return np.cosh(x)
+
+
+@elementwise(uses="y", derivative=lambda xp, y: 1.0 - y * y, kernel=_ka.tanh_backward)
+def tanh(x: Array) -> Array:
     """Hyperbolic tangent elementwise: ``y = tanh(a)``. Gradient: ``1 - y**2`` from the saved
     output; fused ``grad += (1 - y**2) * g``."""
-    y = np.tanh(a.data)
-    return record_entry(a, y, _fused_backward, _ka.tanh_backward, _tanh_grad, y)
+    return np.tanh(x)
 
 
-def sigmoid(a: Tensor[S, T]) -> Tensor[S, T]:
-    """Logistic sigmoid elementwise: ``y = 1 / (1 + exp(-a))``, computed without overflow
-    from ``exp(-|a|)`` (accurate in both tails, see :func:`~gradtape.devices.kernels.activations.sigmoid`).
-
-    Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
-    """
-    y = _ka.sigmoid(a.data)
-    return record_entry(a, y, _fused_backward, _ka.sigmoid_backward, _sigmoid_grad, y)
+# ----- the activation family ------------------------------------------------------------------
 
 
-def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
+@elementwise(
+    uses="x", derivative=lambda xp, x: xp.where(x > 0.0, 1.0, 0.0), kernel=_k.relu_backward, fresh=_k.relu_grad
+)
+def relu(x: Array) -> Array:
+    """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as
+    PyTorch); fused ``grad += g * (a > 0)``."""
+    return _ka.relu(x)
+
+
+@elementwise(
+    uses="x",
+    derivative=lambda xp, x, negative_slope: xp.where(x > 0.0, 1.0, negative_slope),
+    kernel=_ka.leaky_relu_backward,
+)
+def leaky_relu(x: Array, negative_slope: float = 0.01) -> Array:
     """``a`` where ``a > 0``, else ``negative_slope * a``, elementwise (PyTorch's ``leaky_relu``).
 
     Gradient: ``1`` where ``a > 0``, else ``negative_slope`` (also at ``a == 0``, as PyTorch);
@@ -344,16 +311,146 @@ def leaky_relu(a: Tensor[S, T], negative_slope: float = 0.01) -> Tensor[S, T]:
     Raises:
         TypeError: ``negative_slope`` is not a real number.
     """
-    s = _number("leaky_relu", "negative_slope", negative_slope)
-    x = a.data
-    y = np.where(x > 0, x, x * s)
-    slope = np.where(x > 0, x.dtype.type(1), x.dtype.type(s))  # piecewise constant: leaky_relu'' = 0
-    return record_unary(
-        a,
-        y,
-        _rule(lambda out, g: _ka.leaky_relu_backward(out, x, g, s)),
-        diff=lambda g, rebuild, oid, aid: g * g._like(slope),
-    )
+    return np.where(x > 0, x, x * negative_slope)
+
+
+@elementwise(uses="y", derivative=lambda xp, y: y * (1.0 - y), kernel=_ka.sigmoid_backward)
+def sigmoid(x: Array) -> Array:
+    """Logistic sigmoid elementwise: ``y = 1 / (1 + exp(-a))``, computed without overflow
+    from ``exp(-|a|)`` (accurate in both tails, see :func:`~gradtape.devices.kernels.activations.sigmoid`).
+
+    Gradient: ``y * (1 - y)`` from the saved output; fused ``grad += y * (1 - y) * g``.
+    """
+    return _ka.sigmoid(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.sigmoid(-x))
+def logsigmoid(x: Array) -> Array:
+    """``log(sigmoid(a)) = -softplus(-a)`` elementwise (PyTorch's ``logsigmoid``), computed as
+    ``-logaddexp(0, -a)``, which neither overflows nor loses the left tail. Gradient:
+    ``sigmoid(-a)``."""
+    return np.negative(np.logaddexp(0.0, -x))
+
+
+def _silu_kernel(out: Array, x: Array, g: Array, s: Array) -> None:
+    _ka.silu_backward(out, x, s, g)
+
+
+def _silu_derivative(xp: Any, x: Any) -> Any:
+    s = xp.sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+@elementwise(uses="x", derivative=_silu_derivative, kernel=_silu_kernel, aux=True)
+def silu(x: Array) -> tuple[Array, Array]:
+    """Sigmoid linear unit (swish) elementwise: ``y = a * s`` with ``s = sigmoid(a)``.
+
+    Gradient: ``s * (1 + a * (1 - s))``; one fused pass from the ``s`` the forward kept.
+    """
+    s = _ka.sigmoid(x)
+    return np.multiply(x, s), s
+
+
+def _mish_derivative(xp: Any, x: Any) -> Any:
+    t = xp.tanh(xp.softplus(x))
+    return t + x * xp.sigmoid(x) * (1.0 - t * t)
+
+
+@elementwise(uses="x", derivative=_mish_derivative)
+def mish(x: Array) -> Array:
+    """Mish (Misra, 2019) elementwise: ``a * tanh(softplus(a))``, as PyTorch's ``mish``.
+
+    Gradient: ``t + a * sigmoid(a) * (1 - t**2)`` with ``t = tanh(softplus(a))`` (PyTorch's).
+    """
+    return np.multiply(x, np.tanh(np.logaddexp(0.0, x)))
+
+
+def _elu_derivative(xp: Any, x: Any, alpha: float) -> Any:
+    return xp.where(x > 0.0, 1.0, xp.exp(xp.minimum(x, 0.0)) * alpha)
+
+
+@elementwise(uses="x", derivative=_elu_derivative)
+def elu(x: Array, alpha: float = 1.0) -> Array:
+    """Exponential linear unit (Clevert et al., 2015), as PyTorch's ``elu``: ``a`` where
+    ``a > 0``, else ``alpha * (exp(a) - 1)`` (``expm1``, accurate near 0).
+
+    Gradient: ``1`` where ``a > 0``, else ``alpha * exp(a)`` (also at 0, as PyTorch).
+
+    Raises:
+        TypeError: ``alpha`` is not a real number.
+    """
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)) * alpha)
+
+
+def _selu_derivative(xp: Any, x: Any) -> Any:
+    return xp.where(x > 0.0, SELU_SCALE, xp.exp(xp.minimum(x, 0.0)) * (SELU_SCALE * SELU_ALPHA))
+
+
+@elementwise(uses="x", derivative=_selu_derivative)
+def selu(x: Array) -> Array:
+    """Scaled exponential linear unit (Klambauer et al., 2017), as PyTorch's ``selu``:
+    ``scale * a`` where ``a > 0``, else ``scale * alpha * (exp(a) - 1)``, with
+    :data:`SELU_SCALE` and :data:`SELU_ALPHA`.
+
+    Gradient: ``scale`` where ``a > 0``, else ``scale * alpha * exp(a)`` (also at 0, as PyTorch).
+    """
+    return np.where(x > 0, x * SELU_SCALE, np.expm1(np.minimum(x, 0.0)) * (SELU_SCALE * SELU_ALPHA))
+
+
+def _hardswish_derivative(xp: Any, x: Any) -> Any:
+    return xp.where(x <= -3.0, 0.0, xp.where(x < 3.0, x / 3.0 + 0.5, 1.0))
+
+
+@elementwise(uses="x", derivative=_hardswish_derivative)
+def hardswish(x: Array) -> Array:
+    """Hard swish (Howard et al., 2019, MobileNetV3), as PyTorch's ``hardswish``:
+    ``a * relu6(a + 3) / 6``.
+
+    Gradient (PyTorch's, kinks included): ``0`` for ``a <= -3``, ``a / 3 + 1/2`` for
+    ``-3 < a < 3``, ``1`` from 3 on.
+    """
+    return np.multiply(x, np.clip(x + 3.0, 0.0, 6.0)) / 6.0
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.where(xp.logical_and(x > -3.0, x < 3.0), 1.0 / 6.0, 0.0))
+def hardsigmoid(x: Array) -> Array:
+    """Hard sigmoid, as PyTorch's ``hardsigmoid``: ``relu6(a + 3) / 6``.
+
+    Gradient: ``1/6`` for ``-3 < a < 3``, else ``0`` (also at the kinks, as PyTorch).
+    """
+    return np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def _gelu_kernel(out: Array, x: Array, g: Array, cdf: Array) -> None:
+    _ka.gelu_backward(out, x, cdf, g)
+
+
+def _gelu_derivative(xp: Any, x: Any) -> Any:  # Phi(x) + x phi(x)
+    return xp.erfc(x * -_ka.INV_SQRT_2) * 0.5 + x * xp.exp(x * x * -0.5) * _ka.INV_SQRT_2PI
+
+
+@elementwise(uses="x", derivative=_gelu_derivative, kernel=_gelu_kernel, aux=True, name="_gelu", public="gelu")
+def _gelu(x: Array) -> tuple[Array, Array]:
+    """Exact GELU ``a * Phi(a)`` and the saved ``Phi(a)`` (see :func:`gelu`)."""
+    return _ka.gelu(x)
+
+
+def _gelu_tanh_kernel(out: Array, x: Array, g: Array, s: Array) -> None:
+    _ka.gelu_tanh_backward(out, x, s, g)
+
+
+def _gelu_tanh_derivative(xp: Any, x: Any) -> Any:  # s + x s'
+    c, kappa = _ka.SQRT_2_OVER_PI, _ka.GELU_TANH_KAPPA
+    t = xp.tanh((x + x * x * x * kappa) * c)
+    return (t + 1.0) * 0.5 + x * ((1.0 - t * t) * 0.5) * ((x * x * (3 * kappa) + 1.0) * c)
+
+
+@elementwise(
+    uses="x", derivative=_gelu_tanh_derivative, kernel=_gelu_tanh_kernel, aux=True, name="_gelu_tanh", public="gelu"
+)
+def _gelu_tanh(x: Array) -> tuple[Array, Array]:
+    """GELU's tanh approximation and the saved ``s = (1 + t) / 2`` (see :func:`gelu`)."""
+    return _ka.gelu_tanh(x)
 
 
 def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tensor[S, T]:
@@ -373,45 +470,27 @@ def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tens
     Raises:
         ValueError: ``approximate`` is neither ``"none"`` nor ``"tanh"``.
     """
-    x = a.data
     if approximate == "none":
-        y, cdf = _ka.gelu(x)
-
-        def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # Phi(x) + x phi(x)
-            xt = rebuild(aid, x)
-            return g * (_normal_cdf(xt) + xt * (xt * xt * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi)))
-
-        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_backward(out, x, cdf, g)), diff=diff)
+        return _gelu(a)
     if approximate == "tanh":
-        y, s = _ka.gelu_tanh(x)
-
-        def diff_tanh(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # s + x s'
-            xt = rebuild(aid, x)
-            c = math.sqrt(2.0 / math.pi)
-            t = ((xt + xt * xt * xt * 0.044715) * c).tanh()
-            return g * ((t + 1.0) * 0.5 + xt * ((1.0 - t * t) * 0.5) * ((xt * xt * (3 * 0.044715) + 1.0) * c))
-
-        return record_unary(a, y, _rule(lambda out, g: _ka.gelu_tanh_backward(out, x, s, g)), diff=diff_tanh)
+        return _gelu_tanh(a)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def silu(a: Tensor[S, T]) -> Tensor[S, T]:
-    """Sigmoid linear unit (swish) elementwise: ``y = a * s`` with ``s = sigmoid(a)``.
-
-    Gradient: ``s * (1 + a * (1 - s))`` from the saved ``s``; one fused pass.
-    """
-    x = a.data
-    s = _ka.sigmoid(x)
-
-    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # d/dx x s(x) = s (1 + x (1 - s))
-        xt = rebuild(aid, x)
-        st = xt.sigmoid()
-        return g * (st * (1.0 + xt * (1.0 - st)))
-
-    return record_unary(a, np.multiply(x, s), _rule(lambda out, g: _ka.silu_backward(out, x, s, g)), diff=diff)
+def _softplus_kernel(out: Array, x: Array, g: Array, beta: float, threshold: float, s: Array) -> None:
+    _k.addmul(out, s, g)
 
 
-def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Tensor[S, T]:
+def _softplus_fresh(x: Array, g: Array, beta: float, threshold: float, s: Array) -> Array:
+    return np.multiply(s, g)
+
+
+def _softplus_derivative(xp: Any, x: Any, beta: float, threshold: float) -> Any:
+    return xp.where(x * beta > threshold, 1.0, xp.sigmoid(x * beta))
+
+
+@elementwise(uses="x", derivative=_softplus_derivative, kernel=_softplus_kernel, fresh=_softplus_fresh, aux=True)
+def softplus(x: Array, beta: float = 1.0, threshold: float = 20.0) -> tuple[Array, Array]:
     """Smooth ReLU elementwise, with PyTorch's semantics: ``y = log(1 + exp(beta * a)) / beta``,
     and ``y = a`` where ``beta * a > threshold`` (for numerical stability). The log is
     computed as ``log1p(exp(-|z|)) + max(z, 0)`` with ``z = beta * a``, which cannot overflow.
@@ -423,21 +502,31 @@ def softplus(a: Tensor[S, T], beta: float = 1.0, threshold: float = 20.0) -> Ten
         TypeError: ``beta`` or ``threshold`` is not a real number.
         ValueError: ``beta`` is 0 or not finite, or ``threshold`` is NaN.
     """
-    b = _number("softplus", "beta", beta)
-    thr = _number("softplus", "threshold", threshold)
-    if b == 0.0 or not math.isfinite(b):
+    if beta == 0.0 or not math.isfinite(beta):
         raise ValueError(f"softplus: beta must be a finite nonzero number, got {beta!r}")
-    if math.isnan(thr):
+    if math.isnan(threshold):
         raise ValueError("softplus: threshold is NaN")
-    x = a.data
-    y, s = _ka.softplus(x, b, thr)
+    return _ka.softplus(x, beta, threshold)
 
-    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # sigmoid(beta x), 1 past the threshold
-        from gradtape.ops.compare import where
 
-        return where(x * b > thr, g, g * (rebuild(aid, x) * b).sigmoid())
+@elementwise(uses="x", derivative=lambda xp, x: xp.sign(x), kernel=_ka.abs_backward)
+def abs(x: Array) -> Array:
+    """``|a|`` elementwise (also ``abs(t)``).
 
-    return record_unary(a, y, _softplus_rule, s, diff=diff)
+    Gradient: ``sign(a)``: ``1`` where ``a > 0``, ``-1`` where ``a < 0``, ``0`` at ``a == 0``
+    (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
+    """
+    return np.abs(x)
+
+
+def _clamp_derivative(xp: Any, x: Any, lo: float, hi: float) -> Any:
+    return xp.where(xp.logical_and(x >= lo, x <= hi), 1.0, 0.0)
+
+
+@elementwise(uses="x", derivative=_clamp_derivative, kernel=_ka.clamp_backward, name="_clamp", public="clamp")
+def _clamp(x: Array, lo: float, hi: float) -> Array:
+    """``x`` clamped into ``[lo, hi]`` (see :func:`clamp`)."""
+    return np.clip(x, lo, hi)
 
 
 def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
@@ -452,21 +541,21 @@ def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -
     """
     if min is None and max is None:
         raise ValueError("clamp: give at least one of min and max")
-    lo = -math.inf if min is None else _number("clamp", "min", min)
-    hi = math.inf if max is None else _number("clamp", "max", max)
+    lo = -math.inf if min is None else number("clamp", "min", min)
+    hi = math.inf if max is None else number("clamp", "max", max)
     if math.isnan(lo) or math.isnan(hi):
         raise ValueError(f"clamp: bounds must not be NaN, got min={min!r}, max={max!r}")
     if lo > hi:
         raise ValueError(f"clamp: min ({min!r}) is greater than max ({max!r})")
-    x = a.data
-
-    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # the mask is piecewise constant
-        return g * g._like(((x >= lo) & (x <= hi)).astype(x.dtype))
-
-    return record_unary(a, np.clip(x, lo, hi), _rule(lambda out, g: _ka.clamp_backward(out, x, g, lo, hi)), diff=diff)
+    return _clamp(a, lo, hi)
 
 
-def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
+def _nans_to_kernel(out: Array, x: Array, g: Array, value: float) -> None:
+    _ka.nans_to_backward(out, x, g)
+
+
+@elementwise(uses="x", derivative=lambda xp, x, value: xp.where(xp.isnan(x), 0.0, 1.0), kernel=_nans_to_kernel)
+def nans_to(x: Array, value: float) -> Array:
     """Replace NaN elements by ``value`` (dfdx's ``nans_to``); other elements, infinities
     included, pass through.
 
@@ -475,113 +564,4 @@ def nans_to(a: Tensor[S, T], value: float) -> Tensor[S, T]:
     Raises:
         TypeError: ``value`` is not a real number.
     """
-    v = _number("nans_to", "value", value)
-    x = a.data
-    y = np.where(np.isnan(x), v, x)
-    return record_entry(a, y, _fused_backward, _ka.nans_to_backward, _nans_to_grad, x)
-
-
-def recip(a: Tensor[S, T]) -> Tensor[S, T]:
-    """Reciprocal ``y = 1 / a`` elementwise (``inf`` at 0, as numpy).
-
-    Gradient: ``-1 / a**2 = -y**2`` from the saved output; fused ``grad -= y**2 * g``.
-    """
-    y = np.reciprocal(a.data)
-    return record_entry(a, y, _fused_backward, _ka.recip_backward, _recip_grad, y)
-
-
-# ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
-#
-# Each op's second rule, beside its first: the same derivative written in gradtape ops on the
-# tensors the forward saved (``rebuild(id, array)``), used only when gradients are recorded.
-
-
-def _softplus_rule(grads: Gradients, i: int, g: Array, s: Array) -> None:
-    """softplus's first rule: ``grad += s * g`` (``s`` the saved slope) in one fused pass."""
-    grads._fused(i, _k.addmul, np.multiply, s, g)
-
-
-def _normal_cdf(x: Any) -> Any:
-    """The standard normal CDF of a tensor as a recorded op (gelu's second rule): forward
-    ``erfc(-x / sqrt(2)) / 2``, backward the density ``exp(-x**2 / 2) / sqrt(2 pi)`` in
-    gradtape ops, so it differentiates to any order."""
-    from gradtape.autograd import Function, FunctionCtx
-
-    class NormalCDF(Function):
-        @staticmethod
-        def forward(ctx: FunctionCtx, t: Any) -> Any:
-            ctx.save_for_backward(t)
-            return t._like(np.asarray(0.5 * _erfc(-t.data / math.sqrt(2.0)), dtype=t.dtype))
-
-        @staticmethod
-        def backward(ctx: FunctionCtx, go: Any) -> Any:
-            t: Any = ctx.saved_tensors[0]
-            return go * (t * t * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
-
-    return NormalCDF.apply(x)
-
-
-_erfc = np.vectorize(math.erfc, otypes=[np.float64])
-
-
-def _d_fused(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    oid, _, i, kernel, _, s = entry
-    if kernel is _ka.square_backward:  # s = x
-        return [(i, g * rebuild(i, s) * 2.0)]
-    if kernel is _ka.tanh_backward:  # s = y
-        y = rebuild(oid, s)
-        return [(i, g * (1.0 - y * y))]
-    if kernel is _ka.sigmoid_backward:  # s = y
-        y = rebuild(oid, s)
-        return [(i, g * y * (1.0 - y))]
-    if kernel is _ka.sqrt_backward:  # s = y
-        return [(i, g * 0.5 / rebuild(oid, s))]
-    if kernel is _ka.recip_backward:  # s = y
-        y = rebuild(oid, s)
-        return [(i, -(g * y * y))]
-    if kernel is _ka.cos_backward:  # s = x
-        return [(i, -(g * rebuild(i, s).sin()))]
-    if kernel is _ka.nans_to_backward:  # s = x; the gradient passes where x is not NaN
-        return [(i, g * g._like((~np.isnan(s)).astype(g.dtype)))]
-    if kernel is _ka.abs_backward:  # s = x; sign(x) is a constant (abs'' = 0 away from 0)
-        return [(i, g * g._like(np.sign(s).astype(g.dtype)))]
-    if kernel is _k.relu_backward:  # s = x; the mask is a constant (relu'' = 0)
-        return [(i, g * g._like((s > 0).astype(g.dtype)))]
-    from gradtape.errors import TapeError
-
-    raise TapeError(
-        f"the backward of the elementwise op with kernel {getattr(kernel, '__name__', kernel)!r} has no "
-        "differentiable form yet, so gradients of gradients cannot flow through it"
-    )
-
-
-def _d_fused_gs(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    _, _, i, kernel, _, s = entry
-    if kernel is _k.adddiv:  # log: s = x
-        return [(i, g / rebuild(i, s))]
-    return _d_fused(g, entry, rebuild)
-
-
-register_diff(_fused_backward, _d_fused)
-register_diff(_fused_backward_gs, _d_fused_gs)
-
-
-def _d_exp(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    return [(entry[2], g * rebuild(entry[0], entry[5]))]  # g * y
-
-
-def _d_sin(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    x: Any = rebuild(entry[2], entry[3])
-    return [(entry[2], g * x.cos())]
-
-
-def _d_pow(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    _, _, i, xd, p = entry
-    x: Any = rebuild(i, xd)
-    return [(i, g * x ** (p - 1.0) * p)]
-
-
-register_diff(_exp_backward, _d_exp)
-register_diff(_unary_backward_d, lambda g, entry, rebuild: [(entry[2], entry[5](g, rebuild, entry[0], entry[2]))])
-register_diff(_sin_backward, _d_sin)
-register_diff(_pow_backward, _d_pow)
+    return np.where(np.isnan(x), value, x)

@@ -46,6 +46,7 @@ __all__ = [
     "abs_backward",
     "addmul_scaled",
     "clamp_backward",
+    "erf",
     "cos_backward",
     "gelu",
     "gelu_backward",
@@ -351,6 +352,18 @@ def _softplus_finish_parallel(y: Array, s: Array, beta: float, threshold: float,
 
 
 @jit()
+def _erf_serial(out: Array, x: Array, complement: bool) -> None:
+    for i in range(out.shape[0]):
+        out[i] = math.erfc(x[i]) if complement else math.erf(x[i])
+
+
+@jit(parallel=True)
+def _erf_parallel(out: Array, x: Array, complement: bool) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i] = math.erfc(x[i]) if complement else math.erf(x[i])
+
+
+@jit()
 def _relu_serial(out: Array, x: Array) -> None:
     zero = x.dtype.type(0)
     for i in range(out.shape[0]):
@@ -450,6 +463,22 @@ def sigmoid(x: Array) -> Array:
     e = _neg_exp_abs(x1)
     (_sigmoid_from_exp_parallel if _big(x1.shape[0]) else _sigmoid_from_exp_serial)(e, x1, e)
     return e.reshape(np.shape(x))
+
+
+def erf(x: Array, complement: bool = False) -> Array:
+    """The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt`` elementwise, or
+    with ``complement=True`` ``erfc(x) = 1 - erf(x)`` (accurate in the right tail, where
+    ``1 - erf`` cancels). numpy has no ``erf``: numba's ``math.erf``/``math.erfc`` (libm, one call
+    per element, float32 computed in float64 and rounded). Returns a new array of ``x``'s shape
+    and dtype.
+
+    Raises:
+        DTypeError: ``x`` is not float32 or float64.
+    """
+    x1 = _input("erfc" if complement else "erf", x)
+    out = np.empty_like(x1)
+    (_erf_parallel if _big(x1.shape[0]) else _erf_serial)(out, x1, complement)
+    return out.reshape(np.shape(x))
 
 
 def gelu(x: Array) -> tuple[Array, Array]:

@@ -1,0 +1,338 @@
+"""One declaration per elementwise op: its math written once.
+
+An elementwise op states three things (after dfdx's ``UnaryDerivative`` with ``f``, ``df`` and
+``DF_USES_FX``, JAX's ``defjvp`` and PyTorch's ``derivatives.yaml``)::
+
+    @elementwise(uses="y", derivative=lambda xp, y: 1.0 - y * y, kernel=_ka.tanh_backward)
+    def tanh(x: Array) -> Array:
+        '''Hyperbolic tangent elementwise ...'''
+        return np.tanh(x)
+
+- the **forward** on a numpy array (the decorated function; its docstring is the op's),
+  with any scalar parameters after ``x`` (``leaky_relu(x, negative_slope=0.01)``);
+- the **derivative** ``f'`` once, as a function ``derivative(xp, s, *params)`` written against an
+  array namespace ``xp``: on numpy arrays (:data:`NUMPY`) it is the first-order rule
+  (``grad_x += f'(s) * g``), on gradtape tensors (:func:`tensors`) it is the differentiable
+  second rule (``g * f'(s)`` recorded, so gradients of gradients flow through it to any order),
+  the trick of HIPS autograd's ``numpy_vjps`` and JAX's ``defjvp2``;
+- what backward keeps, ``uses``: the input ``x`` or the output ``y`` (``s`` above).
+
+Optional, for speed only: ``kernel(out, s, g, *params)`` adds ``f'(s) * g`` into ``out`` in one
+fused pass (a numba kernel of :mod:`gradtape.devices.kernels.activations`; tested against the
+derivative by the registry test), ``fresh(s, g, *params)`` the same as a new array, and
+``aux=True`` when the forward returns ``(y, aux)``: an intermediate (``sigmoid(x)`` for silu) that
+only the kernel reads, after the parameters (``kernel(out, s, g, *params, aux)``).
+
+The decorator returns the public op ``op(a: Tensor[S, T], *params) -> Tensor[S, T]`` (shape
+and dtype preserved; float32 stays float32): it checks that ``a`` is a float tensor
+(:class:`~gradtape.errors.DTypeError` naming the op otherwise), converts each parameter to a
+Python float (``TypeError`` naming the op and the parameter for anything but a real number),
+runs the forward and records one entry on the tape the recording rule gives
+(:func:`~gradtape.ops._util.record_entry`). Ops built from other ops (``softplus`` from
+``log1p``/``exp``, say) need no declaration: they are differentiable by construction.
+
+:data:`ELEMENTWISE` holds every declaration by name; tests/test_op_registry.py walks it
+(gradcheck in float64, PyTorch's values, gradients and Hessians, the kernel against the
+formula, float32, bad input), and README's list of ops with second rules comes from it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
+
+import numpy as np
+
+from gradtape._typing import S, T
+from gradtape.devices.kernels import elementwise as _k
+from gradtape.errors import TapeError
+from gradtape.ops._util import SCALARS, float_data, record_entry
+from gradtape.ops.compare import where as _where
+from gradtape.tape import NONE_TAPE, register_diff
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["ELEMENTWISE", "NUMPY", "OPS", "Elementwise", "elementwise", "number", "tensors"]
+
+Array = np.ndarray[Any, Any]
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True, eq=False)
+class Elementwise:
+    """The declaration of one elementwise op (see the module docstring).
+
+    Attributes:
+        name: the registry name (``"tanh"``); private building blocks of a public op start with
+            ``_`` (``_gelu``, ``_gelu_tanh`` of ``gelu``) and give that op's name as ``public``.
+        forward: ``forward(x, *params) -> y`` (or ``(y, aux)`` with ``aux``) on numpy arrays.
+        derivative: ``derivative(xp, s, *params) -> f'(x)``, ``s`` the input or the output.
+        uses: ``"x"`` or ``"y"``: which array backward keeps (dfdx's ``DF_USES_FX``).
+        params: the names of the scalar parameters after ``x``.
+        defaults: their defaults (``inspect.Parameter.empty`` where none).
+        kernel: optional fused ``kernel(out, s, g, *params[, aux])``: ``out += f'(s) * g``.
+        fresh: optional ``fresh(s, g, *params[, aux]) -> f'(s) * g`` as a new array.
+        aux: whether the forward returns ``(y, aux)``.
+    """
+
+    name: str
+    forward: Callable[..., Any]
+    derivative: Callable[..., Any]
+    uses: Literal["x", "y"]
+    params: tuple[str, ...]
+    defaults: tuple[Any, ...]
+    kernel: Callable[..., None] | None = None
+    fresh: Callable[..., Array] | None = None
+    aux: bool = False
+    public: str = ""
+    """The public op's name in messages (``"gelu"`` for ``_gelu``); default ``name``."""
+
+
+ELEMENTWISE: dict[str, Elementwise] = {}
+"""Every declared elementwise op by name, in declaration order."""
+OPS: dict[str, Callable[..., Any]] = {}
+"""The public function of each declaration, by name."""
+
+
+def number(op: str, name: str, v: object) -> float:
+    """``v`` as a Python float: numpy treats those as "weak" scalars (NEP 50), so a float32
+    tensor stays float32 where a ``np.float64`` argument would promote it.
+
+    Raises:
+        TypeError: ``v`` is not a real number (a tensor, an array, a string, a complex, None).
+    """
+    if v.__class__ is float:
+        return v
+    if isinstance(v, SCALARS) and not isinstance(v, np.complexfloating):
+        return float(v)
+    raise TypeError(f"{op}: {name} must be a real number (int or float), got {type(v).__name__}")
+
+
+def elementwise(
+    *,
+    derivative: Callable[..., Any],
+    uses: Literal["x", "y"],
+    kernel: Callable[..., None] | None = None,
+    fresh: Callable[..., Array] | None = None,
+    aux: bool = False,
+    name: str | None = None,
+    public: str | None = None,
+) -> Callable[[Callable[Concatenate[Array, P], Any]], Callable[Concatenate[Tensor[S, T], P], Tensor[S, T]]]:
+    """Declare an elementwise op from its numpy forward (the decorated function) and its
+    derivative; see the module docstring. Returns the public op, registered in :data:`ELEMENTWISE`.
+
+    ``name`` overrides the registry name (default: the forward's ``__name__``); ``public`` is the
+    name messages give (default: ``name``).
+
+    Raises:
+        ValueError: ``uses`` is neither ``"x"`` nor ``"y"``, the name is taken, or ``aux`` is
+            set without a ``kernel``.
+    """
+    if uses not in ("x", "y"):
+        raise ValueError(f"elementwise: uses must be 'x' or 'y', got {uses!r}")
+    if aux and kernel is None:
+        raise ValueError("elementwise: aux=True needs a kernel (only a kernel reads aux)")
+
+    def declare(forward: Callable[Concatenate[Array, P], Any]) -> Callable[Concatenate[Tensor[S, T], P], Tensor[S, T]]:
+        op_name = name or forward.__name__
+        if op_name in ELEMENTWISE:
+            raise ValueError(f"elementwise: an op named {op_name!r} is already declared")
+        sig = list(inspect.signature(forward).parameters.values())[1:]
+        decl = Elementwise(
+            op_name,
+            forward,
+            derivative,
+            uses,
+            tuple(p.name for p in sig),
+            tuple(p.default for p in sig),
+            kernel,
+            fresh,
+            aux,
+            public or op_name,
+        )
+        ELEMENTWISE[op_name] = decl
+        fn = OPS[op_name] = _make_op(decl, forward)
+        return fn
+
+    return declare
+
+
+def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., Any]:
+    """The public function of ``decl``, generated once so that it costs what a hand-written op
+    costs: no argument binding at call time, one entry recorded (see ``tape._Entry``)."""
+    name, label = decl.name, decl.public
+    ns: dict[str, Any] = {
+        "__name__": forward.__module__,  # the op's frames belong to its module (anomaly mode names ops so)
+        "_forward": forward,
+        "_record": record_entry,
+        "_backward": _backward,
+        "_decl": decl,
+        "_not_float": float_data,
+        "_number": number,
+    }
+    params = []
+    for k, (p, d) in enumerate(zip(decl.params, decl.defaults, strict=True)):
+        if d is inspect.Parameter.empty:
+            params.append(p)
+        else:
+            ns[f"_d{k}"] = d
+            params.append(f"{p}=_d{k}")
+    conv = "".join(f"_number({label!r}, {p!r}, {p}), " for p in decl.params)
+    head = ", ".join(["a", *params])
+    call = "_forward(x, *params)" if decl.params else "_forward(x)"
+    lines = [
+        f"def {name}({head}):",
+        "    x = a.data",
+        "    if x.dtype.kind != 'f':",
+        f"        _not_float({label!r}, a)",
+        f"    params = ({conv})",
+    ]
+    if decl.aux:
+        lines += [f"    y, aux = {call}", "    kargs = params + (aux,)"]
+    else:
+        lines += [f"    y = {call}", "    kargs = params"]
+    lines.append(f"    return _record(a, y, _backward, _decl, {decl.uses}, params, kargs)")
+    exec(compile("\n".join(lines), f"<declared op {name}>", "exec"), ns)
+    fn: Callable[..., Any] = ns[name]
+    fn.__doc__ = forward.__doc__
+    fn.__module__ = forward.__module__
+    fn.__qualname__ = forward.__qualname__
+    notes = {"a": "Tensor[S, T]"}
+    notes.update({p: "float" for p in decl.params})
+    notes["return"] = "Tensor[S, T]"
+    fn.__annotations__ = notes
+    return fn
+
+
+# ----- the first rule: grad_x += f'(s) * g on arrays ---------------------------------------
+
+
+def _backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    """The first-order rule of every declared op: entry ``(out.id, _backward, a.id, decl, s,
+    params, kargs)``. The fused kernel when declared, else the derivative on numpy arrays."""
+    _, _, i, decl, s, params, kargs = entry
+    kernel = decl.kernel
+    if kernel is not None:
+        grads._fused_args(i, kernel, decl.fresh, s, g, kargs)
+        return
+    d = decl.derivative(NUMPY, s, *params)
+    if d is s or d.__class__ is not np.ndarray or d.dtype != g.dtype or d.base is not None:
+        if d is s and d.__class__ is np.ndarray:  # f' = y (exp): one fused pass, s kept intact
+            grads._fused(i, _k.addmul, np.multiply, s, g)
+        else:
+            grads._accum(i, np.multiply(g, d, dtype=g.dtype))
+    else:  # a fresh array of g's dtype: the product may overwrite it
+        grads._addmul_scratch(i, d, g)
+
+
+# ----- the second rule: g * f'(s) in gradtape ops --------------------------------------------
+
+
+def _backward_diff(g: Any, entry: tuple[Any, ...], rebuild: Callable[[int, Array], Any]) -> list[tuple[int, Any]]:
+    """The differentiable rule of every declared op: ``g * f'(s)`` with ``s`` rebuilt as the
+    tensor it stands for (the input, or the output, so gradients flow on through the op)."""
+    oid, _, i, decl, s, params, _ = entry
+    st = rebuild(i if decl.uses == "x" else oid, s)
+    d = decl.derivative(tensors(g.dtype), st, *params)
+    if isinstance(d, SCALARS):
+        return [(i, g * float(d))]
+    if d.dtype != g.dtype:
+        if d.tape is not NONE_TAPE:
+            raise TapeError(
+                f"{decl.public}: its derivative gave a recorded {d.dtype} tensor for a {g.dtype} gradient; "
+                "write the derivative so that it keeps the input's dtype"
+            )
+        d = g._like(d.data.astype(g.dtype))
+    return [(i, g * d)]
+
+
+register_diff(_backward, _backward_diff)
+
+
+# ----- the namespaces a derivative is written against ----------------------------------------
+
+
+class _Numpy:
+    """The array namespace on numpy arrays (the first rule). Constants a ``where`` selects
+    keep the arrays' dtype: ``where`` returns the dtype of its array operands, or float64 for two
+    numbers (the rule casts that to the gradient's dtype)."""
+
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    tanh = staticmethod(np.tanh)
+    sinh = staticmethod(np.sinh)
+    cosh = staticmethod(np.cosh)
+    sqrt = staticmethod(np.sqrt)
+    sign = staticmethod(np.sign)
+    isnan = staticmethod(np.isnan)
+    logical_and = staticmethod(np.logical_and)
+    where = staticmethod(np.where)
+    minimum = staticmethod(np.minimum)
+
+    @staticmethod
+    def sigmoid(x: Array) -> Array:
+        """``1 / (1 + exp(-x))``, without overflow."""
+        return ELEMENTWISE["sigmoid"].forward(x)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def softplus(x: Array) -> Array:
+        """``log(1 + exp(x))`` as gradtape's ``softplus`` with its defaults."""
+        return np.asarray(ELEMENTWISE["softplus"].forward(x, 1.0, 20.0)[0])
+
+    @staticmethod
+    def erfc(x: Array) -> Array:
+        """The complementary error function."""
+        return ELEMENTWISE["erfc"].forward(x)  # type: ignore[no-any-return]
+
+
+NUMPY: Any = _Numpy()
+"""The namespace a derivative sees in the first-order rule."""
+
+
+class _Tensors:
+    """The array namespace on gradtape tensors (the second rule): every function is a recorded
+    gradtape op, except the piecewise-constant ones (``sign``, ``isnan``, ``logical_and``,
+    comparisons, a ``where`` of two numbers), which give constant tensors: their derivative is 0."""
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype = dtype
+
+    def __getattr__(self, name: str) -> Any:
+        fn = OPS.get(name)
+        if fn is None:
+            raise AttributeError(f"the derivative namespace has no function {name!r}")
+        return fn
+
+    def sign(self, x: Any) -> Any:
+        return x._like(np.sign(x.data))
+
+    def isnan(self, x: Any) -> Any:
+        return x._like(np.isnan(x.data))
+
+    def logical_and(self, a: Any, b: Any) -> Any:
+        return a._like(np.logical_and(a.data, b.data))
+
+    def where(self, c: Any, a: Any, b: Any) -> Any:
+        if isinstance(a, SCALARS) and isinstance(b, SCALARS):
+            return c._like(np.where(c.data, a, b).astype(self.dtype))
+        return _where(c, a, b)
+
+    def minimum(self, a: Any, b: Any) -> Any:
+        return a.minimum(b)
+
+
+_TENSORS: dict[np.dtype[Any], _Tensors] = {}
+
+
+def tensors(dtype: np.dtype[Any]) -> Any:
+    """The namespace a derivative sees in the second rule, for gradients of ``dtype``."""
+    ns = _TENSORS.get(dtype)
+    if ns is None:
+        ns = _TENSORS[dtype] = _Tensors(dtype)
+    return ns

@@ -1,0 +1,297 @@
+"""Every declared elementwise op (``gradtape.ops.declare.ELEMENTWISE``), from its one row in
+:data:`TABLE`: gradcheck in float64, PyTorch's values and gradients in float32 and float64 (the
+user's program: ``requires_grad=True``, ``loss.backward()``, ``.grad``), second derivatives
+against ``torch.func.hessian``, the fused kernel (where one is declared) against the declared
+derivative, float32 kept float32, and bad input named. Adding an op is its declaration in
+``ops/unary.py`` plus one row here; a declaration without a row fails
+:func:`test_every_declared_op_has_a_row`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gradtape
+from gradtape import Cpu, DTypeError
+from gradtape.ops.declare import ELEMENTWISE, NUMPY, OPS
+from gradtape.testing import gradcheck
+
+Array = np.ndarray[Any, Any]
+DEV = Cpu(seed=0)
+
+
+def _rng(name: str) -> np.random.Generator:
+    return np.random.default_rng(sum(map(ord, name)))
+
+
+def normal(r: np.random.Generator, n: int) -> Array:
+    return r.standard_normal(n)
+
+
+def wide(r: np.random.Generator, n: int) -> Array:
+    return 3.0 * r.standard_normal(n)
+
+
+def positive(r: np.random.Generator, n: int) -> Array:
+    return r.uniform(0.5, 2.0, n)
+
+
+def unit(r: np.random.Generator, n: int) -> Array:
+    """Inside (-1, 1), away from the ends (asin, acos)."""
+    return r.uniform(-0.9, 0.9, n)
+
+
+def away(r: np.random.Generator, n: int) -> Array:
+    """|x| in [0.2, 1.5) with random sign: no kink at 0 within a finite-difference step."""
+    return np.where(r.random(n) < 0.5, -1.0, 1.0) * r.uniform(0.2, 1.5, n)
+
+
+def around(*kinks: float, spread: float = 2.0) -> Callable[[np.random.Generator, int], Array]:
+    """Samples on every side of ``kinks``, at least 0.1 away from each."""
+
+    def sample(r: np.random.Generator, n: int) -> Array:
+        lo, hi = min(kinks) - spread, max(kinks) + spread
+        x = r.uniform(lo, hi, 4 * n)
+        far = np.min(np.abs(x[:, None] - np.asarray(kinks)[None, :]), axis=1) > 0.1
+        return np.asarray(x[far][:n])
+
+    return sample
+
+
+@dataclass(frozen=True)
+class Row:
+    """One declared op under test: its parameters, PyTorch's spelling, and an input sampler."""
+
+    torch: Callable[..., Any]
+    sample: Callable[[np.random.Generator, int], Array]
+    params: tuple[float, ...] = ()
+    f64_rtol: float = 1e-12
+    """float64 tolerance against PyTorch (looser where PyTorch's own constant is a float32 one)."""
+    piecewise_linear: bool = False
+    """PyTorch cannot differentiate the op's backward (hardsigmoid): its Hessian is checked as 0."""
+
+
+def _t(name: str) -> Callable[..., Any]:
+    """``torch.<name>`` or ``torch.nn.functional.<name>``, looked up when the test runs."""
+
+    def call(t: Any, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        fn = getattr(torch, name, None) or getattr(torch.nn.functional, name)
+        return fn(t, *args, **kwargs)
+
+    return call
+
+
+TABLE: dict[str, Row] = {
+    "exp": Row(_t("exp"), normal),
+    "log": Row(_t("log"), positive),
+    "expm1": Row(_t("expm1"), normal),
+    "log1p": Row(_t("log1p"), lambda r, n: r.uniform(-0.7, 2.0, n)),
+    "erf": Row(_t("erf"), normal),
+    "erfc": Row(_t("erfc"), normal),
+    "sqrt": Row(_t("sqrt"), positive),
+    "square": Row(_t("square"), normal),
+    "recip": Row(_t("reciprocal"), away),
+    "_pow": Row(lambda t, p: t**p, positive, (3.3,)),
+    "sin": Row(_t("sin"), normal),
+    "cos": Row(_t("cos"), normal),
+    "tan": Row(_t("tan"), lambda r, n: r.uniform(-1.2, 1.2, n)),
+    "asin": Row(_t("asin"), unit),
+    "acos": Row(_t("acos"), unit),
+    "atan": Row(_t("atan"), wide),
+    "sinh": Row(_t("sinh"), normal),
+    "cosh": Row(_t("cosh"), normal),
+    "tanh": Row(_t("tanh"), wide),
+    "relu": Row(_t("relu"), away),
+    "leaky_relu": Row(lambda t, s: _t("leaky_relu")(t, negative_slope=s), away, (0.2,)),
+    "sigmoid": Row(_t("sigmoid"), wide),
+    "logsigmoid": Row(_t("logsigmoid"), wide),
+    "silu": Row(_t("silu"), wide),
+    "mish": Row(_t("mish"), wide),
+    "elu": Row(lambda t, a: _t("elu")(t, alpha=a), away, (1.3,)),
+    "selu": Row(_t("selu"), away),
+    "hardswish": Row(_t("hardswish"), around(-3.0, 3.0)),
+    # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, also in float64
+    "hardsigmoid": Row(_t("hardsigmoid"), around(-3.0, 3.0), f64_rtol=1e-7, piecewise_linear=True),
+    "_gelu": Row(_t("gelu"), wide),
+    "_gelu_tanh": Row(lambda t: _t("gelu")(t, approximate="tanh"), wide),
+    "softplus": Row(lambda t, b, th: _t("softplus")(t, beta=b, threshold=th), around(2.0), (1.5, 3.0)),
+    "abs": Row(_t("abs"), away),
+    "_clamp": Row(lambda t, lo, hi: _t("clamp")(t, lo, hi), around(-0.5, 0.7), (-0.5, 0.7)),
+    "nans_to": Row(lambda t, v: _t("nan_to_num")(t, nan=v), normal, (2.5,)),
+}
+
+NAMES = list(ELEMENTWISE)
+
+
+def _apply(name: str, x: Any) -> Any:
+    return OPS[name](x, *TABLE[name].params)
+
+
+def test_every_declared_op_has_a_row() -> None:
+    assert set(TABLE) == set(ELEMENTWISE), "add a row to TABLE for each declared op (and none for another)"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradcheck_float64(name: str) -> None:
+    x = TABLE[name].sample(_rng(name), 7).reshape(7)
+    assert gradcheck(lambda a: _apply(name, a), [x.reshape(7)])
+    assert gradcheck(lambda a: _apply(name, a), [x[:6].reshape(2, 3)])  # rank 2 too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", NAMES)
+def test_values_and_gradients_match_pytorch(name: str, dtype: Any) -> None:
+    """The user's program in both spellings, from the same data; float32 stays float32."""
+    torch = pytest.importorskip("torch")
+    row = TABLE[name]
+    r = _rng(name)
+    data = row.sample(r, 40).astype(dtype)
+    w = r.standard_normal(40).astype(dtype)
+
+    x = DEV.tensor(data, requires_grad=True)
+    loss = (_apply(name, x) * DEV.tensor(w)).sum()
+    loss.backward()
+    assert x.grad is not None
+    assert _apply(name, DEV.tensor(data)).dtype == dtype and x.grad.dtype == dtype
+
+    xt = torch.tensor(data, requires_grad=True)
+    lt = (row.torch(xt, *row.params) * torch.tensor(w)).sum()
+    lt.backward()
+    assert xt.grad is not None
+
+    tol: dict[str, Any] = {"rtol": 2e-5, "atol": 2e-6} if dtype == np.float32 else {"rtol": row.f64_rtol, "atol": 1e-13}
+    want = row.torch(torch.tensor(data), *row.params).numpy()
+    np.testing.assert_allclose(_apply(name, DEV.tensor(data)).numpy(), want, **tol)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), **tol)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_second_rule_matches_torch_hessian(name: str) -> None:
+    """The differentiable rule (the same derivative on tensors) against ``torch.func.hessian``."""
+    torch = pytest.importorskip("torch")
+    row = TABLE[name]
+    r = _rng(name)
+    data = row.sample(r, 5)
+    w = r.standard_normal(5)
+    wt = DEV.tensor(w)
+    h = gradtape.functional.hessian(lambda a: (_apply(name, a) * wt).sum(), DEV.tensor(data))
+
+    def f(t: Any) -> Any:
+        return (row.torch(t, *row.params) * torch.tensor(w)).sum()
+
+    want: Array = np.zeros((5, 5)) if row.piecewise_linear else torch.func.hessian(f)(torch.tensor(data)).numpy()
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def _kernel_cases() -> list[Any]:
+    return [
+        pytest.param(name, dtype, n, id=f"{name}-{np.dtype(dtype).name}-{n}")
+        for name, decl in ELEMENTWISE.items()
+        if decl.kernel is not None
+        for dtype in (np.float32, np.float64)
+        for n in (13, 70_001)  # a serial and a parallel kernel
+    ]
+
+
+@pytest.mark.parametrize(("name", "dtype", "n"), _kernel_cases())
+def test_fused_kernel_matches_the_declared_derivative(name: str, dtype: Any, n: int) -> None:
+    """``kernel(out, s, g, ...)`` adds exactly ``derivative(numpy, s) * g`` (and ``fresh`` returns it)."""
+    decl = ELEMENTWISE[name]
+    assert decl.kernel is not None
+    r = _rng(name)
+    x = TABLE[name].sample(r, n).astype(dtype)
+    params = TABLE[name].params
+    res = decl.forward(x, *params)
+    y, extra = (res[0], (res[1],)) if decl.aux else (res, ())
+    s = x if decl.uses == "x" else y
+    g = r.standard_normal(n).astype(dtype)
+    base = r.standard_normal(n).astype(dtype)
+    want = base + np.asarray(decl.derivative(NUMPY, s, *params), dtype) * g
+    out = base.copy()
+    decl.kernel(out, s, g, *params, *extra)
+    tol: dict[str, Any] = {"rtol": 3e-6, "atol": 3e-6} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-13}
+    np.testing.assert_allclose(out, want, **tol)
+    if decl.fresh is not None:
+        np.testing.assert_allclose(decl.fresh(s, g, *params, *extra), want - base, **tol)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integer_and_bool_input_is_refused_naming_the_op(name: str) -> None:
+    public = ELEMENTWISE[name].public
+    assert not public.startswith("_")
+    for data in (np.arange(3), np.array([True, False])):
+        with pytest.raises(DTypeError, match=public):
+            _apply(name, DEV.tensor(data))
+
+
+@pytest.mark.parametrize("name", [n for n, d in ELEMENTWISE.items() if d.params])
+def test_a_parameter_that_is_not_a_number_is_refused_naming_it(name: str) -> None:
+    decl = ELEMENTWISE[name]
+    x = DEV.tensor(np.ones(3))
+    bad = list(TABLE[name].params)
+    bad[0] = "0.5"  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=f"{decl.public}: {decl.params[0]} must be a real number"):
+        OPS[name](x, *bad)
+
+
+def test_the_functional_api_refuses_a_list_naming_the_op() -> None:
+    with pytest.raises(TypeError, match="erf: a must be a Tensor"):
+        gradtape.ops.erf([0.5, 1.0])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "points"),
+    [
+        ("hardswish", [-3.0, 3.0, 0.0]),
+        ("hardsigmoid", [-3.0, 3.0]),
+        ("elu", [0.0]),
+        ("selu", [0.0]),
+        ("relu", [0.0]),
+        ("leaky_relu", [0.0]),
+        ("abs", [0.0]),
+        ("_clamp", [-0.5, 0.7]),
+        ("asin", [1.0, -1.0]),
+        ("log1p", [-1.0]),
+    ],
+)
+def test_values_and_gradients_at_kinks_and_ends_follow_pytorch(name: str, points: list[float]) -> None:
+    """PyTorch's choice at each kink, bound and domain end (a subgradient, ``inf``, ``nan``)."""
+    torch = pytest.importorskip("torch")
+    row = TABLE[name]
+    x = DEV.tensor(np.array(points), requires_grad=True)
+    _apply(name, x).sum().backward()
+    xt = torch.tensor(points, dtype=torch.float64, requires_grad=True)
+    row.torch(xt, *row.params).sum().backward()
+    assert x.grad is not None and xt.grad is not None
+    np.testing.assert_array_equal(
+        _apply(name, DEV.tensor(np.array(points))).numpy(), row.torch(xt, *row.params).detach().numpy()
+    )
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-15)
+
+
+def _readme_second_rules_block() -> str:
+    import textwrap
+
+    import gradtape.losses
+
+    masks = {"eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: their masks carry no gradient
+    names = sorted(set(gradtape.ops.__all__) - masks) + sorted(gradtape.losses.__all__)
+    return "\n".join(textwrap.wrap(", ".join(f"`{n}`" for n in names), 100, break_on_hyphens=False))
+
+
+def test_readme_lists_the_ops_with_second_rules_from_the_exports() -> None:
+    """README's list of differentiable-again ops is the exports, not a hand-kept text."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    found = re.search(r"<!-- BEGIN second-rules[^\n]*-->\n(.*?)\n<!-- END second-rules -->", readme, flags=re.S)
+    assert found is not None, "README lost its second-rules markers"
+    want = _readme_second_rules_block()
+    assert found.group(1) == want, f"update README's second-rules block to:\n{want}"
