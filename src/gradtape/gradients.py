@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.errors import ShapeError, TapeError
-from gradtape.tape import NONE_TAPE
+from gradtape.errors import DTypeError, ShapeError, TapeError
+from gradtape.tape import NONE_TAPE, _tensor_class
 
 if TYPE_CHECKING:
     from gradtape.tape import NoneTape
@@ -262,10 +263,7 @@ class Gradients:
                 both shapes).
             DTypeError: ``grad``'s dtype is not ``t``'s (names ``grad_replace`` and both dtypes).
         """
-        from gradtape.errors import DTypeError
-        from gradtape.tensor import Tensor as _Tensor  # at call time: this module imports it for typing only
-
-        if isinstance(grad, _Tensor):
+        if isinstance(grad, _tensor_class()):
             arr: Array = grad.data
             what = "gradient tensor"
         else:
@@ -507,3 +505,6 @@ class Gradients:
             self._shared.discard(i)
         else:
             _k.axpy(cur, alpha, x)
+
+
+_tp._Gradients = Gradients  # the store class the tape layer makes (gradtape.tape cannot import this module)

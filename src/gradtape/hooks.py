@@ -277,8 +277,7 @@ def _as_array(op: str, r: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> 
 
 def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
     """``tape._run_entries`` with hooks fired at their moments and anomaly checks."""
-    from gradtape.tensor import Tensor
-
+    tensor_cls = _tp._tensor_class()
     if keep:
         ops = list(ops)
     # (moment, kind, tensor id): a hook fires before the first entry whose time is at most its
@@ -300,7 +299,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
             for fn, shape, dtype, device, leaf in list(_tp._tensor_hooks.get(tid, {}).values()):
                 view = g.view()
                 view.flags.writeable = False
-                r = fn(Tensor(view, device))
+                r = fn(tensor_cls(view, device))
                 if r is not None:
                     g = _as_array("register_hook", r, shape, dtype)
                     grads._data[tid] = g
@@ -347,3 +346,9 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
     if not keep:
         for tid in fired_nonleaf:  # a non-leaf's gradient flows once: its hooks are done
             _tp._tensor_hooks.pop(tid, None)
+
+
+# what the tape layer runs while hooks or anomaly mode are on (gradtape.tape cannot import this module)
+_tp._run_entries_checked = run_entries_checked
+_tp._working_store = working_store
+_tp._anomaly_forward = anomaly_forward

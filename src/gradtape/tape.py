@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 
-from gradtape.errors import ShapeError, TapeError
+from gradtape.errors import DTypeError, ShapeError, TapeError
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -146,6 +146,45 @@ _tensor_hooks: dict[int, dict[int, Any]] = {}
 _post_hooks: dict[int, dict[int, Any]] = {}
 _first_use: dict[int, int] = {}  # parameter with a post hook -> the clock when a pass first read it
 _anomaly = False
+
+# ----- what the layers above hand down ------------------------------------------------------
+# This module is the bottom of the core: gradtape.gradients, gradtape.hooks and gradtape.tensor
+# import it, so it imports none of them (tests/test_layering.py). Each hands the tape what it
+# needs when it is imported, into the slots below; importing any gradtape module imports the
+# package first, and the package imports all three. Reading a slot is one global read.
+_Gradients: type[Gradients] | None = None  # set by gradtape.gradients
+_Tensor: type[Tensor[Any, Any]] | None = None  # set by gradtape.tensor
+
+
+def _not_loaded(module: str) -> RuntimeError:
+    return RuntimeError(f"gradtape.tape: {module} is not loaded yet; import gradtape (it loads every layer)")
+
+
+def _hooks_not_loaded(*args: Any) -> Any:
+    raise _not_loaded("gradtape.hooks")
+
+
+# set by gradtape.hooks: the backward loop that fires hooks and checks for anomalies, the store
+# a pass runs into in anomaly mode, and anomaly mode's check of each recorded op's inputs
+_run_entries_checked: Callable[[list[_Entry], Gradients, bool], None] = _hooks_not_loaded
+_working_store: Callable[[], Gradients] = _hooks_not_loaded
+_anomaly_forward: Callable[[tuple[Tensor[Any, Any], ...]], None] = _hooks_not_loaded
+
+
+def _new_gradients(leaky: bool = False) -> Gradients:
+    """A fresh :class:`~gradtape.gradients.Gradients` store (``Gradients.leaky()`` if ``leaky``)."""
+    cls = _Gradients
+    if cls is None:
+        raise _not_loaded("gradtape.gradients")
+    return cls.leaky() if leaky else cls()
+
+
+def _tensor_class() -> type[Tensor[Any, Any]]:
+    """:class:`gradtape.tensor.Tensor`, for the layers below it (isinstance checks)."""
+    cls = _Tensor
+    if cls is None:
+        raise _not_loaded("gradtape.tensor")
+    return cls
 
 
 def _state() -> _State:
@@ -350,9 +389,7 @@ class GradientTape(Tape):
                 "GradientTape: the first argument is the Gradients store; write GradientTape(persistent=True)"
             )
         if gradients is None:
-            from gradtape.gradients import Gradients
-
-            gradients = Gradients.leaky()
+            gradients = _new_gradients(leaky=True)
         self._init(gradients)
         if persistent or not watch_accessed_variables:
             self._ctx = _Ctx(bool(persistent), bool(watch_accessed_variables))
@@ -411,9 +448,7 @@ class GradientTape(Tape):
         merged tape's store, whichever tape of the group is asked)."""
         root = self._root()
         if root._gradients is None:
-            from gradtape.gradients import Gradients
-
-            root._gradients = Gradients.leaky()
+            root._gradients = _new_gradients(leaky=True)
             root._leaky = False
         return root._gradients
 
@@ -568,18 +603,14 @@ class GradientTape(Tape):
         stores = tape._stores
         grads = tape._gradients
         if grads is None:
-            from gradtape.gradients import Gradients
-
-            grads = Gradients()
+            grads = _new_gradients()
             if not tape._leaky:  # PyTorch's spelling: keep the leaves' gradients only
                 grads._leafs = set(leaves)
             tape._gradients = grads
         elif tape._leaky:  # a leaky_trace() tape merged into a pass with a store: its leaky store too
-            from gradtape.gradients import Gradients
-
             if stores is None:
                 stores = tape._stores = {}
-            leaky = Gradients.leaky()
+            leaky = _new_gradients(leaky=True)
             stores[id(leaky)] = leaky
         tape._leaky = False
         grads._parts.update(leaves)
@@ -738,8 +769,6 @@ class GradientTape(Tape):
             raise TypeError(f"{op}: target is empty")
         srcs = _flatten(op, sources, "sources")
         seeds = _seeds(op, targets, output_gradients)
-        from gradtape.gradients import Gradients
-
         persistent = ctx is not None and ctx.persistent
         st = _state()
         outer = [c for c in st.contexts if c is not self and c._ctx is not None and c._ctx.recording]
@@ -751,7 +780,7 @@ class GradientTape(Tape):
                 targets, seeds, {t.id for _, t in srcs}, _outer_rebuild(outer, targets[0]), persistent, op, found
             )
         else:
-            grads = Gradients()
+            grads = _new_gradients()
             grads._leafs = {t.id for _, t in srcs}
             root._merged = True  # entries of nested tapes may interleave: run them in time order
             root._backprop([(t.id, g) for t, g in zip(targets, seeds, strict=True)], persistent, op, grads)
@@ -792,12 +821,11 @@ class GradientTape(Tape):
         else:  # run again later: that run must not read gradients this one left in a store
             root._retained = True
         like = targets[0]
-        from gradtape.tensor import Tensor
-
+        tensor_cls = _tensor_class()
         # a seed given as a tensor stays one: the result is then a function of it too (jvp
         # through the double-vjp construction differentiates with respect to it)
         seed_t = {
-            t.id: g if isinstance(g, Tensor) else like._like(np.array(g, copy=True))
+            t.id: g if isinstance(g, tensor_cls) else like._like(np.array(g, copy=True))
             for t, g in zip(targets, seeds, strict=True)
         }
         out.update(_run_entries_diff(ops, seed_t, keep, rebuild, op))
@@ -1030,15 +1058,11 @@ def _outer_rebuild(outer: list[GradientTape], like: Tensor[Any, Any]) -> Callabl
 
 def _checked_runner() -> Callable[[list[_Entry], Gradients, bool], None]:
     """The backward loop that fires hooks and checks for anomalies (:mod:`gradtape.hooks`)."""
-    from gradtape.hooks import run_entries_checked
-
-    return run_entries_checked
+    return _run_entries_checked
 
 
 def _checking_store() -> Gradients:
-    from gradtape.hooks import working_store
-
-    return working_store()
+    return _working_store()
 
 
 def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
@@ -1147,12 +1171,10 @@ def _run_into_stores(
     pass only (until its next pass starts): ``grads = loss.backward()`` then has the gradient
     of a ``leaky_trace()`` input merged into a model's ``alloc_grads()`` pass, while the
     model's store does not start keeping everything from then on."""
-    from gradtape.gradients import Gradients
-
     for s in stores:
         if s._transient:
             s._end_transient()
-    work = Gradients() if not _anomaly else _checking_store()
+    work = _new_gradients() if not _anomaly else _checking_store()
     keep_all = any(s._leafs is None for s in stores)
     work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores), extra or ())
     for i, g in seeds:
@@ -1178,9 +1200,7 @@ def _run_into_stores(
 
 def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tensor[Any, Any]]]:
     """The tensors of a nested list/tuple/dict structure, with their places (for errors)."""
-    from gradtape.tensor import Tensor
-
-    if isinstance(x, Tensor):
+    if isinstance(x, _tensor_class()):
         return [(path, x)]
     if isinstance(x, (list, tuple)):
         out: list[tuple[str, Tensor[Any, Any]]] = []
@@ -1196,9 +1216,7 @@ def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tens
 
 
 def _unflatten(structure: Any, values: Iterator[Any]) -> Any:
-    from gradtape.tensor import Tensor
-
-    if isinstance(structure, Tensor):
+    if isinstance(structure, _tensor_class()):
         return next(values)
     if isinstance(structure, (list, tuple)):
         items = [_unflatten(v, values) for v in structure]
@@ -1214,8 +1232,6 @@ def seed_array(op: str, t: Tensor[Any, Any], g: Any, what: str) -> Array:
         ShapeError: the shapes differ (the message names ``op``, ``what`` and both shapes).
         DTypeError: ``g`` is not numeric (bool, object, complex, strings).
     """
-    from gradtape.errors import DTypeError
-
     arr = np.asarray(getattr(g, "data", g))
     if arr.dtype.kind not in "fiu":
         raise DTypeError(f"{op}: {what} must be a float array or tensor, got dtype {arr.dtype} (shape {arr.shape})")
@@ -1393,9 +1409,7 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
     if param:
         owned = _with_leaves(owned, [t for t in ts if t.tape is PARAM])
     if _anomaly and (ctx or owned is not NONE_TAPE):
-        from gradtape.hooks import anomaly_forward
-
-        anomaly_forward(ts)
+        _anomaly_forward(ts)
     if ctx:
         refs = [c._ctx.ref for c in ctx if c._ctx is not None]
         return TapeSet(owned if isinstance(owned, GradientTape) else None, tuple(r for r in refs if r is not None))

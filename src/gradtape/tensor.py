@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from gradtape import hooks as _hooks
 from gradtape import tape as _tape_mod
-from gradtape.errors import DTypeError, TapeError
+from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
 from gradtape.ops import indexing as _indexing
@@ -179,8 +180,6 @@ class Tensor(Generic[S, T_co]):
             ShapeError: the tensor has more than one element.
         """
         if self.data.size != 1:
-            from gradtape.errors import ShapeError
-
             raise ShapeError(f"item: tensor of shape {self.shape} has {self.data.size} elements, not 1")
         return float(self.data.reshape(-1)[0])
 
@@ -397,9 +396,7 @@ class Tensor(Generic[S, T_co]):
             TypeError: ``fn`` is not callable.
             ShapeError: (in backward) ``fn`` returned a gradient of another shape.
         """
-        from gradtape.hooks import register_hook
-
-        return register_hook(self, fn)
+        return _hooks.register_hook(self, fn)
 
     def register_post_accumulate_grad_hook(self, fn: Callable[[Tensor[S, Any], Gradients], None]) -> RemovableHandle:
         """Call ``fn(tensor, grads)`` once per backward pass when this tensor's gradient in
@@ -419,9 +416,7 @@ class Tensor(Generic[S, T_co]):
         Raises:
             TypeError: ``fn`` is not callable.
         """
-        from gradtape.hooks import register_post_accumulate_grad_hook
-
-        return register_post_accumulate_grad_hook(self, fn)
+        return _hooks.register_post_accumulate_grad_hook(self, fn)
 
     def detach(self) -> Tensor[S, NoneTape]:
         """A new tensor sharing this one's data (no copy) with a new id and no tape: no
@@ -478,8 +473,6 @@ class Tensor(Generic[S, T_co]):
         if not isinstance(value, Tensor):
             raise TypeError(f"grad: assigned value must be a Tensor, an array or None, got {type(value).__name__}")
         if value.shape != self.shape:
-            from gradtape.errors import ShapeError
-
             raise ShapeError(f"grad: assigned gradient has shape {value.shape}, the tensor has shape {self.shape}")
         if value.dtype != self.dtype:
             raise DTypeError(f"grad: assigned gradient has dtype {value.dtype}, the tensor has dtype {self.dtype}")
@@ -601,9 +594,7 @@ class Tensor(Generic[S, T_co]):
         if create_graph:
             return _backward_create_graph(self, tape, gradient)
         if _tape_mod._anomaly:
-            from gradtape.hooks import check_loss
-
-            check_loss(self)
+            _hooks.check_loss(self)
         if gradient is None:
             if self.data.size != 1:
                 raise TapeError(
@@ -716,6 +707,9 @@ class Tensor(Generic[S, T_co]):
     index_select = _indexing.index_select
     log_softmax = _log_softmax
     softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function
+
+
+_tape_mod._Tensor = Tensor  # for the layers below, which cannot import this module (gradtape.tape)
 
 
 def _unpickle(data: Array, device: Device, param: bool, leaf: bool) -> Tensor[Any, NoneTape]:

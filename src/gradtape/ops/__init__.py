@@ -3,6 +3,8 @@ closure together. Most are also :class:`~gradtape.tensor.Tensor` methods; the on
 several tensors or a weight (``concat``, ``stack``, ``linear``, ``embedding``, ``conv2d``, ...)
 are functions only."""
 
+from gradtape.ops import binary as _binary
+from gradtape.ops import unary as _unary
 from gradtape.ops.attention import scaled_dot_product_attention
 from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
@@ -66,6 +68,9 @@ from gradtape.ops.unary import (
     tanh,
     to_dtype,
 )
+
+# binary.pow takes a number exponent to unary.pow; unary imports binary, so the package wires it
+_binary._scalar_pow = _unary.pow
 
 __all__ = ["add", "div", "exp", "log", "log_softmax", "matmul", "mean", "mul", "neg", "relu", "sin", "sub", "sum"]
 __all__ += ["abs", "clamp", "cos", "gelu", "leaky_relu", "nans_to", "pow", "recip", "sigmoid", "silu", "softplus"]

@@ -10,8 +10,8 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape._typing import S, T
-from gradtape.errors import DTypeError
-from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.tape import NONE_TAPE, GradientTape, _tensor_class, next_id, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -118,8 +118,6 @@ def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tu
         TypeError: ``axis`` is not None, an int or a tuple/list of ints (``axis=1.5``, a bool).
         ShapeError: an axis is out of range for a tensor of ``ndim`` dims, or repeated.
     """
-    from gradtape.errors import ShapeError
-
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else axis
@@ -326,13 +324,3 @@ def check_exports(namespace: dict[str, Any], names: list[str]) -> None:
 
 
 _MISSING = object()
-_TENSOR: list[type] = []
-
-
-def _tensor_class() -> type:
-    """``gradtape.tensor.Tensor``, imported on first use (ops load before the tensor module)."""
-    if not _TENSOR:
-        from gradtape.tensor import Tensor
-
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]

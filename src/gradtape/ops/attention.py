@@ -29,7 +29,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS
 from gradtape.ops.nn import _generator
 from gradtape.shapes import Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, _tensor_class, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -235,9 +235,7 @@ def _check_inputs(op: str, qd: Array, kd: Array, vd: Array) -> None:
 
 def _mask_array(op: str, attn_mask: Any, dt: np.dtype[Any], full: tuple[int, ...]) -> Array:
     """The mask as a bool or ``dt`` array viewed (zero strides) at the scores' shape ``full``."""
-    from gradtape.tensor import Tensor
-
-    m = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+    m = np.asarray(attn_mask.data if isinstance(attn_mask, _tensor_class()) else attn_mask)
     if m.dtype.kind not in "bf":
         raise DTypeError(
             f"{op}: attn_mask must be bool (True takes part) or float (added to the scores), got dtype "

@@ -26,6 +26,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import A, B, C, D, S, T
 from gradtape.devices.kernels import elementwise as _k
+from gradtape.errors import TapeError
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, broadcast_shapes, sum_to_shape
 from gradtape.tape import (
@@ -2236,10 +2237,16 @@ def pow(a: Any, b: Any) -> Any:
         TypeError: ``b`` is neither a tensor nor a real number (raised by ``unary.pow``).
     """
     if not (hasattr(b, "tape") and hasattr(b, "data")):  # a number (or junk): the scalar op validates
-        from gradtape.ops import unary  # imports this module: import at call time
-
-        return unary.pow(a, b)
+        return _scalar_pow(a, b)
     return record_binary("pow", a, b, np.power, _pow_rule)
+
+
+def _unary_not_loaded(a: Any, p: Any) -> Any:
+    raise RuntimeError("pow: gradtape.ops.unary is not loaded yet; import gradtape")
+
+
+# gradtape.ops.unary.pow, which imports this module: the gradtape.ops package hands it in
+_scalar_pow: Callable[[Any, Any], Any] = _unary_not_loaded
 
 
 def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
@@ -2274,8 +2281,6 @@ def _d_binary(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
     oid, _, rule, ad, bd, y, aid, bid = entry
     d = _BINARY_DIFF.get(rule)
     if d is None:
-        from gradtape.errors import TapeError
-
         raise TapeError(
             f"the backward of {rule.__name__.strip('_').removesuffix('_rule')!r} has no differentiable form yet, "
             "so gradients of gradients cannot flow through it"

@@ -67,6 +67,8 @@ import numpy as np
 from gradtape._typing import T
 from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
+from gradtape.grad_mode import enable_grad
+from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import tensor_operand
 from gradtape.shapes import Rank1, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
@@ -229,8 +231,6 @@ def _bilinear_vjp(f: Callable[[Any, Any], Any], g: Any, x: Any, w: Any) -> tuple
     own first rule; its backward is, with cotangents ``(ax, aw)``,
     ``d/dg = f(ax, w) + f(x, aw)``, ``d/dx = gx(g; w=aw)``, ``d/dw = gw(g; x=ax)`` (each ``f`` or
     this op again), because ``<ax, gx(g; w)> = <f(ax, w), g>`` and likewise for ``w``."""
-    from gradtape.autograd import Function, FunctionCtx
-    from gradtape.grad_mode import enable_grad
 
     def first_order(gd: Array, xa: Any, wa: Any) -> tuple[Array, Array]:
         with enable_grad():

@@ -35,6 +35,7 @@ import numpy as np
 from gradtape._typing import A, B, C, T
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
+from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import int_indices
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
@@ -174,7 +175,6 @@ def getitem(a: Any, key: Any) -> Any:
 def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
     """getitem's second rule: zeros of ``shape`` with the gradient tensor ``g`` at ``k``, as a
     recorded op whose own backward is ``[k]`` (so it differentiates to any order)."""
-    from gradtape.autograd import Function, FunctionCtx
 
     class PutAt(Function):
         @staticmethod
@@ -238,7 +238,6 @@ def scatter_into(g: Any, shape: tuple[int, ...], axis: int, idx: Array) -> Any:
     """The second rule of gather/index_select/embedding: zeros of ``shape`` with the gradient
     tensor ``g`` added at ``idx`` along ``axis`` (repeats accumulate), as a recorded op whose
     own backward gathers again (so it differentiates to any order)."""
-    from gradtape.autograd import Function, FunctionCtx
 
     class ScatterAdd(Function):
         @staticmethod

@@ -53,6 +53,7 @@ import numpy as np
 from gradtape._typing import T
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
+from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import record_unary
 from gradtape.ops.conv import _ints
 from gradtape.shapes import Rank4
@@ -341,7 +342,6 @@ def _linear_vjp(f: Callable[[Any], Any], adjoint: Callable[[Array], Array], g: A
     """The second rule of a linear op ``f`` (average pooling, upscaling): ``f^T g`` as a recorded
     op whose forward is the first rule's ``adjoint`` and whose backward is ``f`` itself (the
     adjoint of the adjoint), so it differentiates to any order."""
-    from gradtape.autograd import Function, FunctionCtx
 
     class LinearVJP(Function):
         @staticmethod

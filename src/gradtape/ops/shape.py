@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import numpy as np
 
 from gradtape._typing import SI, A, B, C, S, T
-from gradtape.errors import DTypeError, ShapeError
+from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._util import sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4, sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, _tensor_class, attach_diff, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -145,8 +145,6 @@ def _shape_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Any,
 def _d_shape(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
     diff = entry[4]
     if diff is None:
-        from gradtape.errors import TapeError
-
         raise TapeError(
             f"the backward of the shape op {getattr(entry[3], '__qualname__', '?')!r} has no differentiable form "
             "yet, so gradients of gradients cannot flow through it"
@@ -632,15 +630,14 @@ def squeeze(a: Any, axis: Any = None) -> Any:
 
 
 def _tensor_list(op: str, tensors: object) -> list[Tensor[Any, Any]]:
-    from gradtape.tensor import Tensor
-
-    if isinstance(tensors, (Tensor, np.ndarray)) or not isinstance(tensors, Sequence):
+    tensor_cls = _tensor_class()
+    if isinstance(tensors, (tensor_cls, np.ndarray)) or not isinstance(tensors, Sequence):
         raise TypeError(f"{op}: expected a sequence of tensors, got {type(tensors).__name__} (call {op}([a, b]))")
     ts = list(tensors)
     if not ts:
         raise ValueError(f"{op}: needs at least one tensor, got an empty sequence")
     for k, t in enumerate(ts):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, tensor_cls):
             raise TypeError(f"{op}: element {k} is a {type(t).__name__}, not a Tensor")
     dtypes = {t.data.dtype for t in ts}
     if len(dtypes) > 1:
