@@ -126,15 +126,6 @@ def grad(
     assert tape is not None
     found: dict[int, Any]
     if create_graph:
-        root = tape._root()
-
-        def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
-            # a saved array as the tensor it stands for, on the same tape: its producer's
-            # entry is there, so differentiating the gradient reaches back through the forward
-            t: Tensor[Any, Any] = outs[0]._like(data)
-            t.id, t.tape, t._leaf = i, root, False
-            return t
-
         found = {}
         given = dict(seeds)
         tape._diff_backprop(
@@ -144,7 +135,7 @@ def grad(
                 for o, g in zip(outs, seeds_in, strict=True)
             ],
             {t.id for t in ins},
-            rebuild,
+            None,
             True,
             op,
             found,

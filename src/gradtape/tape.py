@@ -803,15 +803,20 @@ class GradientTape(Tape):
         self,
         targets: Sequence[Tensor[Any, Any]],
         seeds: Sequence[Any],
-        keep: set[int],
-        rebuild: Callable[[int, Array], Tensor[Any, Any]],
+        keep: Any,
+        rebuild: Callable[[int, Array], Tensor[Any, Any]] | None,
         retain: bool,
         op: str,
         out: dict[int, Any],
     ) -> None:
         """Backpropagate with the ops' differentiable rules (see :func:`register_diff`) into
-        ``out`` (id -> gradient tensor); the tape is consumed unless ``retain``."""
+        ``out`` (id -> gradient tensor); the tape is consumed unless ``retain``. ``keep``: the
+        ids whose gradients are wanted (a set, or anything with ``in``). ``rebuild``: how a saved
+        array becomes the tensor it stands for; ``None`` puts it on this same tape (PyTorch's
+        ``create_graph``), :func:`_outer_rebuild` on the context tapes recording around it."""
         root = self._root()
+        if rebuild is None:
+            rebuild = _same_tape_rebuild(root, targets[0])
         if root._consumed:
             raise TapeError(f"{op}: this tape was already run by an earlier backward()/execute()/grad()")
         ops = sorted(root._ops, key=_op_time)
@@ -1051,6 +1056,19 @@ def _outer_rebuild(outer: list[GradientTape], like: Tensor[Any, Any]) -> Callabl
             tape = NONE_TAPE
         t: Tensor[Any, Any] = like._like(data)
         t.id, t.tape, t._leaf = i, tape, False
+        return t
+
+    return rebuild
+
+
+def _same_tape_rebuild(root: GradientTape, like: Tensor[Any, Any]) -> Callable[[int, Array], Tensor[Any, Any]]:
+    """How a saved array becomes a tensor when a pass differentiates its own tape again
+    (``create_graph=True``): the tensor it stands for, on the same tape, where its producer's
+    entry is, so differentiating the gradient reaches back through the forward."""
+
+    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
+        t: Tensor[Any, Any] = like._like(data)
+        t.id, t.tape, t._leaf = i, root, False
         return t
 
     return rebuild

@@ -744,15 +744,9 @@ def _backward_create_graph(loss: Tensor[Any, Any], tape: GradientTape, gradient:
         raise TapeError(f"backward: needs a scalar or a gradient= seed of shape {loss.shape}, got shape {loss.shape}")
     seed = np.ones_like(loss.data) if gradient is None else seed_array("backward", loss, gradient, "gradient")
     root = tape._root()
-
-    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
-        t: Tensor[Any, Any] = loss._like(data)
-        t.id, t.tape, t._leaf = i, root, False
-        return t
-
     keep: Any = grads._leafs if grads._leafs is not None else _Everything()
     found: dict[int, Any] = {}
-    tape._diff_backprop([loss], [seed], keep, rebuild, True, "backward", found)
+    tape._diff_backprop([loss], [seed], keep, None, True, "backward", found)
     if grads._graph is None:
         grads._graph = {}
     for i, g in found.items():
