@@ -58,7 +58,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # transforms, gradcheck
     ("front ends", ("gradtape.autograd", "gradtape.autodiff", "gradtape.functional", "gradtape.testing")),
     # built on the above
-    ("library", ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses")),
+    # (the losses' generated typing signatures sit with them)
+    ("library", ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses", "gradtape._signatures.*")),
     # whole-step tools
     ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed")),
     # the package itself (imports every layer), runnable programs, the mypy plugin (imports

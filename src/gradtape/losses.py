@@ -15,18 +15,19 @@ PyTorch's warning-and-broadcast): a mismatch raises
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from gradtape._typing import A, B, S, T
+from gradtape._signatures import losses as _sig
+from gradtape._typing import A, B, T, typed_as
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import int_indices
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -149,18 +150,7 @@ def _total(elems: Array, reduction: str, scale: float) -> Any:
 # ----- regression losses -------------------------------------------------------------------
 
 
-# ----- BEGIN GENERATED mse_loss: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def mse_loss(
-    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean"
-) -> Tensor[Rank0, T]: ...
-@overload
-def mse_loss(
-    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Reduction = "mean"
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def mse_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
-# ----- END GENERATED mse_loss -----
+@typed_as(_sig.mse_loss)
 def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     """Mean squared error ``mean((input - target)**2)`` (``"sum"``: the sum), PyTorch's
     ``F.mse_loss``.
@@ -198,18 +188,7 @@ def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     return _record_loss(input, tt, _total(d * d, reduction, scale), scale, rule, diff)
 
 
-# ----- BEGIN GENERATED l1_loss: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def l1_loss(
-    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean"
-) -> Tensor[Rank0, T]: ...
-@overload
-def l1_loss(
-    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Reduction = "mean"
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def l1_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
-# ----- END GENERATED l1_loss -----
+@typed_as(_sig.l1_loss)
 def l1_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     """Mean absolute error ``mean(|input - target|)`` (``"sum"``: the sum), PyTorch's
     ``F.l1_loss``; also exported as :func:`mae_loss`.
@@ -288,20 +267,7 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
     return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
 
 
-# ----- BEGIN GENERATED huber_loss: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def huber_loss(
-    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean", delta: float = 1.0
-) -> Tensor[Rank0, T]: ...
-@overload
-def huber_loss(
-    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Reduction = "mean", delta: float = 1.0
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def huber_loss(
-    input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", delta: float = 1.0
-) -> Tensor[Rank0, T]: ...
-# ----- END GENERATED huber_loss -----
+@typed_as(_sig.huber_loss)
 def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: float = 1.0) -> Any:
     """Huber loss, PyTorch's ``F.huber_loss``: with ``d = input - target``, elementwise
     ``0.5 d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 delta)``; then the mean
@@ -318,20 +284,7 @@ def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: fl
     return _huber_like("huber_loss", input, target, reduction, delta, divide=False)
 
 
-# ----- BEGIN GENERATED smooth_l1_loss: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def smooth_l1_loss(
-    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Reduction = "mean", beta: float = 1.0
-) -> Tensor[Rank0, T]: ...
-@overload
-def smooth_l1_loss(
-    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Reduction = "mean", beta: float = 1.0
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def smooth_l1_loss(
-    input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", beta: float = 1.0
-) -> Tensor[Rank0, T]: ...
-# ----- END GENERATED smooth_l1_loss -----
+@typed_as(_sig.smooth_l1_loss)
 def smooth_l1_loss(input: Any, target: Any, reduction: Reduction = "mean", beta: float = 1.0) -> Any:
     """Smooth L1 loss, PyTorch's ``F.smooth_l1_loss``: with ``d = input - target``,
     elementwise ``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (that is
@@ -472,26 +425,7 @@ def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduc
     return _record_loss(logits, t_tensor, loss, scale, rule, diff)
 
 
-# ----- BEGIN GENERATED binary_cross_entropy_with_logits: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def binary_cross_entropy_with_logits(
-    input: Tensor[S, T],
-    target: Tensor[S, NoneTape] | ArrayTarget,
-    reduction: Reduction = "mean",
-    pos_weight: npt.ArrayLike | None = None,
-) -> Tensor[Rank0, T]: ...
-@overload
-def binary_cross_entropy_with_logits(
-    input: Tensor[S, Tape],
-    target: Tensor[S, OwnedTape],
-    reduction: Reduction = "mean",
-    pos_weight: npt.ArrayLike | None = None,
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def binary_cross_entropy_with_logits(
-    input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
-) -> Tensor[Rank0, T]: ...
-# ----- END GENERATED binary_cross_entropy_with_logits -----
+@typed_as(_sig.binary_cross_entropy_with_logits)
 def binary_cross_entropy_with_logits(
     input: Any, target: Any, reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
 ) -> Any:
@@ -571,29 +505,7 @@ def binary_cross_entropy_with_logits(
 # ----- distribution losses ------------------------------------------------------------------
 
 
-# ----- BEGIN GENERATED kl_div: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def kl_div(
-    input: Tensor[S, T],
-    target: Tensor[S, NoneTape] | ArrayTarget,
-    reduction: Literal["mean", "sum", "batchmean"] = "mean",
-    log_target: bool = False,
-) -> Tensor[Rank0, T]: ...
-@overload
-def kl_div(
-    input: Tensor[S, Tape],
-    target: Tensor[S, OwnedTape],
-    reduction: Literal["mean", "sum", "batchmean"] = "mean",
-    log_target: bool = False,
-) -> Tensor[Rank0, OwnedTape]: ...
-@overload
-def kl_div(
-    input: Tensor[S, T],
-    target: Tensor[S, T],
-    reduction: Literal["mean", "sum", "batchmean"] = "mean",
-    log_target: bool = False,
-) -> Tensor[Rank0, T]: ...
-# ----- END GENERATED kl_div -----
+@typed_as(_sig.kl_div)
 def kl_div(
     input: Any, target: Any, reduction: Literal["mean", "sum", "batchmean"] = "mean", log_target: bool = False
 ) -> Any:

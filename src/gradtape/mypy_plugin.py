@@ -909,6 +909,9 @@ def _signature_defaults(node: object) -> dict[str, Expression | None]:
     funcs: list[FuncDef] = []
     if isinstance(node, FuncDef):
         funcs = [node]
+    elif isinstance(node, Decorator):  # an op given its generated table by @typed_as(_sig.<op>)
+        table = _typed_as_table(node)
+        return {**(_signature_defaults(table) if table is not None else {}), **_signature_defaults(node.func)}
     elif isinstance(node, OverloadedFuncDef):
         items = [node.impl] if node.impl is not None else []
         items += list(node.items)
@@ -922,6 +925,22 @@ def _signature_defaults(node: object) -> dict[str, Expression | None]:
                 is_none = isinstance(init, NameExpr) and init.fullname == "builtins.None"
                 out[arg.variable.name] = None if is_none else init
     return out
+
+
+def _typed_as_table(node: Decorator) -> OverloadedFuncDef | None:
+    """The overload table ``_sig.<op>`` of an op decorated ``@typed_as(_sig.<op>)``
+    (:func:`gradtape._typing.typed_as`, the tables of ``scripts/gen_shape_overloads.py``)."""
+    for dec in node.original_decorators:
+        if (
+            isinstance(dec, CallExpr)
+            and isinstance(dec.callee, RefExpr)
+            and dec.callee.fullname == "gradtape._typing.typed_as"
+            and len(dec.args) == 1
+            and isinstance(dec.args[0], RefExpr)
+            and isinstance(dec.args[0].node, OverloadedFuncDef)
+        ):
+            return dec.args[0].node
+    return None
 
 
 class GradtapePlugin(Plugin):

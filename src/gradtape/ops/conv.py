@@ -60,18 +60,18 @@ dilation, ``padding="same"`` with a stride; ``TypeError`` for arguments that are
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
-from gradtape._typing import T
+from gradtape._typing import typed_as
 from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.grad_mode import enable_grad
 from gradtape.ops._function import Function, FunctionCtx
+from gradtape.ops._signatures import conv as _sig
 from gradtape.ops._util import tensor_operand
-from gradtape.shapes import Rank1, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, Tape, attach_diff, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
 Array = np.ndarray[Any, Any]
+# type variables of the overload tables (ops/_signatures/conv.py)
 N = TypeVar("N")
 C = TypeVar("C")
 O = TypeVar("O")
@@ -319,92 +320,7 @@ def _conv(
     )
 
 
-# ----- BEGIN GENERATED conv2d: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[O, C, Any, Any], NoneTape],
-    b: Tensor[Rank1[O], NoneTape] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[O, C, Any, Any], OwnedTape],
-    b: Tensor[Rank1[O], Tape] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[O, C, Any, Any], Tape],
-    b: Tensor[Rank1[O], OwnedTape],
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[O, C, Any, Any], T],
-    b: Tensor[Rank1[O], T] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, Any, Any, Any], T],
-    w: Tensor[Rank4[O, Any, Any, Any], NoneTape],
-    b: Tensor[Rank1[O], NoneTape] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, Any, Any, Any], Tape],
-    w: Tensor[Rank4[O, Any, Any, Any], OwnedTape],
-    b: Tensor[Rank1[O], Tape] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, Any, Any, Any], Tape],
-    w: Tensor[Rank4[O, Any, Any, Any], Tape],
-    b: Tensor[Rank1[O], OwnedTape],
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv2d(
-    x: Tensor[Rank4[N, Any, Any, Any], T],
-    w: Tensor[Rank4[O, Any, Any, Any], T],
-    b: Tensor[Rank1[O], T] | None = None,
-    stride: Int2 = 1,
-    padding: Padding2 = 0,
-    dilation: Int2 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-# ----- END GENERATED conv2d -----
+@typed_as(_sig.conv2d)
 def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
     """2-D cross-correlation of ``x (N, C_in, H, W)`` with ``w (C_out, C_in/groups, KH, KW)``
     plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv2d``.
@@ -424,92 +340,7 @@ def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
     return _conv("conv2d", 2, x, w, b, stride, padding, dilation, groups)
 
 
-# ----- BEGIN GENERATED conv1d: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, C, Any], T],
-    w: Tensor[Rank3[O, C, Any], NoneTape],
-    b: Tensor[Rank1[O], NoneTape] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank3[N, O, int], T]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, C, Any], Tape],
-    w: Tensor[Rank3[O, C, Any], OwnedTape],
-    b: Tensor[Rank1[O], Tape] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, C, Any], Tape],
-    w: Tensor[Rank3[O, C, Any], Tape],
-    b: Tensor[Rank1[O], OwnedTape],
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, C, Any], T],
-    w: Tensor[Rank3[O, C, Any], T],
-    b: Tensor[Rank1[O], T] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    groups: Literal[1] = 1,
-) -> Tensor[Rank3[N, O, int], T]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, Any, Any], T],
-    w: Tensor[Rank3[O, Any, Any], NoneTape],
-    b: Tensor[Rank1[O], NoneTape] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank3[N, O, int], T]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, Any, Any], Tape],
-    w: Tensor[Rank3[O, Any, Any], OwnedTape],
-    b: Tensor[Rank1[O], Tape] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, Any, Any], Tape],
-    w: Tensor[Rank3[O, Any, Any], Tape],
-    b: Tensor[Rank1[O], OwnedTape],
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank3[N, O, int], OwnedTape]: ...
-@overload
-def conv1d(
-    x: Tensor[Rank3[N, Any, Any], T],
-    w: Tensor[Rank3[O, Any, Any], T],
-    b: Tensor[Rank1[O], T] | None = None,
-    stride: Int1 = 1,
-    padding: Padding1 = 0,
-    dilation: Int1 = 1,
-    *,
-    groups: int,
-) -> Tensor[Rank3[N, O, int], T]: ...
-# ----- END GENERATED conv1d -----
+@typed_as(_sig.conv1d)
 def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
     """1-D cross-correlation of ``x (N, C_in, L)`` with ``w (C_out, C_in/groups, K)`` plus an
     optional bias ``b (C_out,)``, as ``torch.nn.functional.conv1d``.
@@ -527,100 +358,7 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
 # ----- transposed convolution --------------------------------------------------------------
 
 
-# ----- BEGIN GENERATED conv_transpose2d: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[C, O, Any, Any], NoneTape],
-    b: Tensor[Rank1[O], NoneTape] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    groups: Literal[1] = 1,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[C, O, Any, Any], OwnedTape],
-    b: Tensor[Rank1[O], Tape] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    groups: Literal[1] = 1,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[C, O, Any, Any], Tape],
-    b: Tensor[Rank1[O], OwnedTape],
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    groups: Literal[1] = 1,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, O, int, int], OwnedTape]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[C, O, Any, Any], T],
-    b: Tensor[Rank1[O], T] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    groups: Literal[1] = 1,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, O, int, int], T]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[C, Any, Any, Any], NoneTape],
-    b: Tensor[Rank1[Any], NoneTape] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    *,
-    groups: int,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, int, int, int], T]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[C, Any, Any, Any], OwnedTape],
-    b: Tensor[Rank1[Any], Tape] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    *,
-    groups: int,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, int, int, int], OwnedTape]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], Tape],
-    w: Tensor[Rank4[C, Any, Any, Any], Tape],
-    b: Tensor[Rank1[Any], OwnedTape],
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    *,
-    groups: int,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, int, int, int], OwnedTape]: ...
-@overload
-def conv_transpose2d(
-    x: Tensor[Rank4[N, C, Any, Any], T],
-    w: Tensor[Rank4[C, Any, Any, Any], T],
-    b: Tensor[Rank1[Any], T] | None = None,
-    stride: Int2 = 1,
-    padding: Int2 = 0,
-    output_padding: Int2 = 0,
-    *,
-    groups: int,
-    dilation: Int2 = 1,
-) -> Tensor[Rank4[N, int, int, int], T]: ...
-# ----- END GENERATED conv_transpose2d -----
+@typed_as(_sig.conv_transpose2d)
 def conv_transpose2d(
     x: Any,
     w: Any,

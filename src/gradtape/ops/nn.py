@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 import numpy as np
 import numpy.typing as npt
 
-from gradtape._typing import A, B, S, T
+from gradtape._typing import A, B, S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import ShapeError
+from gradtape.ops._signatures import nn as _sig
 from gradtape.ops._util import SCALARS, int_indices, record_unary, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
@@ -192,76 +193,7 @@ def _record_norm(
     return out
 
 
-# ----- BEGIN GENERATED layer_norm: python scripts/gen_shape_overloads.py (do not edit) -----
-@overload
-def layer_norm(
-    x: Tensor[tuple[*Ts, N], T],
-    normalized_shape: None = None,
-    weight: Tensor[Rank1[N], NoneTape] | None = None,
-    bias: Tensor[Rank1[N], NoneTape] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[tuple[*Ts, N], T]: ...
-@overload
-def layer_norm(
-    x: Tensor[tuple[*Ts, N], Tape],
-    normalized_shape: None = None,
-    *,
-    weight: Tensor[Rank1[N], OwnedTape],
-    bias: Tensor[Rank1[N], Tape] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[tuple[*Ts, N], OwnedTape]: ...
-@overload
-def layer_norm(
-    x: Tensor[tuple[*Ts, N], Tape],
-    normalized_shape: None = None,
-    *,
-    weight: Tensor[Rank1[N], Tape] | None = None,
-    bias: Tensor[Rank1[N], OwnedTape],
-    eps: float = 1e-5,
-) -> Tensor[tuple[*Ts, N], OwnedTape]: ...
-@overload
-def layer_norm(
-    x: Tensor[tuple[*Ts, N], T],
-    normalized_shape: None = None,
-    weight: Tensor[Rank1[N], T] | None = None,
-    bias: Tensor[Rank1[N], T] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[tuple[*Ts, N], T]: ...
-@overload
-def layer_norm(
-    x: Tensor[S, T],
-    normalized_shape: int | tuple[int, ...],
-    weight: Tensor[Any, NoneTape] | None = None,
-    bias: Tensor[Any, NoneTape] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[S, T]: ...
-@overload
-def layer_norm(
-    x: Tensor[S, Tape],
-    normalized_shape: int | tuple[int, ...],
-    *,
-    weight: Tensor[Any, OwnedTape],
-    bias: Tensor[Any, Tape] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[S, OwnedTape]: ...
-@overload
-def layer_norm(
-    x: Tensor[S, Tape],
-    normalized_shape: int | tuple[int, ...],
-    *,
-    weight: Tensor[Any, Tape] | None = None,
-    bias: Tensor[Any, OwnedTape],
-    eps: float = 1e-5,
-) -> Tensor[S, OwnedTape]: ...
-@overload
-def layer_norm(
-    x: Tensor[S, T],
-    normalized_shape: int | tuple[int, ...],
-    weight: Tensor[Any, T] | None = None,
-    bias: Tensor[Any, T] | None = None,
-    eps: float = 1e-5,
-) -> Tensor[S, T]: ...
-# ----- END GENERATED layer_norm -----
+@typed_as(_sig.layer_norm)
 def layer_norm(
     x: Any, normalized_shape: int | tuple[int, ...] | None = None, weight: Any = None, bias: Any = None, eps: Any = 1e-5
 ) -> Any:
