@@ -18,6 +18,7 @@ operand that is neither a tensor nor a number.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
 from gradtape.ops._signatures import binary as _sig
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.ops.declare import NUMPY, binary
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import (
     NONE_TAPE,
@@ -239,7 +241,7 @@ def add(a: Any, b: Any) -> Any:
             return out
     elif isinstance(b, SCALARS):
         return record_scalar(a, a.data + weak_const(_scalar(b), a.data.dtype), 1.0)
-    return record_binary("add", a, b, np.add, _add_rule)
+    return _add(a, b)
 
 
 def _add_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int]) -> None:
@@ -248,8 +250,10 @@ def _add_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int]) 
     grads._accum_alias(bid, g, oid)
 
 
-def _add_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
-    return g, g
+@binary(partials=lambda xp, a, b, y: (1.0, 1.0), name="add")
+def _add(a: Array, b: Array) -> Array:
+    """``a + b`` with broadcasting (:func:`add`'s path for shapes that differ)."""
+    return np.add(a, b)
 
 
 def radd(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -268,11 +272,13 @@ def sub(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         return record_scalar(a, a.data - weak_const(_scalar(b), a.data.dtype), 1.0)
-    return record_binary("sub", a, b, np.subtract, _sub_rule)
+    return _sub(a, b)
 
 
-def _sub_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
-    return g, np.negative(g)
+@binary(partials=lambda xp, a, b, y: (1.0, -1.0), name="sub")
+def _sub(a: Array, b: Array) -> Array:
+    """``a - b`` with broadcasting (:func:`sub`'s tensor path)."""
+    return np.subtract(a, b)
 
 
 def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -311,7 +317,7 @@ def mul(a: Any, b: Any) -> Any:
             if tape is not NONE_TAPE:
                 tape._record((out.id, _mul_backward, a.id, b.id, ad, bd))
             return out
-    return record_binary("mul", a, b, np.multiply, _mul_rule)
+    return _mul(a, b)
 
 
 def _mul_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int, Array, Array]) -> None:
@@ -321,14 +327,10 @@ def _mul_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int, A
     grads._fused(bid, _k.addmul, _np_mul, ad, g)
 
 
-def _mul_rule(
-    grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int
-) -> tuple[Array | None, Array | None]:
-    if a.shape == b.shape:  # no broadcast: fused grad += other * g
-        grads._fused(aid, _k.addmul, np.multiply, b, g)
-        grads._fused(bid, _k.addmul, np.multiply, a, g)
-        return None, None
-    return np.multiply(g, b), np.multiply(g, a)
+@binary(partials=lambda xp, a, b, y: (b, a), name="mul")
+def _mul(a: Array, b: Array) -> Array:
+    """``a * b`` with broadcasting (:func:`mul`'s path for shapes that differ)."""
+    return np.multiply(a, b)
 
 
 def rmul(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -350,17 +352,13 @@ def div(a: Any, b: Any) -> Any:
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
         return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
-    return record_binary("div", a, b, np.divide, _div_rule)
+    return _div(a, b)
 
 
-def _div_rule(
-    grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int
-) -> tuple[Array | None, Array]:
-    gb: Array = -(g * y) / b
-    if a.shape == y.shape and b.shape == y.shape:  # fused grad_a += g / b
-        grads._fused(aid, _k.adddiv, np.divide, g, b)
-        return None, gb
-    return np.divide(g, b), gb
+@binary(partials=lambda xp, a, b, y: (1.0 / b, -y / b), name="div")
+def _div(a: Array, b: Array) -> Array:
+    """``a / b`` with broadcasting (:func:`div`'s tensor path)."""
+    return np.divide(a, b)
 
 
 def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -409,14 +407,6 @@ def _record_with_constant(
     return out
 
 
-def _tie_split(a: Array | float, b: Array | float, wins: Callable[[Any, Any], Any], dtype: np.dtype[Any]) -> Array:
-    """``1`` where ``wins(a, b)``, ``0.5`` where ``a == b``, else ``0`` (also where either is NaN),
-    in ``dtype`` and the broadcast shape: the share of the gradient ``maximum``/``minimum`` send to ``a``."""
-    w: Array = np.asarray(wins(a, b)).astype(dtype)
-    w[np.asarray(a == b)] = 0.5
-    return w
-
-
 @typed_as(_sig.maximum)
 def maximum(a: Any, b: Any) -> Any:
     """Elementwise maximum of ``a`` and ``b`` (numpy's ``np.maximum``: NaN propagates), with
@@ -433,13 +423,22 @@ def maximum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "maximum"), a.data
-        split = _tie_split(x, s, np.greater, x.dtype)
+        split = np.asarray(_tie_partials(NUMPY, x, s, operator.gt)[0], x.dtype)
         return _record_with_constant(a, np.maximum(x, s), lambda g: g * split, split)
-    return record_binary("maximum", a, b, np.maximum, _maximum_rule)
+    return _maximum(a, b)
 
 
-def _maximum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
-    return g * _tie_split(a, b, np.greater, g.dtype), g * _tie_split(b, a, np.greater, g.dtype)
+def _tie_partials(xp: Any, a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+    """``maximum``'s / ``minimum``'s partials: ``1`` to the winner, ``0.5`` each on a tie, ``0``
+    where either is NaN (piecewise constant)."""
+    tie = xp.where(a == b, 0.5, 0.0)
+    return xp.where(wins(a, b), 1.0, tie), xp.where(wins(b, a), 1.0, tie)
+
+
+@binary(partials=lambda xp, a, b, y: _tie_partials(xp, a, b, operator.gt), name="maximum")
+def _maximum(a: Array, b: Array) -> Array:
+    """Elementwise maximum of two tensors (:func:`maximum`'s tensor path)."""
+    return np.maximum(a, b)
 
 
 @typed_as(_sig.minimum)
@@ -455,13 +454,15 @@ def minimum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "minimum"), a.data
-        split = _tie_split(x, s, np.less, x.dtype)
+        split = np.asarray(_tie_partials(NUMPY, x, s, operator.lt)[0], x.dtype)
         return _record_with_constant(a, np.minimum(x, s), lambda g: g * split, split)
-    return record_binary("minimum", a, b, np.minimum, _minimum_rule)
+    return _minimum(a, b)
 
 
-def _minimum_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
-    return g * _tie_split(a, b, np.less, g.dtype), g * _tie_split(b, a, np.less, g.dtype)
+@binary(partials=lambda xp, a, b, y: _tie_partials(xp, a, b, operator.lt), name="minimum")
+def _minimum(a: Array, b: Array) -> Array:
+    """Elementwise minimum of two tensors (:func:`minimum`'s tensor path)."""
+    return np.minimum(a, b)
 
 
 @typed_as(_sig.pow)
@@ -511,19 +512,6 @@ def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
 
 
 _BINARY_DIFF: dict[Any, Callable[[Any, Any, Any, Any], tuple[Any, Any]]] = {
-    _add_rule: lambda g, a, b, y: (g, g),
-    _sub_rule: lambda g, a, b, y: (g, -g),
-    _mul_rule: lambda g, a, b, y: (g * b(), g * a()),
-    _div_rule: lambda g, a, b, y: (g / b(), -(g * y()) / b()),
-    # the tie-split masks of maximum / minimum are piecewise constant
-    _maximum_rule: lambda g, a, b, y: (
-        g * g._like(_tie_split(a().data, b().data, np.greater, g.dtype)),
-        g * g._like(_tie_split(b().data, a().data, np.greater, g.dtype)),
-    ),
-    _minimum_rule: lambda g, a, b, y: (
-        g * g._like(_tie_split(a().data, b().data, np.less, g.dtype)),
-        g * g._like(_tie_split(b().data, a().data, np.less, g.dtype)),
-    ),
     _pow_rule: lambda g, a, b, y: (g * b() * pow(a(), b() - 1.0), g * y() * a().log()),
 }
 

@@ -48,15 +48,27 @@ import numpy as np
 from gradtape._typing import S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
-from gradtape.ops._util import SCALARS, float_data, record_entry
+from gradtape.ops._util import SCALARS, float_data, record_entry, sum_to, tensor_operand
 from gradtape.ops.compare import where as _where
-from gradtape.tape import NONE_TAPE, register_diff
+from gradtape.shapes import broadcast_shapes, sum_to_shape
+from gradtape.tape import NONE_TAPE, op_tape, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["ELEMENTWISE", "NUMPY", "OPS", "Elementwise", "elementwise", "number", "tensors"]
+__all__ = [
+    "BINARY",
+    "ELEMENTWISE",
+    "NUMPY",
+    "OPS",
+    "Binary",
+    "binary",
+    "Elementwise",
+    "elementwise",
+    "number",
+    "tensors",
+]
 
 Array = np.ndarray[Any, Any]
 P = ParamSpec("P")
@@ -238,19 +250,130 @@ def _backward_diff(g: Any, entry: tuple[Any, ...], rebuild: Callable[[int, Array
     oid, _, i, decl, s, params, _ = entry
     st = rebuild(i if decl.uses == "x" else oid, s)
     d = decl.derivative(tensors(g.dtype), st, *params)
+    return [(i, g * _as_tensor(d, g, decl.public))]
+
+
+def _as_tensor(d: Any, g: Any, op: str) -> Any:
+    """A derivative from the tensor namespace as a factor of ``g``: a number as a float, a
+    constant tensor (a mask, a ``where`` of numbers) cast to ``g``'s dtype.
+
+    Raises:
+        TapeError: a recorded tensor of another dtype (the formula lost the input's dtype).
+    """
     if isinstance(d, SCALARS):
-        return [(i, g * float(d))]
+        return float(d)
     if d.dtype != g.dtype:
         if d.tape is not NONE_TAPE:
             raise TapeError(
-                f"{decl.public}: its derivative gave a recorded {d.dtype} tensor for a {g.dtype} gradient; "
+                f"{op}: its derivative gave a recorded {d.dtype} tensor for a {g.dtype} gradient; "
                 "write the derivative so that it keeps the input's dtype"
             )
-        d = g._like(d.data.astype(g.dtype))
-    return [(i, g * d)]
+        return g._like(d.data.astype(g.dtype))
+    return d
 
 
 register_diff(_backward, _backward_diff)
+
+
+# ----- two-input elementwise ops ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Binary:
+    """The declaration of one broadcasting two-input elementwise op.
+
+    Attributes:
+        name: the registry name; ``public``: the op's name in messages.
+        forward: ``forward(a, b) -> y`` on numpy arrays (numpy broadcasting).
+        partials: ``partials(xp, a, b, y) -> (dy/da, dy/db)`` in the array namespace ``xp``
+            (arrays or numbers of the broadcast shape): the first rule on numpy arrays, the
+            second rule on tensors, as :func:`elementwise`'s derivative.
+    """
+
+    name: str
+    forward: Callable[[Array, Array], Array]
+    partials: Callable[..., tuple[Any, Any]]
+    public: str
+
+
+BINARY: dict[str, Binary] = {}
+"""Every declared two-input op by name."""
+BINARY_OPS: dict[str, Callable[..., Any]] = {}
+"""The tensor-tensor function of each two-input declaration, by name."""
+
+
+def binary(
+    *, partials: Callable[..., tuple[Any, Any]], name: str | None = None, public: str | None = None
+) -> Callable[[Callable[[Array, Array], Array]], Callable[[Tensor[Any, Any], Tensor[Any, Any]], Tensor[Any, Any]]]:
+    """Declare a broadcasting two-input op from its numpy forward (the decorated function) and
+    its two partial derivatives written once against an array namespace (see the module
+    docstring). Returns the tensor-tensor op ``op(a, b)``: ``b`` must be a tensor of ``a``'s
+    dtype whose shape broadcasts with ``a``'s; each input's gradient is ``g * partial`` summed
+    back over the dims broadcasting added (HIPS autograd's ``unbroadcast``). The public op
+    (with its typed signature, number operands and fast paths) calls it.
+
+    Raises (the returned op):
+        ShapeError: the shapes do not broadcast (names both). DTypeError: the dtypes differ.
+        TypeError: ``b`` is not a tensor.
+    """
+
+    def declare(forward: Callable[[Array, Array], Array]) -> Callable[..., Any]:
+        op_name = name or forward.__name__
+        if op_name in BINARY:
+            raise ValueError(f"binary: an op named {op_name!r} is already declared")
+        decl = BINARY[op_name] = Binary(op_name, forward, partials, public or op_name)
+        label = decl.public
+
+        def op(a: Any, b: Any) -> Any:
+            bt = tensor_operand(label, a, b)
+            ad, bd = a.data, bt.data
+            if ad.shape != bd.shape:
+                broadcast_shapes(label, ad.shape, bd.shape)
+            tape = op_tape(a, bt)
+            y = forward(ad, bd)
+            out = a._from_op(y, tape)
+            if tape is not NONE_TAPE:
+                tape._record((out.id, _binary_backward, decl, ad, bd, out.data, a.id, bt.id))
+            return out
+
+        op.__name__ = op.__qualname__ = op_name
+        op.__doc__ = forward.__doc__
+        op.__module__ = forward.__module__
+        BINARY_OPS[op_name] = op
+        return op
+
+    return declare
+
+
+def _binary_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
+    """The first rule of every declared two-input op: ``grad += g * partial``, summed back to
+    each input's shape. Partials are evaluated with numpy's divide/invalid warnings off: the
+    conventions at the edges (``0 ** b``, ``log`` of 0) are the formula's ``where``s."""
+    oid, _, decl, ad, bd, y, aid, bid = entry
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa, pb = decl.partials(NUMPY, ad, bd, y)
+        for i, p, shape in ((aid, pa, ad.shape), (bid, pb, bd.shape)):
+            if p.__class__ is float and p == 1.0:  # add's and sub's: g itself, copy-on-write
+                if g.shape == shape:
+                    grads._accum_alias(i, g, oid)
+                else:
+                    grads._accum(i, sum_to_shape(g, shape))
+                continue
+            gi = np.multiply(g, p, dtype=g.dtype)
+            grads._accum(i, sum_to_shape(gi if gi.__class__ is np.ndarray else np.asarray(gi), shape))
+
+
+def _binary_diff(g: Any, entry: tuple[Any, ...], rebuild: Callable[[int, Array], Any]) -> list[tuple[int, Any]]:
+    """The differentiable rule of every declared two-input op: ``g * partial`` in gradtape ops."""
+    oid, _, decl, ad, bd, y, aid, bid = entry
+    pa, pb = decl.partials(tensors(g.dtype), rebuild(aid, ad), rebuild(bid, bd), rebuild(oid, y))
+    return [
+        (aid, sum_to(g * _as_tensor(pa, g, decl.public), ad.shape)),
+        (bid, sum_to(g * _as_tensor(pb, g, decl.public), bd.shape)),
+    ]
+
+
+register_diff(_binary_backward, _binary_diff)
 
 
 # ----- the namespaces a derivative is written against ----------------------------------------
@@ -274,6 +397,7 @@ class _Numpy:
     logical_and = staticmethod(np.logical_and)
     where = staticmethod(np.where)
     minimum = staticmethod(np.minimum)
+    pow = staticmethod(np.power)
 
     @staticmethod
     def sigmoid(x: Array) -> Array:
@@ -325,6 +449,11 @@ class _Tensors:
 
     def minimum(self, a: Any, b: Any) -> Any:
         return a.minimum(b)
+
+    def pow(self, a: Any, b: Any) -> Any:
+        if hasattr(b, "tape"):  # a tensor exponent: the declared two-input pow
+            return BINARY_OPS["pow"](a, b)
+        return a**b
 
 
 _TENSORS: dict[np.dtype[Any], _Tensors] = {}
