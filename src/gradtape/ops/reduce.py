@@ -17,7 +17,7 @@ import numpy as np
 from gradtape._typing import A, B, C, D, S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
-from gradtape.ops._util import normalize_axes
+from gradtape.ops._util import SCALARS, float_data, normalize_axes
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, attach_diff, op_tape, register_diff
 
@@ -32,6 +32,8 @@ Array = np.ndarray[Any, Any]
 
 def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, keepdims: bool, scale: bool) -> Any:
     x = a.data
+    if scale and x.dtype.kind != "f":  # mean is a float op (sum is exact on integers)
+        float_data(op, a, "a")
     axes = normalize_axes(op, axis, x.ndim)
     n = math.prod(x.shape[ax] for ax in axes)
     y = np.asarray(np.sum(x, axis=axes, keepdims=keepdims))
@@ -309,6 +311,8 @@ def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fal
 
     Raises:
         ShapeError: an axis is out of range or repeated, or the mean is over zero elements.
+        DTypeError: ``a`` is an integer or bool tensor (PyTorch refuses them too; convert
+            with ``dev.tensor(x, dtype=np.float32)``).
     """
     return _reduce("mean", a, axis, keepdims, scale=True)
 
@@ -628,6 +632,9 @@ def min(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
 
 
 def _correction(op: str, correction: float, ddof: float | None) -> float:
+    for name, v in (("correction", correction), ("ddof", ddof)):
+        if v is not None and not isinstance(v, SCALARS):  # a complex, a string
+            raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__} {v!r}")
     if ddof is not None:
         if correction != 0 and correction != ddof:
             raise ValueError(f"{op}: got correction={correction} and ddof={ddof}; pass one of them")
@@ -645,7 +652,7 @@ def _moment(
     correction: float,
     ddof: float | None,
 ) -> Any:
-    x = a.data
+    x = float_data(op, a, "a")
     c = _correction(op, correction, ddof)
     axes, n, kept = _plan(op, x, axis)
     if n == 0:
@@ -978,6 +985,8 @@ def var(
     Raises:
         ShapeError: an axis is out of range or repeated, or the reduction is over 0 elements.
         ValueError: ``correction`` and ``ddof`` disagree, or ``correction`` is not finite.
+        TypeError: ``correction`` or ``ddof`` is not a real number (a complex, a string).
+        DTypeError: ``a`` is an integer or bool tensor (PyTorch refuses them too).
     """
     return _moment("var", a, axis, keepdims, correction, ddof)
 
@@ -1269,7 +1278,7 @@ def std(
     constant slice, where the derivative does not exist; PyTorch's convention).
 
     Raises:
-        ShapeError, ValueError: as :func:`var`.
+        ShapeError, ValueError, TypeError, DTypeError: as :func:`var`.
     """
     return _moment("std", a, axis, keepdims, correction, ddof)
 
@@ -1411,8 +1420,9 @@ def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
 
     Raises:
         ShapeError: an axis is out of range or repeated.
+        DTypeError: ``a`` is an integer or bool tensor.
     """
-    x = a.data
+    x = float_data("logsumexp", a, "a")
     axes, n, kept = _plan("logsumexp", x, axis)
     if n == 0:
         yk = np.full(kept, -np.inf, dtype=x.dtype)
