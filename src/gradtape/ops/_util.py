@@ -138,10 +138,12 @@ _HELPERS = frozenset({"record_entry", "record_unary", "record_binary", "tensor_o
 
 
 def int_indices(op: str, indices: object, context: str, what: str = "indices") -> Array:
-    """``indices`` (a list, an integer numpy array of any byte order, or an integer tensor) as
-    a C-contiguous native-order ``intp`` array: the one conversion every index argument goes
-    through (``gather``, ``index_select``, ``embedding``, ``cross_entropy`` targets), so the
-    kernels never see a float, bool, big-endian or non-contiguous index array.
+    """``indices`` (an int, a list, an integer numpy array of any byte order, or an integer
+    tensor) as a C-contiguous native-order ``intp`` array of the same shape (a scalar gives a
+    0-d array, so ``gather(x, 3)`` drops the axis as ``np.take`` does): the one conversion
+    every index argument goes through (``gather``, ``index_select``, ``embedding`` and
+    ``nn.Embedding``, ``cross_entropy`` targets), so the kernels never see a float, bool,
+    big-endian or non-contiguous index array.
 
     Args:
         op: the op's name, for messages.
@@ -159,6 +161,8 @@ def int_indices(op: str, indices: object, context: str, what: str = "indices") -
         idx = idx.astype(np.intp)
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"{op}: {what} must be integers, got dtype {idx.dtype} of shape {idx.shape} ({context})")
+    if idx.ndim == 0:  # a scalar index stays 0-d (np.ascontiguousarray would make it (1,)): take drops the axis
+        return np.asarray(idx, dtype=np.intp)
     return np.ascontiguousarray(idx, dtype=np.intp)
 
 
