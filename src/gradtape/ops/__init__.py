@@ -4,7 +4,7 @@ several tensors or a weight (``concat``, ``stack``, ``linear``, ``embedding``, `
 are functions only."""
 
 from gradtape.ops.attention import scaled_dot_product_attention
-from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
+from gradtape.ops.binary import add, div, maximum, minimum, mul, pow, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.indexing import gather, index_select
@@ -38,7 +38,6 @@ from gradtape.ops.unary import (
     log,
     nans_to,
     neg,
-    pow,
     recip,
     relu,
     sigmoid,

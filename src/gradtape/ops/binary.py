@@ -26,7 +26,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import A, B, C, D, S, T
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, float_data, record_entry, sum_to, tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4, broadcast_shapes, sum_to_shape
 from gradtape.tape import (
     NONE_TAPE,
@@ -67,6 +67,7 @@ __all__ = [
     "record_binary",
     "record_scalar",
     "rmul",
+    "rpow",
     "rsub",
     "sub",
 ]
@@ -2215,11 +2216,12 @@ def pow(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
 # ----- END GENERATED pow -----
 def pow(a: Any, b: Any) -> Any:
     """``a ** b`` elementwise (numpy's ``np.power``), with numpy broadcasting; the exponent ``b``
-    may be a tensor or a Python number (a number goes to :func:`gradtape.ops.unary.pow`, the
-    fused scalar-exponent op, with the same conventions and errors).
+    is a tensor or a real number (``torch.pow(input, exponent)``). ``gradtape.ops.pow``,
+    ``Tensor.pow`` and ``t ** b`` are this function.
 
-    ``Tensor.pow`` / ``t ** b`` / ``gradtape.ops.pow`` are bound to the scalar-only
-    :func:`gradtape.ops.unary.pow` for now; this function is the superset.
+    A number goes to :func:`gradtape.ops.unary.pow`, the fused scalar-exponent op (its
+    conventions: ``b == 2`` is ``square``, ``b == 0`` has gradient exactly 0); a tensor to the
+    broadcasting op below, differentiable in both operands. ``2.0 ** t`` is :func:`rpow`.
 
     Gradients: ``d/da = b * a**(b - 1)``, ``d/db = a**b * log(a)`` (summed back over broadcast
     dims), with PyTorch's conventions at the edges:
@@ -2232,13 +2234,18 @@ def pow(a: Any, b: Any) -> Any:
       still the finite ``b * a**(b-1)``.
 
     Raises:
-        ShapeError, DTypeError: as :func:`maximum`.
-        TypeError: ``b`` is neither a tensor nor a real number (raised by ``unary.pow``).
+        ShapeError: the shapes do not broadcast.
+        DTypeError: ``a`` is an integer or bool tensor (``pow`` is a float op), or a tensor
+            ``b`` has another dtype than ``a``.
+        TypeError: ``b`` is neither a tensor nor a real number (a complex, a list, an array).
     """
-    if not (hasattr(b, "tape") and hasattr(b, "data")):  # a number (or junk): the scalar op validates
-        from gradtape.ops import unary  # imports this module: import at call time
-
-        return unary.pow(a, b)
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64:
+        float_data("pow", a, "a")  # pow is a float op: an integer or bool tensor raises
+    cls = b.__class__
+    if cls is float or cls is int or (cls is not a.__class__ and not (hasattr(b, "tape") and hasattr(b, "data"))):
+        # a number (t ** 2, np.float32, a bool) or junk: the scalar op, which validates it
+        return (_unary_pow or _load_unary_pow())(a, b)
     return record_binary("pow", a, b, np.power, _pow_rule)
 
 
@@ -2247,6 +2254,68 @@ def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int
         ga = g * np.where(b == 0, 0, b * np.power(a, b - 1))
         gb = g * np.where((a == 0) & (b >= 0), 0, y * np.log(a))
     return ga, gb
+
+
+_unary_pow: Callable[..., Any] | None = None
+""":func:`gradtape.ops.unary.pow`, set at the first scalar ``pow`` (that module imports this one)."""
+
+
+def _load_unary_pow() -> Callable[..., Any]:
+    global _unary_pow
+    from gradtape.ops.unary import pow as unary_pow
+
+    _unary_pow = unary_pow
+    return unary_pow
+
+
+def rpow(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b ** a`` for a real number ``b`` and a tensor exponent ``a`` (``2.0 ** t``,
+    ``Tensor.__rpow__``; PyTorch's ``torch.pow(self: Number, exponent: Tensor)``), elementwise
+    with numpy's ``power``: ``y = b ** a`` in ``a``'s dtype.
+
+    Gradient: ``d/da = b**a * log(b) = y * log(b)`` (``log(2) * 2**a`` for ``b = 2``), from the
+    saved output; its second rule is the same product with the recorded output, so
+    ``2.0 ** t`` differentiates to any order. PyTorch's edges: for ``b == 0`` the gradient is
+    ``0`` where ``a >= 0``; for ``b < 0`` the forward is ``nan`` for a non-integer ``a`` and
+    the gradient ``nan`` (``log`` of a negative number).
+
+    Raises:
+        TypeError: ``b`` is not a real number (a complex, an array).
+        DTypeError: ``a`` is an integer or bool tensor.
+    """
+    if a.data.dtype.kind != "f":
+        float_data("rpow", a, "exponent")
+    base = _scalar(b, "rpow")
+    x = a.data
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        y = np.asarray(np.power(weak_const(base, x.dtype), x))
+    logb = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+    return record_entry(a, y, _rpow_backward, y, logb)
+
+
+def _rpow_slope(y: Array, logb: float) -> Array:
+    """``d(b**a)/da = y * log(b)`` from the saved output ``y``; for ``b == 0``, ``0`` where
+    ``a >= 0`` (PyTorch's), which is where ``y = 0**a`` is 0 or 1."""
+    with np.errstate(invalid="ignore"):
+        slope: Array = y * y.dtype.type(logb)
+        if logb == -math.inf:
+            slope = np.where(y <= 1, y.dtype.type(0), slope)
+    return slope
+
+
+def _rpow_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, float]) -> None:
+    """rpow's first rule: ``grad_a += g * y * log(b)`` in one fused pass."""
+    _, _, i, y, logb = entry
+    grads._fused(i, _k.addmul, np.multiply, _rpow_slope(y, logb), g)
+
+
+def _d_rpow(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    """rpow's second rule: ``g * y * log(b)`` with ``y`` the recorded output (whose own
+    gradient is rpow's rule again), so ``b ** a`` differentiates to any order."""
+    oid, _, i, y, logb = entry
+    if logb == -math.inf:  # b == 0: the slope is piecewise constant
+        return [(i, g * g._like(_rpow_slope(y, logb)))]
+    return [(i, g * rebuild(oid, y) * logb)]
 
 
 # ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
@@ -2314,3 +2383,4 @@ def _d_rdiv(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 
 register_diff(_rdiv_backward, _d_rdiv)
+register_diff(_rpow_backward, _d_rpow)
