@@ -62,7 +62,7 @@ def test_model_is_causal(run: str, request: pytest.FixtureRequest) -> None:
     model, dev = result.model, Cpu()
     rng = np.random.default_rng(1)
     v = len(result.corpus.vocab)
-    x = rng.integers(0, v, (2, 32)).astype(np.float32)
+    x = rng.integers(0, v, (2, 32))
     base = model(dev.tensor(x)).numpy()
     for i in (0, 7, 30):
         y = x.copy()
@@ -148,11 +148,11 @@ def test_main_mamba_prints_and_saves(capsys: pytest.CaptureFixture[str], tmp_pat
     corpus = seq.Corpus.from_text(seq.load_text())
     fresh = seq.CharMamba(len(corpus.vocab), 8, layers=1, dev=Cpu(seed=9))
     nn.load(fresh, out_file)
-    codes = Cpu().tensor(corpus.held_out[None, :8].astype(np.float32))
+    codes = Cpu().tensor(corpus.held_out[None, :8])
     other = seq.CharMamba(len(corpus.vocab), 8, layers=1, dev=Cpu(seed=9))
     assert not np.allclose(fresh(codes).numpy(), other(codes).numpy())  # the weights came from the file
     with pytest.raises(ShapeError, match=r"CharMamba: expected codes of shape \(B, L\) with L >= 1, got \(8,\)"):
-        fresh(Cpu().tensor(np.zeros(8, np.float32)))
+        fresh(Cpu().tensor(np.zeros(8, np.int64)))
 
 
 def test_mamba_width_matches_the_transformer_parameter_count() -> None:

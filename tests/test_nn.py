@@ -313,7 +313,7 @@ def test_embedding(dev: Cpu) -> None:
     idx = np.array([[0, 2], [2, 5]])
     np.testing.assert_array_equal(_arr(emb(idx)), _arr(emb.weight)[idx])
     grads = emb.alloc_grads()
-    out = emb(dev.tensor(idx, F64).trace(grads))
+    out = emb(dev.tensor(idx).trace(grads))  # integer indices (a float tensor is refused)
     w = np.arange(12.0).reshape(2, 2, 3)
     grads = (out * dev.tensor(w)).sum().backward()
     expected = np.zeros((6, 3))

@@ -109,7 +109,7 @@ def _linear(dev: Cpu, bias: bool, shape: tuple[int, ...]) -> Case:
 def _embedding(dev: Cpu, as_array: bool) -> Case:
     ours = nn.Embedding(6, 3, dev=dev, dtype=F64)
     ref = _pair(ours, torch.nn.Embedding(6, 3), _rng(dev))
-    idx = np.array([[0, 2, 2], [5, 0, 1]], dtype=F64)  # repeated rows: the gradient accumulates
+    idx = np.array([[0, 2, 2], [5, 0, 1]], dtype=np.int64)  # repeated rows: the gradient accumulates
     # as_array: the documented index-array input (untraced output, so no dfdx usage); else a
     # tensor holding the indices, whose tape the output carries
     fwd = (lambda x, c: ours(x.numpy().astype(np.int64))) if as_array else None

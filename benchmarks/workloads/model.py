@@ -185,7 +185,7 @@ class GradtapeImpl:
         self.case, self.model, self.dev = case, model, dev
         self.params = model.parameters()
         self.grads = model.alloc_grads()
-        self.xs = [x.astype(np.float32) for x, _ in case.batches]
+        self.xs = [x if case.codes else x.astype(np.float32) for x, _ in case.batches]  # codes: int indices
         self.ys = [y.reshape(-1) for _, y in case.batches]
         self.i = 0
         opt = case.opt

@@ -632,8 +632,9 @@ class Tensor(Generic[S, T_co]):
     __abs__ = _unary.abs
     sqrt = _unary.sqrt
     square = _unary.square
-    pow = _unary.pow
-    __pow__ = _unary.pow
+    pow = _binary.pow  # a number or a tensor exponent
+    __pow__ = _binary.pow
+    __rpow__ = _binary.rpow  # 2.0 ** t
     cos = _unary.cos
     tanh = _unary.tanh
     sigmoid = _unary.sigmoid

@@ -167,9 +167,14 @@ class Cpu:
             ``rand`` give the same samples on every run.
 
     All creation methods default to float32 and accept ``dtype=np.float64``.
+
+    Raises:
+        TypeError: ``seed`` is not an int.
     """
 
     def __init__(self, seed: int = 0) -> None:
+        if not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"Cpu: seed must be an int, got {type(seed).__name__} {seed!r}")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
@@ -185,17 +190,26 @@ class Cpu:
         """A new leaf tensor holding a copy of ``data`` (PyTorch's ``torch.tensor``).
 
         Args:
-            data: nested lists of numbers, a numpy array, or a tensor.
-            dtype: float32, float64, bool or an integer dtype. By default as ``torch.tensor``
-                infers it: a numpy array (or tensor) keeps its dtype (float16 becomes float32);
-                Python floats give float32, Python ints int64, Python bools bool.
+            data: nested lists of numbers, a numpy array or scalar, a tensor, or another array
+                numpy reads (a torch or JAX array).
+            dtype: float32, float64, bool or an integer dtype: ``data`` is converted to it
+                (floats to integers truncate, as ``torch.tensor(x, dtype=torch.int64)``). By
+                default as ``torch.tensor`` infers it: an array (or tensor) keeps its dtype, in
+                native byte order; Python floats give float32, Python ints int64, Python bools
+                bool. Nothing is converted silently: an array of a float dtype gradtape does not
+                compute in (float16, long double) raises instead of becoming float32.
             requires_grad: make it a leaf that requires grad (PyTorch's ``requires_grad=True``,
                 :meth:`Tensor.requires_grad_`): every op on it records while grad mode is on and
                 ``backward()`` fills its ``.grad``. Float dtypes only.
 
         Raises:
-            DTypeError: ``dtype`` (or ``data``'s dtype) is none of the above (complex, strings,
-                objects), or ``requires_grad`` for a bool or integer tensor.
+            DTypeError: ``data`` holds complex numbers, strings or objects; ``data`` is a
+                float16 or long double array and no ``dtype`` is given (pass
+                ``dtype=np.float32`` to convert); ``dtype`` is none of the above; or
+                ``requires_grad`` for a bool or integer tensor. The message names ``tensor``
+                and the dtype.
+            ValueError, TypeError: numpy cannot read ``data`` as an array (ragged lists, a
+                torch bfloat16 tensor); the message names ``tensor``.
         """
         if dtype is None and type(data) is np.ndarray:  # the common case: a float batch
             dt = data.dtype
@@ -204,16 +218,31 @@ class Cpu:
                 return t.requires_grad_() if requires_grad else t
         if isinstance(data, Tensor):
             data = data.data
-        given = isinstance(data, (np.ndarray, np.generic))
-        arr = np.asarray(data)
-        kind = arr.dtype.kind
+        # an array or a numpy scalar carries its own dtype; Python numbers and lists do not
+        typed = isinstance(data, np.generic) or not isinstance(data, (list, tuple, int, float, bool))
+        try:
+            arr = np.asarray(data)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"tensor: cannot read {type(data).__name__} as an array: {e}") from e
+        adt = arr.dtype
+        kind = adt.kind
         if kind not in "biuf":
-            raise DTypeError(f"tensor: cannot make a tensor from dtype {arr.dtype} (shape {arr.shape})")
+            why = (
+                "complex numbers are not supported (take x.real or abs(x) first)"
+                if kind == "c"
+                else "gradtape tensors hold float32/float64, bool or integer values"
+            )
+            raise DTypeError(f"tensor: cannot make a tensor from dtype {adt} (shape {arr.shape}); {why}")
         if dtype is None:
             if kind == "f":
-                dt = arr.dtype if given and arr.dtype in _FLOATS else np.dtype(np.float32)
-            elif kind == "b" or given:
-                dt = arr.dtype  # bool, or a numpy integer array's own dtype
+                if adt.itemsize not in (4, 8):  # float16, long double: gradtape computes in float32/float64
+                    raise DTypeError(
+                        f"tensor: data has dtype {adt} (shape {arr.shape}); gradtape computes in float32 or float64 "
+                        "and does not convert silently: pass dtype=np.float32 (or np.float64) to convert"
+                    )
+                dt = adt.newbyteorder("=") if typed else np.dtype(np.float32)
+            elif kind == "b" or typed:
+                dt = adt.newbyteorder("=")  # bool, or an array's own integer dtype
             else:
                 dt = np.dtype(np.int64)  # Python ints, as torch.tensor([1, 2]) is int64
         else:
@@ -275,7 +304,15 @@ class Cpu:
     def rand(
         self, shape: SI, low: float = 0.0, high: float = 1.0, dtype: npt.DTypeLike = np.float32
     ) -> Tensor[SI, NoneTape]:
-        """Samples of the uniform distribution on ``[low, high)``, from the device's generator."""
+        """Samples of the uniform distribution on ``[low, high)``, from the device's generator.
+
+        Raises:
+            TypeError: ``low`` or ``high`` is not a real number (a complex, a string).
+            DTypeError: ``dtype`` is not float32 or float64.
+        """
+        for name, v in (("low", low), ("high", high)):
+            if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
+                raise TypeError(f"rand: {name} must be a real number, got {type(v).__name__} {v!r}")
         dt = as_float_dtype(dtype, "rand")
         u = self.rng.random(_shape("rand", shape), dtype=dt)
         if low != 0.0 or high != 1.0:

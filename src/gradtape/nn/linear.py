@@ -157,8 +157,9 @@ class Embedding(Module, Generic[V, E]):
     is not checked (the indices' values are).
 
     Raises:
-        IndexError / ValueError: (on forward) an index outside ``[0, V)`` or non-integer
-            indices (from :func:`gradtape.ops.embedding`).
+        ValueError: (on forward) an index outside ``[0, V)`` (from :func:`gradtape.ops.embedding`).
+        DTypeError: (on forward) the indices are not integers: a float or bool array, list or
+            tensor (``[1.7, 2.2]`` is refused, not truncated to rows 1 and 2).
     """
 
     def __init__(self, num_embeddings: V, embedding_dim: E, *, dev: Cpu, dtype: npt.DTypeLike = np.float32) -> None:
@@ -175,18 +176,19 @@ class Embedding(Module, Generic[V, E]):
     def forward(self, x: Any) -> Any:
         """The rows of ``weight`` at ``x``: ``(..., D)``.
 
-        ``x`` is an int array of any shape, or a tensor holding integer values. A traced
+        ``x`` is an int array of any shape, or an integer tensor (a float or bool tensor raises
+        :class:`~gradtape.errors.DTypeError`, as ``torch.nn.Embedding`` refuses one). A traced
         tensor's tape is carried on to the output, so ``model(idx.trace(model.alloc_grads()))``
         trains the table into that store; with a plain array the table (a parameter) records
         whenever a traced pass or a ``GradientTape`` context is live (see
         :func:`gradtape.tape.op_tape`), and not in untraced inference.
         """
         if isinstance(x, Tensor):
-            idx = x.data.astype(np.int64)
             # the indices carry no gradient, but a traced index tensor's tape (and its store)
-            # is where the table's gradient must go
+            # is where the table's gradient must go; the tensor's values go through the same
+            # integer check as an array's (a float tensor raises DTypeError, never truncated)
             w = self.weight.put_tape(op_tape(x, self.weight)) if x.tape.OWNS_TAPE else self.weight
-            return embedding(idx, w)
+            return embedding(x, w)
         return embedding(x, self.weight)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward

@@ -6,7 +6,7 @@ are functions only."""
 from gradtape.ops import binary as _binary
 from gradtape.ops import unary as _unary
 from gradtape.ops.attention import scaled_dot_product_attention
-from gradtape.ops.binary import add, div, maximum, minimum, mul, sub
+from gradtape.ops.binary import add, div, maximum, minimum, mul, pow, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.indexing import gather, index_select
@@ -53,7 +53,6 @@ from gradtape.ops.unary import (
     mish,
     nans_to,
     neg,
-    pow,
     recip,
     relu,
     selu,

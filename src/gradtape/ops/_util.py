@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -21,6 +23,8 @@ Array = np.ndarray[Any, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
 _new = object.__new__
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 SCALARS = (int, float, np.integer, np.floating, np.bool_)
 """Types an op accepts as a scalar operand (converted to a Python float, so a float32
@@ -33,13 +37,19 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
 
     Raises:
         TypeError: ``b`` is neither a tensor nor a number (a raw numpy array, say).
-        DTypeError: the dtypes differ; the message names the op, both dtypes and shapes.
+        DTypeError: the dtypes differ, or ``a`` is an integer or bool tensor and ``op`` is
+            not in :data:`DTYPE_AGNOSTIC` (``matmul``, ``div``, ``pow``, ``linear``, the
+            convolutions, ``prelu``: float ops, also when called as ``Tensor`` methods); the
+            message names the op, the dtypes and the shapes.
     """
     if b.__class__ is a.__class__:
         bd = b.data
     else:
         bd = _foreign_data(op, b)
-    if bd.dtype != a.data.dtype:
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64 and op not in DTYPE_AGNOSTIC:  # the float rule, for methods too
+        refuse_non_float(a, op)
+    if bd.dtype != dt:
         raise DTypeError(
             f"{op}: dtypes differ: {a.data.dtype} {a.data.shape} and {bd.dtype} {bd.shape} "
             "(convert one with dev.tensor(x, dtype=...))"
@@ -77,19 +87,64 @@ def float_data(op: str, a: Tensor[Any, Any], arg: str = "input") -> Array:
 
 DTYPE_AGNOSTIC = frozenset(
     {"add", "sub", "mul", "maximum", "minimum"}  # exact on integers (bools: numpy's rules)
+    | {"sum", "max", "min"}  # exact reductions (``mask.sum()`` counts, as in PyTorch)
     | {"eq", "ne", "lt", "le", "gt", "ge", "where"}  # comparisons and selection
     | {"reshape", "permute", "transpose", "expand_dims", "unsqueeze", "squeeze", "broadcast_to"}
     | {"concat", "stack", "roll", "tril", "triu", "gather", "index_select", "embedding"}
 )
-"""Exported ops that take tensors of any kind gradtape has (float, int, bool). Every other
-exported op and loss checks that its tensor arguments are float (:func:`checked`)."""
+"""Ops that take tensors of any kind gradtape has (float, int, bool): those whose result on
+integers is exact. Every other op is a float op: its tensor arguments must be float32 or
+float64, and an integer or bool tensor raises :class:`~gradtape.errors.DTypeError` naming the
+op, the argument, the dtype and the shape, whether the op is called as a function
+(``gradtape.ops.mean(t)``, checked by :func:`checked`) or as a ``Tensor`` method (``t.mean()``,
+``t ** 2``, ``t @ u``: checked where every op of a kind passes, in :func:`record_entry` for the
+elementwise ops, :func:`tensor_operand` for the binary ones, and :func:`float_data` in the
+reductions). PyTorch refuses the same ops on integers (``mean``, ``var``, ``std``, ``softmax``)
+or promotes them to float32; gradtape computes in float32/float64 only, so convert first with
+``dev.tensor(x, dtype=np.float32)``."""
+
+
+def refuse_non_float(a: Tensor[Any, Any], op: str | None = None) -> None:
+    """Raise the float rule's :class:`~gradtape.errors.DTypeError` for ``a``, an integer or
+    bool tensor given to a float op, unless the op is in :data:`DTYPE_AGNOSTIC`.
+
+    The error path of the shared helpers (:func:`record_entry`, :func:`tensor_operand`): their
+    hot path only compares ``a.data.dtype`` with numpy's float32 and float64 descriptors (two
+    identity tests, cheaper than reading ``dtype.kind``), and any other dtype calls this, which
+    returns at once for a float (a dtype equal to but not the shared descriptor). The op
+    (when ``op`` is None) and the argument's name are read from the calling op's frame: the
+    nearest public function below the recording helpers (``exp`` for ``t.exp()``, ``clamp``
+    for ``t.clamp(0, 1)``), and its parameter bound to ``a``.
+
+    Raises:
+        DTypeError: ``{op}: {arg} has dtype int64 (shape ...); {op} takes float32 or float64
+            tensors``, as the functional API's check (:func:`checked`) says it.
+    """
+    if a.data.dtype.kind == "f":  # a float dtype that is not numpy's shared descriptor (unpickled)
+        return
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_name.startswith(("_", "<")) or frame.f_code.co_name in _HELPERS):
+        frame = frame.f_back
+    if op is None:
+        op = frame.f_code.co_name if frame is not None else "op"
+    if op in DTYPE_AGNOSTIC:
+        return
+    arg = "input"
+    if frame is not None:
+        arg = next((name for name, value in frame.f_locals.items() if value is a), arg)
+    float_data(op, a, arg)
+
+
+_HELPERS = frozenset({"record_entry", "record_unary", "record_binary", "tensor_operand", "refuse_non_float"})
 
 
 def int_indices(op: str, indices: object, context: str, what: str = "indices") -> Array:
-    """``indices`` (a list, an integer numpy array of any byte order, or an integer tensor) as
-    a C-contiguous native-order ``intp`` array: the one conversion every index argument goes
-    through (``gather``, ``index_select``, ``embedding``, ``cross_entropy`` targets), so the
-    kernels never see a float, bool, big-endian or non-contiguous index array.
+    """``indices`` (an int, a list, an integer numpy array of any byte order, or an integer
+    tensor) as a C-contiguous native-order ``intp`` array of the same shape (a scalar gives a
+    0-d array, so ``gather(x, 3)`` drops the axis as ``np.take`` does): the one conversion
+    every index argument goes through (``gather``, ``index_select``, ``embedding`` and
+    ``nn.Embedding``, ``cross_entropy`` targets), so the kernels never see a float, bool,
+    big-endian or non-contiguous index array.
 
     Args:
         op: the op's name, for messages.
@@ -107,6 +162,8 @@ def int_indices(op: str, indices: object, context: str, what: str = "indices") -
         idx = idx.astype(np.intp)
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"{op}: {what} must be integers, got dtype {idx.dtype} of shape {idx.shape} ({context})")
+    if idx.ndim == 0:  # a scalar index stays 0-d (np.ascontiguousarray would make it (1,)): take drops the axis
+        return np.asarray(idx, dtype=np.intp)
     return np.ascontiguousarray(idx, dtype=np.intp)
 
 
@@ -143,7 +200,14 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
     The recording path of gradtape's one-input ops (``record_unary`` and the activations;
     ``record_scalar`` keeps an inline copy, measured faster on the scalar chain); the output
     tensor is built inline (``Tensor._from_op`` without the method call): this runs once per op.
+
+    Raises:
+        DTypeError: ``a`` is an integer or bool tensor and the op is not in
+            :data:`DTYPE_AGNOSTIC` (:func:`refuse_non_float`; ``t.exp()`` of an int64 tensor).
     """
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64:  # an integer or bool tensor given to a float op (t.exp())
+        refuse_non_float(a)
     tape = a.tape
     if tape is not NONE_TAPE and (tape.__class__ is not GradientTape or not _tp.direct):
         tape = op_tape(a)  # parameters, watched tensors, grad modes, context tapes

@@ -1,10 +1,12 @@
 """Elementwise binary ops: add, sub, mul, div, maximum, minimum, pow, with numpy broadcasting
 and scalars.
 
-Each op states its forward and, beside it, the derivative its backward closure
-accumulates; :func:`record_binary` / :func:`record_scalar` do the tape plumbing
-(merging the inputs' tapes, skipping the closure when the output got no gradient) and
-:func:`~gradtape.shapes.sum_to_shape` sums a broadcast gradient back to each input.
+Each op's tensor-tensor path is declared once with :func:`gradtape.ops.declare.binary`: its
+numpy forward and its two partial derivatives, written against an array namespace so the one
+formula is the first rule on arrays and the second rule on tensors; each input's gradient is
+summed back over the dims broadcasting added (:func:`~gradtape.shapes.sum_to_shape`). The hot
+paths stay hand-written beside it: same-shape ``add``/``mul`` (one entry, fused kernels) and a
+number operand (:func:`record_scalar`, ``grad += alpha * g``).
 
 Typing: both operands have the same shape type ``S``, or a ``Rank2[A, B]`` matrix meets a
 ``Rank1[B]`` row (a bias); any other numpy broadcast works at run time with an
@@ -27,11 +29,9 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
-from gradtape.errors import TapeError
 from gradtape.ops._signatures import binary as _sig
-from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, float_data, record_entry
 from gradtape.ops.declare import NUMPY, binary
-from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import (
     NONE_TAPE,
     GradientTape,
@@ -47,11 +47,6 @@ _new = object.__new__
 _np_add = np.add
 _np_mul = np.multiply
 
-BinaryRule = Callable[
-    ["Gradients", "Array", "Array", "Array", "Array", int, int], tuple["Array | None", "Array | None"]
-]
-"""``rule(grads, g, a, b, y, aid, bid) -> (ga, gb)`` of :func:`record_binary`."""
-
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
@@ -65,9 +60,9 @@ __all__ = [
     "pow",
     "radd",
     "rdiv",
-    "record_binary",
     "record_scalar",
     "rmul",
+    "rpow",
     "rsub",
     "sub",
 ]
@@ -169,47 +164,6 @@ def _scalar(b: object, op: str = "op") -> float:
             f"{op}: expected a Tensor or a Python number, got {type(b).__name__} (wrap arrays with dev.tensor(...))"
         )
     return float(b)
-
-
-def record_binary(
-    op: str,
-    a: Tensor[Any, Any],
-    b: object,
-    forward: Callable[[Array, Array], Array],
-    rule: BinaryRule,
-) -> Any:
-    """Run a broadcasting binary op and record its backward.
-
-    ``rule(grads, g, a, b, y, aid, bid)`` gets the output's gradient ``g``, the inputs' data,
-    the output ``y`` and the inputs' ids, and returns ``(ga, gb)``: the two inputs' gradient
-    contributions in the output's shape, or ``None`` for a contribution it accumulated into
-    ``grads[aid]`` / ``grads[bid]`` itself (a fused kernel). Contributions are summed back to
-    each input's shape.
-    """
-    bt = tensor_operand(op, a, b)
-    ad, bd = a.data, bt.data
-    if ad.shape != bd.shape:
-        broadcast_shapes(op, ad.shape, bd.shape)
-    tape = op_tape(a, bt)
-    y = forward(ad, bd)
-    out = a._from_op(y, tape)
-    if tape is not NONE_TAPE:
-        tape._record((out.id, _binary_backward, rule, ad, bd, y, a.id, bt.id))
-    return out
-
-
-def _binary_backward(
-    grads: Gradients, g: Array, entry: tuple[int, Any, BinaryRule, Array, Array, Array, int, int]
-) -> None:
-    oid, _, rule, ad, bd, y, aid, bid = entry
-    ga, gb = rule(grads, g, ad, bd, y, aid, bid)
-    for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
-        if gi is None:
-            continue
-        if gi is g and g.shape == shape:
-            grads._accum_alias(i, g, oid)
-        else:
-            grads._accum(i, sum_to_shape(gi, shape))
 
 
 # ----- add -------------------------------------------------------------------------------
@@ -468,11 +422,12 @@ def _minimum(a: Array, b: Array) -> Array:
 @typed_as(_sig.pow)
 def pow(a: Any, b: Any) -> Any:
     """``a ** b`` elementwise (numpy's ``np.power``), with numpy broadcasting; the exponent ``b``
-    may be a tensor or a Python number (a number goes to :func:`gradtape.ops.unary.pow`, the
-    fused scalar-exponent op, with the same conventions and errors).
+    is a tensor or a real number (``torch.pow(input, exponent)``). ``gradtape.ops.pow``,
+    ``Tensor.pow`` and ``t ** b`` are this function.
 
-    ``Tensor.pow`` / ``t ** b`` / ``gradtape.ops.pow`` are bound to the scalar-only
-    :func:`gradtape.ops.unary.pow` for now; this function is the superset.
+    A number goes to :func:`gradtape.ops.unary.pow`, the fused scalar-exponent op (its
+    conventions: ``b == 2`` is ``square``, ``b == 0`` has gradient exactly 0); a tensor to the
+    broadcasting op below, differentiable in both operands. ``2.0 ** t`` is :func:`rpow`.
 
     Gradients: ``d/da = b * a**(b - 1)``, ``d/db = a**b * log(a)`` (summed back over broadcast
     dims), with PyTorch's conventions at the edges:
@@ -485,12 +440,19 @@ def pow(a: Any, b: Any) -> Any:
       still the finite ``b * a**(b-1)``.
 
     Raises:
-        ShapeError, DTypeError: as :func:`maximum`.
-        TypeError: ``b`` is neither a tensor nor a real number (raised by ``unary.pow``).
+        ShapeError: the shapes do not broadcast.
+        DTypeError: ``a`` is an integer or bool tensor (``pow`` is a float op), or a tensor
+            ``b`` has another dtype than ``a``.
+        TypeError: ``b`` is neither a tensor nor a real number (a complex, a list, an array).
     """
-    if not (hasattr(b, "tape") and hasattr(b, "data")):  # a number (or junk): the scalar op validates
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64:
+        float_data("pow", a, "a")  # pow is a float op: an integer or bool tensor raises
+    cls = b.__class__
+    if cls is float or cls is int or (cls is not a.__class__ and not (hasattr(b, "tape") and hasattr(b, "data"))):
+        # a number (t ** 2, np.float32, a bool) or junk: the scalar op, which validates it
         return _scalar_pow(a, b)
-    return record_binary("pow", a, b, np.power, _pow_rule)
+    return _pow(a, b)
 
 
 def _unary_not_loaded(a: Any, p: Any) -> Any:
@@ -501,31 +463,71 @@ def _unary_not_loaded(a: Any, p: Any) -> Any:
 _scalar_pow: Callable[[Any, Any], Any] = _unary_not_loaded
 
 
-def _pow_rule(grads: Gradients, g: Array, a: Array, b: Array, y: Array, aid: int, bid: int) -> tuple[Array, Array]:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ga = g * np.where(b == 0, 0, b * np.power(a, b - 1))
-        gb = g * np.where((a == 0) & (b >= 0), 0, y * np.log(a))
-    return ga, gb
+def _pow_partials(xp: Any, a: Any, b: Any, y: Any) -> tuple[Any, Any]:
+    """``d/da = b * a**(b-1)`` (0 where ``b == 0``), ``d/db = y * log(a)`` (0 where ``a == 0`` and
+    ``b >= 0``): PyTorch's conventions at the edges (see :func:`pow`)."""
+    da = xp.where(b == 0.0, 0.0, b * xp.pow(a, b - 1.0))
+    db = xp.where(xp.logical_and(a == 0.0, b >= 0.0), 0.0, y * xp.log(a))
+    return da, db
+
+
+@binary(partials=_pow_partials, name="pow")
+def _pow(a: Array, b: Array) -> Array:
+    """``a ** b`` for two tensors, with broadcasting (:func:`pow`'s tensor path)."""
+    return np.power(a, b)
+
+
+def rpow(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b ** a`` for a real number ``b`` and a tensor exponent ``a`` (``2.0 ** t``,
+    ``Tensor.__rpow__``; PyTorch's ``torch.pow(self: Number, exponent: Tensor)``), elementwise
+    with numpy's ``power``: ``y = b ** a`` in ``a``'s dtype.
+
+    Gradient: ``d/da = b**a * log(b) = y * log(b)`` (``log(2) * 2**a`` for ``b = 2``), from the
+    saved output; its second rule is the same product with the recorded output, so
+    ``2.0 ** t`` differentiates to any order. PyTorch's edges: for ``b == 0`` the gradient is
+    ``0`` where ``a >= 0``; for ``b < 0`` the forward is ``nan`` for a non-integer ``a`` and
+    the gradient ``nan`` (``log`` of a negative number).
+
+    Raises:
+        TypeError: ``b`` is not a real number (a complex, an array).
+        DTypeError: ``a`` is an integer or bool tensor.
+    """
+    if a.data.dtype.kind != "f":
+        float_data("rpow", a, "exponent")
+    base = _scalar(b, "rpow")
+    x = a.data
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        y = np.asarray(np.power(weak_const(base, x.dtype), x))
+    logb = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
+    return record_entry(a, y, _rpow_backward, y, logb)
+
+
+def _rpow_slope(y: Array, logb: float) -> Array:
+    """``d(b**a)/da = y * log(b)`` from the saved output ``y``; for ``b == 0``, ``0`` where
+    ``a >= 0`` (PyTorch's), which is where ``y = 0**a`` is 0 or 1."""
+    with np.errstate(invalid="ignore"):
+        slope: Array = y * y.dtype.type(logb)
+        if logb == -math.inf:
+            slope = np.where(y <= 1, y.dtype.type(0), slope)
+    return slope
+
+
+def _rpow_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, float]) -> None:
+    """rpow's first rule: ``grad_a += g * y * log(b)`` in one fused pass."""
+    _, _, i, y, logb = entry
+    grads._fused(i, _k.addmul, np.multiply, _rpow_slope(y, logb), g)
+
+
+def _d_rpow(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
+    """rpow's second rule: ``g * y * log(b)`` with ``y`` the recorded output (whose own
+    gradient is rpow's rule again), so ``b ** a`` differentiates to any order."""
+    oid, _, i, y, logb = entry
+    if logb == -math.inf:  # b == 0: the slope is piecewise constant
+        return [(i, g * g._like(_rpow_slope(y, logb)))]
+    return [(i, g * rebuild(oid, y) * logb)]
 
 
 # ----- differentiable rules (higher-order derivatives; see gradtape.tape.register_diff) ------
-
-
-_BINARY_DIFF: dict[Any, Callable[[Any, Any, Any, Any], tuple[Any, Any]]] = {
-    _pow_rule: lambda g, a, b, y: (g * b() * pow(a(), b() - 1.0), g * y() * a().log()),
-}
-
-
-def _d_binary(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
-    oid, _, rule, ad, bd, y, aid, bid = entry
-    d = _BINARY_DIFF.get(rule)
-    if d is None:
-        raise TapeError(
-            f"the backward of {rule.__name__.strip('_').removesuffix('_rule')!r} has no differentiable form yet, "
-            "so gradients of gradients cannot flow through it"
-        )
-    ga, gb = d(g, lambda: rebuild(aid, ad), lambda: rebuild(bid, bd), lambda: rebuild(oid, y))
-    return [(aid, sum_to(ga, ad.shape)), (bid, sum_to(gb, bd.shape))]
 
 
 def _d_identity(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
@@ -549,7 +551,6 @@ register_diff(_identity_backward, _d_identity)
 register_diff(_scale_backward, _d_scale)
 register_diff(_add_backward, _d_add)
 register_diff(_mul_backward, _d_mul)
-register_diff(_binary_backward, _d_binary)
 
 
 def _d_rdiv(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
@@ -558,3 +559,4 @@ def _d_rdiv(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 
 register_diff(_rdiv_backward, _d_rdiv)
+register_diff(_rpow_backward, _d_rpow)

@@ -272,7 +272,9 @@ def gather(a: Tensor[Any, T], indices: Indices, axis: int = 0) -> Tensor[Any, T]
 def gather(a: Any, indices: Any, axis: int = 0) -> Any:
     """Select along ``axis`` by integer ``indices`` of any shape (numpy's ``take``,
     TensorFlow's ``gather``): ``out[..., j, ...] = a[..., indices[j], ...]``, of shape
-    ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``. Negative indices count from the end.
+    ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``: a scalar index (an int, a 0-d
+    array or tensor) removes ``axis``, as ``np.take(a, 3, axis)`` does. Negative indices count
+    from the end.
 
     Gradient: the output's gradient scatter-added into ``a``'s (``np.add.at`` semantics:
     an index that appears ``m`` times gets ``m`` contributions), by a compiled kernel.
@@ -308,7 +310,7 @@ def index_select(a: Tensor[Any, T], indices: _Index1D, axis: int = 0) -> Tensor[
 def index_select(a: Any, indices: Any, axis: int = 0) -> Any:
     """Select entries along ``axis`` by 1-D integer ``indices``; the output keeps ``a``'s rank
     with ``len(indices)`` entries along ``axis`` (PyTorch's ``index_select(input, dim, index)``,
-    with gradtape's argument order ``(a, indices, axis)``).
+    with gradtape's argument order ``(a, indices, axis)``); a scalar index counts as one entry.
 
     Gradient: as :func:`gather` (repeated indices accumulate).
 
@@ -322,6 +324,8 @@ def index_select(a: Any, indices: Any, axis: int = 0) -> Any:
         raise ShapeError("index_select: cannot index a 0-D tensor (shape ())")
     ax = _axis("index_select", axis, x.shape)
     idx = _indices("index_select", indices, x.shape[ax], ax, x.shape)
+    if idx.ndim == 0:  # a scalar index selects one entry and keeps the axis, as PyTorch's
+        idx = idx.reshape(1)
     if idx.ndim != 1:
         raise ShapeError(f"index_select: indices must be 1-D, got shape {idx.shape} (tensor of shape {x.shape})")
     return _take("index_select", a, idx, ax)

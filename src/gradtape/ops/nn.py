@@ -305,10 +305,11 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
     """Look up rows of ``weight`` (PyTorch's ``F.embedding``): ``y[..., :] = weight[indices[...], :]``.
 
     Args:
-        indices: integers in ``[0, num)`` of any shape (an int, a list, nested lists or an
-            integer array; not a tensor, which holds floats). Typed: an int gives
-            ``Rank1[dim]``, a list ``Rank2[int, dim]``, a list of lists
-            ``Rank3[int, int, dim]``, an array an untyped result.
+        indices: integers in ``[0, num)`` of any shape (an int, a list, nested lists, an
+            integer array or an integer tensor; floats and bools raise, see
+            :func:`gradtape.ops._util.int_indices`). Typed: an int gives ``Rank1[dim]`` (a
+            scalar index gives one row, shape ``(dim,)``), a list ``Rank2[int, dim]``, a list
+            of lists ``Rank3[int, int, dim]``, an array or tensor an untyped result.
         weight: float32/float64 tensor of shape ``(num, dim)``.
 
     Returns:

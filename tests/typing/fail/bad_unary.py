@@ -18,7 +18,8 @@ a.nans_to(None)  # E: arg-type
 a.nans_to()  # E: call-arg
 unary.pow(a, "2")  # E: arg-type
 unary.pow(a, a)  # E: arg-type
-a ** "2"  # E: arg-type
+a ** "2"  # E: operator
+"2" ** a  # E: arg-type
 a.silu(1.0)  # E: call-arg
 a.sqrt().backward()  # E: call-overload
 a.leaky_trace().relu().recip().backward()  # E: call-overload

@@ -14,6 +14,9 @@ reveal_type(a.abs())  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.N
 reveal_type(abs(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
 reveal_type(a**2)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
 reveal_type(unary.pow(v, 0.5))  # R: Tensor[tuple[Literal[5]], gradtape.tape.NoneTape]
+reveal_type(2.0**a)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+reveal_type(a**a)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.NoneTape]
+reveal_type(2 ** v.leaky_trace())  # R: Tensor[tuple[Literal[5]], gradtape.tape.GradientTape]
 gt = a.leaky_trace().gelu(approximate="tanh")
 reveal_type(gt)  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
 reveal_type(unary.clamp(v, min=0.0))  # R: Tensor[tuple[Literal[5]], gradtape.tape.NoneTape]
