@@ -295,3 +295,81 @@ def test_readme_lists_the_ops_with_second_rules_from_the_exports() -> None:
     assert found is not None, "README lost its second-rules markers"
     want = _readme_second_rules_block()
     assert found.group(1) == want, f"update README's second-rules block to:\n{want}"
+
+
+# ----- two-input ops (gradtape.ops.declare.BINARY) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row2:
+    """One declared two-input op: PyTorch's spelling and samplers for each operand."""
+
+    torch: Callable[[Any, Any], Any]
+    a: Callable[[np.random.Generator, int], Array] = normal
+    b: Callable[[np.random.Generator, int], Array] = normal
+
+
+BINARY_TABLE: dict[str, Row2] = {
+    "add": Row2(lambda a, b: a + b),
+    "sub": Row2(lambda a, b: a - b),
+    "mul": Row2(lambda a, b: a * b),
+    "div": Row2(lambda a, b: a / b, b=away),
+    "maximum": Row2(_t("maximum")),
+    "minimum": Row2(_t("minimum")),
+    "pow": Row2(_t("pow"), a=positive),
+}
+
+SHAPES = [((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3), (2, 3))]
+
+
+def _pair(name: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[Array, Array]:
+    row, r = BINARY_TABLE[name], _rng(name + str(sa) + str(sb))
+    return row.a(r, int(np.prod(sa))).reshape(sa), row.b(r, int(np.prod(sb))).reshape(sb)
+
+
+def test_every_declared_two_input_op_has_a_row() -> None:
+    from gradtape.ops.declare import BINARY
+
+    assert set(BINARY_TABLE) == set(BINARY)
+
+
+@pytest.mark.parametrize(("sa", "sb"), SHAPES, ids=["row", "outer", "same"])
+@pytest.mark.parametrize("name", list(BINARY_TABLE))
+def test_two_input_gradcheck_and_pytorch_with_broadcasting(name: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    """Both inputs' gradients, summed back over broadcast dims, in float64 against finite
+    differences and against PyTorch (``requires_grad=True``, ``backward()``, ``.grad``)."""
+    from gradtape.ops.declare import BINARY_OPS
+
+    op = BINARY_OPS[name]
+    a, b = _pair(name, sa, sb)
+    assert gradcheck(lambda x, y: op(x, y), [a, b])
+    torch = pytest.importorskip("torch")
+    x, y = DEV.tensor(a, requires_grad=True), DEV.tensor(b, requires_grad=True)
+    op(x, y).sum().backward()
+    xt, yt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    BINARY_TABLE[name].torch(xt, yt).sum().backward()
+    assert x.grad is not None and y.grad is not None
+    np.testing.assert_allclose(
+        op(DEV.tensor(a), DEV.tensor(b)).numpy(), BINARY_TABLE[name].torch(xt, yt).detach().numpy(), rtol=1e-14
+    )
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", list(BINARY_TABLE))
+def test_two_input_second_rule_matches_torch_hessian(name: str) -> None:
+    """All four Hessian blocks of ``sum(op(a, b) * w)`` against ``torch.func.hessian``."""
+    from gradtape.ops.declare import BINARY_OPS
+
+    torch = pytest.importorskip("torch")
+    op = BINARY_OPS[name]
+    a, b = _pair(name, (2, 3), (3,))
+    w = _rng(name).standard_normal((2, 3))
+    wt = DEV.tensor(w)
+    h = gradtape.functional.hessian(lambda x, y: (op(x, y) * wt).sum(), (DEV.tensor(a), DEV.tensor(b)))
+    ht = torch.func.hessian(lambda x, y: (BINARY_TABLE[name].torch(x, y) * torch.tensor(w)).sum(), argnums=(0, 1))(
+        torch.tensor(a), torch.tensor(b)
+    )
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(h[i][j].numpy(), ht[i][j].numpy(), rtol=1e-10, atol=1e-12)
