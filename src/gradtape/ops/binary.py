@@ -204,7 +204,7 @@ def _add_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int]) 
     grads._accum_alias(bid, g, oid)
 
 
-@binary(partials=lambda xp, a, b, y: (1.0, 1.0), name="add")
+@binary(vjp=lambda xp, g, a, b, y: (g, g), name="add")
 def _add(a: Array, b: Array) -> Array:
     """``a + b`` with broadcasting (:func:`add`'s path for shapes that differ)."""
     return np.add(a, b)
@@ -229,7 +229,7 @@ def sub(a: Any, b: Any) -> Any:
     return _sub(a, b)
 
 
-@binary(partials=lambda xp, a, b, y: (1.0, -1.0), name="sub")
+@binary(vjp=lambda xp, g, a, b, y: (g, -g), name="sub")
 def _sub(a: Array, b: Array) -> Array:
     """``a - b`` with broadcasting (:func:`sub`'s tensor path)."""
     return np.subtract(a, b)
@@ -281,7 +281,7 @@ def _mul_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, int, A
     grads._fused(bid, _k.addmul, _np_mul, ad, g)
 
 
-@binary(partials=lambda xp, a, b, y: (b, a), name="mul")
+@binary(vjp=lambda xp, g, a, b, y: (g * b, g * a), name="mul")
 def _mul(a: Array, b: Array) -> Array:
     """``a * b`` with broadcasting (:func:`mul`'s path for shapes that differ)."""
     return np.multiply(a, b)
@@ -309,7 +309,7 @@ def div(a: Any, b: Any) -> Any:
     return _div(a, b)
 
 
-@binary(partials=lambda xp, a, b, y: (1.0 / b, -y / b), name="div")
+@binary(vjp=lambda xp, g, a, b, y: (g / b, -(g * y) / b), name="div")
 def _div(a: Array, b: Array) -> Array:
     """``a / b`` with broadcasting (:func:`div`'s tensor path)."""
     return np.divide(a, b)
@@ -377,19 +377,22 @@ def maximum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "maximum"), a.data
-        split = np.asarray(_tie_partials(NUMPY, x, s, operator.gt)[0], x.dtype)
+        split = np.asarray(_tie_mask(NUMPY, x, s, operator.gt), x.dtype)
         return _record_with_constant(a, np.maximum(x, s), lambda g: g * split, split)
     return _maximum(a, b)
 
 
-def _tie_partials(xp: Any, a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
-    """``maximum``'s / ``minimum``'s partials: ``1`` to the winner, ``0.5`` each on a tie, ``0``
-    where either is NaN (piecewise constant)."""
-    tie = xp.where(a == b, 0.5, 0.0)
-    return xp.where(wins(a, b), 1.0, tie), xp.where(wins(b, a), 1.0, tie)
+def _tie_mask(xp: Any, a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> Any:
+    """``maximum``'s / ``minimum``'s share of the gradient for ``a``: ``1`` where ``wins(a, b)``,
+    ``0.5`` on a tie, ``0`` otherwise (also where either is NaN); piecewise constant."""
+    return xp.where(wins(a, b), 1.0, xp.where(a == b, 0.5, 0.0))
 
 
-@binary(partials=lambda xp, a, b, y: _tie_partials(xp, a, b, operator.gt), name="maximum")
+def _tie_vjp(xp: Any, g: Any, a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+    return g * _tie_mask(xp, a, b, wins), g * _tie_mask(xp, b, a, wins)
+
+
+@binary(vjp=lambda xp, g, a, b, y: _tie_vjp(xp, g, a, b, operator.gt), name="maximum")
 def _maximum(a: Array, b: Array) -> Array:
     """Elementwise maximum of two tensors (:func:`maximum`'s tensor path)."""
     return np.maximum(a, b)
@@ -408,12 +411,12 @@ def minimum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "minimum"), a.data
-        split = np.asarray(_tie_partials(NUMPY, x, s, operator.lt)[0], x.dtype)
+        split = np.asarray(_tie_mask(NUMPY, x, s, operator.lt), x.dtype)
         return _record_with_constant(a, np.minimum(x, s), lambda g: g * split, split)
     return _minimum(a, b)
 
 
-@binary(partials=lambda xp, a, b, y: _tie_partials(xp, a, b, operator.lt), name="minimum")
+@binary(vjp=lambda xp, g, a, b, y: _tie_vjp(xp, g, a, b, operator.lt), name="minimum")
 def _minimum(a: Array, b: Array) -> Array:
     """Elementwise minimum of two tensors (:func:`minimum`'s tensor path)."""
     return np.minimum(a, b)
@@ -463,15 +466,16 @@ def _unary_not_loaded(a: Any, p: Any) -> Any:
 _scalar_pow: Callable[[Any, Any], Any] = _unary_not_loaded
 
 
-def _pow_partials(xp: Any, a: Any, b: Any, y: Any) -> tuple[Any, Any]:
-    """``d/da = b * a**(b-1)`` (0 where ``b == 0``), ``d/db = y * log(a)`` (0 where ``a == 0`` and
-    ``b >= 0``): PyTorch's conventions at the edges (see :func:`pow`)."""
+def _pow_vjp(xp: Any, g: Any, a: Any, b: Any, y: Any) -> tuple[Any, Any]:
+    """``g * d/da`` with ``d/da = b * a**(b-1)`` (0 where ``b == 0``), ``g * d/db`` with
+    ``d/db = y * log(a)`` (0 where ``a == 0`` and ``b >= 0``): PyTorch's conventions at the edges
+    (see :func:`pow`)."""
     da = xp.where(b == 0.0, 0.0, b * xp.pow(a, b - 1.0))
     db = xp.where(xp.logical_and(a == 0.0, b >= 0.0), 0.0, y * xp.log(a))
-    return da, db
+    return g * da, g * db
 
 
-@binary(partials=_pow_partials, name="pow")
+@binary(vjp=_pow_vjp, name="pow")
 def _pow(a: Array, b: Array) -> Array:
     """``a ** b`` for two tensors, with broadcasting (:func:`pow`'s tensor path)."""
     return np.power(a, b)

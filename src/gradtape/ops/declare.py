@@ -285,14 +285,15 @@ class Binary:
     Attributes:
         name: the registry name; ``public``: the op's name in messages.
         forward: ``forward(a, b) -> y`` on numpy arrays (numpy broadcasting).
-        partials: ``partials(xp, a, b, y) -> (dy/da, dy/db)`` in the array namespace ``xp``
-            (arrays or numbers of the broadcast shape): the first rule on numpy arrays, the
-            second rule on tensors, as :func:`elementwise`'s derivative.
+        vjp: ``vjp(xp, g, a, b, y) -> (g * dy/da, g * dy/db)`` in the array namespace ``xp``,
+            of the broadcast shape (HIPS autograd's ``defvjp``): the first rule on numpy arrays,
+            the second rule on tensors, as :func:`elementwise`'s derivative. Written with ``g``
+            so that a rule can divide (``g / b``, PyTorch's rounding) and pass ``g`` itself.
     """
 
     name: str
     forward: Callable[[Array, Array], Array]
-    partials: Callable[..., tuple[Any, Any]]
+    vjp: Callable[..., tuple[Any, Any]]
     public: str
 
 
@@ -303,14 +304,14 @@ BINARY_OPS: dict[str, Callable[..., Any]] = {}
 
 
 def binary(
-    *, partials: Callable[..., tuple[Any, Any]], name: str | None = None, public: str | None = None
+    *, vjp: Callable[..., tuple[Any, Any]], name: str | None = None, public: str | None = None
 ) -> Callable[[Callable[[Array, Array], Array]], Callable[[Tensor[Any, Any], Tensor[Any, Any]], Tensor[Any, Any]]]:
     """Declare a broadcasting two-input op from its numpy forward (the decorated function) and
-    its two partial derivatives written once against an array namespace (see the module
-    docstring). Returns the tensor-tensor op ``op(a, b)``: ``b`` must be a tensor of ``a``'s
-    dtype whose shape broadcasts with ``a``'s; each input's gradient is ``g * partial`` summed
-    back over the dims broadcasting added (HIPS autograd's ``unbroadcast``). The public op
-    (with its typed signature, number operands and fast paths) calls it.
+    its vector-Jacobian products ``vjp(xp, g, a, b, y)`` written once against an array namespace
+    (see the module docstring). Returns the tensor-tensor op ``op(a, b)``: ``b`` must be a tensor
+    of ``a``'s dtype whose shape broadcasts with ``a``'s; each input's gradient is summed back
+    over the dims broadcasting added (HIPS autograd's ``unbroadcast``). The public op (with its
+    typed signature, number operands and fast paths) calls it.
 
     Raises (the returned op):
         ShapeError: the shapes do not broadcast (names both). DTypeError: the dtypes differ.
@@ -321,7 +322,7 @@ def binary(
         op_name = name or forward.__name__
         if op_name in BINARY:
             raise ValueError(f"binary: an op named {op_name!r} is already declared")
-        decl = BINARY[op_name] = Binary(op_name, forward, partials, public or op_name)
+        decl = BINARY[op_name] = Binary(op_name, forward, vjp, public or op_name)
         label = decl.public
 
         def op(a: Any, b: Any) -> Any:
@@ -346,31 +347,29 @@ def binary(
 
 
 def _binary_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
-    """The first rule of every declared two-input op: ``grad += g * partial``, summed back to
-    each input's shape. Partials are evaluated with numpy's divide/invalid warnings off: the
-    conventions at the edges (``0 ** b``, ``log`` of 0) are the formula's ``where``s."""
+    """The first rule of every declared two-input op: each input's vector-Jacobian product,
+    summed back to its shape (``g`` itself is passed copy-on-write). Evaluated with numpy's
+    divide/invalid warnings off: the conventions at the edges (``0 ** b``, ``log`` of 0) are the
+    formula's ``where``s."""
     oid, _, decl, ad, bd, y, aid, bid = entry
     with np.errstate(divide="ignore", invalid="ignore"):
-        pa, pb = decl.partials(NUMPY, ad, bd, y)
-        for i, p, shape in ((aid, pa, ad.shape), (bid, pb, bd.shape)):
-            if p.__class__ is float and p == 1.0:  # add's and sub's: g itself, copy-on-write
-                if g.shape == shape:
-                    grads._accum_alias(i, g, oid)
-                else:
-                    grads._accum(i, sum_to_shape(g, shape))
-                continue
-            gi = np.multiply(g, p, dtype=g.dtype)
-            grads._accum(i, sum_to_shape(gi if gi.__class__ is np.ndarray else np.asarray(gi), shape))
+        ga, gb = decl.vjp(NUMPY, g, ad, bd, y)
+    for i, gi, shape in ((aid, ga, ad.shape), (bid, gb, bd.shape)):
+        if gi is g:
+            if g.shape == shape:
+                grads._accum_alias(i, g, oid)
+            else:
+                grads._accum(i, sum_to_shape(g, shape))
+        else:
+            gi = np.asarray(gi, dtype=g.dtype)  # a where of numbers is float64: back to g's dtype
+            grads._accum(i, sum_to_shape(gi, shape))
 
 
 def _binary_diff(g: Any, entry: tuple[Any, ...], rebuild: Callable[[int, Array], Any]) -> list[tuple[int, Any]]:
-    """The differentiable rule of every declared two-input op: ``g * partial`` in gradtape ops."""
+    """The differentiable rule of every declared two-input op: its ``vjp`` in gradtape ops."""
     oid, _, decl, ad, bd, y, aid, bid = entry
-    pa, pb = decl.partials(tensors(g.dtype), rebuild(aid, ad), rebuild(bid, bd), rebuild(oid, y))
-    return [
-        (aid, sum_to(g * _as_tensor(pa, g, decl.public), ad.shape)),
-        (bid, sum_to(g * _as_tensor(pb, g, decl.public), bd.shape)),
-    ]
+    ga, gb = decl.vjp(tensors(g.dtype), g, rebuild(aid, ad), rebuild(bid, bd), rebuild(oid, y))
+    return [(aid, sum_to(ga, ad.shape)), (bid, sum_to(gb, bd.shape))]
 
 
 register_diff(_binary_backward, _binary_diff)
