@@ -309,12 +309,11 @@ def upscale2d(
         ih, iw = _nearest_index(h, oh, sh), _nearest_index(w, ow, sw)
         y = planes[:, ih[:, None], iw[None, :]]
 
-        def nearest_rule(grads: Gradients, i: int, g: Array) -> None:
-            gx = _kp.nearest_backward(g.reshape(n * c, oh, ow), ih, iw, (h, w))
-            grads._accum(i, gx.reshape(n, c, h, w))
-
         def nearest_adjoint(gd: Array) -> Array:
             return _kp.nearest_backward(gd.reshape(n * c, oh, ow), ih, iw, (h, w)).reshape(n, c, h, w)
+
+        def nearest_rule(grads: Gradients, i: int, g: Array) -> None:
+            grads._accum(i, nearest_adjoint(g))
 
         def nearest_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
             return _linear_vjp(lambda a: upscale2d(a, size, scale_factor, "nearest"), nearest_adjoint, g)
@@ -325,12 +324,11 @@ def upscale2d(
     tw = _linear_taps(dt, w, ow, sw, bool(align_corners))
     y = _kp.bilinear(planes, th, tw)
 
-    def bilinear_rule(grads: Gradients, i: int, g: Array) -> None:
-        gx = _kp.bilinear_backward(g.reshape(n * c, oh, ow), th, tw, (h, w))
-        grads._accum(i, gx.reshape(n, c, h, w))
-
     def bilinear_adjoint(gd: Array) -> Array:
         return _kp.bilinear_backward(gd.reshape(n * c, oh, ow), th, tw, (h, w)).reshape(n, c, h, w)
+
+    def bilinear_rule(grads: Gradients, i: int, g: Array) -> None:
+        grads._accum(i, bilinear_adjoint(g))
 
     def bilinear_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _linear_vjp(lambda a: upscale2d(a, size, scale_factor, "bilinear", align_corners), bilinear_adjoint, g)

@@ -20,6 +20,20 @@ __all__ = ["log_softmax", "log_softmax_array", "softmax", "softmax_array"]
 Array = np.ndarray[Any, Any]
 
 
+def _checked_axis(op: str, a: Tensor[Any, Any], axis: int) -> tuple[Array, int]:
+    """``a``'s float data and ``axis`` made non-negative.
+
+    Raises:
+        DTypeError: ``a`` is not a float tensor. ShapeError: ``axis`` is out of range, or has
+            size 0 (a 0-d tensor has no axis).
+    """
+    x = float_data(op, a)
+    (ax,) = normalize_axes(op, axis, x.ndim) if x.ndim else (None,)
+    if ax is None or x.shape[ax] == 0:
+        raise ShapeError(f"{op}: needs a non-empty axis {axis}, got shape {x.shape}")
+    return x, ax
+
+
 def log_softmax_array(x: Array, axis: int) -> Array:
     """``x - logsumexp(x, axis)`` computed as ``(x - max) - log(sum(exp(x - max)))``, so no
     ``exp`` overflows. Returns a new array of ``x``'s shape and dtype."""
@@ -37,10 +51,7 @@ def log_softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
         ShapeError: ``axis`` is out of range, or has size 0.
         DTypeError: ``a`` is an integer or bool tensor.
     """
-    x = float_data("log_softmax", a)
-    (ax,) = normalize_axes("log_softmax", axis, x.ndim) if x.ndim else (None,)
-    if ax is None or x.shape[ax] == 0:
-        raise ShapeError(f"log_softmax: needs a non-empty axis {axis}, got shape {x.shape}")
+    x, ax = _checked_axis("log_softmax", a, axis)
     y = log_softmax_array(x, ax)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
@@ -75,10 +86,7 @@ def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
     Raises:
         ShapeError: ``axis`` is out of range, or has size 0 (a 0-d tensor has no axis).
     """
-    x = float_data("softmax", a)
-    (ax,) = normalize_axes("softmax", axis, x.ndim) if x.ndim else (None,)
-    if ax is None or x.shape[ax] == 0:
-        raise ShapeError(f"softmax: needs a non-empty axis {axis}, got shape {x.shape}")
+    x, ax = _checked_axis("softmax", a, axis)
     y = softmax_array(x, ax)
 
     def kernel(out: Array, y_: Array, g: Array) -> None:
