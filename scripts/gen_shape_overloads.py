@@ -24,6 +24,9 @@ One section of this file per module, in the order of ``TARGETS``:
 - ``ops/nn.py``: ``layer_norm`` (last axis by default, or ``normalized_shape``);
 - ``losses.py``: the elementwise losses ``mse_loss``, ``l1_loss``, ``huber_loss``,
   ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``.
+- ``nn/attention.py``: ``MultiHeadAttention.forward`` (a method: the block is indented in the
+  class body), self- and cross-attention for each way the query and key widths may meet,
+  the cross-attention rows with the tape-kind rule.
 
 Most tables apply **the tape-kind rule** (:func:`tape_rule`): the output owns a tape
 (``OwnedTape``) if any input does, else it has the first input's tape kind. Tables of three
@@ -58,11 +61,12 @@ LINE = 120
 DIMS = "ABCD"
 
 _BLOCK = re.compile(
-    r"(?P<begin>^# ----- BEGIN GENERATED (?P<name>\w+)[^\n]*\n)(?P<body>.*?)"
-    r"(?P<end>^# ----- END GENERATED (?P=name) -----$)",
+    r"(?P<begin>^[ ]*# ----- BEGIN GENERATED (?P<name>\w+)[^\n]*\n)(?P<body>.*?)"
+    r"(?P<end>^[ ]*# ----- END GENERATED (?P=name) -----$)",
     re.M | re.S,
 )
-_MARKER = re.compile(r"^# ----- (BEGIN|END) GENERATED ", re.M)
+"""A block: at module level, or indented in a class body (a method's overloads)."""
+_MARKER = re.compile(r"^[ ]*# ----- (BEGIN|END) GENERATED ", re.M)
 
 
 # ----- building blocks ---------------------------------------------------------------------
@@ -76,27 +80,31 @@ def _rank(dims: Sequence[str]) -> str:
     return f"Rank{len(dims)}[{', '.join(dims)}]"
 
 
-def _overload(name: str, params: Sequence[str], ret: str) -> str:
+def _overload(name: str, params: Sequence[str], ret: str, indent: str = "", comment: str = "") -> str:
     """One ``@overload`` stub in ``ruff format``'s layout: on one line if it fits, else the
-    parameters on one indented line, else one parameter per line with a trailing comma."""
-    one = f"def {name}({', '.join(params)}) -> {ret}: ..."
+    parameters on one indented line, else one parameter per line with a trailing comma.
+    ``indent``: a method's (its ``self`` among ``params``); ``comment``: a pragma comment
+    (``# type: ignore[...]``, which ``ruff format`` leaves out of the line length) after the
+    stub on one line, else after the ``(``, which puts one parameter on each line."""
+    one = f"{indent}def {name}({', '.join(params)}) -> {ret}: ..."
     if len(one) <= LINE:
-        return f"@overload\n{one}\n"
-    hugged = f"    {', '.join(params)}"
-    if len(hugged) <= LINE:
-        return f"@overload\ndef {name}(\n{hugged}\n) -> {ret}: ...\n"
-    body = "".join(_param_line(p) for p in params)
-    return f"@overload\ndef {name}(\n{body}) -> {ret}: ...\n"
+        return f"{indent}@overload\n{one}{'  ' + comment if comment else ''}\n"
+    opening = f"{indent}def {name}(" + (f"  {comment}" if comment else "")
+    hugged = f"{indent}    {', '.join(params)}"
+    if len(hugged) <= LINE and not comment:
+        return f"{indent}@overload\n{opening}\n{hugged}\n{indent}) -> {ret}: ...\n"
+    body = "".join(_param_line(p, indent) for p in params)
+    return f"{indent}@overload\n{opening}\n{body}{indent}) -> {ret}: ...\n"
 
 
-def _param_line(param: str) -> str:
+def _param_line(param: str, indent: str = "") -> str:
     """One parameter on its own line; a ``tuple[...]`` too long for it gets its items on an
     indented line between the brackets, as ``ruff format`` writes it."""
-    line = f"    {param},\n"
+    line = f"{indent}    {param},\n"
     m = re.fullmatch(r"(\w+: tuple)\[(.*)\]", param)
     if len(line) - 1 <= LINE or m is None:
         return line
-    return f"    {m[1]}[\n        {m[2]}\n    ],\n"
+    return f"{indent}    {m[1]}[\n{indent}        {m[2]}\n{indent}    ],\n"
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,14 @@ tape (and so has no default), left out in the other rows (``layer_norm``'s ``wei
 ``bias`` become keyword-only where one of them is required)."""
 
 
-def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = True) -> str:
+def tape_rule(
+    name: str,
+    params: Sequence[Arg | str],
+    ret: str,
+    generic: bool = True,
+    indent: str = "",
+    generic_comment: str = "",
+) -> str:
     """Overloads of ``name`` under the tape-kind rule: the output ``Tensor[ret, ...]`` owns a
     tape if any tensor argument does, else it has the first one's tape kind.
 
@@ -136,11 +151,13 @@ def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = 
         x: T,    y: T,         z: T          -> T           (unless generic=False)
 
     The first row covers an owned ``x`` (``T`` is ``OwnedTape``) and tape-free inference; the
-    last one generic code where every argument has the same tape type ``T``.
+    last one generic code where every argument has the same tape type ``T``. ``indent`` and
+    ``generic_comment`` (the last row's) as :func:`_overload`'s: for a method, ``params``
+    starts with its ``self``.
     """
     args = [p for p in params if isinstance(p, Arg)]
 
-    def row(tapes: dict[str, str], out: str) -> str:
+    def row(tapes: dict[str, str], out: str, comment: str = "") -> str:
         owned = next((a.name for a in args if tapes[a.name] == "OwnedTape"), None)
         rendered: list[str] = []
         for i, p in enumerate(params):
@@ -150,14 +167,14 @@ def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = 
                 rendered.append(p)
             elif owned is not None and any(isinstance(q, Arg) and q.name == owned for q in params[i + 1 :]):
                 rendered.append("*")
-        return _overload(name, rendered, f"Tensor[{ret}, {out}]")
+        return _overload(name, rendered, f"Tensor[{ret}, {out}]", indent, comment)
 
     first, rest = args[0].name, args[1:]
     out = [row({first: "T", **{a.name: "NoneTape" for a in rest}}, "T")]
     for owner in rest:
         out.append(row({first: "Tape", **{a.name: "OwnedTape" if a is owner else "Tape" for a in rest}}, "OwnedTape"))
     if generic:
-        out.append(row({a.name: "T" for a in args}, "T"))
+        out.append(row({a.name: "T" for a in args}, "T", generic_comment))
     return "".join(out)
 
 
@@ -526,6 +543,47 @@ def loss_block(name: str) -> str:
     return tape_rule(name, [*tensors, *LOSSES[name]], "Rank0")
 
 
+# ----- nn/attention.py ---------------------------------------------------------------------
+
+_MASK = "attn_mask: npt.ArrayLike | None = None"
+_METHOD = "    "
+"""The indent of a method's overloads."""
+
+
+def _rank3(length: str, width: str) -> str:
+    return f"Rank3[B, {length}, {width}]"
+
+
+def mha_forward_block() -> str:
+    """Overloads of ``MultiHeadAttention.forward(q, k=None, v=None, attn_mask=None)``: an
+    ``Any`` query first (pyright then gives ``Any``, not Unknown); then, for each way the
+    widths may meet, self-attention (``k`` and ``v`` left out, where it applies) and
+    cross-attention under the tape-kind rule (a traced decoder query over an untraced encoder
+    output trains): the layer's width ``E`` on both sides; a query of run-time (``int``)
+    width with keys of any width ``W2``; ``E`` queries with ``int`` keys; a layer of run-time
+    width (``MultiHeadAttention[int]``) taking any query width ``W``; an untyped query last.
+    The ``int`` rows' generic row overlaps the ``E`` rows where they agree, hence the ignored
+    ``overload-overlap``."""
+    ignore = "# type: ignore[overload-overlap]"
+    out = [_overload("forward", ["self", "q: AnyShape", "k: Any = None", "v: Any = None", _MASK], "Any", _METHOD)]
+    # (self, query width, key width, result width, with a self-attention row, generic row's comment)
+    for me, qw, kw, rw, self_attention, comment in (
+        ("self", "E", "E", "E", True, ""),
+        ("self", "int", "W2", "E", True, ignore),
+        ("self", "E", "int", "E", False, ignore),
+        ("self: MultiHeadAttention[int]", "W", "W2", "W", True, ""),
+    ):
+        q, ret = f"Tensor[{_rank3('Lq', qw)}, T]", _rank3("Lq", rw)
+        if self_attention:
+            params = [me, f"q: {q}", "k: None = None", "v: None = None", _MASK]
+            out.append(_overload("forward", params, f"Tensor[{ret}, T]", _METHOD))
+        tensors = [Arg("q", _rank3("Lq", qw)), Arg("k", _rank3("Lk", kw)), Arg("v", _rank3("Lk", kw), optional=True)]
+        out.append(tape_rule("forward", [me, *tensors, _MASK], ret, indent=_METHOD, generic_comment=comment))
+    untyped = ["q: Tensor[AnyShape, T]", "k: Tensor[Any, Any] | None = None", "v: Tensor[Any, Any] | None = None"]
+    out.append(_overload("forward", ["self", *untyped, _MASK], "Tensor[Any, T]", _METHOD))
+    return "".join(out)
+
+
 # ----- the modules -------------------------------------------------------------------------
 
 
@@ -547,6 +605,7 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/conv.py": _each(tuple(CONVS), conv_block),
     "ops/nn.py": {"layer_norm": layer_norm_block},
     "losses.py": _each(tuple(LOSSES), loss_block),
+    "nn/attention.py": {"mha_forward": mha_forward_block},
 }
 """For each module under ``src/gradtape``, its generated blocks by name."""
 

@@ -174,6 +174,7 @@ class MultiHeadAttention(Module, Generic[E]):
     # (``MultiHeadAttention[int]``, which takes any width); untyped tensors last. Each
     # cross-attention row comes in the ops' four tape-kind rows: the output owns a tape when
     # any input does (a traced decoder query over an untraced encoder output trains).
+    # ----- BEGIN GENERATED mha_forward: python scripts/gen_shape_overloads.py (do not edit) -----
     @overload
     def forward(self, q: AnyShape, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any: ...
     @overload
@@ -328,6 +329,7 @@ class MultiHeadAttention(Module, Generic[E]):
         v: Tensor[Any, Any] | None = None,
         attn_mask: npt.ArrayLike | None = None,
     ) -> Tensor[Any, T]: ...
+    # ----- END GENERATED mha_forward -----
     def forward(self, q: Any, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any:
         """Attention of ``q`` over ``k``/``v`` (both default to ``q``: self-attention).
 
