@@ -53,7 +53,7 @@ import functools
 import types
 import zlib
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -293,14 +293,14 @@ def checkpoint(
         for k, o in enumerate(outs)
         if isinstance(o, Tensor)
     ]
-    check = determinism_check == "default"
+    rerun = _Rerun(fn, saved_args, saved_kwargs, snap, out_meta, determinism_check == "default")
     del result, items  # the closure keeps the outputs' ids and metadata, not their arrays
 
     def checkpoint_backward(grads: Any) -> None:
         data = grads._data
         if not any(oid in data for _, oid, _, _, _ in out_meta):
             return
-        _recompute_and_backprop(fn, saved_args, saved_kwargs, snap, out_meta, check, grads)
+        _recompute_and_backprop(rerun, grads)
 
     def no_higher_order(grad_outputs: Any, rebuild: Any) -> list[tuple[int, Any]]:
         raise TapeError(
@@ -320,36 +320,35 @@ def _detached(t: Tensor[Any, Any]) -> Tensor[Any, Any]:
     return d
 
 
-def _recompute_and_backprop(
-    fn: Callable[..., Any],
-    args: Any,
-    kwargs: Any,
-    snap: list[tuple[Any, Any]] | None,
-    out_meta: list[tuple[int, int, tuple[int, ...], Any, int]],
-    check: bool,
-    grads: Any,
-) -> None:
+class _Rerun(NamedTuple):
+    """What a checkpoint's backward closure keeps to run ``fn`` again."""
+
+    fn: Callable[..., Any]
+    args: Any
+    """The positional arguments, their tensors replaced by untraced copies (same ids)."""
+    kwargs: Any
+    snap: list[tuple[Any, Any]] | None
+    """The random generators' states before the first run (``None``: not replayed)."""
+    out_meta: list[tuple[int, int, tuple[int, ...], Any, int]]
+    """Per tensor output: its position, id, shape, dtype and CRC-32 (0 when not checked)."""
+    check: bool
+    """Compare the recomputed outputs' CRC-32s with the first run's."""
+
+
+def _recompute_and_backprop(rerun: _Rerun, grads: Any) -> None:
     """Run ``fn`` again with recording on a private tape, then run that tape's entries into
     ``grads`` (the outer pass's store), seeded with the gradients of the outputs."""
     priv = GradientTape._traced(grads)
     try:
-        _recompute_into(priv, fn, args, kwargs, snap, out_meta, check, grads)
+        _recompute_into(priv, rerun, grads)
     finally:  # also on errors: a tape left live would make later ops on parameters record
         root = priv._root()
         root._ops = []
         root._consume()
 
 
-def _recompute_into(
-    priv: GradientTape,
-    fn: Callable[..., Any],
-    args: Any,
-    kwargs: Any,
-    snap: list[tuple[Any, Any]] | None,
-    out_meta: list[tuple[int, int, tuple[int, ...], Any, int]],
-    check: bool,
-    grads: Any,
-) -> None:
+def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
+    fn, args, kwargs, snap, out_meta, check = rerun
     start = next_id()
     inputs: list[Tensor[Any, Any]] = []
     _leaves((args, kwargs), inputs)

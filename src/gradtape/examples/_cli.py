@@ -15,10 +15,7 @@ def positive_int(text: str) -> int:
         argparse.ArgumentTypeError: not >= 1 (argparse names the flag in its message).
         ValueError: not an integer.
     """
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return _int_at_least(text, 1)
 
 
 def nonnegative_int(text: str) -> int:
@@ -28,9 +25,14 @@ def nonnegative_int(text: str) -> int:
         argparse.ArgumentTypeError: negative (argparse names the flag in its message).
         ValueError: not an integer.
     """
+    return _int_at_least(text, 0)
+
+
+def _int_at_least(text: str, low: int) -> int:
+    """``int(text)``, refused with ``argparse.ArgumentTypeError`` below ``low``."""
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
     return value
 
 

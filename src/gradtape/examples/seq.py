@@ -170,7 +170,31 @@ its parameter count (113k on the default corpus) is within 3% of the default
 :class:`CharTransformer`'s (116k)."""
 
 
-class CharTransformer(nn.Module):
+class _CharLM(nn.Module):
+    """What both language models share: ``context``, the token embedding ``tok`` (GPT-2 style
+    small init), and the run through ``blocks`` (each under :func:`gradtape.checkpoint` when
+    built with ``checkpoint=True``), ``norm`` and ``head``, which each model builds after
+    ``tok`` (the seeded generator draws the parameters in that order)."""
+
+    blocks: list[Any]
+    norm: Any
+    head: nn.Linear[int, int]
+
+    def __init__(self, vocab_size: int, context: int, width: int, dev: Cpu, checkpoint: bool) -> None:
+        self.context = context
+        self.use_checkpoint = checkpoint
+        self.tok = nn.Embedding(vocab_size, width, dev=dev)
+        self.tok.weight.data *= self.tok.weight.dtype.type(0.1)
+
+    def _blocks_norm_head(self, h: Tensor[Any, Any], *extra: Any) -> Tensor[Any, Any]:
+        """``head(norm(...))`` of ``h`` through every block, each called as ``block(h, *extra)``."""
+        for block in self.blocks:
+            h = checkpoint(block, h, *extra) if self.use_checkpoint else block(h, *extra)
+        logits: Tensor[Any, Any] = self.head(self.norm(h))
+        return logits
+
+
+class CharTransformer(_CharLM):
     """Decoder-only transformer over characters: ``(B, L)`` codes -> ``(B, L, V)`` logits of
     the next character at each position (position ``i`` sees codes ``0..i`` only).
 
@@ -198,12 +222,9 @@ class CharTransformer(nn.Module):
         dev: Cpu,
         checkpoint: bool = False,
     ) -> None:
-        self.context = context
-        self.use_checkpoint = checkpoint
-        self.tok = nn.Embedding(vocab_size, width, dev=dev)
+        super().__init__(vocab_size, context, width, dev, checkpoint)
         self.pos = nn.Embedding(context, width, dev=dev)
-        for emb in (self.tok, self.pos):
-            emb.weight.data *= emb.weight.dtype.type(0.1)  # GPT-2 style small init
+        self.pos.weight.data *= self.pos.weight.dtype.type(0.1)  # GPT-2 style small init, as tok
         self.blocks = [
             nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, norm_first=True, dev=dev)
             for _ in range(layers)
@@ -223,15 +244,12 @@ class CharTransformer(nn.Module):
             )
         h = self.tok(x)
         h = h + self.pos(x.device.tensor(np.arange(length)))
-        mask = causal_mask(length)
-        for block in self.blocks:
-            h = checkpoint(block, h, mask) if self.use_checkpoint else block(h, mask)
-        return self.head(self.norm(h))
+        return self._blocks_norm_head(h, causal_mask(length))
 
     __call__ = forward
 
 
-class CharMamba(nn.Module):
+class CharMamba(_CharLM):
     """Mamba language model over characters (Gu and Dao 2023; the reference's
     ``MambaLMHeadModel`` without weight tying): ``(B, L)`` codes -> ``(B, L, V)`` logits of the
     next character at each position. Token embedding, ``layers`` :class:`~gradtape.nn.MambaBlock`
@@ -259,10 +277,7 @@ class CharMamba(nn.Module):
         dev: Cpu,
         checkpoint: bool = False,
     ) -> None:
-        self.context = context
-        self.use_checkpoint = checkpoint
-        self.tok = nn.Embedding(vocab_size, width, dev=dev)
-        self.tok.weight.data *= self.tok.weight.dtype.type(0.1)
+        super().__init__(vocab_size, context, width, dev, checkpoint)
         self.blocks = [nn.MambaBlock(width, d_state, dev=dev) for _ in range(layers)]
         self.norm = nn.RMSNorm(width, 1e-5, dev=dev)
         self.head = nn.Linear(width, vocab_size, dev=dev)
@@ -271,10 +286,7 @@ class CharMamba(nn.Module):
         """Logits ``(B, L, V)`` for codes ``x (B, L)`` (a tensor holding integers)."""
         if x.ndim != 2 or x.shape[1] == 0:
             raise ShapeError(f"CharMamba: expected codes of shape (B, L) with L >= 1, got {x.shape}")
-        h = self.tok(x)
-        for block in self.blocks:
-            h = checkpoint(block, h) if self.use_checkpoint else block(h)
-        return self.head(self.norm(h))
+        return self._blocks_norm_head(self.tok(x))
 
     __call__ = forward
 

@@ -7,89 +7,63 @@ The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Ten
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
+from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
 from gradtape.nn.module import Module
-from gradtape.ops.nn import dropout  # the unwrapped op: Module.__call__ checked x
+from gradtape.ops.nn import dropout  # the unwrapped ops: Module.__call__ checked x
+from gradtape.ops.unary import gelu, relu, sigmoid, silu, tanh
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
-from gradtape.tape import Tape
 from gradtape.tensor import Tensor
-
-if TYPE_CHECKING:
-    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Flatten``
-    # annotation means ``Flatten[int, int]``, which every Flatten is (covariant).
-    from typing_extensions import TypeVar as _TypeVarD
-
-    SD = _TypeVarD("SD", covariant=True, default=int)
-    ED = _TypeVarD("ED", covariant=True, default=int)
-else:
-    SD = TypeVar("SD", covariant=True)
-    ED = TypeVar("ED", covariant=True)
 
 __all__ = ["GELU", "Dropout", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh"]
 
-S = TypeVar("S")
-T = TypeVar("T", bound=Tape)
-N = TypeVar("N")
-D1 = TypeVar("D1")
-D2 = TypeVar("D2")
-D3 = TypeVar("D3")
 
+class _Activation(Module):
+    """An elementwise activation layer: ``forward`` applies the class's ``_op``, one of the
+    elementwise ops of :mod:`gradtape.ops.unary` (the function ``Tensor``'s method of that
+    name is)."""
 
-class ReLU(Module):
-    """``y = max(x, 0)`` elementwise; gradient ``g * (x > 0)``."""
+    _op: Callable[[Tensor[Any, Any]], Tensor[Any, Any]]
 
     def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
         """Same shape and dtype as ``x``."""
-        return x.relu()
+        return self._op(x)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
 
 
-class GELU(Module):
+class ReLU(_Activation):
+    """``y = max(x, 0)`` elementwise; gradient ``g * (x > 0)``."""
+
+    _op = staticmethod(relu)
+
+
+class GELU(_Activation):
     """Gaussian error linear unit ``y = x * Phi(x)`` (Hendrycks & Gimpel 2016), as
     :meth:`Tensor.gelu` (the exact erf form, PyTorch's default)."""
 
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """Same shape and dtype as ``x``."""
-        return x.gelu()
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _op = staticmethod(gelu)
 
 
-class Tanh(Module):
+class Tanh(_Activation):
     """``y = tanh(x)``; gradient ``g * (1 - y**2)``."""
 
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """Same shape and dtype as ``x``."""
-        return x.tanh()
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _op = staticmethod(tanh)
 
 
-class Sigmoid(Module):
+class Sigmoid(_Activation):
     """``y = 1 / (1 + exp(-x))``; gradient ``g * y * (1 - y)``."""
 
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """Same shape and dtype as ``x``."""
-        return x.sigmoid()
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _op = staticmethod(sigmoid)
 
 
-class SiLU(Module):
+class SiLU(_Activation):
     """``y = x * sigmoid(x)`` (swish; Elfwing et al. 2017)."""
 
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """Same shape and dtype as ``x``."""
-        return x.silu()
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _op = staticmethod(silu)
 
 
 class Dropout(Module):

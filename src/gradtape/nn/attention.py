@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.nn._typing import W2, B, E, Lk, Lq, T, W
 from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
@@ -27,23 +28,7 @@ __all__ = ["MultiHeadAttention", "TransformerEncoderLayer"]
 Array = np.ndarray[Any, Any]
 
 if TYPE_CHECKING:
-    # PEP 696 default (typing_extensions, for the checkers only): a bare
-    # ``MultiHeadAttention`` annotation means ``MultiHeadAttention[int]``, a layer whose
-    # width is known at run time (what the constructor infers without an annotated target).
-    from typing_extensions import TypeVar as _TypeVarD
-
     from gradtape.gradients import Gradients
-
-    E = _TypeVarD("E", default=int)
-else:
-    E = TypeVar("E")
-
-B = TypeVar("B")
-Lq = TypeVar("Lq")
-Lk = TypeVar("Lk")
-W = TypeVar("W")
-W2 = TypeVar("W2")
-T = TypeVar("T", bound=Tape)
 
 
 def split_heads(y: Tensor[Any, Any], which: tuple[int, ...], num_heads: int) -> list[Tensor[Any, Any]]:

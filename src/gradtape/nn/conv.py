@@ -4,39 +4,23 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
 from gradtape.nn._init import kaiming_uniform
+from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d  # unwrapped: Module.__call__ checked x
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d
 from gradtape.shapes import AnyShape, Rank3, Rank4
-from gradtape.tape import NoneTape, Tape
+from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
-if TYPE_CHECKING:
-    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Conv2d``
-    # annotation means ``Conv2d[int, int]``, a layer whose channels are known at run time.
-    from typing_extensions import TypeVar as _TypeVarD
-
-    C = _TypeVarD("C", default=int)
-    O = _TypeVarD("O", default=int)
-else:
-    C = TypeVar("C")
-    O = TypeVar("O")
-
 __all__ = ["AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "MinPool2d"]
-
-N = TypeVar("N")
-K = TypeVar("K")
-H = TypeVar("H")
-W = TypeVar("W")
-J = TypeVar("J")
-T = TypeVar("T", bound=Tape)
 
 Int2 = int | tuple[int, int]
 
@@ -155,7 +139,32 @@ class Conv1d(_ConvNd[C, O]):
         __call__ = forward
 
 
-class Conv2d(_ConvNd[C, O]):
+class _Conv2dBase(_ConvNd[C, O]):
+    """The typed ``forward`` of :class:`Conv2d` and :class:`ConvTranspose2d` (the same
+    typing: ``(N, C, H, W) -> (N, O, H_out, W_out)``), which implement ``_conv``."""
+
+    nd = 2
+
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, int, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self: _Conv2dBase[int, O], x: Tensor[Rank4[N, J, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``, ``x``'s tape kind."""
+        return self._conv(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        raise NotImplementedError
+
+
+class Conv2d(_Conv2dBase[C, O]):
     """2-D convolution layer (PyTorch's ``nn.Conv2d``): ``x (N, C_in, H, W) -> (N, C_out, H_out, W_out)``,
     ``H_out = floor((H + 2p - d(KH-1) - 1)/s) + 1`` (:func:`gradtape.ops.conv2d`).
 
@@ -186,25 +195,11 @@ class Conv2d(_ConvNd[C, O]):
             :func:`gradtape.ops.conv2d` raises.
     """
 
-    nd = 2
-
-    @overload
-    def forward(self, x: Tensor[Rank4[N, C, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[Rank4[N, int, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self: Conv2d[int, O], x: Tensor[Rank4[N, J, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``, ``x``'s tape kind."""
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, groups=self.groups)
 
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
 
-
-class ConvTranspose2d(_ConvNd[C, O]):
+class ConvTranspose2d(_Conv2dBase[C, O]):
     """2-D transposed convolution layer (PyTorch's ``nn.ConvTranspose2d``):
     ``x (N, C_in, H, W) -> (N, C_out, H_out, W_out)``,
     ``H_out = (H - 1)s - 2p + d(KH - 1) + output_padding + 1`` (:func:`gradtape.ops.conv_transpose2d`).
@@ -229,7 +224,6 @@ class ConvTranspose2d(_ConvNd[C, O]):
             :func:`gradtape.ops.conv_transpose2d` raises.
     """
 
-    nd = 2
     transposed = True
 
     def __init__(
@@ -252,16 +246,7 @@ class ConvTranspose2d(_ConvNd[C, O]):
         )
         self.output_padding: Any = output_padding
 
-    @overload
-    def forward(self, x: Tensor[Rank4[N, C, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[Rank4[N, int, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self: ConvTranspose2d[int, O], x: Tensor[Rank4[N, J, H, W], T]) -> Tensor[Rank4[N, O, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """``(N, C_in, H, W) -> (N, C_out, H_out, W_out)``, ``x``'s tape kind."""
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         return conv_transpose2d(
             x,
             self.weight,
@@ -273,17 +258,6 @@ class ConvTranspose2d(_ConvNd[C, O]):
             dilation=self.dilation,
         )
 
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
-
-
-class _Pool2d(Module):
-    def __init__(self, kernel_size: Int2, stride: Int2 | None = None, padding: Int2 = 0) -> None:
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
 
 # The pools keep the batch and channel dims and the tape kind: ``Tensor[Rank4[N, C, Any,
 # Any], T] -> Tensor[Rank4[N, C, int, int], T]`` (the window count is computed at run time);
@@ -291,6 +265,30 @@ class _Pool2d(Module):
 # dims when the input's type is only ``Any``). The spatial dims of the parameters are type
 # variables, not ``Any``: nested in another layer's call (``flatten(pool(x))``), an ``Any``
 # there would be solved from the outer call's expected type and make pyright's result Any.
+
+
+class _Pool2d(Module):
+    """A pooling layer: ``forward`` applies the class's ``_pool`` (an op of
+    :mod:`gradtape.ops.pool`) with the layer's ``kernel_size``, ``stride`` and ``padding``."""
+
+    _pool: Callable[..., Tensor[Any, Any]]
+
+    def __init__(self, kernel_size: Int2, stride: Int2 | None = None, padding: Int2 = 0) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    @overload
+    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """The pooled windows (maxima, means or minima, as the class says), ``(N, C, H_out, W_out)``."""
+        return self._pool(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxPool2d(_Pool2d):
@@ -304,16 +302,7 @@ class MaxPool2d(_Pool2d):
     Raises (on forward): ShapeError / ValueError / TypeError from :func:`gradtape.ops.max_pool2d`.
     """
 
-    @overload
-    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """Window maxima, ``(N, C, H_out, W_out)``."""
-        return max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _pool = staticmethod(max_pool2d)
 
 
 class AvgPool2d(_Pool2d):
@@ -325,16 +314,7 @@ class AvgPool2d(_Pool2d):
     Raises (on forward): as :func:`gradtape.ops.avg_pool2d`.
     """
 
-    @overload
-    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """Window means, ``(N, C, H_out, W_out)``."""
-        return avg_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _pool = staticmethod(avg_pool2d)
 
 
 class MinPool2d(_Pool2d):
@@ -345,13 +325,4 @@ class MinPool2d(_Pool2d):
     Raises (on forward): as :func:`gradtape.ops.min_pool2d`.
     """
 
-    @overload
-    def forward(self, x: Tensor[Rank4[N, K, H, W], T]) -> Tensor[Rank4[N, K, int, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """Window minima, ``(N, C, H_out, W_out)``."""
-        return min_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
+    _pool = staticmethod(min_pool2d)

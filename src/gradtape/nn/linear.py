@@ -3,42 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, TypeVarTuple, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
 from gradtape.nn._init import kaiming_uniform
+from gradtape.nn._typing import B, E, I, N, O, T, Ts, V, Z
 from gradtape.nn.module import Module
 from gradtape.ops.linalg import linear  # unwrapped: Module.__call__ checked x
 from gradtape.ops.nn import embedding
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
-from gradtape.tape import NoneTape, Tape, op_tape
+from gradtape.tape import NoneTape, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = ["Embedding", "Linear"]
-
-if TYPE_CHECKING:
-    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``Linear`` or
-    # ``Embedding`` annotation means ``Linear[int, int]``, a layer whose widths are known at
-    # run time (what the constructor infers without an annotated target).
-    from typing_extensions import TypeVar as _TypeVarD
-
-    I = _TypeVarD("I", default=int)
-    O = _TypeVarD("O", default=int)
-    V = _TypeVarD("V", default=int)
-    E = _TypeVarD("E", default=int)
-else:
-    I = TypeVar("I")
-    O = TypeVar("O")
-    V = TypeVar("V")
-    E = TypeVar("E")
-B = TypeVar("B")
-D = TypeVar("D")
-Z = TypeVar("Z")
-T = TypeVar("T", bound=Tape)
-Ts = TypeVarTuple("Ts")
 
 IndexArray: TypeAlias = np.ndarray[Any, Any] | Sequence[Any] | int | np.integer[Any]
 """Indices for :class:`Embedding` other than a tensor: an int array, a (nested) list or
@@ -108,11 +88,11 @@ class Linear(Module, Generic[I, O]):
     @overload
     def forward(self: Linear[int, O], x: Tensor[Rank2[B, Z], T]) -> Tensor[Rank2[B, O], T]: ...
     @overload
-    def forward(self, x: Tensor[Rank3[D, B, I], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    def forward(self, x: Tensor[Rank3[N, B, I], T]) -> Tensor[Rank3[N, B, O], T]: ...
     @overload
-    def forward(self, x: Tensor[Rank3[D, B, int], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    def forward(self, x: Tensor[Rank3[N, B, int], T]) -> Tensor[Rank3[N, B, O], T]: ...
     @overload
-    def forward(self: Linear[int, O], x: Tensor[Rank3[D, B, Z], T]) -> Tensor[Rank3[D, B, O], T]: ...
+    def forward(self: Linear[int, O], x: Tensor[Rank3[N, B, Z], T]) -> Tensor[Rank3[N, B, O], T]: ...
     @overload
     def forward(self, x: Tensor[Rank1[I], T]) -> Tensor[Rank1[O], T]: ...
     @overload

@@ -7,13 +7,14 @@ Selective State Spaces", and the reference implementation (state-spaces/mamba,
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
 from gradtape.errors import ShapeError
+from gradtape.nn._typing import B, E, Lq, T, W
 from gradtape.nn.conv import Conv1d
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
@@ -22,24 +23,10 @@ from gradtape.ops.scan import selective_scan  # the unwrapped ops: Module.__call
 from gradtape.ops.shape import transpose
 from gradtape.ops.unary import exp, silu, softplus
 from gradtape.shapes import AnyShape, Rank3
-from gradtape.tape import NoneTape, Tape
+from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
 __all__ = ["Mamba", "MambaBlock"]
-
-if TYPE_CHECKING:
-    # PEP 696 default (typing_extensions, for the checkers only): a bare ``Mamba`` annotation
-    # means ``Mamba[int]``, a layer whose width is known at run time.
-    from typing_extensions import TypeVar as _TypeVarD
-
-    E = _TypeVarD("E", default=int)
-else:
-    E = TypeVar("E")
-
-B = TypeVar("B")
-Lq = TypeVar("Lq")
-W = TypeVar("W")
-T = TypeVar("T", bound=Tape)
 
 _DT_FLOOR = 1e-4
 """The reference's ``dt_init_floor``: initial step sizes are clamped below at this value."""
@@ -52,7 +39,32 @@ def _check_input(name: str, x: Any, d_model: int) -> None:
         raise ShapeError(f"{name}: input of shape {x.shape} has length 0 (nothing to scan)")
 
 
-class Mamba(Module, Generic[E]):
+class _SameWidth(Module, Generic[E]):
+    """A layer ``(B, L, E) -> (B, L, E)`` of width ``E``: the typed ``forward`` of
+    :class:`Mamba` and :class:`MambaBlock`, which implement ``_forward``."""
+
+    @overload
+    def forward(self, x: AnyShape) -> Any: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[B, Lq, E], T]) -> Tensor[Rank3[B, Lq, E], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[B, Lq, int], T]) -> Tensor[Rank3[B, Lq, int], T]: ...
+    @overload
+    def forward(self: _SameWidth[int], x: Tensor[Rank3[B, Lq, W], T]) -> Tensor[Rank3[B, Lq, W], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(B, L, d_model) -> (B, L, d_model)`` as the class says, ``x``'s dtype and tape kind."""
+        return self._forward(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def _forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        raise NotImplementedError
+
+
+class Mamba(_SameWidth[E]):
     """The Mamba mixer (Gu and Dao 2023; ``Mamba`` in state-spaces/mamba's ``mamba_simple.py``,
     its reference path): a gated, selective state-space layer, ``(B, L, d_model) -> (B, L,
     d_model)``, causal (position ``t`` of the output depends on positions ``<= t`` only).
@@ -155,18 +167,7 @@ class Mamba(Module, Generic[E]):
         self.D: Tensor[Any, NoneTape] = dev.ones((d_inner,), dtype)
         self.out_proj: Linear[int, E] = Linear(d_inner, d_model, bias=False, dev=dev, dtype=dtype)
 
-    @overload
-    def forward(self, x: AnyShape) -> Any: ...
-    @overload
-    def forward(self, x: Tensor[Rank3[B, Lq, E], T]) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(self, x: Tensor[Rank3[B, Lq, int], T]) -> Tensor[Rank3[B, Lq, int], T]: ...
-    @overload
-    def forward(self: Mamba[int], x: Tensor[Rank3[B, Lq, W], T]) -> Tensor[Rank3[B, Lq, W], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """``(B, L, d_model) -> (B, L, d_model)``, ``x``'s dtype and tape kind."""
+    def _forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         _check_input("Mamba", x, self.d_model)
         length, di, r, n = x.shape[1], self.d_inner, self.dt_rank, self.d_state
         xz = self.in_proj(x)  # (B, L, 2 d_inner)
@@ -179,9 +180,6 @@ class Mamba(Module, Generic[E]):
         a = -exp(self.A_log)
         return self.out_proj(selective_scan(xc, dt, a, bs, cs, self.D, z))
 
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
-
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, d_state={self.d_state}, d_conv={self.d_conv}, expand={self.expand}, "
@@ -189,7 +187,7 @@ class Mamba(Module, Generic[E]):
         )
 
 
-class MambaBlock(Module, Generic[E]):
+class MambaBlock(_SameWidth[E]):
     """A pre-norm residual Mamba block: ``x + mixer(norm(x))`` with ``norm`` an
     :class:`~gradtape.nn.RMSNorm` (the reference's ``Block(dim, Mamba, RMSNorm)`` with
     ``fused_add_norm=False``, as ``MambaLMHeadModel`` stacks them; the reference carries the
@@ -230,24 +228,11 @@ class MambaBlock(Module, Generic[E]):
         self.mixer: Mamba[E] = Mamba(d_model, d_state, d_conv, expand, dt_rank, dt_min, dt_max, dev=dev, dtype=dtype)
         self.norm: RMSNorm[E] = RMSNorm(d_model, norm_eps, dev=dev, dtype=dtype)
 
-    @overload
-    def forward(self, x: AnyShape) -> Any: ...
-    @overload
-    def forward(self, x: Tensor[Rank3[B, Lq, E], T]) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(self, x: Tensor[Rank3[B, Lq, int], T]) -> Tensor[Rank3[B, Lq, int], T]: ...
-    @overload
-    def forward(self: MambaBlock[int], x: Tensor[Rank3[B, Lq, W], T]) -> Tensor[Rank3[B, Lq, W], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """``x + mixer(norm(x))``: ``(B, L, d_model) -> (B, L, d_model)``, ``x``'s tape kind."""
+    def _forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        """``x + mixer(norm(x))``."""
         _check_input("MambaBlock", x, self.d_model)
         out: Tensor[Any, Any] = x + self.mixer.forward(self.norm.forward(x))
         return out
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}"

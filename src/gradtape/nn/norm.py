@@ -11,33 +11,18 @@ called without an annotated target, or a bare ``LayerNorm`` annotation) takes an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, TypeVarTuple, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape.errors import ShapeError
+from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.module import Module
 from gradtape.ops.nn import layer_norm, rms_norm  # the unwrapped ops: Module.__call__ checked x
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, Tape
+from gradtape.tape import NONE_TAPE, NoneTape
 from gradtape.tensor import Tensor
-
-if TYPE_CHECKING:
-    # PEP 696 defaults (typing_extensions, for the checkers only): a bare ``LayerNorm``
-    # annotation means ``LayerNorm[int]``, a layer whose width is known at run time.
-    from typing_extensions import TypeVar as _TypeVarD
-
-    D = _TypeVarD("D", default=int)
-else:
-    D = TypeVar("D")
-
-S = TypeVar("S")
-T = TypeVar("T", bound=Tape)
-N = TypeVar("N")
-X = TypeVar("X")
-Y = TypeVar("Y")
-Ts = TypeVarTuple("Ts")
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm"]
 
@@ -66,7 +51,31 @@ def _device(dev: Any) -> Any:
 # agree (an int width), hence the ignored overload-overlap.
 
 
-class LayerNorm(Module, Generic[D]):
+class _LastDimNorm(Module, Generic[D]):
+    """A normalisation over the last dim ``D`` (and, for :class:`LayerNorm`, trailing dims
+    before it): the typed ``forward`` of :class:`LayerNorm` and :class:`RMSNorm`, which
+    implement ``_normalize``."""
+
+    @overload
+    def forward(self: _LastDimNorm[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, D], T]) -> Tensor[tuple[*Ts, D], T]: ...
+    @overload
+    def forward(self, x: Tensor[tuple[*Ts, int], T]) -> Tensor[tuple[*Ts, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """Normalised ``x``, same shape, dtype and tape kind."""
+        return self._normalize(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        raise NotImplementedError
+
+
+class LayerNorm(_LastDimNorm[D]):
     """Layer normalisation over the trailing ``normalized_shape`` dims (Ba, Kiros & Hinton 2016;
     PyTorch's ``nn.LayerNorm``): ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the
     biased variance of each row (:func:`gradtape.ops.layer_norm`, one fused kernel).
@@ -126,26 +135,14 @@ class LayerNorm(Module, Generic[D]):
         self.weight = _ones(shape, dtype, dev) if elementwise_affine else None
         self.bias = _zeros(shape, dtype, dev) if elementwise_affine and bias else None
 
-    @overload
-    def forward(self: LayerNorm[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
-    @overload
-    def forward(self, x: Tensor[tuple[*Ts, D], T]) -> Tensor[tuple[*Ts, D], T]: ...
-    @overload
-    def forward(self, x: Tensor[tuple[*Ts, int], T]) -> Tensor[tuple[*Ts, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """Normalised ``x``, same shape, dtype and tape kind."""
+    def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         return layer_norm(x, self.normalized_shape, weight=self.weight, bias=self.bias, eps=self.eps)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}"
 
 
-class RMSNorm(Module, Generic[D]):
+class RMSNorm(_LastDimNorm[D]):
     """Root-mean-square normalisation over the last dim (Zhang & Sennrich 2019; PyTorch's
     ``nn.RMSNorm``): ``y = x / sqrt(mean(x**2) + eps) * weight`` (:func:`gradtape.ops.rms_norm`).
 
@@ -176,22 +173,10 @@ class RMSNorm(Module, Generic[D]):
         self.dim, self.eps = d, eps
         self.weight = _ones((d,), dtype, _device(dev)) if elementwise_affine else None
 
-    @overload
-    def forward(self: RMSNorm[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
-    @overload
-    def forward(self, x: Tensor[tuple[*Ts, D], T]) -> Tensor[tuple[*Ts, D], T]: ...
-    @overload
-    def forward(self, x: Tensor[tuple[*Ts, int], T]) -> Tensor[tuple[*Ts, int], T]: ...
-    @overload
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
-    def forward(self, x: Any) -> Any:
-        """Normalised ``x``, same shape, dtype and tape kind."""
+    def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         if x.shape[-1:] != (self.dim,):
             raise ShapeError(f"RMSNorm: input of shape {x.shape} does not end in dim {self.dim}")
         return rms_norm(x, self.weight, self.eps)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.dim}, eps={self.eps}"

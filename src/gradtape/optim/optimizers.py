@@ -8,15 +8,15 @@ each parameter with one fused kernel pass (:mod:`gradtape.devices.kernels.optim`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
 from gradtape.devices.kernels import optim as _k
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
+from gradtape.optim._checks import Check, check_betas, check_bool, check_nonneg, check_unit
 from gradtape.tape import clear_grad, grad_array_mut
 from gradtape.tensor import Tensor
 
@@ -25,19 +25,9 @@ __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
 Array = np.ndarray[Any, Any]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-
-def _check_nonneg(opt: str, name: str, value: float) -> float:
-    value = float(value)
-    if not value >= 0.0 or math.isinf(value):  # also rejects NaN
-        raise ValueError(f"{opt}: {name} must be a finite number >= 0, got {value}")
-    return value
-
-
-def _check_unit(opt: str, name: str, value: float) -> float:
-    value = float(value)
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{opt}: {name} must be in [0, 1), got {value}")
-    return value
+ParamsT: TypeAlias = Sequence[Tensor[Any, Any] | dict[str, Any]]
+"""What an optimizer takes as ``params``: the tensors, or parameter groups (dicts with
+``"params"`` and hyper-parameters), as PyTorch's ``torch.optim.optimizer.ParamsT``."""
 
 
 class Optimizer:
@@ -73,9 +63,11 @@ class Optimizer:
 
     name = "Optimizer"
     _state_keys: tuple[str, ...] = ()
+    _hyper: ClassVar[dict[str, Check]] = {"lr": check_nonneg}
+    """Each hyper-parameter's check, in the order :meth:`hyperparams` lists them."""
     lr: float
 
-    def __init__(self, params: Sequence[Tensor[Any, Any] | dict[str, Any]], defaults: dict[str, Any]) -> None:
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         items = list(params)
         if not items:
             raise ValueError(f"{self.name}: params is empty")
@@ -121,8 +113,8 @@ class Optimizer:
         self.state: list[dict[str, Any]] = [{} for _ in ps]
 
     def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
-        """Check and normalise a full set of hyper-parameters (raises ValueError)."""
-        return {"lr": _check_nonneg(self.name, "lr", hp["lr"])}
+        """Check and normalise a full set of hyper-parameters with :attr:`_hyper` (raises ValueError)."""
+        return {key: check(self.name, key, hp[key]) for key, check in self._hyper.items()}
 
     if not TYPE_CHECKING:  # attribute access to the defaults; typed by each class's annotations
 
@@ -339,6 +331,13 @@ class SGD(Optimizer):
 
     name = "SGD"
     _state_keys = ("momentum_buffer",)
+    _hyper: ClassVar[dict[str, Check]] = {
+        "lr": check_nonneg,
+        "momentum": check_nonneg,
+        "dampening": check_nonneg,
+        "nesterov": check_bool,
+        "weight_decay": check_nonneg,
+    }
     momentum: float
     dampening: float
     nesterov: bool
@@ -346,7 +345,7 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
+        params: ParamsT,
         lr: float,
         momentum: float = 0.0,
         dampening: float = 0.0,
@@ -365,20 +364,13 @@ class SGD(Optimizer):
         )
 
     def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
-        momentum = _check_nonneg(self.name, "momentum", hp["momentum"])
-        dampening = _check_nonneg(self.name, "dampening", hp["dampening"])
-        nesterov = bool(hp["nesterov"])
-        if nesterov and (momentum <= 0.0 or dampening != 0.0):
+        checked = super()._validate(hp)
+        momentum, dampening = checked["momentum"], checked["dampening"]
+        if checked["nesterov"] and (momentum <= 0.0 or dampening != 0.0):
             raise ValueError(
                 f"SGD: nesterov needs momentum > 0 and dampening == 0, got momentum={momentum}, dampening={dampening}"
             )
-        return {
-            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
-            "momentum": momentum,
-            "dampening": dampening,
-            "nesterov": nesterov,
-            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
-        }
+        return checked
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         buf = None
@@ -413,6 +405,13 @@ class Adam(Optimizer):
     name = "Adam"
     _decoupled = False
     _state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+    _hyper: ClassVar[dict[str, Check]] = {
+        "lr": check_nonneg,
+        "betas": check_betas,
+        "eps": check_nonneg,
+        "weight_decay": check_nonneg,
+        "amsgrad": check_bool,
+    }
     betas: tuple[float, float]
     eps: float
     weight_decay: float
@@ -420,7 +419,7 @@ class Adam(Optimizer):
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -430,18 +429,6 @@ class Adam(Optimizer):
         super().__init__(
             params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
         )
-
-    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
-        betas = tuple(hp["betas"])
-        if len(betas) != 2:
-            raise ValueError(f"{self.name}: betas must be a pair, got {betas}")
-        return {
-            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
-            "betas": (_check_unit(self.name, "betas[0]", betas[0]), _check_unit(self.name, "betas[1]", betas[1])),
-            "eps": _check_nonneg(self.name, "eps", hp["eps"]),
-            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
-            "amsgrad": bool(hp["amsgrad"]),
-        }
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         step = state["step"] = int(state.get("step", 0)) + 1
@@ -468,7 +455,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -501,6 +488,14 @@ class RMSprop(Optimizer):
 
     name = "RMSprop"
     _state_keys = ("step", "square_avg", "grad_avg", "momentum_buffer")
+    _hyper: ClassVar[dict[str, Check]] = {
+        "lr": check_nonneg,
+        "alpha": check_unit,
+        "eps": check_nonneg,
+        "weight_decay": check_nonneg,
+        "momentum": check_nonneg,
+        "centered": check_bool,
+    }
     alpha: float
     eps: float
     weight_decay: float
@@ -509,7 +504,7 @@ class RMSprop(Optimizer):
 
     def __init__(
         self,
-        params: Sequence[Tensor[Any, Any] | dict[str, Any]],
+        params: ParamsT,
         lr: float = 1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
@@ -528,16 +523,6 @@ class RMSprop(Optimizer):
                 "centered": centered,
             },
         )
-
-    def _validate(self, hp: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "lr": _check_nonneg(self.name, "lr", hp["lr"]),
-            "alpha": _check_unit(self.name, "alpha", hp["alpha"]),
-            "eps": _check_nonneg(self.name, "eps", hp["eps"]),
-            "weight_decay": _check_nonneg(self.name, "weight_decay", hp["weight_decay"]),
-            "momentum": _check_nonneg(self.name, "momentum", hp["momentum"]),
-            "centered": bool(hp["centered"]),
-        }
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         state["step"] = int(state.get("step", 0)) + 1

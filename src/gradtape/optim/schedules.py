@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
+from gradtape.optim._checks import check_nonneg, check_positive_int
+
 __all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR"]
 
 
@@ -76,12 +78,8 @@ class StepLR(LRScheduler):
     """
 
     def __init__(self, optimizer: _HasLr, step_size: int, gamma: float = 0.1) -> None:
-        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size < 1:
-            raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
-        gamma = float(gamma)
-        if not gamma >= 0.0 or math.isinf(gamma):
-            raise ValueError(f"StepLR: gamma must be a finite number >= 0, got {gamma}")
-        self.step_size, self.gamma = step_size, gamma
+        self.step_size = check_positive_int("StepLR", "step_size", step_size)
+        self.gamma = check_nonneg("StepLR", "gamma", gamma)
         super().__init__(optimizer)
 
     def _next_lr(self, lr: float, base_lr: float) -> float:
@@ -101,12 +99,8 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer: _HasLr, T_max: int, eta_min: float = 0.0) -> None:
-        if isinstance(T_max, bool) or not isinstance(T_max, int) or T_max < 1:
-            raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
-        eta_min = float(eta_min)
-        if not eta_min >= 0.0 or math.isinf(eta_min):
-            raise ValueError(f"CosineAnnealingLR: eta_min must be a finite number >= 0, got {eta_min}")
-        self.T_max, self.eta_min = T_max, eta_min
+        self.T_max = check_positive_int("CosineAnnealingLR", "T_max", T_max)
+        self.eta_min = check_nonneg("CosineAnnealingLR", "eta_min", eta_min)
         super().__init__(optimizer)
 
     def _next_lr(self, lr: float, base_lr: float) -> float:

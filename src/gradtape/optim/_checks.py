@@ -1,0 +1,47 @@
+"""Checks of the optimizers' and schedules' hyper-parameters (not public API): each returns the
+value normalised or raises ``ValueError`` naming the class and the argument."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+Check: TypeAlias = Callable[[str, str, Any], Any]
+"""``check(owner, name, value)``: the value normalised, or ``ValueError`` naming ``owner`` and ``name``."""
+
+
+def check_nonneg(owner: str, name: str, value: float) -> float:
+    """``float(value)``, a finite number >= 0 (NaN refused)."""
+    value = float(value)
+    if not value >= 0.0 or math.isinf(value):  # also rejects NaN
+        raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value}")
+    return value
+
+
+def check_unit(owner: str, name: str, value: float) -> float:
+    """``float(value)``, in ``[0, 1)``."""
+    value = float(value)
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{owner}: {name} must be in [0, 1), got {value}")
+    return value
+
+
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    """``bool(value)`` (a flag: nothing is refused)."""
+    return bool(value)
+
+
+def check_betas(owner: str, name: str, value: Any) -> tuple[float, float]:
+    """A pair of numbers in ``[0, 1)`` (Adam's ``betas``), as a tuple of floats."""
+    betas = tuple(value)
+    if len(betas) != 2:
+        raise ValueError(f"{owner}: {name} must be a pair, got {betas}")
+    return check_unit(owner, f"{name}[0]", betas[0]), check_unit(owner, f"{name}[1]", betas[1])
+
+
+def check_positive_int(owner: str, name: str, value: int) -> int:
+    """``value``, an ``int`` (not a ``bool``) >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{owner}: {name} must be a positive int, got {value!r}")
+    return value
