@@ -800,7 +800,7 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
         out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int32)
         out2, idx2 = np.empty_like(out1), np.empty_like(idx1)
         kpool._maxmin_serial(x, out2, idx2, 2, 2, 2, 2, 0, 0, is_min)
-        for kernel in (kpool._max2x2, kpool._max2x2_parallel):
+        for kernel in (kpool._max2x2_serial, kpool._max2x2_parallel):
             kernel(x, out1, idx1, dtype(-1 if is_min else 1))
             np.testing.assert_array_equal(out1, out2)
             np.testing.assert_array_equal(idx1, idx2)

@@ -32,6 +32,12 @@ TBB hands out ``prange`` chunks dynamically, so a scalar reduction over a ``pran
 (``s += a[i]``) gives a different float sum from run to run (OpenMP's static schedule
 does not): write partial sums per fixed chunk instead, as ``norm._norm_backward_parallel``
 does, and results stay bitwise reproducible.
+
+Serial and parallel variants: most kernels run serially on small inputs and over threads on
+large ones (a parallel kernel costs about 1-2 us more per call, shared/KERNELS.md). Where
+the two differ only in ``range`` against ``numba.prange``, the body is written once, with
+``numba.prange``, and :func:`serial_and_parallel` compiles it twice: in a serial compile numba
+types and lowers ``prange`` exactly as ``range``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import os
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -98,13 +105,36 @@ if OPENMP_KERNELS:
     # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["REASSOC", "jit"]
+__all__ = ["REASSOC", "jit", "serial_and_parallel"]
 
 REASSOC = frozenset({"reassoc", "contract", "nsz"})
 """Fast-math flags that let LLVM vectorize a float reduction (``s += a[i] * b[i]``): sums may
 be reassociated and multiply-adds fused. Without ``nnan``/``ninf``, so NaN and inf still
 propagate (anomaly mode needs them). The result of a reduction then depends on the vector
 width, not on the thread schedule: still bitwise reproducible on one machine."""
+
+
+def _njit(fn: F, opts: dict[str, Any]) -> F:
+    """``numba.njit(cache=True, **opts)(fn)``, or ``cache=False`` with a :class:`RuntimeWarning`
+    (pointing at the module that defines the kernel) where numba finds no writable cache
+    location."""
+    try:
+        jitted: F = numba.njit(cache=True, **opts)(fn)
+    except Exception as err:  # numba raises RuntimeError when no cache locator fits
+        warnings.warn(
+            f"gradtape: numba cannot cache {fn.__name__} ({err}); compiling without a cache",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        jitted = numba.njit(cache=False, **opts)(fn)
+    return jitted
+
+
+def _options(parallel: bool, fastmath: frozenset[str] | None) -> dict[str, Any]:
+    opts: dict[str, Any] = {"nogil": True, "error_model": "numpy", "parallel": parallel}
+    if fastmath:
+        opts["fastmath"] = set(fastmath)
+    return opts
 
 
 def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None) -> Callable[[F], F]:
@@ -120,17 +150,64 @@ def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None) -> Ca
     """
 
     def decorate(fn: F) -> F:
-        opts: dict[str, Any] = {"nogil": True, "error_model": "numpy", "parallel": parallel}
-        if fastmath:
-            opts["fastmath"] = set(fastmath)
-        try:
-            return numba.njit(cache=True, **opts)(fn)
-        except Exception as err:  # numba raises RuntimeError when no cache locator fits
-            warnings.warn(
-                f"gradtape: numba cannot cache {fn.__name__} ({err}); compiling without a cache",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            return numba.njit(cache=False, **opts)(fn)
+        return _njit(fn, _options(parallel, fastmath))
 
     return decorate
+
+
+def _twin(fn: F, suffix: str) -> F:
+    """A copy of ``fn`` (the same code object, globals, defaults and closure) named
+    ``<name>_<suffix>``, with ``__qualname__`` to match."""
+    src: Any = fn
+    copy = types.FunctionType(
+        src.__code__, src.__globals__, f"{src.__name__}_{suffix}", src.__defaults__, src.__closure__
+    )
+    copy.__qualname__ = f"{src.__qualname__}_{suffix}"
+    copy.__kwdefaults__ = src.__kwdefaults__
+    copy.__doc__ = src.__doc__
+    copy.__annotations__ = dict(src.__annotations__)
+    twin: F = copy  # type: ignore[assignment]
+    return twin
+
+
+def serial_and_parallel(fn: F, *, fastmath: frozenset[str] | None = None) -> tuple[F, F]:
+    """Compile one kernel body twice: ``(serial, parallel)``, as :func:`jit` and
+    ``jit(parallel=True)`` (same ``fastmath``) would compile two copies of it.
+
+    Write the body's parallel loop with ``numba.prange``. numba types and lowers ``prange`` as
+    ``range`` when ``parallel=False``, so the serial dispatcher runs the code a ``range``
+    loop would give; the parallel one splits that loop over threads. Use it only where every
+    iteration of the ``prange`` loop writes its own elements (no scalar reductions across
+    iterations: see the module docstring on TBB), so both give the same results.
+
+    Usage, with the kernel named ``_k`` (the dispatchers are ``_k_serial`` and ``_k_parallel``)::
+
+        def _k(out: Array, x: Array) -> None:
+            for i in numba.prange(out.shape[0]):
+                out[i] += x[i]
+
+
+        _k_serial, _k_parallel = serial_and_parallel(_k)
+
+    Each variant compiles its own copy of ``fn``, named ``<name>_serial`` and
+    ``<name>_parallel``: numba's on-disk cache names a kernel's files after its module,
+    ``__qualname__`` and first line and keys the entries by signature and bytecode, not by
+    the ``parallel`` flag, so one function compiled both ways would share cache entries and
+    a later process would load one variant's machine code for the other. Falls back to
+    ``cache=False`` as :func:`jit` does.
+
+    Args:
+        fn: the kernel body, a plain Python function (not yet compiled).
+        fastmath: LLVM fast-math flags for both variants, as for :func:`jit`.
+
+    Returns:
+        The serial and the parallel numba dispatcher, typed as ``fn``.
+
+    Raises:
+        TypeError: ``fn`` is not a plain Python function (a numba dispatcher, say).
+    """
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"serial_and_parallel: expects a plain Python function, got {type(fn).__name__}")
+    serial = _njit(_twin(fn, "serial"), _options(False, fastmath))
+    parallel = _njit(_twin(fn, "parallel"), _options(True, fastmath))
+    return serial, parallel

@@ -29,7 +29,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import serial_and_parallel
 from gradtape.devices.kernels.elementwise import (
     _F32,
     _F64,
@@ -81,31 +81,16 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 # ----- compiled backward kernels (1-D; out += f'(x) * g) ---------------------------------
 
 
-@jit()
-def _addmul_scaled_serial(out: Array, alpha: float, a: Array, b: Array) -> None:
-    al = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
-    for i in range(out.shape[0]):
-        out[i] += al * a[i] * b[i]
-
-
-@jit(parallel=True)
-def _addmul_scaled_parallel(out: Array, alpha: float, a: Array, b: Array) -> None:
+def _addmul_scaled(out: Array, alpha: float, a: Array, b: Array) -> None:
     al = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
     for i in numba.prange(out.shape[0]):
         out[i] += al * a[i] * b[i]
 
 
-@jit()
-def _abs_backward_serial(out: Array, x: Array, g: Array) -> None:
-    zero, one = x.dtype.type(0), x.dtype.type(1)
-    for i in range(out.shape[0]):
-        xi = x[i]
-        # sign(x) as selects (they vectorize, branches do not); x * 0 is 0, or NaN for NaN
-        out[i] += (one if xi > zero else (-one if xi < zero else xi * zero)) * g[i]
+_addmul_scaled_serial, _addmul_scaled_parallel = serial_and_parallel(_addmul_scaled)
 
 
-@jit(parallel=True)
-def _abs_backward_parallel(out: Array, x: Array, g: Array) -> None:
+def _abs_backward(out: Array, x: Array, g: Array) -> None:
     zero, one = x.dtype.type(0), x.dtype.type(1)
     for i in numba.prange(out.shape[0]):
         xi = x[i]
@@ -113,85 +98,54 @@ def _abs_backward_parallel(out: Array, x: Array, g: Array) -> None:
         out[i] += (one if xi > zero else (-one if xi < zero else xi * zero)) * g[i]
 
 
-@jit()
-def _sqrt_backward_serial(out: Array, y: Array, g: Array) -> None:
-    for i in range(out.shape[0]):
-        out[i] += g[i] / (y[i] + y[i])
+_abs_backward_serial, _abs_backward_parallel = serial_and_parallel(_abs_backward)
 
 
-@jit(parallel=True)
-def _sqrt_backward_parallel(out: Array, y: Array, g: Array) -> None:
+def _sqrt_backward(out: Array, y: Array, g: Array) -> None:
     for i in numba.prange(out.shape[0]):
         out[i] += g[i] / (y[i] + y[i])
 
 
-@jit()
-def _tanh_backward_serial(out: Array, y: Array, g: Array) -> None:
-    one = y.dtype.type(1)
-    for i in range(out.shape[0]):
-        out[i] += (one - y[i] * y[i]) * g[i]
+_sqrt_backward_serial, _sqrt_backward_parallel = serial_and_parallel(_sqrt_backward)
 
 
-@jit(parallel=True)
-def _tanh_backward_parallel(out: Array, y: Array, g: Array) -> None:
+def _tanh_backward(out: Array, y: Array, g: Array) -> None:
     one = y.dtype.type(1)
     for i in numba.prange(out.shape[0]):
         out[i] += (one - y[i] * y[i]) * g[i]
 
 
-@jit()
-def _sigmoid_backward_serial(out: Array, y: Array, g: Array) -> None:
-    one = y.dtype.type(1)
-    for i in range(out.shape[0]):
-        out[i] += y[i] * (one - y[i]) * g[i]
+_tanh_backward_serial, _tanh_backward_parallel = serial_and_parallel(_tanh_backward)
 
 
-@jit(parallel=True)
-def _sigmoid_backward_parallel(out: Array, y: Array, g: Array) -> None:
+def _sigmoid_backward(out: Array, y: Array, g: Array) -> None:
     one = y.dtype.type(1)
     for i in numba.prange(out.shape[0]):
         out[i] += y[i] * (one - y[i]) * g[i]
 
 
-@jit()
-def _recip_backward_serial(out: Array, y: Array, g: Array) -> None:
-    for i in range(out.shape[0]):
-        out[i] -= y[i] * y[i] * g[i]
+_sigmoid_backward_serial, _sigmoid_backward_parallel = serial_and_parallel(_sigmoid_backward)
 
 
-@jit(parallel=True)
-def _recip_backward_parallel(out: Array, y: Array, g: Array) -> None:
+def _recip_backward(out: Array, y: Array, g: Array) -> None:
     for i in numba.prange(out.shape[0]):
         out[i] -= y[i] * y[i] * g[i]
 
 
-@jit()
-def _leaky_relu_backward_serial(out: Array, slope: float, x: Array, g: Array) -> None:
-    zero, s = x.dtype.type(0), x.dtype.type(slope)
-    for i in range(out.shape[0]):
-        gi = g[i]
-        out[i] += gi if x[i] > zero else s * gi
+_recip_backward_serial, _recip_backward_parallel = serial_and_parallel(_recip_backward)
 
 
-@jit(parallel=True)
-def _leaky_relu_backward_parallel(out: Array, slope: float, x: Array, g: Array) -> None:
+def _leaky_relu_backward(out: Array, slope: float, x: Array, g: Array) -> None:
     zero, s = x.dtype.type(0), x.dtype.type(slope)
     for i in numba.prange(out.shape[0]):
         gi = g[i]
         out[i] += gi if x[i] > zero else s * gi
 
 
-@jit()
-def _clamp_backward_serial(out: Array, lo: float, hi: float, x: Array, g: Array) -> None:
-    zero, lo_, hi_ = x.dtype.type(0), x.dtype.type(lo), x.dtype.type(hi)
-    for i in range(out.shape[0]):
-        xi = x[i]
-        inside = g[i] if xi >= lo_ else zero  # two selects (vectorize); NaN fails both
-        out[i] += inside if xi <= hi_ else zero
+_leaky_relu_backward_serial, _leaky_relu_backward_parallel = serial_and_parallel(_leaky_relu_backward)
 
 
-@jit(parallel=True)
-def _clamp_backward_parallel(out: Array, lo: float, hi: float, x: Array, g: Array) -> None:
+def _clamp_backward(out: Array, lo: float, hi: float, x: Array, g: Array) -> None:
     zero, lo_, hi_ = x.dtype.type(0), x.dtype.type(lo), x.dtype.type(hi)
     for i in numba.prange(out.shape[0]):
         xi = x[i]
@@ -199,86 +153,54 @@ def _clamp_backward_parallel(out: Array, lo: float, hi: float, x: Array, g: Arra
         out[i] += inside if xi <= hi_ else zero
 
 
-@jit()
-def _nans_to_backward_serial(out: Array, x: Array, g: Array) -> None:
-    zero = x.dtype.type(0)
-    for i in range(out.shape[0]):
-        xi, gi = x[i], g[i]
-        out[i] += gi if xi == xi else zero  # x != x only for NaN
+_clamp_backward_serial, _clamp_backward_parallel = serial_and_parallel(_clamp_backward)
 
 
-@jit(parallel=True)
-def _nans_to_backward_parallel(out: Array, x: Array, g: Array) -> None:
+def _nans_to_backward(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
     for i in numba.prange(out.shape[0]):
         xi, gi = x[i], g[i]
         out[i] += gi if xi == xi else zero  # x != x only for NaN
 
 
-@jit()
-def _silu_backward_serial(out: Array, x: Array, s: Array, g: Array) -> None:
-    one = x.dtype.type(1)
-    for i in range(out.shape[0]):
-        si = s[i]
-        out[i] += si * (one + x[i] * (one - si)) * g[i]
+_nans_to_backward_serial, _nans_to_backward_parallel = serial_and_parallel(_nans_to_backward)
 
 
-@jit(parallel=True)
-def _silu_backward_parallel(out: Array, x: Array, s: Array, g: Array) -> None:
+def _silu_backward(out: Array, x: Array, s: Array, g: Array) -> None:
     one = x.dtype.type(1)
     for i in numba.prange(out.shape[0]):
         si = s[i]
         out[i] += si * (one + x[i] * (one - si)) * g[i]
 
 
-@jit()
-def _gelu_backward_serial(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None:
-    c = x.dtype.type(INV_SQRT_2PI)
-    for i in range(out.shape[0]):
-        out[i] += (cdf[i] + x[i] * e[i] * c) * g[i]
+_silu_backward_serial, _silu_backward_parallel = serial_and_parallel(_silu_backward)
 
 
-@jit(parallel=True)
-def _gelu_backward_parallel(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None:
+def _gelu_backward(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None:
     c = x.dtype.type(INV_SQRT_2PI)
     for i in numba.prange(out.shape[0]):
         out[i] += (cdf[i] + x[i] * e[i] * c) * g[i]
 
 
-@jit()
-def _gelu_tanh_backward_serial(out: Array, x: Array, s: Array, g: Array) -> None:
-    one, two = x.dtype.type(1), x.dtype.type(2)
-    beta, kappa3 = x.dtype.type(SQRT_2_OVER_PI), x.dtype.type(3 * GELU_TANH_KAPPA)
-    for i in range(out.shape[0]):
-        xi, si = x[i], s[i]
-        d = si + two * xi * si * (one - si) * beta * (one + kappa3 * xi * xi)
-        out[i] += d * g[i]
+_gelu_backward_serial, _gelu_backward_parallel = serial_and_parallel(_gelu_backward)
 
 
-@jit(parallel=True)
-def _gelu_tanh_backward_parallel(out: Array, x: Array, s: Array, g: Array) -> None:
+def _gelu_tanh_backward(out: Array, x: Array, s: Array, g: Array) -> None:
     one, two = x.dtype.type(1), x.dtype.type(2)
     beta, kappa3 = x.dtype.type(SQRT_2_OVER_PI), x.dtype.type(3 * GELU_TANH_KAPPA)
     for i in numba.prange(out.shape[0]):
         xi, si = x[i], s[i]
         d = si + two * xi * si * (one - si) * beta * (one + kappa3 * xi * xi)
         out[i] += d * g[i]
+
+
+_gelu_tanh_backward_serial, _gelu_tanh_backward_parallel = serial_and_parallel(_gelu_tanh_backward)
 
 
 # ----- compiled forward kernels (1-D; out may be an input: element i is read first) -----
 
 
-@jit()
-def _sigmoid_from_exp_serial(out: Array, x: Array, e: Array) -> None:
-    zero, one = x.dtype.type(0), x.dtype.type(1)
-    for i in range(out.shape[0]):
-        ei = e[i]
-        r = one / (one + ei)
-        out[i] = r if x[i] >= zero else ei * r
-
-
-@jit(parallel=True)
-def _sigmoid_from_exp_parallel(out: Array, x: Array, e: Array) -> None:
+def _sigmoid_from_exp(out: Array, x: Array, e: Array) -> None:
     zero, one = x.dtype.type(0), x.dtype.type(1)
     for i in numba.prange(out.shape[0]):
         ei = e[i]
@@ -286,18 +208,10 @@ def _sigmoid_from_exp_parallel(out: Array, x: Array, e: Array) -> None:
         out[i] = r if x[i] >= zero else ei * r
 
 
-@jit()
-def _gelu_forward_serial(y: Array, cdf: Array, x: Array) -> None:
-    half, rsqrt2 = x.dtype.type(0.5), x.dtype.type(INV_SQRT_2)
-    for i in range(y.shape[0]):
-        xi = x[i]
-        c = half * x.dtype.type(math.erfc(-xi * rsqrt2))
-        cdf[i] = c
-        y[i] = xi * c
+_sigmoid_from_exp_serial, _sigmoid_from_exp_parallel = serial_and_parallel(_sigmoid_from_exp)
 
 
-@jit(parallel=True)
-def _gelu_forward_parallel(y: Array, cdf: Array, x: Array) -> None:
+def _gelu_forward(y: Array, cdf: Array, x: Array) -> None:
     half, rsqrt2 = x.dtype.type(0.5), x.dtype.type(INV_SQRT_2)
     for i in numba.prange(y.shape[0]):
         xi = x[i]
@@ -306,37 +220,20 @@ def _gelu_forward_parallel(y: Array, cdf: Array, x: Array) -> None:
         y[i] = xi * c
 
 
-@jit()
-def _gelu_tanh_inner_serial(u: Array, x: Array) -> None:
-    beta2, kappa = x.dtype.type(2 * SQRT_2_OVER_PI), x.dtype.type(GELU_TANH_KAPPA)
-    for i in range(u.shape[0]):
-        xi = x[i]
-        u[i] = beta2 * (xi + kappa * xi * xi * xi)
+_gelu_forward_serial, _gelu_forward_parallel = serial_and_parallel(_gelu_forward)
 
 
-@jit(parallel=True)
-def _gelu_tanh_inner_parallel(u: Array, x: Array) -> None:
+def _gelu_tanh_inner(u: Array, x: Array) -> None:
     beta2, kappa = x.dtype.type(2 * SQRT_2_OVER_PI), x.dtype.type(GELU_TANH_KAPPA)
     for i in numba.prange(u.shape[0]):
         xi = x[i]
         u[i] = beta2 * (xi + kappa * xi * xi * xi)
 
 
-@jit()
-def _softplus_finish_serial(y: Array, s: Array, beta: float, threshold: float, x: Array, e: Array, l: Array) -> None:
-    zero, one = x.dtype.type(0), x.dtype.type(1)
-    b, thr = x.dtype.type(beta), x.dtype.type(threshold)
-    for i in range(y.shape[0]):
-        xi, ei, li = x[i], e[i], l[i]
-        z = b * xi
-        linear = z > thr
-        r = one / (one + ei)
-        y[i] = xi if linear else (li + max(z, zero)) / b
-        s[i] = one if linear else (r if z >= zero else ei * r)
+_gelu_tanh_inner_serial, _gelu_tanh_inner_parallel = serial_and_parallel(_gelu_tanh_inner)
 
 
-@jit(parallel=True)
-def _softplus_finish_parallel(y: Array, s: Array, beta: float, threshold: float, x: Array, e: Array, l: Array) -> None:
+def _softplus_finish(y: Array, s: Array, beta: float, threshold: float, x: Array, e: Array, l: Array) -> None:
     zero, one = x.dtype.type(0), x.dtype.type(1)
     b, thr = x.dtype.type(beta), x.dtype.type(threshold)
     for i in numba.prange(y.shape[0]):
@@ -348,35 +245,28 @@ def _softplus_finish_parallel(y: Array, s: Array, beta: float, threshold: float,
         s[i] = one if linear else (r if z >= zero else ei * r)
 
 
+_softplus_finish_serial, _softplus_finish_parallel = serial_and_parallel(_softplus_finish)
+
+
 # ----- helpers ---------------------------------------------------------------------------
 
 
-@jit()
-def _erf_serial(out: Array, x: Array, complement: bool) -> None:
-    for i in range(out.shape[0]):
-        out[i] = math.erfc(x[i]) if complement else math.erf(x[i])
-
-
-@jit(parallel=True)
-def _erf_parallel(out: Array, x: Array, complement: bool) -> None:
+def _erf(out: Array, x: Array, complement: bool) -> None:
     for i in numba.prange(out.shape[0]):
         out[i] = math.erfc(x[i]) if complement else math.erf(x[i])
 
 
-@jit()
-def _relu_serial(out: Array, x: Array) -> None:
+_erf_serial, _erf_parallel = serial_and_parallel(_erf)
+
+
+def _relu(out: Array, x: Array) -> None:
     zero = x.dtype.type(0)
-    for i in range(out.shape[0]):
+    for i in numba.prange(out.shape[0]):
         xi = x[i]
         out[i] = zero if xi <= zero else xi  # NaN > 0 and NaN <= 0 are both false: NaN stays
 
 
-@jit(parallel=True)
-def _relu_parallel(out: Array, x: Array) -> None:
-    zero = x.dtype.type(0)
-    for i in numba.prange(out.shape[0]):
-        xi = x[i]
-        out[i] = zero if xi <= zero else xi
+_relu_serial, _relu_parallel = serial_and_parallel(_relu)
 
 
 RELU_KERNEL_MIN = 2048
@@ -565,10 +455,10 @@ def addmul_scaled(out: Array, alpha: float, a: Array, b: Array) -> None:
         ValueError: ``out`` is read-only.
     """
     _check_out("addmul_scaled", out)
-    _addmul_scaled("addmul_scaled", out, alpha, a, b)
+    _addmul_scaled_for("addmul_scaled", out, alpha, a, b)
 
 
-def _addmul_scaled(op: str, out: Array, alpha: float, a: Array, b: Array) -> None:
+def _addmul_scaled_for(op: str, out: Array, alpha: float, a: Array, b: Array) -> None:
     if _fast(out, a, b):
         o, a1, b1 = _flat(out), _flat(a), _flat(b)
         (_addmul_scaled_parallel if _big(o.shape[0]) else _addmul_scaled_serial)(o, float(alpha), a1, b1)
@@ -618,7 +508,7 @@ def square_backward(out: Array, x: Array, g: Array) -> None:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
     _check_out("square_backward", out)
-    _addmul_scaled("square_backward", out, 2.0, x, g)
+    _addmul_scaled_for("square_backward", out, 2.0, x, g)
 
 
 def pow_backward(out: Array, x: Array, g: Array, p: float) -> None:
@@ -636,7 +526,7 @@ def pow_backward(out: Array, x: Array, g: Array, p: float) -> None:
             t = np.power(x, p - 1.0)
     else:
         t = np.power(x, p - 1.0)
-    _addmul_scaled("pow_backward", out, p, t, g)
+    _addmul_scaled_for("pow_backward", out, p, t, g)
 
 
 def cos_backward(out: Array, x: Array, g: Array) -> None:
@@ -647,7 +537,7 @@ def cos_backward(out: Array, x: Array, g: Array) -> None:
     """
     _check_out("cos_backward", out)
     _check_operands("cos_backward", out, x, g)
-    _addmul_scaled("cos_backward", out, -1.0, np.sin(x), g)
+    _addmul_scaled_for("cos_backward", out, -1.0, np.sin(x), g)
 
 
 def tanh_backward(out: Array, y: Array, g: Array) -> None:

@@ -103,7 +103,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels import blas as _blas
-from gradtape.devices.kernels._jit import REASSOC, jit
+from gradtape.devices.kernels._jit import REASSOC, jit, serial_and_parallel
 
 __all__ = [
     "CHUNK_BYTES",
@@ -304,31 +304,7 @@ def _im2col_task(
                     dst[j] = src[j * sw + off]
 
 
-@jit()
-def _im2col_serial(
-    xf: Array,
-    cols: Array,
-    n0: int,
-    nb: int,
-    h: int,
-    width: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
-    for r in range(cols.shape[0]):
-        _im2col_task(r, xf, cols, n0, nb, h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
-
-
-@jit(parallel=True)
-def _im2col_parallel(
+def _im2col(
     xf: Array,
     cols: Array,
     n0: int,
@@ -348,6 +324,9 @@ def _im2col_parallel(
 ) -> None:
     for r in numba.prange(cols.shape[0]):
         _im2col_task(r, xf, cols, n0, nb, h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+
+
+_im2col_serial, _im2col_parallel = serial_and_parallel(_im2col)
 
 
 @jit()
@@ -397,29 +376,7 @@ def _col2im_task(
                     dst[j * sw + off] += src[j]
 
 
-@jit()
-def _col2im_serial(
-    dcols: Array,
-    gx: Array,
-    n0: int,
-    nb: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
-    for p in range(nb * gx.shape[1]):
-        _col2im_task(p, dcols, gx, n0, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
-
-
-@jit(parallel=True)
-def _col2im_parallel(
+def _col2im(
     dcols: Array,
     gx: Array,
     n0: int,
@@ -437,6 +394,9 @@ def _col2im_parallel(
 ) -> None:
     for p in numba.prange(nb * gx.shape[1]):
         _col2im_task(p, dcols, gx, n0, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+
+
+_col2im_serial, _col2im_parallel = serial_and_parallel(_col2im)
 
 
 # ----- direct numba kernels --------------------------------------------------------------
@@ -511,22 +471,15 @@ def _fwd_task(
                             b[i] += wv * xs[i * sw]
 
 
-@jit()
-def _fwd_serial(
-    xf: Array, w2: Array, acc: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
-    og = acc.shape[1] // groups
-    for t in range(acc.shape[0] * groups * ((og + 3) // 4)):
-        _fwd_task(t, xf, w2, acc, offs, nr, ln, rs_in, rs_out, sw, groups)
-
-
-@jit(parallel=True)
-def _fwd_parallel(
+def _fwd(
     xf: Array, w2: Array, acc: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
 ) -> None:
     og = acc.shape[1] // groups
     for t in numba.prange(acc.shape[0] * groups * ((og + 3) // 4)):
         _fwd_task(t, xf, w2, acc, offs, nr, ln, rs_in, rs_out, sw, groups)
+
+
+_fwd_serial, _fwd_parallel = serial_and_parallel(_fwd)
 
 
 @jit()
@@ -590,22 +543,15 @@ def _bwd_input_task(
                             y[i * sw] += wv * gs[i]
 
 
-@jit()
-def _bwd_input_serial(
-    gf: Array, w2: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
-    cg = w2.shape[1]
-    for t in range(gxf.shape[0] * groups * ((cg + 3) // 4)):
-        _bwd_input_task(t, gf, w2, gxf, offs, nr, ln, rs_in, rs_out, sw, groups)
-
-
-@jit(parallel=True)
-def _bwd_input_parallel(
+def _bwd_input(
     gf: Array, w2: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
 ) -> None:
     cg = w2.shape[1]
     for t in numba.prange(gxf.shape[0] * groups * ((cg + 3) // 4)):
         _bwd_input_task(t, gf, w2, gxf, offs, nr, ln, rs_in, rs_out, sw, groups)
+
+
+_bwd_input_serial, _bwd_input_parallel = serial_and_parallel(_bwd_input)
 
 
 @jit()
@@ -645,20 +591,14 @@ def _bwd_weight_task(
         gw2[o, c, k] = tmp[k].sum()
 
 
-@jit()
-def _bwd_weight_serial(
-    xf: Array, gf: Array, gw2: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
-    for p in range(gw2.shape[0] * gw2.shape[1]):
-        _bwd_weight_task(p, xf, gf, gw2, offs, nr, ln, rs_in, rs_out, sw, groups)
-
-
-@jit(parallel=True)
-def _bwd_weight_parallel(
+def _bwd_weight(
     xf: Array, gf: Array, gw2: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
 ) -> None:
     for p in numba.prange(gw2.shape[0] * gw2.shape[1]):
         _bwd_weight_task(p, xf, gf, gw2, offs, nr, ln, rs_in, rs_out, sw, groups)
+
+
+_bwd_weight_serial, _bwd_weight_parallel = serial_and_parallel(_bwd_weight)
 
 
 # ----- public entry points ---------------------------------------------------------------
@@ -909,16 +849,12 @@ def _bias_grad_task(o: int, g: Array) -> float:
     return acc
 
 
-@jit()
-def _bias_grad_serial(g: Array, out: Array) -> None:
-    for o in range(g.shape[1]):
-        out[o] = _bias_grad_task(o, g)
-
-
-@jit(parallel=True)
-def _bias_grad_parallel(g: Array, out: Array) -> None:
+def _bias_grad(g: Array, out: Array) -> None:
     for o in numba.prange(g.shape[1]):
         out[o] = _bias_grad_task(o, g)
+
+
+_bias_grad_serial, _bias_grad_parallel = serial_and_parallel(_bias_grad)
 
 
 def bias_grad(g: Array) -> Array:
@@ -957,7 +893,7 @@ def im2col(
     return cols
 
 
-def _col2im(
+def _col2im_chunk(
     dcols: Array, gx: Array, n0: int, nb: int, k: Pair, stride: Pair, pads: Pads, dilation: Pair, out_hw: Pair
 ) -> None:
     """Write samples ``n0 .. n0+nb`` of the input gradient ``gx (N, C, H, W)`` (C-contiguous,
@@ -1122,7 +1058,7 @@ def backward(
                 _blas.matmul(w3t[0], gt3[0], out=dc[0])
             else:
                 _blas.matmul(w3t, gt3, out=dc)
-            _col2im(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
+            _col2im_chunk(dc.reshape(rows, m * p), gx, n0, m, (kh, kw), stride, pads, dilation, (oh, ow))  # type: ignore[arg-type]
     if w_im:
         gw = np.ascontiguousarray(gwt.T).reshape(w.shape) if per_sample else gw3.reshape(w.shape)
     return gx, gw

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.errors import DTypeError, ShapeError
 
 __all__ = ["PARALLEL_THRESHOLD", "addmul", "axpy", "copy", "fill", "relu_backward", "relu_grad", "sum_rows"]
@@ -35,58 +35,39 @@ PARALLEL_THRESHOLD = 1 << 20
 # ----- compiled kernels (1-D; the wrappers flatten contiguous arrays) --------------------
 
 
-@jit()
-def _addmul_serial(out: Array, a: Array, b: Array) -> None:
-    for i in range(out.shape[0]):
-        out[i] += a[i] * b[i]
-
-
-@jit(parallel=True)
-def _addmul_parallel(out: Array, a: Array, b: Array) -> None:
+def _addmul(out: Array, a: Array, b: Array) -> None:
     for i in numba.prange(out.shape[0]):
         out[i] += a[i] * b[i]
 
 
-@jit()
-def _axpy_serial(out: Array, alpha: float, x: Array) -> None:
+_addmul_serial, _addmul_parallel = serial_and_parallel(_addmul)
+
+
+def _axpy(out: Array, alpha: float, x: Array) -> None:
     a = out.dtype.type(alpha)  # float32 arithmetic for float32 arrays
-    for i in range(out.shape[0]):
-        out[i] += a * x[i]
-
-
-@jit(parallel=True)
-def _axpy_parallel(out: Array, alpha: float, x: Array) -> None:
-    a = out.dtype.type(alpha)
     for i in numba.prange(out.shape[0]):
         out[i] += a * x[i]
 
 
-@jit()
-def _relu_backward_serial(out: Array, x: Array, g: Array) -> None:
+_axpy_serial, _axpy_parallel = serial_and_parallel(_axpy)
+
+
+def _relu_backward(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
-    for i in range(out.shape[0]):
+    for i in numba.prange(out.shape[0]):
         out[i] += g[i] if x[i] > zero else zero  # a select, not a branch: it vectorizes
 
 
-@jit(parallel=True)
-def _relu_backward_parallel(out: Array, x: Array, g: Array) -> None:
-    zero = x.dtype.type(0)
-    for i in numba.prange(out.shape[0]):
-        out[i] += g[i] if x[i] > zero else zero
+_relu_backward_serial, _relu_backward_parallel = serial_and_parallel(_relu_backward)
 
 
-@jit()
-def _relu_grad_serial(out: Array, x: Array, g: Array) -> None:
-    zero = x.dtype.type(0)
-    for i in range(out.shape[0]):
-        out[i] = g[i] if x[i] > zero else zero
-
-
-@jit(parallel=True)
-def _relu_grad_parallel(out: Array, x: Array, g: Array) -> None:
+def _relu_grad(out: Array, x: Array, g: Array) -> None:
     zero = x.dtype.type(0)
     for i in numba.prange(out.shape[0]):
         out[i] = g[i] if x[i] > zero else zero
+
+
+_relu_grad_serial, _relu_grad_parallel = serial_and_parallel(_relu_grad)
 
 
 @jit()
@@ -100,16 +81,12 @@ def _sum_rows_serial(out: Array, x: Array) -> None:
             out[j] += xi[j]
 
 
-@jit()
-def _adddiv_serial(out: Array, a: Array, b: Array) -> None:
-    for i in range(out.shape[0]):
-        out[i] += a[i] / b[i]
-
-
-@jit(parallel=True)
-def _adddiv_parallel(out: Array, a: Array, b: Array) -> None:
+def _adddiv(out: Array, a: Array, b: Array) -> None:
     for i in numba.prange(out.shape[0]):
         out[i] += a[i] / b[i]
+
+
+_adddiv_serial, _adddiv_parallel = serial_and_parallel(_adddiv)
 
 
 # ----- validation ------------------------------------------------------------------------

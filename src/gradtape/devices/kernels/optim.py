@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import serial_and_parallel
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast_same, _flat
 from gradtape.errors import DTypeError, ShapeError
 
@@ -32,32 +32,7 @@ Array = np.ndarray[Any, Any]
 # ----- SGD (Sutskever et al. 2013 momentum / Nesterov, PyTorch's formulation) -------------
 
 
-@jit()
-def _sgd_serial(
-    p: Array,
-    g: Array,
-    buf: Array,
-    lr: float,
-    wd: float,
-    mom: float,
-    damp: float,
-    nesterov: bool,
-    first: bool,
-    use_buf: bool,
-) -> None:
-    t = p.dtype.type
-    lr_, wd_, mom_, keep = t(lr), t(wd), t(mom), t(1) - t(damp)
-    for i in range(p.shape[0]):
-        d = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
-        if use_buf:
-            b = d if first else mom_ * buf[i] + keep * d
-            buf[i] = b
-            d = d + mom_ * b if nesterov else b
-        p[i] -= lr_ * d
-
-
-@jit(parallel=True)
-def _sgd_parallel(
+def _sgd(
     p: Array,
     g: Array,
     buf: Array,
@@ -78,46 +53,15 @@ def _sgd_parallel(
             buf[i] = b
             d = d + mom_ * b if nesterov else b
         p[i] -= lr_ * d
+
+
+_sgd_serial, _sgd_parallel = serial_and_parallel(_sgd)
 
 
 # ----- Adam / AdamW (Kingma & Ba 2015; Loshchilov & Hutter 2019) ---------------------------
 
 
-@jit()
-def _adam_serial(
-    p: Array,
-    g: Array,
-    m: Array,
-    v: Array,
-    vmax: Array,
-    step_size: float,
-    b1: float,
-    b2: float,
-    eps: float,
-    wd: float,
-    decay: float,
-    bc2_sqrt: float,
-    amsgrad: bool,
-) -> None:
-    t = p.dtype.type
-    one = t(1)
-    a1, b2_, a2, eps_, wd_, decay_ = one - t(b1), t(b2), one - t(b2), t(eps), t(wd), t(decay)
-    ss, bc = t(step_size), t(bc2_sqrt)
-    for i in range(p.shape[0]):
-        x = p[i] * decay_
-        gi = g[i] + wd_ * x if wd_ != 0 else g[i]
-        mi = m[i] + a1 * (gi - m[i])
-        vi = b2_ * v[i] + a2 * gi * gi
-        m[i] = mi
-        v[i] = vi
-        if amsgrad:
-            vi = max(vmax[i], vi)
-            vmax[i] = vi
-        p[i] = x - ss * (mi / (np.sqrt(vi) / bc + eps_))
-
-
-@jit(parallel=True)
-def _adam_parallel(
+def _adam(
     p: Array,
     g: Array,
     m: Array,
@@ -147,45 +91,15 @@ def _adam_parallel(
             vi = max(vmax[i], vi)
             vmax[i] = vi
         p[i] = x - ss * (mi / (np.sqrt(vi) / bc + eps_))
+
+
+_adam_serial, _adam_parallel = serial_and_parallel(_adam)
 
 
 # ----- RMSprop (Hinton, Neural Networks for Machine Learning, lecture 6e) ----------------
 
 
-@jit()
-def _rmsprop_serial(
-    p: Array,
-    g: Array,
-    sq: Array,
-    gavg: Array,
-    buf: Array,
-    lr: float,
-    alpha: float,
-    eps: float,
-    wd: float,
-    mom: float,
-    centered: bool,
-    use_buf: bool,
-) -> None:
-    t = p.dtype.type
-    al, a1, eps_, wd_, mom_, lr_ = t(alpha), t(1) - t(alpha), t(eps), t(wd), t(mom), t(lr)
-    for i in range(p.shape[0]):
-        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]  # no 0 * inf = nan without decay
-        s = al * sq[i] + a1 * gi * gi
-        sq[i] = s
-        if centered:
-            ga = gavg[i] + a1 * (gi - gavg[i])
-            gavg[i] = ga
-            s = s - ga * ga
-        q = gi / (np.sqrt(s) + eps_)
-        if use_buf:
-            q = mom_ * buf[i] + q
-            buf[i] = q
-        p[i] -= lr_ * q
-
-
-@jit(parallel=True)
-def _rmsprop_parallel(
+def _rmsprop(
     p: Array,
     g: Array,
     sq: Array,
@@ -214,6 +128,9 @@ def _rmsprop_parallel(
             q = mom_ * buf[i] + q
             buf[i] = q
         p[i] -= lr_ * q
+
+
+_rmsprop_serial, _rmsprop_parallel = serial_and_parallel(_rmsprop)
 
 
 # ----- validation ------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import jit, serial_and_parallel
 
 __all__ = [
     "PARALLEL_WORK",
@@ -109,20 +109,16 @@ def _max2x2_plane(p: int, x: Array, out: Array, idx: Array, sign: Any) -> None:
             ix[ow] = bi
 
 
-@jit()
 def _max2x2(x: Array, out: Array, idx: Array, sign: Any) -> None:
     """:func:`_max2x2_plane` over every plane in one compiled loop: 8x8 planes cost more in
-    Python calls and loop set-up than in comparisons."""
-    for p in range(x.shape[0]):
-        _max2x2_plane(p, x, out, idx, sign)
-
-
-@jit(parallel=True)
-def _max2x2_parallel(x: Array, out: Array, idx: Array, sign: Any) -> None:
-    """:func:`_max2x2` with the planes split over threads (a conv block's (32, 64, 32, 32)
-    activations: 2.4 ms through the general kernel)."""
+    Python calls and loop set-up than in comparisons. The parallel variant splits the planes
+    over threads (a conv block's (32, 64, 32, 32) activations: 2.4 ms through the general
+    kernel)."""
     for p in numba.prange(x.shape[0]):
         _max2x2_plane(p, x, out, idx, sign)
+
+
+_max2x2_serial, _max2x2_parallel = serial_and_parallel(_max2x2)
 
 
 @jit()
@@ -144,16 +140,12 @@ def _max2x2_values_plane(p: int, x: Array, out: Array, sign: Any) -> None:
             o[ow] = sign * best
 
 
-@jit()
 def _max2x2_values(x: Array, out: Array, sign: Any) -> None:
-    for p in range(x.shape[0]):
-        _max2x2_values_plane(p, x, out, sign)
-
-
-@jit(parallel=True)
-def _max2x2_values_parallel(x: Array, out: Array, sign: Any) -> None:
     for p in numba.prange(x.shape[0]):
         _max2x2_values_plane(p, x, out, sign)
+
+
+_max2x2_values_serial, _max2x2_values_parallel = serial_and_parallel(_max2x2_values)
 
 
 @jit()
@@ -204,34 +196,23 @@ def _max2x2_values_pairs(x: Array, out: Array, sign: Any) -> None:
             out[r, ow] = sign * best
 
 
-@jit()
-def _maxmin_serial(
-    x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
-) -> None:
-    for p in range(x.shape[0]):
-        _maxmin_plane(p, x, out, idx, kh, kw, sh, sw, ph, pw, is_min)
-
-
-@jit(parallel=True)
-def _maxmin_parallel(
+def _maxmin(
     x: Array, out: Array, idx: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, is_min: bool
 ) -> None:
     for p in numba.prange(x.shape[0]):
         _maxmin_plane(p, x, out, idx, kh, kw, sh, sw, ph, pw, is_min)
 
 
-@jit()
-def _scatter_serial(gx: Array, g: Array, idx: Array) -> None:
-    for p in range(gx.shape[0]):
-        for i in range(g.shape[1]):
-            gx[p, idx[p, i]] += g[p, i]
+_maxmin_serial, _maxmin_parallel = serial_and_parallel(_maxmin)
 
 
-@jit(parallel=True)
-def _scatter_parallel(gx: Array, g: Array, idx: Array) -> None:
+def _scatter(gx: Array, g: Array, idx: Array) -> None:
     for p in numba.prange(gx.shape[0]):
         for i in range(g.shape[1]):
             gx[p, idx[p, i]] += g[p, i]
+
+
+_scatter_serial, _scatter_parallel = serial_and_parallel(_scatter)
 
 
 # ----- average pooling -------------------------------------------------------------------
@@ -266,16 +247,12 @@ def _avg_plane(
                 out[p, oh, ow] = s / div
 
 
-@jit()
-def _avg_serial(x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool) -> None:
-    for p in range(x.shape[0]):
-        _avg_plane(p, x, out, kh, kw, sh, sw, ph, pw, backward)
-
-
-@jit(parallel=True)
-def _avg_parallel(x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool) -> None:
+def _avg(x: Array, out: Array, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, backward: bool) -> None:
     for p in numba.prange(x.shape[0]):
         _avg_plane(p, x, out, kh, kw, sh, sw, ph, pw, backward)
+
+
+_avg_serial, _avg_parallel = serial_and_parallel(_avg)
 
 
 # ----- nearest / bilinear resampling -------------------------------------------------------
@@ -314,26 +291,7 @@ def _bilinear_plane(
                 yp[oh, ow] = la0 * (lb0 * xp[a0, b0] + lb1 * xp[a0, b1]) + la1 * (lb0 * xp[a1, b0] + lb1 * xp[a1, b1])
 
 
-@jit()
-def _bilinear_serial(
-    x: Array,
-    y: Array,
-    h0: Array,
-    h1: Array,
-    lh0: Array,
-    lh1: Array,
-    w0: Array,
-    w1: Array,
-    lw0: Array,
-    lw1: Array,
-    b: bool,
-) -> None:
-    for p in range(x.shape[0]):
-        _bilinear_plane(p, x, y, h0, h1, lh0, lh1, w0, w1, lw0, lw1, b)
-
-
-@jit(parallel=True)
-def _bilinear_parallel(
+def _bilinear(
     x: Array,
     y: Array,
     h0: Array,
@@ -350,20 +308,17 @@ def _bilinear_parallel(
         _bilinear_plane(p, x, y, h0, h1, lh0, lh1, w0, w1, lw0, lw1, b)
 
 
-@jit()
-def _nearest_serial(gx: Array, g: Array, ih: Array, iw: Array) -> None:
-    for p in range(gx.shape[0]):
-        for oh in range(g.shape[1]):
-            for ow in range(g.shape[2]):
-                gx[p, ih[oh], iw[ow]] += g[p, oh, ow]
+_bilinear_serial, _bilinear_parallel = serial_and_parallel(_bilinear)
 
 
-@jit(parallel=True)
-def _nearest_parallel(gx: Array, g: Array, ih: Array, iw: Array) -> None:
+def _nearest(gx: Array, g: Array, ih: Array, iw: Array) -> None:
     for p in numba.prange(gx.shape[0]):
         for oh in range(g.shape[1]):
             for ow in range(g.shape[2]):
                 gx[p, ih[oh], iw[ow]] += g[p, oh, ow]
+
+
+_nearest_serial, _nearest_parallel = serial_and_parallel(_nearest)
 
 
 # ----- wrappers (arrays are (P, H, W) planes; callers reshape NCHW tensors) -----------------
@@ -395,14 +350,14 @@ def pool_maxmin(
         if pairs:
             _max2x2_values_pairs(x3, out2, sign)
         else:
-            (_max2x2_values_parallel if big else _max2x2_values)(_c(x), out, sign)
+            (_max2x2_values_parallel if big else _max2x2_values_serial)(_c(x), out, sign)
         return out, None
     idx = np.empty((p, *out_hw), np.int32)
     if pairs:
         _max2x2_pairs(x3, out2, idx.reshape(p * out_hw[0], out_hw[1]), sign, out_hw[0])
         return out, idx
     if two:
-        (_max2x2_parallel if big else _max2x2)(_c(x), out, idx, sign)
+        (_max2x2_parallel if big else _max2x2_serial)(_c(x), out, idx, sign)
         return out, idx
     kernel = _maxmin_parallel if big else _maxmin_serial
     kernel(_c(x), out, idx, k[0], k[1], stride[0], stride[1], padding[0], padding[1], is_min)

@@ -40,7 +40,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from gradtape.devices.kernels._jit import REASSOC, jit
+from gradtape.devices.kernels._jit import REASSOC, jit, serial_and_parallel
 
 __all__ = ["CHUNK", "PARALLEL_THRESHOLD", "scan_backward", "scan_forward"]
 
@@ -167,19 +167,7 @@ def _fwd_item(
         y[bi, t, d0:d1] = acc
 
 
-@jit()
-def _scan_forward_serial(
-    y: Array, hs: Array, x: Array, dt: Array, at: Array, b: Array, c: Array, dd: Array, k: int, grp: int
-) -> None:
-    nb, nd = x.shape[0], x.shape[2]
-    ng = (nd + grp - 1) // grp
-    for w in range(nb * ng):
-        bi, gi = w // ng, w % ng
-        _fwd_item(y, hs, x, dt, at, b, c, dd, bi, gi * grp, min(nd, gi * grp + grp), k)
-
-
-@jit(parallel=True)
-def _scan_forward_parallel(
+def _scan_forward(
     y: Array, hs: Array, x: Array, dt: Array, at: Array, b: Array, c: Array, dd: Array, k: int, grp: int
 ) -> None:
     nb, nd = x.shape[0], x.shape[2]
@@ -187,6 +175,9 @@ def _scan_forward_parallel(
     for w in numba.prange(nb * ng):
         bi, gi = w // ng, w % ng
         _fwd_item(y, hs, x, dt, at, b, c, dd, bi, gi * grp, min(nd, gi * grp + grp), k)
+
+
+_scan_forward_serial, _scan_forward_parallel = serial_and_parallel(_scan_forward)
 
 
 @jit(fastmath=REASSOC)
@@ -292,35 +283,7 @@ def _bwd_item(
             gdd[bi, d0 + j] += gddl[j]
 
 
-@jit()
-def _scan_backward_serial(
-    gx: Array,
-    gdt: Array,
-    ga: Array,
-    gb: Array,
-    gc: Array,
-    gdd: Array,
-    gy: Array,
-    hs: Array,
-    x: Array,
-    dt: Array,
-    at: Array,
-    b: Array,
-    c: Array,
-    dd: Array,
-    k: int,
-    grp: int,
-) -> None:
-    nb, nd = x.shape[0], x.shape[2]
-    ng = (nd + grp - 1) // grp
-    for w in range(nb * ng):
-        bi, gi = w // ng, w % ng
-        d0 = gi * grp
-        _bwd_item(gx, gdt, ga, gb, gc, gdd, gy, hs, x, dt, at, b, c, dd, bi, gi, d0, min(nd, d0 + grp), k)
-
-
-@jit(parallel=True)
-def _scan_backward_parallel(
+def _scan_backward(
     gx: Array,
     gdt: Array,
     ga: Array,
@@ -344,6 +307,9 @@ def _scan_backward_parallel(
         bi, gi = w // ng, w % ng
         d0 = gi * grp
         _bwd_item(gx, gdt, ga, gb, gc, gdd, gy, hs, x, dt, at, b, c, dd, bi, gi, d0, min(nd, d0 + grp), k)
+
+
+_scan_backward_serial, _scan_backward_parallel = serial_and_parallel(_scan_backward)
 
 
 def _groups(nb: int, nd: int) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import _F32, _F64, PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
 from gradtape.errors import DTypeError, ShapeError
 
@@ -55,16 +55,12 @@ def _row_backward(outr: Array, yr: Array, gr: Array) -> None:
         outr[j] += yr[j] * (gr[j] - dot)
 
 
-@jit()
-def _softmax_backward_serial(out: Array, y: Array, g: Array) -> None:
-    for r in range(out.shape[0]):
-        _row_backward(out[r], y[r], g[r])
-
-
-@jit(parallel=True)
-def _softmax_backward_parallel(out: Array, y: Array, g: Array) -> None:
+def _softmax_backward(out: Array, y: Array, g: Array) -> None:
     for r in numba.prange(out.shape[0]):
         _row_backward(out[r], y[r], g[r])
+
+
+_softmax_backward_serial, _softmax_backward_parallel = serial_and_parallel(_softmax_backward)
 
 
 def softmax_backward(out: Array, y: Array, g: Array, axis: int = -1) -> None:
