@@ -135,7 +135,7 @@ def refuse_non_float(a: Tensor[Any, Any], op: str | None = None) -> None:
     float_data(op, a, arg)
 
 
-_HELPERS = frozenset({"record_entry", "record_unary", "record_binary", "tensor_operand", "refuse_non_float"})
+_HELPERS = frozenset({"record_entry", "record_unary", "tensor_operand", "refuse_non_float"})
 
 
 def int_indices(op: str, indices: object, context: str, what: str = "indices") -> Array:

@@ -119,7 +119,7 @@ def number(op: str, name: str, v: object) -> float:
     """
     if v.__class__ is float:
         return v
-    if isinstance(v, SCALARS) and not isinstance(v, np.complexfloating):
+    if isinstance(v, SCALARS):  # complex numbers are not among them
         return float(v)
     raise TypeError(f"{op}: {name} must be a real number (int or float), got {type(v).__name__}")
 
@@ -232,13 +232,14 @@ def _backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
         grads._fused_args(i, kernel, decl.fresh, s, g, kargs)
         return
     d = decl.derivative(NUMPY, s, *params)
-    if d is s or d.__class__ is not np.ndarray or d.dtype != g.dtype or d.base is not None:
-        if d is s and d.__class__ is np.ndarray:  # f' = y (exp): one fused pass, s kept intact
-            grads._fused(i, _k.addmul, np.multiply, s, g)
-        else:
-            grads._accum(i, np.multiply(g, d, dtype=g.dtype))
-    else:  # a fresh array of g's dtype: the product may overwrite it
+    if d.__class__ is not np.ndarray:  # a number, or a numpy scalar of a 0-d input
+        grads._accum(i, np.multiply(g, d, dtype=g.dtype))
+    elif d is s:  # f' = y (exp): one fused pass, s kept intact
+        grads._fused(i, _k.addmul, np.multiply, s, g)
+    elif d.dtype == g.dtype and d.base is None:  # a fresh array of g's dtype: the product may overwrite it
         grads._addmul_scratch(i, d, g)
+    else:
+        grads._accum(i, np.multiply(g, d, dtype=g.dtype))
 
 
 # ----- the second rule: g * f'(s) in gradtape ops --------------------------------------------
@@ -406,7 +407,8 @@ class _Numpy:
     @staticmethod
     def softplus(x: Array) -> Array:
         """``log(1 + exp(x))`` as gradtape's ``softplus`` with its defaults."""
-        return np.asarray(ELEMENTWISE["softplus"].forward(x, 1.0, 20.0)[0])
+        decl = ELEMENTWISE["softplus"]
+        return np.asarray(decl.forward(x, *decl.defaults)[0])
 
     @staticmethod
     def erfc(x: Array) -> Array:
