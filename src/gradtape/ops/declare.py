@@ -39,6 +39,7 @@ formula, float32, bad input), and README's list of ops with second rules comes f
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
@@ -210,7 +211,7 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
     lines.append(f"    return _record(a, y, _backward, _decl, {decl.uses}, params, kargs)")
     exec(compile("\n".join(lines), f"<declared op {name}>", "exec"), ns)
     fn: Callable[..., Any] = ns[name]
-    fn.__doc__ = forward.__doc__
+    fn.__doc__ = (forward.__doc__ or "").rstrip() + _contract(decl)
     fn.__module__ = forward.__module__
     fn.__qualname__ = forward.__qualname__
     notes = {"a": "Tensor[S, T]"}
@@ -218,6 +219,19 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
     notes["return"] = "Tensor[S, T]"
     fn.__annotations__ = notes
     return fn
+
+
+def _contract(decl: Elementwise) -> str:
+    """What every declared op promises, appended to its docstring from the declaration."""
+    params = ""
+    if decl.params:
+        names = ", ".join(f"``{p}``" for p in decl.params)
+        params = f"; {names} not a real number raises ``TypeError`` naming the op"
+    text = (
+        "Shape and dtype: ``Tensor[S, T] -> Tensor[S, T]``, ``a``'s shape and dtype, float32 or "
+        f"float64 (float32 stays float32). An integer or bool ``a`` raises ``DTypeError`` naming the op{params}."
+    )
+    return "\n\n" + textwrap.fill(text, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
 
 
 # ----- the first rule: grad_x += f'(s) * g on arrays ---------------------------------------
