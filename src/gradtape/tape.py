@@ -78,6 +78,7 @@ __all__ = [
     "next_id",
     "op_tape",
     "owned_tape",
+    "record",
     "seed_array",
 ]
 
@@ -938,11 +939,75 @@ def attach_diff(
     closure._gradtape_diff = (outputs, rule)
 
 
+Rebuild: TypeAlias = "Callable[[int, Array], Tensor[Any, Any]]"
+"""``rebuild(id, array) -> tensor``: an array the forward saved, as the tensor it stands for on
+the tape being differentiated (same id), so a second rule can differentiate through it."""
+
+
+def record(
+    tape: Tape,
+    outputs: Tensor[Any, Any] | Sequence[Tensor[Any, Any]],
+    backward: Callable[[Gradients, Any], None],
+    differentiable: Callable[[Any, Rebuild], list[tuple[int, Any]]] | None,
+) -> None:
+    """Record an op on ``tape``: the one way a gradtape op that is not declared
+    (:mod:`gradtape.ops.declare`) records its backward, first rule and second rule together.
+
+    One output ``out`` (a tensor): ``backward(grads, g)`` accumulates the inputs' gradients
+    from ``g``, the output's gradient as an array (taken out of the store by the backward loop;
+    the rule does not run when the output got none). ``differentiable(g, rebuild)`` is the same
+    derivative in gradtape ops: from ``g``, the output's gradient as a tensor, it returns
+    ``[(input id, gradient tensor), ...]``; ``rebuild(id, array)`` turns an array the forward
+    saved back into the tensor it stands for, so the result can be differentiated again.
+
+    Several outputs (a sequence of tensors, as ``split_heads``, ``autograd.Function``):
+    ``backward(grads, gs)`` gets one array or ``None`` per output and runs when any got one;
+    ``differentiable(gs, rebuild)`` gets one gradient tensor per output (zeros for an output
+    that got none).
+
+    ``differentiable=None`` records an op with a first rule only: backward runs, and
+    differentiating it again (``create_graph=True``) raises :class:`~gradtape.errors.TapeError`
+    naming the op, never a silently missing term.
+
+    The entry (see ``_Entry``): one output, ``(out.id, _op_backward, backward, differentiable)``;
+    several, ``(time, _run_closure, run, (outputs' (id, shape, dtype), differentiable))``. The
+    hot ops record their own entries with module-level rules instead of closures (the same
+    format; their second rules registered with :func:`register_diff`).
+    """
+    if isinstance(outputs, (list, tuple)):
+        metas = [(o.id, o.shape, o.data.dtype) for o in outputs]
+
+        def run(grads: Gradients) -> None:
+            gs = [grads._release(i) for i, _, _ in metas]
+            if any(g is not None for g in gs):
+                backward(grads, gs)
+
+        run.__qualname__ = getattr(backward, "__qualname__", "run")
+        tape._record((next_id(), _run_closure, run, (metas, differentiable)))
+    else:
+        out: Any = outputs
+        tape._record((out.id, _op_backward, backward, differentiable))
+
+
+def _op_backward(grads: Gradients, g: Array, entry: _Entry) -> None:
+    """The first rule of a :func:`record` entry ``(out.id, _op_backward, backward, differentiable)``."""
+    entry[2](grads, g)
+
+
+def _d_op(g: Tensor[Any, Any], entry: _Entry, rebuild: Rebuild) -> list[tuple[int, Tensor[Any, Any]]]:
+    second = entry[3]  # never None here: the loop refuses those entries, naming the op
+    result: list[tuple[int, Tensor[Any, Any]]] = second(g, rebuild)
+    return result
+
+
 def register_diff(first_order: Any, rule: DiffRule) -> None:
     """Register the differentiable backward of the op whose entries run ``first_order`` (its
     module-level backward function): used only when gradients are themselves recorded
     (``grad(..., create_graph=True)``, a tape's ``gradient`` inside another recording tape)."""
     _DIFF[first_order] = rule
+
+
+register_diff(_op_backward, _d_op)
 
 
 def _op_name(fn: Any) -> str:
@@ -994,12 +1059,17 @@ def _run_entries_diff(
         fn = entry[1]
         if fn is _run_closure:
             closure = entry[2]
-            second = getattr(closure, "_gradtape_diff", None)
+            second = entry[3] if len(entry) > 3 else getattr(closure, "_gradtape_diff", None)
             if second is not None:  # a closure with a second rule (gradtape.autograd.Function)
                 out_ids, differentiable = second
                 pending = [gs.get(o) if o in keep else gs.pop(o, None) for o, _, _ in out_ids]
                 if all(p is None for p in pending):
                     continue
+                if differentiable is None:  # recorded without a second rule (checkpoint)
+                    raise TapeError(
+                        f"{op}: the backward {_op_name(closure)!r} has no differentiable form, so gradients of "
+                        f"gradients cannot flow through it ({_SECOND_RULES})"
+                    )
                 like = next(p for p in pending if p is not None)
                 g_ts = [
                     p if p is not None else like._like(np.zeros(shape, dtype))
@@ -1028,7 +1098,7 @@ def _run_entries_diff(
         g = gs.get(time) if time in keep else gs.pop(time, None)
         if g is None:
             continue
-        rule = _DIFF.get(fn)
+        rule = _DIFF.get(fn) if fn is not _op_backward or entry[3] is not None else None
         if rule is None:
             raise TapeError(
                 f"{op}: the backward of op {_entry_op(entry)!r} has no differentiable form yet, so gradients of "

@@ -19,7 +19,7 @@ from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
 from gradtape.ops._util import SCALARS, float_data, normalize_axes
-from gradtape.tape import NONE_TAPE, attach_diff, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -128,20 +128,15 @@ def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid, xd = a.id, out.id, a.data
+        aid, xd = a.id, a.data
 
-        def reduction_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                grad(grads, aid, np.asarray(g).reshape(kept))
+        def reduction_backward(grads: Gradients, g: Array) -> None:
+            grad(grads, aid, g.reshape(kept))
 
-        if diff is not None:
+        def reduction_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            return [(aid, diff(g.reshape(kept), rebuild(aid, xd)))]
 
-            def reduction_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-                return [(aid, diff(gs[0].reshape(kept), rebuild(aid, xd)))]
-
-            attach_diff(reduction_backward, [(oid, out.shape, out.dtype)], reduction_diff)
-        tape.add_backward_op(reduction_backward)
+        record(tape, out, reduction_backward, reduction_diff if diff is not None else None)
     return out
 
 
