@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradtape import Cpu, Gradients, ShapeError, Tensor, nn
+from gradtape import Cpu, Gradients, ShapeError, Tensor, engine, nn
 from gradtape import tape as tp
 
 torch: Any = pytest.importorskip("torch")
@@ -24,8 +24,8 @@ dev = Cpu(seed=0)
 @pytest.fixture(autouse=True)
 def _no_hooks_left() -> Any:
     yield
-    tp._tensor_hooks.clear()
-    tp._post_hooks.clear()
+    engine._tensor_hooks.clear()
+    engine._post_hooks.clear()
     tp._first_use.clear()
 
 

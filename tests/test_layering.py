@@ -11,8 +11,10 @@ test fails, naming the file, the line and both modules, on
 
 A lower layer that needs something of a higher one at run time is handed it: the higher
 module registers it in a slot of the lower one when it is imported (``gradtape.tensor`` puts
-the ``Tensor`` class in ``gradtape.tape._Tensor``, ``gradtape.hooks`` its checked backward loop
-in ``gradtape.tape``), and the package's ``__init__`` imports every layer.
+the ``Tensor`` class in ``gradtape.tape._Tensor``, ``gradtape.engine`` the backward that
+``GradientTape.execute`` runs in ``gradtape.tape._execute``, ``gradtape.hooks`` its checked
+backward loop in ``gradtape.engine``, ``gradtape.context_tape`` the TensorFlow methods of
+``GradientTape`` in ``gradtape.tape``), and the package's ``__init__`` imports every layer.
 
 Importing ``a.b.c`` also runs the packages ``a`` and ``a.b``; those are not counted as imports
 (the package ``gradtape`` imports everything, so every module would be in a cycle with it).
@@ -41,12 +43,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("gradtape.errors", "gradtape.shapes", "gradtape._openblas_env")),
     # the Cpu device's numba kernels: arrays in, arrays out (the gradient store runs some)
     ("kernels", ("gradtape.devices.kernels.*",)),
-    # tape kinds, recording (op_tape), grad modes, the backward loop; the type variables bound
-    # by the tape kinds
+    # the core: tape kinds and their record/append/merge, the entry format, the recording rule
+    # (op_tape), grad modes; the type variables bound by the tape kinds
     ("tape", ("gradtape.tape", "gradtape.grad_mode", "gradtape._typing")),
-    # the Gradients store backward fills
+    # the Gradients store backward fills (core too)
     ("gradients", ("gradtape.gradients",)),
-    # the checking backward loop (hooks, anomaly mode) the tape runs while one is on
+    # the backward engine: backprop (first order and differentiable), the stores' side of .grad
+    ("engine", ("gradtape.engine",)),
+    # plugged into the engine: hooks and anomaly mode (their checking backward loop)
     ("hooks", ("gradtape.hooks",)),
     # one module per op family, the op-writing rules (ops._util) and custom ops (ops._function)
     ("ops", ("gradtape.ops.*",)),
@@ -54,9 +58,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tensor", ("gradtape.tensor",)),
     # the Device protocol and Cpu, which make tensors (Cpu's kernels are the second layer)
     ("devices", ("gradtape.devices", "gradtape.devices.base", "gradtape.devices.cpu")),
-    # the front ends: PyTorch's autograd (grad, Function), Burn's autodiff, functional
-    # transforms, gradcheck
-    ("front ends", ("gradtape.autograd", "gradtape.autodiff", "gradtape.functional", "gradtape.testing")),
+    # the front ends: PyTorch's autograd (grad, Function), TensorFlow's context tape, Burn's
+    # autodiff, functional transforms, gradcheck
+    (
+        "front ends",
+        (
+            "gradtape.autograd",
+            "gradtape.context_tape",
+            "gradtape.autodiff",
+            "gradtape.functional",
+            "gradtape.testing",
+        ),
+    ),
     # built on the above
     # (the losses' generated typing signatures sit with them)
     ("library", ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses", "gradtape._signatures.*")),
@@ -338,14 +351,20 @@ def test_the_checker_reports_what_it_must() -> None:
 def test_the_layers_above_fill_the_slots_below() -> None:
     """What a lower layer reads of a higher one at run time is there once gradtape is imported."""
     import gradtape
-    from gradtape import gradients, hooks, tape, tensor
+    from gradtape import context_tape, engine, gradients, hooks, tape, tensor
     from gradtape.ops import binary, unary
 
     assert tape._tensor_class() is tensor.Tensor is gradtape.Tensor
     assert type(tape._new_gradients()) is gradients.Gradients
-    assert tape._run_entries_checked is hooks.run_entries_checked
-    assert tape._working_store is hooks.working_store
+    assert tape._execute is engine._execute
+    assert tape._post_hooked is engine._post_hooks
+    assert engine._run_entries_checked is hooks.run_entries_checked
+    assert engine._working_store is hooks.working_store
     assert tape._anomaly_forward is hooks.anomaly_forward
+    assert tape._tf_enter is context_tape.enter and tape._tf_exit is context_tape.leave
+    assert tape._tf_persistent is context_tape.persistent and tape._tf_watch is context_tape.watch
+    assert tape._tf_watched_variables is context_tape.watched_variables
+    assert tape._tf_gradient is context_tape.gradient
     assert binary._scalar_pow is unary.pow
 
 

@@ -21,12 +21,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from gradtape.engine import backprop, seed_array
 from gradtape.errors import TapeError
 from gradtape.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.gradients import Gradients
 from gradtape.hooks import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from gradtape.ops._function import Function, FunctionCtx
-from gradtape.tape import GradientTape, owned_tape, seed_array
+from gradtape.tape import GradientTape, owned_tape
 from gradtape.tensor import Tensor
 
 __all__ = [
@@ -109,7 +110,7 @@ def grad(
         seeds_in = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
         if len(seeds_in) != len(outs):
             raise ValueError(f"grad: {len(seeds_in)} grad_outputs for {len(outs)} outputs")
-    seeds: list[tuple[int, Array]] = []
+    seeds: list[tuple[Tensor[Any, Any], Array]] = []
     tape: GradientTape | None = None
     for k, (o, g) in enumerate(zip(outs, seeds_in, strict=True)):
         ot = owned_tape(o, f"grad: outputs[{k}]")
@@ -120,30 +121,22 @@ def grad(
                     f"grad: outputs[{k}] has shape {o.shape}: a gradient can be implied only for a scalar "
                     "output; pass grad_outputs"
                 )
-            seeds.append((o.id, np.ones((), o.dtype)))
+            seeds.append((o, np.ones((), o.dtype)))
         else:
-            seeds.append((o.id, seed_array(op, o, g, f"grad_outputs[{k}]")))
+            seeds.append((o, seed_array(op, o, g, f"grad_outputs[{k}]")))
     assert tape is not None
     found: dict[int, Any]
     if create_graph:
-        found = {}
-        given = dict(seeds)
-        tape._diff_backprop(
-            outs,
-            [
-                g if isinstance(g, Tensor) and g.shape == o.shape and g.dtype == o.dtype else given[o.id]
-                for o, g in zip(outs, seeds_in, strict=True)
-            ],
-            {t.id for t in ins},
-            None,
-            True,
-            op,
-            found,
-        )
+        # a seed given as a tensor of the output's shape and dtype stays one (see backprop)
+        graph_seeds = [
+            (o, g if isinstance(g, Tensor) and g.shape == o.shape and g.dtype == o.dtype else s)
+            for (o, s), g in zip(seeds, seeds_in, strict=True)
+        ]
+        found = backprop(tape, graph_seeds, op=op, retain=True, create_graph=True, keep={t.id for t in ins})
     else:
         store = Gradients()
         store._leafs = {t.id for t in ins}
-        tape._backprop(seeds, retain=bool(retain_graph), op=op, into=store)
+        backprop(tape, seeds, op=op, retain=bool(retain_graph), into=store)
         found = store._data
     result: list[Tensor[Any, Any] | None] = []
     for k, t in enumerate(ins):

@@ -58,6 +58,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from gradtape import tape as _tp
+from gradtape.engine import backprop
 from gradtape.errors import TapeError
 from gradtape.grad_mode import enable_grad, no_grad
 from gradtape.tape import NONE_TAPE, PARAM, GradientTape, TapeSet, attach_diff, next_id, op_tape
@@ -359,7 +360,7 @@ def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
         table[id(t)] = r
     st = _tp._state()
     contexts = st.contexts
-    first_use = set(_tp._first_use) if _tp._post_hooks else None
+    first_use = set(_tp._first_use) if _tp._post_hooked else None
     now = _rng_now(snap) if snap is not None else None
     try:
         if contexts:  # record on the private tape only, not on the caller's context tapes
@@ -429,15 +430,8 @@ def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
                 shared.discard(oid)
                 shared.add(rid)
             data[rid] = g
-    root = root._root()
-    ops, root._ops = root._ops, []
-    root._consume()
-    if root._merged:
-        ops.sort(key=_tp._op_time)
-    run: Callable[[list[Any], Any, bool], None] = _tp._run_entries
-    if _tp._anomaly and not (_tp._tensor_hooks or _tp._post_hooks):
-        run = _tp._checked_runner()
-    run(ops, grads, False)
+    # the outer pass fires the hooks: this nested one does not
+    backprop(root, op=_OP, into=grads, fire_hooks=False)
     # gradients of the recomputation's intermediates (a store that keeps every gradient): no
     # one holds those tensors
     if leafs is None:

@@ -15,7 +15,9 @@
 Each returns a :class:`RemovableHandle`. All of it costs nothing while unused: backward takes
 the checking path only while a hook is registered or anomaly mode is on, and anomaly mode
 routes ops through the tape layer's slow path (``gradtape.tape.direct`` is false) only while
-it is on. The registries live in :mod:`gradtape.tape`.
+it is on. This module plugs into the backward engine: the registries live in
+:mod:`gradtape.engine`, which runs :func:`run_entries_checked` (handed down into its slot when
+this module is imported) instead of its plain loop while one is in use.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from gradtape import engine as _eng
 from gradtape import tape as _tp
 from gradtape.errors import NumericalInstabilityError, ShapeError
 from gradtape.gradients import Gradients
@@ -77,8 +80,8 @@ def register_hook(t: Tensor[Any, Any], fn: Callable[[Tensor[Any, Any]], Any]) ->
     """See ``Tensor.register_hook``."""
     if not callable(fn):
         raise TypeError(f"register_hook: expected a callable, got {type(fn).__name__}")
-    h = RemovableHandle(_tp._tensor_hooks, t.id)
-    _tp._tensor_hooks.setdefault(t.id, {})[h._id] = (fn, t.shape, t.dtype, t.device, t._leaf)
+    h = RemovableHandle(_eng._tensor_hooks, t.id)
+    _eng._tensor_hooks.setdefault(t.id, {})[h._id] = (fn, t.shape, t.dtype, t.device, t._leaf)
     return h
 
 
@@ -88,8 +91,8 @@ def register_post_accumulate_grad_hook(
     """See ``Tensor.register_post_accumulate_grad_hook``."""
     if not callable(fn):
         raise TypeError(f"register_post_accumulate_grad_hook: expected a callable, got {type(fn).__name__}")
-    h = RemovableHandle(_tp._post_hooks, t.id)
-    _tp._post_hooks.setdefault(t.id, {})[h._id] = (fn, t)
+    h = RemovableHandle(_eng._post_hooks, t.id)
+    _eng._post_hooks.setdefault(t.id, {})[h._id] = (fn, t)
     return h
 
 
@@ -276,16 +279,16 @@ def _as_array(op: str, r: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> 
 
 
 def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
-    """``tape._run_entries`` with hooks fired at their moments and anomaly checks."""
+    """``gradtape.engine._run_entries`` with hooks fired at their moments and anomaly checks."""
     tensor_cls = _tp._tensor_class()
     if keep:
         ops = list(ops)
     # (moment, kind, tensor id): a hook fires before the first entry whose time is at most its
     # moment (every entry that adds to the gradient has run); popped largest moment first
     pend: list[tuple[int, int, int]] = []
-    for tid in _tp._tensor_hooks:
+    for tid in _eng._tensor_hooks:
         pend.append((tid, 0, tid))
-    for tid in _tp._post_hooks:
+    for tid in _eng._post_hooks:
         pend.append((_tp._first_use.pop(tid, tid), 1, tid))
     pend.sort()
     checked = grads if isinstance(grads, _Checked) else None
@@ -296,7 +299,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
         if g is None:
             return
         if kind == 0:
-            for fn, shape, dtype, device, leaf in list(_tp._tensor_hooks.get(tid, {}).values()):
+            for fn, shape, dtype, device, leaf in list(_eng._tensor_hooks.get(tid, {}).values()):
                 view = g.view()
                 view.flags.writeable = False
                 r = fn(tensor_cls(view, device))
@@ -307,7 +310,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
                 if not leaf:
                     fired_nonleaf.append(tid)
         else:
-            for fn, t in list(_tp._post_hooks.get(tid, {}).values()):
+            for fn, t in list(_eng._post_hooks.get(tid, {}).values()):
                 fn(t, grads)
 
     last = -1
@@ -327,7 +330,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
         if closure:
             entry[2](grads)
         else:
-            g = grads._release(time)  # what tape._run_entries inlines
+            g = grads._release(time)  # what engine._run_entries inlines
             if g is not None:
                 fn(grads, g, entry)
                 g = None
@@ -345,10 +348,11 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
         fire(kind, tid)
     if not keep:
         for tid in fired_nonleaf:  # a non-leaf's gradient flows once: its hooks are done
-            _tp._tensor_hooks.pop(tid, None)
+            _eng._tensor_hooks.pop(tid, None)
 
 
-# what the tape layer runs while hooks or anomaly mode are on (gradtape.tape cannot import this module)
-_tp._run_entries_checked = run_entries_checked
-_tp._working_store = working_store
+# what the engine runs while hooks or anomaly mode are on, and the core's forward check
+# (gradtape.engine and gradtape.tape cannot import this module)
+_eng._run_entries_checked = run_entries_checked
+_eng._working_store = working_store
 _tp._anomaly_forward = anomaly_forward

@@ -9,6 +9,15 @@ duplicate ids, runs them newest first on the tape's :class:`~gradtape.gradients.
 and consumes the tape. The same class is TensorFlow's context tape
 (``with GradientTape() as tape: ...; tape.gradient(loss, sources)``).
 
+This module is the core: it records, and imports no layer above it. It holds the tape kinds
+and their record/append/merge, the entry format (``_Entry``), :func:`record` and the second
+rules (:func:`register_diff`), grad-mode state and the recording rule (:func:`op_tape`).
+Running a tape is the backward engine's (:func:`gradtape.engine.backprop`, which ``execute``
+reaches through the slot ``_execute``); the TensorFlow methods of :class:`GradientTape`
+(``__enter__``, ``watch``, ``gradient``, ...) keep their signatures and documentation here
+and are implemented in :mod:`gradtape.context_tape` (slots ``_tf_*``). Those modules fill the
+slots when they are imported, and importing gradtape imports them all.
+
 Python has no move semantics, so a traced tensor may be used many times and two
 tensors may hold tapes that an op has merged. Tapes therefore form a union-find
 forest: :meth:`GradientTape.append` moves ``other``'s closures into ``self`` and leaves
@@ -48,15 +57,14 @@ recorded op (stores that do not keep one let backward skip the work,
 from __future__ import annotations
 
 import itertools
-import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 
-from gradtape.errors import DTypeError, ShapeError, TapeError
+from gradtape.errors import TapeError
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -79,7 +87,6 @@ __all__ = [
     "op_tape",
     "owned_tape",
     "record",
-    "seed_array",
 ]
 
 BackwardOp: TypeAlias = "Callable[[Gradients], None]"
@@ -92,7 +99,7 @@ _Entry: TypeAlias = "tuple[Any, ...]"
 # - ``add_backward_op`` records a closure as ``(time, _run_closure, op)``, run as ``op(grads)``;
 # - gradtape's hot ops record a module-level ``fn`` with its arguments instead of a closure,
 #   with their output's id as the time, run as ``fn(grads, g, entry)`` where ``g`` is the
-#   output's gradient, taken out of the store by :meth:`GradientTape.execute` itself (as
+#   output's gradient, taken out of the store by the backward loop itself (gradtape.engine, as
 #   ``Gradients._release`` would) and skipped when there is none. One tuple per op rather than
 #   a function object and a cell per captured variable: a long forward pass makes several
 #   times fewer objects for the cyclic garbage collector to scan (measured on the 3,000-op
@@ -101,8 +108,8 @@ _Entry: TypeAlias = "tuple[Any, ...]"
 
 
 def _run_closure(grads: Gradients, entry: _Entry) -> None:
-    """Marker of closure entries ``(time, _run_closure, op)`` (:meth:`GradientTape.execute`
-    calls ``op(grads)`` for them); also runs one, for code that calls entries directly."""
+    """Marker of closure entries ``(time, _run_closure, op)`` (the backward loop calls
+    ``op(grads)`` for them); also runs one, for code that calls entries directly."""
     entry[2](grads)
 
 
@@ -141,18 +148,22 @@ tape a tensor carries is then the tape its ops record on, with nothing else to c
 (the first-order training path). Ops read it as ``gradtape.tape.direct``."""
 
 _modes = 0  # threads with grad mode off + active contexts, over all threads
-# Hooks and anomaly mode (gradtape.hooks): registries keyed by tensor id; backward takes the
-# checking path only while one is non-empty or anomaly mode is on.
-_tensor_hooks: dict[int, dict[int, Any]] = {}
-_post_hooks: dict[int, dict[int, Any]] = {}
+
+# What the recording rule needs of hooks and anomaly mode (gradtape.hooks; the hook registries
+# and the checking backward loop live in gradtape.engine): two flags and one note. op_tape notes
+# in _first_use when a forward pass first reads a parameter of _post_hooked (the ids with a
+# post-accumulate hook), so that the hook fires when that parameter's gradient is final; with
+# _anomaly on, _resolve checks every recorded op's inputs (_anomaly_forward).
+_post_hooked: Collection[int] = frozenset()  # set by gradtape.engine: its post-hook registry
 _first_use: dict[int, int] = {}  # parameter with a post hook -> the clock when a pass first read it
-_anomaly = False
+_anomaly = False  # anomaly mode (set by gradtape.hooks.set_detect_anomaly)
 
 # ----- what the layers above hand down ------------------------------------------------------
-# This module is the bottom of the core: gradtape.gradients, gradtape.hooks and gradtape.tensor
-# import it, so it imports none of them (tests/test_layering.py). Each hands the tape what it
-# needs when it is imported, into the slots below; importing any gradtape module imports the
-# package first, and the package imports all three. Reading a slot is one global read.
+# This module is the bottom of the core: gradtape.gradients, gradtape.engine, gradtape.hooks,
+# gradtape.tensor and gradtape.context_tape import it, so it imports none of them
+# (tests/test_layering.py). Each hands the tape what it needs when it is imported, into the
+# slots below; importing any gradtape module imports the package first, and the package
+# imports every layer. Reading a slot is one global read.
 _Gradients: type[Gradients] | None = None  # set by gradtape.gradients
 _Tensor: type[Tensor[Any, Any]] | None = None  # set by gradtape.tensor
 
@@ -161,15 +172,27 @@ def _not_loaded(module: str) -> RuntimeError:
     return RuntimeError(f"gradtape.tape: {module} is not loaded yet; import gradtape (it loads every layer)")
 
 
-def _hooks_not_loaded(*args: Any) -> Any:
-    raise _not_loaded("gradtape.hooks")
+def _slot(module: str) -> Callable[..., Any]:
+    """The placeholder of a slot ``module`` fills: raises until it is loaded."""
+
+    def not_loaded(*args: Any) -> Any:
+        raise _not_loaded(module)
+
+    return not_loaded
 
 
-# set by gradtape.hooks: the backward loop that fires hooks and checks for anomalies, the store
-# a pass runs into in anomaly mode, and anomaly mode's check of each recorded op's inputs
-_run_entries_checked: Callable[[list[_Entry], Gradients, bool], None] = _hooks_not_loaded
-_working_store: Callable[[], Gradients] = _hooks_not_loaded
-_anomaly_forward: Callable[[tuple[Tensor[Any, Any], ...]], None] = _hooks_not_loaded
+# set by gradtape.hooks: anomaly mode's check of each recorded op's inputs
+_anomaly_forward: Callable[[tuple[Tensor[Any, Any], ...]], None] = _slot("gradtape.hooks")
+# set by gradtape.engine: GradientTape.execute() (gradtape.engine.backprop)
+_execute: Callable[[GradientTape], Gradients] = _slot("gradtape.engine")
+# set by gradtape.context_tape: TensorFlow's front end, the bodies of GradientTape's
+# __enter__, __exit__, persistent, watch, watched_variables and gradient
+_tf_enter: Callable[[GradientTape], None] = _slot("gradtape.context_tape")
+_tf_exit: Callable[[GradientTape], None] = _slot("gradtape.context_tape")
+_tf_persistent: Callable[[GradientTape], bool] = _slot("gradtape.context_tape")
+_tf_watch: Callable[[GradientTape, Any], None] = _slot("gradtape.context_tape")
+_tf_watched_variables: Callable[[GradientTape], tuple[Tensor[Any, Any], ...]] = _slot("gradtape.context_tape")
+_tf_gradient: Callable[[GradientTape, Any, Any, Any, str], Any] = _slot("gradtape.context_tape")
 
 
 def _new_gradients(leaky: bool = False) -> Gradients:
@@ -421,7 +444,7 @@ class GradientTape(Tape):
         self._forward: GradientTape | None = None
         self._consumed = False
         self._merged = False  # True once append() interleaved another tape's closures
-        self._retained = False  # True once run with retain_graph (see _backprop)
+        self._retained = False  # True once run with retain_graph (see gradtape.engine.backprop)
         self._gradients: Gradients | None = gradients
         # other stores merged in (see execute), by id(): merging stays O(1) however many
         self._stores: dict[int, Gradients] | None = None
@@ -552,96 +575,13 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape was already executed.
         """
-        return self._backprop((), retain=False, op="execute")
-
-    def _backprop(
-        self,
-        seeds: Sequence[tuple[int, Array]],
-        retain: bool,
-        op: str,
-        into: Gradients | None = None,
-        to_grad: bool = False,
-    ) -> Gradients:
-        """Backpropagate: add ``seeds`` (``(tensor id, gradient)``) to the store, run every
-        recorded entry newest first, and return the store (see :meth:`execute`).
-
-        ``retain``: keep the entries (and do not consume the tape), so the same forward
-        pass can be differentiated again (PyTorch's ``retain_graph``). ``into``: run into
-        this store instead of the tape's own stores (functional ``grad``, which leaves the
-        stores alone). ``to_grad``: also add each taking-part leaf's gradient into its
-        ``.grad`` (PyTorch's ``loss.backward()``).
-
-        A tape with no store (ops on parameters or ``requires_grad`` tensors only, PyTorch's
-        spelling) runs into a new one that keeps the gradients of the leaves that take part;
-        a ``leaky_trace()`` tape into a new leaky one.
-
-        Raises:
-            TapeError: the tape was already executed (``op`` names the call in the message).
-        """
-        tape = self._root()
-        if tape._consumed:
-            raise TapeError(
-                f"{op}: this tape was already run by an earlier backward()/execute()/grad(); a tape runs "
-                "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
-            )
-        rerun = tape._retained  # run before: the stores hold the last run's gradients
-        leaves = tape._leaves
-        if retain:
-            ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
-            tape._retained = True
-        else:
-            tape._consume()
-            ops, tape._ops = tape._ops, []
-            tape._leaves = {}
-            if tape._merged:
-                ops.sort(key=_op_time)
-        run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
-        if into is not None:
-            for i, g in seeds:
-                into._accum(i, g)
-            run(ops, into, retain)
-            return into
-        stores = tape._stores
-        grads = tape._gradients
-        if grads is None:
-            grads = _new_gradients()
-            if not tape._leaky:  # PyTorch's spelling: keep the leaves' gradients only
-                grads._leafs = set(leaves)
-            tape._gradients = grads
-        elif tape._leaky:  # a leaky_trace() tape merged into a pass with a store: its leaky store too
-            if stores is None:
-                stores = tape._stores = {}
-            leaky = _new_gradients(leaky=True)
-            stores[id(leaky)] = leaky
-        tape._leaky = False
-        grads._parts.update(leaves)
-        if (
-            not stores and not retain and not rerun and not _anomaly and (not to_grad or _store_fits(grads, leaves))
-        ):  # one store, run once, and (for .grad) keeping the leaves' gradients and no earlier ones
-            if grads._transient:
-                grads._end_transient()
-            for i, g in seeds:
-                grads._accum(i, g)
-            run(ops, grads, False)
-            if to_grad:
-                _deposit(leaves, grads, True)
-            return grads
-        # several stores, or a pass run more than once: run into a fresh working store, so an
-        # intermediate's gradient kept from an earlier run is not fed into this one, and add
-        # the results to what each store keeps (leafs accumulate, as PyTorch's .grad)
-        all_stores = [grads, *(stores.values() if stores else ())]
-        for s in all_stores[1:]:
-            s._parts.update(leaves)
-        first, work = _run_into_stores(ops, all_stores, seeds, keep=retain, extra=leaves if to_grad else None)
-        if to_grad:
-            _deposit(leaves, work, False)
-        return first
+        return _execute(self)  # gradtape.engine.backprop(self, op="execute")
 
     def _consume(self) -> None:
         self._consumed = True
         self._record = _consumed_record
 
-    # ----- TensorFlow's front end ---------------------------------------------------------
+    # ----- TensorFlow's front end (implemented in gradtape.context_tape) -----------------------
 
     def __enter__(self) -> GradientTape:
         """Start recording every op on watched tensors in this thread (TensorFlow's tape).
@@ -649,41 +589,17 @@ class GradientTape(Tape):
         Raises:
             TapeError: the tape is already recording, or was consumed.
         """
-        root = self._root()
-        ctx = self._ctx
-        if ctx is None:
-            ctx = self._ctx = _Ctx(False, True)  # from now on not a traced pass (see op_tape)
-        if ctx.recording:
-            raise TapeError("GradientTape.__enter__: this tape is already recording (a tape enters one with block)")
-        if root._consumed:
-            raise TapeError("GradientTape.__enter__: this tape was consumed by gradient()/execute(); make a new one")
-        if ctx.ref is None:
-            ctx.ref = weakref.ref(self)
-        st = _state()
-        ctx.state = st
-        ctx.recording = True
-        self._record = root._ops.append if root is self else self._push
-        st.contexts.append(self)
-        _add_modes(1)
+        _tf_enter(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         """Stop recording (the recorded ops stay until :meth:`gradient` or garbage collection)."""
-        ctx = self._ctx
-        if ctx is None or not ctx.recording or ctx.state is None:
-            return
-        ctx.recording = False  # TapeSets and op_tape skip a tape that is not recording
-        contexts = ctx.state.contexts
-        for i in range(len(contexts) - 1, -1, -1):
-            if contexts[i] is self:
-                del contexts[i]
-                break
-        _add_modes(-1)
+        _tf_exit(self)
 
     @property
     def persistent(self) -> bool:
         """Whether :meth:`gradient` may be called more than once."""
-        return self._ctx is not None and self._ctx.persistent
+        return _tf_persistent(self)
 
     def watch(self, tensor: Any) -> None:
         """Ensure ``tensor`` is recorded: ops on it inside the block record on this tape and on
@@ -699,23 +615,13 @@ class GradientTape(Tape):
             TapeError: the tape is not recording (call ``watch`` inside its ``with`` block).
             TypeError: an element is not a tensor (the message names its type and place).
         """
-        ctx = self._ctx
-        if ctx is None or not ctx.recording or ctx.state is None:
-            raise TapeError("GradientTape.watch: the tape is not recording; call watch() inside its with block")
-        ts = [t for _, t in _flatten("GradientTape.watch", tensor, "tensor")]
-        active = [c._ctx for c in ctx.state.contexts if c._ctx is not None and c._ctx.recording]
-        for t in ts:
-            for c in active:
-                c.watched.add(t.id)
-                c.watched_tensors.setdefault(t.id, t)
-            if t.tape is NONE_TAPE:
-                t.tape = WATCHED
+        _tf_watch(self, tensor)
 
     def watched_variables(self) -> tuple[Tensor[Any, Any], ...]:
         """The tensors this tape watches: those given to :meth:`watch` and the module
         parameters ops read inside the block (with ``watch_accessed_variables``), in the order
         first watched."""
-        return tuple(self._ctx.watched_tensors.values()) if self._ctx is not None else ()
+        return _tf_watched_variables(self)
 
     def gradient(
         self,
@@ -741,7 +647,8 @@ class GradientTape(Tape):
 
         Returns:
             ``sources``' structure with an untraced tensor (of the source's shape and dtype)
-            or ``None`` in place of each source.
+            or ``None`` in place of each source; inside other recording tapes, recorded
+            tensors they can differentiate again.
 
         Raises:
             TapeError: a non-persistent tape is asked a second time, or from inside its own
@@ -750,91 +657,7 @@ class GradientTape(Tape):
             ShapeError: an output gradient's shape is not its target's.
             ValueError: ``unconnected_gradients`` is neither ``"none"`` nor ``"zero"``.
         """
-        op = "GradientTape.gradient"
-        if unconnected_gradients not in ("none", "zero"):
-            raise ValueError(f"{op}: unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
-        root = self._root()
-        if root._consumed:
-            raise TapeError(
-                f"{op}: this tape was already used by gradient() or execute(); a non-persistent tape "
-                "computes gradients once (create it with GradientTape(persistent=True) to call gradient() again)"
-            )
-        ctx = self._ctx
-        if ctx is not None and ctx.recording and not ctx.persistent:
-            raise TapeError(
-                f"{op}: called inside the non-persistent tape's own with block; call it after the block "
-                "(or use persistent=True)"
-            )
-        targets = [t for _, t in _flatten(op, target, "target")]
-        if not targets:
-            raise TypeError(f"{op}: target is empty")
-        srcs = _flatten(op, sources, "sources")
-        seeds = _seeds(op, targets, output_gradients)
-        persistent = ctx is not None and ctx.persistent
-        st = _state()
-        outer = [c for c in st.contexts if c is not self and c._ctx is not None and c._ctx.recording]
-        found: dict[int, Any] = {}
-        if outer:
-            # another tape records: compute the gradients with recorded ops, so that it can
-            # differentiate them again (seed 004's nested tapes)
-            root._diff_backprop(
-                targets, seeds, {t.id for _, t in srcs}, _outer_rebuild(outer, targets[0]), persistent, op, found
-            )
-        else:
-            grads = _new_gradients()
-            grads._leafs = {t.id for _, t in srcs}
-            root._merged = True  # entries of nested tapes may interleave: run them in time order
-            root._backprop([(t.id, g) for t, g in zip(targets, seeds, strict=True)], persistent, op, grads)
-            found = grads._data
-        results: list[Any] = []
-        watched = ctx.watched_tensors if ctx is not None else None
-        for _, t in srcs:
-            # as in TensorFlow, a leaf a context tape does not watch has no gradient from it,
-            # even when it is an operand of a recorded op
-            gs = found.get(t.id) if watched is None or not t._leaf or t.id in watched else None
-            if gs is None:
-                results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
-            elif outer:
-                results.append(gs)  # a recorded tensor: differentiable again
-            else:
-                results.append(t._like(np.array(gs, dtype=t.dtype, copy=True)))
-        return _unflatten(sources, iter(results))
-
-    def _diff_backprop(
-        self,
-        targets: Sequence[Tensor[Any, Any]],
-        seeds: Sequence[Any],
-        keep: Any,
-        rebuild: Callable[[int, Array], Tensor[Any, Any]] | None,
-        retain: bool,
-        op: str,
-        out: dict[int, Any],
-    ) -> None:
-        """Backpropagate with the ops' differentiable rules (see :func:`register_diff`) into
-        ``out`` (id -> gradient tensor); the tape is consumed unless ``retain``. ``keep``: the
-        ids whose gradients are wanted (a set, or anything with ``in``). ``rebuild``: how a saved
-        array becomes the tensor it stands for; ``None`` puts it on this same tape (PyTorch's
-        ``create_graph``), :func:`_outer_rebuild` on the context tapes recording around it."""
-        root = self._root()
-        if rebuild is None:
-            rebuild = _same_tape_rebuild(root, targets[0])
-        if root._consumed:
-            raise TapeError(f"{op}: this tape was already run by an earlier backward()/execute()/grad()")
-        ops = sorted(root._ops, key=_op_time)
-        if not retain:
-            root._consume()
-            root._ops = []
-        else:  # run again later: that run must not read gradients this one left in a store
-            root._retained = True
-        like = targets[0]
-        tensor_cls = _tensor_class()
-        # a seed given as a tensor stays one: the result is then a function of it too (jvp
-        # through the double-vjp construction differentiates with respect to it)
-        seed_t = {
-            t.id: g if isinstance(g, tensor_cls) else like._like(np.array(g, copy=True))
-            for t, g in zip(targets, seeds, strict=True)
-        }
-        out.update(_run_entries_diff(ops, seed_t, keep, rebuild, op))
+        return _tf_gradient(self, target, sources, output_gradients, unconnected_gradients)
 
     def __repr__(self) -> str:
         root = self._root()
@@ -846,9 +669,6 @@ class GradientTape(Tape):
 
 OwnedTape: TypeAlias = GradientTape
 """dfdx's name for the tape a traced tensor owns: ``Tensor[S, OwnedTape]``."""
-
-
-_op_time = operator.itemgetter(0)
 
 
 def _consumed_record(entry: _Entry) -> None:
@@ -881,39 +701,7 @@ def _user_call() -> str:
     return name
 
 
-def _run_entries(ops: list[_Entry], grads: Gradients, keep: bool) -> None:
-    """Run recorded entries (sorted by time) newest first into ``grads``, each once.
-
-    ``keep=False`` pops them from ``ops`` (the arrays they saved are freed as backward
-    goes); ``keep=True`` leaves ``ops`` as it is (a persistent tape runs again)."""
-    if keep:
-        ops = list(ops)
-    last = -1
-    while ops:
-        entry = ops.pop()
-        time = entry[0]
-        if time == last:
-            continue
-        last = time
-        fn = entry[1]
-        if fn is _run_closure:
-            entry[2](grads)
-            continue
-        # an op entry: its time is its output's id; take that gradient (Gradients._release,
-        # inlined: this loop runs once per op)
-        leafs = grads._leafs
-        if leafs is None or time in leafs:
-            g = grads._data.get(time)
-        else:
-            g = grads._data.pop(time, None)
-            if g is not None and grads._shared:
-                grads._shared.discard(time)
-        if g is not None:
-            fn(grads, g, entry)
-            g = None  # free it now, not after the next entries (closures) have run
-
-
-# ----- the differentiable backward (higher-order derivatives) --------------------------------
+# ----- recording an op: its first and second rules (the engine runs them) ----------------------
 
 DiffRule: TypeAlias = (
     "Callable[[Tensor[Any, Any], Any, Callable[[int, Array], Tensor[Any, Any]]], list[tuple[int, Tensor[Any, Any]]]]"
@@ -924,7 +712,6 @@ output's gradient as a tensor, ``entry`` the op's recorded entry, ``rebuild(id, 
 tensor an array the forward saved stands for (same id, on the tape being differentiated)."""
 
 _DIFF: dict[Any, DiffRule] = {}
-_SECOND_RULES = "every gradtape op has one: README's 'Gradients of gradients' lists them"
 
 
 def attach_diff(
@@ -941,7 +728,8 @@ def attach_diff(
 
 Rebuild: TypeAlias = "Callable[[int, Array], Tensor[Any, Any]]"
 """``rebuild(id, array) -> tensor``: an array the forward saved, as the tensor it stands for on
-the tape being differentiated (same id), so a second rule can differentiate through it."""
+the tape being differentiated (same id), so a second rule can differentiate through it
+(:func:`gradtape.engine.rebuilder` makes them)."""
 
 
 def record(
@@ -1008,336 +796,6 @@ def register_diff(first_order: Any, rule: DiffRule) -> None:
 
 
 register_diff(_op_backward, _d_op)
-
-
-def _op_name(fn: Any) -> str:
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    return str(name).replace(".<locals>", "")
-
-
-def _entry_op(entry: _Entry) -> str:
-    """The public op an entry was recorded by, found through the functions it holds (the
-    entry's rule, the closures' cells): the first one defined inside a public function."""
-    seen: list[Any] = [entry[1], *entry[2:]]
-    for _ in range(3):
-        nxt: list[Any] = []
-        for f in seen:
-            qual = getattr(f, "__qualname__", "")
-            if callable(f) and "<locals>" in qual and not qual.startswith("_"):
-                return str(qual.split(".")[0])
-            for cell in getattr(f, "__closure__", None) or ():
-                try:
-                    nxt.append(cell.cell_contents)
-                except ValueError:
-                    pass
-        seen = nxt
-    return _op_name(entry[1])
-
-
-def _run_entries_diff(
-    ops: list[_Entry],
-    seeds: dict[int, Tensor[Any, Any]],
-    keep: set[int],
-    rebuild: Callable[[int, Array], Tensor[Any, Any]],
-    op: str,
-) -> dict[int, Tensor[Any, Any]]:
-    """Backpropagate with the ops' differentiable rules: gradients are tensors, computed by
-    recorded ops. Returns the gradient tensors of ``keep`` (and of what else was reached).
-
-    Raises:
-        TapeError: an entry that gradient flows into has no differentiable rule (a raw-array
-            closure from ``add_backward_op``, or an op not yet given one); the message names it.
-    """
-    gs = dict(seeds)
-    last = -1
-    for k in range(len(ops) - 1, -1, -1):
-        entry = ops[k]
-        time = entry[0]
-        if time == last:
-            continue
-        last = time
-        fn = entry[1]
-        if fn is _run_closure:
-            closure = entry[2]
-            second = entry[3] if len(entry) > 3 else getattr(closure, "_gradtape_diff", None)
-            if second is not None:  # a closure with a second rule (gradtape.autograd.Function)
-                out_ids, differentiable = second
-                pending = [gs.get(o) if o in keep else gs.pop(o, None) for o, _, _ in out_ids]
-                if all(p is None for p in pending):
-                    continue
-                if differentiable is None:  # recorded without a second rule (checkpoint)
-                    raise TapeError(
-                        f"{op}: the backward {_op_name(closure)!r} has no differentiable form, so gradients of "
-                        f"gradients cannot flow through it ({_SECOND_RULES})"
-                    )
-                like = next(p for p in pending if p is not None)
-                g_ts = [
-                    p if p is not None else like._like(np.zeros(shape, dtype))
-                    for p, (_, shape, dtype) in zip(pending, out_ids, strict=True)
-                ]
-                for i, gi in differentiable(g_ts, rebuild):
-                    prev = gs.get(i)
-                    gs[i] = gi if prev is None else prev + gi
-                continue
-            # the closure's outputs were made after the previous entry and before it: if one of
-            # them has a gradient, it would flow through raw arrays
-            before = ops[k - 1][0] if k else -1
-            if any(before < i < time and i not in keep for i in gs):
-                module = str(getattr(closure, "__module__", ""))
-                if module.startswith("gradtape."):
-                    raise TapeError(
-                        f"{op}: the backward {getattr(closure, '__name__', '?')!r} (an op of {module}) has no "
-                        f"differentiable form yet, so gradients of gradients cannot flow through it ({_SECOND_RULES})"
-                    )
-                raise TapeError(
-                    f"{op}: a hand-written backward closure ({_op_name(closure)}, recorded with add_backward_op) "
-                    "computes raw arrays and cannot be differentiated again; write the op as a gradtape.autograd."
-                    "Function whose backward uses gradtape ops"
-                )
-            continue
-        g = gs.get(time) if time in keep else gs.pop(time, None)
-        if g is None:
-            continue
-        rule = _DIFF.get(fn) if fn is not _op_backward or entry[3] is not None else None
-        if rule is None:
-            raise TapeError(
-                f"{op}: the backward of op {_entry_op(entry)!r} has no differentiable form yet, so gradients of "
-                f"gradients cannot flow through it ({_SECOND_RULES})"
-            )
-        for i, gi in rule(g, entry, rebuild):
-            prev = gs.get(i)
-            gs[i] = gi if prev is None else prev + gi
-    return gs
-
-
-def _outer_rebuild(outer: list[GradientTape], like: Tensor[Any, Any]) -> Callable[[int, Array], Tensor[Any, Any]]:
-    """How a saved array becomes a tensor the outer context tapes differentiate: an op output
-    they recorded carries a TapeSet of them, a tensor they watch the WATCHED marker."""
-    times = [(c, {e[0] for e in c._root()._ops}) for c in outer]
-
-    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
-        refs = tuple(c._ctx.ref for c, ts in times if i in ts and c._ctx is not None and c._ctx.ref is not None)
-        tape: Tape
-        if refs:
-            tape = TapeSet(None, refs)
-        elif any(c._ctx is not None and i in c._ctx.watched for c in outer):
-            tape = WATCHED
-        else:
-            tape = NONE_TAPE
-        t: Tensor[Any, Any] = like._like(data)
-        t.id, t.tape, t._leaf = i, tape, False
-        return t
-
-    return rebuild
-
-
-def _same_tape_rebuild(root: GradientTape, like: Tensor[Any, Any]) -> Callable[[int, Array], Tensor[Any, Any]]:
-    """How a saved array becomes a tensor when a pass differentiates its own tape again
-    (``create_graph=True``): the tensor it stands for, on the same tape, where its producer's
-    entry is, so differentiating the gradient reaches back through the forward."""
-
-    def rebuild(i: int, data: Array) -> Tensor[Any, Any]:
-        t: Tensor[Any, Any] = like._like(data)
-        t.id, t.tape, t._leaf = i, root, False
-        return t
-
-    return rebuild
-
-
-def _checked_runner() -> Callable[[list[_Entry], Gradients, bool], None]:
-    """The backward loop that fires hooks and checks for anomalies (:mod:`gradtape.hooks`)."""
-    return _run_entries_checked
-
-
-def _checking_store() -> Gradients:
-    return _working_store()
-
-
-def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
-    """Whether a pass into ``store`` alone leaves each leaf tensor's gradient of this pass in
-    it, for ``.grad``: the store keeps it (``retain_leafs`` did not leave it out, so backward
-    computes it) and held none before (a leaky store accumulating over passes)."""
-    data, keep = store._data, store._leafs
-    for i, t in leaves.items():
-        if t is not None and (i in data or (keep is not None and i not in keep)):
-            return False
-    return True
-
-
-_new_tensor = object.__new__
-
-_BORROWED: set[int] = set()
-"""Ids of ``.grad`` tensors whose array a :class:`Gradients` store also holds (backward hands
-the store's array to ``.grad`` instead of copying it, and marks it shared in the store, so the
-store copies before writing). gradtape writes into such an array only after
-:func:`grad_array_mut` has given ``.grad`` its own copy."""
-
-
-def grad_array_mut(t: Tensor[Any, Any], values: bool = True) -> Array | None:
-    """The array of ``t.grad`` to write in place (clipping, zeroing, accumulating), or ``None``
-    when ``t.grad`` is ``None``: when a gradient store shares it, first a copy of it
-    (``values=False``: a new uninitialised array, for a caller that overwrites every element),
-    so writing into ``.grad`` never changes a stored gradient."""
-    try:
-        gt = t._grad
-    except AttributeError:
-        return None
-    if gt is None:
-        return None
-    if gt.id in _BORROWED:
-        _BORROWED.discard(gt.id)
-        gt.data = np.array(gt.data, copy=True) if values else np.empty_like(gt.data)
-    data: Array = gt.data
-    return data
-
-
-def clear_grad(t: Tensor[Any, Any]) -> None:
-    """``t.grad = None`` (``zero_grad``'s default), forgetting that a store shared its array."""
-    try:
-        gt = t._grad
-    except AttributeError:
-        return
-    if gt is not None:
-        _BORROWED.discard(gt.id)
-        t._grad = None
-
-
-def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned: bool) -> None:
-    """Add the gradient ``store`` holds for each leaf tensor of ``leaves`` into its ``.grad``
-    (PyTorch's accumulation): the first gradient becomes ``.grad`` (the store's own array when
-    ``owned``, marked shared there so the store copies before it writes into it again, a
-    copy otherwise), later ones are added in place. A store's ``_drop`` (``zero_grads``)
-    forgets its array, so a dfdx loop that clears both per step never copies."""
-    data, shared = store._data, store._shared
-    for tid, t in leaves.items():
-        if t is None:
-            continue
-        g = data.get(tid)
-        if g is None:
-            continue
-        try:
-            cur = t._grad
-        except AttributeError:
-            cur = None
-        if cur is None:
-            # a buffer the store already shares (another gradient aliases it: a + b gives both
-            # the output's buffer) is copied, so accumulating into one .grad never moves another
-            gt = _new_tensor(t.__class__)
-            gid = next_id()
-            if owned and tid not in shared and g.flags.writeable:
-                shared.add(tid)
-                _BORROWED.add(gid)
-                arr = g
-            else:
-                arr = np.array(g, copy=True)
-            gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
-            t._grad = gt
-        elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
-            t._grad = cur._like(np.asarray(cur.data + g, dtype=t.dtype))
-        else:
-            old = cur.data
-            if old.flags.writeable and old.shape == g.shape and old.dtype == g.dtype:
-                # in place, or (a borrowed array) into a new one: one pass either way
-                np.add(old, g, out=grad_array_mut(t, values=False))
-            else:
-                cur.data = np.asarray(old + g, dtype=t.dtype)
-
-
-def _run_into_stores(
-    ops: list[_Entry],
-    stores: list[Gradients],
-    seeds: Sequence[tuple[int, Array]],
-    keep: bool,
-    extra: dict[int, Any] | None = None,
-) -> tuple[Gradients, Gradients]:
-    """Run ``ops`` once into a working store that keeps what any of ``stores`` keeps, then
-    give each store the gradients it keeps (added to what it holds: stores accumulate).
-    ``extra``: ids the working store keeps too (the leaves whose ``.grad`` backward fills).
-    Returns ``(first store, working store)``.
-
-    The first store, which ``execute`` returns, also holds what the others keep, for this
-    pass only (until its next pass starts): ``grads = loss.backward()`` then has the gradient
-    of a ``leaky_trace()`` input merged into a model's ``alloc_grads()`` pass, while the
-    model's store does not start keeping everything from then on."""
-    for s in stores:
-        if s._transient:
-            s._end_transient()
-    work = _new_gradients() if not _anomaly else _checking_store()
-    keep_all = any(s._leafs is None for s in stores)
-    work._leafs = None if keep_all else set().union(*(s._leafs or () for s in stores), extra or ())
-    for i, g in seeds:
-        work._accum(i, g)
-    run = _run_entries if not (_tensor_hooks or _post_hooks or _anomaly) else _checked_runner()
-    run(ops, work, keep)
-    first = stores[0]
-    everything = [s for s in stores if s._leafs is None]
-    some = [s for s in stores if s._leafs is not None]
-    for i, g in work._data.items():
-        takers = everything + [s for s in some if i in s._leafs]  # type: ignore[operator]
-        if not takers:
-            continue
-        if not any(s is first for s in takers):
-            takers.append(first)
-            if first._transient is None:
-                first._transient = set()
-            first._transient.add(i)
-        for s in takers:
-            s._take(i, g, shared=len(takers) > 1 or i in work._shared)
-    return first, work
-
-
-def _flatten(op: str, x: Any, what: str, path: str = "") -> list[tuple[str, Tensor[Any, Any]]]:
-    """The tensors of a nested list/tuple/dict structure, with their places (for errors)."""
-    if isinstance(x, _tensor_class()):
-        return [(path, x)]
-    if isinstance(x, (list, tuple)):
-        out: list[tuple[str, Tensor[Any, Any]]] = []
-        for i, v in enumerate(x):
-            out += _flatten(op, v, what, f"{path}[{i}]")
-        return out
-    if isinstance(x, dict):
-        out = []
-        for k, v in x.items():
-            out += _flatten(op, v, what, f"{path}[{k!r}]")
-        return out
-    raise TypeError(f"{op}: {what}{path} must be a Tensor (or a list/tuple/dict of them), got {type(x).__name__}")
-
-
-def _unflatten(structure: Any, values: Iterator[Any]) -> Any:
-    if isinstance(structure, _tensor_class()):
-        return next(values)
-    if isinstance(structure, (list, tuple)):
-        items = [_unflatten(v, values) for v in structure]
-        return type(structure)(items) if isinstance(structure, list) or type(structure) is tuple else items
-    return {k: _unflatten(v, values) for k, v in structure.items()}
-
-
-def seed_array(op: str, t: Tensor[Any, Any], g: Any, what: str) -> Array:
-    """``g`` (a tensor or an array-like) as a fresh array seeding the gradient of ``t``:
-    exactly ``t``'s shape, converted to ``t``'s dtype.
-
-    Raises:
-        ShapeError: the shapes differ (the message names ``op``, ``what`` and both shapes).
-        DTypeError: ``g`` is not numeric (bool, object, complex, strings).
-    """
-    arr = np.asarray(getattr(g, "data", g))
-    if arr.dtype.kind not in "fiu":
-        raise DTypeError(f"{op}: {what} must be a float array or tensor, got dtype {arr.dtype} (shape {arr.shape})")
-    if arr.shape != t.shape:
-        raise ShapeError(f"{op}: {what} has shape {arr.shape}, the tensor it seeds has shape {t.shape}")
-    return np.array(arr, dtype=t.dtype, copy=True)
-
-
-def _seeds(op: str, targets: list[Tensor[Any, Any]], output_gradients: Any) -> list[Array]:
-    if output_gradients is None:
-        return [np.ones(t.shape, t.dtype) for t in targets]
-    given = output_gradients if isinstance(output_gradients, (list, tuple)) else [output_gradients]
-    if len(given) != len(targets):
-        raise ValueError(f"{op}: {len(given)} output gradients for {len(targets)} targets")
-    return [
-        np.ones(t.shape, t.dtype) if g is None else seed_array(op, t, g, f"output_gradients[{k}]")
-        for k, (t, g) in enumerate(zip(targets, given, strict=True))
-    ]
 
 
 class TapeSet(Tape):
@@ -1434,7 +892,7 @@ def op_tape(*ts: Tensor[Any, Any]) -> Tape:
                 params = [t]
             else:
                 params.append(t)
-            if _post_hooks and t.id in _post_hooks:
+            if _post_hooked and t.id in _post_hooked:
                 _first_use.setdefault(t.id, next_id())
         elif tp.__class__ is GradientTape:
             if owned is not tp:
@@ -1476,7 +934,7 @@ def _resolve(ts: tuple[Tensor[Any, Any], ...]) -> Tape:
                     ctx.append(c)
         elif tp is PARAM:
             param = True
-            if _post_hooks and t.id in _post_hooks:
+            if _post_hooked and t.id in _post_hooked:
                 _first_use.setdefault(t.id, next_id())
         elif isinstance(tp, GradientTape):
             owned = _merge_owned(owned, tp)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from gradtape import engine as _engine
 from gradtape import hooks as _hooks
 from gradtape import tape as _tape_mod
 from gradtape.errors import DTypeError, ShapeError, TapeError
@@ -39,7 +40,6 @@ from gradtape.tape import (
     next_id,
     op_tape,
     owned_tape,
-    seed_array,
 )
 
 if TYPE_CHECKING:
@@ -465,7 +465,7 @@ class Tensor(Generic[S, T_co]):
 
     @grad.setter
     def grad(self, value: Tensor[S, Any] | Array | None) -> None:
-        _tape_mod.clear_grad(self)
+        _engine.clear_grad(self)
         if value is None:
             return
         if isinstance(value, np.ndarray):
@@ -603,8 +603,8 @@ class Tensor(Generic[S, T_co]):
                 )
             seed = np.ones_like(self.data)
         else:
-            seed = seed_array("backward", self, gradient, "gradient")
-        grads = tape._backprop([(self.id, seed)], retain=retain_graph, op="backward", to_grad=True)
+            seed = _engine.seed_array("backward", self, gradient, "gradient")
+        grads = _engine.backprop(tape, ((self, seed),), op="backward", retain=retain_graph, to_grad=True)
         grads.drop_non_leafs()
         return grads
 
@@ -743,11 +743,12 @@ def _backward_create_graph(loss: Tensor[Any, Any], tape: GradientTape, gradient:
     grads = tape.gradients
     if loss.data.shape != () and gradient is None:
         raise TapeError(f"backward: needs a scalar or a gradient= seed of shape {loss.shape}, got shape {loss.shape}")
-    seed = np.ones_like(loss.data) if gradient is None else seed_array("backward", loss, gradient, "gradient")
+    seed = np.ones_like(loss.data) if gradient is None else _engine.seed_array("backward", loss, gradient, "gradient")
     root = tape._root()
     keep: Any = grads._leafs if grads._leafs is not None else _Everything()
-    found: dict[int, Any] = {}
-    tape._diff_backprop([loss], [seed], keep, None, True, "backward", found)
+    found: dict[int, Any] = _engine.backprop(
+        tape, ((loss, seed),), op="backward", retain=True, create_graph=True, keep=keep
+    )
     if grads._graph is None:
         grads._graph = {}
     for i, g in found.items():

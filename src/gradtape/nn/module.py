@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar, Self
 
+from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.gradients import Gradients
-from gradtape.tape import NONE_TAPE, PARAM, clear_grad, grad_array_mut
+from gradtape.tape import NONE_TAPE, PARAM
 from gradtape.tensor import Tensor
 
 __all__ = ["Module"]

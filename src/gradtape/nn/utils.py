@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.engine import grad_array_mut
 from gradtape.errors import ShapeError
 from gradtape.optim.clip import _check_clip_args, _clip_norm
-from gradtape.tape import grad_array_mut
 from gradtape.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
@@ -57,7 +57,7 @@ def _param_list(fn: str, parameters: Tensor[Any, Any] | Iterable[Tensor[Any, Any
 def _grads_of(fn: str, ps: list[Tensor[Any, Any]]) -> list[tuple[Tensor[Any, Any], Array]]:
     """``(parameter, its .grad's array)`` of each parameter whose ``.grad`` is not None, each
     parameter once, checked writable (so an in-place clip never stops half-way). Read only:
-    a writer takes the array to write from :func:`gradtape.tape.grad_array_mut`, which copies
+    a writer takes the array to write from :func:`gradtape.engine.grad_array_mut`, which copies
     one a gradient store shares."""
     out: list[tuple[Tensor[Any, Any], Array]] = []
     seen: set[int] = set()

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import numpy as np
 
 from gradtape.devices.kernels import optim as _k
+from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
 from gradtape.optim._checks import Check, check_betas, check_bool, check_nonneg, check_unit
-from gradtape.tape import clear_grad, grad_array_mut
 from gradtape.tensor import Tensor
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
