@@ -43,7 +43,10 @@ One section of this file per module, in the order of ``TARGETS``:
   ``groups`` is left out, unchecked with ``groups=`` by keyword), with the tape-kind rule;
 - ``ops/nn.py``: ``layer_norm`` (last axis by default, or ``normalized_shape``);
 - ``losses.py``: the elementwise losses ``mse_loss``, ``l1_loss``, ``huber_loss``,
-  ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``.
+  ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``;
+- ``nn/attention.py``: ``MultiHeadAttention.forward`` (self- and cross-attention, for a
+  typed, a dynamic and a run-time-width layer, with the tape-kind rule), as a function whose
+  ``self`` parameter is typed; the method takes it with ``@typed_as(_sig.forward)`` too.
 
 Most tables apply **the tape-kind rule** (:func:`tape_rule`): the output owns a tape
 (``OwnedTape``) if any input does, else it has the first input's tape kind. Tables of three
@@ -96,17 +99,19 @@ def _rank(dims: Sequence[str]) -> str:
     return f"Rank{len(dims)}[{', '.join(dims)}]"
 
 
-def _overload(name: str, params: Sequence[str], ret: str) -> str:
+def _overload(name: str, params: Sequence[str], ret: str, comment: str = "") -> str:
     """One ``@overload`` stub in ``ruff format``'s layout: on one line if it fits, else the
-    parameters on one indented line, else one parameter per line with a trailing comma."""
+    parameters on one indented line, else one parameter per line with a trailing comma.
+    ``comment`` (``# type: ignore[...]``) ends the ``def`` line."""
+    tail = f"  {comment}" if comment else ""
     one = f"def {name}({', '.join(params)}) -> {ret}: ..."
     if len(one) <= LINE:
-        return f"@overload\n{one}\n"
+        return f"@overload\n{one}{tail}\n"
     hugged = f"    {', '.join(params)}"
     if len(hugged) <= LINE:
-        return f"@overload\ndef {name}(\n{hugged}\n) -> {ret}: ...\n"
+        return f"@overload\ndef {name}({tail}\n{hugged}\n) -> {ret}: ...\n"
     body = "".join(_param_line(p) for p in params)
-    return f"@overload\ndef {name}(\n{body}) -> {ret}: ...\n"
+    return f"@overload\ndef {name}({tail}\n{body}) -> {ret}: ...\n"
 
 
 def _param_line(param: str) -> str:
@@ -143,7 +148,7 @@ tape (and so has no default), left out in the other rows (``layer_norm``'s ``wei
 ``bias`` become keyword-only where one of them is required)."""
 
 
-def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = True) -> str:
+def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = True, generic_comment: str = "") -> str:
     """Overloads of ``name`` under the tape-kind rule: the output ``Tensor[ret, ...]`` owns a
     tape if any tensor argument does, else it has the first one's tape kind.
 
@@ -156,11 +161,12 @@ def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = 
         x: T,    y: T,         z: T          -> T           (unless generic=False)
 
     The first row covers an owned ``x`` (``T`` is ``OwnedTape``) and tape-free inference; the
-    last one generic code where every argument has the same tape type ``T``.
+    last one generic code where every argument has the same tape type ``T`` (its ``def`` line
+    ending with ``generic_comment``, if any).
     """
     args = [p for p in params if isinstance(p, Arg)]
 
-    def row(tapes: dict[str, str], out: str) -> str:
+    def row(tapes: dict[str, str], out: str, comment: str = "") -> str:
         owned = next((a.name for a in args if tapes[a.name] == "OwnedTape"), None)
         rendered: list[str] = []
         for i, p in enumerate(params):
@@ -170,14 +176,14 @@ def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = 
                 rendered.append(p)
             elif owned is not None and any(isinstance(q, Arg) and q.name == owned for q in params[i + 1 :]):
                 rendered.append("*")
-        return _overload(name, rendered, f"Tensor[{ret}, {out}]")
+        return _overload(name, rendered, f"Tensor[{ret}, {out}]", comment)
 
     first, rest = args[0].name, args[1:]
     out = [row({first: "T", **{a.name: "NoneTape" for a in rest}}, "T")]
     for owner in rest:
         out.append(row({first: "Tape", **{a.name: "OwnedTape" if a is owner else "Tape" for a in rest}}, "OwnedTape"))
     if generic:
-        out.append(row({a.name: "T" for a in args}, "T"))
+        out.append(row({a.name: "T" for a in args}, "T", generic_comment))
     return "".join(out)
 
 
@@ -546,6 +552,61 @@ def loss_block(name: str) -> str:
     return tape_rule(name, [*tensors, *LOSSES[name]], "Rank0")
 
 
+# ----- nn/attention.py ----------------------------------------------------------------------
+
+_MASK = "attn_mask: npt.ArrayLike | None = None"
+_OVERLAP = "# type: ignore[overload-overlap]"
+MHA_WIDTHS = (
+    ("E", "E", "E", "E", True, ""),
+    ("E", "int", "W2", "E", True, _OVERLAP),
+    ("E", "E", "int", "E", False, _OVERLAP),
+    ("int", "W", "W2", "W", True, ""),
+)
+"""``(layer width, q's width, k's and v's width, output width, self-attention row?, comment
+on the generic row)`` of :func:`mha_forward_block`'s typed rows."""
+
+
+def mha_forward_block() -> str:
+    """Overloads of ``MultiHeadAttention.forward(self, q, k=None, v=None, attn_mask=None)``,
+    written as functions whose ``self`` is typed (``MultiHeadAttention[E]``, ``E`` the
+    layer's width; ``MultiHeadAttention[Any]`` in the rows that do not use it).
+
+    A bare ``Any`` query first (``AnyShape`` as a parameter type matches only an ``Any``
+    argument: pyright then gives ``Any``, not Unknown); then, by :data:`MHA_WIDTHS`,
+    self-attention (``k`` and ``v`` left out: ``q``'s tape kind) and cross-attention
+    (tape-kind rule over ``q``, ``k``, ``v``: the output owns a tape when any input does, so a
+    traced decoder query over an untraced encoder output trains) for the typed width ``E``,
+    for a query or keys whose width is a run-time ``int`` (dynamic, checked at run time), and
+    for a layer whose width is ``int`` (``MultiHeadAttention[int]``, which takes any width
+    and passes ``q``'s through); untyped tensors last. mypy's overlap heuristic flags the
+    generic rows with an ``int`` width on one side, which come after the precise rows."""
+    out = [
+        _overload(
+            "forward",
+            ["self: MultiHeadAttention[Any]", "q: AnyShape", "k: Any = None", "v: Any = None", _MASK],
+            "Any",
+        )
+    ]
+    for layer, qw, kw, width, self_attention, comment in MHA_WIDTHS:
+        me = f"self: MultiHeadAttention[{layer}]"
+        q = f"Rank3[B, Lq, {qw}]"
+        if self_attention:
+            params = [me, f"q: Tensor[{q}, T]", "k: None = None", "v: None = None", _MASK]
+            out.append(_overload("forward", params, f"Tensor[Rank3[B, Lq, {width}], T]"))
+        kv = f"Rank3[B, Lk, {kw}]"
+        tensors = [Arg("q", q), Arg("k", kv), Arg("v", kv, optional=True)]
+        out.append(tape_rule("forward", [me, *tensors, _MASK], f"Rank3[B, Lq, {width}]", generic_comment=comment))
+    untyped = [
+        "self: MultiHeadAttention[Any]",
+        "q: Tensor[AnyShape, T]",
+        "k: Tensor[Any, Any] | None = None",
+        "v: Tensor[Any, Any] | None = None",
+        _MASK,
+    ]
+    out.append(_overload("forward", untyped, "Tensor[Any, T]"))
+    return "".join(out)
+
+
 # ----- the modules -------------------------------------------------------------------------
 
 
@@ -567,8 +628,11 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/conv.py": _each(tuple(CONVS), conv_block),
     "ops/nn.py": {"layer_norm": layer_norm_block},
     "losses.py": _each(tuple(LOSSES), loss_block),
+    "nn/attention.py": {"forward": mha_forward_block},
 }
-"""For each module under ``src/gradtape``, the tables of its ops by name, in the module's order."""
+"""For each module under ``src/gradtape``, the tables of its ops by name, in the module's order
+(a method's table by the method's name: ``nn/attention.py``'s ``forward`` is
+``MultiHeadAttention.forward``)."""
 
 HEADER = "# generated by scripts/gen_shape_overloads.py, do not edit\n"
 """The first line of every file this script writes."""
@@ -584,7 +648,14 @@ IMPORTS: dict[str, str] = {
 }
 """Where the names the tables use come from, unless the op's own module defines them at its
 top level (``linalg``'s type variables ``D``, ``E``, ``I``, ``O``, ``conv``'s ``Int2``,
-``losses``' ``Reduction``): those are imported from there."""
+``losses``' ``Reduction``, ``nn/attention``'s class ``MultiHeadAttention``): those are
+imported from there. :data:`MODULE_IMPORTS` adds a module's own names."""
+
+MODULE_IMPORTS: dict[str, dict[str, str]] = {
+    "nn/attention.py": dict.fromkeys(("E", "Lk", "Lq", "W", "W2"), "gradtape.nn._typing"),
+}
+"""Per module, names its tables take from elsewhere than :data:`IMPORTS` (the layers' type
+variables); the module's own top-level names still come first."""
 
 
 def signatures_path(module: str) -> Path:
@@ -599,13 +670,16 @@ def _dotted(module: str) -> str:
 
 
 def _top_level_names(path: Path) -> set[str]:
-    """The names a module assigns at its top level (type variables, type aliases)."""
+    """The names a module assigns or defines a class as at its top level (type variables,
+    type aliases, classes)."""
     names: set[str] = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
+        elif isinstance(node, ast.ClassDef):
+            names.add(node.name)
     return names
 
 
@@ -631,16 +705,17 @@ def imports(module: str, tables: str) -> str:
     import the tables, would be circular imports).
 
     Raises:
-        ValueError: the tables use a capitalised name that is neither in :data:`IMPORTS` nor
-            defined at the top level of ``module``.
+        ValueError: the tables use a capitalised name that is neither in :data:`IMPORTS` (or
+            :data:`MODULE_IMPORTS`) nor defined at the top level of ``module``.
     """
     local = _top_level_names(SRC / module)
+    own = MODULE_IMPORTS.get(module, {})
     runtime: dict[str, set[str]] = {"typing": {"TYPE_CHECKING", "Any", "overload"}}
     checking: dict[str, set[str]] = {}
     numpy = False
     code = re.sub(r"^#.*$", "", tables, flags=re.M)  # the marker lines
     for name in sorted(set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))):
-        source = _dotted(module) if name in local else IMPORTS.get(name)
+        source = _dotted(module) if name in local else own.get(name, IMPORTS.get(name))
         if source is None and name[0].isupper() and name not in ("None", "True", "False"):
             raise ValueError(f"{module}: the tables use {name}, which is neither in IMPORTS nor defined there")
         if name == "npt":
@@ -714,10 +789,11 @@ def unknown_files(expected: set[Path]) -> list[Path]:
 
 
 def undecorated(module: str, blocks: dict[str, Callable[[], str]]) -> list[str]:
-    """The ops of ``module`` with a table whose ``def`` lacks ``@typed_as(_sig.<op>)`` (the op
-    would be untyped: ``Any``)."""
+    """The ops (or methods) of ``module`` with a table whose ``def`` lacks
+    ``@typed_as(_sig.<op>)`` (the op would be untyped: ``Any``)."""
     text = (SRC / module).read_text()
-    return [name for name in blocks if not re.search(rf"^@typed_as\(_sig\.{name}\)\n(@.*\n)*def {name}\(", text, re.M)]
+    pattern = r"^( *)@typed_as\(_sig\.{0}\)\n(\1@.*\n)*\1def {0}\("
+    return [name for name in blocks if not re.search(pattern.format(name), text, re.M)]
 
 
 def main(argv: list[str]) -> int:

@@ -402,18 +402,10 @@ class Gradients:
         Both ids are marked shared (copy before writing) while the store holds the buffer
         under both; ``src`` is not marked when it has already left the store (released by
         backward), so the shared set only ever names stored gradients."""
-        data = self._data
-        cur = data.get(i)
-        if cur is None:
-            data[i] = value
-            self._shared.add(i)
-            if src in data:
-                self._shared.add(src)
-        elif i in self._shared:
-            data[i] = np.asarray(cur + value)
-            self._shared.discard(i)
-        else:
-            _np_add(cur, value, cur)
+        stored = i in self._data
+        self._take(i, value, True)
+        if not stored and src in self._data:
+            self._shared.add(src)
 
     def _fused(
         self,
@@ -425,15 +417,11 @@ class Gradients:
     ) -> None:
         """``grad[i] += ufunc(a, b)``, run as the fused in-place ``kernel(grad, a, b)`` when the
         buffer exists and is owned (``ufunc(a, b)`` must have the gradient's shape)."""
-        data = self._data
-        cur = data.get(i)
-        if cur is None:
-            data[i] = np.asarray(ufunc(a, b))
-        elif i in self._shared:
-            data[i] = np.asarray(cur + ufunc(a, b))
-            self._shared.discard(i)
-        else:
+        cur = self._data.get(i)
+        if cur is not None and i not in self._shared:
             kernel(cur, a, b)
+        else:
+            self._take(i, np.asarray(ufunc(a, b)), False)
 
     def _fused_args(
         self,

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
+from gradtape._typing import typed_as
 from gradtape.devices.cpu import Cpu
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.nn._typing import W2, B, E, Lk, Lq, T, W
+from gradtape.nn._signatures import attention as _sig
+from gradtape.nn._typing import B, E, Lq, T, W
 from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
@@ -20,7 +22,7 @@ from gradtape.ops.attention import sdpa
 from gradtape.ops.linalg import linear  # the unwrapped op: Module.__call__ checked the inputs
 from gradtape.ops.shape import stack
 from gradtape.shapes import AnyShape, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, attach_diff, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderLayer"]
@@ -167,167 +169,10 @@ class MultiHeadAttention(Module, Generic[E]):
         if t.ndim != 3 or t.shape[2] != self.embed_dim:
             raise ShapeError(f"MultiHeadAttention: {name} must be (B, L, {self.embed_dim}), got shape {t.shape}")
 
-    # Overloads: a bare ``Any`` query first (AnyShape as a parameter type matches only an
-    # ``Any`` argument: pyright then gives ``Any``, not Unknown); then self-attention and
-    # cross-attention for the typed width ``E``, for inputs whose width is a run-time ``int``
-    # (dynamic, checked at run time) and for a layer whose width is ``int``
-    # (``MultiHeadAttention[int]``, which takes any width); untyped tensors last. Each
-    # cross-attention row comes in the ops' four tape-kind rows: the output owns a tape when
-    # any input does (a traced decoder query over an untraced encoder output trains).
-    @overload
-    def forward(self, q: AnyShape, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any: ...
-    @overload
-    def forward(
-        self, q: Tensor[Rank3[B, Lq, E], T], k: None = None, v: None = None, attn_mask: npt.ArrayLike | None = None
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], T],
-        k: Tensor[Rank3[B, Lk, E], NoneTape],
-        v: Tensor[Rank3[B, Lk, E], NoneTape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], Tape],
-        k: Tensor[Rank3[B, Lk, E], OwnedTape],
-        v: Tensor[Rank3[B, Lk, E], Tape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], Tape],
-        k: Tensor[Rank3[B, Lk, E], Tape],
-        v: Tensor[Rank3[B, Lk, E], OwnedTape],
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], T],
-        k: Tensor[Rank3[B, Lk, E], T],
-        v: Tensor[Rank3[B, Lk, E], T] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self, q: Tensor[Rank3[B, Lq, int], T], k: None = None, v: None = None, attn_mask: npt.ArrayLike | None = None
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, int], T],
-        k: Tensor[Rank3[B, Lk, W2], NoneTape],
-        v: Tensor[Rank3[B, Lk, W2], NoneTape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, int], Tape],
-        k: Tensor[Rank3[B, Lk, W2], OwnedTape],
-        v: Tensor[Rank3[B, Lk, W2], Tape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, int], Tape],
-        k: Tensor[Rank3[B, Lk, W2], Tape],
-        v: Tensor[Rank3[B, Lk, W2], OwnedTape],
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(  # type: ignore[overload-overlap]
-        self,
-        q: Tensor[Rank3[B, Lq, int], T],
-        k: Tensor[Rank3[B, Lk, W2], T],
-        v: Tensor[Rank3[B, Lk, W2], T] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], T],
-        k: Tensor[Rank3[B, Lk, int], NoneTape],
-        v: Tensor[Rank3[B, Lk, int], NoneTape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], Tape],
-        k: Tensor[Rank3[B, Lk, int], OwnedTape],
-        v: Tensor[Rank3[B, Lk, int], Tape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[Rank3[B, Lq, E], Tape],
-        k: Tensor[Rank3[B, Lk, int], Tape],
-        v: Tensor[Rank3[B, Lk, int], OwnedTape],
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], OwnedTape]: ...
-    @overload
-    def forward(  # type: ignore[overload-overlap]
-        self,
-        q: Tensor[Rank3[B, Lq, E], T],
-        k: Tensor[Rank3[B, Lk, int], T],
-        v: Tensor[Rank3[B, Lk, int], T] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, E], T]: ...
-    @overload
-    def forward(
-        self: MultiHeadAttention[int],
-        q: Tensor[Rank3[B, Lq, W], T],
-        k: None = None,
-        v: None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, W], T]: ...
-    @overload
-    def forward(
-        self: MultiHeadAttention[int],
-        q: Tensor[Rank3[B, Lq, W], T],
-        k: Tensor[Rank3[B, Lk, W2], NoneTape],
-        v: Tensor[Rank3[B, Lk, W2], NoneTape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, W], T]: ...
-    @overload
-    def forward(
-        self: MultiHeadAttention[int],
-        q: Tensor[Rank3[B, Lq, W], Tape],
-        k: Tensor[Rank3[B, Lk, W2], OwnedTape],
-        v: Tensor[Rank3[B, Lk, W2], Tape] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, W], OwnedTape]: ...
-    @overload
-    def forward(
-        self: MultiHeadAttention[int],
-        q: Tensor[Rank3[B, Lq, W], Tape],
-        k: Tensor[Rank3[B, Lk, W2], Tape],
-        v: Tensor[Rank3[B, Lk, W2], OwnedTape],
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, W], OwnedTape]: ...
-    @overload
-    def forward(
-        self: MultiHeadAttention[int],
-        q: Tensor[Rank3[B, Lq, W], T],
-        k: Tensor[Rank3[B, Lk, W2], T],
-        v: Tensor[Rank3[B, Lk, W2], T] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Rank3[B, Lq, W], T]: ...
-    @overload
-    def forward(
-        self,
-        q: Tensor[AnyShape, T],
-        k: Tensor[Any, Any] | None = None,
-        v: Tensor[Any, Any] | None = None,
-        attn_mask: npt.ArrayLike | None = None,
-    ) -> Tensor[Any, T]: ...
+    # The overloads (scripts/gen_shape_overloads.py, mha_forward_block): self- and
+    # cross-attention for the typed width E, for inputs of a run-time int width and for a
+    # MultiHeadAttention[int]; the output owns a tape when any input does.
+    @typed_as(_sig.forward)
     def forward(self, q: Any, k: Any = None, v: Any = None, attn_mask: npt.ArrayLike | None = None) -> Any:
         """Attention of ``q`` over ``k``/``v`` (both default to ``q``: self-attention).
 
