@@ -39,29 +39,42 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _GradMode:
-    """A context manager and decorator that sets this thread's grad mode to ``_mode`` and
-    restores the previous mode on exit."""
+class ModeSwitch:
+    """A context manager and decorator that sets a mode with :meth:`_set` (which returns the
+    previous mode) to ``_mode`` on entry and restores the previous mode on exit; re-entrant
+    (a stack of previous modes). The base of the grad modes here and of
+    :class:`gradtape.hooks.detect_anomaly` (PyTorch's ``_DecoratorContextManager``)."""
 
     _mode: bool = True
 
     def __init__(self) -> None:
         self._prev: list[bool] = []
 
+    def _set(self, mode: bool) -> bool:
+        raise NotImplementedError
+
     def __enter__(self) -> None:
-        self._prev.append(_set_grad_enabled(self._mode))
+        self._prev.append(self._set(self._mode))
 
     def __exit__(self, *exc: object) -> None:
-        _set_grad_enabled(self._prev.pop())
+        self._set(self._prev.pop())
 
     def __call__(self, fn: F) -> F:
-        """Decorate ``fn`` so that it runs in this grad mode (a generator function: each
+        """Decorate ``fn`` so that it runs in this mode (a generator function: each
         resumption of the generator runs in it, as PyTorch's decorators do)."""
         return _decorate(self, fn)
 
-    def clone(self) -> _GradMode:
+    def clone(self) -> ModeSwitch:
         """A new context manager of the same mode (PyTorch's ``clone``)."""
         return type(self)()
+
+
+class _GradMode(ModeSwitch):
+    """A context manager and decorator that sets this thread's grad mode to ``_mode`` and
+    restores the previous mode on exit."""
+
+    def _set(self, mode: bool) -> bool:
+        return _set_grad_enabled(mode)
 
 
 def _decorate(mode: Any, fn: F) -> F:

@@ -23,17 +23,17 @@ this module is imported) instead of its plain loop while one is in use.
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from gradtape import engine as _eng
 from gradtape import tape as _tp
 from gradtape.errors import NumericalInstabilityError, ShapeError
+from gradtape.grad_mode import ModeSwitch
 from gradtape.gradients import Gradients
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def set_detect_anomaly(mode: bool) -> bool:
     return prev
 
 
-class detect_anomaly:
+class detect_anomaly(ModeSwitch):
     """Anomaly detection in a block or a decorated function (PyTorch's
     ``torch.autograd.detect_anomaly``; seed 001's NaN/Inf detection).
 
@@ -141,24 +141,15 @@ class detect_anomaly:
     """
 
     def __init__(self, mode: bool = True) -> None:
+        super().__init__()
         self._mode = mode
-        self._prev: list[bool] = []
 
-    def __enter__(self) -> None:
-        self._prev.append(set_detect_anomaly(self._mode))
+    def _set(self, mode: bool) -> bool:
+        return set_detect_anomaly(mode)
 
-    def __exit__(self, *exc: object) -> None:
-        set_detect_anomaly(self._prev.pop())
-
-    def __call__(self, fn: F) -> F:
-        """Decorate ``fn`` so that it runs with anomaly detection in this mode."""
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with detect_anomaly(self._mode):
-                return fn(*args, **kwargs)
-
-        return cast(F, wrapper)
+    def clone(self) -> detect_anomaly:
+        """A new context manager of the same mode (PyTorch's ``clone``)."""
+        return detect_anomaly(self._mode)
 
 
 _sites: list[tuple[int, str, str]] = []  # (clock when the op started, op name, call site)
