@@ -61,7 +61,7 @@ from gradtape import tape as _tp
 from gradtape.engine import backprop
 from gradtape.errors import TapeError
 from gradtape.grad_mode import enable_grad, no_grad
-from gradtape.tape import NONE_TAPE, PARAM, GradientTape, TapeSet, attach_diff, next_id, op_tape
+from gradtape.tape import NONE_TAPE, PARAM, GradientTape, TapeSet, next_id, op_tape, record
 from gradtape.tensor import Tensor
 
 __all__ = ["checkpoint"]
@@ -297,10 +297,14 @@ def checkpoint(
     rerun = _Rerun(fn, saved_args, saved_kwargs, snap, out_meta, determinism_check == "default")
     del result, items  # the closure keeps the outputs' ids and metadata, not their arrays
 
-    def checkpoint_backward(grads: Any) -> None:
-        data = grads._data
-        if not any(oid in data for _, oid, _, _, _ in out_meta):
-            return
+    def checkpoint_backward(grads: Any, gs: list[Array | None]) -> None:
+        # the recomputation seeds its outputs from the store: put back what the backward loop
+        # took out, marked shared (so the first write into it copies)
+        data, shared = grads._data, grads._shared
+        for (_, oid, _, _, _), g in zip(out_meta, gs, strict=True):
+            if g is not None and oid not in data:
+                data[oid] = g
+                shared.add(oid)
         _recompute_and_backprop(rerun, grads)
 
     def no_higher_order(grad_outputs: Any, rebuild: Any) -> list[tuple[int, Any]]:
@@ -310,8 +314,7 @@ def checkpoint(
             "directly (without checkpoint) where higher-order derivatives are needed"
         )
 
-    attach_diff(checkpoint_backward, [(oid, shape, dt) for _, oid, shape, dt, _ in out_meta], no_higher_order)
-    tape.add_backward_op(checkpoint_backward)
+    record(tape, [outs[k] for k, _, _, _, _ in out_meta], checkpoint_backward, no_higher_order)
     return outs[0] if single else tuple(outs)
 
 

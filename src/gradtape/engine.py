@@ -407,8 +407,8 @@ def _run_entries_diff(
         fn = entry[1]
         if fn is _run_closure:
             closure = entry[2]
-            second = entry[3] if len(entry) > 3 else getattr(closure, "_gradtape_diff", None)
-            if second is not None:  # a closure with a second rule (gradtape.autograd.Function)
+            second = entry[3] if len(entry) > 3 else None
+            if second is not None:  # an op with several outputs (gradtape.tape.record)
                 out_ids, differentiable = second
                 pending = [gs.get(o) if o in keep else gs.pop(o, None) for o, _, _ in out_ids]
                 if all(p is None for p in pending):

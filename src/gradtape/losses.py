@@ -27,7 +27,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import int_indices
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.shapes import Rank0, Rank2
-from gradtape.tape import NONE_TAPE, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -115,14 +115,11 @@ def _record_loss(
     tape = op_tape(input) if target is None else op_tape(input, target)
     out = input._from_op(np.asarray(value, dtype=x.dtype), tape)
     if tape is not NONE_TAPE:
-        oid, xid, x_leaf = out.id, input.id, input._leaf
+        xid, x_leaf = input.id, input._leaf
         tid, t_leaf = (target.id, target._leaf) if target is not None else (-1, True)
         dt = x.dtype.type
 
-        def loss_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def loss_backward(grads: Gradients, g: Array) -> None:
             need_x = grads.wants(xid, x_leaf)
             need_t = tid >= 0 and grads.wants(tid, t_leaf)
             gx, gt = rule(dt(g * dt(scale)), need_x, need_t)
@@ -131,14 +128,12 @@ def _record_loss(
             if need_t and gt is not None:
                 grads._accum(tid, np.asarray(gt))
 
-        if diff is not None:  # the second rule: diff(g, rebuild) -> (input's, target's gradient)
+        def loss_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            # the second rule: diff(g, rebuild) -> (input's, target's gradient)
+            gx, gt = diff(g, rebuild)  # type: ignore[misc]  # recorded only when diff is given
+            return [(i, gi) for i, gi in ((xid, gx), (tid, gt)) if gi is not None and i >= 0]
 
-            def loss_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-                gx, gt = diff(gs[0], rebuild)
-                return [(i, g) for i, g in ((xid, gx), (tid, gt)) if g is not None and i >= 0]
-
-            attach_diff(loss_backward, [(oid, (), x.dtype)], loss_diff)
-        tape.add_backward_op(loss_backward)
+        record(tape, out, loss_backward, loss_diff if diff is not None else None)
     return out
 
 

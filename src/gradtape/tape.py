@@ -714,18 +714,6 @@ tensor an array the forward saved stands for (same id, on the tape being differe
 _DIFF: dict[Any, DiffRule] = {}
 
 
-def attach_diff(
-    closure: Any,
-    outputs: list[tuple[int, tuple[int, ...], Any]],
-    rule: Callable[[list[Tensor[Any, Any]], Callable[[int, Array], Tensor[Any, Any]]], list[tuple[int, Any]]],
-) -> None:
-    """Give a backward closure (``add_backward_op``) its second rule: ``rule(grads, rebuild)``
-    gets one gradient tensor per output ``(id, shape, dtype)`` (zeros for one with none) and
-    returns ``[(input id, gradient tensor)]``. For ops that record closures (and
-    :class:`gradtape.autograd.Function`); ops recording entries use :func:`register_diff`."""
-    closure._gradtape_diff = (outputs, rule)
-
-
 Rebuild: TypeAlias = "Callable[[int, Array], Tensor[Any, Any]]"
 """``rebuild(id, array) -> tensor``: an array the forward saved, as the tensor it stands for on
 the tape being differentiated (same id), so a second rule can differentiate through it

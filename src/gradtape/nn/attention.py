@@ -22,7 +22,7 @@ from gradtape.ops.attention import sdpa
 from gradtape.ops.linalg import linear  # the unwrapped op: Module.__call__ checked the inputs
 from gradtape.ops.shape import stack
 from gradtape.shapes import AnyShape, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, op_tape, record
 from gradtape.tensor import Tensor
 
 __all__ = ["MultiHeadAttention", "TransformerEncoderLayer"]
@@ -55,13 +55,10 @@ def split_heads(y: Tensor[Any, Any], which: tuple[int, ...], num_heads: int) -> 
     tape = op_tape(y)
     outs = [y._from_op(y5[:, :, i].transpose(0, 2, 1, 3), tape) for i in which]
     if tape is not NONE_TAPE:
-        yid, oids = y.id, [o.id for o in outs]
+        yid = y.id
         full = which == (0, 1, 2)
 
-        def split_heads_backward(grads: Gradients) -> None:
-            gs = [grads._release(oid) for oid in oids]
-            if all(g is None for g in gs):
-                return
+        def split_heads_backward(grads: Gradients, gs: list[Array | None]) -> None:
             buf = (np.empty if full and all(g is not None for g in gs) else np.zeros)(y5.shape, yd.dtype)
             for i, g in zip(which, gs, strict=True):
                 if g is not None:
@@ -76,8 +73,7 @@ def split_heads(y: Tensor[Any, Any], which: tuple[int, ...], num_heads: int) -> 
             g5 = stack([t.permute((0, 2, 1, 3)) for t in parts], axis=2)
             return [(yid, g5.reshape(yd.shape))]
 
-        attach_diff(split_heads_backward, [(o.id, o.shape, o.dtype) for o in outs], split_heads_diff)
-        tape.add_backward_op(split_heads_backward)
+        record(tape, list(outs), split_heads_backward, split_heads_diff)
     return outs
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.grad_mode import no_grad
-from gradtape.tape import NONE_TAPE, _tensor_class, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -152,10 +152,7 @@ class Function:
                     checked.append((k, i, g, dtype))
                 return checked
 
-            def function_backward(grads: Gradients) -> None:
-                gs = [grads._release(oid) for oid, _, _ in out_ids]
-                if all(g is None for g in gs):
-                    return
+            def function_backward(grads: Gradients, gs: list[np.ndarray[Any, Any] | None]) -> None:
                 grad_outputs = [
                     like._like(np.zeros(shape, dtype) if g is None else np.array(g, copy=True))
                     for g, (_, shape, dtype) in zip(gs, out_ids, strict=True)
@@ -182,6 +179,5 @@ class Function:
                     out.append((i, g))
                 return out
 
-            attach_diff(function_backward, out_ids, differentiable)
-            tape.add_backward_op(function_backward)
+            record(tape, list(outs), function_backward, differentiable)
         return outs[0] if single else outs

@@ -29,7 +29,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS
 from gradtape.ops.nn import _generator
 from gradtape.shapes import Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, _tensor_class, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, _tensor_class, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -307,13 +307,10 @@ def sdpa(
     tape = op_tape(q, k, v)
     out = q._from_op(y.reshape(out_shape), tape)
     if tape is not NONE_TAPE:
-        oid, qid, kid, vid = out.id, q.id, k.id, v.id
+        qid, kid, vid = q.id, k.id, v.id
         q_leaf, k_leaf, v_leaf = q._leaf, k._leaf, v._leaf
 
-        def scaled_dot_product_attention_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def scaled_dot_product_attention_backward(grads: Gradients, g: Array) -> None:
             g4 = g.reshape(y.shape)
             if grads.wants(vid, v_leaf):
                 pa = p if drop is None else p * drop
@@ -328,9 +325,9 @@ def sdpa(
             if want_k:
                 grads._accum(kid, _mm_keys(ds, q4, blocks).reshape(kd.shape))
 
-        def sdpa_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        def sdpa_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             return _second_rule(
-                gs[0],
+                g,
                 rebuild(qid, qd),
                 rebuild(kid, kd),
                 rebuild(vid, vd),
@@ -343,8 +340,7 @@ def sdpa(
                 (qid, kid, vid),
             )
 
-        attach_diff(scaled_dot_product_attention_backward, [(oid, out.shape, out.dtype)], sdpa_diff)
-        tape.add_backward_op(scaled_dot_product_attention_backward)
+        record(tape, out, scaled_dot_product_attention_backward, sdpa_diff)
     return out
 
 

@@ -35,9 +35,9 @@ from gradtape.ops.declare import NUMPY, binary
 from gradtape.tape import (
     NONE_TAPE,
     GradientTape,
-    attach_diff,
     next_id,
     op_tape,
+    record,
     register_diff,
 )
 
@@ -343,21 +343,15 @@ def _record_with_constant(
     tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
-        aid, oid = a.id, out.id
+        aid, sl = a.id, slope
 
-        def constant_operand_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                grads._accum(aid, grad(g))
+        def constant_operand_backward(grads: Gradients, g: Array) -> None:
+            grads._accum(aid, grad(g))
 
-        if slope is not None:
-            sl = slope
+        def constant_operand_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            return [(aid, g * g._like(sl))]
 
-            def constant_operand_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-                return [(aid, gs[0] * gs[0]._like(sl))]
-
-            attach_diff(constant_operand_backward, [(oid, out.shape, out.dtype)], constant_operand_diff)
-        tape.add_backward_op(constant_operand_backward)
+        record(tape, out, constant_operand_backward, constant_operand_diff if sl is not None else None)
     return out
 
 

@@ -27,7 +27,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
 from gradtape.shapes import sum_to_shape
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -202,15 +202,11 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     tape = op_tape(*(x for x, _ in operands))
     out = (a if a_is_t else b)._from_op(np.asarray(np.where(c, ad, bd)), tape)
     if tape is not NONE_TAPE:
-        oid = out.id
         # (id, shape, leaf?, take where cond holds?) of each tensor operand: every one gets its
         # gradient, traced or not, as in every other binary op
         wanted = [(x.id, x.data.shape, x._leaf, sel) for x, sel in operands]
 
-        def where_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def where_backward(grads: Gradients, g: Array) -> None:
             zero = g.dtype.type(0)
             for i, shape, leaf, sel in wanted:
                 if not grads.wants(i, leaf):
@@ -218,12 +214,10 @@ def where(cond: Any, a: Any, b: Any) -> Any:
                 gi = np.where(c, g, zero) if sel else np.where(c, zero, g)
                 grads._accum(i, sum_to_shape(gi, shape))
 
-        def where_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-            g = gs[0]
+        def where_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             return [(i, sum_to(where(c, g, 0.0) if sel else where(c, 0.0, g), shape)) for i, shape, _, sel in wanted]
 
-        attach_diff(where_backward, [(oid, out.shape, out.dtype)], where_diff)
-        tape.add_backward_op(where_backward)
+        record(tape, out, where_backward, where_diff)
     return out
 
 

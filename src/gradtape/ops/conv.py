@@ -71,7 +71,7 @@ from gradtape.grad_mode import enable_grad
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._signatures import conv as _sig
 from gradtape.ops._util import tensor_operand
-from gradtape.tape import NONE_TAPE, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, Tape, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -194,13 +194,10 @@ def _record(
     rule (see :func:`_bilinear_vjp`)."""
     out = x._from_op(data, tape)
     if tape is not NONE_TAPE:
-        xid, wid, oid, x_leaf, w_leaf = x.id, w.id, out.id, x._leaf, w._leaf
+        xid, wid, x_leaf, w_leaf = x.id, w.id, x._leaf, w._leaf
         bid, b_leaf = (b.id, b._leaf) if b is not None else (-1, True)
 
-        def conv_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def conv_backward(grads: Gradients, g: Array) -> None:
             want_b = bid >= 0 and grads.wants(bid, b_leaf)
             gx, gw, gb = rule(g, grads.wants(xid, x_leaf), grads.wants(wid, w_leaf), want_b)
             if gx is not None:
@@ -210,19 +207,19 @@ def _record(
             if gb is not None:
                 grads._accum(bid, gb)
 
+        xd, wd, diff = x.data, w.data, None
         if f is not None:
-            xd, wd, op = x.data, w.data, f
+            op = f
 
-            def conv_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-                g = gs[0]
+            def conv_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
                 gx, gw = _bilinear_vjp(op, g, rebuild(xid, xd), rebuild(wid, wd))
                 res = [(xid, gx), (wid, gw)]
                 if bid >= 0:  # the bias's gradient: g summed over all but the channel axis
                     res.append((bid, g.sum(axis=tuple(i for i in range(g.ndim) if i != 1))))
                 return res
 
-            attach_diff(conv_backward, [(oid, out.shape, out.dtype)], conv_diff)
-        tape.add_backward_op(conv_backward)
+            diff = conv_diff
+        record(tape, out, conv_backward, diff)
     return out
 
 

@@ -39,7 +39,7 @@ from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import int_indices
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -152,12 +152,9 @@ def getitem(a: Any, key: Any) -> Any:
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
+        aid, shape, dtype = a.id, x.shape, x.dtype
 
-        def getitem_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def getitem_backward(grads: Gradients, g: Array) -> None:
             buf = grads._mut(aid, shape, dtype)  # owned by aid: never the output's buffer
             part = buf[k]
             if part.__class__ is np.ndarray:
@@ -165,10 +162,7 @@ def getitem(a: Any, key: Any) -> Any:
             else:  # every dim indexed by an int: numpy gives a scalar
                 buf[k] = part + g
 
-        attach_diff(
-            getitem_backward, [(oid, out.shape, out.dtype)], lambda gs, rebuild: [(aid, _put_at(gs[0], shape, k))]
-        )
-        tape.add_backward_op(getitem_backward)
+        record(tape, out, getitem_backward, lambda g, rebuild: [(aid, _put_at(g, shape, k))])
     return out
 
 
@@ -219,18 +213,12 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, oid, shape, dtype = a.id, out.id, x.shape, x.dtype
+        aid, shape, dtype = a.id, x.shape, x.dtype
 
-        def gather_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
+        def gather_backward(grads: Gradients, g: Array) -> None:
+            scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
 
-        def gather_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-            return [(aid, scatter_into(gs[0], shape, ax, idx))]
-
-        attach_diff(gather_backward, [(oid, out.shape, out.dtype)], gather_diff)
-        tape.add_backward_op(gather_backward)
+        record(tape, out, gather_backward, lambda g, rebuild: [(aid, scatter_into(g, shape, ax, idx))])
     return out
 
 

@@ -23,7 +23,7 @@ from gradtape.errors import ShapeError
 from gradtape.ops._signatures import linalg as _sig
 from gradtape.ops._util import sum_to, tensor_operand
 from gradtape.shapes import sum_to_shape
-from gradtape.tape import NONE_TAPE, attach_diff, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -124,12 +124,9 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
     tape = op_tape(a, b)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
-        aid, bid, oid, a_leaf, b_leaf = a.id, b.id, out.id, a._leaf, b._leaf
+        aid, bid, a_leaf, b_leaf = a.id, b.id, a._leaf, b._leaf
 
-        def matmul_nd_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def matmul_nd_backward(grads: Gradients, g: Array) -> None:
             g2 = g.reshape(full)
             if grads.wants(aid, a_leaf):
                 if stacked:  # grad_a = g @ b^T has a's shape: one product over all rows
@@ -144,18 +141,17 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
                     gb = sum_to_shape(_blas.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
                 grads._accum(bid, gb.reshape(bd.shape))
 
-        def matmul_nd_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        def matmul_nd_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             # the second rule: grad_a = g @ b^T, grad_b = a^T @ g on the batched views, summed
             # back over broadcast batch dims, in gradtape ops (matmul of the rebuilt tensors)
-            g2 = gs[0].reshape(full)
+            g2 = g.reshape(full)
             at = rebuild(aid, ad).reshape(a2.shape)
             bt = rebuild(bid, bd).reshape(b2.shape)
             ga = sum_to(g2 @ _swap_last(bt), a2.shape).reshape(ad.shape)
             gb = sum_to(_swap_last(at) @ g2, b2.shape).reshape(bd.shape)
             return [(aid, ga), (bid, gb)]
 
-        attach_diff(matmul_nd_backward, [(oid, out.shape, out.dtype)], matmul_nd_diff)
-        tape.add_backward_op(matmul_nd_backward)
+        record(tape, out, matmul_nd_backward, matmul_nd_diff)
     return out
 
 

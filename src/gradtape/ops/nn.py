@@ -28,7 +28,7 @@ from gradtape.errors import ShapeError
 from gradtape.ops._signatures import nn as _sig
 from gradtape.ops._util import SCALARS, int_indices, record_unary, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -146,14 +146,11 @@ def _record_norm(
     tape = op_tape(x, *(t for t in (w, b) if t is not None))
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
-        oid, xid, x_leaf = out.id, x.id, x._leaf
+        xid, x_leaf = x.id, x._leaf
         wid, w_leaf = (w.id, w._leaf) if w is not None else (0, True)
         bid, b_leaf = (b.id, b._leaf) if b is not None else (0, True)
 
-        def norm_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def norm_backward(grads: Gradients, g: Array) -> None:
             need_x = grads.wants(xid, x_leaf)
             need_w = wd is not None and grads.wants(wid, w_leaf)
             need_b = bd is not None and grads.wants(bid, b_leaf)
@@ -167,11 +164,10 @@ def _record_norm(
             if db is not None:
                 grads._accum(bid, db)
 
-        def norm_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        def norm_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             # the second rule, in gradtape ops on x rebuilt: with xhat = (x - mean) * rstd,
             # gx = rstd (gw - mean(gw) - xhat mean(gw xhat)) for layer_norm (no mean terms
             # but the last for rms_norm), gw = g * weight
-            g = gs[0]
             axes = tuple(range(xd.ndim - k, xd.ndim))
             xt = rebuild(xid, xd)
             xc = xt - xt.mean(axis=axes, keepdims=True) if centered else xt
@@ -188,8 +184,7 @@ def _record_norm(
                 out.append((bid, sum_to(g, bd.shape)))
             return out
 
-        attach_diff(norm_backward, [(oid, out.shape, out.dtype)], norm_diff)
-        tape.add_backward_op(norm_backward)
+        record(tape, out, norm_backward, norm_diff)
     return out
 
 
@@ -399,25 +394,20 @@ def prelu(x: Any, weight: Any) -> Any:
     tape = op_tape(x, wt)
     out = x._from_op(y, tape)
     if tape is not NONE_TAPE:
-        xid, wid, oid, w_leaf = x.id, wt.id, out.id, wt._leaf
+        xid, wid, w_leaf = x.id, wt.id, wt._leaf
         zero = xd.dtype.type(0)
 
-        def prelu_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is None:
-                return
+        def prelu_backward(grads: Gradients, g: Array) -> None:
             if grads.wants(wid, w_leaf):
                 grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
-        def prelu_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        def prelu_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             from gradtape.ops.compare import where
 
-            g = gs[0]
             w = rebuild(wid, wd).reshape(wb.shape)
             gw = where(pos, 0.0, rebuild(xid, xd) * g).sum(axis=axes).reshape(wd.shape)
             return [(xid, where(pos, g, g * w)), (wid, gw)]
 
-        attach_diff(prelu_backward, [(oid, out.shape, out.dtype)], prelu_diff)
-        tape.add_backward_op(prelu_backward)
+        record(tape, out, prelu_backward, prelu_diff)
     return out

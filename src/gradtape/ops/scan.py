@@ -16,7 +16,7 @@ from gradtape.devices.kernels import scan as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import float_data
 from gradtape.shapes import Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, attach_diff, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -150,15 +150,11 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
     out = x._from_op(out_data, tape)
     if tape is NONE_TAPE:
         return out
-    oid = out.id
     ids = [(t.id, t._leaf) for t in (x, dt, A, B, C)]
     did, d_leaf = (D.id, D._leaf) if D is not None else (-1, True)
     zid, z_leaf = (z.id, z._leaf) if z is not None else (-1, True)
 
-    def scan_backward(grads: Gradients) -> None:
-        g = grads._release(oid)
-        if g is None:
-            return
+    def scan_backward(grads: Gradients, g: Array) -> None:
         g = np.asarray(g, dtype)
         if zd is not None and sig is not None:
             gy = g * zd * sig
@@ -177,11 +173,11 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
         if want_d:
             grads._accum(did, gdd)
 
-    def scan_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+    def scan_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
         ts = [rebuild(i, datas[nm]) for (i, _), nm in zip(ids, ("x", "dt", "A", "B", "C"), strict=True)]
         dt_ = rebuild(did, datas["D"]) if D is not None else None
         zt = rebuild(zid, datas["z"]) if z is not None else None
-        grads_ = _scan_vjp_ops(gs[0], ts[0], ts[1], ts[2], ts[3], ts[4], dt_, zt)
+        grads_ = _scan_vjp_ops(g, ts[0], ts[1], ts[2], ts[3], ts[4], dt_, zt)
         res = [(i, gr) for (i, _), gr in zip(ids, grads_[:5], strict=True)]
         if D is not None:
             res.append((did, grads_[5]))
@@ -189,8 +185,7 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
             res.append((zid, grads_[6]))
         return res
 
-    attach_diff(scan_backward, [(oid, out.shape, out.dtype)], scan_diff)
-    tape.add_backward_op(scan_backward)
+    record(tape, out, scan_backward, scan_diff)
     return out
 
 

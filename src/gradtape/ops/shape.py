@@ -38,7 +38,7 @@ from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
 from gradtape.ops._util import sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, sum_to_shape
-from gradtape.tape import NONE_TAPE, _tensor_class, attach_diff, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -430,18 +430,15 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Any]
     if tape is not NONE_TAPE:
         ids, oid = [t.id for t in ts], out.id
 
-        def many_backward(grads: Gradients) -> None:
-            g = grads._release(oid)
-            if g is not None:
-                for i, r in zip(ids, pieces(g), strict=True):
-                    _give(grads, i, r, g, oid)
+        def many_backward(grads: Gradients, g: Array) -> None:
+            for i, r in zip(ids, pieces(g), strict=True):
+                _give(grads, i, r, g, oid)
 
-        def many_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        def many_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             # the second rule: the same pieces cut from the gradient tensor (basic indexing, recorded)
-            return list(zip(ids, pieces(gs[0]), strict=True))
+            return list(zip(ids, pieces(g), strict=True))
 
-        attach_diff(many_backward, [(oid, out.shape, out.dtype)], many_diff)
-        tape.add_backward_op(many_backward)
+        record(tape, out, many_backward, many_diff)
     return out
 
 
