@@ -52,6 +52,8 @@ FLOAT_OPS: dict[str, tuple[Call, Call]] = {
     "leaky_relu": (lambda t: t.leaky_relu(0.1), lambda t: ops.leaky_relu(t, 0.1)),
     "pow": (lambda t: t**2, lambda t: ops.pow(t, 2)),
     "div": (lambda t: t / t, lambda t: ops.div(t, t)),
+    # the method path raised numpy's "Unsupported dtype dtype('int64') for random"
+    "dropout": (lambda t: t.dropout(0.5), lambda t: ops.dropout(t, 0.5)),
     "matmul": (lambda t: t @ t.T, lambda t: ops.matmul(t, t.T)),
 }
 
@@ -66,7 +68,8 @@ def test_float_ops_refuse_integer_and_bool_tensors_on_both_paths(op: str, data: 
     elementwise ops check after numpy's forward, which may warn on log(0) first.)"""
     dev = Cpu()
     t = dev.tensor(data)
-    want = rf"^{op}: \w+ has dtype {data.dtype} \(shape \(2, 3\)\); {op} takes float32 or float64"
+    name = op.split()[0]
+    want = rf"^{name}: \w+ has dtype {data.dtype} \(shape \(2, 3\)\); {name} takes float32 or float64"
     method, function = FLOAT_OPS[op]
     with pytest.raises(DTypeError, match=want):
         method(t)
@@ -106,7 +109,55 @@ def test_index_ops_comparisons_and_arithmetic_still_take_integer_tensors() -> No
     np.testing.assert_array_equal((table + table).numpy(), COUNTS * 2)
 
 
+@pytest.mark.parametrize("data", [COUNTS, MASK], ids=["int64", "bool"])
+def test_true_division_by_a_number_promotes_integers_to_float32_as_pytorch(data: Array) -> None:
+    """``int_t / 2`` gave a float64 tensor unasked; PyTorch's true division promotes integers and
+    bools to its default dtype, float32, which the accuracy idiom ``(pred == y).sum() / len(y)``
+    relies on. Both spellings, both sides, against PyTorch."""
+    torch = pytest.importorskip("torch")
+    dev = Cpu()
+    t, tt = dev.tensor(data), torch.tensor(data)
+    for got, want in ((t / 4, tt / 4), (ops.div(t, 4), tt / 4), (3 / t, 3 / tt), (t.sum() / 6, tt.sum() / 6)):
+        assert got.dtype == np.float32 and str(want.dtype) == "torch.float32"
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    pred, y = dev.tensor(np.array([1, 2, 2, 0])), dev.tensor(np.array([1, 2, 0, 0]))
+    assert ((pred == y).sum() / 4).item() == pytest.approx(0.75)
+
+
+def test_negation_is_exact_on_integers_in_both_spellings_as_in_pytorch() -> None:
+    """``-t`` worked on an int64 tensor while ``ops.neg(t)`` refused it: negation is exact on
+    integers (PyTorch's ``torch.neg`` takes them), so both spellings now give PyTorch's result."""
+    torch = pytest.importorskip("torch")
+    dev = Cpu()
+    t = dev.tensor(COUNTS)
+    want = torch.neg(torch.tensor(COUNTS)).numpy()
+    for got in (-t, ops.neg(t)):
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
 # ----- 2. complex input: errors that name the op or constructor and the dtype -------------------
+
+
+def test_a_hook_returning_a_complex_gradient_is_refused_not_truncated() -> None:
+    """A ``register_hook`` function returning a complex gradient silently lost its imaginary
+    part (cast to the tensor's dtype); PyTorch refuses a hook result of another dtype too."""
+    dev = Cpu()
+    w = dev.tensor(np.ones(3)).requires_grad_()
+    w.register_hook(lambda g: g.numpy() * (1 + 1j))
+    with pytest.raises(DTypeError, match=r"^register_hook: the hook returned a gradient of dtype complex128"):
+        (w * 2.0).sum().backward()
+
+
+def test_a_complex_learning_rate_is_refused_naming_the_optimizer_and_argument() -> None:
+    """``SGD(params, lr=1j)`` raised float()'s bare TypeError, which names nothing."""
+    from gradtape import optim
+
+    model = nn.Linear(2, 2, dev=Cpu())
+    with pytest.raises(TypeError, match=r"^SGD: lr must be a real number, got complex 1j"):
+        optim.SGD(model.parameters(), lr=1j)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Adam: lr must be a real number"):
+        optim.Adam(model.parameters(), lr=1j)  # type: ignore[arg-type]
 
 
 def test_complex_data_is_refused_by_the_constructors_naming_them_and_the_dtype() -> None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from gradtape import engine as _eng
 from gradtape import tape as _tp
-from gradtape.errors import NumericalInstabilityError, ShapeError
+from gradtape.errors import DTypeError, NumericalInstabilityError, ShapeError
 from gradtape.grad_mode import ModeSwitch
 from gradtape.gradients import Gradients
 
@@ -264,6 +264,8 @@ def working_store() -> Gradients:
 
 def _as_array(op: str, r: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
     arr = np.asarray(getattr(r, "data", r))
+    if arr.dtype.kind not in "fiub":  # complex (its imaginary part would be dropped), objects, strings
+        raise DTypeError(f"{op}: the hook returned a gradient of dtype {arr.dtype}; the tensor's dtype is {dtype}")
     if arr.shape != shape:
         raise ShapeError(f"{op}: the hook returned a gradient of shape {arr.shape}, the tensor has shape {shape}")
     return np.array(arr, dtype=dtype, copy=True)

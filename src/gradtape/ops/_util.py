@@ -86,7 +86,7 @@ def float_data(op: str, a: Tensor[Any, Any], arg: str = "input") -> Array:
 
 
 DTYPE_AGNOSTIC = frozenset(
-    {"add", "sub", "mul", "maximum", "minimum"}  # exact on integers (bools: numpy's rules)
+    {"add", "sub", "mul", "neg", "maximum", "minimum"}  # exact on integers (bools: numpy's rules)
     | {"sum", "max", "min"}  # exact reductions (``mask.sum()`` counts, as in PyTorch)
     | {"eq", "ne", "lt", "le", "gt", "ge", "where"}  # comparisons and selection
     | {"reshape", "permute", "transpose", "expand_dims", "unsqueeze", "squeeze", "broadcast_to"}
@@ -102,6 +102,12 @@ elementwise ops, :func:`tensor_operand` for the binary ones, and :func:`float_da
 reductions). PyTorch refuses the same ops on integers (``mean``, ``var``, ``std``, ``softmax``)
 or promotes them to float32; gradtape computes in float32/float64 only, so convert first with
 ``dev.tensor(x, dtype=np.float32)``."""
+
+
+_OWN_DTYPE_RULE = frozenset({"div"})
+"""Float ops with a rule of their own for integers, so the functional API's check leaves them
+to it: ``div`` by a number promotes integer and bool tensors to float32 (PyTorch's true
+division); between two tensors it still refuses them (:func:`tensor_operand`)."""
 
 
 def refuse_non_float(a: Tensor[Any, Any], op: str | None = None) -> None:
@@ -343,7 +349,7 @@ def checked(fn: Callable[P, R], op: str | None = None, require_float: bool | Non
     params = _tensor_params(fn)
     if not params:
         return fn
-    floats = name not in DTYPE_AGNOSTIC if require_float is None else require_float
+    floats = name not in DTYPE_AGNOSTIC and name not in _OWN_DTYPE_RULE if require_float is None else require_float
 
     def bad(arg: str, value: object, what: str) -> TypeError:
         hint = " (wrap arrays and lists with dev.tensor(...))" if isinstance(value, (list, tuple, np.ndarray)) else ""

@@ -30,7 +30,7 @@ from gradtape import tape as _tp
 from gradtape._typing import S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._signatures import binary as _sig
-from gradtape.ops._util import SCALARS, float_data, record_entry
+from gradtape.ops._util import SCALARS, float_data, record_entry, refuse_non_float
 from gradtape.ops.declare import NUMPY, binary
 from gradtape.tape import (
     NONE_TAPE,
@@ -303,10 +303,30 @@ def div(a: Any, b: Any) -> Any:
     ``inf``/``nan`` as in numpy.
     """
     if isinstance(b, SCALARS):
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64:
+            return _int_true_div(a, a.data, b)
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
         return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
     return _div(a, b)
+
+
+def _int_true_div(a: Tensor[Any, Any], num: Any, den: Any) -> Any:
+    """``num / den`` where one is an integer or bool tensor's data and the other a number:
+    PyTorch's true division, which promotes integers to its default float dtype, float32
+    (``(pred == y).sum() / len(y)``, the accuracy idiom), untraced (integers carry no gradient).
+
+    Raises:
+        DTypeError: ``a`` is not an integer or bool tensor (complex: :func:`refuse_non_float`).
+    """
+    if a.data.dtype.kind not in "iub":
+        refuse_non_float(a, "div")
+    s = num if isinstance(den, np.ndarray) else den
+    _scalar(s, "div")  # a number, or the TypeError naming div
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.true_divide(np.asarray(num, dtype=np.float32), np.asarray(den, dtype=np.float32))
+    return a._from_op(np.asarray(y, dtype=np.float32), NONE_TAPE)
 
 
 @binary(vjp=lambda xp, g, a, b, y: (g / b, -(g * y) / b), name="div")
@@ -318,6 +338,8 @@ def _div(a: Array, b: Array) -> Array:
 def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
     ad = a.data
+    if ad.dtype.kind != "f":
+        return _int_true_div(a, b, ad)  # type: ignore[no-any-return]
     y = _scalar(b, "rdiv") / ad
     tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(y, tape)

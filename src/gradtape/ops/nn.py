@@ -26,7 +26,7 @@ from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import nn as _sig
-from gradtape.ops._util import SCALARS, int_indices, record_unary, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, float_data, int_indices, record_unary, sum_to, tensor_operand
 from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
@@ -71,6 +71,7 @@ def dropout(
         ValueError: ``p`` is not a number in ``[0, 1]``.
         TypeError: ``rng`` is neither a Generator, an int nor ``None``.
     """
+    float_data("dropout", a, "a")  # a float op, as a function and as a method
     if isinstance(p, bool) or not isinstance(p, SCALARS) or not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p!r} (input shape {a.shape})")
     p = float(p)

@@ -11,17 +11,42 @@ Check: TypeAlias = Callable[[str, str, Any], Any]
 """``check(owner, name, value)``: the value normalised, or ``ValueError`` naming ``owner`` and ``name``."""
 
 
+def _real(owner: str, name: str, value: Any) -> float:
+    """``float(value)`` for a real number (a Python or numpy int or float, a 0-d array).
+
+    Raises:
+        TypeError: ``value`` is not a real number (a complex number, a string, ``None``); the
+            message names ``owner``, ``name`` and the type.
+    """
+    if isinstance(value, (complex, str, bytes)) or value is None:
+        raise TypeError(f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}") from None
+
+
 def check_nonneg(owner: str, name: str, value: float) -> float:
-    """``float(value)``, a finite number >= 0 (NaN refused)."""
-    value = float(value)
+    """``float(value)``, a finite number >= 0 (NaN refused).
+
+    Raises:
+        TypeError: ``value`` is not a real number (``lr=1j``).
+        ValueError: it is negative, infinite or NaN.
+    """
+    value = _real(owner, name, value)
     if not value >= 0.0 or math.isinf(value):  # also rejects NaN
         raise ValueError(f"{owner}: {name} must be a finite number >= 0, got {value}")
     return value
 
 
 def check_unit(owner: str, name: str, value: float) -> float:
-    """``float(value)``, in ``[0, 1)``."""
-    value = float(value)
+    """``float(value)``, in ``[0, 1)``.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: it is outside ``[0, 1)``.
+    """
+    value = _real(owner, name, value)
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{owner}: {name} must be in [0, 1), got {value}")
     return value
