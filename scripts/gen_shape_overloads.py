@@ -42,6 +42,10 @@ One section of this file per module, in the order of ``TARGETS``:
 - ``ops/conv.py``: ``conv1d``, ``conv2d`` and ``conv_transpose2d`` (channels checked when
   ``groups`` is left out, unchecked with ``groups=`` by keyword), with the tape-kind rule;
 - ``ops/nn.py``: ``layer_norm`` (last axis by default, or ``normalized_shape``);
+- ``ops/attention.py``: ``scaled_dot_product_attention`` (rank 4 and rank 3 inputs, with the
+  tape-kind rule);
+- ``ops/scan.py``: ``selective_scan`` (its own tape rows, :func:`scan_block`: an owned
+  sequence or ``A``, untraced parameters ``A`` and ``D`` beside traced sequences);
 - ``losses.py``: the elementwise losses ``mse_loss``, ``l1_loss``, ``huber_loss``,
   ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``;
 - ``nn/attention.py``: ``MultiHeadAttention.forward`` (self- and cross-attention, for a
@@ -148,6 +152,24 @@ tape (and so has no default), left out in the other rows (``layer_norm``'s ``wei
 ``bias`` become keyword-only where one of them is required)."""
 
 
+def tape_row(
+    name: str, params: Sequence[Arg | str], tapes: dict[str, str], out: str, ret: str, comment: str = ""
+) -> str:
+    """One overload of ``name`` returning ``Tensor[ret, out]``, each tensor argument (the
+    :class:`Arg` entries of ``params``) of the tape kind ``tapes[arg.name]``; the other entries
+    are copied as they are (:data:`KW_IF_OWNED` becomes a ``*`` before an owned argument)."""
+    owned = next((p.name for p in params if isinstance(p, Arg) and tapes[p.name] == "OwnedTape"), None)
+    rendered: list[str] = []
+    for i, p in enumerate(params):
+        if isinstance(p, Arg):
+            rendered.append(p.render(tapes[p.name]))
+        elif p != KW_IF_OWNED:
+            rendered.append(p)
+        elif owned is not None and any(isinstance(q, Arg) and q.name == owned for q in params[i + 1 :]):
+            rendered.append("*")
+    return _overload(name, rendered, f"Tensor[{ret}, {out}]", comment)
+
+
 def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = True, generic_comment: str = "") -> str:
     """Overloads of ``name`` under the tape-kind rule: the output ``Tensor[ret, ...]`` owns a
     tape if any tensor argument does, else it has the first one's tape kind.
@@ -165,25 +187,13 @@ def tape_rule(name: str, params: Sequence[Arg | str], ret: str, generic: bool = 
     ending with ``generic_comment``, if any).
     """
     args = [p for p in params if isinstance(p, Arg)]
-
-    def row(tapes: dict[str, str], out: str, comment: str = "") -> str:
-        owned = next((a.name for a in args if tapes[a.name] == "OwnedTape"), None)
-        rendered: list[str] = []
-        for i, p in enumerate(params):
-            if isinstance(p, Arg):
-                rendered.append(p.render(tapes[p.name]))
-            elif p != KW_IF_OWNED:
-                rendered.append(p)
-            elif owned is not None and any(isinstance(q, Arg) and q.name == owned for q in params[i + 1 :]):
-                rendered.append("*")
-        return _overload(name, rendered, f"Tensor[{ret}, {out}]", comment)
-
     first, rest = args[0].name, args[1:]
-    out = [row({first: "T", **{a.name: "NoneTape" for a in rest}}, "T")]
+    out = [tape_row(name, params, {first: "T", **{a.name: "NoneTape" for a in rest}}, "T", ret)]
     for owner in rest:
-        out.append(row({first: "Tape", **{a.name: "OwnedTape" if a is owner else "Tape" for a in rest}}, "OwnedTape"))
+        tapes = {first: "Tape", **{a.name: "OwnedTape" if a is owner else "Tape" for a in rest}}
+        out.append(tape_row(name, params, tapes, "OwnedTape", ret))
     if generic:
-        out.append(row({a.name: "T" for a in args}, "T", generic_comment))
+        out.append(tape_row(name, params, {a.name: "T" for a in args}, "T", ret, generic_comment))
     return "".join(out)
 
 
@@ -531,6 +541,72 @@ def layer_norm_block() -> str:
     )
 
 
+# ----- ops/attention.py --------------------------------------------------------------------
+
+SDPA_SHAPES = (
+    ("Rank4[B, H, L, E]", "Rank4[B, H, S, E]", "Rank4[B, H, S, Ev]", "Rank4[B, H, L, Ev]"),
+    ("Rank3[B, L, E]", "Rank3[B, S, E]", "Rank3[B, S, Ev]", "Rank3[B, L, Ev]"),
+)
+"""``(q, k, v, output)`` shape types of ``scaled_dot_product_attention``: with two batch dims
+(batch, heads) or one; ``L`` queries, ``S`` keys, head dims ``E`` (``q``, ``k``) and ``Ev``
+(``v``, output)."""
+SDPA_REST = (
+    "attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None",
+    "is_causal: bool = False",
+    "dropout_p: float = 0.0",
+    "scale: float | None = None",
+    "*",
+    "rng: np.random.Generator | int | None = None",
+)
+"""The parameters of ``scaled_dot_product_attention`` after ``v``."""
+
+
+def sdpa_block() -> str:
+    """Overloads of ``scaled_dot_product_attention(q, k, v, ...)``: rank 4, then rank 3, each
+    with the tape-kind rule over ``q``, ``k``, ``v``."""
+    return "".join(
+        tape_rule("scaled_dot_product_attention", [Arg("q", q), Arg("k", k), Arg("v", v), *SDPA_REST], ret)
+        for q, k, v, ret in SDPA_SHAPES
+    )
+
+
+# ----- ops/scan.py -------------------------------------------------------------------------
+
+SCAN_ARGS = (
+    Arg("x", "Rank3[Bt, L, Ch]"),
+    Arg("dt", "Rank3[Bt, L, Ch]"),
+    Arg("A", "Rank2[Ch, N]"),
+    Arg("B", "Rank3[Bt, L, N]"),
+    Arg("C", "Rank3[Bt, L, N]"),
+    Arg("D", "Rank1[Ch]", optional=True),
+    Arg("z", "Rank3[Bt, L, Ch]", optional=True),
+)
+"""``selective_scan``'s tensors: the sequences ``x``, ``dt``, ``B``, ``C``, ``z`` (``D`` and
+``z`` optional) and the parameters ``A``, ``D``."""
+SCAN_PARAMETERS = ("A", "D")
+"""The layer's parameters among :data:`SCAN_ARGS` (a ``NoneTape`` weight in inference code)."""
+
+
+def scan_block() -> str:
+    """Overloads of ``selective_scan(x, dt, A, B, C, D=None, z=None)``, not quite the tape-kind
+    rule (:func:`tape_rule`): an owned ``x`` (the others any tape kind: ``OwnedTape``); the
+    sequences of one tape kind ``T`` and the parameters ``A``, ``D`` untraced (``T``); an owned
+    ``A`` (``OwnedTape``); all of one tape kind ``T`` (``T``)."""
+    names = [a.name for a in SCAN_ARGS]
+
+    def row(tapes: dict[str, str], out: str) -> str:
+        return tape_row("selective_scan", SCAN_ARGS, tapes, out, "Rank3[Bt, L, Ch]")
+
+    return "".join(
+        (
+            row({n: "OwnedTape" if n == "x" else "Tape" for n in names}, "OwnedTape"),
+            row({n: "NoneTape" if n in SCAN_PARAMETERS else "T" for n in names}, "T"),
+            row({n: "OwnedTape" if n == "A" else "Tape" for n in names}, "OwnedTape"),
+            row(dict.fromkeys(names, "T"), "T"),
+        )
+    )
+
+
 # ----- losses.py ---------------------------------------------------------------------------
 
 _MEAN_SUM = 'reduction: Reduction = "mean"'
@@ -627,6 +703,8 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/linalg.py": {"matmul": matmul_block, "linear": linear_block},
     "ops/conv.py": _each(tuple(CONVS), conv_block),
     "ops/nn.py": {"layer_norm": layer_norm_block},
+    "ops/attention.py": {"scaled_dot_product_attention": sdpa_block},
+    "ops/scan.py": {"selective_scan": scan_block},
     "losses.py": _each(tuple(LOSSES), loss_block),
     "nn/attention.py": {"forward": mha_forward_block},
 }
@@ -695,6 +773,10 @@ def _from(module: str, names: set[str], indent: str = "") -> str:
     return line
 
 
+NUMPY = {"np": "numpy", "npt": "numpy.typing"}
+"""The numpy modules the tables may use, by the name they are imported as."""
+
+
 def imports(module: str, tables: str) -> str:
     """The import lines of ``module``'s signature file, as ``ruff`` sorts them.
 
@@ -703,6 +785,8 @@ def imports(module: str, tables: str) -> str:
     __future__ import annotations`` the tables' annotations are never evaluated, so importing
     them at run time imports nothing more (``gradtape.tensor`` and the op's own module, which
     import the tables, would be circular imports).
+    Parameter names (``selective_scan``'s ``A``, ``B``) import nothing; ``np`` and ``npt``
+    (:data:`NUMPY`) are imported as numpy modules.
 
     Raises:
         ValueError: the tables use a capitalised name that is neither in :data:`IMPORTS` (or
@@ -712,20 +796,21 @@ def imports(module: str, tables: str) -> str:
     own = MODULE_IMPORTS.get(module, {})
     runtime: dict[str, set[str]] = {"typing": {"TYPE_CHECKING", "Any", "overload"}}
     checking: dict[str, set[str]] = {}
-    numpy = False
+    numpy: set[str] = set()
     code = re.sub(r"^#.*$", "", tables, flags=re.M)  # the marker lines
+    code = re.sub(r"(?:(?<=\()|(?<=, )|(?<=^    ))\w+(?=: )", "", code, flags=re.M)  # parameter names (A, B)
     for name in sorted(set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code))):
         source = _dotted(module) if name in local else own.get(name, IMPORTS.get(name))
         if source is None and name[0].isupper() and name not in ("None", "True", "False"):
             raise ValueError(f"{module}: the tables use {name}, which is neither in IMPORTS nor defined there")
-        if name == "npt":
-            numpy = True
+        if name in ("np", "npt"):
+            numpy.add(name)
         elif source is not None:
             (runtime if source in ("typing", "collections.abc") else checking).setdefault(source, set()).add(name)
     out = "".join(_from(m, runtime[m]) for m in sorted(runtime))
     out += "\nif TYPE_CHECKING:\n"
     if numpy:
-        out += "    import numpy.typing as npt\n\n"
+        out += "".join(f"    import {NUMPY[name]} as {name}\n" for name in sorted(numpy)) + "\n"
     return out + "".join(_from(m, checking[m], "    ") for m in sorted(checking))
 
 

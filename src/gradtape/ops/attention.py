@@ -17,28 +17,27 @@ softmax pass takes about 2 ms of the total.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
-from gradtape._typing import T
+from gradtape._typing import typed_as
 from gradtape.devices.kernels import attention as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._signatures import attention as _sig
 from gradtape.ops._util import SCALARS
 from gradtape.ops.nn import _generator
-from gradtape.shapes import Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, _tensor_class, op_tape, record
+from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
-    from gradtape.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
 
 Array = np.ndarray[Any, Any]
 
+# type variables of the overload table (ops/_signatures/attention.py)
 B = TypeVar("B")
 H = TypeVar("H")
 L = TypeVar("L")
@@ -49,102 +48,7 @@ Ev = TypeVar("Ev")
 _OP = "scaled_dot_product_attention"
 
 
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank4[B, H, L, E], T],
-    k: Tensor[Rank4[B, H, S, E], NoneTape],
-    v: Tensor[Rank4[B, H, S, Ev], NoneTape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank4[B, H, L, Ev], T]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank4[B, H, L, E], Tape],
-    k: Tensor[Rank4[B, H, S, E], OwnedTape],
-    v: Tensor[Rank4[B, H, S, Ev], Tape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank4[B, H, L, Ev], OwnedTape]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank4[B, H, L, E], Tape],
-    k: Tensor[Rank4[B, H, S, E], Tape],
-    v: Tensor[Rank4[B, H, S, Ev], OwnedTape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank4[B, H, L, Ev], OwnedTape]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank4[B, H, L, E], T],
-    k: Tensor[Rank4[B, H, S, E], T],
-    v: Tensor[Rank4[B, H, S, Ev], T],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank4[B, H, L, Ev], T]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank3[B, L, E], T],
-    k: Tensor[Rank3[B, S, E], NoneTape],
-    v: Tensor[Rank3[B, S, Ev], NoneTape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank3[B, L, Ev], T]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank3[B, L, E], Tape],
-    k: Tensor[Rank3[B, S, E], OwnedTape],
-    v: Tensor[Rank3[B, S, Ev], Tape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank3[B, L, Ev], OwnedTape]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank3[B, L, E], Tape],
-    k: Tensor[Rank3[B, S, E], Tape],
-    v: Tensor[Rank3[B, S, Ev], OwnedTape],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank3[B, L, Ev], OwnedTape]: ...
-@overload
-def scaled_dot_product_attention(
-    q: Tensor[Rank3[B, L, E], T],
-    k: Tensor[Rank3[B, S, E], T],
-    v: Tensor[Rank3[B, S, Ev], T],
-    attn_mask: Tensor[Any, Any] | npt.ArrayLike | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    scale: float | None = None,
-    *,
-    rng: np.random.Generator | int | None = None,
-) -> Tensor[Rank3[B, L, Ev], T]: ...
+@typed_as(_sig.scaled_dot_product_attention)
 def scaled_dot_product_attention(
     q: Any,
     k: Any,

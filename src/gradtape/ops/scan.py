@@ -7,24 +7,25 @@ left to the caller (pass ``dt`` already positive) and real ``A``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from gradtape._typing import T
+from gradtape._typing import typed_as
 from gradtape.devices.kernels import scan as _ks
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._signatures import scan as _sig
 from gradtape.ops._util import float_data
-from gradtape.shapes import Rank1, Rank2, Rank3
-from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
+from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
-    from gradtape.tensor import Tensor
 
 __all__ = ["selective_scan"]
 
 Array = np.ndarray[Any, Any]
+
+# type variables of the overload table (ops/_signatures/scan.py)
 Bt = TypeVar("Bt")
 """The batch dim."""
 L = TypeVar("L")
@@ -37,46 +38,7 @@ N = TypeVar("N")
 _OP = "selective_scan"
 
 
-@overload
-def selective_scan(
-    x: Tensor[Rank3[Bt, L, Ch], OwnedTape],
-    dt: Tensor[Rank3[Bt, L, Ch], Tape],
-    A: Tensor[Rank2[Ch, N], Tape],
-    B: Tensor[Rank3[Bt, L, N], Tape],
-    C: Tensor[Rank3[Bt, L, N], Tape],
-    D: Tensor[Rank1[Ch], Tape] | None = None,
-    z: Tensor[Rank3[Bt, L, Ch], Tape] | None = None,
-) -> Tensor[Rank3[Bt, L, Ch], OwnedTape]: ...
-@overload
-def selective_scan(
-    x: Tensor[Rank3[Bt, L, Ch], T],
-    dt: Tensor[Rank3[Bt, L, Ch], T],
-    A: Tensor[Rank2[Ch, N], NoneTape],
-    B: Tensor[Rank3[Bt, L, N], T],
-    C: Tensor[Rank3[Bt, L, N], T],
-    D: Tensor[Rank1[Ch], NoneTape] | None = None,
-    z: Tensor[Rank3[Bt, L, Ch], T] | None = None,
-) -> Tensor[Rank3[Bt, L, Ch], T]: ...
-@overload
-def selective_scan(
-    x: Tensor[Rank3[Bt, L, Ch], Tape],
-    dt: Tensor[Rank3[Bt, L, Ch], Tape],
-    A: Tensor[Rank2[Ch, N], OwnedTape],
-    B: Tensor[Rank3[Bt, L, N], Tape],
-    C: Tensor[Rank3[Bt, L, N], Tape],
-    D: Tensor[Rank1[Ch], Tape] | None = None,
-    z: Tensor[Rank3[Bt, L, Ch], Tape] | None = None,
-) -> Tensor[Rank3[Bt, L, Ch], OwnedTape]: ...
-@overload
-def selective_scan(
-    x: Tensor[Rank3[Bt, L, Ch], T],
-    dt: Tensor[Rank3[Bt, L, Ch], T],
-    A: Tensor[Rank2[Ch, N], T],
-    B: Tensor[Rank3[Bt, L, N], T],
-    C: Tensor[Rank3[Bt, L, N], T],
-    D: Tensor[Rank1[Ch], T] | None = None,
-    z: Tensor[Rank3[Bt, L, Ch], T] | None = None,
-) -> Tensor[Rank3[Bt, L, Ch], T]: ...
+@typed_as(_sig.selective_scan)
 def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: Any = None) -> Any:
     """Mamba's selective scan (S6; Gu and Dao 2023). For batch element ``b``, channel ``d``::
 
