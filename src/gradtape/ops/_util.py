@@ -13,7 +13,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.tape import NONE_TAPE, GradientTape, _tensor_class, next_id, op_tape, register_diff
+from gradtape.tape import NONE_TAPE, GradientTape, _tensor_class, next_id, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -203,8 +203,8 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the
     output's gradient ``g`` (see ``tape._Entry``; skipped when the output got none).
 
-    The recording path of gradtape's one-input ops (``record_unary`` and the activations;
-    ``record_scalar`` keeps an inline copy, measured faster on the scalar chain); the output
+    The recording path of gradtape's declared one-input ops (``record_scalar`` keeps an inline
+    copy, measured faster on the scalar chain); the output
     tensor is built inline (``Tensor._from_op`` without the method call): this runs once per op.
 
     Raises:
@@ -238,44 +238,38 @@ DiffOf = Callable[[Any, Callable[[int, Array], Any], int, int], Any]
 def record_unary(
     a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any, diff: DiffOf | None = None
 ) -> Tensor[S, T]:
-    """Wrap ``data`` as the output of an elementwise op on ``a`` and record its backward.
+    """Wrap ``data`` as the output of a one-input op on ``a`` and record it with
+    :func:`gradtape.tape.record` (the one recording call of every structural op): this is its
+    one-input shortcut, which also makes the output, refuses an integer or bool ``a`` for a
+    float op (as :func:`record_entry`) and finds the tape (:func:`op_tape`).
 
-    ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's
-    gradient ``g`` and the arrays ``saved`` from the forward; it runs only if the output
-    received a gradient. A module-level ``rule`` with ``saved`` arrays costs no closure
-    per call, a ``lambda`` capturing them one. ``diff(g, rebuild, out_id, a_id)``, if given, is
-    the op's second rule: ``a``'s gradient as a tensor, computed from the gradient tensor ``g``
-    with gradtape ops (``rebuild(id, array)`` gives the saved arrays back as tensors; see
-    :func:`gradtape.tape.register_diff`). The one-input ops whose math is a formula are
-    declared instead (:mod:`gradtape.ops.declare`); this serves the structural ones (pooling,
-    softmax, dropout, casts).
+    ``rule(grads, a_id, g, *saved)`` accumulates ``a``'s gradient given the output's gradient
+    ``g`` and the arrays ``saved`` from the forward; it runs only if the output received a
+    gradient. ``diff(g, rebuild, out_id, a_id)``, if given, is the op's second rule: ``a``'s
+    gradient as a tensor, computed from the gradient tensor ``g`` with gradtape ops
+    (``rebuild(id, array)`` gives the saved arrays back as tensors). The one-input ops whose
+    math is a formula are declared instead (:mod:`gradtape.ops.declare`); this serves the
+    structural ones (pooling, softmax, dropout, casts).
+
+    Raises:
+        DTypeError: ``a`` is an integer or bool tensor (:func:`refuse_non_float`).
     """
-    if diff is not None:
-        return record_entry(a, data, _unary_backward_d, rule, saved, diff)
-    if len(saved) == 1:  # the common case: one saved array, passed without a tuple
-        return record_entry(a, data, _unary_backward1, rule, saved[0])
-    return record_entry(a, data, _unary_backward, rule, saved)
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64:
+        refuse_non_float(a)
+    tape = op_tape(a)
+    out: Tensor[S, T] = a._from_op(data, tape)
+    if tape is not NONE_TAPE:
+        aid, oid = a.id, out.id
 
+        def backward(grads: Gradients, g: Array) -> None:
+            rule(grads, aid, g, *saved)
 
-def _unary_backward_d(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
-    _, _, aid, rule, saved, _ = entry
-    rule(grads, aid, g, *saved)
+        def differentiable(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            return [(aid, diff(g, rebuild, oid, aid))]  # type: ignore[misc]  # recorded only with a diff
 
-
-def _unary_backward1(grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], Any]) -> None:
-    _, _, aid, rule, saved = entry
-    rule(grads, aid, g, saved)
-
-
-def _unary_backward(
-    grads: Gradients, g: Array, entry: tuple[int, Any, int, Callable[..., None], tuple[Any, ...]]
-) -> None:
-    # recorded with its arguments, not as a closure (see tape._Entry)
-    _, _, aid, rule, saved = entry
-    rule(grads, aid, g, *saved)
-
-
-register_diff(_unary_backward_d, lambda g, entry, rebuild: [(entry[2], entry[5](g, rebuild, entry[0], entry[2]))])
+        record(tape, out, backward, differentiable if diff is not None else None)
+    return out
 
 
 def sum_to(t: Any, shape: tuple[int, ...]) -> Any:
