@@ -460,3 +460,23 @@ def test_input_returned_as_is() -> None:
         a, b = checkpoint(lambda z: (z, z.exp()), h) if ck else (h, h.exp())
         res.append((a.sin().sum() + b.sum()).backward().get(x).data)
     np.testing.assert_allclose(res[0], res[1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("leaky", [False, True])
+def test_same_tensor_returned_twice(leaky: bool) -> None:
+    """Both outputs' gradients reach the one recomputed tensor (the seeding once kept only the
+    last of them: 10 instead of 16 below)."""
+    dev = Cpu(seed=23)
+    x = dev.randn((4,), dtype=np.float64)
+
+    def fn(z: Tensor[Any, Any]) -> tuple[Tensor[Any, Any], Tensor[Any, Any]]:
+        h = z * 2.0
+        return h, h
+
+    res = []
+    for ck in (False, True):
+        t = x.leaky_trace() if leaky else x.trace(Gradients())
+        a, b = checkpoint(fn, t) if ck else fn(t)
+        res.append(((a * 3.0).sum() + (b * 5.0).sum()).backward().get(x).data)
+    np.testing.assert_allclose(res[0], np.full(4, 16.0), rtol=1e-15)
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-15)

@@ -298,14 +298,7 @@ def checkpoint(
     del result, items  # the closure keeps the outputs' ids and metadata, not their arrays
 
     def checkpoint_backward(grads: Any, gs: list[Array | None]) -> None:
-        # the recomputation seeds its outputs from the store: put back what the backward loop
-        # took out, marked shared (so the first write into it copies)
-        data, shared = grads._data, grads._shared
-        for (_, oid, _, _, _), g in zip(out_meta, gs, strict=True):
-            if g is not None and oid not in data:
-                data[oid] = g
-                shared.add(oid)
-        _recompute_and_backprop(rerun, grads)
+        _recompute_and_backprop(rerun, grads, gs)
 
     def no_higher_order(grad_outputs: Any, rebuild: Any) -> list[tuple[int, Any]]:
         raise TapeError(
@@ -314,7 +307,9 @@ def checkpoint(
             "directly (without checkpoint) where higher-order derivatives are needed"
         )
 
-    record(tape, [outs[k] for k, _, _, _, _ in out_meta], checkpoint_backward, no_higher_order)
+    # no_higher_order: a second rule that refuses, naming checkpoint (record's own refusal for
+    # a missing rule would name the closure, not the call the user made)
+    record(tape, [o for o in outs if isinstance(o, Tensor)], checkpoint_backward, no_higher_order)
     return outs[0] if single else tuple(outs)
 
 
@@ -339,19 +334,20 @@ class _Rerun(NamedTuple):
     """Compare the recomputed outputs' CRC-32s with the first run's."""
 
 
-def _recompute_and_backprop(rerun: _Rerun, grads: Any) -> None:
+def _recompute_and_backprop(rerun: _Rerun, grads: Any, gs: list[Array | None]) -> None:
     """Run ``fn`` again with recording on a private tape, then run that tape's entries into
-    ``grads`` (the outer pass's store), seeded with the gradients of the outputs."""
+    ``grads`` (the outer pass's store), seeded with ``gs``, the gradients of the outputs (one
+    per tensor output, ``None`` for one without)."""
     priv = GradientTape._traced(grads)
     try:
-        _recompute_into(priv, rerun, grads)
+        _recompute_into(priv, rerun, grads, gs)
     finally:  # also on errors: a tape left live would make later ops on parameters record
         root = priv._root()
         root._ops = []
         root._consume()
 
 
-def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
+def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any, gs: list[Array | None]) -> None:
     fn, args, kwargs, snap, out_meta, check = rerun
     start = next_id()
     inputs: list[Tensor[Any, Any]] = []
@@ -389,8 +385,8 @@ def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
     if len(items) != max(k for k, *_ in out_meta) + 1 or (single and len(out_meta) != 1):
         raise TapeError(f"{_OP}: the recomputation of fn returned {len(items)} outputs, the first run {len(out_meta)}")
     root = priv
-    moves: list[tuple[int, int]] = []
-    for k, oid, shape, dtype, crc in out_meta:
+    moves: list[tuple[int, int, Array | None]] = []
+    for (k, oid, shape, dtype, crc), g in zip(out_meta, gs, strict=True):
         r = items[k]
         if not isinstance(r, Tensor) or r.shape != shape or r.dtype != dtype:
             got = f"shape {r.shape}, dtype {r.dtype}" if isinstance(r, Tensor) else type(r).__name__
@@ -409,30 +405,16 @@ def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any) -> None:
         owned = tp.owned if isinstance(tp, TapeSet) else tp
         if isinstance(owned, GradientTape):
             root = _tp._merge_owned(root, owned)
-            moves.append((oid, r.id))
-    # seed: the outer gradients of the outputs move to the recomputed outputs' ids, as the
-    # producing entries of the recomputation read them (the same arrays, the same flags)
+            moves.append((oid, r.id, g))
+    # seed: the outer gradients of the outputs (taken out of the store by the backward loop,
+    # unless the store keeps them) move to the recomputed outputs' ids, as the producing
+    # entries of the recomputation read them: the same arrays, marked shared (copied before
+    # an in-place add), since the store may still hold them under the output's id or another
     data, shared = grads._data, grads._shared
     leafs = grads._leafs
-    for oid, rid in moves:
-        g = data.get(oid)
-        if g is None:
-            continue
-        if rid < start:  # fn returned an input as it is: its gradient adds up
+    for oid, rid, g in moves:
+        if g is not None:  # adds up where rid < start (fn returned an input as it is) or repeats
             grads._accum_alias(rid, g, oid)
-            if not (leafs is None or oid in leafs):
-                data.pop(oid, None)
-            continue
-        if leafs is None or oid in leafs:  # the store keeps it: both ids hold the buffer
-            data[rid] = g
-            shared.add(rid)
-            shared.add(oid)
-        else:
-            del data[oid]
-            if oid in shared:
-                shared.discard(oid)
-                shared.add(rid)
-            data[rid] = g
     # the outer pass fires the hooks: this nested one does not
     backprop(root, op=_OP, into=grads, fire_hooks=False)
     # gradients of the recomputation's intermediates (a store that keeps every gradient): no
