@@ -134,6 +134,12 @@ def test_negation_is_exact_on_integers_in_both_spellings_as_in_pytorch() -> None
     for got in (-t, ops.neg(t)):
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(RuntimeError):  # PyTorch refuses negating bools
+        torch.neg(torch.tensor(MASK))
+    m = dev.tensor(MASK)
+    for spelling in (lambda: -m, lambda: ops.neg(m)):
+        with pytest.raises(DTypeError, match=r"^neg: a has dtype bool \(shape \(2, 3\)\); negation is not defined"):
+            spelling()
 
 
 # ----- 2. complex input: errors that name the op or constructor and the dtype -------------------

@@ -81,7 +81,16 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def neg(a: Tensor[S, T]) -> Tensor[S, T]:
-    """``-a`` elementwise. Gradient: ``-1``."""
+    """``-a`` elementwise; exact on integer tensors (PyTorch's ``torch.neg``). Gradient: ``-1``.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (negation is not defined on bools, as in PyTorch).
+    """
+    if a.data.dtype.kind == "b":
+        raise DTypeError(
+            f"neg: a has dtype bool (shape {a.data.shape}); negation is not defined on bool tensors "
+            "(use a == 0 for the complement, or convert with dev.tensor(x, dtype=np.float32))"
+        )
     return record_scalar(a, np.negative(a.data), -1.0)  # type: ignore[no-any-return]
 
 
