@@ -304,28 +304,28 @@ def div(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         dt = a.data.dtype
-        if dt is not _F32 and dt is not _F64:
-            return _int_true_div(a, a.data, b)
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":  # (an unpickled float dtype goes on)
+            return _int_true_div(a, b, reverse=False)
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
         return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
     return _div(a, b)
 
 
-def _int_true_div(a: Tensor[Any, Any], num: Any, den: Any) -> Any:
-    """``num / den`` where one is an integer or bool tensor's data and the other a number:
-    PyTorch's true division, which promotes integers to its default float dtype, float32
+def _int_true_div(a: Tensor[Any, Any], b: object, reverse: bool) -> Any:
+    """``a / b`` (``b / a`` if ``reverse``) for an integer or bool tensor ``a`` and a number
+    ``b``: PyTorch's true division, which promotes integers to its default float dtype, float32
     (``(pred == y).sum() / len(y)``, the accuracy idiom), untraced (integers carry no gradient).
 
     Raises:
         DTypeError: ``a`` is not an integer or bool tensor (complex: :func:`refuse_non_float`).
+        TypeError: ``b`` is not a number (:func:`_scalar`).
     """
     if a.data.dtype.kind not in "iub":
         refuse_non_float(a, "div")
-    s = num if isinstance(den, np.ndarray) else den
-    _scalar(s, "div")  # a number, or the TypeError naming div
+    x, s = np.asarray(a.data, dtype=np.float32), np.float32(_scalar(b, "div"))
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.true_divide(np.asarray(num, dtype=np.float32), np.asarray(den, dtype=np.float32))
+        y = s / x if reverse else x / s
     return a._from_op(np.asarray(y, dtype=np.float32), NONE_TAPE)
 
 
@@ -339,7 +339,7 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b / a`` for a Python number ``b``. Gradient: ``d/da = -b / a**2 = -y / a``."""
     ad = a.data
     if ad.dtype.kind != "f":
-        return _int_true_div(a, b, ad)  # type: ignore[no-any-return]
+        return _int_true_div(a, b, reverse=True)  # type: ignore[no-any-return]
     y = _scalar(b, "rdiv") / ad
     tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(y, tape)
@@ -356,24 +356,22 @@ def _rdiv_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array
 # ----- maximum / minimum / pow -----------------------------------------------------------
 
 
-def _record_with_constant(
-    a: Tensor[Any, Any], data: Array, grad: Callable[[Array], Array], slope: Array | None = None
-) -> Any:
-    """Wrap ``data`` as the output of ``f(a, c)`` for a constant ``c`` (a Python number):
-    only ``a`` gets a gradient, ``grad(g)`` (a new array of ``a``'s shape). ``slope``, the
-    piecewise-constant derivative ``grad`` multiplies by, gives the second rule ``g * slope``."""
+def _record_with_constant(a: Tensor[Any, Any], data: Array, slope: Array) -> Any:
+    """Wrap ``data`` as the output of ``f(a, c)`` for a constant ``c`` (a Python number): only
+    ``a`` gets a gradient, ``g * slope`` with ``slope`` the piecewise-constant derivative (an
+    array of ``a``'s shape), in both rules."""
     tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
-        aid, sl = a.id, slope
+        aid = a.id
 
         def constant_operand_backward(grads: Gradients, g: Array) -> None:
-            grads._accum(aid, grad(g))
+            grads._accum(aid, g * slope)
 
         def constant_operand_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
-            return [(aid, g * g._like(sl))]
+            return [(aid, g * g._like(slope))]
 
-        record(tape, out, constant_operand_backward, constant_operand_diff if sl is not None else None)
+        record(tape, out, constant_operand_backward, constant_operand_diff)
     return out
 
 
@@ -394,7 +392,7 @@ def maximum(a: Any, b: Any) -> Any:
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "maximum"), a.data
         split = np.asarray(_tie_mask(NUMPY, x, s, operator.gt), x.dtype)
-        return _record_with_constant(a, np.maximum(x, s), lambda g: g * split, split)
+        return _record_with_constant(a, np.maximum(x, s), split)
     return _maximum(a, b)
 
 
@@ -428,7 +426,7 @@ def minimum(a: Any, b: Any) -> Any:
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "minimum"), a.data
         split = np.asarray(_tie_mask(NUMPY, x, s, operator.lt), x.dtype)
-        return _record_with_constant(a, np.minimum(x, s), lambda g: g * split, split)
+        return _record_with_constant(a, np.minimum(x, s), split)
     return _minimum(a, b)
 
 
