@@ -38,7 +38,8 @@ from gradtape.devices.kernels.elementwise import (
     _fallback_shape,
     _fast,
     _flat,
-    _prep3,
+    _fused,
+    _fused3,
 )
 from gradtape.errors import DTypeError
 
@@ -467,27 +468,13 @@ def _addmul_scaled_for(op: str, out: Array, alpha: float, a: Array, b: Array) ->
         out += out.dtype.type(alpha) * np.asarray(a) * b
 
 
-def _binary_backward(op: str, kernels: tuple[Any, Any], out: Array, a: Array, g: Array) -> bool:
-    """Run a kernel ``out += f(a, g)`` if the operands allow; False if numpy must do it."""
-    f = _prep3(out, a, g)
-    if f is not None:
-        kernels[1 if f[0].size >= PARALLEL_THRESHOLD else 0](*f)
-        return True
-    _check_out(op, out)
-    if _fast(out, a, g):
-        _run(kernels, out, a, g)
-        return True
-    _fallback_shape(op, out, a, g)
-    return False
-
-
 def abs_backward(out: Array, x: Array, g: Array) -> None:
     """``out += sign(x) * g`` (the backward of ``abs``; ``0`` at ``x == 0``, NaN at NaN).
 
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("abs_backward", (_abs_backward_serial, _abs_backward_parallel), out, x, g):
+    if not _fused3("abs_backward", _abs_backward_serial, _abs_backward_parallel, out, x, g):
         out += np.sign(x) * g
 
 
@@ -497,7 +484,7 @@ def sqrt_backward(out: Array, y: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("sqrt_backward", (_sqrt_backward_serial, _sqrt_backward_parallel), out, y, g):
+    if not _fused3("sqrt_backward", _sqrt_backward_serial, _sqrt_backward_parallel, out, y, g):
         out += g / (2 * np.asarray(y))
 
 
@@ -546,7 +533,7 @@ def tanh_backward(out: Array, y: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("tanh_backward", (_tanh_backward_serial, _tanh_backward_parallel), out, y, g):
+    if not _fused3("tanh_backward", _tanh_backward_serial, _tanh_backward_parallel, out, y, g):
         y = np.asarray(y)
         out += (1 - y * y) * g
 
@@ -557,7 +544,7 @@ def sigmoid_backward(out: Array, y: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("sigmoid_backward", (_sigmoid_backward_serial, _sigmoid_backward_parallel), out, y, g):
+    if not _fused3("sigmoid_backward", _sigmoid_backward_serial, _sigmoid_backward_parallel, out, y, g):
         y = np.asarray(y)
         out += y * (1 - y) * g
 
@@ -568,7 +555,7 @@ def recip_backward(out: Array, y: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("recip_backward", (_recip_backward_serial, _recip_backward_parallel), out, y, g):
+    if not _fused3("recip_backward", _recip_backward_serial, _recip_backward_parallel, out, y, g):
         y = np.asarray(y)
         out -= y * y * g
 
@@ -579,7 +566,7 @@ def nans_to_backward(out: Array, x: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    if not _binary_backward("nans_to_backward", (_nans_to_backward_serial, _nans_to_backward_parallel), out, x, g):
+    if not _fused3("nans_to_backward", _nans_to_backward_serial, _nans_to_backward_parallel, out, x, g):
         out += np.where(np.isnan(x), out.dtype.type(0), g)
 
 
@@ -621,11 +608,7 @@ def silu_backward(out: Array, x: Array, s: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    _check_out("silu_backward", out)
-    if _fast(out, x, s, g):
-        _run((_silu_backward_serial, _silu_backward_parallel), out, x, s, g)
-    else:
-        _fallback_shape("silu_backward", out, x, s, g)
+    if not _fused("silu_backward", (_silu_backward_serial, _silu_backward_parallel), out, x, s, g):
         x, s = np.asarray(x), np.asarray(s)
         out += s * (1 + x * (1 - s)) * g
 
@@ -662,11 +645,7 @@ def gelu_tanh_backward(out: Array, x: Array, s: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
-    _check_out("gelu_tanh_backward", out)
-    if _fast(out, x, s, g):
-        _run((_gelu_tanh_backward_serial, _gelu_tanh_backward_parallel), out, x, s, g)
-    else:
-        _fallback_shape("gelu_tanh_backward", out, x, s, g)
+    if not _fused("gelu_tanh_backward", (_gelu_tanh_backward_serial, _gelu_tanh_backward_parallel), out, x, s, g):
         dt = out.dtype.type
         x, s = np.asarray(x), np.asarray(s)
         beta, kappa3 = dt(SQRT_2_OVER_PI), dt(3 * GELU_TANH_KAPPA)

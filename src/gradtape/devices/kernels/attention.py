@@ -12,7 +12,8 @@ between them is one kernel pass per direction over the ``(..., L, S)`` score arr
 * backward, :func:`attention_softmax_backward`: given ``dP = g @ v^T`` and the saved ``P``,
   ``dS = scale * P * (dP' - rowsum(dP' * P))`` with ``dP' = dP * m`` (``m`` the saved scaled
   dropout mask, if any), written over ``dP``; values below ``tiny`` in magnitude are flushed
-  to zero as in the forward.
+  to zero as in the forward. Its kernels live in :mod:`.softmax`, beside the plain softmax
+  backward whose 8-chain row dot they share (numba's cache key covers a kernel's own module).
 
 The ``exp``: pip's llvmlite has no SVML, so ``math.exp`` in a loop is a scalar libm call
 (3.3 ms for 2M float32 here, numpy's SIMD ``np.exp`` 0.6 ms). float32 rows use
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels.softmax import _attention_backward_parallel, _attention_backward_serial
 from gradtape.errors import DTypeError, ShapeError
 
 __all__ = ["PARALLEL_ROWS_THRESHOLD", "attention_softmax", "attention_softmax_backward"]
@@ -190,55 +192,6 @@ def _fwd_parallel(
         _fwd_row(p[b0, b1, i], i, mb[b0, b1, i], mf[b0, b1, i], kind, causal, scale, tiny, nan_rows, poly)
 
 
-@jit()
-def _bwd_row(dr: Array, pr: Array, mr: Array, use_m: bool, lim: int, scale: Any, tiny: Any) -> None:
-    """One row: ``dr = scale * pr * (dr*mr - dot(dr*mr, pr))`` over ``[0, lim)``, 0 after."""
-    n = dr.shape[0]
-    dt = dr.dtype.type
-    zero = dt(0)
-    if use_m:
-        for j in range(lim):
-            dr[j] *= mr[j]
-    m8 = lim - lim % 8
-    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = zero  # 8 chains: see softmax._row_backward
-    for j in range(0, m8, 8):
-        d0 += dr[j] * pr[j]
-        d1 += dr[j + 1] * pr[j + 1]
-        d2 += dr[j + 2] * pr[j + 2]
-        d3 += dr[j + 3] * pr[j + 3]
-        d4 += dr[j + 4] * pr[j + 4]
-        d5 += dr[j + 5] * pr[j + 5]
-        d6 += dr[j + 6] * pr[j + 6]
-        d7 += dr[j + 7] * pr[j + 7]
-    d = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
-    for j in range(m8, lim):
-        d += dr[j] * pr[j]
-    for j in range(lim):
-        v = pr[j] * (dr[j] - d) * scale
-        dr[j] = v if abs(v) >= tiny else zero
-    for j in range(lim, n):
-        dr[j] = zero
-
-
-@jit()
-def _bwd_serial(d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any) -> None:
-    ln, n = d.shape[1], d.shape[2]
-    for b in range(d.shape[0]):
-        for i in range(ln):
-            lim = min(i + 1, n) if causal else n
-            _bwd_row(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
-
-
-@jit(parallel=True)
-def _bwd_parallel(d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any) -> None:
-    ln, n = d.shape[1], d.shape[2]
-    for r in numba.prange(d.shape[0] * ln):
-        b = r // ln
-        i = r - b * ln
-        lim = min(i + 1, n) if causal else n
-        _bwd_row(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
-
-
 def _check(op: str, p: Array) -> None:
     if p.__class__ is not np.ndarray or p.ndim != 4:
         raise ShapeError(f"{op}: expects a 4-D score array (B0, B1, L, S), got shape {np.shape(p)}")
@@ -345,7 +298,7 @@ def attention_softmax_backward(
     p3 = np.ascontiguousarray(p).reshape(d3.shape)
     m3 = p3 if drop is None else np.ascontiguousarray(drop).reshape(d3.shape)
     big = d.size >= PARALLEL_ROWS_THRESHOLD and d3.shape[0] * d3.shape[1] > 1
-    fn = _bwd_parallel if (big if parallel is None else parallel) else _bwd_serial
+    fn = _attention_backward_parallel if (big if parallel is None else parallel) else _attention_backward_serial
     t = d.dtype.type
     fn(d3, p3, m3, drop is not None, bool(causal), t(scale), t(np.finfo(d.dtype).tiny))
     return d

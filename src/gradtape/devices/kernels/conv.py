@@ -124,6 +124,11 @@ Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
 Pads = tuple[Pair, Pair]
 Impl = Literal["auto", "im2col", "direct"]
+Geometry = tuple[int, ...]
+"""im2col's and col2im's ``(H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW)``: the unpadded input
+plane, kernel, stride, dilation, top/left padding and output plane (:func:`_geometry`)."""
+Rows = tuple[int, int, int, int, int]
+"""The direct kernels' ``(R, L, rs_in, rs_out, sw)`` (:func:`_rows`, the comment above the kernels)."""
 
 PARALLEL_WORK = 1 << 17
 """Kernels with at least this many multiply-adds (or, for im2col/col2im, elements) run their
@@ -206,7 +211,13 @@ def chunk_samples(n: int, rows: int, out_hw: Pair, itemsize: int) -> int:
 #
 # Columns of a chunk of ``nb`` samples starting at ``n0``: ``cols[r, m*P + i*OW + j]`` with row
 # ``r = c*KH*KW + a*KW + b`` and ``P = OH*OW`` holds ``x[n0 + m, c, y, z]`` at
-# ``y = i*sh + a*dh - pt``, ``z = j*sw + b*dw - pl`` (zero where that is outside ``x``).
+# ``y = i*sh + a*dh - pt``, ``z = j*sw + b*dw - pl`` (zero where that is outside ``x``). The
+# kernels take the sizes as one :data:`Geometry` tuple.
+
+
+def _geometry(hw: Pair, k: Pair, stride: Pair, pads: Pads, dilation: Pair, out_hw: Pair) -> Geometry:
+    """The :data:`Geometry` of im2col/col2im on an unpadded ``hw`` plane."""
+    return (*hw, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
 
 
 @jit()
@@ -221,25 +232,8 @@ def _jrange(r: int, kw: int, dw: int, sw: int, pl: int, width: int, ow: int) -> 
 
 
 @jit()
-def _im2col_task(
-    r: int,
-    xf: Array,
-    cols: Array,
-    n0: int,
-    nb: int,
-    h: int,
-    width: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
+def _im2col_task(r: int, xf: Array, cols: Array, n0: int, nb: int, geo: Geometry) -> None:
+    h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = geo
     c = r // (kh * kw)
     a = (r // kw) % kh
     off, j0, j1 = _jrange(r, kw, dw, sw, pl, width, ow)
@@ -304,50 +298,18 @@ def _im2col_task(
                     dst[j] = src[j * sw + off]
 
 
-def _im2col(
-    xf: Array,
-    cols: Array,
-    n0: int,
-    nb: int,
-    h: int,
-    width: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
+def _im2col(xf: Array, cols: Array, n0: int, nb: int, geo: Geometry) -> None:
     for r in numba.prange(cols.shape[0]):
-        _im2col_task(r, xf, cols, n0, nb, h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+        _im2col_task(r, xf, cols, n0, nb, geo)
 
 
 _im2col_serial, _im2col_parallel = serial_and_parallel(_im2col)
 
 
 @jit()
-def _col2im_task(
-    p: int,
-    dcols: Array,
-    gx: Array,
-    n0: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
+def _col2im_task(p: int, dcols: Array, gx: Array, n0: int, geo: Geometry) -> None:
+    h, width, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = geo
     cin = gx.shape[1]
-    h, width = gx.shape[2], gx.shape[3]
     m = p // cin
     c = p % cin
     plane = gx[n0 + m, c]
@@ -376,24 +338,9 @@ def _col2im_task(
                     dst[j * sw + off] += src[j]
 
 
-def _col2im(
-    dcols: Array,
-    gx: Array,
-    n0: int,
-    nb: int,
-    kh: int,
-    kw: int,
-    sh: int,
-    sw: int,
-    dh: int,
-    dw: int,
-    pt: int,
-    pl: int,
-    oh: int,
-    ow: int,
-) -> None:
+def _col2im(dcols: Array, gx: Array, n0: int, nb: int, geo: Geometry) -> None:
     for p in numba.prange(nb * gx.shape[1]):
-        _col2im_task(p, dcols, gx, n0, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow)
+        _col2im_task(p, dcols, gx, n0, geo)
 
 
 _col2im_serial, _col2im_parallel = serial_and_parallel(_col2im)
@@ -407,31 +354,42 @@ _col2im_serial, _col2im_parallel = serial_and_parallel(_col2im)
 # input ``r*rs_in + offs[k] + i*sw``. Row mode: ``R = OH, L = OW, rs_in = sh*Wp, rs_out = OW``.
 # Flat mode (stride 1): one row of ``L = (OH-1)*Wp + OW`` elements over an output laid out
 # with the padded width ``Wp`` (columns ``>= OW`` are garbage and dropped), so the inner loop
-# is long enough to vectorize on small images.
+# is long enough to vectorize on small images. The kernels take ``(R, L, rs_in, rs_out, sw)`` as
+# one :data:`Rows` tuple.
+
+
+@jit(inline=True)
+def _blocks(channels: int) -> int:
+    """Blocks of (up to) 4 channels in ``channels``."""
+    return (channels + 3) // 4
+
+
+@jit(inline=True)
+def _block(t: int, groups: int, per_group: int) -> tuple[int, int, int, int]:
+    """``(n, grp, k0, k1)``: work item ``t`` of ``N * groups * _blocks(per_group)``, over
+    (sample ``n``, group ``grp``, block of channels ``k0 .. k1`` of the group's ``per_group``,
+    counted within the group)."""
+    nb = _blocks(per_group)
+    rem = t % (groups * nb)
+    k0 = (rem % nb) * 4
+    return t // (groups * nb), rem // nb, k0, min(k0 + 4, per_group)
+
+
+@jit(inline=True)
+def _madd4(d0: Array, d1: Array, d2: Array, d3: Array, i: int, w0: Any, w1: Any, w2: Any, w3: Any, v: Any) -> None:
+    """``dk[i] += wk * v`` for ``k < 4``: the update of a block of 4 channels."""
+    d0[i] += w0 * v
+    d1[i] += w1 * v
+    d2[i] += w2 * v
+    d3[i] += w3 * v
 
 
 @jit()
-def _fwd_task(
-    t: int,
-    xf: Array,
-    w2: Array,
-    acc: Array,
-    offs: Array,
-    nr: int,
-    ln: int,
-    rs_in: int,
-    rs_out: int,
-    sw: int,
-    groups: int,
-) -> None:
-    nout = acc.shape[1]
-    og = nout // groups
-    nb = (og + 3) // 4
-    n = t // (groups * nb)
-    rem = t % (groups * nb)
-    grp = rem // nb
-    o0 = grp * og + (rem % nb) * 4
-    o1 = min(o0 + 4, (grp + 1) * og)
+def _fwd_task(t: int, xf: Array, w2: Array, acc: Array, offs: Array, rows: Rows, groups: int) -> None:
+    nr, ln, rs_in, rs_out, sw = rows
+    og = acc.shape[1] // groups
+    n, grp, j0, j1 = _block(t, groups, og)
+    o0, o1 = grp * og + j0, grp * og + j1
     cg, kk = w2.shape[1], w2.shape[2]
     c0 = grp * cg
     if o1 - o0 == 4:
@@ -445,18 +403,10 @@ def _fwd_task(
                     b0, b1, b2, b3 = a0[r * rs_out :], a1[r * rs_out :], a2[r * rs_out :], a3[r * rs_out :]
                     if sw == 1:
                         for i in range(ln):
-                            v = xs[i]
-                            b0[i] += w0 * v
-                            b1[i] += w1 * v
-                            b2[i] += w2_ * v
-                            b3[i] += w3 * v
+                            _madd4(b0, b1, b2, b3, i, w0, w1, w2_, w3, xs[i])
                     else:
                         for i in range(ln):
-                            v = xs[i * sw]
-                            b0[i] += w0 * v
-                            b1[i] += w1 * v
-                            b2[i] += w2_ * v
-                            b3[i] += w3 * v
+                            _madd4(b0, b1, b2, b3, i, w0, w1, w2_, w3, xs[i * sw])
     else:
         for o in range(o0, o1):
             a = acc[n, o]
@@ -471,39 +421,20 @@ def _fwd_task(
                             b[i] += wv * xs[i * sw]
 
 
-def _fwd(
-    xf: Array, w2: Array, acc: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
-    og = acc.shape[1] // groups
-    for t in numba.prange(acc.shape[0] * groups * ((og + 3) // 4)):
-        _fwd_task(t, xf, w2, acc, offs, nr, ln, rs_in, rs_out, sw, groups)
+def _fwd(xf: Array, w2: Array, acc: Array, offs: Array, rows: Rows, groups: int) -> None:
+    for t in numba.prange(acc.shape[0] * groups * _blocks(acc.shape[1] // groups)):
+        _fwd_task(t, xf, w2, acc, offs, rows, groups)
 
 
 _fwd_serial, _fwd_parallel = serial_and_parallel(_fwd)
 
 
 @jit()
-def _bwd_input_task(
-    t: int,
-    gf: Array,
-    w2: Array,
-    gxf: Array,
-    offs: Array,
-    nr: int,
-    ln: int,
-    rs_in: int,
-    rs_out: int,
-    sw: int,
-    groups: int,
-) -> None:
+def _bwd_input_task(t: int, gf: Array, w2: Array, gxf: Array, offs: Array, rows: Rows, groups: int) -> None:
+    nr, ln, rs_in, rs_out, sw = rows
     cg, kk = w2.shape[1], w2.shape[2]
     og = gf.shape[1] // groups
-    nb = (cg + 3) // 4
-    n = t // (groups * nb)
-    rem = t % (groups * nb)
-    grp = rem // nb
-    c0 = (rem % nb) * 4
-    c1 = min(c0 + 4, cg)
+    n, grp, c0, c1 = _block(t, groups, cg)
     base = grp * cg
     if c1 - c0 == 4:
         x0, x1, x2, x3 = gxf[n, base + c0], gxf[n, base + c0 + 1], gxf[n, base + c0 + 2], gxf[n, base + c0 + 3]
@@ -517,18 +448,10 @@ def _bwd_input_task(
                     y0, y1, y2, y3 = x0[s:], x1[s:], x2[s:], x3[s:]
                     if sw == 1:
                         for i in range(ln):
-                            v = gs[i]
-                            y0[i] += w0 * v
-                            y1[i] += w1 * v
-                            y2[i] += w2_ * v
-                            y3[i] += w3 * v
+                            _madd4(y0, y1, y2, y3, i, w0, w1, w2_, w3, gs[i])
                     else:
                         for i in range(ln):
-                            v = gs[i]
-                            y0[i * sw] += w0 * v
-                            y1[i * sw] += w1 * v
-                            y2[i * sw] += w2_ * v
-                            y3[i * sw] += w3 * v
+                            _madd4(y0, y1, y2, y3, i * sw, w0, w1, w2_, w3, gs[i])
     else:
         for c in range(c0, c1):
             xp_ = gxf[n, base + c]
@@ -543,31 +466,17 @@ def _bwd_input_task(
                             y[i * sw] += wv * gs[i]
 
 
-def _bwd_input(
-    gf: Array, w2: Array, gxf: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
-    cg = w2.shape[1]
-    for t in numba.prange(gxf.shape[0] * groups * ((cg + 3) // 4)):
-        _bwd_input_task(t, gf, w2, gxf, offs, nr, ln, rs_in, rs_out, sw, groups)
+def _bwd_input(gf: Array, w2: Array, gxf: Array, offs: Array, rows: Rows, groups: int) -> None:
+    for t in numba.prange(gxf.shape[0] * groups * _blocks(w2.shape[1])):
+        _bwd_input_task(t, gf, w2, gxf, offs, rows, groups)
 
 
 _bwd_input_serial, _bwd_input_parallel = serial_and_parallel(_bwd_input)
 
 
 @jit()
-def _bwd_weight_task(
-    p: int,
-    xf: Array,
-    gf: Array,
-    gw2: Array,
-    offs: Array,
-    nr: int,
-    ln: int,
-    rs_in: int,
-    rs_out: int,
-    sw: int,
-    groups: int,
-) -> None:
+def _bwd_weight_task(p: int, xf: Array, gf: Array, gw2: Array, offs: Array, rows: Rows, groups: int) -> None:
+    nr, ln, rs_in, rs_out, sw = rows
     nout, cg, kk = gw2.shape
     o = p // cg
     c = p % cg
@@ -591,11 +500,9 @@ def _bwd_weight_task(
         gw2[o, c, k] = tmp[k].sum()
 
 
-def _bwd_weight(
-    xf: Array, gf: Array, gw2: Array, offs: Array, nr: int, ln: int, rs_in: int, rs_out: int, sw: int, groups: int
-) -> None:
+def _bwd_weight(xf: Array, gf: Array, gw2: Array, offs: Array, rows: Rows, groups: int) -> None:
     for p in numba.prange(gw2.shape[0] * gw2.shape[1]):
-        _bwd_weight_task(p, xf, gf, gw2, offs, nr, ln, rs_in, rs_out, sw, groups)
+        _bwd_weight_task(p, xf, gf, gw2, offs, rows, groups)
 
 
 _bwd_weight_serial, _bwd_weight_parallel = serial_and_parallel(_bwd_weight)
@@ -617,7 +524,7 @@ def _offsets(k: Pair, dilation: Pair, wp: int) -> Array:
     return np.array([a * dilation[0] * wp + b * dilation[1] for a in range(k[0]) for b in range(k[1])], np.int64)
 
 
-def _rows(stride: Pair, out_hw: Pair, wp: int, flat: bool) -> tuple[int, int, int, int, int]:
+def _rows(stride: Pair, out_hw: Pair, wp: int, flat: bool) -> Rows:
     """``(R, L, rs_in, rs_out, sw)`` of the direct kernels (see the comment above them)."""
     oh, ow = out_hw
     if flat:
@@ -888,8 +795,7 @@ def im2col(
     cols = (np.empty(size, x.dtype) if buf is None else buf[:size]).reshape(rows, size // rows)
     kernel = _im2col_parallel if size >= PARALLEL_COPY else _im2col_serial
     n, c, h, w = x.shape
-    xf = x.reshape(n, c, h * w)
-    kernel(xf, cols, n0, nb, h, w, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+    kernel(x.reshape(n, c, h * w), cols, n0, nb, _geometry((h, w), k, stride, pads, dilation, out_hw))
     return cols
 
 
@@ -900,7 +806,7 @@ def _col2im_chunk(
     unpadded) from the chunk's column gradient ``dcols (C*KH*KW, nb*OH*OW)``: each plane is
     zeroed, then every column element added where :func:`im2col` read it (padding dropped)."""
     kernel = _col2im_parallel if dcols.size >= PARALLEL_COPY else _col2im_serial
-    kernel(dcols, gx, n0, nb, *k, *stride, *dilation, pads[0][0], pads[1][0], *out_hw)
+    kernel(dcols, gx, n0, nb, _geometry((gx.shape[2], gx.shape[3]), k, stride, pads, dilation, out_hw))
 
 
 def forward(
@@ -1125,11 +1031,10 @@ def _direct_forward(xp: Array, w: Array, stride: Pair, dilation: Pair, groups: i
     o, cg, kh, kw = w.shape
     shape = (n, o, out_hw[0], out_hw[1])
     flat = stride == (1, 1)
-    nr, ln, rs_in, rs_out, sw = _rows(stride, out_hw, wp, flat)
     acc = np.zeros((n, o, out_hw[0] * (wp if flat else out_hw[1])), xp.dtype)
     kernel = _fwd_parallel if _work(shape, w.shape) >= PARALLEL_WORK else _fwd_serial
-    xf = _c(xp).reshape(n, c, hp * wp)
-    kernel(xf, _c(w).reshape(o, cg, kh * kw), acc, _offsets((kh, kw), dilation, wp), nr, ln, rs_in, rs_out, sw, groups)
+    xf, rows = _c(xp).reshape(n, c, hp * wp), _rows(stride, out_hw, wp, flat)
+    kernel(xf, _c(w).reshape(o, cg, kh * kw), acc, _offsets((kh, kw), dilation, wp), rows, groups)
     if flat:
         return np.ascontiguousarray(acc.reshape(n, o, out_hw[0], wp)[:, :, :, : out_hw[1]])
     return acc.reshape(shape)
@@ -1145,11 +1050,11 @@ def _direct_input(
     oh, ow = g.shape[2], g.shape[3]
     # Flat mode would add 0 * w at the garbage columns: an infinite weight would turn a
     # finite gradient into nan, so the backward keeps to rows.
-    nr, ln, rs_in, rs_out, sw = _rows(stride, (oh, ow), wp, False)
+    rows = _rows(stride, (oh, ow), wp, False)
     gxp = np.zeros((n, c, hp * wp), g.dtype)
     kernel = _bwd_input_parallel if _work(g.shape, w.shape) >= PARALLEL_WORK else _bwd_input_serial
     gf = _c(g).reshape(n, o, oh * ow)
-    kernel(gf, _c(w).reshape(o, cg, kh * kw), gxp, _offsets((kh, kw), dilation, wp), nr, ln, rs_in, rs_out, sw, groups)
+    kernel(gf, _c(w).reshape(o, cg, kh * kw), gxp, _offsets((kh, kw), dilation, wp), rows, groups)
     gx4 = gxp.reshape(n, c, hp, wp)
     if (hp, wp) != (h, wd):
         gx4 = np.ascontiguousarray(gx4[:, :, pt : pt + h, pl : pl + wd])
@@ -1160,9 +1065,9 @@ def _direct_weight(xp: Array, g: Array, w_shape: tuple[int, ...], stride: Pair, 
     n, c, hp, wp = xp.shape
     o, cg, kh, kw = w_shape
     oh, ow = g.shape[2], g.shape[3]
-    nr, ln, rs_in, rs_out, sw = _rows(stride, (oh, ow), wp, False)
+    rows = _rows(stride, (oh, ow), wp, False)
     gw = np.empty((o, cg, kh * kw), g.dtype)
     kernel = _bwd_weight_parallel if _work(g.shape, w_shape) >= PARALLEL_WORK else _bwd_weight_serial
     xf = _c(xp).reshape(n, c, hp * wp)
-    kernel(xf, _c(g).reshape(n, o, oh * ow), gw, _offsets((kh, kw), dilation, wp), nr, ln, rs_in, rs_out, sw, groups)
+    kernel(xf, _c(g).reshape(n, o, oh * ow), gw, _offsets((kh, kw), dilation, wp), rows, groups)
     return gw.reshape(w_shape)

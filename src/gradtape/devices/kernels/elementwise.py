@@ -152,37 +152,42 @@ def _fast_same(out: Array, *ins: Array) -> bool:
     return True
 
 
-def _prep3(out: Array, a: Array, b: Array) -> tuple[Array, Array, Array] | None:
-    """The fast path of the three-array wrappers: ``(out, a, b)`` as 1-D arrays (views) when
-    all three are plain ndarrays of one shape and of one float dtype, ``out`` is writable, no
-    input overlaps ``out`` other than as ``out`` itself, and they are 1-D or C-contiguous;
-    ``None`` otherwise, and the caller runs the full checks (which raise, or fall back to
-    numpy). Backward calls a wrapper per op, often on small arrays: the full checks
-    (``_check_out``, ``_fast``, ``_flat``) cost about 1 us a call, four times the kernel's
-    own call on 64 floats; this one reads each attribute once."""
-    if out.__class__ is not _ND or a.__class__ is not _ND or b.__class__ is not _ND:
-        return None
-    shape = out.shape
-    if a.shape != shape or b.shape != shape:
-        return None
-    dt = out.dtype
-    if a.dtype is not dt or b.dtype is not dt or (dt is not _F32 and dt is not _F64):
-        return None
-    if not out.flags.writeable:
-        return None
-    ob = out.base
-    if ob is None:
-        ob = out
-    ab, bb = a.base, b.base
-    if (ab is ob or a is ob) and a is not out and np.may_share_memory(out, a):
-        return None
-    if (bb is ob or b is ob) and b is not out and np.may_share_memory(out, b):
-        return None
-    if len(shape) == 1:
-        return out, a, b
-    if out.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous:
-        return out.ravel(), a.ravel(), b.ravel()
-    return None
+def _fused3(op: str, serial: Any, parallel: Any, out: Array, a: Array, b: Array) -> bool:
+    """Run a fused three-array kernel, ``serial`` or ``parallel`` (from
+    :data:`PARALLEL_THRESHOLD` elements), on ``(out, a, b)``; False when numpy must compute the
+    result instead (shapes checked, as :func:`_fused`).
+
+    The fast path, taken when all three are plain ndarrays of one shape and of one float
+    dtype, ``out`` is writable, no input overlaps ``out`` other than as ``out`` itself, and
+    they are 1-D or C-contiguous, reads each attribute once: backward calls a wrapper per op,
+    often on small arrays, and the full checks (``_check_out``, ``_fast``, ``_flat``) cost
+    about 1 us a call, four times the kernel's own call on 64 floats. Anything else takes
+    :func:`_fused`.
+
+    Raises:
+        ValueError, ShapeError, DTypeError: as :func:`_fused`.
+    """
+    if out.__class__ is _ND and a.__class__ is _ND and b.__class__ is _ND:
+        shape = out.shape
+        if a.shape == shape and b.shape == shape:
+            dt, ob = out.dtype, out.base
+            if ob is None:
+                ob = out
+            if (
+                a.dtype is dt
+                and b.dtype is dt
+                and (dt is _F32 or dt is _F64)
+                and out.flags.writeable
+                and not ((a.base is ob or a is ob) and a is not out and np.may_share_memory(out, a))
+                and not ((b.base is ob or b is ob) and b is not out and np.may_share_memory(out, b))
+            ):
+                if len(shape) == 1:
+                    (parallel if shape[0] >= PARALLEL_THRESHOLD else serial)(out, a, b)
+                    return True
+                if out.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous:
+                    (parallel if out.size >= PARALLEL_THRESHOLD else serial)(out.ravel(), a.ravel(), b.ravel())
+                    return True
+    return _fused(op, (serial, parallel), out, a, b)
 
 
 def _flat(x: Array) -> Array:
@@ -205,6 +210,25 @@ def _fallback_shape(op: str, out: Array, *ins: Array) -> None:
             raise DTypeError(f"{op}: operand dtype {dt} mixed with out's {out.dtype}")
 
 
+def _fused(op: str, kernels: tuple[Any, Any], out: Array, *ins: Array) -> bool:
+    """Run a fused kernel ``kernels[0]`` (serial) or ``kernels[1]`` (parallel, from
+    :data:`PARALLEL_THRESHOLD` elements) on ``out`` and ``ins`` flattened, after the full
+    checks: the slow path of the wrappers (:func:`_fused3` has the fast one). Returns False when
+    the operands need numpy (broadcast, strided or overlapping ``out``), the shapes checked.
+
+    Raises:
+        ValueError: ``out`` is read-only. ShapeError, DTypeError: ``ins`` do not broadcast to
+            ``out``, or dtypes differ (messages name ``op``).
+    """
+    _check_out(op, out)
+    if _fast(out, *ins):
+        o = _flat(out)
+        kernels[1 if o.shape[0] >= PARALLEL_THRESHOLD else 0](o, *[_flat(x) for x in ins])
+        return True
+    _fallback_shape(op, out, *ins)
+    return False
+
+
 # ----- public wrappers -------------------------------------------------------------------
 
 
@@ -220,16 +244,7 @@ def addmul(out: Array, a: Array, b: Array) -> None:
         DTypeError: the dtypes differ or are not float32/float64.
         ValueError: ``out`` is read-only.
     """
-    f = _prep3(out, a, b)
-    if f is not None:
-        (_addmul_parallel if f[0].size >= PARALLEL_THRESHOLD else _addmul_serial)(*f)
-        return
-    _check_out("addmul", out)
-    if _fast(out, a, b):
-        o, a1, b1 = _flat(out), _flat(a), _flat(b)
-        (_addmul_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _addmul_serial)(o, a1, b1)
-    else:
-        _fallback_shape("addmul", out, a, b)
+    if not _fused3("addmul", _addmul_serial, _addmul_parallel, out, a, b):
         out += np.multiply(a, b)
 
 
@@ -260,16 +275,7 @@ def adddiv(out: Array, a: Array, b: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul`.
     """
-    f = _prep3(out, a, b)
-    if f is not None:
-        (_adddiv_parallel if f[0].size >= PARALLEL_THRESHOLD else _adddiv_serial)(*f)
-        return
-    _check_out("adddiv", out)
-    if _fast(out, a, b):
-        o, a1, b1 = _flat(out), _flat(a), _flat(b)
-        (_adddiv_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _adddiv_serial)(o, a1, b1)
-    else:
-        _fallback_shape("adddiv", out, a, b)
+    if not _fused3("adddiv", _adddiv_serial, _adddiv_parallel, out, a, b):
         out += np.divide(a, b)
 
 
@@ -279,17 +285,7 @@ def relu_backward(out: Array, x: Array, g: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul`.
     """
-    f = _prep3(out, x, g)
-    if f is not None:
-        (_relu_backward_parallel if f[0].size >= PARALLEL_THRESHOLD else _relu_backward_serial)(*f)
-        return
-    _check_out("relu_backward", out)
-    if _fast(out, x, g):
-        o, x1, g1 = _flat(out), _flat(x), _flat(g)
-        kernel = _relu_backward_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _relu_backward_serial
-        kernel(o, x1, g1)
-    else:
-        _fallback_shape("relu_backward", out, x, g)
+    if not _fused3("relu_backward", _relu_backward_serial, _relu_backward_parallel, out, x, g):
         out += np.where(np.asarray(x) > 0, g, out.dtype.type(0))
 
 

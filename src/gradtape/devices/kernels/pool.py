@@ -37,12 +37,22 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
+Taps = tuple[Array, Array, Array, Array]
+"""``(i0, i1, l0, l1)`` along one axis: source indices (int64) and their weights."""
 
 PARALLEL_WORK = 1 << 17
 """Element visits from which a kernel runs its two-thread ``prange`` variant."""
 
 
 # ----- max / min pooling -----------------------------------------------------------------
+
+
+@jit(inline=True)
+def _window(o: int, stride: int, pad: int, k: int, n: int) -> tuple[int, int]:
+    """``(start, end)``: the window of output position ``o`` along one axis of ``n`` input
+    positions, clipped to the input."""
+    start = o * stride - pad
+    return max(start, 0), min(start + k, n)
 
 
 @jit()
@@ -52,11 +62,9 @@ def _maxmin_plane(
     h_n, w_n = x.shape[1], x.shape[2]
     xp = x[p]
     for oh in range(out.shape[1]):
-        h0 = oh * sh - ph
-        hs, he = max(h0, 0), min(h0 + kh, h_n)
+        hs, he = _window(oh, sh, ph, kh, h_n)
         for ow in range(out.shape[2]):
-            w0 = ow * sw - pw
-            ws, we = max(w0, 0), min(w0 + kw, w_n)
+            ws, we = _window(ow, sw, pw, kw, w_n)
             best = xp[hs, ws]
             bi = hs * w_n + ws
             for h in range(hs, he):
@@ -229,11 +237,9 @@ def _avg_plane(
     zero = x.dtype.type(0)
     xp = x[p]
     for oh in range(out.shape[1]):
-        h0 = oh * sh - ph
-        hs, he = max(h0, 0), min(h0 + kh, h_n)
+        hs, he = _window(oh, sh, ph, kh, h_n)
         for ow in range(out.shape[2]):
-            w0 = ow * sw - pw
-            ws, we = max(w0, 0), min(w0 + kw, w_n)
+            ws, we = _window(ow, sw, pw, kw, w_n)
             if backward:
                 d = out[p, oh, ow] / div
                 for h in range(hs, he):
@@ -259,22 +265,11 @@ _avg_serial, _avg_parallel = serial_and_parallel(_avg)
 
 
 @jit()
-def _bilinear_plane(
-    p: int,
-    x: Array,
-    y: Array,
-    h0: Array,
-    h1: Array,
-    lh0: Array,
-    lh1: Array,
-    w0: Array,
-    w1: Array,
-    lw0: Array,
-    lw1: Array,
-    backward: bool,
-) -> None:
+def _bilinear_plane(p: int, x: Array, y: Array, th: Taps, tw: Taps, backward: bool) -> None:
     """Forward: ``y[p] = interpolate(x[p])``; backward (``x`` is the gradient buffer, ``y``
     the output's gradient): each output gradient spread over its four taps."""
+    h0, h1, lh0, lh1 = th
+    w0, w1, lw0, lw1 = tw
     xp = x[p]
     yp = y[p]
     for oh in range(y.shape[1]):
@@ -291,21 +286,9 @@ def _bilinear_plane(
                 yp[oh, ow] = la0 * (lb0 * xp[a0, b0] + lb1 * xp[a0, b1]) + la1 * (lb0 * xp[a1, b0] + lb1 * xp[a1, b1])
 
 
-def _bilinear(
-    x: Array,
-    y: Array,
-    h0: Array,
-    h1: Array,
-    lh0: Array,
-    lh1: Array,
-    w0: Array,
-    w1: Array,
-    lw0: Array,
-    lw1: Array,
-    b: bool,
-) -> None:
+def _bilinear(x: Array, y: Array, th: Taps, tw: Taps, backward: bool) -> None:
     for p in numba.prange(x.shape[0]):
-        _bilinear_plane(p, x, y, h0, h1, lh0, lh1, w0, w1, lw0, lw1, b)
+        _bilinear_plane(p, x, y, th, tw, backward)
 
 
 _bilinear_serial, _bilinear_parallel = serial_and_parallel(_bilinear)
@@ -389,15 +372,11 @@ def pool_avg_backward(g: Array, k: Pair, stride: Pair, padding: Pair, in_hw: Pai
     return gx
 
 
-Taps = tuple[Array, Array, Array, Array]
-"""``(i0, i1, l0, l1)`` along one axis: source indices (int64) and their weights."""
-
-
 def bilinear(x: Array, th: Taps, tw: Taps) -> Array:
     """Bilinear resampling of planes ``x (P, H, W)`` to ``(P, len(th[0]), len(tw[0]))``."""
     y = np.empty((x.shape[0], th[0].shape[0], tw[0].shape[0]), x.dtype)
     kernel = _bilinear_parallel if y.size >= PARALLEL_WORK else _bilinear_serial
-    kernel(_c(x), y, *th, *tw, False)
+    kernel(_c(x), y, th, tw, False)
     return y
 
 
@@ -405,7 +384,7 @@ def bilinear_backward(g: Array, th: Taps, tw: Taps, in_hw: Pair) -> Array:
     """The gradient ``(P, H, W)`` of :func:`bilinear` given the output's gradient ``g``."""
     gx = np.zeros((g.shape[0], *in_hw), g.dtype)
     kernel = _bilinear_parallel if g.size >= PARALLEL_WORK else _bilinear_serial
-    kernel(gx, _c(g), *th, *tw, True)
+    kernel(gx, _c(g), th, tw, True)
     return gx
 
 

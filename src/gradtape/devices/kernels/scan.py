@@ -45,6 +45,11 @@ from gradtape.devices.kernels._jit import REASSOC, jit, serial_and_parallel
 __all__ = ["CHUNK", "PARALLEL_THRESHOLD", "scan_backward", "scan_forward"]
 
 Array = np.ndarray[Any, Any]
+Inputs = tuple[Array, Array, Array, Array, Array, Array]
+"""The work items' ``(x, dt, A^T, B, C, D)``: ``(batch, length, channels)`` twice,
+``(state, channels)``, ``(batch, length, state)`` twice, ``(channels,)``."""
+Grads = tuple[Array, Array, Array, Array, Array, Array]
+"""The backward work items' outputs ``(gx, gdt, ga, gb, gc, gdd)`` (see :func:`_bwd_item`)."""
 
 CHUNK = 64
 """Steps between stored hidden states (the backward recomputes within a chunk)."""
@@ -119,26 +124,14 @@ def _exp_impl(v: Any) -> Any:
 
 
 @jit()
-def _fwd_item(
-    y: Array,
-    hs: Array,
-    x: Array,
-    dt: Array,
-    at: Array,
-    b: Array,
-    c: Array,
-    dd: Array,
-    bi: int,
-    d0: int,
-    d1: int,
-    k: int,
-) -> None:
+def _fwd_item(y: Array, hs: Array, ins: Inputs, bi: int, d0: int, d1: int, k: int) -> None:
     """Forward of batch element ``bi``, channels ``[d0, d1)``: writes ``y[bi, :, d0:d1]`` and
     the chunk-boundary states ``hs[bi, :, :, d0:d1]`` (the state entering each chunk).
 
     State-major: the innermost loops run over the group's channels (contiguous in ``x``,
     ``dt``, ``at`` and the state), so they vectorize without reductions; ``B_t[s]`` and
     ``C_t[s]`` are scalars there."""
+    x, dt, at, b, c, dd = ins
     length = x.shape[1]
     n = at.shape[0]
     g = d1 - d0
@@ -172,36 +165,17 @@ def _scan_forward(
 ) -> None:
     nb, nd = x.shape[0], x.shape[2]
     ng = (nd + grp - 1) // grp
+    ins = (x, dt, at, b, c, dd)
     for w in numba.prange(nb * ng):
         bi, gi = w // ng, w % ng
-        _fwd_item(y, hs, x, dt, at, b, c, dd, bi, gi * grp, min(nd, gi * grp + grp), k)
+        _fwd_item(y, hs, ins, bi, gi * grp, min(nd, gi * grp + grp), k)
 
 
 _scan_forward_serial, _scan_forward_parallel = serial_and_parallel(_scan_forward)
 
 
 @jit(fastmath=REASSOC)
-def _bwd_item(
-    gx: Array,
-    gdt: Array,
-    ga: Array,
-    gb: Array,
-    gc: Array,
-    gdd: Array,
-    gy: Array,
-    hs: Array,
-    x: Array,
-    dt: Array,
-    at: Array,
-    b: Array,
-    c: Array,
-    dd: Array,
-    bi: int,
-    gi: int,
-    d0: int,
-    d1: int,
-    k: int,
-) -> None:
+def _bwd_item(grads: Grads, gy: Array, hs: Array, ins: Inputs, bi: int, gi: int, d0: int, d1: int, k: int) -> None:
     """Backward of batch element ``bi``, channels ``[d0, d1)`` (group ``gi``): writes
     ``gx, gdt[bi, :, d0:d1]`` and adds into ``ga[bi, :, d0:d1]``, ``gdd[bi, d0:d1]`` (per batch
     element) and ``gb, gc[gi, bi]`` (per group); the caller sums the leading axes.
@@ -210,6 +184,8 @@ def _bwd_item(
     ``gc`` need are the only reductions; ``REASSOC`` lets them vectorize (their order then
     depends on the vector width, never on the thread schedule). ``ga`` and ``gdd`` add up in
     the data's dtype within a chunk and in float64 across chunks."""
+    gx, gdt, ga, gb, gc, gdd = grads
+    x, dt, at, b, c, dd = ins
     length = x.shape[1]
     n = at.shape[0]
     g = d1 - d0
@@ -303,10 +279,11 @@ def _scan_backward(
 ) -> None:
     nb, nd = x.shape[0], x.shape[2]
     ng = (nd + grp - 1) // grp
+    grads, ins = (gx, gdt, ga, gb, gc, gdd), (x, dt, at, b, c, dd)
     for w in numba.prange(nb * ng):
         bi, gi = w // ng, w % ng
         d0 = gi * grp
-        _bwd_item(gx, gdt, ga, gb, gc, gdd, gy, hs, x, dt, at, b, c, dd, bi, gi, d0, min(nd, d0 + grp), k)
+        _bwd_item(grads, gy, hs, ins, bi, gi, d0, min(nd, d0 + grp), k)
 
 
 _scan_backward_serial, _scan_backward_parallel = serial_and_parallel(_scan_backward)

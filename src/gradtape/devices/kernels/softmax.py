@@ -5,7 +5,9 @@ One pass per row reads ``g`` and ``y`` twice (once for the row's dot product, on
 update) and writes ``out`` once, where numpy needs four full-size temporaries. Rows run
 serially below :data:`~gradtape.devices.kernels.elementwise.PARALLEL_THRESHOLD` elements and
 as a ``numba.prange`` over rows above it. Pure arithmetic: the ``exp`` ran in the forward
-(numpy's SIMD ufunc), whose output ``y`` the backward reads.
+(numpy's SIMD ufunc), whose output ``y`` the backward reads. The kernels of attention's
+scaled, masked softmax backward (:func:`~gradtape.devices.kernels.attention.attention_softmax_backward`)
+are here too: both compute a row's dot with :func:`_dot8`.
 
 The kernels take C-contiguous 2-D arrays ``(rows, n)``; the wrapper reshapes a C-contiguous
 array reduced along its last axis to that form (a view) and sends anything else (another
@@ -29,28 +31,35 @@ __all__ = ["cross_entropy_backward", "cross_entropy_forward", "softmax_backward"
 Array = np.ndarray[Any, Any]
 
 
-@jit()
-def _row_backward(outr: Array, yr: Array, gr: Array) -> None:
-    """One row: ``outr += yr * (gr - dot(gr, yr))``. The dot runs in 8 independent partial
-    sums: a strict floating-point reduction does not vectorize (no fastmath), 8 chains run in
-    parallel in the pipeline, about 1.5-2x faster than one chain, and each chain is 8x shorter,
-    so the float32 sum is more accurate."""
-    n = yr.shape[0]
-    z = yr.dtype.type(0)
+@jit(inline=True)
+def _dot8(a: Array, b: Array, n: int) -> Any:
+    """``sum(a[:n] * b[:n])`` in ``a``'s dtype, in 8 independent partial sums: a strict
+    floating-point reduction does not vectorize (no fastmath), 8 chains run in parallel in the
+    pipeline, about 1.5-2x faster than one chain, and each chain is 8x shorter, so the float32
+    sum is more accurate."""
+    z = a.dtype.type(0)
     m = n - n % 8
     d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = z
     for j in range(0, m, 8):
-        d0 += gr[j] * yr[j]
-        d1 += gr[j + 1] * yr[j + 1]
-        d2 += gr[j + 2] * yr[j + 2]
-        d3 += gr[j + 3] * yr[j + 3]
-        d4 += gr[j + 4] * yr[j + 4]
-        d5 += gr[j + 5] * yr[j + 5]
-        d6 += gr[j + 6] * yr[j + 6]
-        d7 += gr[j + 7] * yr[j + 7]
-    dot = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
+        d0 += a[j] * b[j]
+        d1 += a[j + 1] * b[j + 1]
+        d2 += a[j + 2] * b[j + 2]
+        d3 += a[j + 3] * b[j + 3]
+        d4 += a[j + 4] * b[j + 4]
+        d5 += a[j + 5] * b[j + 5]
+        d6 += a[j + 6] * b[j + 6]
+        d7 += a[j + 7] * b[j + 7]
+    d = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7))
     for j in range(m, n):
-        dot += gr[j] * yr[j]
+        d += a[j] * b[j]
+    return d
+
+
+@jit()
+def _row_backward(outr: Array, yr: Array, gr: Array) -> None:
+    """One row: ``outr += yr * (gr - dot(gr, yr))`` (the dot by :func:`_dot8`)."""
+    n = yr.shape[0]
+    dot = _dot8(gr, yr, n)
     for j in range(n):
         outr[j] += yr[j] * (gr[j] - dot)
 
@@ -61,6 +70,51 @@ def _softmax_backward(out: Array, y: Array, g: Array) -> None:
 
 
 _softmax_backward_serial, _softmax_backward_parallel = serial_and_parallel(_softmax_backward)
+
+
+# ----- attention's softmax backward (the kernels of attention.attention_softmax_backward,
+# ----- kept here with the row dot they share: numba's cache key covers a kernel's own module)
+
+
+@jit()
+def _attention_row_backward(dr: Array, pr: Array, mr: Array, use_m: bool, lim: int, scale: Any, tiny: Any) -> None:
+    """One row: ``dr = scale * pr * (dr*mr - dot(dr*mr, pr))`` over ``[0, lim)``, 0 after;
+    results below ``tiny`` in magnitude are written as 0."""
+    n = dr.shape[0]
+    zero = dr.dtype.type(0)
+    if use_m:
+        for j in range(lim):
+            dr[j] *= mr[j]
+    d = _dot8(dr, pr, lim)
+    for j in range(lim):
+        v = pr[j] * (dr[j] - d) * scale
+        dr[j] = v if abs(v) >= tiny else zero
+    for j in range(lim, n):
+        dr[j] = zero
+
+
+@jit()
+def _attention_backward_serial(d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any) -> None:
+    """:func:`_attention_row_backward` over the rows of ``d, p, m (B, L, S)`` (``m`` read
+    only with ``use_m``); ``causal`` rows ``i`` stop at key ``i``."""
+    ln, n = d.shape[1], d.shape[2]
+    for b in range(d.shape[0]):
+        for i in range(ln):
+            lim = min(i + 1, n) if causal else n
+            _attention_row_backward(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
+
+
+@jit(parallel=True)
+def _attention_backward_parallel(
+    d: Array, p: Array, m: Array, use_m: bool, causal: bool, scale: Any, tiny: Any
+) -> None:
+    """:func:`_attention_backward_serial` as one ``prange`` over the ``B * L`` rows."""
+    ln, n = d.shape[1], d.shape[2]
+    for r in numba.prange(d.shape[0] * ln):
+        b = r // ln
+        i = r - b * ln
+        lim = min(i + 1, n) if causal else n
+        _attention_row_backward(d[b, i], p[b, i], m[b, i], use_m, lim, scale, tiny)
 
 
 def softmax_backward(out: Array, y: Array, g: Array, axis: int = -1) -> None:
