@@ -70,9 +70,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.testing",
         ),
     ),
-    # built on the above
+    # built on the above (gradtape.data: PyTorch's Dataset/DataLoader)
     # (the losses' generated typing signatures sit with them)
-    ("library", ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses", "gradtape._signatures.*")),
+    (
+        "library",
+        ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses", "gradtape._signatures.*", "gradtape.data"),
+    ),
     # whole-step tools
     ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed")),
     # the package itself (imports every layer), runnable programs, the mypy plugin (imports
