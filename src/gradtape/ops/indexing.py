@@ -50,8 +50,10 @@ __all__ = ["Index", "Indices", "gather", "getitem", "index_select"]
 Array = np.ndarray[Any, Any]
 
 _Basic: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | None"
-Index: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | tuple[_Basic, ...] | None"
-"""What ``t[key]`` accepts: numpy's basic indices."""
+_Advanced: TypeAlias = "Sequence[int] | Sequence[bool] | np.ndarray[Any, Any] | Tensor[Any, Any]"
+Index: TypeAlias = "int | np.integer[Any] | slice | EllipsisType | _Advanced | tuple[_Basic | _Advanced, ...] | None"
+"""What ``t[key]`` accepts: numpy's basic indices, and integer or bool arrays, lists and tensors
+(numpy's advanced indexing, as PyTorch's)."""
 Indices: TypeAlias = (
     "int | np.integer[Any] | Sequence[int] | Sequence[Sequence[int]] | np.ndarray[Any, Any] | Tensor[Any, Any]"
 )
@@ -84,31 +86,75 @@ def _basic_key(key: object, shape: tuple[int, ...]) -> tuple[Any, ...]:
             out.append(k)
         elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             out.append(operator.index(k))
+        elif isinstance(k, (list, np.ndarray)) or hasattr(k, "tape"):
+            out.append(_advanced(k, shape))
         else:
-            hint = " (to select by an array or a list of indices, use gather or index_select)"
             raise TypeError(
-                f"getitem: index {k!r} of type {type(k).__name__} is not an int, a slice, None or ...; "
-                f"tensor of shape {shape}{hint if isinstance(k, (list, np.ndarray)) or hasattr(k, 'tape') else ''}"
+                f"getitem: index {k!r} of type {type(k).__name__} is not an int, a slice, None, ..., "
+                f"or an integer or bool array, list or tensor; tensor of shape {shape}"
             )
     if sum(k is Ellipsis for k in out) > 1:
         raise IndexError(f"getitem: an index can only have a single ellipsis ('...'), got {key!r}")
-    n_consumed = sum(k is not None and k is not Ellipsis for k in out)
+    n_consumed = sum(_consumes(k) for k in out)
     if n_consumed > len(shape):
         raise IndexError(f"getitem: too many indices for a tensor of shape {shape}: {n_consumed} in {key!r}")
     # the dim each int indexes: count from the front before '...', from the back after it
     dim = 0
     for pos, k in enumerate(out):
         if k is Ellipsis:
-            dim = len(shape) - sum(j is not None and j is not Ellipsis for j in out[pos + 1 :])
+            dim = len(shape) - sum(_consumes(j) for j in out[pos + 1 :])
         elif k is None:
             continue
-        else:
-            if isinstance(k, int) and not -shape[dim] <= k < shape[dim]:
+        elif isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            covered = shape[dim : dim + k.ndim]
+            if k.shape != covered:
                 raise IndexError(
-                    f"getitem: index {k} is out of bounds for axis {dim} of size {shape[dim]} (tensor of shape {shape})"
+                    f"getitem: a bool mask of shape {k.shape} does not match the dims {covered} it indexes "
+                    f"from axis {dim} (tensor of shape {shape})"
+                )
+            dim += k.ndim
+        else:
+            n = shape[dim]
+            if isinstance(k, slice):
+                bad = None
+            elif isinstance(k, int):
+                bad = None if -n <= k < n else k
+            else:
+                bad = None if not k.size or (-n <= k.min() and k.max() < n) else (k.min() if k.min() < -n else k.max())
+            if bad is not None:
+                raise IndexError(
+                    f"getitem: index {bad} is out of bounds for axis {dim} of size {n} (tensor of shape {shape})"
                 )
             dim += 1
     return tuple(out)
+
+
+def _consumes(k: Any) -> int:
+    """How many of the tensor's dims index ``k`` consumes: 0 for None and ..., a bool mask's
+    ndim, else 1."""
+    if k is None or k is Ellipsis:
+        return 0
+    if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+        return int(k.ndim)
+    return 1
+
+
+def _advanced(k: Any, shape: tuple[int, ...]) -> Array:
+    """An advanced index (a list, an array or a tensor) as an ``intp`` or bool array.
+
+    Raises:
+        DTypeError: its elements are neither integers nor bools (floats, which would be
+            truncated).
+    """
+    data = k.data if hasattr(k, "tape") else k
+    arr = np.asarray(data)
+    if arr.dtype == np.bool_:
+        return arr
+    return int_indices("getitem", arr, f"tensor of shape {shape}", what="index")
+
+
+def _is_advanced(k: tuple[Any, ...]) -> bool:
+    return any(isinstance(j, np.ndarray) for j in k)
 
 
 @overload
@@ -136,26 +182,47 @@ def getitem(a: Tensor[Rank3[A, B, C], T], key: slice) -> Tensor[Rank3[int, B, C]
 @overload
 def getitem(a: Tensor[Any, T], key: Index) -> Tensor[Any, T]: ...
 def getitem(a: Any, key: Any) -> Any:
-    """``a[key]`` with numpy's basic indexing: ints (negative count from the end), slices,
-    ``None`` (a new dim of size 1) and one ``...``; a view of ``a``'s data.
+    """``a[key]``, numpy's (and PyTorch's) indexing.
 
-    Gradient: the output's gradient added into ``a``'s at ``key`` (the rest is 0). Indexing
-    one tensor several times accumulates every part.
+    Basic indices, which give a view of ``a``'s data: ints (negative count from the end),
+    slices, ``None`` (a new dim of size 1) and one ``...``. Advanced indices, which give a copy:
+    integer lists, arrays or tensors (``logits[torch.arange(B), targets]``: the index arrays
+    broadcast together and pick one element each; negative entries count from the end) and
+    bool masks (``x[x > 0]``: the elements where the mask is true, the mask's shape equal to
+    the dims it covers), mixed with basic indices as numpy places the result's dims.
+
+    Gradient: the output's gradient added into ``a``'s at ``key`` (the rest is 0); an element
+    picked several times gets the sum (``np.add.at``). Indexing one tensor several times
+    accumulates every part.
 
     Raises:
-        IndexError: an int is out of bounds, or there are more indices than dims (names the shape).
-        TypeError: an index is not basic (an array or a list: use ``gather``; a bool, a float).
+        IndexError: an index is out of bounds (names the axis, its size and the shape), a bool
+            mask does not match the dims it covers, or there are more indices than dims.
+        DTypeError: an index array of floats (which would be truncated).
+        TypeError: an index of another kind (a float, a string).
     """
     x = a.data
     k = _basic_key(key, x.shape)
-    y = x[k]
-    tape = op_tape(a)
+    advanced = _is_advanced(k)
+    if advanced:
+        try:
+            y = x[k]
+        except IndexError as e:  # index arrays that do not broadcast together
+            raise IndexError(f"getitem: {e} (tensor of shape {x.shape})") from None
+        tensors = [a, *(j for j in (key if isinstance(key, tuple) else (key,)) if hasattr(j, "tape"))]
+        tape = op_tape(*tensors)  # an index tensor's tape carries the store too
+    else:
+        y = x[k]
+        tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
         def getitem_backward(grads: Gradients, g: Array) -> None:
             buf = grads._mut(aid, shape, dtype)  # owned by aid: never the output's buffer
+            if advanced:
+                np.add.at(buf, k, g)  # repeated picks accumulate
+                return
             part = buf[k]
             if part.__class__ is np.ndarray:
                 np.add(part, g, out=part)
@@ -167,14 +234,14 @@ def getitem(a: Any, key: Any) -> Any:
 
 
 def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
-    """getitem's second rule: zeros of ``shape`` with the gradient tensor ``g`` at ``k``, as a
-    recorded op whose own backward is ``[k]`` (so it differentiates to any order)."""
+    """getitem's second rule: zeros of ``shape`` with the gradient tensor ``g`` added at ``k``,
+    as a recorded op whose own backward is ``[k]`` (so it differentiates to any order)."""
 
     class PutAt(Function):
         @staticmethod
         def forward(ctx: FunctionCtx, t: Any) -> Any:
             out = np.zeros(shape, t.dtype)
-            out[k] = t.data
+            np.add.at(out, k, t.data)
             return t._like(out)
 
         @staticmethod

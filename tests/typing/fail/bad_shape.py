@@ -26,8 +26,7 @@ e1: Tensor[Rank2[L[4], L[1]], NoneTape] = v.expand_dims(0)  # E: assignment
 q1: Tensor[Rank1[L[3]], NoneTape] = a.expand_dims(0).squeeze(0)  # E: assignment
 g1: Tensor[Rank1[L[3]], NoneTape] = a[0]  # E: assignment
 g2: Tensor[Rank1[L[4]], NoneTape] = a[:, 0]  # E: assignment
-a[[0, 1]]  # E: call-overload
-a[np.array([0, 1])]  # E: call-overload
+a[[0.5, 1.5]]  # E: list-item
 a[0.5]  # E: call-overload
 a.reshape((2.0, 6))  # E: type-var
 a.permute(1, 0)  # E: call-overload
