@@ -70,11 +70,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.testing",
         ),
     ),
-    # built on the above (gradtape.data: PyTorch's Dataset/DataLoader)
+    # built on the above (gradtape.data: PyTorch's Dataset/DataLoader; gradtape.distributions)
     # (the losses' generated typing signatures sit with them)
     (
         "library",
-        ("gradtape.nn.*", "gradtape.optim.*", "gradtape.losses", "gradtape._signatures.*", "gradtape.data"),
+        (
+            "gradtape.nn.*",
+            "gradtape.optim.*",
+            "gradtape.losses",
+            "gradtape._signatures.*",
+            "gradtape.data",
+            "gradtape.distributions",
+        ),
     ),
     # whole-step tools
     ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed")),

@@ -7,7 +7,7 @@ fused kernels are compiled with numba.
 
 # before anything imports numpy: OpenBLAS reads its spin time when numpy loads it
 from gradtape import _openblas_env  # noqa: F401, I001
-from gradtape import autodiff, autograd, data, functional, losses, nn, ops, optim, testing
+from gradtape import autodiff, autograd, data, distributions, functional, losses, nn, ops, optim, testing
 from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlow methods)
 from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
@@ -54,6 +54,7 @@ __all__ = [
     "autodiff",
     "checkpoint",
     "data",
+    "distributions",
     "enable_grad",
     "from_dlpack",
     "functional",
