@@ -81,6 +81,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape._signatures.*",
             "gradtape.data",
             "gradtape.distributions",
+            "gradtape._einops",
         ),
     ),
     # whole-step tools

@@ -19,6 +19,7 @@ from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
 from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from gradtape.nn.parameter import Parameter
+from gradtape.nn.rearrange import Rearrange, Reduce
 
 __all__ = [
     "GELU",
@@ -43,6 +44,8 @@ __all__ = [
     "Parameter",
     "MultiHeadAttention",
     "RMSNorm",
+    "Rearrange",
+    "Reduce",
     "ReLU",
     "Residual",
     "Sequential",
