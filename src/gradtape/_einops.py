@@ -17,6 +17,7 @@ import numpy as np
 from einops._backends import AbstractBackend
 
 from gradtape.devices import Cpu
+from gradtape.ops.einsum import einsum
 from gradtape.ops.shape import broadcast_to, concat, expand_dims, stack
 from gradtape.tensor import Tensor
 
@@ -28,7 +29,7 @@ class GradtapeBackend(AbstractBackend):
 
     Raises:
         NotImplementedError: the reductions ``any``/``all`` (gradtape has no boolean
-            reductions) and ``prod`` where gradtape has none; ``einsum``.
+            reductions) and ``prod`` where gradtape has none.
     """
 
     framework_name = "gradtape"
@@ -101,4 +102,4 @@ class GradtapeBackend(AbstractBackend):
         return rearrange
 
     def einsum(self, pattern: str, *x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        raise NotImplementedError("einops.einsum: gradtape has no einsum yet")
+        return einsum(pattern, *x)

@@ -9,6 +9,7 @@ from gradtape.ops.attention import scaled_dot_product_attention
 from gradtape.ops.binary import add, div, maximum, minimum, mul, pow, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
+from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import linear, matmul
 from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
@@ -83,6 +84,7 @@ __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
 __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
 __all__ += ["scaled_dot_product_attention", "selective_scan"]
+__all__ += ["einsum"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -1,0 +1,265 @@
+"""``einsum``: Einstein summation over gradtape tensors (``torch.einsum``, ``np.einsum``), with
+the contraction order chosen by opt_einsum (Smith and Gray, "opt_einsum - A Python package for
+optimizing contraction order for einsum-like expressions", JOSS 2018).
+
+The derivative is itself an einsum, written once (:func:`_vjp`): operand ``i``'s gradient
+contracts the output's gradient with the other operands into ``i``'s subscripts,
+``grad_i = einsum("out,others->in_i", g, *others)``, broadcast along the subscripts that only
+``i`` has (they were summed away). The first rule runs it on arrays (in opt_einsum's order,
+each pair one batched BLAS product); the second rule runs the same function
+with gradtape's ``einsum`` on tensors, so it differentiates to any order.
+
+An ellipsis is expanded into letters of its own, the operands broadcast to the common sizes
+first (gradtape's ``broadcast_to``, which sums the gradient back).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import string
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import opt_einsum
+
+from gradtape.devices.kernels import blas as _blas
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops.shape import broadcast_to, expand_dims
+from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
+
+if TYPE_CHECKING:
+    from gradtape.gradients import Gradients
+    from gradtape.tensor import Tensor
+
+__all__ = ["einsum"]
+
+Array = np.ndarray[Any, Any]
+_LETTERS = string.ascii_letters
+
+
+def _parse(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], str]:
+    """The equation as explicit per-operand subscripts and output subscripts: spaces removed,
+    ``...`` replaced by letters of its own (right-aligned, numpy's broadcasting), the implicit
+    output (no ``->``) being the letters that appear once, sorted, after the ellipsis.
+
+    Raises:
+        ValueError: a wrong number of operands, a character that is not a letter, a subscript
+            count that differs from an operand's rank, a letter in the output missing from the
+            inputs or repeated there, a repeated letter within one operand (a diagonal).
+    """
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum: the equation {equation!r} has {len(ins)} operands, got {len(shapes)} tensors")
+    used = set(eq) - {".", ",", "-", ">"}
+    bad = [c for c in used if c not in _LETTERS]
+    if bad:
+        raise ValueError(f"einsum: subscripts must be letters, got {bad[0]!r} in {equation!r}")
+    free = [c for c in _LETTERS if c not in used]
+    n_ell = 0
+    for s, shape in zip(ins, shapes, strict=True):
+        explicit = len(s.replace("...", ""))
+        if "..." in s:
+            n_ell = max(n_ell, len(shape) - explicit)
+        elif explicit != len(shape):
+            raise ValueError(f"einsum: operand subscripts {s!r} name {explicit} dims, the tensor has shape {shape}")
+    ell = "".join(free[:n_ell])
+    subs = []
+    for s, shape in zip(ins, shapes, strict=True):
+        if "..." in s:
+            k = len(shape) - len(s.replace("...", ""))
+            if k < 0:
+                raise ValueError(f"einsum: operand subscripts {s!r} name more dims than the tensor's shape {shape}")
+            s = s.replace("...", ell[n_ell - k :])
+        if len(set(s)) != len(s):
+            raise ValueError(f"einsum: a letter repeated within one operand ({s!r}, a diagonal) is not supported")
+        subs.append(s)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {c: sum(s.count(c) for s in subs) for c in set("".join(subs))}
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    if len(set(out)) != len(out) or any(c not in "".join(subs) for c in out):
+        raise ValueError(f"einsum: output subscripts {rhs!r} repeat a letter or name one no operand has")
+    return subs, out
+
+
+def _sizes(subs: Sequence[str], shapes: Sequence[tuple[int, ...]], equation: str) -> dict[str, int]:
+    """Each letter's size: the sizes one letter names must agree, or be 1 (broadcast).
+
+    Raises:
+        ShapeError: a letter with two sizes other than 1 (names the letter and the shapes).
+    """
+    sizes: dict[str, int] = {}
+    for s, shape in zip(subs, shapes, strict=True):
+        for c, n in zip(s, shape, strict=True):
+            m = sizes.get(c, 1)
+            if n != m and 1 not in (n, m):
+                raise ShapeError(
+                    f"einsum: subscript {c!r} has sizes {m} and {n} in {equation!r} for shapes "
+                    f"{', '.join(map(str, shapes))}"
+                )
+            sizes[c] = max(n, m)
+    return sizes
+
+
+@functools.lru_cache(maxsize=256)
+def _path(eq: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """opt_einsum's pairwise contraction order for ``eq`` on ``shapes`` (cached: planning costs
+    more than a small contraction)."""
+    path, _ = opt_einsum.contract_path(eq, *shapes, shapes=True, optimize="auto")
+    return tuple(tuple(p) for p in path)
+
+
+def _single(s: str, keep: str, x: Array) -> tuple[str, Array]:
+    """Sum ``x`` (subscripts ``s``) over the letters not in ``keep``."""
+    gone = tuple(k for k, c in enumerate(s) if c not in keep)
+    if not gone:
+        return s, x
+    return "".join(c for c in s if c in keep), x.sum(axis=gone)
+
+
+def _pair(sa: str, a: Array, sb: str, b: Array, keep: str) -> tuple[str, Array]:
+    """Contract two operands into the letters of ``keep`` they have, as one batched BLAS
+    product: ``(batch, left, summed) @ (batch, summed, right)``. Returns the result's
+    subscripts (batch, then ``a``'s, then ``b``'s kept letters) and the array."""
+    sa, a = _single(sa, keep + sb, a)
+    sb, b = _single(sb, keep + sa, b)
+    batch = "".join(c for c in sa if c in sb and c in keep)
+    summed = "".join(c for c in sa if c in sb and c not in keep)
+    left = "".join(c for c in sa if c not in sb)
+    right = "".join(c for c in sb if c not in sa)
+    size = dict(zip(sa, a.shape, strict=True)) | dict(zip(sb, b.shape, strict=True))
+
+    def n(letters: str) -> int:
+        return math.prod(size[c] for c in letters)
+
+    am = a.transpose([sa.index(c) for c in batch + left + summed]).reshape(n(batch), n(left), n(summed))
+    bm = b.transpose([sb.index(c) for c in batch + summed + right]).reshape(n(batch), n(summed), n(right))
+    y = _blas.matmul(am, bm).reshape(tuple(size[c] for c in batch + left + right))
+    return batch + left + right, y
+
+
+def _contract_arrays(eq: str, *arrays: Array) -> Array:
+    """``np.einsum(eq, *arrays)`` (explicit output, no repeated letter within an operand) in
+    opt_einsum's pairwise order, each pair one batched BLAS product (:func:`_pair`): numpy's
+    ``tensordot``, which opt_einsum would use, cannot take a batch letter (``bhqd,bhkd->bhqk``)
+    and sends those to ``np.einsum``'s unblocked loops, 5x slower than ``matmul`` there."""
+    lhs, out = eq.split("->")
+    ops = list(zip(lhs.split(","), arrays, strict=True))
+    if len(ops) > 1:
+        for step in _path(eq, tuple(a.shape for a in arrays)):
+            picked = [ops[k] for k in step]
+            ops = [o for k, o in enumerate(ops) if k not in step]
+            need = out + "".join(s for s, _ in ops)
+            if len(picked) == 1:
+                ops.append(_single(picked[0][0], need, picked[0][1]))
+            else:
+                (sa, a), (sb, b) = picked
+                ops.append(_pair(sa, a, sb, b, need))
+    s, x = _single(ops[0][0], out, ops[0][1])
+    return np.ascontiguousarray(x.transpose([s.index(c) for c in out])) if s != out else x
+
+
+def _vjp(
+    contract: Callable[..., Any],
+    expand: Callable[[Any, tuple[int, ...], tuple[int, ...]], Any],
+    g: Any,
+    ops: Sequence[Any],
+    subs: Sequence[str],
+    out: str,
+    sizes: dict[str, int],
+    i: int,
+) -> Any:
+    """Operand ``i``'s gradient: ``contract("out,others->kept", g, *others)``, with ``kept``
+    ``i``'s letters that the output or another operand has; ``expand(x, axes, shape)`` then
+    inserts the others (summed away in forward) as broadcast axes at ``axes``."""
+    others = [s for j, s in enumerate(subs) if j != i]
+    elsewhere = set(out).union(*others)
+    kept = "".join(c for c in subs[i] if c in elsewhere)
+    eq = ",".join([out, *others]) + "->" + kept
+    grad = contract(eq, g, *[o for j, o in enumerate(ops) if j != i])
+    if kept == subs[i]:
+        return grad
+    axes = tuple(k for k, c in enumerate(subs[i]) if c not in elsewhere)
+    return expand(grad, axes, tuple(sizes[c] for c in subs[i]))
+
+
+def _expand_array(x: Array, axes: tuple[int, ...], shape: tuple[int, ...]) -> Array:
+    return np.ascontiguousarray(np.broadcast_to(np.expand_dims(x, axes), shape))
+
+
+def _expand_tensor(x: Any, axes: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    for a in axes:
+        x = expand_dims(x, a)
+    return broadcast_to(x, shape)
+
+
+def _contract_tensors(eq: str, *ts: Any) -> Any:
+    return einsum(eq, *ts)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
+    """Einstein summation, ``torch.einsum(equation, *operands)``: ``"ij,jk->ik"`` is a matrix
+    product, ``"bhqd,bhkd->bhqk"`` attention scores, ``"i,j->ij"`` an outer product, ``"ii"``
+    is not supported (see Raises). ``operands`` may also be given as one list (PyTorch's
+    second form).
+
+    Shapes: each operand's subscripts name its dims (``...`` the leading ones, broadcast as
+    numpy); the output has the ``->`` subscripts' sizes (without ``->``: the letters that
+    appear once, in alphabetical order, after the ellipsis dims). dtype: the operands' common
+    float dtype (all must be float32 or all float64).
+
+    Contraction order: opt_einsum's (``optimize="auto"``); each pair is one batched BLAS
+    product (batch letters first, the summed ones inside).
+    Gradient of operand ``i``: ``einsum("out,others->i", g, *others)`` broadcast along the
+    dims only ``i`` has; the second rule is the same einsum on tensors.
+
+    Raises:
+        ValueError: a malformed equation (operand count, non-letters, subscripts that do not
+            match a rank, output letters missing or repeated, a repeated letter in one operand).
+        ShapeError: one letter with two different sizes (names the letter and shapes).
+        DTypeError: operands that are not all float32 or all float64.
+        TypeError: an operand that is not a tensor.
+    """
+    tensor = _tensor_class()
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for k, t in enumerate(operands):
+        if not isinstance(t, tensor):
+            raise TypeError(f"einsum: operand {k} must be a Tensor, got {type(t).__name__}")
+    ts: list[Tensor[Any, Any]] = list(operands)
+    if not ts:
+        raise ValueError("einsum: needs at least one operand")
+    dtypes = {t.data.dtype for t in ts}
+    if len(dtypes) != 1 or next(iter(dtypes)).kind != "f":
+        raise DTypeError(f"einsum: operands must share one float dtype, got {', '.join(str(t.dtype) for t in ts)}")
+    shapes = [t.data.shape for t in ts]
+    subs, out = _parse(equation, shapes)
+    sizes = _sizes(subs, shapes, equation)
+    fulls = [tuple(sizes[c] for c in s) for s in subs]
+    ts = [t if t.data.shape == f else broadcast_to(t, f) for t, f in zip(ts, fulls, strict=True)]
+    arrays = [t.data for t in ts]
+    eq = ",".join(subs) + "->" + out
+    y = np.asarray(_contract_arrays(eq, *arrays), dtype=arrays[0].dtype)
+    tape = op_tape(*ts)
+    res: Tensor[Any, Any] = ts[0]._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        ids = [t.id for t in ts]
+
+        def einsum_backward(grads: Gradients, g: Array) -> None:
+            for i, tid in enumerate(ids):
+                r = np.asarray(_vjp(_contract_arrays, _expand_array, g, arrays, subs, out, sizes, i))
+                grads._accum(tid, r if r.base is None and r is not g else r.copy())  # the store keeps it
+
+        def einsum_diff(g: Any, rebuild: Callable[[int, Array], Any]) -> list[tuple[int, Any]]:
+            xs = [rebuild(tid, a) for tid, a in zip(ids, arrays, strict=True)]
+            return [
+                (tid, _vjp(_contract_tensors, _expand_tensor, g, xs, subs, out, sizes, i)) for i, tid in enumerate(ids)
+            ]
+
+        record(tape, res, einsum_backward, einsum_diff)
+    return res
