@@ -24,6 +24,7 @@ from gradtape.ops import indexing as _indexing
 from gradtape.ops import linalg as _linalg
 from gradtape.ops import nn as _nn
 from gradtape.ops import reduce as _reduce
+from gradtape.ops import sampling as _sampling
 from gradtape.ops import shape as _shape
 from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
@@ -706,6 +707,7 @@ class Tensor(Generic[S, T_co]):
     __getitem__ = _indexing.getitem
     gather = _indexing.gather
     index_select = _indexing.index_select
+    multinomial = _sampling.multinomial
     log_softmax = _log_softmax
     softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function
 
