@@ -91,6 +91,8 @@ DTYPE_AGNOSTIC = frozenset(
     | {"eq", "ne", "lt", "le", "gt", "ge", "where"}  # comparisons and selection
     | {"reshape", "permute", "transpose", "expand_dims", "unsqueeze", "squeeze", "broadcast_to"}
     | {"concat", "stack", "roll", "tril", "triu", "gather", "index_select", "embedding"}
+    | {"argmax", "argmin", "argsort", "sort", "topk", "take_along_axis", "scatter_add", "index_add"}  # issue 27
+    | {"masked_fill", "one_hot", "split", "chunk", "flip", "repeat", "tile", "cumsum", "cumprod", "prod"}
 )
 """Ops that take tensors of any kind gradtape has (float, int, bool): those whose result on
 integers is exact. Every other op is a float op: its tensor arguments must be float32 or
