@@ -28,9 +28,9 @@ reveal_type(a.sort().indices)  # R: Tensor[tuple[Literal[3], Literal[4]], gradta
 
 # PyTorch's gather is take_along_axis; scatter_add / index_add / masked_fill keep the shape
 reveal_type(x.take_along_axis(labels.reshape((3, 1)), 1))  # R: Tensor[Any, gradtape.tape.GradientTape]
-row, src, mask = labels.reshape((1, 3)), dev.ones((3, 2)), a > 0.0
+row, src, rows, mask = labels.reshape((1, 3)), dev.ones((1, 3)), dev.ones((1, 4)), a > 0.0
 reveal_type(x.scatter_add(0, row, src))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
-reveal_type(x.index_add(1, [0, 0], src))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
+reveal_type(x.index_add(0, [2], rows))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
 reveal_type(x.masked_fill(mask, -1e9))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape.GradientTape]
 reveal_type(ops.one_hot(labels, 3))  # R: Tensor[Any, gradtape.tape.NoneTape]
 
