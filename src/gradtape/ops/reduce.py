@@ -18,9 +18,8 @@ from gradtape._typing import S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
-from gradtape.ops._util import SCALARS, float_data, normalize_axes, record_unary
+from gradtape.ops._util import SCALARS, dim_or_axis, float_data, normalize_axes, one_dim, record_unary
 from gradtape.ops.compare import where
-from gradtape.ops.select import _dim, _pick
 from gradtape.ops.shape import concat
 from gradtape.shapes import Rank0
 from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
@@ -393,10 +392,10 @@ def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
 
 def _cum_dim(op: str, x: Array, dim: Any, axis: Any) -> int:
     """The one dim a cumulative op runs along (``dim`` or ``axis``, required)."""
-    d = _pick(op, dim, axis, None)
+    d = dim_or_axis(op, dim, axis, None)
     if d is None:
         raise TypeError(f"{op}: dim is required (input of shape {x.shape})")
-    return _dim(op, d, x.shape)
+    return one_dim(op, d, x.shape)
 
 
 def _rcumsum(v: Array, d: int) -> Array:
@@ -564,11 +563,11 @@ def prod(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None
         TypeError: a dim is not an int, or both ``dim`` and ``axis`` are given.
     """
     x = input.data
-    ax = _pick("prod", dim, axis, None)
+    ax = dim_or_axis("prod", dim, axis, None)
     keep = bool(keepdim if keepdims is None else keepdims)
     if x.ndim == 0 and ax is not None:  # PyTorch takes dim 0 or -1 of a 0-d tensor
         for k in ax if isinstance(ax, (tuple, list)) else (ax,):
-            _dim("prod", k, x.shape)
+            one_dim("prod", k, x.shape)
         ax = None
     axes, _, kept = _plan("prod", x, ax)
     yk = np.asarray(np.prod(x, axis=axes, keepdims=True))

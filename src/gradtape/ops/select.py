@@ -41,7 +41,7 @@ import numpy as np
 
 from gradtape._typing import S, T
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, int_indices, record_unary
+from gradtape.ops._util import SCALARS, dim_or_axis, int_indices, is_int, one_dim, record_unary
 from gradtape.ops.compare import where
 from gradtape.ops.shape import concat
 from gradtape.shapes import Rank0
@@ -85,39 +85,6 @@ class ValuesIndices(NamedTuple, Generic[S, T]):
 # ----- shared argument checks --------------------------------------------------------------
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _pick(op: str, dim: Any, axis: Any, default: Any, name: str = "dim") -> Any:
-    """PyTorch's ``dim`` or gradtape's ``axis`` (keyword): the one given.
-
-    Raises:
-        TypeError: both are given (``dim`` not at its default ``default``).
-    """
-    if axis is None:
-        return dim
-    if dim is not None and not (type(dim) is type(default) and dim == default):
-        raise TypeError(f"{op}: got {name}={dim!r} and axis={axis!r}; pass one of them")
-    return axis
-
-
-def _dim(op: str, dim: object, shape: tuple[int, ...], arg: str = "dim") -> int:
-    """``dim`` as a non-negative int below ``max(len(shape), 1)`` (a 0-d tensor takes 0 or -1).
-
-    Raises:
-        TypeError: ``dim`` is not an int (a float, a bool, a string, a tuple, None).
-        ShapeError: ``dim`` is out of range; the message names the op and the shape.
-    """
-    n = max(len(shape), 1)
-    if not _is_int(dim):
-        raise TypeError(f"{op}: {arg} must be an int, got {dim!r} (input of shape {shape})")
-    d: int = dim.__index__()  # type: ignore[attr-defined]
-    if not -n <= d < n:
-        raise ShapeError(f"{op}: {arg} {d} is out of range for a tensor of shape {shape} (valid: {-n} to {n - 1})")
-    return d % n
-
-
 def _index(op: str, index: object, shape: tuple[int, ...], n: int, dim: int, arg: str = "index") -> Array:
     """``index`` (an integer tensor, array or list) as an ``intp`` array, every entry in
     ``[0, n)``, ``n`` the size of ``dim`` in the tensor of ``shape`` it indexes.
@@ -157,7 +124,7 @@ def _ints(op: str, values: tuple[Any, ...], arg: str) -> tuple[int, ...]:
     """``values`` (ints, or one sequence of ints) as a tuple of ints."""
     if len(values) == 1 and isinstance(values[0], (tuple, list)):
         values = tuple(values[0])
-    if not all(_is_int(v) for v in values):
+    if not all(is_int(v) for v in values):
         raise TypeError(f"{op}: {arg} must be ints or one sequence of ints, got {values!r}")
     return tuple(int(v) for v in values)
 
@@ -251,7 +218,7 @@ def _arg_extremum(op: str, a: Tensor[Any, Any], dim: Any, keepdim: bool) -> Any:
         if keepdim:
             r = r.reshape((1,) * x.ndim)
     else:
-        d = _dim(op, dim, x.shape)
+        d = one_dim(op, dim, x.shape)
         if x.ndim == 0:
             r = np.asarray(0)
         else:
@@ -301,7 +268,7 @@ def argmax(
         DTypeError: ``input`` is a bool tensor (PyTorch refuses them too).
     """
     keep = keepdim if keepdims is None else keepdims
-    return _arg_extremum("argmax", input, _pick("argmax", dim, axis, None), keep)
+    return _arg_extremum("argmax", input, dim_or_axis("argmax", dim, axis, None), keep)
 
 
 @overload
@@ -332,7 +299,7 @@ def argmin(
         ShapeError, TypeError, DTypeError: as :func:`argmax`.
     """
     keep = keepdim if keepdims is None else keepdims
-    return _arg_extremum("argmin", input, _pick("argmin", dim, axis, None), keep)
+    return _arg_extremum("argmin", input, dim_or_axis("argmin", dim, axis, None), keep)
 
 
 # ----- sort / argsort / topk ---------------------------------------------------------------
@@ -352,7 +319,7 @@ def _order(x: Array, d: int, descending: bool) -> Array:
 def _sorted(op: str, a: Tensor[Any, Any], dim: Any, descending: bool, k: int | None) -> tuple[Array, Array, int]:
     """``(the 1-D-or-more data, the first k indices of the order along dim, dim)``."""
     x = a.data
-    d = _dim(op, dim, x.shape)
+    d = one_dim(op, dim, x.shape)
     x1 = x.reshape(1) if x.ndim == 0 else x
     if not isinstance(descending, (bool, np.bool_)):
         raise TypeError(f"{op}: the order flag must be a bool, got {descending!r}")
@@ -395,7 +362,7 @@ def sort(input: Any, dim: Any = -1, descending: bool = False, stable: bool = Fal
     """
     if not isinstance(stable, (bool, np.bool_)):
         raise TypeError(f"sort: stable must be a bool, got {stable!r}")
-    x1, order, d = _sorted("sort", input, _pick("sort", dim, axis, -1), descending, None)
+    x1, order, d = _sorted("sort", input, dim_or_axis("sort", dim, axis, -1), descending, None)
     return _values_indices(input, x1, order, d, input.data.ndim == 0)
 
 
@@ -417,7 +384,7 @@ def argsort(input: Any, dim: Any = -1, descending: bool = False, stable: bool = 
     if not isinstance(stable, (bool, np.bool_)):
         raise TypeError(f"argsort: stable must be a bool, got {stable!r}")
     x = input.data
-    _, order, _ = _sorted("argsort", input, _pick("argsort", dim, axis, -1), descending, None)
+    _, order, _ = _sorted("argsort", input, dim_or_axis("argsort", dim, axis, -1), descending, None)
     return input._like(order.reshape(x.shape).astype(np.int64))
 
 
@@ -447,8 +414,8 @@ def topk(
         ShapeError: ``dim`` is out of range.
     """
     x = input.data
-    d = _dim("topk", _pick("topk", dim, axis, -1), x.shape)
-    if not _is_int(k):
+    d = one_dim("topk", dim_or_axis("topk", dim, axis, -1), x.shape)
+    if not is_int(k):
         raise TypeError(f"topk: k must be an int, got {k!r}")
     if not isinstance(sorted, (bool, np.bool_)):
         raise TypeError(f"topk: sorted must be a bool, got {sorted!r}")
@@ -492,10 +459,10 @@ def take_along_axis(
         TypeError: ``dim`` is missing or not an int, or both ``dim`` and ``axis`` are given.
     """
     x = input.data
-    d = _pick("take_along_axis", dim, axis, None)
+    d = dim_or_axis("take_along_axis", dim, axis, None)
     if d is None:
         raise TypeError(f"take_along_axis: dim is required (input of shape {x.shape})")
-    d = _dim("take_along_axis", d, x.shape)
+    d = one_dim("take_along_axis", d, x.shape)
     n = x.shape[d] if x.ndim else 1
     idx = _index("take_along_axis", index, x.shape, n, d)
     _fits("take_along_axis", idx.shape, x.shape, d, "input")
@@ -533,7 +500,7 @@ def scatter_add(input: Tensor[S, T], dim: int, index: Any, src: Tensor[Any, Any]
     x = input.data
     s = _tensor("scatter_add", src, "src").data
     _same_dtype("scatter_add", input, src, "src")
-    d = _dim("scatter_add", dim, x.shape)
+    d = one_dim("scatter_add", dim, x.shape)
     idx = _index("scatter_add", index, x.shape, x.shape[d] if x.ndim else 1, d)
     _fits("scatter_add", idx.shape, s.shape, None, "src")
     _fits("scatter_add", idx.shape, x.shape, d, "input")
@@ -573,7 +540,7 @@ def index_add(input: Tensor[S, T], dim: int, index: Any, source: Tensor[Any, Any
     _same_dtype("index_add", input, source, "source")
     if x.ndim == 0:
         raise ShapeError(f"index_add: expects an input of at least 1 dim, got shape {x.shape}")
-    d = _dim("index_add", dim, x.shape)
+    d = one_dim("index_add", dim, x.shape)
     idx = _index("index_add", index, x.shape, x.shape[d], d)
     if idx.ndim > 1:
         raise ShapeError(f"index_add: index must be 1-D, got shape {idx.shape} (input of shape {x.shape})")
@@ -586,7 +553,7 @@ def index_add(input: Tensor[S, T], dim: int, index: Any, source: Tensor[Any, Any
         )
     if not isinstance(alpha, SCALARS) or isinstance(alpha, (bool, np.bool_)):
         raise TypeError(f"index_add: alpha must be a number, got {alpha!r}")
-    if x.dtype.kind != "f" and not _is_int(alpha):
+    if x.dtype.kind != "f" and not is_int(alpha):
         raise TypeError(f"index_add: alpha must be an int for an input of dtype {x.dtype}, got {alpha!r}")
     shape_b = (1,) * d + (idx.size,) + (1,) * (x.ndim - d - 1)
     lin = _along(np.broadcast_to(idx.reshape(shape_b), s.shape), d, x.shape)
@@ -664,7 +631,7 @@ def one_hot(tensor: Tensor[Any, Any], num_classes: int = -1) -> Tensor[Any, None
     x = tensor.data
     if x.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: tensor must hold integer class indices, got dtype {x.dtype} (shape {x.shape})")
-    if not _is_int(num_classes):
+    if not is_int(num_classes):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     c = int(num_classes)
     if c < -1:
@@ -713,11 +680,11 @@ def _split(op: str, a: Tensor[Any, Any], sizes: list[int], d: int) -> tuple[Any,
     return outs
 
 
-def _split_dim(op: str, a: Tensor[Any, Any], dim: Any, axis: Any) -> int:
+def _splitone_dim(op: str, a: Tensor[Any, Any], dim: Any, axis: Any) -> int:
     x = a.data
     if x.ndim == 0:
         raise ShapeError(f"{op}: expects a tensor of at least 1 dim, got shape {x.shape}")
-    return _dim(op, _pick(op, dim, axis, 0), x.shape)
+    return one_dim(op, dim_or_axis(op, dim, axis, 0), x.shape)
 
 
 def split(
@@ -738,9 +705,9 @@ def split(
             ``dim`` is not an int.
     """
     x = tensor.data
-    d = _split_dim("split", tensor, dim, axis)
+    d = _splitone_dim("split", tensor, dim, axis)
     n = x.shape[d]
-    if _is_int(split_size_or_sections):
+    if is_int(split_size_or_sections):
         size = int(split_size_or_sections)  # type: ignore[arg-type]
         if size < 0 or (size == 0 and n != 0):
             raise ValueError(f"split: split size {size} is invalid for dim {d} of size {n} (shape {x.shape})")
@@ -772,8 +739,8 @@ def chunk(input: Tensor[Any, T], chunks: int, dim: int = 0, *, axis: int | None 
         TypeError: ``chunks`` or ``dim`` is not an int.
     """
     x = input.data
-    d = _split_dim("chunk", input, dim, axis)
-    if not _is_int(chunks):
+    d = _splitone_dim("chunk", input, dim, axis)
+    if not is_int(chunks):
         raise TypeError(f"chunk: chunks must be an int, got {chunks!r}")
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks} (shape {x.shape})")
@@ -799,11 +766,11 @@ def flip(input: Tensor[S, T], dims: int | Sequence[int] | None = None, *more: in
         TypeError: no dims are given, or one is not an int.
     """
     x = input.data
-    given = _pick("flip", dims, axis, None, "dims")
+    given = dim_or_axis("flip", dims, axis, None, "dims")
     if given is None:
         raise TypeError(f"flip: dims is required (input of shape {x.shape})")
     raw = _ints("flip", (given, *more) if more else (given,), "dims")
-    axes = tuple(_dim("flip", k, x.shape, "dims") for k in raw)
+    axes = tuple(one_dim("flip", k, x.shape, "dims") for k in raw)
     if len(set(axes)) != len(axes):
         raise ShapeError(f"flip: dims {raw} repeat a dim (input of shape {x.shape})")
     if x.ndim == 0:
