@@ -391,7 +391,7 @@ def compare_block(name: str) -> str:
 REDUCE_RANKS = (1, 2, 3, 4)
 """Ranks whose single-``Literal``-axis reductions get exact overloads."""
 _AXES = "axis: int | tuple[int, ...]"
-MOMENTS = ("*", "correction: float = 0", "ddof: float | None = None")
+MOMENTS = ("*", "correction: float | None = None", "ddof: float | None = None", "unbiased: bool | None = None")
 """The keyword-only parameters of ``var`` and ``std``."""
 REDUCTIONS: dict[str, Sequence[str]] = {
     "sum": (),

@@ -283,6 +283,7 @@ def _readme_second_rules_block() -> str:
 
     masks = {"eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: their masks carry no gradient
     masks |= {"multinomial"}  # sampling: integer draws
+    masks |= {"argmax", "argmin", "argsort", "one_hot"}  # int64 indices: no gradient either
     names = sorted(set(gradtape.ops.__all__) - masks) + sorted(gradtape.losses.__all__)
     return "\n".join(textwrap.wrap(", ".join(f"`{n}`" for n in names), 100, break_on_hyphens=False))
 

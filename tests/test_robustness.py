@@ -55,6 +55,19 @@ def _with(module: Any, name: str, other: Any) -> Call:
     return lambda x: fn(x, other)
 
 
+def _weights(x: Any) -> Any:
+    """A tensor subject as non-negative weights (``multinomial``); anything else as it is."""
+    return ops.abs(x) if isinstance(x, Tensor) and x.dtype.kind == "f" else x
+
+
+def _classes(x: Any) -> Any:
+    """A float subject as class indices 0 and 1 (``one_hot`` takes integers); anything else
+    (the bad inputs) as it is."""
+    if isinstance(x, Tensor) and x.dtype.kind == "f":
+        return Tensor((np.nan_to_num(x.data) > 0).astype(np.int64), DEV)
+    return x
+
+
 def _pool(name: str) -> Callable[[], Any]:
     """``nn.<name>(2)``."""
     return lambda: getattr(nn, name)(2)
@@ -106,6 +119,24 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
         for name in ("mse_loss", "l1_loss", "mae_loss", "huber_loss", "smooth_l1_loss", "kl_div")
     },
     "binary_cross_entropy_with_logits": ((2, 3), lambda x: losses.binary_cross_entropy_with_logits(x, ROW.numpy() > 0)),
+    # issue 27: ops by index and order (tuple results joined into one tensor)
+    "topk": ((2, 3), lambda x: ops.topk(x, 2, dim=1).values),
+    "sort": ((2, 3), lambda x: ops.sort(x, dim=1, descending=True).values),
+    "split": ((2, 3), lambda x: ops.concat(list(ops.split(x, [2, 1], dim=1))[::-1], axis=1)),
+    "chunk": ((2, 3), lambda x: ops.concat(list(ops.chunk(x, 2, dim=1))[::-1], axis=1)),
+    "flip": ((2, 3), lambda x: ops.flip(x, 1)),
+    "cumsum": ((2, 3), lambda x: ops.cumsum(x, 1)),
+    "cumprod": ((2, 3), lambda x: ops.cumprod(x, 1)),
+    "take_along_axis": ((2, 3), lambda x: ops.take_along_axis(x, [[2, 0], [1, 1]], 1)),
+    "scatter_add": ((2, 3), lambda x: ops.scatter_add(x, 1, [[2, 2], [0, 1]], ROW)),
+    "index_add": ((2, 3), lambda x: ops.index_add(x, 1, [2, 0, 2], ROW)),
+    "masked_fill": ((2, 3), lambda x: ops.masked_fill(x, ROW.numpy() > 0, -1.0)),
+    "one_hot": ((2, 3), lambda x: ops.one_hot(_classes(x), 3)),
+    "repeat": ((2, 3), lambda x: ops.repeat(x, 2, 1)),
+    "tile": ((2, 3), lambda x: ops.tile(x, (2,))),
+    "einsum": ((2, 3), lambda x: ops.einsum("ij,kj->ik", x, ROW)),
+    # a tensor subject's absolute values as weights; a fresh seeded generator per call
+    "multinomial": ((2, 3), lambda x: ops.multinomial(_weights(x), 2, generator=np.random.default_rng(0))),
 }
 
 LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
@@ -126,6 +157,8 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     **{name: ((2, 3, 4, 4), _pool(name)) for name in ("MaxPool2d", "AvgPool2d", "MinPool2d")},
     "Residual": ((2, 3), lambda: nn.Residual(nn.Tanh())),
     "Sequential": ((2, 3), lambda: nn.Sequential(nn.Linear(3, 4, dev=DEV), nn.ReLU())),
+    "Rearrange": ((2, 3), lambda: nn.Rearrange("b c -> c b")),
+    "Reduce": ((2, 3), lambda: nn.Reduce("b c -> b", "mean")),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils is a module
@@ -293,6 +326,10 @@ def _args_for(name: str, x: Tensor[Any, Any]) -> tuple[Any, ...]:
         "unsqueeze": (x,),
         "concat": ([x, x],),
         "stack": ([x, x],),
+        "topk": (x, 2),
+        "take_along_axis": (x, [[0]]),
+        "split": (x, 1),
+        "chunk": (x, 2),
     }.get(name, (x,))
 
 

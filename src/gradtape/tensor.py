@@ -25,6 +25,7 @@ from gradtape.ops import linalg as _linalg
 from gradtape.ops import nn as _nn
 from gradtape.ops import reduce as _reduce
 from gradtape.ops import sampling as _sampling
+from gradtape.ops import select as _select
 from gradtape.ops import shape as _shape
 from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
@@ -710,6 +711,24 @@ class Tensor(Generic[S, T_co]):
     multinomial = _sampling.multinomial
     log_softmax = _log_softmax
     softmax = _softmax_op  # from the submodule: gradtape.ops.softmax is the function
+    # issue 27, PyTorch's spelling (``gather`` above is numpy's take; PyTorch's gather is take_along_axis)
+    argmax = _select.argmax
+    argmin = _select.argmin
+    argsort = _select.argsort
+    sort = _select.sort
+    topk = _select.topk
+    take_along_axis = _select.take_along_axis
+    scatter_add = _select.scatter_add
+    index_add = _select.index_add
+    masked_fill = _select.masked_fill
+    split = _select.split
+    chunk = _select.chunk
+    flip = _select.flip
+    repeat = _select.repeat
+    tile = _select.tile
+    cumsum = _reduce.cumsum
+    cumprod = _reduce.cumprod
+    prod = _reduce.prod
 
 
 _tape_mod._Tensor = Tensor  # for the layers below, which cannot import this module (gradtape.tape)

@@ -13,8 +13,27 @@ from typing import Any
 
 from einops.layers import RearrangeMixin, ReduceMixin
 
+from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn.module import Module
 from gradtape.tensor import Tensor
+
+
+def _check(layer: Any, x: Any) -> None:
+    """Refuse what einops would answer with a bare ``KeyError`` or ``NotImplementedError``.
+
+    Raises:
+        TypeError: ``x`` is not a tensor. ShapeError: its rank does not fit the pattern.
+        DTypeError: a ``mean`` of an integer or bool tensor.
+    """
+    who = f"{type(layer).__name__}: {layer!r}"
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{who}: expected a Tensor, got {type(x).__name__}")
+    if x.ndim not in layer._multirecipe:
+        ranks = ", ".join(map(str, sorted(layer._multirecipe)))
+        raise ShapeError(f"{who}: input of shape {x.shape} has rank {x.ndim}; the pattern takes rank {ranks}")
+    if getattr(layer, "reduction", None) == "mean" and x.dtype.kind != "f":
+        raise DTypeError(f"{who}: a mean needs a float tensor, got dtype {x.dtype}")
+
 
 __all__ = ["Rearrange", "Reduce"]
 
@@ -25,12 +44,14 @@ class Rearrange(RearrangeMixin, Module):
     Shapes: as the pattern says; the same dtype and tape kind as ``x``.
 
     Raises:
-        einops.EinopsError: a malformed pattern (when built) or an input whose shape does not
-            fit it (when called), with einops' message.
+        einops.EinopsError: a malformed pattern (when built) or an input whose sizes do not fit
+            it (when called), with einops' message. ShapeError: an input of a rank the pattern
+            does not take. TypeError: an input that is not a tensor.
     """
 
     def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         """The rearranged ``x``."""
+        _check(self, x)
         out: Tensor[Any, Any] = self._apply_recipe(x)  # type: ignore[no-untyped-call]
         return out
 
@@ -40,11 +61,13 @@ class Reduce(ReduceMixin, Module):
     ``reduction`` is ``'sum'``, ``'mean'``, ``'max'`` or ``'min'``.
 
     Raises:
-        einops.EinopsError: as :class:`Rearrange`. NotImplementedError: a reduction gradtape
-            lacks (``'any'``, ``'all'``).
+        einops.EinopsError, ShapeError, TypeError: as :class:`Rearrange`. DTypeError: a
+            ``'mean'`` of an integer tensor. NotImplementedError: a reduction gradtape lacks
+            (``'any'``, ``'all'``).
     """
 
     def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         """The reduced ``x``."""
+        _check(self, x)
         out: Tensor[Any, Any] = self._apply_recipe(x)  # type: ignore[no-untyped-call]
         return out

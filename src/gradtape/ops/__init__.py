@@ -14,9 +14,26 @@ from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import linear, matmul
 from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
-from gradtape.ops.reduce import logsumexp, max, mean, min, std, sum, var
+from gradtape.ops.reduce import cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.sampling import multinomial
 from gradtape.ops.scan import selective_scan
+from gradtape.ops.select import (
+    argmax,
+    argmin,
+    argsort,
+    chunk,
+    flip,
+    index_add,
+    masked_fill,
+    one_hot,
+    repeat,
+    scatter_add,
+    sort,
+    split,
+    take_along_axis,
+    tile,
+    topk,
+)
 from gradtape.ops.shape import (
     broadcast_to,
     concat,
@@ -86,6 +103,8 @@ __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
 __all__ += ["scaled_dot_product_attention", "selective_scan"]
 __all__ += ["einsum", "multinomial"]
+__all__ += ["argmax", "argmin", "argsort", "chunk", "cumprod", "cumsum", "flip", "index_add", "masked_fill"]
+__all__ += ["one_hot", "prod", "repeat", "scatter_add", "sort", "split", "take_along_axis", "tile", "topk"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -91,6 +91,8 @@ DTYPE_AGNOSTIC = frozenset(
     | {"eq", "ne", "lt", "le", "gt", "ge", "where"}  # comparisons and selection
     | {"reshape", "permute", "transpose", "expand_dims", "unsqueeze", "squeeze", "broadcast_to"}
     | {"concat", "stack", "roll", "tril", "triu", "gather", "index_select", "embedding"}
+    | {"argmax", "argmin", "argsort", "sort", "topk", "take_along_axis", "scatter_add", "index_add"}  # issue 27
+    | {"masked_fill", "one_hot", "split", "chunk", "flip", "repeat", "tile", "cumsum", "cumprod", "prod"}
 )
 """Ops that take tensors of any kind gradtape has (float, int, bool): those whose result on
 integers is exact. Every other op is a float op: its tensor arguments must be float32 or
@@ -196,6 +198,41 @@ def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tu
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated axis in {axis}")
     return tuple(sorted(out))
+
+
+def is_int(v: object) -> bool:
+    """``v`` is a Python or numpy integer, not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def dim_or_axis(op: str, dim: Any, axis: Any, default: Any, name: str = "dim") -> Any:
+    """PyTorch's ``dim`` or gradtape's ``axis`` (keyword), the one given: every op with PyTorch's
+    ``dim=`` also takes ``axis=``.
+
+    Raises:
+        TypeError: both are given (``dim`` not at its default ``default``).
+    """
+    if axis is None:
+        return dim
+    if dim is not None and not (type(dim) is type(default) and dim == default):
+        raise TypeError(f"{op}: got {name}={dim!r} and axis={axis!r}; pass one of them")
+    return axis
+
+
+def one_dim(op: str, dim: object, shape: tuple[int, ...], arg: str = "dim") -> int:
+    """``dim`` as a non-negative int below ``max(len(shape), 1)`` (a 0-d tensor takes 0 or -1).
+
+    Raises:
+        TypeError: ``dim`` is not an int (a float, a bool, a string, a tuple, None).
+        ShapeError: ``dim`` is out of range; the message names the op and the shape.
+    """
+    n = max(len(shape), 1)
+    if not is_int(dim):
+        raise TypeError(f"{op}: {arg} must be an int, got {dim!r} (input of shape {shape})")
+    d: int = dim.__index__()  # type: ignore[attr-defined]
+    if not -n <= d < n:
+        raise ShapeError(f"{op}: {arg} {d} is out of range for a tensor of shape {shape} (valid: {-n} to {n - 1})")
+    return d % n
 
 
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:

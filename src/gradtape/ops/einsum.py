@@ -96,13 +96,14 @@ def _sizes(subs: Sequence[str], shapes: Sequence[tuple[int, ...]], equation: str
     sizes: dict[str, int] = {}
     for s, shape in zip(subs, shapes, strict=True):
         for c, n in zip(s, shape, strict=True):
-            m = sizes.get(c, 1)
-            if n != m and 1 not in (n, m):
+            m = sizes.setdefault(c, n)
+            if m == 1:
+                sizes[c] = n  # a size-1 dim broadcasts (to 0 too, as numpy)
+            elif n not in (m, 1):
                 raise ShapeError(
                     f"einsum: subscript {c!r} has sizes {m} and {n} in {equation!r} for shapes "
                     f"{', '.join(map(str, shapes))}"
                 )
-            sizes[c] = max(n, m)
     return sizes
 
 

@@ -10,7 +10,8 @@
   the same with 1-D indices (PyTorch's ``index_select``; note the argument order). Their
   backward scatter-adds the output's gradient into the input's, repeated indices
   accumulating, with the compiled :func:`~gradtape.devices.kernels.scatter.scatter_add`.
-  This is not PyTorch's elementwise ``torch.gather``.
+  This is not PyTorch's elementwise ``torch.gather``: that one is
+  :func:`gradtape.ops.take_along_axis` (``Tensor.take_along_axis``).
 
 Typing: exact for the common cases (an int or a slice into ranks 1 to 3, ``[int, int]``,
 ``[:, int]`` of a matrix; ``gather`` of a list or an int, ``index_select`` of 1-D indices
@@ -330,6 +331,12 @@ def gather(a: Any, indices: Any, axis: int = 0) -> Any:
     ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``: a scalar index (an int, a 0-d
     array or tensor) removes ``axis``, as ``np.take(a, 3, axis)`` does. Negative indices count
     from the end.
+
+    Semantics: numpy's ``take``, also as the method ``Tensor.gather(indices, axis)``; **not**
+    PyTorch's ``torch.gather(input, dim, index)`` / ``Tensor.gather(dim, index)``, which picks
+    one element per index position (the output has ``index``'s shape): for that, use
+    :func:`gradtape.ops.take_along_axis` (``t.take_along_axis(index, dim)``). A PyTorch
+    program's ``x.gather(1, idx)`` ports as ``x.take_along_axis(idx, 1)``.
 
     Gradient: the output's gradient scatter-added into ``a``'s (``np.add.at`` semantics:
     an index that appears ``m`` times gets ``m`` contributions), by a compiled kernel.

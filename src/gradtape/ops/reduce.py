@@ -1,5 +1,5 @@
-"""Reductions: sum, mean, max, min, var, std and logsumexp over all axes or a set of axes,
-with ``keepdims``.
+"""Reductions: sum, mean, max, min, var, std, logsumexp and prod over all axes or a set of
+axes, with ``keepdims``; and the cumulative ``cumsum`` / ``cumprod`` along one dim.
 
 Typing: a full reduction gives ``Tensor[Rank0, T]``; ``axis=0`` / ``axis=1`` of a
 ``Rank2[A, B]`` gives ``Rank1[B]`` / ``Rank1[A]``; other axis sets type as ``Any``.
@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from gradtape._typing import typed_as
+from gradtape._typing import S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
-from gradtape.ops._util import SCALARS, float_data, normalize_axes
+from gradtape.ops._util import SCALARS, dim_or_axis, float_data, normalize_axes, one_dim, record_unary
+from gradtape.ops.compare import where
+from gradtape.ops.shape import concat
+from gradtape.shapes import Rank0
 from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["logsumexp", "max", "mean", "min", "std", "sum", "var"]
+__all__ = ["cumprod", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
 
 Array = np.ndarray[Any, Any]
 
@@ -196,10 +199,18 @@ def min(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
 # ----- var / std ---------------------------------------------------------------------------
 
 
-def _correction(op: str, correction: float, ddof: float | None) -> float:
+def _correction(op: str, correction: float | None, ddof: float | None, unbiased: bool | None = None) -> float:
     for name, v in (("correction", correction), ("ddof", ddof)):
         if v is not None and not isinstance(v, SCALARS):  # a complex, a string
             raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__} {v!r}")
+    if unbiased is not None:
+        if not isinstance(unbiased, (bool, np.bool_)):
+            raise TypeError(f"{op}: unbiased must be a bool, got {type(unbiased).__name__} {unbiased!r}")
+        if correction is not None or ddof is not None:
+            raise ValueError(f"{op}: got unbiased={unbiased} and correction/ddof; pass one of them")
+        return 1.0 if unbiased else 0.0
+    if correction is None:
+        correction = 0
     if ddof is not None:
         if correction != 0 and correction != ddof:
             raise ValueError(f"{op}: got correction={correction} and ddof={ddof}; pass one of them")
@@ -214,11 +225,12 @@ def _moment(
     a: Tensor[Any, Any],
     axis: int | tuple[int, ...] | None,
     keepdims: bool,
-    correction: float,
+    correction: float | None,
     ddof: float | None,
+    unbiased: bool | None,
 ) -> Any:
     x = float_data(op, a, "a")
-    c = _correction(op, correction, ddof)
+    c = _correction(op, correction, ddof, unbiased)
     axes, n, kept = _plan(op, x, axis)
     if n == 0:
         raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) is undefined")
@@ -267,8 +279,9 @@ def var(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Any:
     """Variance over ``axis``: ``sum((a - mean(a))**2) / (n - correction)``, ``n`` the number of
     elements reduced.
@@ -276,10 +289,13 @@ def var(
     Args:
         axis: axes to reduce (None: all); negative axes count from the end.
         keepdims: keep reduced axes as size-1 dims.
-        correction: PyTorch's name for numpy's ``ddof``. The default ``0`` is numpy's
-            (population variance, ``np.var``); PyTorch's ``torch.var`` defaults to ``1``
-            (Bessel's correction): pass ``correction=1`` for the unbiased sample variance.
+        correction: PyTorch's name for numpy's ``ddof``. The default (None, meaning ``0``) is
+            numpy's (population variance, ``np.var``), kept for existing callers; PyTorch's
+            ``torch.var`` defaults to ``1`` (Bessel's correction): pass ``correction=1`` (or
+            ``unbiased=True``) for the unbiased sample variance, as ``torch.var(x)`` gives.
         ddof: numpy's name for ``correction``; give one of the two.
+        unbiased: PyTorch's older flag: ``True`` is ``correction=1``, ``False`` is
+            ``correction=0``; give it or ``correction``/``ddof``, not both.
 
     Where ``n - correction <= 0`` the divisor is 0, as in numpy: the result is ``inf`` (or
     ``nan`` for a constant slice) and so is the gradient.
@@ -293,11 +309,13 @@ def var(
 
     Raises:
         ShapeError: an axis is out of range or repeated, or the reduction is over 0 elements.
-        ValueError: ``correction`` and ``ddof`` disagree, or ``correction`` is not finite.
-        TypeError: ``correction`` or ``ddof`` is not a real number (a complex, a string).
+        ValueError: ``correction`` and ``ddof`` disagree, ``unbiased`` is given with one of
+            them, or ``correction`` is not finite.
+        TypeError: ``correction`` or ``ddof`` is not a real number (a complex, a string), or
+            ``unbiased`` is not a bool.
         DTypeError: ``a`` is an integer or bool tensor (PyTorch refuses them too).
     """
-    return _moment("var", a, axis, keepdims, correction, ddof)
+    return _moment("var", a, axis, keepdims, correction, ddof, unbiased)
 
 
 @typed_as(_sig.std)
@@ -306,12 +324,14 @@ def std(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Any:
     """Standard deviation over ``axis``: ``sqrt(var(a, axis, correction=correction))``; the
-    default ``correction=0`` is numpy's (``np.std``), PyTorch's ``torch.std`` uses ``1`` (see
-    :func:`var`). Computed from :func:`var`'s float64-accumulated two-pass forward.
+    default ``correction=0`` is numpy's (``np.std``), PyTorch's ``torch.std`` uses ``1``: pass
+    ``correction=1`` or ``unbiased=True`` for PyTorch's default (see :func:`var`). Computed
+    from :func:`var`'s float64-accumulated two-pass forward.
 
     Gradient: ``(a - mean(a)) / ((n - correction) * std)``, and ``0`` where ``std == 0`` (a
     constant slice, where the derivative does not exist; PyTorch's convention).
@@ -319,7 +339,7 @@ def std(
     Raises:
         ShapeError, ValueError, TypeError, DTypeError: as :func:`var`.
     """
-    return _moment("std", a, axis, keepdims, correction, ddof)
+    return _moment("std", a, axis, keepdims, correction, ddof, unbiased)
 
 
 # ----- logsumexp ---------------------------------------------------------------------------
@@ -365,3 +385,197 @@ def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
         return (xt - xt.logsumexp(axis=axes, keepdims=True)).exp() * gk
 
     return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff)
+
+
+# ----- prod / cumsum / cumprod (issue 27) --------------------------------------------------
+
+
+def _cum_dim(op: str, x: Array, dim: Any, axis: Any) -> int:
+    """The one dim a cumulative op runs along (``dim`` or ``axis``, required)."""
+    d = dim_or_axis(op, dim, axis, None)
+    if d is None:
+        raise TypeError(f"{op}: dim is required (input of shape {x.shape})")
+    return one_dim(op, d, x.shape)
+
+
+def _rcumsum(v: Array, d: int) -> Array:
+    """Reversed cumulative sum along ``d``: ``out[k] = sum(v[k:])``."""
+    return np.ascontiguousarray(np.flip(np.cumsum(np.flip(v, d), axis=d), d))
+
+
+def cumsum(input: Tensor[S, T], dim: int | None = None, *, axis: int | None = None) -> Tensor[S, T]:
+    """Cumulative sum along ``dim`` (``torch.cumsum``): ``out[k] = sum(input[:k + 1])``; the
+    shape is ``input``'s, float32 stays float32 and integer or bool tensors give int64 (as
+    numpy and PyTorch).
+
+    Gradient: the reversed cumulative sum of the output's gradient,
+    ``grad[k] = sum(g[k:])``.
+
+    Raises:
+        TypeError: ``dim`` is missing or not an int, or both ``dim`` and ``axis`` are given.
+        ShapeError: ``dim`` is out of range.
+    """
+    x = input.data
+    d = _cum_dim("cumsum", x, dim, axis)
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    shape1, shape = x1.shape, x.shape
+
+    def rule(grads: Gradients, aid: int, g: Array) -> None:
+        grads._accum(aid, _rcumsum(g.reshape(shape1), d).reshape(shape))
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+        return g.flip(d).cumsum(d).flip(d)
+
+    return record_unary(input, np.cumsum(x1, axis=d).reshape(shape), rule, diff=diff)
+
+
+def _cumprod_grad(x: Array, y: Array, g: Array, d: int) -> Array:
+    """cumprod's vector-Jacobian product, ``grad[k] = sum_{i >= k} g[i] prod_{j <= i, j != k} x[j]``
+    in O(n): ``rcumsum(g * y) / x`` before a slice's first zero ``z``, the same sum with
+    ``x[z]`` taken as 1 at ``z``, and 0 after it (every product there holds ``x[z] = 0``)."""
+    w = _rcumsum(g * y, d)
+    zero = x == 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if not zero.any():
+            return np.asarray(w / x)
+        one = x.dtype.type(1)
+        seen = np.cumsum(zero, axis=d)
+        before = seen == 0
+        first = zero & (seen == 1)
+        out = np.where(before, w / np.where(before, x, one), x.dtype.type(0))
+        y_first = np.cumprod(np.where(first, one, x), axis=d)
+        return np.asarray(np.where(first, _rcumsum(g * y_first, d), out))
+
+
+def _cumprod_diff(xt: Any, g: Any, d: int) -> Any:
+    """cumprod's vector-Jacobian product in gradtape ops (the second rule): ``rcumsum(g * y) / x``
+    without zeros in ``x``; with zeros, the division-free O(n**2) form (as PyTorch's, whose
+    derivative is right at the zeros too): row ``k`` of an ``(n, n)`` block is ``x`` with
+    ``x[k]`` set to 1, its cumulative product along the row, kept from column ``k`` on, gives
+    ``prod_{j <= i, j != k} x[j]``, summed against ``g``."""
+    x = xt.data
+    if x.ndim == 0:
+        return g
+    if not (x == 0).any():
+        return (g * xt.cumprod(d)).flip(d).cumsum(d).flip(d) / xt
+    last = x.ndim - 1
+    xm, gm = (xt, g) if d == last else (xt.transpose(d, last), g.transpose(d, last))
+    n = x.shape[d]
+    rows = where(np.eye(n, dtype=bool), 1.0, xm.unsqueeze(-2))  # (..., k, i)
+    upper = xt._like(np.triu(np.ones((n, n), x.dtype)))  # i >= k
+    gk = (rows.cumprod(-1) * upper * gm.unsqueeze(-2)).sum(axis=-1)
+    return gk if d == last else gk.transpose(d, last)
+
+
+def cumprod(input: Tensor[S, T], dim: int | None = None, *, axis: int | None = None) -> Tensor[S, T]:
+    """Cumulative product along ``dim`` (``torch.cumprod``): ``out[k] = prod(input[:k + 1])``;
+    the shape is ``input``'s, float32 stays float32, integer or bool tensors give int64.
+
+    Gradient: ``grad[k] = sum_{i >= k} g[i] * prod_{j <= i, j != k} input[j]``, exact with
+    zeros in ``input`` (PyTorch's ``cumprod_backward``): ``rcumsum(g * out) / input`` before
+    a slice's first zero, the product with that zero left out at it, and 0 after it; O(n).
+    The second rule is ``rcumsum(g * out) / input`` without zeros and an O(n**2) form with
+    zeros (as PyTorch's double backward).
+
+    Raises:
+        TypeError: ``dim`` is missing or not an int, or both ``dim`` and ``axis`` are given.
+        ShapeError: ``dim`` is out of range.
+    """
+    x = input.data
+    d = _cum_dim("cumprod", x, dim, axis)
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    y1 = np.cumprod(x1, axis=d)
+    shape = x.shape
+
+    def rule(grads: Gradients, aid: int, g: Array) -> None:
+        grads._accum(aid, _cumprod_grad(x1, y1, g.reshape(y1.shape), d).reshape(shape))
+
+    def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
+        return _cumprod_diff(rebuild(aid, x), g, d)
+
+    return record_unary(input, y1.reshape(shape), rule, diff=diff)
+
+
+def _others(x: Array, axes: tuple[int, ...]) -> Array:
+    """For each element, the product of the other elements of its slice over ``axes``:
+    ``prod_{j < k} x[j] * prod_{j > k} x[j]`` along the flattened axes (no division, so exact
+    with zeros)."""
+    if x.size == 0:
+        return np.zeros(x.shape, x.dtype)
+    rest = [k for k in range(x.ndim) if k not in axes]
+    perm = rest + list(axes)
+    moved = x.transpose(perm)
+    n = math.prod(x.shape[k] for k in axes)
+    xs = moved.reshape((*moved.shape[: len(rest)], n))
+    pre = np.ones_like(xs)
+    np.cumprod(xs[..., :-1], axis=-1, out=pre[..., 1:])
+    suf = np.ones_like(xs)
+    np.cumprod(xs[..., :0:-1], axis=-1, out=suf[..., -2::-1])
+    return np.multiply(pre, suf).reshape(moved.shape).transpose(np.argsort(perm))
+
+
+def _others_t(xt: Any, axes: tuple[int, ...]) -> Any:
+    """:func:`_others` in gradtape ops (prod's second rule; ``cumprod`` keeps it exact at zeros)."""
+    x = xt.data
+    if x.size == 0:
+        return xt._like(np.zeros(x.shape, x.dtype))
+    rest = [k for k in range(x.ndim) if k not in axes]
+    perm = rest + list(axes)
+    moved_shape = tuple(x.shape[k] for k in perm)
+    n = math.prod(x.shape[k] for k in axes)
+    xs = xt.permute(tuple(perm)).reshape((*moved_shape[: len(rest)], n))
+    ones = xt._like(np.ones((*moved_shape[: len(rest)], 1), x.dtype))
+    pre = concat([ones, xs[..., :-1].cumprod(-1)], axis=-1)
+    suf = concat([xs[..., 1:].flip(-1).cumprod(-1).flip(-1), ones], axis=-1)
+    return (pre * suf).reshape(moved_shape).permute(tuple(int(k) for k in np.argsort(perm)))
+
+
+@overload
+def prod(
+    input: Tensor[S, T],
+    dim: None = None,
+    keepdim: Literal[False] = False,
+    *,
+    axis: None = None,
+    keepdims: Literal[False] | None = None,
+) -> Tensor[Rank0, T]: ...
+@overload
+def prod(
+    input: Tensor[Any, T],
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool = False,
+    *,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+) -> Tensor[Any, T]: ...
+def prod(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
+    """Product of the elements over ``dim`` (``torch.prod``; None: all, an int, or a tuple of
+    ints as the other reductions take; ``axis=``/``keepdims=`` are gradtape's names). The
+    product of no elements is 1; integer or bool tensors give int64 (as numpy and PyTorch).
+
+    Gradient: ``g * prod_{j != k} input[j]`` for each element ``k`` of a slice, computed as the
+    product of the elements before it times the product of those after it (no division:
+    exact with zeros, one zero or several, as PyTorch's); the second rule is the same in
+    gradtape ops through :func:`cumprod`, so it is exact at zeros too.
+
+    Raises:
+        ShapeError: a dim is out of range or repeated.
+        TypeError: a dim is not an int, or both ``dim`` and ``axis`` are given.
+    """
+    x = input.data
+    ax = dim_or_axis("prod", dim, axis, None)
+    keep = bool(keepdim if keepdims is None else keepdims)
+    if x.ndim == 0 and ax is not None:  # PyTorch takes dim 0 or -1 of a 0-d tensor
+        for k in ax if isinstance(ax, (tuple, list)) else (ax,):
+            one_dim("prod", k, x.shape)
+        ax = None
+    axes, _, kept = _plan("prod", x, ax)
+    yk = np.asarray(np.prod(x, axis=axes, keepdims=True))
+
+    def grad(grads: Gradients, aid: int, gk: Array) -> None:
+        grads._accum(aid, np.asarray(gk * _others(x, axes)))
+
+    def diff(gk: Any, xt: Any) -> Any:
+        return gk * _others_t(xt, axes)
+
+    return _record_reduction(input, _out(yk, axes, keep), kept, grad, diff)

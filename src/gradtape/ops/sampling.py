@@ -38,8 +38,9 @@ def multinomial(
 
     Raises:
         ShapeError: ``input`` is not 1-D or 2-D. DTypeError: integer weights.
-        ValueError: a negative, infinite or NaN weight, a row summing to 0, ``num_samples``
-            < 1, or more draws than non-zero weights without replacement (all name the op).
+        ValueError: a negative, infinite or NaN weight, a row summing to 0, no categories,
+            ``num_samples`` < 1, or more draws than non-zero weights without replacement (all
+            name the op).
     """
     w = input.data
     if w.ndim not in (1, 2):
@@ -48,7 +49,11 @@ def multinomial(
         raise DTypeError(f"multinomial: input must be float weights, got dtype {w.dtype}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
         raise ValueError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+    if w.shape[-1] == 0:
+        raise ValueError(f"multinomial: input has no categories (shape {w.shape})")
     rows = w.reshape(-1, w.shape[-1]).astype(np.float64)
+    if rows.shape[0] == 0:
+        return input.device.tensor(np.zeros((0, num_samples), np.int64))
     if not np.all(np.isfinite(rows)) or (rows < 0).any():
         raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
     sums = rows.sum(axis=1)

@@ -470,8 +470,9 @@ def var(
     axis: None = None,
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
@@ -479,12 +480,19 @@ def var(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def var(
-    a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float | None = None,
+    ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def var(
@@ -492,12 +500,19 @@ def var(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def var(
-    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float | None = None,
+    ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -505,8 +520,9 @@ def var(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -514,8 +530,9 @@ def var(
     axis: None,
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -523,8 +540,9 @@ def var(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -532,8 +550,9 @@ def var(
     axis: None,
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -541,8 +560,9 @@ def var(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def var(
@@ -550,8 +570,9 @@ def var(
     axis: Literal[0, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def var(
@@ -559,8 +580,9 @@ def var(
     axis: Literal[0, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def var(
@@ -568,8 +590,9 @@ def var(
     axis: Literal[0, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def var(
@@ -577,8 +600,9 @@ def var(
     axis: Literal[0, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], B], T]: ...
 @overload
 def var(
@@ -586,8 +610,9 @@ def var(
     axis: Literal[1, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def var(
@@ -595,8 +620,9 @@ def var(
     axis: Literal[1, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, Literal[1]], T]: ...
 @overload
 def var(
@@ -604,8 +630,9 @@ def var(
     axis: Literal[0, -3],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def var(
@@ -613,8 +640,9 @@ def var(
     axis: Literal[0, -3],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], B, C], T]: ...
 @overload
 def var(
@@ -622,8 +650,9 @@ def var(
     axis: Literal[1, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def var(
@@ -631,8 +660,9 @@ def var(
     axis: Literal[1, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, Literal[1], C], T]: ...
 @overload
 def var(
@@ -640,8 +670,9 @@ def var(
     axis: Literal[2, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def var(
@@ -649,8 +680,9 @@ def var(
     axis: Literal[2, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
 @overload
 def var(
@@ -658,8 +690,9 @@ def var(
     axis: Literal[0, -4],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[B, C, D], T]: ...
 @overload
 def var(
@@ -667,8 +700,9 @@ def var(
     axis: Literal[0, -4],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
 @overload
 def var(
@@ -676,8 +710,9 @@ def var(
     axis: Literal[1, -3],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, C, D], T]: ...
 @overload
 def var(
@@ -685,8 +720,9 @@ def var(
     axis: Literal[1, -3],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
 @overload
 def var(
@@ -694,8 +730,9 @@ def var(
     axis: Literal[2, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, D], T]: ...
 @overload
 def var(
@@ -703,8 +740,9 @@ def var(
     axis: Literal[2, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
 @overload
 def var(
@@ -712,8 +750,9 @@ def var(
     axis: Literal[3, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
 def var(
@@ -721,8 +760,9 @@ def var(
     axis: Literal[3, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def var(
@@ -730,8 +770,9 @@ def var(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED var -----
 def var(*args: Any, **kwargs: Any) -> Any: ...
@@ -744,8 +785,9 @@ def std(
     axis: None = None,
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
@@ -753,12 +795,19 @@ def std(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def std(
-    a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank1[A], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float | None = None,
+    ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def std(
@@ -766,12 +815,19 @@ def std(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def std(
-    a: Tensor[Rank2[A, B], T], axis: None, keepdims: Literal[True], *, correction: float = 0, ddof: float | None = None
+    a: Tensor[Rank2[A, B], T],
+    axis: None,
+    keepdims: Literal[True],
+    *,
+    correction: float | None = None,
+    ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -779,8 +835,9 @@ def std(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -788,8 +845,9 @@ def std(
     axis: None,
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -797,8 +855,9 @@ def std(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -806,8 +865,9 @@ def std(
     axis: None,
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -815,8 +875,9 @@ def std(
     axis: None = None,
     *,
     keepdims: Literal[True],
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], Literal[1], Literal[1], Literal[1]], T]: ...
 @overload
 def std(
@@ -824,8 +885,9 @@ def std(
     axis: Literal[0, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def std(
@@ -833,8 +895,9 @@ def std(
     axis: Literal[0, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[Literal[1]], T]: ...
 @overload
 def std(
@@ -842,8 +905,9 @@ def std(
     axis: Literal[0, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[B], T]: ...
 @overload
 def std(
@@ -851,8 +915,9 @@ def std(
     axis: Literal[0, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[Literal[1], B], T]: ...
 @overload
 def std(
@@ -860,8 +925,9 @@ def std(
     axis: Literal[1, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank1[A], T]: ...
 @overload
 def std(
@@ -869,8 +935,9 @@ def std(
     axis: Literal[1, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, Literal[1]], T]: ...
 @overload
 def std(
@@ -878,8 +945,9 @@ def std(
     axis: Literal[0, -3],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[B, C], T]: ...
 @overload
 def std(
@@ -887,8 +955,9 @@ def std(
     axis: Literal[0, -3],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[Literal[1], B, C], T]: ...
 @overload
 def std(
@@ -896,8 +965,9 @@ def std(
     axis: Literal[1, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, C], T]: ...
 @overload
 def std(
@@ -905,8 +975,9 @@ def std(
     axis: Literal[1, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, Literal[1], C], T]: ...
 @overload
 def std(
@@ -914,8 +985,9 @@ def std(
     axis: Literal[2, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def std(
@@ -923,8 +995,9 @@ def std(
     axis: Literal[2, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, Literal[1]], T]: ...
 @overload
 def std(
@@ -932,8 +1005,9 @@ def std(
     axis: Literal[0, -4],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[B, C, D], T]: ...
 @overload
 def std(
@@ -941,8 +1015,9 @@ def std(
     axis: Literal[0, -4],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[Literal[1], B, C, D], T]: ...
 @overload
 def std(
@@ -950,8 +1025,9 @@ def std(
     axis: Literal[1, -3],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, C, D], T]: ...
 @overload
 def std(
@@ -959,8 +1035,9 @@ def std(
     axis: Literal[1, -3],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, Literal[1], C, D], T]: ...
 @overload
 def std(
@@ -968,8 +1045,9 @@ def std(
     axis: Literal[2, -2],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, D], T]: ...
 @overload
 def std(
@@ -977,8 +1055,9 @@ def std(
     axis: Literal[2, -2],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, B, Literal[1], D], T]: ...
 @overload
 def std(
@@ -986,8 +1065,9 @@ def std(
     axis: Literal[3, -1],
     keepdims: Literal[False] = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
 def std(
@@ -995,8 +1075,9 @@ def std(
     axis: Literal[3, -1],
     keepdims: Literal[True],
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def std(
@@ -1004,8 +1085,9 @@ def std(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     *,
-    correction: float = 0,
+    correction: float | None = None,
     ddof: float | None = None,
+    unbiased: bool | None = None,
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED std -----
 def std(*args: Any, **kwargs: Any) -> Any: ...
