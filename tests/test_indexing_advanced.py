@@ -126,3 +126,27 @@ def test_bad_indices_are_refused_naming_getitem_and_the_shape() -> None:
         x[np.array([0, 1]), np.array([0, 1, 2])]
     with pytest.raises(TypeError, match=r"getitem: index 1\.5 of type float"):
         x[1.5]  # type: ignore[call-overload]
+
+
+def test_pytorch_spellings_of_gather_and_index_select_run_pytorchs_ops() -> None:
+    """``x.gather(1, idx)`` and ``x.index_select(0, idx)`` as PyTorch writes them; gradtape's
+    own ``gather(indices, axis)`` (numpy's take) keeps its meaning."""
+    a = RNG.standard_normal((3, 4))
+    idx = np.array([[0, 3], [1, 1], [2, 0]])
+    rows = np.array([2, 0, 2])
+    xt = torch.tensor(a, requires_grad=True)
+    yt = xt.gather(1, torch.from_numpy(idx)) * 2 + torch.gather(xt, 0, torch.from_numpy(idx[:2] % 3)).sum()
+    zt = xt.index_select(0, torch.from_numpy(rows))
+    (yt.sum() + (zt * zt).sum()).backward()
+
+    x = DEV.tensor(a, requires_grad=True)
+    y = x.gather(1, DEV.tensor(idx)) * 2 + gradtape.ops.gather(x, 0, idx[:2] % 3).sum()
+    z = x.index_select(0, DEV.tensor(rows))
+    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(z.numpy(), zt.detach().numpy(), rtol=1e-15)
+    (y.sum() + (z * z).sum()).backward()
+    assert x.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-14)
+    # gradtape's order: numpy's take along axis 1 (the output is (3, 3, 2))
+    assert x.gather(idx[:, :1].ravel().tolist(), 1).shape == (3, 3)
+    assert x.gather(idx, 1).shape == (3, 3, 2)

@@ -38,6 +38,7 @@ from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import int_indices
+from gradtape.ops.select import take_along_axis
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, op_tape, record
@@ -255,6 +256,13 @@ def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
 # ----- gather / index_select -------------------------------------------------------------
 
 
+def _torch_order(first: object, second: object) -> bool:
+    """Whether ``(first, second)`` is PyTorch's ``(dim, index)``: an int, then indices that are
+    not an int (an array, a list or a tensor); gradtape's ``(indices, axis)`` has an int axis."""
+    is_int = isinstance(first, (int, np.integer)) and not isinstance(first, (bool, np.bool_))
+    return is_int and not isinstance(second, (int, np.integer))
+
+
 def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]) -> Array:
     """``indices`` as an ``intp`` array with negative entries wrapped (``-1`` is the last).
 
@@ -324,19 +332,23 @@ def gather(a: Tensor[Rank2[A, B], T], indices: Sequence[int], axis: Literal[0, -
 @overload
 def gather(a: Tensor[Rank2[A, B], T], indices: Sequence[int], axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
 @overload
+def gather(a: Tensor[Any, T], indices: int, axis: Indices) -> Tensor[Any, T]: ...  # PyTorch's (dim, index)
+@overload
 def gather(a: Tensor[Any, T], indices: Indices, axis: int = 0) -> Tensor[Any, T]: ...
-def gather(a: Any, indices: Any, axis: int = 0) -> Any:
+def gather(a: Any, indices: Any, axis: Any = 0) -> Any:
     """Select along ``axis`` by integer ``indices`` of any shape (numpy's ``take``,
     TensorFlow's ``gather``): ``out[..., j, ...] = a[..., indices[j], ...]``, of shape
     ``a.shape[:axis] + indices.shape + a.shape[axis + 1:]``: a scalar index (an int, a 0-d
     array or tensor) removes ``axis``, as ``np.take(a, 3, axis)`` does. Negative indices count
     from the end.
 
-    Semantics: numpy's ``take``, also as the method ``Tensor.gather(indices, axis)``; **not**
-    PyTorch's ``torch.gather(input, dim, index)`` / ``Tensor.gather(dim, index)``, which picks
-    one element per index position (the output has ``index``'s shape): for that, use
-    :func:`gradtape.ops.take_along_axis` (``t.take_along_axis(index, dim)``). A PyTorch
-    program's ``x.gather(1, idx)`` ports as ``x.take_along_axis(idx, 1)``.
+    Semantics: numpy's ``take`` for ``gather(a, indices, axis)`` (also the method
+    ``Tensor.gather(indices, axis)``). PyTorch's spelling, ``gather(a, dim, index)`` /
+    ``x.gather(1, idx)`` (an int then an index array, list or tensor: the order numpy's reading
+    cannot take, since its ``axis`` is an int), means PyTorch's gather, which picks one element
+    per index position (the output has ``index``'s shape): it runs
+    :func:`gradtape.ops.take_along_axis` ``(a, index, dim)``. So a PyTorch program's
+    ``x.gather(1, idx)`` ports unchanged, and neither reading is taken silently for the other.
 
     Gradient: the output's gradient scatter-added into ``a``'s (``np.add.at`` semantics:
     an index that appears ``m`` times gets ``m`` contributions), by a compiled kernel.
@@ -346,6 +358,8 @@ def gather(a: Any, indices: Any, axis: int = 0) -> Any:
         ShapeError: ``axis`` is out of range, or ``a`` is 0-D.
         DTypeError: ``indices`` are not integers.
     """
+    if _torch_order(indices, axis):
+        return take_along_axis(a, axis, indices)
     x = a.data
     if x.ndim == 0:
         raise ShapeError("gather: cannot index a 0-D tensor (shape ())")
@@ -368,11 +382,16 @@ def index_select(
 @overload
 def index_select(a: Tensor[Rank2[A, B], T], indices: _Index1D, axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
 @overload
+def index_select(a: Tensor[Any, T], indices: int, axis: _Index1D) -> Tensor[Any, T]: ...  # PyTorch's (dim, index)
+@overload
 def index_select(a: Tensor[Any, T], indices: _Index1D, axis: int = 0) -> Tensor[Any, T]: ...
-def index_select(a: Any, indices: Any, axis: int = 0) -> Any:
+def index_select(a: Any, indices: Any, axis: Any = 0) -> Any:
     """Select entries along ``axis`` by 1-D integer ``indices``; the output keeps ``a``'s rank
-    with ``len(indices)`` entries along ``axis`` (PyTorch's ``index_select(input, dim, index)``,
-    with gradtape's argument order ``(a, indices, axis)``); a scalar index counts as one entry.
+    with ``len(indices)`` entries along ``axis`` (PyTorch's ``index_select(input, dim, index)``);
+    a scalar index counts as one entry. Both argument orders are taken: gradtape's
+    ``(a, indices, axis)`` and PyTorch's ``(a, dim, index)`` (an int then an index array, list
+    or tensor), which cannot be confused (an axis is an int, indices of one entry given as an
+    int are read in gradtape's order).
 
     Gradient: as :func:`gather` (repeated indices accumulate).
 
@@ -381,6 +400,8 @@ def index_select(a: Any, indices: Any, axis: int = 0) -> Any:
         IndexError: an index is out of bounds.
         DTypeError: ``indices`` are not integers.
     """
+    if _torch_order(indices, axis):
+        indices, axis = axis, indices
     x = a.data
     if x.ndim == 0:
         raise ShapeError("index_select: cannot index a 0-D tensor (shape ())")
