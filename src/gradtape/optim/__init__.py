@@ -2,9 +2,17 @@
 
 - :class:`SGD` (momentum, Nesterov: Sutskever et al. 2013), :class:`Adam` (Kingma & Ba
   2015, AMSGrad), :class:`AdamW` (Loshchilov & Hutter 2019), :class:`RMSprop` (Hinton's
-  lecture 6e): PyTorch's ``torch.optim`` update rules, each parameter updated in place by
-  one fused numba kernel pass (:mod:`gradtape.devices.kernels.optim`).
-- :class:`StepLR`, :class:`CosineAnnealingLR`: set the optimizer's ``lr`` per epoch.
+  lecture 6e), :class:`Adadelta`, :class:`Adagrad`, :class:`Adamax`, :class:`NAdam`,
+  :class:`RAdam`: PyTorch's ``torch.optim`` arguments, defaults and update rules, each
+  parameter updated in place by one fused numba kernel pass
+  (:mod:`gradtape.devices.kernels.optim`).
+- :class:`LBFGS`: PyTorch's ``LBFGS``, ``opt.step(closure)`` (fixed step or strong Wolfe
+  line search).
+- :mod:`gradtape.optim.lr_scheduler` (PyTorch's path): ``LambdaLR``, ``StepLR``,
+  ``MultiStepLR``, ``ExponentialLR``, ``LinearLR``, ``CosineAnnealingLR``,
+  ``CosineAnnealingWarmRestarts``, ``OneCycleLR``, ``ReduceLROnPlateau``, ``SequentialLR``,
+  each with ``state_dict``/``load_state_dict`` so that a resumed run continues exactly;
+  :class:`StepLR`, :class:`CosineAnnealingLR` and :class:`LRScheduler` are also here.
 - :func:`clip_grad_norm_`: clip the gradients in a :class:`~gradtape.Gradients` store by
   their global norm. PyTorch's form, on each parameter's ``.grad``, is
   :func:`gradtape.nn.utils.clip_grad_norm_` (``torch.nn.utils``'s place and signature; the
@@ -44,18 +52,28 @@ store for ``k`` micro-batches, scale each loss by ``1 / k`` to get the mean, and
 
 from __future__ import annotations
 
+from gradtape.optim import lr_scheduler
+from gradtape.optim.adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from gradtape.optim.clip import clip_grad_norm_
+from gradtape.optim.lbfgs import LBFGS
+from gradtape.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
 from gradtape.optim.optimizers import SGD, Adam, AdamW, Optimizer, RMSprop
-from gradtape.optim.schedules import CosineAnnealingLR, LRScheduler, StepLR
 
 __all__ = [
+    "LBFGS",
     "SGD",
+    "Adadelta",
+    "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
     "CosineAnnealingLR",
     "LRScheduler",
+    "NAdam",
     "Optimizer",
+    "RAdam",
     "RMSprop",
     "StepLR",
     "clip_grad_norm_",
+    "lr_scheduler",
 ]

@@ -70,3 +70,30 @@ def check_positive_int(owner: str, name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{owner}: {name} must be a positive int, got {value!r}")
     return value
+
+
+def check_closed_unit(owner: str, name: str, value: float) -> float:
+    """``float(value)``, in ``[0, 1]`` (Adadelta's ``rho``, as PyTorch checks it).
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: it is outside ``[0, 1]`` (or NaN).
+    """
+    value = _real(owner, name, value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{owner}: {name} must be in [0, 1], got {value}")
+    return value
+
+
+def check_nonneg_int(owner: str, name: str, value: int) -> int:
+    """``value``, an ``int`` (not a ``bool``) >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{owner}: {name} must be an int >= 0, got {value!r}")
+    return value
+
+
+def check_line_search(owner: str, name: str, value: Any) -> str | None:
+    """``None`` or ``"strong_wolfe"`` (LBFGS's ``line_search_fn``, the two PyTorch has)."""
+    if value is not None and value != "strong_wolfe":
+        raise ValueError(f"{owner}: {name} must be None or 'strong_wolfe', got {value!r}")
+    return value if value is None else "strong_wolfe"

@@ -25,6 +25,11 @@ __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
 Array = np.ndarray[Any, Any]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
+SCHEDULE_KEYS = frozenset({"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"})
+"""The entries :mod:`gradtape.optim.lr_scheduler` keeps in a parameter group (PyTorch's names):
+a group may carry them besides the optimizer's hyper-parameters, and :meth:`Optimizer.state_dict`
+saves them, so that a schedule resumed from a checkpoint starts from its base rates."""
+
 ParamsT: TypeAlias = Sequence[Tensor[Any, Any] | dict[str, Any]]
 """What an optimizer takes as ``params``: the tensors, or parameter groups (dicts with
 ``"params"`` and hyper-parameters), as PyTorch's ``torch.optim.optimizer.ParamsT``."""
@@ -48,21 +53,28 @@ class Optimizer:
     optimizer's attributes (``opt.weight_decay``, ...) read the defaults, ``opt.lr`` the
     first group's rate (the one in use with one group); setting one validates it and sets it
     in the defaults and in every group (schedules set ``lr`` per group instead, see
-    :mod:`gradtape.optim.schedules`). ``params`` is the flat list of
+    :mod:`gradtape.optim.lr_scheduler`, and keep their base rate in the group as
+    ``"initial_lr"``, PyTorch's key; :data:`SCHEDULE_KEYS`). ``params`` is the flat list of
     all groups' tensors, in order. State is kept per position in that list (``state[i]``
     for ``params[i]``): numpy arrays of the parameter's shape and dtype plus, for Adam and
     RMSprop, the step count.
 
+    ``maximize=True`` (an optimizer's keyword, PyTorch's): the rule is applied to ``-g``, so
+    the parameters ascend the objective.
+
     Raises:
         ValueError: no parameters, or a tensor given twice (also across groups), a
             parameter read-only, a group without ``"params"`` or with a key the optimizer
-            does not have, or a hyper-parameter out of range (``lr`` negative or not finite).
+            does not have (besides :data:`SCHEDULE_KEYS`), or a hyper-parameter out of
+            range (``lr`` negative or not finite), each naming the optimizer and the argument.
         TypeError: a parameter is not a gradtape ``Tensor``.
         DTypeError: a parameter is not float32/float64.
     """
 
     name = "Optimizer"
     _state_keys: tuple[str, ...] = ()
+    _scalar_state: ClassVar[dict[str, type]] = {"step": int}
+    """State entries that are numbers, not arrays, and the type :meth:`load_state_dict` gives them."""
     _hyper: ClassVar[dict[str, Check]] = {"lr": check_nonneg}
     """Each hyper-parameter's check, in the order :meth:`hyperparams` lists them."""
     lr: float
@@ -82,7 +94,7 @@ class Optimizer:
         for gi, group in enumerate(raw):
             if "params" not in group:
                 raise ValueError(f"{self.name}: parameter group {gi} has no 'params'")
-            unknown = sorted(set(group) - set(self.defaults) - {"params"})
+            unknown = sorted(set(group) - set(self.defaults) - {"params"} - SCHEDULE_KEYS)
             if unknown:
                 raise ValueError(
                     f"{self.name}: parameter group {gi} sets {unknown}, which {self.name} does not have "
@@ -107,7 +119,7 @@ class Optimizer:
                 seen.add(p.id)
                 ps.append(p)
             hp = self._validate({**self.defaults, **{k: v for k, v in group.items() if k != "params"}})
-            groups.append({"params": members, **hp})
+            groups.append({"params": members, **hp, **{k: group[k] for k in SCHEDULE_KEYS if k in group}})
         self.param_groups: list[dict[str, Any]] = groups
         self.params: list[Tensor[Any, Any]] = ps
         self.state: list[dict[str, Any]] = [{} for _ in ps]
@@ -166,6 +178,7 @@ class Optimizer:
         name = self.name
         i = -1
         for group in self.param_groups:
+            maximize = group.get("maximize", False)
             for p in group["params"]:
                 i += 1
                 if stored is not None:
@@ -183,6 +196,8 @@ class Optimizer:
                     raise DTypeError(f"{name}.step: {what}: gradient dtype {g.dtype} != parameter dtype {pd.dtype}")
                 if not pd.flags.writeable:
                     raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
+                if maximize:  # PyTorch's maximize: ascend, i.e. the rule applied to -g
+                    g = np.negative(g)
                 self._update(self.state[i], pd, g, group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -234,14 +249,11 @@ class Optimizer:
         a deep copy.
 
         State arrays are numpy copies; step counts are ints. Parameters that never got a
-        gradient have no entry. ``param_groups`` holds each group's hyper-parameters and its
-        parameters' positions (``"params": [i, ...]``), as PyTorch's.
+        gradient have no entry. ``param_groups`` holds each group's hyper-parameters, the
+        schedules' entries (``initial_lr``, ...) and its parameters' positions
+        (``"params": [i, ...]``), as PyTorch's.
         """
-        state = {
-            i: {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
-            for i, s in enumerate(self.state)
-            if s
-        }
+        state = self._copy_states()
         groups: list[dict[str, Any]] = []
         start = 0
         for g in self.param_groups:
@@ -250,8 +262,20 @@ class Optimizer:
             start += n
         return {"state": state, "hyperparams": self.hyperparams(), "param_groups": groups}
 
+    def _copy_states(self) -> dict[int, dict[str, Any]]:
+        """``state_dict()["state"]``: each non-empty state, its arrays copied."""
+        return {
+            i: {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+            for i, s in enumerate(self.state)
+            if s
+        }
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore state and hyper-parameters saved by :meth:`state_dict` (copies the arrays).
+
+        Each group's hyper-parameters and schedule entries become the saved group's (a
+        schedule's ``initial_lr`` included, so a schedule built or loaded afterwards resumes
+        from its base rates, as in PyTorch).
 
         Raises:
             ValueError: a parameter index is out of range, a key is unknown, a
@@ -259,30 +283,7 @@ class Optimizer:
                 numbers of parameters as this optimizer's.
             ShapeError, DTypeError: a state array does not match its parameter.
         """
-        new: list[dict[str, Any]] = [{} for _ in self.params]
-        for i, s in state_dict["state"].items():
-            i = int(i)
-            if not 0 <= i < len(self.params):
-                raise ValueError(f"{self.name}.load_state_dict: state for parameter {i}, have {len(self.params)}")
-            p = self.params[i]
-            for k, v in s.items():
-                if k not in self._state_keys:
-                    raise ValueError(f"{self.name}.load_state_dict: unknown state key {k!r} for parameter {i}")
-                if k == "step":
-                    new[i][k] = int(v)
-                    continue
-                arr = np.asarray(v)
-                if arr.shape != p.shape:
-                    raise ShapeError(
-                        f"{self.name}.load_state_dict: {k} of parameter {i} has shape {arr.shape}, "
-                        f"parameter has {p.shape}"
-                    )
-                if arr.dtype != p.dtype:
-                    raise DTypeError(
-                        f"{self.name}.load_state_dict: {k} of parameter {i} has dtype {arr.dtype}, "
-                        f"parameter has {p.dtype}"
-                    )
-                new[i][k] = np.array(arr, dtype=p.dtype, order="C", copy=True)
+        new = self._load_states(state_dict["state"])
         defaults = self._validate({**self.defaults, **state_dict.get("hyperparams", {})})
         saved = state_dict.get("param_groups")
         group_hps: list[dict[str, Any]] = []
@@ -299,9 +300,41 @@ class Optimizer:
         else:  # saved before groups existed: every group takes the saved hyper-parameters
             group_hps = [dict(defaults) for _ in self.param_groups]
         self.defaults.update(defaults)
-        for g, hp in zip(self.param_groups, group_hps, strict=True):
+        for gi, (g, hp) in enumerate(zip(self.param_groups, group_hps, strict=True)):
+            for k in SCHEDULE_KEYS:  # the schedules' entries, as saved (PyTorch restores the groups whole)
+                g.pop(k, None)
+                if saved is not None and k in saved[gi]:
+                    g[k] = saved[gi][k]
             g.update(hp)
         self.state = new
+
+    def _load_states(self, saved: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The per-parameter states of a saved ``state_dict["state"]``, checked and copied."""
+        new: list[dict[str, Any]] = [{} for _ in self.params]
+        for i, s in saved.items():
+            i = int(i)
+            if not 0 <= i < len(self.params):
+                raise ValueError(f"{self.name}.load_state_dict: state for parameter {i}, have {len(self.params)}")
+            p = self.params[i]
+            for k, v in s.items():
+                if k not in self._state_keys:
+                    raise ValueError(f"{self.name}.load_state_dict: unknown state key {k!r} for parameter {i}")
+                if k in self._scalar_state:
+                    new[i][k] = self._scalar_state[k](v)
+                    continue
+                arr = np.asarray(v)
+                if arr.shape != p.shape:
+                    raise ShapeError(
+                        f"{self.name}.load_state_dict: {k} of parameter {i} has shape {arr.shape}, "
+                        f"parameter has {p.shape}"
+                    )
+                if arr.dtype != p.dtype:
+                    raise DTypeError(
+                        f"{self.name}.load_state_dict: {k} of parameter {i} has dtype {arr.dtype}, "
+                        f"parameter has {p.dtype}"
+                    )
+                new[i][k] = np.array(arr, dtype=p.dtype, order="C", copy=True)
+        return new
 
     def __repr__(self) -> str:
         hp = ", ".join(f"{k}={v}" for k, v in self.hyperparams().items())
@@ -321,6 +354,9 @@ class SGD(Optimizer):
       ``nesterov`` else ``d = b``
     - ``p -= lr * d``
 
+    Arguments in PyTorch's order and with its defaults (``lr=1e-3``); ``maximize=True``
+    applies the rule to ``-g``.
+
     State: ``"momentum_buffer"`` (when ``momentum != 0``).
 
     Raises:
@@ -335,22 +371,26 @@ class SGD(Optimizer):
         "lr": check_nonneg,
         "momentum": check_nonneg,
         "dampening": check_nonneg,
-        "nesterov": check_bool,
         "weight_decay": check_nonneg,
+        "nesterov": check_bool,
+        "maximize": check_bool,
     }
     momentum: float
     dampening: float
-    nesterov: bool
     weight_decay: float
+    nesterov: bool
+    maximize: bool
 
     def __init__(
         self,
         params: ParamsT,
-        lr: float,
+        lr: float = 1e-3,
         momentum: float = 0.0,
         dampening: float = 0.0,
-        nesterov: bool = False,
         weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -358,8 +398,9 @@ class SGD(Optimizer):
                 "lr": lr,
                 "momentum": momentum,
                 "dampening": dampening,
-                "nesterov": nesterov,
                 "weight_decay": weight_decay,
+                "nesterov": nesterov,
+                "maximize": maximize,
             },
         )
 
@@ -389,10 +430,14 @@ class Adam(Optimizer):
     PyTorch's ``torch.optim.Adam`` rule. For each parameter ``p`` with gradient ``g``, at
     step ``t = 1, 2, ...`` (counted per parameter):
 
-    - ``g = g + weight_decay * p`` (L2 penalty, coupled; see :class:`AdamW` for decoupled)
+    - ``g = g + weight_decay * p`` (L2 penalty, coupled), or with
+      ``decoupled_weight_decay=True`` (PyTorch's keyword; :class:`AdamW`)
+      ``p *= 1 - lr * weight_decay``
     - ``m = beta1 * m + (1 - beta1) * g``; ``v = beta2 * v + (1 - beta2) * g**2``
     - AMSGrad (Reddi et al. 2018): ``v_max = max(v_max, v)`` is used instead of ``v``
     - ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``
+
+    ``maximize=True`` applies the rule to ``-g``.
 
     State: ``"step"`` (int), ``"exp_avg"`` (m), ``"exp_avg_sq"`` (v), ``"max_exp_avg_sq"``
     (AMSGrad), arrays of the parameter's shape and dtype.
@@ -403,7 +448,6 @@ class Adam(Optimizer):
     """
 
     name = "Adam"
-    _decoupled = False
     _state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
     _hyper: ClassVar[dict[str, Check]] = {
         "lr": check_nonneg,
@@ -411,11 +455,15 @@ class Adam(Optimizer):
         "eps": check_nonneg,
         "weight_decay": check_nonneg,
         "amsgrad": check_bool,
+        "maximize": check_bool,
+        "decoupled_weight_decay": check_bool,
     }
     betas: tuple[float, float]
     eps: float
     weight_decay: float
     amsgrad: bool
+    maximize: bool
+    decoupled_weight_decay: bool
 
     def __init__(
         self,
@@ -425,9 +473,21 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        decoupled_weight_decay: bool = False,
     ) -> None:
         super().__init__(
-            params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad}
+            params,
+            {
+                "lr": lr,
+                "betas": betas,
+                "eps": eps,
+                "weight_decay": weight_decay,
+                "amsgrad": amsgrad,
+                "maximize": maximize,
+                "decoupled_weight_decay": decoupled_weight_decay,
+            },
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
@@ -436,7 +496,8 @@ class Adam(Optimizer):
         v = self._buf(state, "exp_avg_sq", p)
         vmax = self._buf(state, "max_exp_avg_sq", p) if hp["amsgrad"] else None
         b1, b2 = hp["betas"]
-        _k._adam_apply(p, g, m, v, vmax, hp["lr"], b1, b2, hp["eps"], step, hp["weight_decay"], self._decoupled)
+        decoupled = hp["decoupled_weight_decay"]
+        _k._adam_apply(p, g, m, v, vmax, hp["lr"], b1, b2, hp["eps"], step, hp["weight_decay"], decoupled)
 
 
 class AdamW(Adam):
@@ -451,7 +512,6 @@ class AdamW(Adam):
     """
 
     name = "AdamW"
-    _decoupled = True
 
     def __init__(
         self,
@@ -461,8 +521,10 @@ class AdamW(Adam):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
 
 
 class RMSprop(Optimizer):
@@ -495,12 +557,14 @@ class RMSprop(Optimizer):
         "weight_decay": check_nonneg,
         "momentum": check_nonneg,
         "centered": check_bool,
+        "maximize": check_bool,
     }
     alpha: float
     eps: float
     weight_decay: float
     momentum: float
     centered: bool
+    maximize: bool
 
     def __init__(
         self,
@@ -511,6 +575,8 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -521,6 +587,7 @@ class RMSprop(Optimizer):
                 "weight_decay": weight_decay,
                 "momentum": momentum,
                 "centered": centered,
+                "maximize": maximize,
             },
         )
 

@@ -37,12 +37,12 @@ grads.get(model)  # E: arg-type
 # constructing optimizers and schedules
 optim.SGD(model.weight, lr=0.1)  # E: arg-type
 optim.SGD(model.parameters, lr=0.1)  # E: arg-type
-optim.SGD(model.parameters())  # E: call-arg
+optim.SGD(model.parameters(), nesterov="yes")  # E: arg-type
 optim.SGD(model.parameters(), lr=0.1, momentum="0.9")  # E: arg-type
 optim.AdamW(model.parameters(), lr=1e-3, betas=[0.9, 0.999])  # E: arg-type
 optim.CosineAnnealingLR(opt, T_max=10.0)  # E: arg-type
 optim.StepLR(grads, step_size=5)  # E: arg-type
-optim.StepLR(opt, step_size=5).step(grads)  # E: call-arg
+optim.StepLR(opt, step_size=5).step(grads)  # E: arg-type
 optim.clip_grad_norm_(grads, model.parameters(), 1.0)  # E: arg-type
 opt.load_state_dict(opt)  # E: arg-type
 opt.lr = "0.1"  # E: assignment

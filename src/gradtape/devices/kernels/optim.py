@@ -419,3 +419,212 @@ def _rmsprop_apply(
         buf += q
         q = buf
     p -= t(lr) * q
+
+
+# ----- Adadelta, Adagrad, Adamax, NAdam, RAdam (PyTorch's single-tensor rules) -------------
+#
+# Each kernel below is the fused form of the numpy function after it (the fallback for arrays
+# numba cannot take as they are); both update ``p`` and the state buffers in place. Scalars
+# that depend on the step count are computed by the caller (gradtape.optim), as PyTorch does.
+
+
+def _adadelta(p: Array, g: Array, sq: Array, acc: Array, lr: float, rho: float, eps: float, wd: float) -> None:
+    t = p.dtype.type
+    rho_, a1, eps_, wd_, lr_ = t(rho), t(1) - t(rho), t(eps), t(wd), t(lr)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]
+        s = rho_ * sq[i] + a1 * gi * gi
+        sq[i] = s
+        delta = np.sqrt(acc[i] + eps_) / np.sqrt(s + eps_) * gi
+        acc[i] = rho_ * acc[i] + a1 * delta * delta
+        p[i] -= lr_ * delta
+
+
+_adadelta_serial, _adadelta_parallel = serial_and_parallel(_adadelta)
+
+
+def _adadelta_numpy(p: Array, g: Array, sq: Array, acc: Array, lr: float, rho: float, eps: float, wd: float) -> None:
+    t = p.dtype.type
+    gg = g + t(wd) * p if wd else g
+    sq *= t(rho)
+    sq += (t(1) - t(rho)) * gg * gg
+    delta = np.sqrt(acc + t(eps)) / np.sqrt(sq + t(eps)) * gg
+    acc *= t(rho)
+    acc += (t(1) - t(rho)) * delta * delta
+    p -= t(lr) * delta
+
+
+def _adagrad(p: Array, g: Array, s: Array, clr: float, eps: float, wd: float) -> None:
+    t = p.dtype.type
+    clr_, eps_, wd_ = t(clr), t(eps), t(wd)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]
+        si = s[i] + gi * gi
+        s[i] = si
+        p[i] -= clr_ * (gi / (np.sqrt(si) + eps_))
+
+
+_adagrad_serial, _adagrad_parallel = serial_and_parallel(_adagrad)
+
+
+def _adagrad_numpy(p: Array, g: Array, s: Array, clr: float, eps: float, wd: float) -> None:
+    t = p.dtype.type
+    gg = g + t(wd) * p if wd else g
+    s += gg * gg
+    p -= t(clr) * (gg / (np.sqrt(s) + t(eps)))
+
+
+def _adamax(p: Array, g: Array, m: Array, u: Array, clr: float, b1: float, b2: float, eps: float, wd: float) -> None:
+    t = p.dtype.type
+    a1, b2_, eps_, wd_, clr_ = t(1) - t(b1), t(b2), t(eps), t(wd), t(clr)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        m[i] = mi
+        ui = max(b2_ * u[i], abs(gi) + eps_)
+        u[i] = ui
+        p[i] -= clr_ * (mi / ui)
+
+
+_adamax_serial, _adamax_parallel = serial_and_parallel(_adamax)
+
+
+def _adamax_numpy(
+    p: Array, g: Array, m: Array, u: Array, clr: float, b1: float, b2: float, eps: float, wd: float
+) -> None:
+    t = p.dtype.type
+    gg = g + t(wd) * p if wd else g
+    m += (t(1) - t(b1)) * (gg - m)
+    u *= t(b2)
+    np.maximum(u, np.abs(gg) + t(eps), out=u)
+    p -= t(clr) * (m / u)
+
+
+def _nadam(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    decay: float,
+    wd: float,
+    b1: float,
+    b2: float,
+    bc2: float,
+    eps: float,
+    c_grad: float,
+    c_avg: float,
+) -> None:
+    t = p.dtype.type
+    decay_, wd_, a1, b2_, a2 = t(decay), t(wd), t(1) - t(b1), t(b2), t(1) - t(b2)
+    bc2_, eps_, cg, ca = t(bc2), t(eps), t(c_grad), t(c_avg)
+    for i in numba.prange(p.shape[0]):
+        x = p[i] * decay_
+        gi = g[i] + wd_ * x if wd_ != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        vi = b2_ * v[i] + a2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        denom = np.sqrt(vi / bc2_) + eps_
+        p[i] = x - cg * (gi / denom) - ca * (mi / denom)
+
+
+_nadam_serial, _nadam_parallel = serial_and_parallel(_nadam)
+
+
+def _nadam_numpy(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    decay: float,
+    wd: float,
+    b1: float,
+    b2: float,
+    bc2: float,
+    eps: float,
+    c_grad: float,
+    c_avg: float,
+) -> None:
+    t = p.dtype.type
+    if decay != 1.0:
+        p *= t(decay)
+    gg = g + t(wd) * p if wd else g
+    m += (t(1) - t(b1)) * (gg - m)
+    v *= t(b2)
+    v += (t(1) - t(b2)) * gg * gg
+    denom = np.sqrt(v / t(bc2)) + t(eps)
+    p -= t(c_grad) * (gg / denom)
+    p -= t(c_avg) * (m / denom)
+
+
+def _radam(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    decay: float,
+    wd: float,
+    b1: float,
+    b2: float,
+    c: float,
+    eps: float,
+    rectified: bool,
+) -> None:
+    t = p.dtype.type
+    decay_, wd_, a1, b2_, a2, c_, eps_ = t(decay), t(wd), t(1) - t(b1), t(b2), t(1) - t(b2), t(c), t(eps)
+    for i in numba.prange(p.shape[0]):
+        x = p[i] * decay_
+        gi = g[i] + wd_ * x if wd_ != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        vi = b2_ * v[i] + a2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        p[i] = x - c_ * mi / (np.sqrt(vi) + eps_) if rectified else x - c_ * mi
+
+
+_radam_serial, _radam_parallel = serial_and_parallel(_radam)
+
+
+def _radam_numpy(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    decay: float,
+    wd: float,
+    b1: float,
+    b2: float,
+    c: float,
+    eps: float,
+    rectified: bool,
+) -> None:
+    t = p.dtype.type
+    if decay != 1.0:
+        p *= t(decay)
+    gg = g + t(wd) * p if wd else g
+    m += (t(1) - t(b1)) * (gg - m)
+    v *= t(b2)
+    v += (t(1) - t(b2)) * gg * gg
+    if rectified:
+        p -= t(c) * m / (np.sqrt(v) + t(eps))
+    else:
+        p -= t(c) * m
+
+
+def _run(kernels: tuple[Any, Any, Any], p: Array, ins: list[Array], *scalars: Any) -> None:
+    """Run the serial or parallel kernel on flat views when every array can go as it is, else
+    the numpy form; ``kernels`` is ``(serial, parallel, numpy)``, ``ins`` the gradient and the
+    state buffers (each of ``p``'s shape and dtype)."""
+    if _fast_same(p, *ins):
+        pf = _flat(p)
+        kernel = kernels[1] if pf.shape[0] >= PARALLEL_THRESHOLD else kernels[0]
+        kernel(pf, *[_flat(x) for x in ins], *scalars)
+        return
+    kernels[2](p, *ins, *scalars)
+
+
+ADADELTA = (_adadelta_serial, _adadelta_parallel, _adadelta_numpy)
+ADAGRAD = (_adagrad_serial, _adagrad_parallel, _adagrad_numpy)
+ADAMAX = (_adamax_serial, _adamax_parallel, _adamax_numpy)
+NADAM = (_nadam_serial, _nadam_parallel, _nadam_numpy)
+RADAM = (_radam_serial, _radam_parallel, _radam_numpy)
