@@ -190,6 +190,21 @@ def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff
     if tape is not NONE_TAPE:
         ids = [(t.id, t._leaf) if t is not None else (-1, True) for t in operands]
         s = x.dtype.type(scale)
+        if all(t is None for t in operands[1:]):  # one differentiable input: the common case
+            xid, x_leaf = ids[0]
+            only = (True,) + (False,) * (len(operands) - 1)
+
+            def one_backward(grads: Gradients, g: Array) -> None:
+                if grads.wants(xid, x_leaf):
+                    gx = rule(np.multiply(g, s), only)[0]
+                    if gx is not None:
+                        grads._accum(xid, np.asarray(gx))
+
+            def one_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+                return [(xid, diff(g, rebuild)[0])]  # type: ignore[misc]  # recorded only when diff is given
+
+            record(tape, out, one_backward, one_diff if diff is not None else None)
+            return out
 
         def loss_backward(grads: Gradients, g: Array) -> None:
             needs = tuple(i >= 0 and grads.wants(i, leaf) for i, leaf in ids)
@@ -652,16 +667,16 @@ def cross_entropy(
     classes = x.shape[0] if x.ndim == 1 else x.shape[1]
     w = _class_weight(op, weight, x, classes)
     eps = float(label_smoothing)
-    if (
-        x.ndim == 2
-        and not probs
-        and w is None
-        and eps == 0.0
-        and red != "none"
-        and x.shape[0] > 0
-        and not (t == ignore_index).any()
-    ):
-        return _index_cross_entropy(input, t, red)
+    if x.ndim == 2 and not probs and w is None and eps == 0.0 and red != "none" and x.shape[0] > 0:
+        # the kernels refuse any index outside [0, C): an ignore_index outside it (PyTorch's
+        # -100) needs no check first; a target equal to it goes the general way
+        if not 0 <= ignore_index < classes:
+            try:
+                return _index_cross_entropy(input, t, red)
+            except ValueError:
+                pass  # an ignored target or a bad index: the general path tells which
+        elif not (t == ignore_index).any():
+            return _index_cross_entropy(input, t, red)
     dt = x.dtype.type
     rows = _rows(x)
     logp = log_softmax_array(rows, 1)
