@@ -80,6 +80,7 @@ class _Loss(Module):
         self.reduction = reduction
 
     def extra_repr(self) -> str:
+        """``reduction='mean'`` (what ``repr`` shows)."""
         return f"reduction={self.reduction!r}"
 
 
