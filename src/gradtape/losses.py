@@ -698,7 +698,7 @@ def cross_entropy(
     value, scale = _class_reduce(op, (-(q * logp).sum(axis=1)).reshape(batch), red, denom, x)
     qsum = q.sum(axis=1, keepdims=True)
     ax = 0 if x.ndim == 1 else 1
-    wb = None if w is None else w.reshape((classes,) + (1,) * (x.ndim - 2)) if x.ndim >= 2 else w
+    wb = None if w is None else w.reshape((classes,) + (1,) * max(x.ndim - 2, 0))  # broadcast along axis 1
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
         cr = _per_row(c, batch)
