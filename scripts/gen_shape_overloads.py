@@ -46,8 +46,13 @@ One section of this file per module, in the order of ``TARGETS``:
   tape-kind rule);
 - ``ops/scan.py``: ``selective_scan`` (its own tape rows, :func:`scan_block`: an owned
   sequence or ``A``, untraced parameters ``A`` and ``D`` beside traced sequences);
-- ``losses.py``: the elementwise losses ``mse_loss``, ``l1_loss``, ``huber_loss``,
-  ``smooth_l1_loss``, ``binary_cross_entropy_with_logits`` and ``kl_div``;
+- ``losses.py``: the elementwise losses (``mse_loss``, ``l1_loss``, ``huber_loss``,
+  ``smooth_l1_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits``,
+  ``kl_div``, ``margin_ranking_loss``, ``hinge_embedding_loss``, ``gaussian_nll_loss``,
+  ``poisson_nll_loss``: a scalar, or the input's shape with ``reduction="none"``), the
+  per-sample losses of ``(N, D)`` tensors (``cosine_embedding_loss``,
+  ``triplet_margin_loss``) and the class-axis losses (``nll_loss``, ``cross_entropy``: class
+  axis 1, ranks 1 to 4);
 - ``nn/attention.py``: ``MultiHeadAttention.forward`` (self- and cross-attention, for a
   typed, a dynamic and a run-time-width layer, with the tape-kind rule), as a function whose
   ``self`` parameter is typed; the method takes it with ``@typed_as(_sig.forward)`` too.
@@ -610,22 +615,154 @@ def scan_block() -> str:
 # ----- losses.py ---------------------------------------------------------------------------
 
 _MEAN_SUM = 'reduction: Reduction = "mean"'
-LOSSES: dict[str, Sequence[str]] = {
-    "mse_loss": [_MEAN_SUM],
-    "l1_loss": [_MEAN_SUM],
-    "huber_loss": [_MEAN_SUM, "delta: float = 1.0"],
-    "smooth_l1_loss": [_MEAN_SUM, "beta: float = 1.0"],
-    "binary_cross_entropy_with_logits": [_MEAN_SUM, "pos_weight: npt.ArrayLike | None = None"],
-    "kl_div": ['reduction: Literal["mean", "sum", "batchmean"] = "mean"', "log_target: bool = False"],
+_NONE = 'reduction: Literal["none"]'
+_ANY_REDUCTION = 'reduction: AnyReduction = "mean"'
+_WEIGHT = "weight: Weight = None"
+_INPUT, _TARGET = Arg("input", "S"), Arg("target", "S", also="ArrayTarget")
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss's parameters, for :func:`loss_block`."""
+
+    tensors: Sequence[Arg | str]
+    """The tensor parameters (the :class:`Arg` entries follow the tape-kind rule; a string is a
+    constant, copied as it is; in :data:`PAIR_LOSSES` the names of the tensors, or a constant
+    whose ``{target}`` is the batch shape)."""
+    before: Sequence[str] = ()
+    """The options between the tensors and ``reduction``."""
+    after: Sequence[str] = ()
+    """The options after ``reduction``."""
+    reduction: str = _MEAN_SUM
+    """The ``reduction`` parameter of the rows that give a scalar."""
+    none: str = "S"
+    """The output's shape with ``reduction="none"``."""
+
+
+LOSSES: dict[str, Loss] = {
+    "mse_loss": Loss([_INPUT, _TARGET]),
+    "l1_loss": Loss([_INPUT, _TARGET]),
+    "huber_loss": Loss([_INPUT, _TARGET], after=["delta: float = 1.0"]),
+    "smooth_l1_loss": Loss([_INPUT, _TARGET], after=["beta: float = 1.0"]),
+    "binary_cross_entropy": Loss([_INPUT, _TARGET], before=[_WEIGHT]),
+    "binary_cross_entropy_with_logits": Loss([_INPUT, _TARGET], before=[_WEIGHT], after=["pos_weight: Weight = None"]),
+    "kl_div": Loss(
+        [_INPUT, _TARGET],
+        reduction='reduction: Literal["mean", "sum", "batchmean"] = "mean"',
+        after=["log_target: bool = False"],
+    ),
+    "margin_ranking_loss": Loss(
+        [Arg("input1", "S"), Arg("input2", "S"), Arg("target", "S", also="ArrayTarget")],
+        before=["margin: float = 0.0"],
+    ),
+    "hinge_embedding_loss": Loss([_INPUT, "target: Tensor[S, Any] | npt.ArrayLike"], before=["margin: float = 1.0"]),
+    "gaussian_nll_loss": Loss(
+        [_INPUT, _TARGET, Arg("var", "Any", also="ArrayTarget | float")],
+        before=["full: bool = False", "eps: float = 1e-6"],
+    ),
+    "poisson_nll_loss": Loss(
+        [_INPUT, _TARGET], before=["log_input: bool = True", "full: bool = False", "eps: float = 1e-8"]
+    ),
 }
-"""Each elementwise loss with the parameters that follow ``target``."""
+"""The losses whose output has their input's shape with ``reduction="none"`` (the elementwise
+ones), by name."""
+
+
+def _loss_rows(name: str, tensors: Sequence[Arg | str], loss: Loss, none: bool, ret: str) -> str:
+    """The tape-kind rows of ``name`` with the scalar reductions (``none=False``) or
+    ``reduction="none"`` (keyword-only where options with defaults come before it)."""
+    reduction = [*(["*"] if loss.before else []), _NONE] if none else [loss.reduction]
+    params = [*tensors, *loss.before, *reduction, *loss.after]
+    return tape_rule(name, params, ret, generic=sum(isinstance(p, Arg) for p in tensors) > 1)
 
 
 def loss_block(name: str) -> str:
-    """Overloads of a loss ``name(input, target, ...)``: a scalar of ``input``'s tape kind,
-    tape-kind rule; the target has ``input``'s shape and may be an array when untraced."""
-    tensors = [Arg("input", "S"), Arg("target", "S", also="ArrayTarget")]
-    return tape_rule(name, [*tensors, *LOSSES[name]], "Rank0")
+    """Overloads of an elementwise loss ``name(input, target, ...)``: a scalar (``Rank0``)
+    with ``"mean"``/``"sum"``, the input's shape with ``reduction="none"``; the tape-kind
+    rule over the tensors a loss differentiates; a target of ``input``'s shape that may be an
+    array when untraced."""
+    loss = LOSSES[name]
+    return _loss_rows(name, loss.tensors, loss, False, "Rank0") + _loss_rows(name, loss.tensors, loss, True, loss.none)
+
+
+PAIR_LOSSES: dict[str, Loss] = {
+    "cosine_embedding_loss": Loss(
+        ["input1", "input2", "target: Tensor[{target}, Any] | npt.ArrayLike"], before=["margin: float = 0.0"]
+    ),
+    "triplet_margin_loss": Loss(
+        ["anchor", "positive", "negative"],
+        before=["margin: float = 1.0", "p: float = 2", "eps: float = 1e-6", "swap: bool = False"],
+    ),
+}
+"""The losses of ``(N, D)`` (or ``(D,)``) tensors that give one value per sample."""
+
+
+def pair_loss_block(name: str) -> str:
+    """Overloads of a per-sample loss of ``(N, D)`` tensors (``cosine_embedding_loss``,
+    ``triplet_margin_loss``): a scalar, or ``(N,)`` with ``reduction="none"``; one pair or
+    triplet of ``(D,)`` tensors: a scalar for every reduction. The tape-kind rule over the
+    tensors; the label target (a constant) of the batch shape."""
+    loss = PAIR_LOSSES[name]
+
+    def tensors(shape: str, target: str) -> list[Arg | str]:
+        names = [p for p in loss.tensors if isinstance(p, str)]
+        return [Arg(p, shape) if ":" not in p else p.format(target=target) for p in names]
+
+    batched = tensors("Rank2[A, B]", "Rank1[A]")
+    single = tensors("Rank1[B]", "Rank0")
+    one = Loss(single, loss.before, loss.after, reduction=_ANY_REDUCTION)
+    return (
+        _loss_rows(name, batched, loss, False, "Rank0")
+        + _loss_rows(name, batched, loss, True, "Rank1[A]")
+        + _loss_rows(name, single, one, False, "Rank0")
+    )
+
+
+CLASS_LOSSES: dict[str, Sequence[str]] = {
+    "nll_loss": [],
+    "cross_entropy": ["label_smoothing: float = 0.0"],
+}
+"""The losses over a class axis 1, with the options after ``reduction``."""
+
+
+def class_loss_block(name: str) -> str:
+    """Overloads of ``nll_loss`` / ``cross_entropy(input, target, weight, ignore_index,
+    reduction, ...)``, the output taking the input's tape kind, in this order:
+
+    1. an untyped input (``AnyShape``): an untyped result;
+    2. ``(N, C)``: a scalar, or ``(N,)`` with ``reduction="none"``; targets of any form
+       (a list, an array, a tensor);
+    3. ``(C,)`` (one sample): a scalar for every reduction;
+    4. ``(N, C, d1)`` and ``(N, C, d1, d2)``: a scalar, or ``(N, d1, ...)`` with
+       ``reduction="none"``; targets as a tensor of the batch shape (indices) or of the
+       input's shape (probabilities), or an array: a nested list is refused, so that
+       sequence logits ``(B, L, V)`` given ``(B, L)`` targets (a classic slip: the classes
+       belong on axis 1) are caught where they are typed.
+    """
+    after = CLASS_LOSSES[name]
+    options = [_WEIGHT, "ignore_index: int = -100"]
+    flat = "target: IndexTarget"
+
+    def rows(shape: str, target: str, none: str | None) -> str:
+        head = [f"input: Tensor[{shape}, T]", target, *options]
+        if none is None:
+            return _overload(name, [*head, _ANY_REDUCTION, *after], "Tensor[Rank0, T]")
+        return _overload(name, [*head, _MEAN_SUM, *after], "Tensor[Rank0, T]") + _overload(
+            name, [*head, "*", _NONE, *after], f"Tensor[{none}, T]"
+        )
+
+    def spatial(dims: str, batch: str) -> str:
+        return f"target: Tensor[{batch}, Any] | Tensor[{dims}, Any] | ArrayTarget"
+
+    return "".join(
+        [
+            _overload(name, ["input: Tensor[AnyShape, T]", flat, *options, _ANY_REDUCTION, *after], "Tensor[Any, T]"),
+            rows("Rank2[A, B]", flat, "Rank1[A]"),
+            rows("Rank1[B]", flat, None),
+            rows("Rank3[A, B, C]", spatial("Rank3[A, B, C]", "Rank2[A, C]"), "Rank2[A, C]"),
+            rows("Rank4[A, B, C, D]", spatial("Rank4[A, B, C, D]", "Rank3[A, C, D]"), "Rank3[A, C, D]"),
+        ]
+    )
 
 
 # ----- nn/attention.py ----------------------------------------------------------------------
@@ -705,7 +842,11 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/nn.py": {"layer_norm": layer_norm_block},
     "ops/attention.py": {"scaled_dot_product_attention": sdpa_block},
     "ops/scan.py": {"selective_scan": scan_block},
-    "losses.py": _each(tuple(LOSSES), loss_block),
+    "losses.py": {
+        **_each(tuple(LOSSES), loss_block),
+        **_each(tuple(PAIR_LOSSES), pair_loss_block),
+        **_each(tuple(CLASS_LOSSES), class_loss_block),
+    },
     "nn/attention.py": {"forward": mha_forward_block},
 }
 """For each module under ``src/gradtape``, the tables of its ops by name, in the module's order

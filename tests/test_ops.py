@@ -146,7 +146,7 @@ _LOG_SOFTMAX_CASES = [
 
 
 def _ce(targets: Any, reduction: str) -> Fn:
-    return lambda a: cross_entropy(a, targets, reduction=reduction)  # type: ignore[arg-type]
+    return lambda a: cross_entropy(a, targets, reduction=reduction)  # type: ignore[call-overload]
 
 
 _CE_CASES = [pytest.param(_ce([0, 3, 1], red), [rnd(3, 4)], id=f"3x4-{red}") for red in ("mean", "sum")] + [
@@ -453,7 +453,7 @@ def test_log_softmax_sum_grad() -> None:
 def test_cross_entropy_grad(reduction: str, scale: float) -> None:
     """cross_entropy's gradient is (softmax - onehot) / N (mean) or unscaled (sum)."""
     t = [2, 0]
-    (g,) = _grads(lambda a: cross_entropy(a, t, reduction=reduction), X)  # type: ignore[arg-type]
+    (g,) = _grads(lambda a: cross_entropy(a, t, reduction=reduction), X)  # type: ignore[call-overload]
     sm = np.exp(X) / np.exp(X).sum(axis=1, keepdims=True)
     sm[[0, 1], t] -= 1
     np.testing.assert_allclose(g, sm * scale, rtol=1e-5, atol=1e-7)
@@ -629,7 +629,7 @@ def test_cross_entropy_out_of_range_class_raises_value_error(targets: list[int])
 def test_cross_entropy_unknown_reduction_and_non_2d() -> None:
     """An unknown reduction is a ValueError; 1-D logits a ShapeError."""
     with pytest.raises(ValueError, match="reduction"):
-        cross_entropy(DEV.tensor(X), [0, 1], reduction="max")  # type: ignore[arg-type]
+        cross_entropy(DEV.tensor(X), [0, 1], reduction="max")  # type: ignore[call-overload]
     with pytest.raises(ShapeError, match=r"2-D.*\(3,\)"):
         cross_entropy(DEV.tensor([1.0, 2.0, 3.0]), [0])
 

@@ -137,7 +137,32 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "einsum": ((2, 3), lambda x: ops.einsum("ij,kj->ik", x, ROW)),
     # a tensor subject's absolute values as weights; a fresh seeded generator per call
     "multinomial": ((2, 3), lambda x: ops.multinomial(_weights(x), 2, generator=np.random.default_rng(0))),
+    # issue 27's losses
+    "nll_loss": ((2, 3), lambda x: losses.nll_loss(x, [2, 0])),
+    "binary_cross_entropy": ((2, 3), lambda x: losses.binary_cross_entropy(x, ROW.numpy() > 0)),
+    "cosine_embedding_loss": ((2, 3), lambda x: losses.cosine_embedding_loss(x, ROW, [1, -1])),
+    "margin_ranking_loss": ((2, 3), lambda x: losses.margin_ranking_loss(x, ROW, np.sign(ROW.numpy()))),
+    "hinge_embedding_loss": ((2, 3), lambda x: losses.hinge_embedding_loss(x, np.sign(ROW.numpy()))),
+    "triplet_margin_loss": ((2, 3), lambda x: losses.triplet_margin_loss(x, ROW, SQUARE[:2])),
+    "gaussian_nll_loss": ((2, 3), lambda x: losses.gaussian_nll_loss(x, ROW, np.ones((2, 3), np.float32))),
+    "poisson_nll_loss": ((2, 3), lambda x: losses.poisson_nll_loss(x, np.abs(ROW.numpy()))),
 }
+DOMAINS: dict[str, Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {
+    # ops whose clean input has a domain (probabilities): the layout test's clean input is in it
+    name: lambda a: 1 / (1 + np.exp(-a))
+    for name in ("binary_cross_entropy", "BCELoss")
+}
+
+
+def _loss_layer(layer: Any, *rest: Any) -> Call:
+    """``layer(subject, *rest)``: a loss layer's forward takes its target(s) after the input."""
+    return lambda x: layer(x, *rest)
+
+
+def _pair_loss_layer(name: str) -> Callable[[], Call]:
+    """``nn.<name>()`` called on the subject and ``ROW``."""
+    return lambda: _loss_layer(getattr(nn, name)(), ROW)
+
 
 LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     # name: (input shape, constructor)
@@ -159,6 +184,20 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "Sequential": ((2, 3), lambda: nn.Sequential(nn.Linear(3, 4, dev=DEV), nn.ReLU())),
     "Rearrange": ((2, 3), lambda: nn.Rearrange("b c -> c b")),
     "Reduce": ((2, 3), lambda: nn.Reduce("b c -> b", "mean")),
+    # the loss layers (issue 27): the subject is the input, the targets fixed
+    **{
+        name: ((2, 3), _pair_loss_layer(name))
+        for name in ("L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCEWithLogitsLoss")
+    },
+    "BCELoss": ((2, 3), lambda: _loss_layer(nn.BCELoss(), ROW.numpy() > 0)),
+    "NLLLoss": ((2, 3), lambda: _loss_layer(nn.NLLLoss(), [2, 0])),
+    "CrossEntropyLoss": ((2, 3), lambda: _loss_layer(nn.CrossEntropyLoss(label_smoothing=0.1), [2, 0])),
+    "CosineEmbeddingLoss": ((2, 3), lambda: _loss_layer(nn.CosineEmbeddingLoss(), ROW, [1, -1])),
+    "MarginRankingLoss": ((2, 3), lambda: _loss_layer(nn.MarginRankingLoss(), ROW, np.sign(ROW.numpy()))),
+    "HingeEmbeddingLoss": ((2, 3), lambda: _loss_layer(nn.HingeEmbeddingLoss(), np.sign(ROW.numpy()))),
+    "TripletMarginLoss": ((2, 3), lambda: _loss_layer(nn.TripletMarginLoss(), ROW, SQUARE[:2])),
+    "GaussianNLLLoss": ((2, 3), lambda: _loss_layer(nn.GaussianNLLLoss(), ROW, np.ones((2, 3), np.float32))),
+    "PoissonNLLLoss": ((2, 3), lambda: _loss_layer(nn.PoissonNLLLoss(), np.abs(ROW.numpy()))),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils is a module
@@ -275,7 +314,7 @@ SAME_PAIRS = [(name, how) for name, _, _ in OPS for how in SAME]
 @pytest.mark.parametrize(("name", "how"), SAME_PAIRS, ids=[f"{n}-{h}" for n, h in SAME_PAIRS])
 def test_layout_and_byte_order_do_not_change_values_or_gradients(name: str, how: str) -> None:
     call, shape = next((c, s) for n, c, s in OPS if n == name)
-    clean = _clean(shape)
+    clean = DOMAINS.get(name, np.asarray)(_clean(shape))
 
     def run(a: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None]:
         x = _tensor(a)

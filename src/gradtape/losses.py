@@ -1,32 +1,38 @@
 """Loss functions (PyTorch's ``torch.nn.functional`` names, arguments and defaults).
 
-Every loss returns a scalar tensor (``Tensor[Rank0, T]``, shape ``()``) of the input's dtype,
-reduced with ``reduction="mean"`` (default: the mean over all elements, or over the batch for
-:func:`cross_entropy`) or ``"sum"``; :func:`kl_div` also takes ``"batchmean"``. Each is one
-fused op: the forward in numpy, and one backward closure computing the input's gradient (and
-the target's, when the target is a traced tensor) from arrays saved by the forward.
+Every loss takes ``reduction``: ``"mean"`` (the default: the mean over all elements, or
+PyTorch's weighted mean for :func:`nll_loss` and :func:`cross_entropy`), ``"sum"``, or
+``"none"`` (the unreduced per-element or per-sample losses); :func:`kl_div` also takes
+``"batchmean"``. A reduced loss is a scalar tensor (``Tensor[Rank0, T]``, shape ``()``) of the
+input's dtype. Each is one fused op: the forward in numpy, one backward closure computing the
+inputs' gradients from arrays saved by the forward (the first rule), and the same derivative
+in gradtape ops (the second rule, recorded with :func:`gradtape.tape.record`), so losses can
+be differentiated twice.
 
-Targets may be tensors of the input's dtype (traced or not) or numpy arrays / array-likes,
-which are converted to the input's dtype. Shapes must match exactly (no broadcasting, unlike
-PyTorch's warning-and-broadcast): a mismatch raises
-:class:`~gradtape.errors.ShapeError` naming the loss and both shapes.
+Targets may be tensors of the input's dtype (traced or not; those a loss differentiates get a
+gradient), integer or bool tensors (constants, converted to the input's dtype where the loss
+wants floats; class indices for :func:`nll_loss` and :func:`cross_entropy`), or numpy arrays /
+array-likes, which are converted. Shapes must match exactly (no broadcasting, unlike
+PyTorch's warning-and-broadcast): a mismatch raises :class:`~gradtape.errors.ShapeError`
+naming the loss and both shapes. Weights (``weight=``, ``pos_weight=``) are constants, as in
+PyTorch (which does not differentiate them): a traced tensor is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from gradtape._signatures import losses as _sig
-from gradtape._typing import A, B, T, typed_as
+from gradtape._typing import typed_as
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import int_indices
 from gradtape.ops.softmax import log_softmax_array
-from gradtape.shapes import Rank0, Rank2
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -34,46 +40,72 @@ if TYPE_CHECKING:
     from gradtape.tensor import Tensor
 
 __all__ = [
+    "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss",
     "cross_entropy",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
     "huber_loss",
     "kl_div",
     "l1_loss",
     "mae_loss",
+    "margin_ranking_loss",
     "mse_loss",
+    "nll_loss",
+    "poisson_nll_loss",
     "smooth_l1_loss",
+    "triplet_margin_loss",
 ]
 
 Array = np.ndarray[Any, Any]
 Reduction: TypeAlias = Literal["mean", "sum"]
+"""The reductions that give a scalar loss."""
+AnyReduction: TypeAlias = Literal["none", "mean", "sum"]
+"""Every reduction of the losses but :func:`kl_div`'s ``"batchmean"``."""
 ArrayTarget: TypeAlias = npt.NDArray[Any]
 """A target given as a numpy array (at run time anything ``np.asarray`` takes)."""
+Weight: TypeAlias = "Tensor[Any, Any] | npt.ArrayLike | None"
+"""A constant weight: an untraced tensor, a numpy array or an array-like (or ``None``)."""
+IndexTarget: TypeAlias = "Tensor[Any, Any] | npt.ArrayLike"
+"""Class indices (an integer tensor, array or list) or class probabilities."""
 
-# (grads, c, need_input, need_target) -> (input's gradient, target's gradient), where ``c`` is
-# the loss's gradient times the reduction's scale (a numpy scalar of the input's dtype).
-_Rule = Callable[[Any, bool, bool], tuple[Array | None, Array | None]]
+_REDUCTIONS = ("mean", "sum", "none")
+
+# rule(c, needs) -> one gradient array (or None) per differentiable operand, where ``c`` is the
+# output's gradient times the reduction's scale (a numpy scalar of the input's dtype, or an
+# array of the output's shape for reduction="none") and ``needs[k]`` says whether operand k's
+# gradient is wanted.
+_Rule = Callable[[Any, tuple[bool, ...]], Sequence[Array | None]]
+# diff(g, rebuild) -> one gradient tensor (or None) per differentiable operand: the second rule.
+_Diff = Callable[[Any, Any], Sequence[Any]]
 
 
 # ----- shared plumbing ---------------------------------------------------------------------
 
 
-def _check_reduction(op: str, reduction: str, allowed: tuple[str, ...] = ("mean", "sum")) -> None:
+def _check_reduction(op: str, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> None:
     if reduction not in allowed:
         names = ", ".join(repr(r) for r in allowed)
         raise ValueError(f"{op}: reduction must be one of {names}, got {reduction!r}")
 
 
+def _is_tensor(value: object, like: Tensor[Any, Any]) -> bool:
+    return value.__class__ is like.__class__
+
+
 def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "target") -> tuple[Array, Any]:
-    """``(target's data, target tensor or None)``: a tensor must have the input's dtype; an
-    array-like is converted to it. Its shape must be the input's.
+    """``(target's data, target tensor or None)``: a float tensor must have the input's dtype
+    and may be traced (then it gets a gradient); an integer or bool tensor, like an
+    array-like, is a constant converted to the input's dtype. Its shape must be the input's.
 
     Raises:
-        DTypeError: a tensor of another dtype, or an array of non-numeric dtype.
+        DTypeError: a float tensor of another dtype, or a non-numeric target.
         ShapeError: the shapes differ (names both).
     """
     x = input.data
-    if target.__class__ is input.__class__:
-        t: Array = target.data
+    if _is_tensor(target, input) and target.data.dtype.kind == "f":  # type: ignore[attr-defined]
+        t: Array = target.data  # type: ignore[attr-defined]
         if t.dtype != x.dtype:
             raise DTypeError(
                 f"{op}: {what} dtype {t.dtype} (shape {t.shape}) differs from input dtype {x.dtype} "
@@ -81,7 +113,7 @@ def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "targe
             )
         tensor: Any = target
     else:
-        t = np.asarray(target)
+        t = np.asarray(target.data if _is_tensor(target, input) else target)  # type: ignore[attr-defined]
         if t.dtype.kind not in "biuf":
             raise DTypeError(f"{op}: {what} must be numeric, got dtype {t.dtype} (shape {t.shape})")
         t = t.astype(x.dtype, copy=False)
@@ -91,8 +123,46 @@ def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "targe
     return t, tensor
 
 
+def _constant(op: str, value: object, what: str, x: Array, shape: tuple[int, ...] | None = None) -> Array:
+    """A weight as an array of ``x``'s dtype: an untraced tensor, an array or an array-like;
+    with ``shape``, it must broadcast to it (names both shapes).
+
+    Raises:
+        ValueError: a traced tensor (PyTorch does not differentiate weights either).
+        DTypeError: a non-numeric weight.
+        ShapeError: the weight does not broadcast to ``shape``.
+    """
+    if getattr(value, "tape", NONE_TAPE) is not NONE_TAPE:
+        raise ValueError(f"{op}: {what} is a constant; pass an untraced tensor or an array")
+    w = np.asarray(getattr(value, "data", value))
+    if w.dtype.kind not in "biuf":
+        raise DTypeError(f"{op}: {what} must be numeric, got dtype {w.dtype} (shape {w.shape})")
+    w = w.astype(x.dtype, copy=False)
+    if shape is not None:
+        try:
+            if np.broadcast_shapes(w.shape, shape) != shape:
+                raise ValueError
+        except ValueError:
+            raise ShapeError(f"{op}: {what} of shape {w.shape} does not broadcast to input of shape {shape}") from None
+    return w
+
+
+def _legacy_reduction(op: str, weight: Any, reduction: str) -> tuple[Any, str]:
+    """``(weight, reduction)``: gradtape's earlier positional order put ``reduction`` third,
+    where PyTorch has ``weight``; a string there (never a weight) is the reduction.
+
+    Raises:
+        TypeError: a string in ``weight``'s place and a ``reduction`` too.
+    """
+    if not isinstance(weight, str):
+        return weight, reduction
+    if reduction != "mean":
+        raise TypeError(f"{op}: reduction given twice: {weight!r} in weight's place and reduction={reduction!r}")
+    return None, weight
+
+
 def _scale(op: str, x: Array, reduction: str) -> float:
-    if reduction == "sum":
+    if reduction in ("sum", "none"):
         return 1.0
     n = (x.shape[0] if x.ndim else 1) if reduction == "batchmean" else x.size
     if n == 0:
@@ -100,68 +170,106 @@ def _scale(op: str, x: Array, reduction: str) -> float:
     return 1.0 / n
 
 
-def _record_loss(
-    input: Tensor[Any, Any],
-    target: Any,
-    value: Any,
-    scale: float,
-    rule: _Rule,
-    diff: Callable[[Any, Any], tuple[Any, Any]] | None = None,
-) -> Any:
-    """Wrap the scalar ``value`` as the loss and record one backward closure that accumulates
-    the input's (and a target tensor's) gradient as ``rule`` computes them; a gradient the
-    store does not keep is not computed (:meth:`~gradtape.gradients.Gradients.wants`)."""
-    x = input.data
-    tape = op_tape(input) if target is None else op_tape(input, target)
-    out = input._from_op(np.asarray(value, dtype=x.dtype), tape)
+def _total(elems: Array, reduction: str, scale: float) -> Any:
+    if reduction == "none":
+        return elems
+    total = elems.sum()
+    return total if reduction == "sum" else total * elems.dtype.type(scale)
+
+
+def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff: _Diff | None) -> Any:
+    """Wrap ``value`` (the loss: a scalar, or an array for ``reduction="none"``) as the output
+    of ``operands[0]``'s kind and record one op whose first rule is ``rule`` and second rule
+    ``diff``. ``operands`` are the tensors that may get a gradient (``None`` for one given as
+    a constant), in the order the rules return their gradients; a gradient the store does not
+    keep is not computed (:meth:`~gradtape.gradients.Gradients.wants`)."""
+    main = operands[0]
+    x = main.data
+    tape = op_tape(*(t for t in operands if t is not None))
+    out = main._from_op(np.asarray(value, dtype=x.dtype), tape)
     if tape is not NONE_TAPE:
-        xid, x_leaf = input.id, input._leaf
-        tid, t_leaf = (target.id, target._leaf) if target is not None else (-1, True)
-        dt = x.dtype.type
+        ids = [(t.id, t._leaf) if t is not None else (-1, True) for t in operands]
+        s = x.dtype.type(scale)
+        if all(t is None for t in operands[1:]):  # one differentiable input: the common case
+            xid, x_leaf = ids[0]
+            only = (True,) + (False,) * (len(operands) - 1)
+
+            def one_backward(grads: Gradients, g: Array) -> None:
+                if grads.wants(xid, x_leaf):
+                    gx = rule(np.multiply(g, s), only)[0]
+                    if gx is not None:
+                        grads._accum(xid, np.asarray(gx))
+
+            def one_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+                return [(xid, diff(g, rebuild)[0])]  # type: ignore[misc]  # recorded only when diff is given
+
+            record(tape, out, one_backward, one_diff if diff is not None else None)
+            return out
 
         def loss_backward(grads: Gradients, g: Array) -> None:
-            need_x = grads.wants(xid, x_leaf)
-            need_t = tid >= 0 and grads.wants(tid, t_leaf)
-            gx, gt = rule(dt(g * dt(scale)), need_x, need_t)
-            if need_x and gx is not None:
-                grads._accum(xid, np.asarray(gx))
-            if need_t and gt is not None:
-                grads._accum(tid, np.asarray(gt))
+            needs = tuple(i >= 0 and grads.wants(i, leaf) for i, leaf in ids)
+            gs = rule(np.multiply(g, s), needs)
+            for (i, _), need, gi in zip(ids, needs, gs, strict=True):
+                if need and gi is not None:
+                    grads._accum(i, np.asarray(gi))
 
         def loss_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
-            # the second rule: diff(g, rebuild) -> (input's, target's gradient)
-            gx, gt = diff(g, rebuild)  # type: ignore[misc]  # recorded only when diff is given
-            return [(i, gi) for i, gi in ((xid, gx), (tid, gt)) if gi is not None and i >= 0]
+            gs = diff(g, rebuild)  # type: ignore[misc]  # recorded only when diff is given
+            return [(i, gi) for (i, _), gi in zip(ids, gs, strict=True) if gi is not None and i >= 0]
 
         record(tape, out, loss_backward, loss_diff if diff is not None else None)
     return out
 
 
-def _total(elems: Array, reduction: str, scale: float) -> Any:
-    total = elems.sum()
-    return total if reduction == "sum" else total * elems.dtype.type(scale)
+def _rebuilt(t: Any, data: Array, rebuild: Any, g: Any) -> Any:
+    """The second rule's view of an operand: the traced tensor ``t`` rebuilt, or ``data`` as a
+    constant when the operand was given untraced (``t`` is None)."""
+    return rebuild(t.id, t.data) if t is not None else g._like(data)
+
+
+def _elementwise_loss(
+    input: Any,
+    tt: Any,
+    reduction: str,
+    elems: Array,
+    grad_x: Callable[[Any], Array],
+    grad_t: Callable[[Any], Array],
+    diff: _Diff,
+    scale: float,
+) -> Any:
+    """Record a loss of ``input`` and a target of its shape: ``grad_x(c)`` / ``grad_t(c)`` give
+    their gradients for the scaled output gradient ``c``."""
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
+        return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
+
+    return _record([input, tt], _total(np.asarray(elems), reduction, scale), scale, rule, diff)
 
 
 # ----- regression losses -------------------------------------------------------------------
 
 
 @typed_as(_sig.mse_loss)
-def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
-    """Mean squared error ``mean((input - target)**2)`` (``"sum"``: the sum), PyTorch's
-    ``F.mse_loss``.
+def mse_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
+    """Mean squared error ``mean((input - target)**2)`` (``"sum"``: the sum; ``"none"``: the
+    elementwise ``(input - target)**2``), PyTorch's ``F.mse_loss``.
 
     Args:
         input: float32/float64 tensor of any shape.
-        target: a tensor of the same shape and dtype (it gets a gradient too if traced), or a
-            numpy array of the same shape (converted to the input's dtype).
-        reduction: ``"mean"`` (default) or ``"sum"``.
+        target: a tensor of the same shape and dtype (it gets a gradient too if traced), or an
+            integer tensor or a numpy array of the same shape (a constant of the input's dtype).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Returns:
+        A scalar (``"mean"``, ``"sum"``) or a tensor of the input's shape (``"none"``), of the
+        input's dtype.
 
     Gradients: ``d/dinput = 2 (input - target) * scale``, ``d/dtarget = -d/dinput``
-    (``scale`` is ``1/numel`` for ``"mean"``, ``1`` for ``"sum"``).
+    (``scale`` is ``1/numel`` for ``"mean"``, ``1`` otherwise, times the output's gradient).
 
     Raises:
         ShapeError: the shapes differ (names both), or ``"mean"`` over an empty input.
-        DTypeError: a target tensor of another dtype.
+        DTypeError: a float target tensor of another dtype.
         ValueError: an unknown ``reduction``.
     """
     _check_reduction("mse_loss", reduction)
@@ -170,23 +278,18 @@ def mse_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     scale = _scale("mse_loss", x, reduction)
     d = x - t
 
-    def rule(c: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        gx = d * (c + c)
-        return gx, (np.negative(gx) if need_t else None)
-
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # 2 (x - t) scale g
-        xt = rebuild(input.id, x)
-        tt_ = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
-        gx = (xt - tt_) * (2.0 * scale) * g
+        gx = (rebuild(input.id, x) - _rebuilt(tt, t, rebuild, g)) * (2.0 * scale) * g
         return gx, -gx
 
-    return _record_loss(input, tt, _total(d * d, reduction, scale), scale, rule, diff)
+    return _elementwise_loss(input, tt, reduction, d * d, lambda c: d * (c + c), lambda c: d * -(c + c), diff, scale)
 
 
 @typed_as(_sig.l1_loss)
-def l1_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
-    """Mean absolute error ``mean(|input - target|)`` (``"sum"``: the sum), PyTorch's
-    ``F.l1_loss``; also exported as :func:`mae_loss`.
+def l1_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
+    """Mean absolute error ``mean(|input - target|)`` (``"sum"``: the sum; ``"none"``: the
+    elementwise ``|input - target|``), PyTorch's ``F.l1_loss``; also exported as
+    :func:`mae_loss`.
 
     Gradients: ``d/dinput = sign(input - target) * scale`` (``0`` where they are equal, as
     PyTorch), ``d/dtarget = -d/dinput``.
@@ -199,16 +302,13 @@ def l1_loss(input: Any, target: Any, reduction: Reduction = "mean") -> Any:
     x = input.data
     scale = _scale("l1_loss", x, reduction)
     d = x - t
-
-    def rule(c: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        gx = np.sign(d) * c
-        return gx, (np.negative(gx) if need_t else None)
+    sd = np.sign(d)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # a constant slope: sign(d) scale g
-        gx = g * g._like(np.sign(d) * x.dtype.type(scale))
+        gx = g * g._like(sd * x.dtype.type(scale))
         return gx, -gx
 
-    return _record_loss(input, tt, _total(np.abs(d), reduction, scale), scale, rule, diff)
+    return _elementwise_loss(input, tt, reduction, np.abs(d), lambda c: sd * c, lambda c: sd * -c, diff, scale)
 
 
 mae_loss = l1_loss
@@ -228,45 +328,38 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
     k = dt(delta)
     if divide and delta == 0:
         elems = ad
+        slope = np.sign(d)
     else:
         inner = ad < k
         half = dt(0.5)
         if divide:  # smooth L1: 0.5 d**2 / beta inside, |d| - 0.5 beta outside
             elems = np.where(inner, half * d * d / k, ad - half * k)
+            slope = np.clip(d / k, dt(-1), dt(1))
         else:  # Huber: 0.5 d**2 inside, delta (|d| - 0.5 delta) outside
             elems = np.where(inner, half * d * d, k * (ad - half * k))
-
-    def rule(c: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        if divide and delta == 0:
-            gx = np.sign(d) * c
-        elif divide:
-            gx = np.clip(d / k, dt(-1), dt(1)) * c
-        else:
-            gx = np.clip(d, -k, k) * c
-        return gx, (np.negative(gx) if need_t else None)
+            slope = np.clip(d, -k, k)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
         # d inside the band (d / beta for smooth L1), the constant clipped slope outside
         from gradtape.ops.compare import where
 
         if divide and delta == 0:
-            slope = g._like(np.sign(d))
+            sl = g._like(slope)
         else:
-            dtt = rebuild(input.id, x) - (rebuild(tt.id, tt.data) if tt is not None else g._like(t))
+            dtt = rebuild(input.id, x) - _rebuilt(tt, t, rebuild, g)
             band = dtt * (1.0 / float(k)) if divide else dtt
-            outer = np.clip(d / k, dt(-1), dt(1)) if divide else np.clip(d, -k, k)
-            slope = where(np.abs(d) < k, band, g._like(np.asarray(outer, dtype=x.dtype)))
-        gx = slope * float(scale) * g
+            sl = where(ad < k, band, g._like(np.asarray(slope, dtype=x.dtype)))
+        gx = sl * float(scale) * g
         return gx, -gx
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
+    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope * c, lambda c: slope * -c, diff, scale)
 
 
 @typed_as(_sig.huber_loss)
-def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: float = 1.0) -> Any:
+def huber_loss(input: Any, target: Any, reduction: AnyReduction = "mean", delta: float = 1.0) -> Any:
     """Huber loss, PyTorch's ``F.huber_loss``: with ``d = input - target``, elementwise
     ``0.5 d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 delta)``; then the mean
-    (default) or the sum.
+    (default), the sum, or none.
 
     Gradients: ``d/dinput = clip(d, -delta, delta) * scale``, ``d/dtarget = -d/dinput``.
 
@@ -280,7 +373,7 @@ def huber_loss(input: Any, target: Any, reduction: Reduction = "mean", delta: fl
 
 
 @typed_as(_sig.smooth_l1_loss)
-def smooth_l1_loss(input: Any, target: Any, reduction: Reduction = "mean", beta: float = 1.0) -> Any:
+def smooth_l1_loss(input: Any, target: Any, reduction: AnyReduction = "mean", beta: float = 1.0) -> Any:
     """Smooth L1 loss, PyTorch's ``F.smooth_l1_loss``: with ``d = input - target``,
     elementwise ``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (that is
     ``huber_loss(delta=beta) / beta``); ``beta=0`` is exactly :func:`l1_loss`.
@@ -300,201 +393,506 @@ def smooth_l1_loss(input: Any, target: Any, reduction: Reduction = "mean", beta:
 # ----- classification losses ---------------------------------------------------------------
 
 
-def cross_entropy(
-    logits: Tensor[Rank2[A, B], T],
-    targets: npt.ArrayLike,
-    reduction: Literal["mean", "sum"] = "mean",
-) -> Tensor[Rank0, T]:
-    """Softmax cross-entropy of ``(N, C)`` logits against class indices or class probabilities
-    (PyTorch's ``F.cross_entropy``, which decides the same way):
+def _rows(a: Array) -> Array:
+    """One row per sample, the classes along the row: ``(C,)`` -> ``(1, C)``, ``(N, C)`` as
+    is, ``(N, C, d1, ...)`` -> ``(N * d1 * ..., C)``."""
+    if a.ndim == 1:
+        return a.reshape(1, -1)
+    if a.ndim == 2:
+        return a
+    return np.moveaxis(a, 1, -1).reshape(-1, a.shape[1])
 
-    - **integer** targets of shape ``(N,)`` are class indices:
-      ``loss = -sum_n log_softmax(logits)[n, targets[n]]``;
-    - **float** targets of shape ``(N, C)`` (a numpy array or a tensor of the logits' dtype)
-      are probabilities (soft labels, e.g. label smoothing or a teacher's softmax):
-      ``loss = -sum_n sum_c targets[n, c] * log_softmax(logits)[n, c]``.
 
-    Either sum is divided by ``N`` when ``reduction="mean"``. Fused: the backward is
-    ``grad_logits += (softmax(logits) * rowsum(targets) - targets) * g / N`` (with one-hot
-    targets for indices; ``rowsum`` is 1 for proper distributions), and a traced target
-    tensor gets ``-log_softmax(logits) * g / N``. With class indices both directions are
-    compiled kernels (:func:`gradtape.devices.kernels.softmax.cross_entropy_forward`: two
-    kernel passes around numpy's ``exp``, the index check included; the backward one pass over
-    the saved softmax), as PyTorch fuses ``log_softmax`` with ``nll_loss``.
+def _unrows(r: Array, shape: tuple[int, ...]) -> Array:
+    """The inverse of :func:`_rows`: rows back to an array of ``shape`` (C-contiguous)."""
+    if len(shape) <= 2:
+        return r.reshape(shape)
+    return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0], *shape[2:], shape[1])), -1, 1))
 
-    Args:
-        logits: float32/float64 tensor of shape ``(N, C)``, unnormalised scores.
-        targets: integers in ``[0, C)`` of shape ``(N,)`` (a list, an integer array or an
-            integer tensor such as ``dev.tensor(labels)``, never differentiated), or
-            floats of shape ``(N, C)`` (converted to the logits' dtype; rows need not be
-            normalised, the formula above is used as is).
-        reduction: ``"mean"`` (default) or ``"sum"`` over the batch.
 
-    Returns:
-        A scalar tensor (shape ``()``) with ``logits``'s dtype; it owns a tape if the logits
-        or a target tensor do. Its static type takes the logits' tape kind only (the
-        signature predates tensor targets): with untraced logits and a traced target tensor
-        the result owns a tape at run time but is typed ``NoneTape``.
+def _batch_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of the per-sample losses: ``()`` for ``(C,)``, ``(N, d1, ...)`` for
+    ``(N, C, d1, ...)``."""
+    return () if len(shape) == 1 else (shape[0], *shape[2:])
+
+
+def _per_row(c: Any, batch: tuple[int, ...]) -> Array:
+    """The scaled output gradient ``c`` (a scalar, or an array of the batch shape) as a column
+    of one value per row."""
+    return np.broadcast_to(np.asarray(c), batch).reshape(-1, 1)
+
+
+def _class_axis_grad(g: Any, ndim: int) -> Any:
+    """The second rule's output gradient broadcast against the input: ``(N, d1, ...)`` gets
+    the class axis back as size 1."""
+    return g.unsqueeze(1) if ndim >= 2 and g.ndim >= 1 else g
+
+
+def _class_target(op: str, input: Tensor[Any, Any], target: object, probs: bool) -> tuple[Array, Any, bool]:
+    """``(target array, target tensor or None, is_probability)``: integer class indices of the
+    batch shape (an ``intp`` array; any integer tensor, array or list), or, where ``probs``,
+    float class probabilities of the input's shape (a float tensor must have its dtype; it
+    gets a gradient when traced).
 
     Raises:
-        ShapeError: logits not 2-D, targets of neither shape (names both shapes), or ``N == 0``.
-        DTypeError: targets neither integer nor floating (e.g. float targets of shape ``(N,)``,
-            bools), or a target tensor of another dtype.
-        ValueError: a class index is outside ``[0, C)``, or ``reduction`` is unknown.
+        ShapeError: a 0-d input, or targets of the wrong shape (names both shapes).
+        DTypeError: float targets where indices are needed (or of neither shape), bool or
+            other non-integer targets, a float target tensor of another dtype.
     """
-    x = logits.data
-    if x.ndim != 2:
-        raise ShapeError(f"cross_entropy: logits must be 2-D (N, C), got shape {x.shape}")
-    n = x.shape[0]
-    t_tensor: Any = targets if targets.__class__ is logits.__class__ else None
-    t: Array = t_tensor.data if t_tensor is not None else np.asarray(targets)
-    if t_tensor is not None and t.dtype.kind in "iu":  # class indices as an int64 tensor (torch's)
-        t_tensor = None
+    x = input.data
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: input must have shape (C,), (N, C) or (N, C, d1, ...), got shape ()")
+    is_tensor = _is_tensor(target, input)
+    t: Array = target.data if is_tensor else np.asarray(target)  # type: ignore[attr-defined]
+    batch = _batch_shape(x.shape)
+    if t.dtype.kind == "f" and t.size == 0 and not is_tensor and t.ndim == 1 and x.ndim <= 2:
+        t = t.astype(np.intp)  # np.asarray([]) is float64: no targets, as indices
     if t.dtype.kind == "f":
-        if t.ndim != 2:
+        if not probs:
             raise DTypeError(
-                f"cross_entropy: targets must be integer class indices of shape ({n},) or class probabilities "
+                f"{op}: targets must be integer class indices of shape {batch} (input of shape {x.shape}); "
+                f"got dtype {t.dtype} and shape {t.shape}"
+            )
+        if t.ndim != x.ndim:
+            raise DTypeError(
+                f"{op}: targets must be integer class indices of shape {batch} or class probabilities "
                 f"of the logits' shape {x.shape}; got dtype {t.dtype} and shape {t.shape}"
             )
         if t.shape != x.shape:
-            raise ShapeError(
-                f"cross_entropy: probability targets of shape {t.shape} do not match logits of shape {x.shape}"
-            )
-        if t_tensor is not None and t.dtype != x.dtype:
-            raise DTypeError(
-                f"cross_entropy: target dtype {t.dtype} (shape {t.shape}) differs from logits dtype {x.dtype}"
-            )
-        return _soft_cross_entropy(logits, t.astype(x.dtype, copy=False), t_tensor, reduction)  # type: ignore[no-any-return]
-    if t_tensor is not None or t.dtype.kind not in "iu":
-        raise DTypeError(f"cross_entropy: targets must be integer class indices, got dtype {t.dtype}")
-    t = int_indices("cross_entropy", t, f"logits of shape {x.shape}", "targets")  # native intp
-    if t.shape != (n,):
-        raise ShapeError(f"cross_entropy: targets of shape {t.shape} do not match logits of shape {x.shape}")
-    if n == 0:
-        raise ShapeError(f"cross_entropy: empty batch (logits of shape {x.shape})")
-    _check_reduction("cross_entropy", reduction)
-    total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
-    scale = 1.0 / n if reduction == "mean" else 1.0
-
-    fresh = [p]  # the softmax the backward kernel overwrites: its own the first time
-
-    def rule(cg: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        # a pass run again (retain_graph) needs the softmax again: recompute it from x
-        q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
-        return _ks.cross_entropy_backward(q, t, float(cg)), None
-
-    def diff(g: Any, rebuild: Any) -> tuple[Any, None]:  # (softmax(x) - onehot) scale g
-        onehot = np.zeros(x.shape, x.dtype)
-        onehot[np.arange(n), t] = 1
-        return (rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g, None
-
-    return _record_loss(logits, None, total * scale, scale, rule, diff)  # type: ignore[no-any-return]
+            raise ShapeError(f"{op}: probability targets of shape {t.shape} do not match logits of shape {x.shape}")
+        if is_tensor and t.dtype != x.dtype:
+            raise DTypeError(f"{op}: target dtype {t.dtype} (shape {t.shape}) differs from logits dtype {x.dtype}")
+        return t.astype(x.dtype, copy=False), (target if is_tensor else None), True
+    if t.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{op}: targets must be integer class indices, got dtype {t.dtype} (shape {t.shape}; "
+            f"input of shape {x.shape})"
+        )
+    t = int_indices(op, t, f"input of shape {x.shape}", "targets")
+    if t.shape != batch:
+        raise ShapeError(
+            f"{op}: class-index targets must have shape (N,) for 2-D (N, C) input, (N, d1, ...) for "
+            f"(N, C, d1, ...) input and () for 1-D (C,) input; got targets of shape {t.shape} for input "
+            f"of shape {x.shape}"
+        )
+    return t, None, False
 
 
-def _soft_cross_entropy(logits: Tensor[Any, Any], t: Array, t_tensor: Any, reduction: str) -> Any:
-    x = logits.data
-    n = x.shape[0]
-    if n == 0:
-        raise ShapeError(f"cross_entropy: empty batch (logits of shape {x.shape})")
-    _check_reduction("cross_entropy", reduction)
-    logp = log_softmax_array(x, 1)
-    scale = 1.0 / n if reduction == "mean" else 1.0
-    loss = -(t * logp).sum() * x.dtype.type(scale)
+def _class_weight(op: str, weight: object, x: Array, classes: int) -> Array | None:
+    """``weight`` (one per class, a constant) as an array of ``x``'s dtype, or None.
 
-    def rule(cg: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        gx = None
-        if need_x:
-            gx = np.exp(logp)
-            gx *= t.sum(axis=1, keepdims=True)
-            gx -= t
-            gx *= cg
-        return gx, (logp * -cg if need_t else None)
+    Raises:
+        ShapeError: not of shape ``(C,)``.
+        ValueError, DTypeError: as :func:`_constant`.
+    """
+    if weight is None:
+        return None
+    w = _constant(op, weight, "weight", x)
+    if w.shape != (classes,):
+        raise ShapeError(
+            f"{op}: weight of shape {w.shape} must have one entry per class, ({classes},), for input of shape {x.shape}"
+        )
+    return w
 
-    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # softmax(x) sum(t) - t; -log_softmax(x)
-        xt = rebuild(logits.id, x)
-        tv = rebuild(t_tensor.id, t_tensor.data) if t_tensor is not None else g._like(t)
-        gx = (xt.softmax(1) * tv.sum(axis=1, keepdims=True) - tv) * g * float(scale)
-        gt = -xt.log_softmax(1) * g * float(scale) if t_tensor is not None else None
+
+def _index_rows(op: str, t: Array, classes: int, ignore_index: int, w: Array | None, x: Array) -> tuple[Array, Array]:
+    """``(safe, wrow)``: the flat class indices (``0`` where ignored) and each row's weight
+    ``weight[target]`` (``1`` without weights; ``0`` where the target is ``ignore_index``).
+
+    Raises:
+        ValueError: an index outside ``[0, C)`` that is not ``ignore_index`` (names the range).
+    """
+    flat = t.reshape(-1)
+    keep = flat != ignore_index
+    bad = keep & ((flat < 0) | (flat >= classes))
+    if bad.any():
+        wrong = flat[bad]
+        raise ValueError(
+            f"{op}: class indices must lie in [0, {classes}) or equal ignore_index={ignore_index}, got min "
+            f"{wrong.min()} and max {wrong.max()} among them (targets of shape {t.shape}, input of shape {x.shape})"
+        )
+    safe = np.where(keep, flat, 0)
+    wrow = (w[safe] if w is not None else np.ones(flat.shape, x.dtype)) * keep
+    return safe, wrow.astype(x.dtype, copy=False)
+
+
+def _class_reduce(op: str, elems: Array, reduction: str, denom: Any, x: Array) -> tuple[Any, float]:
+    """``(value, scale)`` of per-sample losses ``elems`` (the batch shape): ``"mean"`` divides
+    by ``denom`` (PyTorch's: the summed weights of the kept targets, or the number of samples
+    for probability targets). Every target ignored: ``nan`` with a zero gradient, as PyTorch.
+
+    Raises:
+        ShapeError: ``"mean"`` over an empty batch.
+    """
+    if reduction == "none":
+        return elems, 1.0
+    total = elems.sum()
+    if reduction == "sum":
+        return total, 1.0
+    if elems.size == 0:
+        raise ShapeError(f"{op}: empty batch (logits of shape {x.shape}): reduction='mean' is undefined")
+    if denom == 0:
+        return x.dtype.type(np.nan), 0.0
+    return total / x.dtype.type(denom), 1.0 / float(denom)
+
+
+@typed_as(_sig.nll_loss)
+def nll_loss(
+    input: Any, target: Any, weight: Weight = None, ignore_index: int = -100, reduction: AnyReduction = "mean"
+) -> Any:
+    """Negative log-likelihood of log-probabilities against class indices, PyTorch's
+    ``F.nll_loss``: per sample ``l = -weight[t] * input[n, t]`` (``t`` the sample's target;
+    ``0`` where ``t == ignore_index``); ``"mean"`` is PyTorch's weighted mean
+    ``sum(l) / sum(weight[t])`` over the kept targets, ``"sum"`` the sum, ``"none"`` the
+    per-sample losses of the target's shape.
+
+    Args:
+        input: log-probabilities, float32/float64, of shape ``(N, C)``, ``(C,)`` (one sample)
+            or ``(N, C, d1, ...)`` (the classes along axis 1, e.g. per pixel).
+        target: integer class indices in ``[0, C)`` of shape ``(N,)``, ``()`` or
+            ``(N, d1, ...)``: an integer tensor (int64 as PyTorch's, or int32), array or list;
+            never differentiated.
+        weight: optional per-class weights of shape ``(C,)`` (a constant).
+        ignore_index: a target value that contributes nothing (not even to the mean's
+            denominator).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Returns:
+        A scalar, or the per-sample losses (shape ``(N,)``/``(N, d1, ...)``), of the input's
+        dtype. Every target ignored with ``"mean"``: ``nan`` (PyTorch's ``0 / 0``) with a zero
+        gradient.
+
+    Gradient: ``d/dinput[n, t] = -weight[t] * scale``, zero elsewhere (``scale`` is
+    ``1 / sum(weight[t])`` for ``"mean"``, times the output's gradient).
+
+    Raises:
+        ShapeError: a 0-d input, targets of the wrong shape, a weight not of shape ``(C,)``, or
+            ``"mean"`` over an empty batch (names the shapes).
+        DTypeError: float (or bool) targets, a non-float input.
+        ValueError: a class index outside ``[0, C)`` other than ``ignore_index``, a traced
+            weight, an unknown ``reduction``.
+    """
+    op = "nll_loss"
+    _check_reduction(op, reduction)
+    t, _, _ = _class_target(op, input, target, probs=False)
+    x = input.data
+    classes = x.shape[0] if x.ndim == 1 else x.shape[1]
+    w = _class_weight(op, weight, x, classes)
+    rows = _rows(x)
+    safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
+    at = np.arange(rows.shape[0])
+    batch = _batch_shape(x.shape)
+    value, scale = _class_reduce(op, (-(wrow * rows[at, safe])).reshape(batch), reduction, wrow.sum(), x)
+    q = np.zeros(rows.shape, x.dtype)  # the weighted one-hot rows: the gradient is -q * c
+    q[at, safe] = wrow
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
+        return (_unrows(q * -_per_row(c, batch), x.shape),)
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any]:  # a constant slope: -q scale g
+        return (g._like(_unrows(q * x.dtype.type(-scale), x.shape)) * _class_axis_grad(g, x.ndim),)
+
+    return _record([input], value, scale, rule, diff)
+
+
+@typed_as(_sig.cross_entropy)
+def cross_entropy(
+    input: Any,
+    target: Any,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: AnyReduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Any:
+    """Softmax cross-entropy of unnormalised logits against class indices or class
+    probabilities, PyTorch's ``F.cross_entropy`` (which decides the same way, by the target's
+    kind), with the classes along axis 1 (``(N, C)``, ``(N, C, d1, ...)``) or ``(C,)`` for one
+    sample. With ``logp = log_softmax(input, 1)``, ``C`` classes and ``eps = label_smoothing``:
+
+    - **integer** targets ``t`` of the batch shape (``(N,)``, ``(N, d1, ...)``, ``()``) are
+      class indices: per sample ``l = -(1 - eps) weight[t] logp[t] - eps / C * sum_c
+      weight[c] logp[c]`` (``0`` where ``t == ignore_index``); ``"mean"`` divides the sum by
+      ``sum(weight[t])`` over the kept targets (their number without weights), PyTorch's
+      weighted mean (also for the smoothing term);
+    - **float** targets of the input's shape are probabilities (soft labels, a teacher's
+      softmax): ``l = -sum_c weight[c] ((1 - eps) t[c] + eps / C) logp[c]``; ``"mean"``
+      divides by the number of samples (``N * d1 * ...``); ``ignore_index`` does not apply.
+
+    ``"sum"`` sums, ``"none"`` returns the per-sample losses (the batch shape).
+
+    Args:
+        input: float32/float64 logits of shape ``(N, C)``, ``(N, C, d1, ...)`` or ``(C,)``.
+        target: class indices in ``[0, C)`` (an integer tensor, int64 as PyTorch's or int32,
+            an integer array or a list; never differentiated), or class probabilities of the
+            input's shape (an array, or a tensor of its dtype, which gets a gradient when
+            traced; rows need not be normalised, the formula is used as is).
+        weight: optional per-class weights of shape ``(C,)`` (a constant). A string here is
+            taken as ``reduction`` (gradtape's earlier positional order).
+        ignore_index: a class-index target value that contributes nothing.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+        label_smoothing: ``eps`` in ``[0, 1]``: mixes the target with the uniform
+            distribution over the classes (Szegedy et al. 2016), as PyTorch.
+
+    Returns:
+        A scalar, or the per-sample losses, of the input's dtype; it owns a tape if the input
+        or a float target tensor does. The static type takes the input's tape kind only: with
+        untraced logits and a traced probability tensor the result owns a tape at run time
+        but is typed ``NoneTape``. Every index target ignored with ``"mean"``: ``nan`` with a
+        zero gradient, as PyTorch.
+
+    Gradients: with ``q`` the sample's weighted target distribution above (so
+    ``l = -sum_c q[c] logp[c]``), ``d/dinput = (softmax(input) * sum(q) - q) * scale``
+    (``scale`` from the reduction, times the output's gradient); a traced probability target
+    gets ``-(1 - eps) weight logp * scale``. The common case (``(N, C)`` logits, class
+    indices, no weight, no smoothing, no ignored target, a reduced loss) runs the compiled
+    kernels of :func:`gradtape.devices.kernels.softmax.cross_entropy_forward` (two kernel
+    passes around numpy's ``exp``, the index check included; the backward one pass over the
+    saved softmax), as PyTorch fuses ``log_softmax`` with ``nll_loss``.
+
+    Raises:
+        ShapeError: a 0-d input, targets of neither shape (names both shapes), a weight not of
+            shape ``(C,)``, or ``"mean"`` over an empty batch.
+        DTypeError: targets neither integer nor floating (bools), float targets not of the
+            input's shape (e.g. ``(N,)`` floats), a float target tensor of another dtype.
+        ValueError: a class index outside ``[0, C)`` other than ``ignore_index``,
+            ``label_smoothing`` outside ``[0, 1]``, a traced weight, an unknown ``reduction``.
+    """
+    op = "cross_entropy"
+    weight, red = _legacy_reduction(op, weight, reduction)
+    _check_reduction(op, red)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"{op}: label_smoothing must lie in [0, 1], got {label_smoothing}")
+    t, t_tensor, probs = _class_target(op, input, target, probs=True)
+    x = input.data
+    classes = x.shape[0] if x.ndim == 1 else x.shape[1]
+    w = _class_weight(op, weight, x, classes)
+    eps = float(label_smoothing)
+    if x.ndim == 2 and not probs and w is None and eps == 0.0 and red != "none" and x.shape[0] > 0:
+        # the kernels refuse any index outside [0, C): an ignore_index outside it (PyTorch's
+        # -100) needs no check first; a target equal to it goes the general way
+        if not 0 <= ignore_index < classes:
+            try:
+                return _index_cross_entropy(input, t, red)
+            except ValueError:
+                pass  # an ignored target or a bad index: the general path tells which
+        elif not (t == ignore_index).any():
+            return _index_cross_entropy(input, t, red)
+    dt = x.dtype.type
+    rows = _rows(x)
+    logp = log_softmax_array(rows, 1)
+    if probs:
+        q = _rows(t)
+        if eps:
+            q = q * dt(1.0 - eps) + dt(eps / classes)
+        if w is not None:
+            q = q * w
+        denom: Any = rows.shape[0]
+    else:
+        safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
+        q = np.zeros(rows.shape, x.dtype)
+        q[np.arange(rows.shape[0]), safe] = wrow * dt(1.0 - eps)
+        if eps:
+            q += (wrow != 0)[:, None] * (dt(eps / classes) if w is None else w * dt(eps / classes))
+        denom = wrow.sum()
+    batch = _batch_shape(x.shape)
+    value, scale = _class_reduce(op, (-(q * logp).sum(axis=1)).reshape(batch), red, denom, x)
+    qsum = q.sum(axis=1, keepdims=True)
+    ax = 0 if x.ndim == 1 else 1
+    wb = None if w is None else w.reshape((classes,) + (1,) * max(x.ndim - 2, 0))  # broadcast along axis 1
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
+        cr = _per_row(c, batch)
+        gx = gt = None
+        if needs[0]:
+            p = np.exp(logp)
+            p *= qsum
+            p -= q
+            p *= cr
+            gx = _unrows(p, x.shape)
+        if needs[1]:  # a traced probability target
+            k = logp * dt(-(1.0 - eps))
+            if w is not None:
+                k *= w
+            k *= cr
+            gt = _unrows(k, x.shape)
         return gx, gt
 
-    return _record_loss(logits, t_tensor, loss, scale, rule, diff)
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # softmax(x) sum(q) - q; -(1 - eps) w logp
+        xt = rebuild(input.id, x)
+        ge = _class_axis_grad(g, x.ndim) * scale
+        if t_tensor is None:
+            qc = _unrows(q, x.shape)
+            return (xt.softmax(ax) * g._like(qc.sum(axis=ax, keepdims=True)) - g._like(qc)) * ge, None
+        qv = rebuild(t_tensor.id, t_tensor.data)
+        if eps:
+            qv = qv * (1.0 - eps) + eps / classes
+        if wb is not None:
+            qv = qv * g._like(wb)
+        gx = (xt.softmax(ax) * qv.sum(axis=ax, keepdims=True) - qv) * ge
+        k = xt.log_softmax(ax) * -(1.0 - eps)
+        if wb is not None:
+            k = k * g._like(wb)
+        return gx, k * ge
+
+    return _record([input, t_tensor], value, scale, rule, diff)
+
+
+def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> Any:
+    """:func:`cross_entropy`'s common case on the compiled kernels: ``(N, C)`` logits (``N >
+    0``), class indices, no weight, no smoothing, nothing ignored, a reduced loss."""
+    x = logits.data
+    n = x.shape[0]
+    total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
+    scale = 1.0 / n if reduction == "mean" else 1.0
+    fresh = [p]  # the softmax the backward kernel overwrites: its own the first time
+
+    def rule(cg: Any, needs: tuple[bool, ...]) -> tuple[Array | None]:
+        # a pass run again (retain_graph) needs the softmax again: recompute it from x
+        q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
+        return (_ks.cross_entropy_backward(q, t, float(cg)),)
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any]:  # (softmax(x) - onehot) scale g
+        onehot = np.zeros(x.shape, x.dtype)
+        onehot[np.arange(n), t] = 1
+        return ((rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g,)
+
+    return _record([logits], total * scale, scale, rule, diff)
+
+
+@typed_as(_sig.binary_cross_entropy)
+def binary_cross_entropy(input: Any, target: Any, weight: Weight = None, reduction: AnyReduction = "mean") -> Any:
+    """Binary cross-entropy of probabilities, PyTorch's ``F.binary_cross_entropy``: with
+    ``x = input`` and ``t = target`` in ``[0, 1]``, elementwise
+    ``-weight * (t * max(log x, -100) + (1 - t) * max(log(1 - x), -100))`` (the logs clamped
+    at ``-100`` as PyTorch, so ``x = 0`` or ``1`` gives a finite loss); then the mean
+    (default), the sum, or none. Prefer :func:`binary_cross_entropy_with_logits` on logits.
+
+    Args:
+        input: probabilities, float32/float64 tensor of any shape (e.g. a sigmoid's output).
+        target: probabilities of the same shape (a tensor, traced or not, an integer tensor,
+            or an array).
+        weight: optional constant rescaling each element, broadcast to the input's shape.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Gradients (PyTorch's): ``d/dx = weight (x - t) / max(x (1 - x), 1e-12) * scale``,
+    ``d/dt = weight (log(1 - x) - log x) * scale``.
+
+    Raises:
+        ValueError: an input or target element outside ``[0, 1]`` (NaN included, as PyTorch),
+            a traced weight, an unknown ``reduction``.
+        ShapeError: the shapes differ, or ``weight`` does not broadcast (names the shapes).
+        DTypeError: a float target tensor of another dtype.
+    """
+    op = "binary_cross_entropy"
+    _check_reduction(op, reduction)
+    t, tt = _target(op, input, target)
+    x = input.data
+    w = None if weight is None else _constant(op, weight, "weight", x, x.shape)
+    for what, a in (("input", x), ("target", t)):
+        if not ((a >= 0) & (a <= 1)).all():
+            raise ValueError(
+                f"{op}: all elements of {what} should be between 0 and 1 ({what} of shape {a.shape}: "
+                f"min {np.nanmin(a) if a.size else None}, max {np.nanmax(a) if a.size else None})"
+            )
+    scale = _scale(op, x, reduction)
+    dt = x.dtype.type
+    with np.errstate(divide="ignore"):
+        lx, l1x = np.log(x), np.log1p(-x)
+    elems = -(t * np.maximum(lx, dt(-100)) + (1 - t) * np.maximum(l1x, dt(-100)))
+    if w is not None:
+        elems = elems * w
+    slope_x = (x - t) / np.maximum(x * (1 - x), dt(1e-12))
+    with np.errstate(invalid="ignore"):
+        slope_t = l1x - lx
+    if w is not None:
+        slope_x, slope_t = slope_x * w, slope_t * w
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # w (x - t) / max(x (1 - x), eps); w (log(1 - x) - log x)
+        xt = rebuild(input.id, x)
+        tv = _rebuilt(tt, t, rebuild, g)
+        ge = g * float(scale) if w is None else g * g._like(w * dt(scale))
+        gx = (xt - tv) / (xt * (1.0 - xt)).clamp(min=1e-12) * ge
+        gt = ((1.0 - xt).log() - xt.log()) * ge if tt is not None else None
+        return gx, gt
+
+    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale)
 
 
 @typed_as(_sig.binary_cross_entropy_with_logits)
 def binary_cross_entropy_with_logits(
-    input: Any, target: Any, reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
+    input: Any,
+    target: Any,
+    weight: Weight = None,
+    reduction: AnyReduction = "mean",
+    pos_weight: Weight = None,
 ) -> Any:
     """Sigmoid + binary cross-entropy in one stable op, PyTorch's
     ``F.binary_cross_entropy_with_logits``: with logits ``x`` and targets ``t`` in ``[0, 1]``,
-    elementwise ``-(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x)))``, computed as
-    ``max(x, 0) - x t + log1p(exp(-|x|))`` so that no ``exp`` overflows for any ``x``.
+    elementwise ``-weight (t log sigmoid(x) + (1 - t) log(1 - sigmoid(x)))``, computed as
+    ``weight ((1 - t) x + softplus(-x))`` with ``softplus(-x) = max(-x, 0) + log1p(exp(-|x|))``
+    so that no ``exp`` overflows for any ``x``.
 
     Args:
         input: logits, float32/float64 tensor of any shape.
-        target: probabilities of the same shape (a tensor, traced or not, or an array).
-        reduction: ``"mean"`` (default) or ``"sum"``.
+        target: probabilities of the same shape (a tensor, traced or not, an integer tensor,
+            or an array).
+        weight: optional constant rescaling each element, broadcast to the input's shape. A
+            string here is taken as ``reduction`` (gradtape's earlier positional order).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
         pos_weight: optional weight of the positive term, broadcast against the input (PyTorch:
             one weight per class along the last axis): elementwise
-            ``(1 - t) x + (1 + (pos_weight - 1) t) * softplus(-x)``. A constant: it gets no
-            gradient (a traced tensor is rejected).
+            ``weight ((1 - t) x + (1 + (pos_weight - 1) t) * softplus(-x))``. A constant: it
+            gets no gradient (a traced tensor is rejected).
 
-    Gradients: ``d/dx = (sigmoid(x) - t) * scale`` (with ``pos_weight``:
-    ``((1 - t) - (1 + (pw - 1) t) sigmoid(-x)) * scale``), ``d/dt = -x * scale`` (with
-    ``pos_weight``: ``(-x + (pw - 1) softplus(-x)) * scale``).
+    Gradients: ``d/dx = weight (sigmoid(x) - t) * scale`` (with ``pos_weight``:
+    ``weight ((1 - t) - (1 + (pw - 1) t) sigmoid(-x)) * scale``), ``d/dt = -weight x * scale``
+    (with ``pos_weight``: ``weight (-x + (pw - 1) softplus(-x)) * scale``).
 
     Raises:
-        ShapeError: the shapes differ, or ``pos_weight`` does not broadcast to the input's
-            shape (names both shapes).
-        DTypeError: a target tensor of another dtype.
-        ValueError: an unknown ``reduction``, or a traced ``pos_weight``.
+        ShapeError: the shapes differ, or ``weight`` or ``pos_weight`` does not broadcast to
+            the input's shape (names both shapes).
+        DTypeError: a float target tensor of another dtype.
+        ValueError: an unknown ``reduction``, or a traced ``weight`` or ``pos_weight``.
     """
     op = "binary_cross_entropy_with_logits"
-    _check_reduction(op, reduction)
+    weight, red = _legacy_reduction(op, weight, reduction)
+    _check_reduction(op, red)
     t, tt = _target(op, input, target)
     x = input.data
-    scale = _scale(op, x, reduction)
+    scale = _scale(op, x, red)
     dt = x.dtype.type
+    w = None if weight is None else _constant(op, weight, "weight", x, x.shape)
+    pw = None if pos_weight is None else _constant(op, pos_weight, "pos_weight", x, x.shape)
     e = np.exp(-np.abs(x))  # in (0, 1]: never overflows
     sp = np.log1p(e) + np.maximum(-x, dt(0))  # softplus(-x) = -log(sigmoid(x))
-    if pos_weight is None:
-        elems = (1 - t) * x + sp  # = max(x, 0) - x t + log1p(exp(-|x|))
-        lw = None
-    else:
-        if getattr(pos_weight, "tape", NONE_TAPE) is not NONE_TAPE:
-            raise ValueError(f"{op}: pos_weight is a constant; pass an untraced tensor or an array")
-        pw = np.asarray(getattr(pos_weight, "data", pos_weight)).astype(x.dtype, copy=False)
-        try:
-            if np.broadcast_shapes(pw.shape, x.shape) != x.shape:
-                raise ValueError
-        except ValueError:
-            raise ShapeError(
-                f"{op}: pos_weight of shape {pw.shape} does not broadcast to input of shape {x.shape}"
-            ) from None
-        lw = 1 + (pw - 1) * t
-        elems = (1 - t) * x + lw * sp
+    lw = None if pw is None else 1 + (pw - 1) * t
+    elems = (1 - t) * x + (sp if lw is None else lw * sp)
+    if w is not None:
+        elems = elems * w
 
-    def rule(c: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        gx = gt = None
-        one = dt(1)
-        if need_x:
-            neg_sig = np.where(x >= 0, e, one) / (one + e)  # sigmoid(-x), stable
-            gx = (1 - t) - neg_sig if lw is None else (1 - t) - lw * neg_sig
-            gx *= c
-        if need_t:
-            gt = -x * c if lw is None else ((pw - 1) * sp - x) * c
-        return gx, gt
+    def grad_x(c: Any) -> Array:
+        neg_sig = np.where(x >= 0, e, dt(1)) / (dt(1) + e)  # sigmoid(-x), stable
+        gx: Array = (1 - t) - (neg_sig if lw is None else lw * neg_sig)
+        gx *= c if w is None else c * w
+        return gx
+
+    def grad_t(c: Any) -> Array:
+        gt: Array = -x if pw is None else (pw - 1) * sp - x
+        gt = gt * (c if w is None else c * w)
+        return gt
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # (1 - t) - lw sigmoid(-x); the target's
         xt = rebuild(input.id, x)
-        tv = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
+        tv = _rebuilt(tt, t, rebuild, g)
+        ge = g * float(scale) if w is None else g * g._like(np.asarray(w * dt(scale)))
         neg_sig = (-xt).sigmoid()
-        gx = ((1.0 - tv) - (neg_sig if lw is None else (tv * g._like(pw - 1) + 1.0) * neg_sig)) * g * float(scale)
+        gx = ((1.0 - tv) - (neg_sig if pw is None else (tv * g._like(pw - 1) + 1.0) * neg_sig)) * ge
         if tt is None:
             return gx, None
-        gt = -xt if lw is None else (-xt).softplus() * g._like(np.broadcast_to(pw - 1, x.shape).copy()) - xt
-        return gx, gt * g * float(scale)
+        gt = -xt if pw is None else (-xt).softplus() * g._like(np.broadcast_to(pw - 1, x.shape).copy()) - xt
+        return gx, gt * ge
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
+    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale)
 
 
 # ----- distribution losses ------------------------------------------------------------------
@@ -502,7 +900,10 @@ def binary_cross_entropy_with_logits(
 
 @typed_as(_sig.kl_div)
 def kl_div(
-    input: Any, target: Any, reduction: Literal["mean", "sum", "batchmean"] = "mean", log_target: bool = False
+    input: Any,
+    target: Any,
+    reduction: Literal["mean", "sum", "batchmean", "none"] = "mean",
+    log_target: bool = False,
 ) -> Any:
     """Kullback-Leibler divergence with PyTorch's ``F.kl_div`` semantics: ``input`` holds
     **log**-probabilities ``log q``, ``target`` probabilities ``p`` (or log-probabilities
@@ -516,7 +917,8 @@ def kl_div(
         reduction: ``"mean"`` (default, PyTorch's): the mean over **all elements**, which is
             not the KL divergence of a batch of distributions; ``"batchmean"``: the sum divided
             by the batch size ``input.shape[0]`` (the true per-sample KL, as PyTorch
-            recommends; a 0-d input divides by 1); ``"sum"``.
+            recommends; a 0-d input divides by 1); ``"sum"``; ``"none"``: the elementwise
+            terms.
         log_target: whether ``target`` holds log-probabilities.
 
     Gradients: ``d/dinput = -p * scale``; ``d/dtarget = (log p + 1 - log q) * scale``
@@ -526,10 +928,10 @@ def kl_div(
     Raises:
         ShapeError: the shapes differ (names both), or a ``"mean"``/``"batchmean"`` over
             an empty input.
-        DTypeError: a target tensor of another dtype.
+        DTypeError: a float target tensor of another dtype.
         ValueError: an unknown ``reduction``.
     """
-    _check_reduction("kl_div", reduction, ("mean", "sum", "batchmean"))
+    _check_reduction("kl_div", reduction, ("mean", "sum", "batchmean", "none"))
     t, tt = _target("kl_div", input, target)
     x = input.data
     scale = _scale("kl_div", x, reduction)
@@ -538,17 +940,13 @@ def kl_div(
         xlogx = p * log_p if log_target else np.where(t == 0, x.dtype.type(0), t * log_p)
     elems = xlogx - p * x
 
-    def rule(c: Any, need_x: bool, need_t: bool) -> tuple[Array | None, Array | None]:
-        gx = p * -c if need_x else None
-        gt = None
-        if need_t:
-            with np.errstate(invalid="ignore"):
-                gt = (p * (t - x + 1) if log_target else log_p + 1 - x) * c
-        return gx, gt
+    def grad_t(c: Any) -> Array:
+        with np.errstate(invalid="ignore"):
+            return (p * (t - x + 1) if log_target else log_p + 1 - x) * c  # type: ignore[no-any-return]
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
         xt = rebuild(input.id, x)
-        tv = rebuild(tt.id, tt.data) if tt is not None else g._like(t)
+        tv = _rebuilt(tt, t, rebuild, g)
         pv = tv.exp() if log_target else tv
         gx = -(pv * g) * float(scale)
         if tt is None:
@@ -556,7 +954,471 @@ def kl_div(
         gt = (pv * (tv - xt + 1.0) if log_target else tv.log() + 1.0 - xt) * g * float(scale)
         return gx, gt
 
-    return _record_loss(input, tt, _total(np.asarray(elems), reduction, scale), scale, rule, diff)
+    return _elementwise_loss(input, tt, reduction, elems, lambda c: p * -c, grad_t, diff, scale)
+
+
+def _same_inputs(op: str, names: Sequence[str], tensors: Sequence[Tensor[Any, Any]], ranks: tuple[int, ...]) -> None:
+    """Inputs that must share shape and dtype (and have one of ``ranks``, if given).
+
+    Raises:
+        ShapeError: a shape differs from the first's, or a rank not in ``ranks`` (names them).
+        DTypeError: a dtype differs from the first's.
+    """
+    first = tensors[0].data
+    for name, t in zip(names[1:], tensors[1:], strict=True):
+        if t.data.dtype != first.dtype:
+            raise DTypeError(
+                f"{op}: {name} dtype {t.data.dtype} (shape {t.data.shape}) differs from {names[0]} dtype "
+                f"{first.dtype} (shape {first.shape})"
+            )
+        if t.data.shape != first.shape:
+            raise ShapeError(f"{op}: {name} of shape {t.data.shape} does not match {names[0]} of shape {first.shape}")
+    if ranks and first.ndim not in ranks:
+        want = " or ".join(f"{r}-D" for r in ranks)
+        raise ShapeError(f"{op}: {names[0]} must be {want} (batch, features), got shape {first.shape}")
+
+
+def _sample_target(op: str, target: object, like: Tensor[Any, Any], shape: tuple[int, ...]) -> Array:
+    """A label target (``1`` / ``-1``, compared, never differentiated) of ``shape``, as an array.
+
+    Raises:
+        DTypeError: a non-numeric target.
+        ShapeError: not of ``shape`` (names it and the input's).
+    """
+    y = np.asarray(target.data if _is_tensor(target, like) else target)  # type: ignore[attr-defined]
+    if y.dtype.kind not in "biuf":
+        raise DTypeError(f"{op}: target must be numeric (1 or -1), got dtype {y.dtype} (shape {y.shape})")
+    if y.shape != shape:
+        raise ShapeError(f"{op}: target of shape {y.shape} does not match {shape} (input of shape {like.data.shape})")
+    return y
+
+
+# ----- embedding and ranking losses ---------------------------------------------------------
+
+
+@typed_as(_sig.cosine_embedding_loss)
+def cosine_embedding_loss(
+    input1: Any, input2: Any, target: Any, margin: float = 0.0, reduction: AnyReduction = "mean"
+) -> Any:
+    """Cosine embedding loss, PyTorch's ``F.cosine_embedding_loss``: with
+    ``cos = sum(a b) / sqrt((sum(a a) + 1e-12) (sum(b b) + 1e-12))`` along the last axis, per
+    sample ``1 - cos`` where ``target == 1``, ``max(0, cos - margin)`` where ``target == -1``,
+    ``0`` for any other target value; then the mean over samples (default), the sum or none.
+
+    Args:
+        input1, input2: float32/float64 tensors of shape ``(N, D)`` (or ``(D,)``: one pair),
+            the same shape and dtype.
+        target: labels ``1`` (similar) / ``-1`` (dissimilar) of shape ``(N,)`` (``()``): a
+            tensor of any numeric dtype, or an array; never differentiated.
+        margin: in ``[-1, 1]``, PyTorch suggests ``[0, 0.5]``.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (shape ``(N,)``).
+
+    Gradients: ``d cos / d a = b / |a||b| - cos a / |a|**2`` (with the ``1e-12`` terms), times
+    ``-1`` (similar pairs) or ``1`` (dissimilar pairs with ``cos >= margin``), times ``scale``.
+
+    Raises:
+        ShapeError: inputs of different shapes or not 1-D/2-D, a target not of shape ``(N,)``
+            (names the shapes), ``"mean"`` over an empty batch.
+        DTypeError: inputs of different dtypes, a non-numeric target.
+        ValueError: an unknown ``reduction``.
+    """
+    op = "cosine_embedding_loss"
+    _check_reduction(op, reduction)
+    _same_inputs(op, ("input1", "input2"), (input1, input2), (1, 2))
+    a, b = input1.data, input2.data
+    y = _sample_target(op, target, input1, a.shape[:-1])
+    dt = a.dtype.type
+    tiny = dt(1e-12)
+    m1, m2 = (a * a).sum(-1) + tiny, (b * b).sum(-1) + tiny
+    den = np.sqrt(m1 * m2)
+    cos = (a * b).sum(-1) / den
+    pos, neg = y == 1, y == -1
+    elems = np.where(pos, 1 - cos, dt(0)) + np.where(neg, np.maximum(cos - dt(margin), dt(0)), dt(0))
+    coef = (neg & (cos - dt(margin) >= 0)).astype(a.dtype) - pos  # d loss / d cos
+    scale = _scale(op, elems, reduction)
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
+        k = (coef * c)[..., None]
+        ga = (b / den[..., None] - (cos / m1)[..., None] * a) * k if needs[0] else None
+        gb = (a / den[..., None] - (cos / m2)[..., None] * b) * k if needs[1] else None
+        return ga, gb
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
+        at, bt = rebuild(input1.id, a), rebuild(input2.id, b)
+        n1 = (at * at).sum(axis=-1, keepdims=True) + 1e-12
+        n2 = (bt * bt).sum(axis=-1, keepdims=True) + 1e-12
+        d = (n1 * n2).sqrt()
+        cs = (at * bt).sum(axis=-1, keepdims=True) / d
+        k = g._like(coef[..., None] * dt(scale)) * (g.unsqueeze(-1) if g.ndim else g)
+        return (bt / d - cs * at / n1) * k, (at / d - cs * bt / n2) * k
+
+    return _record([input1, input2], _total(elems, reduction, scale), scale, rule, diff)
+
+
+@typed_as(_sig.margin_ranking_loss)
+def margin_ranking_loss(
+    input1: Any, input2: Any, target: Any, margin: float = 0.0, reduction: AnyReduction = "mean"
+) -> Any:
+    """Margin ranking loss, PyTorch's ``F.margin_ranking_loss``: elementwise
+    ``max(0, -target * (input1 - input2) + margin)``, with ``target`` ``1`` where ``input1``
+    should rank higher and ``-1`` where ``input2`` should; then the mean (default), the sum or
+    none.
+
+    Args:
+        input1, input2: float32/float64 tensors of one shape and dtype.
+        target: of the same shape: a float tensor (traced or not; it gets a gradient as in
+            PyTorch), an integer tensor or an array (constants).
+        margin: the margin.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Gradients, where ``-target (input1 - input2) + margin >= 0`` (PyTorch's ``clamp_min``
+    passes the boundary): ``d/dinput1 = -target * scale``, ``d/dinput2 = target * scale``,
+    ``d/dtarget = -(input1 - input2) * scale``; zero elsewhere.
+
+    Raises:
+        ShapeError: shapes differ (names them), ``"mean"`` over an empty input.
+        DTypeError: dtypes differ.
+        ValueError: an unknown ``reduction``.
+    """
+    op = "margin_ranking_loss"
+    _check_reduction(op, reduction)
+    _same_inputs(op, ("input1", "input2"), (input1, input2), ())
+    y, yt = _target(op, input1, target)
+    a, b = input1.data, input2.data
+    scale = _scale(op, a, reduction)
+    d = a - b
+    v = -y * d + a.dtype.type(margin)
+    active = (v >= 0).astype(a.dtype)
+    ya = y * active
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
+        return (
+            ya * -c if needs[0] else None,
+            ya * c if needs[1] else None,
+            d * active * -c if needs[2] else None,
+        )
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any, Any]:
+        ge = g * g._like(active * a.dtype.type(scale))
+        yv = _rebuilt(yt, y, rebuild, g)
+        gy = -(rebuild(input1.id, a) - rebuild(input2.id, b)) * ge if yt is not None else None
+        return -yv * ge, yv * ge, gy
+
+    return _record([input1, input2, yt], _total(np.maximum(v, a.dtype.type(0)), reduction, scale), scale, rule, diff)
+
+
+@typed_as(_sig.hinge_embedding_loss)
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction: AnyReduction = "mean") -> Any:
+    """Hinge embedding loss, PyTorch's ``F.hinge_embedding_loss``: elementwise ``x`` where
+    ``target == 1``, ``max(0, margin - x)`` where ``target == -1`` (for other target values
+    the sum of the terms whose label differs: PyTorch's ``(t != -1) x + (t != 1) max(0,
+    margin - x)``); then the mean (default), the sum or none. ``input`` is usually a distance.
+
+    Args:
+        input: float32/float64 tensor of any shape.
+        target: labels ``1`` / ``-1`` of the same shape (a tensor of any numeric dtype, or an
+            array; never differentiated).
+        margin: the margin (default ``1``).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Gradient: ``d/dinput = ((t != -1) - (t != 1) (margin - x >= 0)) * scale``.
+
+    Raises:
+        ShapeError: the target's shape differs (names both), ``"mean"`` over an empty input.
+        DTypeError: a non-numeric target.
+        ValueError: an unknown ``reduction``.
+    """
+    op = "hinge_embedding_loss"
+    _check_reduction(op, reduction)
+    x = input.data
+    y = _sample_target(op, target, input, x.shape)
+    dt = x.dtype.type
+    scale = _scale(op, x, reduction)
+    not_pos, not_neg = y != 1, y != -1
+    inner = dt(margin) - x
+    elems = np.where(not_pos, np.maximum(inner, dt(0)), dt(0)) + np.where(not_neg, x, dt(0))
+    slope = not_neg.astype(x.dtype) - (not_pos & (inner >= 0))
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
+        return (slope * c,)
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any]:  # a constant slope
+        return (g * g._like(slope * dt(scale)),)
+
+    return _record([input], _total(elems, reduction, scale), scale, rule, diff)
+
+
+@typed_as(_sig.triplet_margin_loss)
+def triplet_margin_loss(
+    anchor: Any,
+    positive: Any,
+    negative: Any,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: AnyReduction = "mean",
+) -> Any:
+    """Triplet margin loss (Balntas et al. 2016), PyTorch's ``F.triplet_margin_loss`` with the
+    Euclidean distance: with ``d(u, v) = |u - v + eps|_2`` along the last axis (PyTorch's
+    ``pairwise_distance``), per sample ``max(0, margin + d(a, p) - d(a, n))``; with ``swap``,
+    ``d(a, n)`` is replaced by ``min(d(a, n), d(p, n))`` (the distance swap). Then the mean over
+    samples (default), the sum or none.
+
+    Args:
+        anchor, positive, negative: float32/float64 tensors of shape ``(N, D)`` (or ``(D,)``),
+            one shape and dtype.
+        margin: ``> 0`` (PyTorch's rule).
+        p: the norm's degree; ``2`` only (other degrees raise).
+        eps: added to the differences (keeps the distance's gradient finite).
+        swap: use the distance swap.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (shape ``(N,)``).
+
+    Gradients, for samples with ``margin + d(a, p) - d(a, n) >= 0``: with unit vectors
+    ``u_ap = (a - p + eps) / d(a, p)`` (and ``u_an``, ``u_pn``), ``d/da = u_ap - u_an``,
+    ``d/dp = -u_ap``, ``d/dn = u_an`` (with the swap taking ``d(p, n)``: ``d/dp = -u_ap -
+    u_pn``, ``d/dn = u_pn``; a tie splits the gradient, as PyTorch's ``min``), times ``scale``.
+
+    Raises:
+        ShapeError: shapes differ or are not 1-D/2-D (names them), ``"mean"`` over an empty
+            batch.
+        DTypeError: dtypes differ.
+        ValueError: ``margin <= 0``, ``p != 2``, an unknown ``reduction``.
+    """
+    op = "triplet_margin_loss"
+    _check_reduction(op, reduction)
+    if not margin > 0:
+        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+    if p != 2:
+        raise ValueError(f"{op}: only the Euclidean distance p=2 is implemented, got p={p}")
+    _same_inputs(op, ("anchor", "positive", "negative"), (anchor, positive, negative), (1, 2))
+    a, pv, nv = anchor.data, positive.data, negative.data
+    dt = a.dtype.type
+
+    def dist(u: Array, v: Array) -> tuple[Array, Array]:
+        d = u - v + dt(eps)
+        n = np.sqrt((d * d).sum(-1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            unit = np.where(n[..., None] > 0, d / n[..., None], dt(0))
+        return n, unit
+
+    n_ap, u_ap = dist(a, pv)
+    n_an, u_an = dist(a, nv)
+    if swap:
+        n_pn, u_pn = dist(pv, nv)
+        w_an = np.where(n_an < n_pn, dt(1), np.where(n_an == n_pn, dt(0.5), dt(0)))
+        n_neg = np.minimum(n_an, n_pn)
+    else:
+        n_pn, u_pn, w_an, n_neg = n_an, u_an, np.ones_like(n_an), n_an
+    w_pn = 1 - w_an
+    v = dt(margin) + n_ap - n_neg
+    active = (v >= 0).astype(a.dtype)
+    scale = _scale(op, v, reduction)
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
+        k = (active * c)[..., None]
+        return (
+            (u_ap - w_an[..., None] * u_an) * k if needs[0] else None,
+            -(u_ap + w_pn[..., None] * u_pn) * k if needs[1] else None,
+            (w_an[..., None] * u_an + w_pn[..., None] * u_pn) * k if needs[2] else None,
+        )
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any, Any]:
+        at, pt, nt = rebuild(anchor.id, a), rebuild(positive.id, pv), rebuild(negative.id, nv)
+
+        def unit(u: Any, w: Any) -> Any:
+            d = u - w + eps
+            return d / (d * d).sum(axis=-1, keepdims=True).sqrt()
+
+        k = g._like((active * dt(scale))[..., None]) * (g.unsqueeze(-1) if g.ndim else g)
+        uap, uan = unit(at, pt), unit(at, nt) * g._like(w_an[..., None])
+        side = unit(pt, nt) * g._like(w_pn[..., None]) if swap else None
+        ga = (uap - uan) * k
+        gp = -(uap + side) * k if side is not None else -uap * k
+        gn = (uan + side) * k if side is not None else uan * k
+        return ga, gp, gn
+
+    return _record([anchor, positive, negative], _total(np.maximum(v, dt(0)), reduction, scale), scale, rule, diff)
+
+
+# ----- likelihood losses --------------------------------------------------------------------
+
+
+@typed_as(_sig.gaussian_nll_loss)
+def gaussian_nll_loss(
+    input: Any,
+    target: Any,
+    var: Any,
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: AnyReduction = "mean",
+) -> Any:
+    """Gaussian negative log-likelihood, PyTorch's ``F.gaussian_nll_loss``: the target is a
+    sample of a normal distribution with mean ``input`` and variance ``var``; elementwise
+    ``0.5 (log(max(var, eps)) + (input - target)**2 / max(var, eps))`` (plus
+    ``0.5 log(2 pi)`` with ``full``); then the mean (default), the sum or none. The clamp is
+    PyTorch's: it changes the value, not the gradient's path (``var`` gets the gradient at the
+    clamped value).
+
+    Args:
+        input: the predicted means, float32/float64 tensor of any shape.
+        target: samples of the same shape (a tensor, traced or not, or an array).
+        var: the predicted variances (``>= 0``): a tensor of the input's dtype (it gets a
+            gradient when traced) or an array, of the input's shape, of the input's shape
+            without its last axis (one variance per sample), or with one axis of size 1 (a
+            shared variance along it); or a Python float (one variance for all).
+        full: add the constant ``0.5 log(2 pi)``.
+        eps: the clamp's lower bound on ``var``.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the input's shape).
+
+    Gradients, with ``v = max(var, eps)``: ``d/dinput = (input - target) / v * scale``,
+    ``d/dtarget = -d/dinput``, ``d/dvar = 0.5 (1 / v - (input - target)**2 / v**2) * scale``
+    (summed over the axis ``var`` is broadcast along).
+
+    Raises:
+        ShapeError: the target's shape differs from the input's, or ``var``'s fits none of the
+            forms above (names the shapes).
+        DTypeError: a float tensor of another dtype.
+        ValueError: a negative variance, an unknown ``reduction``.
+    """
+    op = "gaussian_nll_loss"
+    _check_reduction(op, reduction)
+    t, tt = _target(op, input, target)
+    x = input.data
+    dt = x.dtype.type
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        vd: Array = np.full(x.shape, var, x.dtype)
+        vt = None
+    elif _is_tensor(var, input) and var.data.dtype.kind == "f":
+        vd, vt = var.data, var
+        if vd.dtype != x.dtype:
+            raise DTypeError(f"{op}: var dtype {vd.dtype} (shape {vd.shape}) differs from input dtype {x.dtype}")
+    else:
+        vd, vt = _constant(op, var, "var", x), None
+    vshape = vd.shape
+    if vshape != x.shape:
+        if x.ndim >= 1 and vshape == x.shape[:-1]:
+            vd = vd[..., None]
+        elif not (
+            vd.ndim == x.ndim
+            and [i for i, (m, n) in enumerate(zip(x.shape, vshape, strict=True)) if m != n]
+            and all(n == 1 for m, n in zip(x.shape, vshape, strict=True) if m != n)
+            and sum(m != n for m, n in zip(x.shape, vshape, strict=True)) == 1
+        ):
+            raise ShapeError(
+                f"{op}: var of shape {vshape} is of incorrect size for input of shape {x.shape}: it must be the "
+                "input's shape, the input's shape without its last axis, or have one axis of size 1"
+            )
+    if (vd < 0).any():
+        raise ValueError(f"{op}: var has negative entries (var of shape {vshape})")
+    scale = _scale(op, x, reduction)
+    v = np.maximum(vd, dt(eps))
+    d = x - t
+    elems = dt(0.5) * (np.log(v) + d * d / v)
+    if full:
+        elems = elems + dt(0.5 * math.log(2 * math.pi))
+    axes = tuple(i for i, (m, n) in enumerate(zip(x.shape, vd.shape, strict=True)) if m != n)
+
+    def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
+        gx = d / v * c if needs[0] or needs[1] else None
+        gv = None
+        if needs[2]:
+            gv = dt(0.5) * (1 / v - d * d / (v * v)) * c
+            gv = gv.sum(axis=axes, keepdims=True).reshape(vshape)
+        return gx if needs[0] else None, -gx if needs[1] and gx is not None else None, gv
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any, Any]:
+        xt = rebuild(input.id, x)
+        dd = xt - _rebuilt(tt, t, rebuild, g)
+        ge = g * float(scale)
+        if vt is None:
+            vv = g._like(v)
+        else:  # the clamp shifts the value, the derivative stays 1 (PyTorch clamps under no_grad)
+            vv = rebuild(vt.id, vt.data).reshape(vd.shape) + g._like(v - vd)
+        gx = dd / vv * ge
+        gv = None
+        if vt is not None:
+            gv = ((1.0 / vv) - dd * dd / (vv * vv)) * 0.5 * ge
+            if axes:
+                gv = gv.sum(axis=axes, keepdims=True)
+            gv = gv.reshape(vshape)
+        return gx, -gx, gv
+
+    return _record([input, tt, vt], _total(elems, reduction, scale), scale, rule, diff)
+
+
+@typed_as(_sig.poisson_nll_loss)
+def poisson_nll_loss(
+    input: Any,
+    target: Any,
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    reduction: AnyReduction = "mean",
+) -> Any:
+    """Poisson negative log-likelihood, PyTorch's ``F.poisson_nll_loss``: the target is a
+    count drawn from a Poisson distribution of rate ``exp(input)`` (``log_input=True``,
+    elementwise ``exp(input) - target * input``) or ``input`` (``input - target *
+    log(input + eps)``); with ``full``, Stirling's term ``target log target - target +
+    0.5 log(2 pi target)`` is added where ``target > 1``. Then the mean (default), the sum or
+    none.
+
+    Args:
+        input: float32/float64 tensor of any shape (log-rates, or rates).
+        target: counts of the same shape (a tensor, traced or not, an integer tensor, or an
+            array).
+        log_input, full, eps: as above.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Gradients: ``d/dinput = (exp(input) - target) * scale`` (``log_input``) or
+    ``(1 - target / (input + eps)) * scale``; ``d/dtarget = -input * scale`` or
+    ``-log(input + eps) * scale``, plus ``(log target + 0.5 / target) * scale`` where
+    ``target > 1`` with ``full``.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: as :func:`mse_loss`.
+    """
+    op = "poisson_nll_loss"
+    _check_reduction(op, reduction)
+    t, tt = _target(op, input, target)
+    x = input.data
+    dt = x.dtype.type
+    scale = _scale(op, x, reduction)
+    if log_input:
+        ex = np.exp(x)
+        elems = ex - t * x
+        slope_x, slope_t = ex - t, -x
+    else:
+        xe = x + dt(eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lx = np.log(xe)
+            slope_x = 1 - t / xe
+        elems = x - t * lx
+        slope_t = -lx
+    big = t > 1
+    if full:
+        ts = np.where(big, t, dt(2))  # a safe stand-in where the term is masked
+        elems = elems + np.where(big, ts * np.log(ts) - ts + dt(0.5) * np.log(dt(2 * math.pi) * ts), dt(0))
+        slope_t = slope_t + np.where(big, np.log(ts) + dt(0.5) / ts, dt(0))
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
+        from gradtape.ops.compare import where
+
+        xt = rebuild(input.id, x)
+        tv = _rebuilt(tt, t, rebuild, g)
+        ge = g * float(scale)
+        if log_input:
+            gx, gt = (xt.exp() - tv) * ge, -xt * ge
+        else:
+            gx, gt = (1.0 - tv / (xt + eps)) * ge, -(xt + eps).log() * ge
+        if tt is None:
+            return gx, None
+        if full:
+            tsafe = where(big, tv, 2.0)
+            gt = gt + (tsafe.log() + 0.5 / tsafe) * g._like(big.astype(x.dtype)) * ge
+        return gx, gt
+
+    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale)
 
 
 # The public loss functions check their tensor arguments (ops._util.checked): a list or an

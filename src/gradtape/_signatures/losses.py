@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from gradtape._typing import S, T
-    from gradtape.losses import ArrayTarget, Reduction
-    from gradtape.shapes import Rank0
+    from gradtape._typing import A, B, C, D, S, T
+    from gradtape.losses import AnyReduction, ArrayTarget, IndexTarget, Reduction, Weight
+    from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4
     from gradtape.tape import NoneTape, OwnedTape, Tape
     from gradtape.tensor import Tensor
 
@@ -32,6 +32,16 @@ def mse_loss(
 ) -> Tensor[Rank0, OwnedTape]: ...
 @overload
 def mse_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
+@overload
+def mse_loss(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+@overload
+def mse_loss(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Literal["none"]
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def mse_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Literal["none"]) -> Tensor[S, T]: ...
 # ----- END GENERATED mse_loss -----
 def mse_loss(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -47,6 +57,16 @@ def l1_loss(
 ) -> Tensor[Rank0, OwnedTape]: ...
 @overload
 def l1_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean") -> Tensor[Rank0, T]: ...
+@overload
+def l1_loss(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+@overload
+def l1_loss(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Literal["none"]
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def l1_loss(input: Tensor[S, T], target: Tensor[S, T], reduction: Literal["none"]) -> Tensor[S, T]: ...
 # ----- END GENERATED l1_loss -----
 def l1_loss(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -64,6 +84,18 @@ def huber_loss(
 def huber_loss(
     input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", delta: float = 1.0
 ) -> Tensor[Rank0, T]: ...
+@overload
+def huber_loss(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Literal["none"], delta: float = 1.0
+) -> Tensor[S, T]: ...
+@overload
+def huber_loss(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Literal["none"], delta: float = 1.0
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def huber_loss(
+    input: Tensor[S, T], target: Tensor[S, T], reduction: Literal["none"], delta: float = 1.0
+) -> Tensor[S, T]: ...
 # ----- END GENERATED huber_loss -----
 def huber_loss(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -81,8 +113,49 @@ def smooth_l1_loss(
 def smooth_l1_loss(
     input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", beta: float = 1.0
 ) -> Tensor[Rank0, T]: ...
+@overload
+def smooth_l1_loss(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Literal["none"], beta: float = 1.0
+) -> Tensor[S, T]: ...
+@overload
+def smooth_l1_loss(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Literal["none"], beta: float = 1.0
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def smooth_l1_loss(
+    input: Tensor[S, T], target: Tensor[S, T], reduction: Literal["none"], beta: float = 1.0
+) -> Tensor[S, T]: ...
 # ----- END GENERATED smooth_l1_loss -----
 def smooth_l1_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED binary_cross_entropy -----
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, weight: Weight = None, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], weight: Weight = None, reduction: Reduction = "mean"
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, T], target: Tensor[S, T], weight: Weight = None, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, weight: Weight = None, *, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], weight: Weight = None, *, reduction: Literal["none"]
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def binary_cross_entropy(
+    input: Tensor[S, T], target: Tensor[S, T], weight: Weight = None, *, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+# ----- END GENERATED binary_cross_entropy -----
+def binary_cross_entropy(*args: Any, **kwargs: Any) -> Any: ...
 
 
 # ----- BEGIN GENERATED binary_cross_entropy_with_logits -----
@@ -90,20 +163,53 @@ def smooth_l1_loss(*args: Any, **kwargs: Any) -> Any: ...
 def binary_cross_entropy_with_logits(
     input: Tensor[S, T],
     target: Tensor[S, NoneTape] | ArrayTarget,
+    weight: Weight = None,
     reduction: Reduction = "mean",
-    pos_weight: npt.ArrayLike | None = None,
+    pos_weight: Weight = None,
 ) -> Tensor[Rank0, T]: ...
 @overload
 def binary_cross_entropy_with_logits(
     input: Tensor[S, Tape],
     target: Tensor[S, OwnedTape],
+    weight: Weight = None,
     reduction: Reduction = "mean",
-    pos_weight: npt.ArrayLike | None = None,
+    pos_weight: Weight = None,
 ) -> Tensor[Rank0, OwnedTape]: ...
 @overload
 def binary_cross_entropy_with_logits(
-    input: Tensor[S, T], target: Tensor[S, T], reduction: Reduction = "mean", pos_weight: npt.ArrayLike | None = None
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    weight: Weight = None,
+    reduction: Reduction = "mean",
+    pos_weight: Weight = None,
 ) -> Tensor[Rank0, T]: ...
+@overload
+def binary_cross_entropy_with_logits(
+    input: Tensor[S, T],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+    pos_weight: Weight = None,
+) -> Tensor[S, T]: ...
+@overload
+def binary_cross_entropy_with_logits(
+    input: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+    pos_weight: Weight = None,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def binary_cross_entropy_with_logits(
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+    pos_weight: Weight = None,
+) -> Tensor[S, T]: ...
 # ----- END GENERATED binary_cross_entropy_with_logits -----
 def binary_cross_entropy_with_logits(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -130,5 +236,610 @@ def kl_div(
     reduction: Literal["mean", "sum", "batchmean"] = "mean",
     log_target: bool = False,
 ) -> Tensor[Rank0, T]: ...
+@overload
+def kl_div(
+    input: Tensor[S, T], target: Tensor[S, NoneTape] | ArrayTarget, reduction: Literal["none"], log_target: bool = False
+) -> Tensor[S, T]: ...
+@overload
+def kl_div(
+    input: Tensor[S, Tape], target: Tensor[S, OwnedTape], reduction: Literal["none"], log_target: bool = False
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def kl_div(
+    input: Tensor[S, T], target: Tensor[S, T], reduction: Literal["none"], log_target: bool = False
+) -> Tensor[S, T]: ...
 # ----- END GENERATED kl_div -----
 def kl_div(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED margin_ranking_loss -----
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, T],
+    input2: Tensor[S, NoneTape],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, Tape],
+    input2: Tensor[S, OwnedTape],
+    target: Tensor[S, Tape],
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, Tape],
+    input2: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, T], input2: Tensor[S, T], target: Tensor[S, T], margin: float = 0.0, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, T],
+    input2: Tensor[S, NoneTape],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, T]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, Tape],
+    input2: Tensor[S, OwnedTape],
+    target: Tensor[S, Tape],
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, Tape],
+    input2: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def margin_ranking_loss(
+    input1: Tensor[S, T], input2: Tensor[S, T], target: Tensor[S, T], margin: float = 0.0, *, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+# ----- END GENERATED margin_ranking_loss -----
+def margin_ranking_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED hinge_embedding_loss -----
+@overload
+def hinge_embedding_loss(
+    input: Tensor[S, T], target: Tensor[S, Any] | npt.ArrayLike, margin: float = 1.0, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def hinge_embedding_loss(
+    input: Tensor[S, T], target: Tensor[S, Any] | npt.ArrayLike, margin: float = 1.0, *, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+# ----- END GENERATED hinge_embedding_loss -----
+def hinge_embedding_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED gaussian_nll_loss -----
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    var: Tensor[Any, NoneTape] | ArrayTarget | float,
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    var: Tensor[Any, Tape],
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, Tape],
+    var: Tensor[Any, OwnedTape],
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    var: Tensor[Any, T],
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    var: Tensor[Any, NoneTape] | ArrayTarget | float,
+    full: bool = False,
+    eps: float = 1e-6,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, T]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    var: Tensor[Any, Tape],
+    full: bool = False,
+    eps: float = 1e-6,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, Tape],
+    var: Tensor[Any, OwnedTape],
+    full: bool = False,
+    eps: float = 1e-6,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def gaussian_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    var: Tensor[Any, T],
+    full: bool = False,
+    eps: float = 1e-6,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, T]: ...
+# ----- END GENERATED gaussian_nll_loss -----
+def gaussian_nll_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED poisson_nll_loss -----
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, NoneTape] | ArrayTarget,
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, T]: ...
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, Tape],
+    target: Tensor[S, OwnedTape],
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def poisson_nll_loss(
+    input: Tensor[S, T],
+    target: Tensor[S, T],
+    log_input: bool = True,
+    full: bool = False,
+    eps: float = 1e-8,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[S, T]: ...
+# ----- END GENERATED poisson_nll_loss -----
+def poisson_nll_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED cosine_embedding_loss -----
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], T],
+    input2: Tensor[Rank2[A, B], NoneTape],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], Tape],
+    input2: Tensor[Rank2[A, B], OwnedTape],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], T],
+    input2: Tensor[Rank2[A, B], T],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], T],
+    input2: Tensor[Rank2[A, B], NoneTape],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], Tape],
+    input2: Tensor[Rank2[A, B], OwnedTape],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], OwnedTape]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank2[A, B], T],
+    input2: Tensor[Rank2[A, B], T],
+    target: Tensor[Rank1[A], Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank1[B], T],
+    input2: Tensor[Rank1[B], NoneTape],
+    target: Tensor[Rank0, Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank1[B], Tape],
+    input2: Tensor[Rank1[B], OwnedTape],
+    target: Tensor[Rank0, Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def cosine_embedding_loss(
+    input1: Tensor[Rank1[B], T],
+    input2: Tensor[Rank1[B], T],
+    target: Tensor[Rank0, Any] | npt.ArrayLike,
+    margin: float = 0.0,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED cosine_embedding_loss -----
+def cosine_embedding_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED triplet_margin_loss -----
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], T],
+    positive: Tensor[Rank2[A, B], NoneTape],
+    negative: Tensor[Rank2[A, B], NoneTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], Tape],
+    positive: Tensor[Rank2[A, B], OwnedTape],
+    negative: Tensor[Rank2[A, B], Tape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], Tape],
+    positive: Tensor[Rank2[A, B], Tape],
+    negative: Tensor[Rank2[A, B], OwnedTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], T],
+    positive: Tensor[Rank2[A, B], T],
+    negative: Tensor[Rank2[A, B], T],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], T],
+    positive: Tensor[Rank2[A, B], NoneTape],
+    negative: Tensor[Rank2[A, B], NoneTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], Tape],
+    positive: Tensor[Rank2[A, B], OwnedTape],
+    negative: Tensor[Rank2[A, B], Tape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], Tape],
+    positive: Tensor[Rank2[A, B], Tape],
+    negative: Tensor[Rank2[A, B], OwnedTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank2[A, B], T],
+    positive: Tensor[Rank2[A, B], T],
+    negative: Tensor[Rank2[A, B], T],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank1[B], T],
+    positive: Tensor[Rank1[B], NoneTape],
+    negative: Tensor[Rank1[B], NoneTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank1[B], Tape],
+    positive: Tensor[Rank1[B], OwnedTape],
+    negative: Tensor[Rank1[B], Tape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank1[B], Tape],
+    positive: Tensor[Rank1[B], Tape],
+    negative: Tensor[Rank1[B], OwnedTape],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def triplet_margin_loss(
+    anchor: Tensor[Rank1[B], T],
+    positive: Tensor[Rank1[B], T],
+    negative: Tensor[Rank1[B], T],
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED triplet_margin_loss -----
+def triplet_margin_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED nll_loss -----
+@overload
+def nll_loss(
+    input: Tensor[AnyShape, T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Any, T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank1[B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank3[A, B, C], T],
+    target: Tensor[Rank2[A, C], Any] | Tensor[Rank3[A, B, C], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank3[A, B, C], T],
+    target: Tensor[Rank2[A, C], Any] | Tensor[Rank3[A, B, C], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank4[A, B, C, D], T],
+    target: Tensor[Rank3[A, C, D], Any] | Tensor[Rank4[A, B, C, D], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def nll_loss(
+    input: Tensor[Rank4[A, B, C, D], T],
+    target: Tensor[Rank3[A, C, D], Any] | Tensor[Rank4[A, B, C, D], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank3[A, C, D], T]: ...
+# ----- END GENERATED nll_loss -----
+def nll_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED cross_entropy -----
+@overload
+def cross_entropy(
+    input: Tensor[AnyShape, T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: AnyReduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor[Any, T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank0, T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank1[B], T],
+    target: IndexTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: AnyReduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank0, T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank3[A, B, C], T],
+    target: Tensor[Rank2[A, C], Any] | Tensor[Rank3[A, B, C], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank0, T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank3[A, B, C], T],
+    target: Tensor[Rank2[A, C], Any] | Tensor[Rank3[A, B, C], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank4[A, B, C, D], T],
+    target: Tensor[Rank3[A, C, D], Any] | Tensor[Rank4[A, B, C, D], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    reduction: Reduction = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank0, T]: ...
+@overload
+def cross_entropy(
+    input: Tensor[Rank4[A, B, C, D], T],
+    target: Tensor[Rank3[A, C, D], Any] | Tensor[Rank4[A, B, C, D], Any] | ArrayTarget,
+    weight: Weight = None,
+    ignore_index: int = -100,
+    *,
+    reduction: Literal["none"],
+    label_smoothing: float = 0.0,
+) -> Tensor[Rank3[A, C, D], T]: ...
+# ----- END GENERATED cross_entropy -----
+def cross_entropy(*args: Any, **kwargs: Any) -> Any: ...

@@ -15,6 +15,23 @@ from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
 from gradtape.nn.linear import Embedding, Linear
+from gradtape.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    TripletMarginLoss,
+)
 from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
 from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
@@ -56,4 +73,20 @@ __all__ = [
     "load",
     "save",
     "state_dict",
+    # the loss layers (nn/loss.py)
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CosineEmbeddingLoss",
+    "CrossEntropyLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "MarginRankingLoss",
+    "NLLLoss",
+    "PoissonNLLLoss",
+    "SmoothL1Loss",
+    "TripletMarginLoss",
 ]

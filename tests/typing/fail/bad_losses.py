@@ -4,13 +4,19 @@ from typing import Literal as L
 
 from gradtape import Cpu, NoneTape, OwnedTape, Rank1, Rank2, Rank3, Tensor
 from gradtape.losses import (
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
     huber_loss,
     kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    nll_loss,
+    poisson_nll_loss,
     smooth_l1_loss,
+    triplet_margin_loss,
 )
 
 dev = Cpu()
@@ -37,7 +43,17 @@ v: Tensor[Rank1[L[3]], NoneTape] = dev.zeros((3,))
 smooth_l1_loss(p, q)  # E: misc
 kl_div(p, q)  # E: misc
 mse_loss(p, v)  # E: misc
-cross_entropy(v, [0])  # E: arg-type
-cross_entropy(logits, [0], reduction="none")  # E: arg-type
+# issue 27: (C,) logits (one sample) and reduction="none" are valid now, as in PyTorch; the
+# misuses that stay rejected:
+cross_entropy(logits, [0], reduction="avg")  # E: call-overload
+cross_entropy(seq, [[0, 1]], label_smoothing=0.1)  # E: arg-type
+nll_loss(seq, [[0, 1]])  # E: arg-type
+m: Tensor[tuple[()], NoneTape] = mse_loss(p, p, reduction="none")  # E: call-overload
+n: Tensor[Rank1[L[3]], NoneTape] = cross_entropy(p, [0] * 8, reduction="none")  # E: call-overload
+binary_cross_entropy(p, q)  # E: misc
+margin_ranking_loss(p, p, q)  # E: misc
+cosine_embedding_loss(seq, seq, [1])  # E: arg-type
+triplet_margin_loss(p, p, q)  # E: misc
+poisson_nll_loss(p, q)  # E: misc
 huber_loss(p, p, delta="1")  # E: call-overload
 f: float = mse_loss(p, p)  # E: assignment

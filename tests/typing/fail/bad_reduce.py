@@ -22,7 +22,8 @@ a.lt(w)  # E: arg-type
 ops.where(a > 0.0, a, w)  # E: misc
 mse_loss(a, w)  # E: misc
 mse_loss(a, a, reduction="batchmean")  # E: call-overload
-kl_div(a, a, reduction="none")  # E: call-overload
+# reduction="none" is valid since issue 27 (PyTorch's); an unknown one is not
+kl_div(a, a, reduction="max")  # E: call-overload
 a.var(correction="1")  # E: call-overload
 c3: Tensor[tuple[L[2], L[3], L[4]], NoneTape] = dev.zeros((2, 3, 4))
 m3: Tensor[Rank2[L[2], L[3]], NoneTape] = c3.max(axis=1)  # E: assignment
