@@ -256,7 +256,7 @@ def test_batch_norm_train_eval(
     np.testing.assert_allclose(_arr(bn(dev.tensor(x))), ref, rtol=1e-10)
     np.testing.assert_array_equal(_arr(bn.running_mean), before)  # eval leaves the stats alone
     assert [k for k, _ in bn.named_parameters()] == ["weight", "bias"]
-    assert [k for k, _ in bn.named_buffers()] == ["running_mean", "running_var"]
+    assert [k for k, _ in bn.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]  # PyTorch's
 
 
 def test_batch_norm_gradcheck(dev: Cpu) -> None:
@@ -427,8 +427,10 @@ def test_parameter_discovery(dev: Cpu) -> None:
     assert [n for n, _ in net.named_buffers()] == [
         "blocks.0.norm.running_mean",
         "blocks.0.norm.running_var",
+        "blocks.0.norm.num_batches_tracked",
         "blocks.1.norm.running_mean",
         "blocks.1.norm.running_var",
+        "blocks.1.norm.num_batches_tracked",
     ]
     assert net.parameters()[0] is net.scale
     # parameters() walks the tree its own (faster) way: same tensors, same order, and the
@@ -506,7 +508,7 @@ def test_checkpoint_round_trip(dev: Cpu, tmp_path: Path) -> None:
     before = {k: _arr(t).copy() for k, t in nn.state_dict(net).items()}
     ids = [p.id for p in net.parameters()]
     for t in nn.state_dict(net).values():
-        t.data += 1.0
+        t.data += 1  # an int: num_batches_tracked is int64
     nn.load(net, path)
     for k, t in nn.state_dict(net).items():
         np.testing.assert_array_equal(_arr(t), before[k], err_msg=k)
@@ -514,7 +516,10 @@ def test_checkpoint_round_trip(dev: Cpu, tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
     stored = load_file(str(path))
-    assert "blocks.1.norm.running_var" in stored and "head.bias" in stored and len(stored) == 15
+    assert "blocks.1.norm.running_var" in stored and "head.bias" in stored
+    # 11 parameters, the tied ``alias`` of ``scale`` (PyTorch's state_dict lists both names) and
+    # 3 buffers per BatchNorm (running_mean, running_var, num_batches_tracked)
+    assert len(stored) == 18 and "alias" in stored and "blocks.0.norm.num_batches_tracked" in stored
     other = _Net(Cpu(99))
     nn.load(other, path)
     np.testing.assert_array_equal(_arr(other.head.weight), _arr(net.head.weight))
