@@ -237,6 +237,7 @@ def test_batch_norm_train_eval(
 ) -> None:
     bn = cls(3, dtype=F64)
     assert bn.weight is not None and bn.bias is not None
+    assert bn.running_mean is not None and bn.running_var is not None  # None without track_running_stats
     bn.weight.data[:] = [1.0, 2.0, 0.5]
     bn.bias.data[:] = [0.0, -1.0, 3.0]
     x = _arr(_x(dev, *shape))
@@ -284,6 +285,7 @@ def test_batch_norm_errors(dev: Cpu) -> None:
 def test_batch_norm_matches_torch(dev: Cpu) -> None:
     torch = pytest.importorskip("torch")
     ours, ref = nn.BatchNorm2d(3, dtype=F64), torch.nn.BatchNorm2d(3).double()
+    assert ours.running_mean is not None and ours.running_var is not None  # None without track_running_stats
     for _ in range(3):
         x = _x(dev, 4, 3, 2, 2)
         np.testing.assert_allclose(_arr(ours(x)), ref(torch.from_numpy(_arr(x))).detach().numpy(), atol=1e-10)

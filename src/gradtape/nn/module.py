@@ -107,8 +107,9 @@ class Module:
     """Base class of gradtape's layers (PyTorch's ``nn.Module``, dfdx's ``Module`` trait).
 
     Parameters are found automatically: every public ``Tensor`` attribute (in assignment
-    order) is a parameter, unless its name is listed in the class's ``buffer_names`` (state
-    that is saved in checkpoints but not trained, such as BatchNorm's running statistics).
+    order) is a parameter, unless it is a buffer (state that is saved in checkpoints but not
+    trained, such as BatchNorm's running statistics): registered with
+    :meth:`register_buffer`, as in PyTorch, or named in the class's ``buffer_names``.
     Every public ``Module`` attribute is a child, and so is every module in a public list,
     tuple or dict attribute, nested in any way (a dict of lists of modules). A child's
     parameters are named ``<attribute>.<name>``; in a container, ``<attribute>.<index>.<name>``
@@ -117,6 +118,20 @@ class Module:
     ``heads.cls.weight``). Attributes starting with ``_`` are ignored. Other values in a
     container (numbers, strings, ``None``) are skipped; containers are scanned on every
     discovery, so keep large plain data under a ``_`` name.
+
+    A difference from PyTorch, on purpose: PyTorch ignores modules held in a plain ``list`` or
+    ``dict`` attribute (their parameters are neither trained nor saved unless the container is
+    an ``nn.ModuleList`` / ``nn.ModuleDict``); gradtape discovers them, with the names those
+    containers would give, so the PyTorch user's model trains as meant and its state dict
+    matches the PyTorch model written with the containers. The one thing such a plain
+    container lacks is an entry of its own in :meth:`named_modules`.
+
+    PyTorch's ``Module`` API is here with its names and results: :meth:`parameters`,
+    :meth:`named_parameters`, :meth:`buffers`, :meth:`named_buffers`, :meth:`children`,
+    :meth:`named_children`, :meth:`modules`, :meth:`named_modules`, :meth:`apply`,
+    :meth:`register_buffer`, :meth:`register_parameter`, :meth:`add_module`,
+    :meth:`state_dict`, :meth:`load_state_dict`, :meth:`to` / :meth:`double` /
+    :meth:`float`, :meth:`train` / :meth:`eval`, :meth:`zero_grad`, :meth:`requires_grad_`.
 
     State that a container attribute would hide is refused rather than silently left
     untrained, on assignment (``__setattr__``) and again on discovery (a list can be mutated
@@ -140,7 +155,8 @@ class Module:
     """``True`` in training mode (the default), ``False`` after :meth:`eval`."""
 
     buffer_names: ClassVar[tuple[str, ...]] = ()
-    """Names of ``Tensor`` attributes that are buffers, not parameters."""
+    """Names of ``Tensor`` attributes that are (persistent) buffers, not parameters: the
+    class-level spelling of :meth:`register_buffer`."""
 
     def forward(self, x: Any) -> Any:
         """The layer's computation; subclasses override it.
