@@ -456,7 +456,7 @@ class Unflatten(Module):
             raise ValueError(f"Unflatten: unflattened_size may hold one -1 and sizes >= 0, got {sizes}")
         self.dim, self.unflattened_size = int(dim), tuple(int(n) for n in sizes)
 
-    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]:
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
         """``x`` reshaped: ``shape[:dim] + unflattened_size + shape[dim + 1:]``."""
         shape = x.shape
         d = self.dim + len(shape) if self.dim < 0 else self.dim
