@@ -33,6 +33,7 @@ import pytest
 from gradtape import Cpu, Tensor, nn
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.losses import cross_entropy
+from gradtape.testing import gradcheck
 
 torch: Any = pytest.importorskip("torch")
 tnn: Any = torch.nn
@@ -470,6 +471,13 @@ def test_layer_values_and_gradients_equal_torchs(dev: Cpu, name: str) -> None:
     np.testing.assert_allclose(_np(x.grad), _np(tx.grad), rtol=RTOL, atol=ATOL)
     if name != "Identity":
         assert repr(ours).split("(")[0] == repr(ref).split("(")[0]
+
+
+@pytest.mark.parametrize("name", [n for n in ACTIVATIONS if n != "Identity"])
+def test_layer_gradcheck(name: str) -> None:
+    layer = ACTIVATIONS[name][0]()
+    a = np.random.default_rng(5).standard_normal((2, 4, 3)) + 0.05  # away from the kinks
+    assert gradcheck(lambda x: layer(x), [a])
 
 
 def test_softmax_implicit_dim_is_torchs_legacy_choice(dev: Cpu) -> None:
