@@ -237,6 +237,7 @@ def test_batch_norm_train_eval(
 ) -> None:
     bn = cls(3, dtype=F64)
     assert bn.weight is not None and bn.bias is not None
+    assert bn.running_mean is not None and bn.running_var is not None  # None without track_running_stats
     bn.weight.data[:] = [1.0, 2.0, 0.5]
     bn.bias.data[:] = [0.0, -1.0, 3.0]
     x = _arr(_x(dev, *shape))
@@ -256,7 +257,7 @@ def test_batch_norm_train_eval(
     np.testing.assert_allclose(_arr(bn(dev.tensor(x))), ref, rtol=1e-10)
     np.testing.assert_array_equal(_arr(bn.running_mean), before)  # eval leaves the stats alone
     assert [k for k, _ in bn.named_parameters()] == ["weight", "bias"]
-    assert [k for k, _ in bn.named_buffers()] == ["running_mean", "running_var"]
+    assert [k for k, _ in bn.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]  # PyTorch's
 
 
 def test_batch_norm_gradcheck(dev: Cpu) -> None:
@@ -284,6 +285,7 @@ def test_batch_norm_errors(dev: Cpu) -> None:
 def test_batch_norm_matches_torch(dev: Cpu) -> None:
     torch = pytest.importorskip("torch")
     ours, ref = nn.BatchNorm2d(3, dtype=F64), torch.nn.BatchNorm2d(3).double()
+    assert ours.running_mean is not None and ours.running_var is not None  # None without track_running_stats
     for _ in range(3):
         x = _x(dev, 4, 3, 2, 2)
         np.testing.assert_allclose(_arr(ours(x)), ref(torch.from_numpy(_arr(x))).detach().numpy(), atol=1e-10)
@@ -427,8 +429,10 @@ def test_parameter_discovery(dev: Cpu) -> None:
     assert [n for n, _ in net.named_buffers()] == [
         "blocks.0.norm.running_mean",
         "blocks.0.norm.running_var",
+        "blocks.0.norm.num_batches_tracked",
         "blocks.1.norm.running_mean",
         "blocks.1.norm.running_var",
+        "blocks.1.norm.num_batches_tracked",
     ]
     assert net.parameters()[0] is net.scale
     # parameters() walks the tree its own (faster) way: same tensors, same order, and the
@@ -506,7 +510,7 @@ def test_checkpoint_round_trip(dev: Cpu, tmp_path: Path) -> None:
     before = {k: _arr(t).copy() for k, t in nn.state_dict(net).items()}
     ids = [p.id for p in net.parameters()]
     for t in nn.state_dict(net).values():
-        t.data += 1.0
+        t.data += 1  # an int: num_batches_tracked is int64
     nn.load(net, path)
     for k, t in nn.state_dict(net).items():
         np.testing.assert_array_equal(_arr(t), before[k], err_msg=k)
@@ -514,7 +518,10 @@ def test_checkpoint_round_trip(dev: Cpu, tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
     stored = load_file(str(path))
-    assert "blocks.1.norm.running_var" in stored and "head.bias" in stored and len(stored) == 15
+    assert "blocks.1.norm.running_var" in stored and "head.bias" in stored
+    # 11 parameters, the tied ``alias`` of ``scale`` (PyTorch's state_dict lists both names) and
+    # 3 buffers per BatchNorm (running_mean, running_var, num_batches_tracked)
+    assert len(stored) == 18 and "alias" in stored and "blocks.0.norm.num_batches_tracked" in stored
     other = _Net(Cpu(99))
     nn.load(other, path)
     np.testing.assert_array_equal(_arr(other.head.weight), _arr(net.head.weight))

@@ -172,7 +172,11 @@ def test_nested_containers_named_as_torch(dev: Cpu) -> None:
 
     ref = Nested().double()
     _copy_into_torch(ours, ref)  # asserts the names are equal
-    assert [n for n, _ in ours.named_buffers()] == ["towers.1.b.running_mean", "towers.1.b.running_var"]
+    assert [n for n, _ in ours.named_buffers()] == [
+        "towers.1.b.running_mean",
+        "towers.1.b.running_var",
+        "towers.1.b.num_batches_tracked",
+    ]
     assert {n for n, _ in ours.named_buffers()} <= {n for n, _ in ref.named_buffers()}
     assert [id(p) for p in ours.parameters()] == [id(p) for _, p in ours.named_parameters()]
     assert [n for n, _ in ours.named_children()] == [

@@ -222,6 +222,7 @@ def test_parameters_are_marked_buffers_are_not() -> None:
     dev = Cpu()
     bn = nn.BatchNorm1d(3, dev=dev)
     assert bn.weight is not None and bn.weight.tape is PARAM and bn.weight.requires_grad
+    assert bn.running_mean is not None  # typed Optional: None without track_running_stats
     assert bn.running_mean.tape is NONE_TAPE and not bn.running_mean.requires_grad
 
     class M(nn.Module):

@@ -179,6 +179,10 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "Mamba": ((2, 3, 4), lambda: nn.Mamba(4, d_state=3, dev=DEV)),
     "MambaBlock": ((2, 3, 4), lambda: nn.MambaBlock(4, d_state=3, dev=DEV)),
     "Dropout": ((2, 3), lambda: nn.Dropout(0.5).eval()),  # eval: the layout test compares two calls
+    "Dropout2d": ((2, 3, 4, 4), lambda: nn.Dropout2d(0.5).eval()),
+    "Softmax": ((2, 3), lambda: nn.Softmax(dim=1)),
+    "LogSoftmax": ((2, 3), lambda: nn.LogSoftmax(dim=-1)),
+    "Unflatten": ((2, 6), lambda: nn.Unflatten(1, (2, 3))),
     **{name: ((2, 3, 4, 4), _pool(name)) for name in ("MaxPool2d", "AvgPool2d", "MinPool2d")},
     "Residual": ((2, 3), lambda: nn.Residual(nn.Tanh())),
     "Sequential": ((2, 3), lambda: nn.Sequential(nn.Linear(3, 4, dev=DEV), nn.ReLU())),
@@ -200,8 +204,11 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "PoissonNLLLoss": ((2, 3), lambda: _loss_layer(nn.PoissonNLLLoss(), np.abs(ROW.numpy()))),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
-# forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils is a module
-NOT_LAYERS = {"Module", "load", "save", "state_dict", "Embedding", "ModuleDict", "ModuleList", "Parameter", "utils"}
+# forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules
+NOT_LAYERS = {
+    *("Module", "load", "save", "state_dict", "Embedding", "ModuleDict", "ModuleList", "Parameter", "utils"),
+    "init",  # a module of initialisers (tests/test_nn_torch_port.py)
+}
 
 
 def _exported() -> list[tuple[str, Call, tuple[int, ...]]]:

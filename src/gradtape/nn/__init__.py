@@ -5,11 +5,35 @@ and dicts of modules, :class:`ModuleList` / :class:`ModuleDict`), switches train
 and allocates gradient stores that keep only the parameters' gradients
 (:meth:`Module.alloc_grads`). Layers are initialised from a seeded ``Cpu`` device as
 PyTorch initialises them. :func:`save` / :func:`load` write and read
-safetensors checkpoints.
+safetensors checkpoints; :meth:`Module.state_dict` / :meth:`Module.load_state_dict` exchange
+state dicts with PyTorch (its keys, its order, BatchNorm's ``num_batches_tracked``).
+:mod:`gradtape.nn.init` holds PyTorch's initialisers and :mod:`gradtape.nn.utils` its
+gradient clipping and parameter-vector helpers.
+
+Unlike PyTorch, which ignores modules in a plain ``list`` or ``dict`` attribute (they need an
+``nn.ModuleList`` / ``nn.ModuleDict`` there), gradtape discovers them, under the names
+PyTorch's containers would give (``heads.cls.weight``): such a model trains and saves as the
+PyTorch user meant, and its state dict loads into the PyTorch model built with the containers.
 """
 
+from gradtape.nn import init as init
 from gradtape.nn import utils as utils
-from gradtape.nn.activation import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Tanh
+from gradtape.nn.activation import (
+    ELU,
+    GELU,
+    Dropout,
+    Dropout2d,
+    Flatten,
+    Identity,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+    Unflatten,
+)
 from gradtape.nn.attention import MultiHeadAttention, TransformerEncoderLayer
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
@@ -89,4 +113,13 @@ __all__ = [
     "PoissonNLLLoss",
     "SmoothL1Loss",
     "TripletMarginLoss",
+    # issue 27 (nn Module and init): one block
+    "ELU",
+    "Dropout2d",
+    "Identity",
+    "LeakyReLU",
+    "LogSoftmax",
+    "Softmax",
+    "Unflatten",
+    "init",
 ]

@@ -1,23 +1,73 @@
-"""Parameter-free layers: activations (:class:`ReLU`, :class:`GELU`, :class:`Tanh`,
-:class:`Sigmoid`, :class:`SiLU`), :class:`Dropout` and :class:`Flatten`.
+"""Parameter-free layers: activations (:class:`ReLU`, :class:`LeakyReLU`, :class:`ELU`,
+:class:`GELU`, :class:`Tanh`, :class:`Sigmoid`, :class:`SiLU`, :class:`Softmax`,
+:class:`LogSoftmax`), :class:`Identity`, :class:`Dropout`, :class:`Dropout2d`,
+:class:`Flatten` and :class:`Unflatten`, with PyTorch's constructor arguments.
 
 The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``);
 :class:`Flatten` types ``(N, ...) -> (N, int)`` for inputs of rank 2 to 4.
+
+``inplace=True`` (PyTorch's argument of ``ReLU``, ``LeakyReLU``, ``ELU``, ``SiLU``, ``Dropout``,
+``Dropout2d``) is accepted and changes nothing: gradtape's ops never overwrite their input, and
+the values and gradients are those of the in-place PyTorch layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import numbers
+import warnings
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
+import numpy as np
+
+from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
 from gradtape.nn.module import Module
-from gradtape.ops.nn import dropout  # the unwrapped ops: Module.__call__ checked x
-from gradtape.ops.unary import gelu, relu, sigmoid, silu, tanh
+from gradtape.ops.nn import _generator, dropout  # the unwrapped ops: Module.__call__ checked x
+from gradtape.ops.softmax import log_softmax, softmax
+from gradtape.ops.unary import elu, gelu, leaky_relu, relu, sigmoid, silu, tanh
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
 from gradtape.tensor import Tensor
 
-__all__ = ["GELU", "Dropout", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh"]
+__all__ = [
+    "ELU",
+    "GELU",
+    "Dropout",
+    "Dropout2d",
+    "Flatten",
+    "Identity",
+    "LeakyReLU",
+    "LogSoftmax",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "Unflatten",
+]
+
+
+def _real(layer: str, name: str, value: object) -> float:
+    """``value`` as a float.
+
+    Raises:
+        TypeError: it is not a real number (a bool included); the message names the layer.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{layer}: {name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def _probability(layer: str, p: object) -> float:
+    """``p`` as a float in ``[0, 1]``.
+
+    Raises:
+        ValueError: it is not a number in ``[0, 1]`` (PyTorch's error).
+    """
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"{layer}: dropout probability has to be between 0 and 1, but got {p!r}")
+    return float(p)
 
 
 class _Activation(Module):
@@ -36,16 +86,98 @@ class _Activation(Module):
 
 
 class ReLU(_Activation):
-    """``y = max(x, 0)`` elementwise; gradient ``g * (x > 0)``."""
+    """``y = max(x, 0)`` elementwise; gradient ``g * (x > 0)`` (PyTorch's ``nn.ReLU``).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing (see the module docstring).
+    """
 
     _op = staticmethod(relu)
 
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
 
-class GELU(_Activation):
-    """Gaussian error linear unit ``y = x * Phi(x)`` (Hendrycks & Gimpel 2016), as
-    :meth:`Tensor.gelu` (the exact erf form, PyTorch's default)."""
 
-    _op = staticmethod(gelu)
+class LeakyReLU(Module):
+    """``y = x`` where ``x > 0``, else ``negative_slope * x`` (PyTorch's ``nn.LeakyReLU``;
+    Maas et al. 2013). Gradient ``1`` where ``x > 0``, else ``negative_slope`` (also at 0, as
+    PyTorch). Shape, dtype and tape kind of ``x``.
+
+    Args:
+        negative_slope: the slope for ``x <= 0`` (default ``0.01``).
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: ``negative_slope`` is not a real number.
+    """
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        self.negative_slope = _real("LeakyReLU", "negative_slope", negative_slope)
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.leaky_relu` of ``x``."""
+        return leaky_relu(x, self.negative_slope)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    """Exponential linear unit (Clevert et al. 2015; PyTorch's ``nn.ELU``): ``y = x`` where
+    ``x > 0``, else ``alpha * (exp(x) - 1)``. Gradient ``1`` where ``x > 0``, else
+    ``alpha * exp(x)``. Shape, dtype and tape kind of ``x``.
+
+    Args:
+        alpha: the scale of the negative part (default ``1.0``).
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: ``alpha`` is not a real number.
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        self.alpha = _real("ELU", "alpha", alpha)
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.elu` of ``x``."""
+        return elu(x, self.alpha)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class GELU(Module):
+    """Gaussian error linear unit ``y = x * Phi(x)`` (Hendrycks & Gimpel 2016; PyTorch's
+    ``nn.GELU``), as :func:`gradtape.ops.gelu`: ``approximate="none"`` (the default) is the
+    exact erf form, ``"tanh"`` the approximation
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))``. Shape, dtype and tape kind of ``x``.
+
+    Raises:
+        ValueError: ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+    """
+
+    def __init__(self, approximate: Literal["none", "tanh"] = "none") -> None:
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.gelu` of ``x`` with this layer's ``approximate``."""
+        return gelu(x, self.approximate)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
 
 
 class Tanh(_Activation):
@@ -61,9 +193,92 @@ class Sigmoid(_Activation):
 
 
 class SiLU(_Activation):
-    """``y = x * sigmoid(x)`` (swish; Elfwing et al. 2017)."""
+    """``y = x * sigmoid(x)`` (swish; Elfwing et al. 2017; PyTorch's ``nn.SiLU``).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
 
     _op = staticmethod(silu)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+def _softmax_dim(layer: str, dim: int | None, ndim: int) -> int:
+    """``dim``, or for ``None`` PyTorch's legacy implicit choice (0 for 0-, 1- and 3-D inputs,
+    else 1) with PyTorch's deprecation warning."""
+    if dim is not None:
+        return dim
+    warnings.warn(
+        f"{layer}: implicit dimension choice has been deprecated (as in PyTorch); pass dim=", UserWarning, stacklevel=4
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class Softmax(Module):
+    """Softmax along ``dim`` (PyTorch's ``nn.Softmax``):
+    ``y = exp(x) / sum(exp(x), dim)``, computed stably (:func:`gradtape.ops.softmax`).
+    Shape, dtype and tape kind of ``x``.
+
+    Args:
+        dim: the axis that sums to 1 (negative counts from the end). ``None`` (PyTorch's
+            default, deprecated there) picks PyTorch's legacy axis: 0 for 0-, 1- and 3-D
+            inputs, else 1, with a warning.
+
+    Raises (on forward): ShapeError when ``dim`` is out of range for ``x``.
+    """
+
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``softmax(x, dim)``."""
+        return softmax(x, _softmax_dim("Softmax", self.dim, x.ndim))
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """Log-softmax along ``dim`` (PyTorch's ``nn.LogSoftmax``): ``y = x - log(sum(exp(x), dim))``
+    (:func:`gradtape.ops.log_softmax`). Shape, dtype and tape kind of ``x``. ``dim`` as
+    :class:`Softmax`.
+
+    Raises (on forward): ShapeError when ``dim`` is out of range for ``x``.
+    """
+
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``log_softmax(x, dim)``."""
+        return log_softmax(x, _softmax_dim("LogSoftmax", self.dim, x.ndim))
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Identity(Module):
+    """``y = x``, the input itself (PyTorch's ``nn.Identity``): a placeholder where a model
+    may or may not have a layer. Any constructor arguments are accepted and ignored, as in
+    PyTorch."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        del args, kwargs
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``x`` itself."""
+        return x
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
 
 
 class Dropout(Module):
@@ -73,19 +288,80 @@ class Dropout(Module):
 
     Args:
         p: the drop probability, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
 
     Raises:
         ValueError: ``p`` outside ``[0, 1]``.
     """
 
-    def __init__(self, p: float = 0.5) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
         """``x`` masked and rescaled (training) or ``x`` itself (eval)."""
         return dropout(x, self.p, training=self.training)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Dropout2d(Module):
+    """Channel dropout (Tompson et al. 2015, "Efficient Object Localization Using
+    Convolutional Networks"; PyTorch's ``nn.Dropout2d``): in training mode each channel
+    ``x[n, c]`` of an ``(N, C, H, W)`` input is zeroed as a whole with probability ``p`` and the
+    others scaled by ``1 / (1 - p)``; in eval mode the identity.
+
+    ``y = x * m`` with ``m`` of shape ``(N, C, 1, 1)``, ``m = keep / (1 - p)``, ``keep`` drawn
+    from the input device's seeded generator (a ``Cpu(seed=...)`` repeats its masks); the
+    gradient is ``g * m``. A 3-D input is taken as ``(N, C, L)`` with a mask ``(N, C, 1)``, as
+    PyTorch does (with its warning that this will change).
+
+    Args:
+        p: the probability of zeroing a channel, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1]``.
+        ShapeError: (on forward) ``x`` is neither 3-D nor 4-D (PyTorch warns and goes on for
+            other ranks; a 2-D input wants :class:`Dropout`).
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        self.p = _probability("Dropout2d", p)
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``x`` with whole channels masked and the rest rescaled (training), or ``x`` (eval)."""
+        if x.ndim not in (3, 4):
+            raise ShapeError(
+                f"Dropout2d: expected a 4-D (N, C, H, W) input (or 3-D, taken as (N, C, L)), got shape {x.shape}"
+            )
+        if x.dtype.kind != "f":
+            raise DTypeError(f"Dropout2d: expected a float32/float64 input, got dtype {x.dtype} (shape {x.shape})")
+        if not self.training or self.p == 0.0:
+            return x
+        if x.ndim == 3:
+            warnings.warn(
+                "Dropout2d: a 3-D input is taken as (N, C, L) and whole channels x[n, c] are dropped, as PyTorch "
+                "does today; use a 4-D input",
+                UserWarning,
+                stacklevel=3,
+            )
+        dt = x.dtype
+        mask_shape = (*x.shape[:2], *(1,) * (x.ndim - 2))
+        if self.p == 1.0:
+            m = np.zeros(mask_shape, dt)
+        else:
+            keep = _generator(None, x).random(mask_shape, dtype=dt) >= dt.type(self.p)
+            m = np.multiply(keep, dt.type(1.0 / (1.0 - self.p)), dtype=dt)
+        out: Tensor[S, T] = x * x._like(m)
+        return out
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
@@ -148,3 +424,61 @@ class Flatten(Module, Generic[SD, ED]):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size`` (PyTorch's ``nn.Unflatten``), e.g.
+    ``Unflatten(1, (C, H, W))`` maps ``(N, C*H*W)`` to ``(N, C, H, W)``; the inverse of
+    :class:`Flatten`. A reshape: the gradient is reshaped back. Untyped output
+    (``Tensor[Any, T]``, the input's tape kind).
+
+    Args:
+        dim: the dim to split (negative counts from the end).
+        unflattened_size: the sizes it becomes, a tuple or list of ints whose product is the
+            dim's size; one of them may be ``-1`` (inferred).
+
+    Raises:
+        TypeError: ``dim`` is not an int or ``unflattened_size`` not a sequence of ints.
+        ValueError: ``unflattened_size`` holds more than one ``-1``, or a size below ``-1``.
+        ShapeError: (on forward) ``dim`` out of range, or the sizes do not multiply to the
+            dim's size (the message names both).
+    """
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"Unflatten: dim must be an int, got {type(dim).__name__} {dim!r}")
+        if isinstance(unflattened_size, (str, bytes)) or not isinstance(unflattened_size, Sequence):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple or list of ints, got {unflattened_size!r}")
+        sizes = tuple(unflattened_size)
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in sizes):
+            raise TypeError(f"Unflatten: unflattened_size must hold ints, got {unflattened_size!r}")
+        if sum(1 for n in sizes if n == -1) > 1 or any(n < -1 for n in sizes):
+            raise ValueError(f"Unflatten: unflattened_size may hold one -1 and sizes >= 0, got {sizes}")
+        self.dim, self.unflattened_size = int(dim), tuple(int(n) for n in sizes)
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """``x`` reshaped: ``shape[:dim] + unflattened_size + shape[dim + 1:]``."""
+        shape = x.shape
+        d = self.dim + len(shape) if self.dim < 0 else self.dim
+        if not 0 <= d < len(shape):
+            raise ShapeError(f"Unflatten: dim {self.dim} is out of range for shape {shape}")
+        sizes = self.unflattened_size
+        known = math.prod(n for n in sizes if n != -1)
+        if -1 in sizes:
+            if known == 0 or shape[d] % known:
+                raise ShapeError(
+                    f"Unflatten: sizes {sizes} cannot split dim {self.dim} of size {shape[d]} (input shape {shape})"
+                )
+            sizes = tuple(shape[d] // known if n == -1 else n for n in sizes)
+        elif known != shape[d]:
+            raise ShapeError(
+                f"Unflatten: sizes {sizes} don't multiply up to the size of dim {self.dim} ({shape[d]}) "
+                f"of the input (shape {shape})"
+            )
+        return x.reshape((*shape[:d], *sizes, *shape[d + 1 :]))
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -1,10 +1,12 @@
 """Saving and loading a module's parameters and buffers as a safetensors file.
 
-Keys are the names of :meth:`Module.named_parameters` followed by those of
-:meth:`Module.named_buffers` (BatchNorm's ``running_mean`` / ``running_var``), e.g.
-``"0.weight"``; values are the arrays in their own dtype, written with
+Keys are those of :meth:`Module.state_dict` (PyTorch's keys in PyTorch's order: each module's
+parameters, then its persistent buffers such as BatchNorm's ``running_mean`` /
+``running_var`` / ``num_batches_tracked``, then its children's; tied weights under every
+name), e.g. ``"0.weight"``; values are the arrays in their own dtype, written with
 ``safetensors.numpy.save_file``. The layout matches PyTorch's ``state_dict`` for the layers
-gradtape shares with it, so a file can be read by ``safetensors.torch.load_file``.
+gradtape shares with it, so a file read by ``safetensors.torch.load_file`` loads into the
+PyTorch model strictly.
 """
 
 from __future__ import annotations
@@ -22,12 +24,10 @@ __all__ = ["load", "save", "state_dict"]
 
 
 def state_dict(module: Module) -> dict[str, Tensor[Any, Any]]:
-    """``{name: tensor}`` for every parameter and buffer, parameters first (the tensors
-    themselves, not copies)."""
-    out = dict(module.named_parameters())
-    for name, t in module.named_buffers():
-        out.setdefault(name, t)
-    return out
+    """``{name: tensor}`` for every parameter and persistent buffer, in PyTorch's order, tied
+    weights under each name: ``module.state_dict(keep_vars=True)`` (the tensors themselves,
+    not copies)."""
+    return module.state_dict(keep_vars=True)
 
 
 def save(module: Module, path: str | os.PathLike[str]) -> None:
@@ -38,7 +38,8 @@ def save(module: Module, path: str | os.PathLike[str]) -> None:
     """
     from safetensors.numpy import save_file
 
-    save_file({k: np.ascontiguousarray(t.data) for k, t in state_dict(module).items()}, os.fspath(path))
+    # np.require keeps a 0-d array (num_batches_tracked) 0-d; np.ascontiguousarray makes it 1-d
+    save_file({k: np.require(t.data, requirements="C") for k, t in state_dict(module).items()}, os.fspath(path))
 
 
 def load(module: Module, path: str | os.PathLike[str], strict: bool = True) -> None:
@@ -53,7 +54,9 @@ def load(module: Module, path: str | os.PathLike[str], strict: bool = True) -> N
 
     Raises:
         KeyError: a parameter or buffer is missing from the file (the message names the
-            key and the file), or, with ``strict``, the file has unexpected keys.
+            key and the file), or, with ``strict``, the file has unexpected keys. A missing
+            BatchNorm ``num_batches_tracked`` (files written before gradtape had one) is not
+            an error: the layer keeps its count.
         ShapeError: a stored array's shape differs (the message names the key and both shapes).
         DTypeError: a stored array's dtype differs (the message names the key and both dtypes).
     """
@@ -61,17 +64,20 @@ def load(module: Module, path: str | os.PathLike[str], strict: bool = True) -> N
 
     p = os.fspath(path)
     stored = load_file(p)
-    targets = state_dict(module)
-    for name, t in targets.items():
+    targets: dict[str, Tensor[Any, Any]] = {}
+    for name, t, owner, own in module._state_entries():
         if name not in stored:
+            if own in owner._optional_state:
+                continue
             raise KeyError(f"load: key {name!r} (shape {t.shape}) is missing from {p}")
+        targets[name] = t
         arr = stored[name]
         if arr.shape != t.shape:
             raise ShapeError(f"load: {name!r} has shape {arr.shape} in {p} but the module expects {t.shape}")
         if arr.dtype != t.dtype:
             raise DTypeError(f"load: {name!r} has dtype {arr.dtype} in {p} but the module expects {t.dtype}")
     if strict:
-        extra = sorted(set(stored) - set(targets))
+        extra = sorted(set(stored) - {k for k, _, _, _ in module._state_entries()})
         if extra:
             raise KeyError(f"load: {p} has keys the module does not: {extra}")
     for name, t in targets.items():

@@ -15,7 +15,7 @@ from gradtape.nn.module import Module
 from gradtape.ops.linalg import linear  # unwrapped: Module.__call__ checked x
 from gradtape.ops.nn import embedding
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
-from gradtape.tape import NoneTape, op_tape
+from gradtape.tape import NONE_TAPE, NoneTape, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = ["Embedding", "Linear"]
@@ -118,11 +118,15 @@ class Embedding(Module, Generic[V, E]):
     Args:
         num_embeddings: the table's number of rows ``V``.
         embedding_dim: each row's size ``D``.
+        padding_idx: a row that is padding, as PyTorch's: initialised to zeros and never
+            trained (the gradient into it is zero, however often it is looked up; the value
+            is still looked up as it is, so a row loaded from a checkpoint stays). Negative
+            counts from the end (``-1`` is row ``V - 1``). ``None`` (default): no padding row.
         dev: the device whose seeded generator initialises the table.
         dtype: float32 (default) or float64.
 
     Parameters:
-        weight: ``(V, D)``, ``N(0, 1)`` (PyTorch's default).
+        weight: ``(V, D)``, ``N(0, 1)`` (PyTorch's default), the ``padding_idx`` row zero.
 
     Forward: integer indices of any shape ``(...)`` -> ``(..., D)``; the gradient scatters
     into the looked-up rows (:func:`gradtape.ops.embedding`).
@@ -137,15 +141,34 @@ class Embedding(Module, Generic[V, E]):
     is not checked (the indices' values are).
 
     Raises:
-        ValueError: (on forward) an index outside ``[0, V)`` (from :func:`gradtape.ops.embedding`).
+        ValueError: ``padding_idx`` outside ``[-V, V)`` (PyTorch's check); (on forward) an
+            index outside ``[0, V)`` (from :func:`gradtape.ops.embedding`).
+        TypeError: ``padding_idx`` is not an int.
         DTypeError: (on forward) the indices are not integers: a float or bool array, list or
             tensor (``[1.7, 2.2]`` is refused, not truncated to rows 1 and 2).
     """
 
-    def __init__(self, num_embeddings: V, embedding_dim: E, *, dev: Cpu, dtype: npt.DTypeLike = np.float32) -> None:
+    def __init__(
+        self,
+        num_embeddings: V,
+        embedding_dim: E,
+        padding_idx: int | None = None,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
         n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
         self.num_embeddings, self.embedding_dim = n, d
+        if padding_idx is not None:
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+                raise TypeError(f"Embedding: padding_idx must be an int or None, got {type(padding_idx).__name__}")
+            if not -n <= padding_idx < n:
+                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({n}), got {padding_idx}")
+            padding_idx = int(padding_idx) % n
+        self.padding_idx = padding_idx
         self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), dtype)
+        if padding_idx is not None:
+            self.weight.data[padding_idx] = 0
 
     @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
@@ -168,11 +191,34 @@ class Embedding(Module, Generic[V, E]):
             # is where the table's gradient must go; the tensor's values go through the same
             # integer check as an array's (a float tensor raises DTypeError, never truncated)
             w = self.weight.put_tape(op_tape(x, self.weight)) if x.tape.OWNS_TAPE else self.weight
-            return embedding(x, w)
-        return embedding(x, self.weight)
+        else:
+            w = self.weight
+        y = embedding(x, w)
+        pad = self.padding_idx
+        if pad is None or y.tape is NONE_TAPE:  # untraced: nothing to cut from a gradient
+            return y
+        return _padding_without_gradient(y, x, w, pad)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+def _padding_without_gradient(y: Any, x: Any, w: Tensor[Any, Any], pad: int) -> Any:
+    """``y = weight[x]`` with the rows looked up at ``pad`` cut from the gradient (PyTorch's
+    ``padding_idx``): ``y * keep + c``, where ``keep`` is 0 at the padding positions and 1
+    elsewhere and the constant ``c`` puts the padding row's value back (it is zero unless the
+    row was changed). Nothing is added when no index is ``pad``."""
+    idx = np.asarray(x.data if isinstance(x, Tensor) else x)
+    at_pad = idx == pad
+    if not at_pad.any():
+        return y
+    dt = y.dtype
+    keep = np.logical_not(at_pad)[..., None].astype(dt)
+    out = y * y._like(keep)
+    row = w.data[pad]
+    if row.any():
+        out = out + y._like(np.multiply(at_pad[..., None], row, dtype=dt))
+    return out

@@ -31,15 +31,21 @@ or dfdx's: trace the *input* into a store that keeps only the parameters' gradie
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Container, Iterator, Mapping
+from typing import Any, ClassVar, NamedTuple, Self
 
+import numpy as np
+import numpy.typing as npt
+
+from gradtape.devices.cpu import as_float_dtype
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.gradients import Gradients
 from gradtape.tape import NONE_TAPE, PARAM
 from gradtape.tensor import Tensor
 
 __all__ = ["Module"]
+
+Array = np.ndarray[Any, Any]
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 """The attribute values that discovery looks into (subclasses included: a ``NamedTuple``, an
@@ -101,8 +107,9 @@ class Module:
     """Base class of gradtape's layers (PyTorch's ``nn.Module``, dfdx's ``Module`` trait).
 
     Parameters are found automatically: every public ``Tensor`` attribute (in assignment
-    order) is a parameter, unless its name is listed in the class's ``buffer_names`` (state
-    that is saved in checkpoints but not trained, such as BatchNorm's running statistics).
+    order) is a parameter, unless it is a buffer (state that is saved in checkpoints but not
+    trained, such as BatchNorm's running statistics): registered with
+    :meth:`register_buffer`, as in PyTorch, or named in the class's ``buffer_names``.
     Every public ``Module`` attribute is a child, and so is every module in a public list,
     tuple or dict attribute, nested in any way (a dict of lists of modules). A child's
     parameters are named ``<attribute>.<name>``; in a container, ``<attribute>.<index>.<name>``
@@ -111,6 +118,20 @@ class Module:
     ``heads.cls.weight``). Attributes starting with ``_`` are ignored. Other values in a
     container (numbers, strings, ``None``) are skipped; containers are scanned on every
     discovery, so keep large plain data under a ``_`` name.
+
+    A difference from PyTorch, on purpose: PyTorch ignores modules held in a plain ``list`` or
+    ``dict`` attribute (their parameters are neither trained nor saved unless the container is
+    an ``nn.ModuleList`` / ``nn.ModuleDict``); gradtape discovers them, with the names those
+    containers would give, so the PyTorch user's model trains as meant and its state dict
+    matches the PyTorch model written with the containers. The one thing such a plain
+    container lacks is an entry of its own in :meth:`named_modules`.
+
+    PyTorch's ``Module`` API is here with its names and results: :meth:`parameters`,
+    :meth:`named_parameters`, :meth:`buffers`, :meth:`named_buffers`, :meth:`children`,
+    :meth:`named_children`, :meth:`modules`, :meth:`named_modules`, :meth:`apply`,
+    :meth:`register_buffer`, :meth:`register_parameter`, :meth:`add_module`,
+    :meth:`state_dict`, :meth:`load_state_dict`, :meth:`to` / :meth:`double` /
+    :meth:`float`, :meth:`train` / :meth:`eval`, :meth:`zero_grad`, :meth:`requires_grad_`.
 
     State that a container attribute would hide is refused rather than silently left
     untrained, on assignment (``__setattr__``) and again on discovery (a list can be mutated
@@ -134,7 +155,8 @@ class Module:
     """``True`` in training mode (the default), ``False`` after :meth:`eval`."""
 
     buffer_names: ClassVar[tuple[str, ...]] = ()
-    """Names of ``Tensor`` attributes that are buffers, not parameters."""
+    """Names of ``Tensor`` attributes that are (persistent) buffers, not parameters: the
+    class-level spelling of :meth:`register_buffer`."""
 
     def forward(self, x: Any) -> Any:
         """The layer's computation; subclasses override it.
@@ -158,18 +180,32 @@ class Module:
         Raises:
             TypeError: ``value`` is a container holding a tensor, a set holding a module or
                 tensor, or a dict holding a module under a non-str key (the attribute is then
-                not assigned).
+                not assigned); ``name`` is a buffer and ``value`` is neither a Tensor nor ``None``.
             ValueError: ``value`` is a dict holding a module under a key that is empty or
                 contains ``"."``.
         """
-        if not name.startswith("_"):
+        buffers = self._buffer_set()
+        if name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"{type(self).__name__}: cannot assign a {type(value).__name__} to the buffer {name!r} "
+                    "(a Tensor or None is required)"
+                )
+        elif not name.startswith("_"):
             if isinstance(value, Tensor):
-                if value.tape is NONE_TAPE and name not in self.buffer_names:
+                if value.tape is NONE_TAPE:
                     value.tape = PARAM
                     value._leaf = True  # an untraced op's result (``randn(...) * 0.5``) too: a parameter is a leaf
             elif isinstance(value, _CONTAINERS):
                 _container_modules(self, name, value)  # raises for undiscoverable state
         object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        """``del self.name``; a registered buffer is unregistered too (PyTorch's ``__delattr__``)."""
+        object.__delattr__(self, name)
+        registered = self.__dict__.get("_buffers")
+        if registered is not None:
+            registered.pop(name, None)
 
     # ----- discovery ------------------------------------------------------------------------
 
@@ -191,46 +227,246 @@ class Module:
                 yield from _container_modules(self, name, value)
 
     def children(self) -> Iterator[Module]:
-        """Iterate over the direct sub-modules."""
+        """Iterate over the direct sub-modules, each once (PyTorch's ``children``: a module held
+        under two names is yielded once)."""
+        memo: set[int] = set()
         for _, m in self.named_children():
-            yield m
+            if id(m) not in memo:
+                memo.add(id(m))
+                yield m
+
+    def named_modules(
+        self, memo: set[Module] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """Iterate over ``(dotted name, module)`` for this module (named ``prefix``, ``""`` by
+        default) and all its descendants, depth first, a module before its children: PyTorch's
+        ``named_modules``. With ``remove_duplicate`` (the default) a module reached twice
+        (shared by two parents, or held under two names) is yielded once, under its first name.
+
+        The names are those of :meth:`named_children`: a module in a plain list or dict
+        attribute is ``layers.0`` or ``heads.cls``; the list or dict itself is not a module and
+        has no entry (PyTorch's ``ModuleList`` / ``ModuleDict`` have one, ``layers``; these
+        two classes have one here too).
+
+        Args:
+            memo: modules already yielded (PyTorch's argument; filled in as it goes).
+            prefix: the name of this module, prepended to the others' with a ``"."``.
+            remove_duplicate: yield a module reached twice once.
+        """
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, child in self.named_children():
+            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
-        """Iterate over this module and all its descendants (depth first, this one first)."""
-        yield self
+        """Iterate over this module and all its descendants (depth first, this one first; each
+        module once, as PyTorch's ``modules``)."""
+        for _, m in self.named_modules():
+            yield m
+
+    def apply(self, fn: Callable[[Module], object]) -> Self:
+        """Call ``fn`` on every sub-module (recursively, children first) and then on this one,
+        and return ``self``: PyTorch's ``Module.apply``, the usual way to initialise a model::
+
+            def init_weights(m):
+                if isinstance(m, nn.Linear):
+                    nn.init.xavier_uniform_(m.weight)
+                    nn.init.zeros_(m.bias)
+
+            model.apply(init_weights)
+
+        Each child (:meth:`children`, each once) applies ``fn`` to its own subtree first, in
+        attribute order, as PyTorch does. ``fn``'s return value is ignored.
+
+        Raises:
+            TypeError: ``fn`` is not callable.
+        """
+        if not callable(fn):
+            raise TypeError(f"{type(self).__name__}.apply: fn must be callable, got {type(fn).__name__}")
         for child in self.children():
-            yield from child.modules()
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # ----- buffers ---------------------------------------------------------------------------
+
+    def _buffer_set(self) -> Container[str]:
+        """The names of this module's buffers: those given to :meth:`register_buffer` (a dict,
+        name -> persistent) and, before any is registered, the class's ``buffer_names``."""
+        registered = self.__dict__.get("_buffers")
+        return self.buffer_names if registered is None else registered
+
+    def register_buffer(self, name: str, tensor: Tensor[Any, Any] | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not a parameter (never trained, not in
+        :meth:`parameters`) but is listed by :meth:`named_buffers`, converted by :meth:`to`
+        and, if ``persistent``, saved by :meth:`state_dict` (PyTorch's ``register_buffer``).
+        BatchNorm's ``running_mean`` is one; an attention mask or a positional table another::
+
+            self.register_buffer("mask", dev.tensor(np.tril(np.ones((n, n)))), persistent=False)
+
+        The tensor becomes the attribute ``name`` (read it as ``self.mask``; assigning a new
+        tensor to ``self.mask`` later replaces the buffer, it does not make a parameter). Its
+        tape is left as it is: pass an untraced tensor.
+
+        Args:
+            name: the attribute name: a non-empty ``str`` without ``"."``, not already an
+                attribute other than a buffer. A name starting with ``"_"`` is allowed (unlike
+                a parameter's), as in PyTorch.
+            tensor: the buffer's value, a gradtape tensor of any dtype (an int64 counter is
+                fine), or ``None`` (a placeholder: no entry in :meth:`named_buffers` or
+                :meth:`state_dict` until a tensor is assigned).
+            persistent: whether :meth:`state_dict` (and :func:`gradtape.nn.save`) includes it.
+
+        Raises:
+            TypeError: ``name`` is not a ``str``, or ``tensor`` is neither a Tensor nor ``None``.
+            KeyError: ``name`` is empty, contains ``"."``, or is already an attribute that is
+                not a buffer (a parameter, a method, ``training``): PyTorch's errors.
+        """
+        cls = type(self).__name__
+        if not isinstance(name, str):
+            raise TypeError(f"{cls}.register_buffer: buffer name should be a string, got {type(name).__name__}")
+        if not name:
+            raise KeyError(f'{cls}.register_buffer: buffer name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{cls}.register_buffer: buffer name can\'t contain ".", got {name!r}')
+        registered = self.__dict__.get("_buffers")
+        if registered is None:
+            registered = dict.fromkeys(self.buffer_names, True)
+        if name not in registered and hasattr(self, name):
+            raise KeyError(f"{cls}.register_buffer: attribute {name!r} already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"{cls}.register_buffer: cannot assign a {type(tensor).__name__} to the buffer {name!r} "
+                "(a gradtape Tensor or None is required)"
+            )
+        registered[name] = persistent
+        object.__setattr__(self, "_buffers", registered)
+        object.__setattr__(self, name, tensor)
+
+    def register_parameter(self, name: str, param: Tensor[Any, Any] | None) -> None:
+        """Add the parameter ``param`` as the attribute ``name`` (PyTorch's
+        ``register_parameter``): the same as ``setattr(self, name, param)``, checked.
+
+        Raises:
+            TypeError: ``name`` is not a ``str``, or ``param`` is neither a Tensor nor ``None``.
+            KeyError: ``name`` is empty, contains ``"."``, starts with ``"_"`` (such attributes
+                are never parameters here) or is already an attribute that is not a
+                parameter (a buffer, a module, a method).
+        """
+        cls = type(self).__name__
+        if not isinstance(name, str):
+            raise TypeError(f"{cls}.register_parameter: parameter name should be a string, got {type(name).__name__}")
+        if not name or "." in name or name.startswith("_"):
+            raise KeyError(
+                f"{cls}.register_parameter: parameter name must be non-empty, without '.' and not start with '_', "
+                f"got {name!r}"
+            )
+        if param is not None and not isinstance(param, Tensor):
+            raise TypeError(
+                f"{cls}.register_parameter: cannot assign a {type(param).__name__} as the parameter {name!r} "
+                "(a gradtape Tensor or None is required)"
+            )
+        current = self.__dict__.get(name, getattr(type(self), name, None))
+        if name in self._buffer_set() or (hasattr(self, name) and not isinstance(current, (Tensor, type(None)))):
+            raise KeyError(f"{cls}.register_parameter: attribute {name!r} already exists")
+        setattr(self, name, param)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add the child ``module`` as the attribute ``name`` (PyTorch's ``add_module`` /
+        ``register_module``): the same as ``setattr(self, name, module)``, checked.
+
+        Raises:
+            TypeError: ``name`` is not a ``str``, or ``module`` is neither a Module nor ``None``.
+            KeyError: ``name`` is empty, contains ``"."`` or starts with ``"_"``, or is already
+                an attribute that is not a module (a parameter, a buffer, a method).
+        """
+        cls = type(self).__name__
+        if not isinstance(name, str):
+            raise TypeError(f"{cls}.add_module: module name should be a string, got {type(name).__name__}")
+        if not name or "." in name or name.startswith("_"):
+            raise KeyError(
+                f"{cls}.add_module: module name must be non-empty, without '.' and not start with '_', got {name!r}"
+            )
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{cls}.add_module: {type(module).__name__} is not a Module")
+        current = self.__dict__.get(name, getattr(type(self), name, None))
+        if name in self._buffer_set() or (hasattr(self, name) and not isinstance(current, (Module, type(None)))):
+            raise KeyError(f"{cls}.add_module: attribute {name!r} already exists")
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    # ----- parameters and buffers by name ------------------------------------------------------
 
     def _own_tensors(self, buffers: bool) -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        """This module's own parameters (``buffers=False``) or buffers, in attribute order."""
+        names = self._buffer_set()
         for name, value in vars(self).items():
-            if name.startswith("_") or not isinstance(value, Tensor):
+            if not isinstance(value, Tensor):
                 continue
-            if (name in self.buffer_names) == buffers:
+            is_buffer = name in names
+            if is_buffer == buffers and (is_buffer or not name.startswith("_")):
                 yield name, value
 
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor[Any, Any]]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor[Any, Any]]]:
         """Iterate over ``(dotted name, parameter)``: this module's own parameters in
         assignment order, then each child's (recursively), e.g. ``"0.weight"``, ``"0.bias"``.
-        A tensor shared by two attributes is reported once (under its first name)."""
+        With ``remove_duplicate`` (the default, as PyTorch) a tensor shared by two attributes
+        (tied weights) is reported once, under its first name; :meth:`state_dict` lists both.
+
+        Args:
+            prefix: prepended to every name.
+            recurse: also the descendants' parameters (``False``: this module's own only).
+            remove_duplicate: report a shared tensor once.
+        """
         seen: set[int] = set()
-        for name, p in self._named_all(prefix, buffers=False):
-            if id(p) not in seen:
+        for name, p in self._named_all(prefix, False, recurse):
+            if not remove_duplicate:
+                yield name, p
+            elif id(p) not in seen:
                 seen.add(id(p))
                 yield name, p
 
-    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor[Any, Any]]]:
-        """Iterate over ``(dotted name, buffer)`` (e.g. BatchNorm's ``running_mean``)."""
-        yield from self._named_all(prefix, buffers=True)
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor[Any, Any]]]:
+        """Iterate over ``(dotted name, buffer)`` (e.g. BatchNorm's ``running_mean``), in the
+        order of :meth:`named_parameters`, non-persistent buffers included (``None`` ones not).
+        Arguments as :meth:`named_parameters`."""
+        seen: set[int] = set()
+        for name, b in self._named_all(prefix, True, recurse):
+            if not remove_duplicate:
+                yield name, b
+            elif id(b) not in seen:
+                seen.add(id(b))
+                yield name, b
 
-    def _named_all(self, prefix: str, buffers: bool) -> Iterator[tuple[str, Tensor[Any, Any]]]:
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor[Any, Any]]:
+        """Iterate over the buffers, in the order of :meth:`named_buffers` (each tensor once)."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def _named_all(self, prefix: str, buffers: bool, recurse: bool = True) -> Iterator[tuple[str, Tensor[Any, Any]]]:
         for name, t in self._own_tensors(buffers):
             yield prefix + name, t
-        for cname, child in self.named_children():
-            yield from child._named_all(f"{prefix}{cname}.", buffers)
+        if recurse:
+            for cname, child in self.named_children():
+                yield from child._named_all(f"{prefix}{cname}.", buffers)
 
-    def parameters(self) -> list[Tensor[Any, Any]]:
-        """The parameters, in the order of :meth:`named_parameters` (each tensor once)."""
+    def parameters(self, recurse: bool = True) -> list[Tensor[Any, Any]]:
+        """The parameters, in the order of :meth:`named_parameters` (each tensor once); with
+        ``recurse=False`` this module's own only. A list (PyTorch returns an iterator; a list
+        iterates the same and can be reused)."""
         out: list[Tensor[Any, Any]] = []
+        if not recurse:
+            return [p for _, p in self.named_parameters(recurse=False)]
         self._collect_parameters(out, set())
         return out
 
@@ -239,9 +475,11 @@ class Module:
         # (zero_grads and alloc_grads call this every training step); each value's class is
         # classified once (_attr_kind), a dict lookup instead of a chain of isinstance checks
         children: list[Module] = []
-        buffers = self.buffer_names
+        attrs = vars(self)
+        registered = attrs.get("_buffers")
+        buffers = self.buffer_names if registered is None else registered
         kinds = _ATTR_KINDS
-        for name, value in vars(self).items():
+        for name, value in attrs.items():
             if name[0] == "_":
                 continue
             kind = kinds.get(value.__class__)
@@ -339,6 +577,211 @@ class Module:
             drop(p.id)
             clear_grad(p)
 
+    # ----- state_dict, conversion ---------------------------------------------------------------
+
+    _optional_state: ClassVar[tuple[str, ...]] = ()
+    """Own state names :meth:`load_state_dict` does not report missing (the value is kept):
+    BatchNorm's ``num_batches_tracked``, which checkpoints written before it existed lack, as
+    PyTorch's BatchNorm accepts checkpoints without it."""
+
+    def _state_entries(self, prefix: str = "") -> Iterator[tuple[str, Tensor[Any, Any], Module, str]]:
+        """``(key, tensor, owner, own name)`` for every parameter and persistent buffer, in
+        PyTorch's ``state_dict`` order: a module's parameters, then its buffers, then each
+        child's entries; nothing deduplicated (tied weights appear under every name)."""
+        registered = self.__dict__.get("_buffers")
+        names = self.buffer_names if registered is None else registered
+        params: list[tuple[str, Tensor[Any, Any]]] = []
+        buffers: list[tuple[str, Tensor[Any, Any]]] = []
+        for name, value in vars(self).items():
+            if not isinstance(value, Tensor):
+                continue
+            if name in names:
+                if registered is None or registered[name]:
+                    buffers.append((name, value))
+            elif not name.startswith("_"):
+                params.append((name, value))
+        for name, t in params + buffers:
+            yield prefix + name, t, self, name
+        for cname, child in self.named_children():
+            yield from child._state_entries(f"{prefix}{cname}.")
+
+    def state_dict(
+        self, *, destination: dict[str, Tensor[Any, Any]] | None = None, prefix: str = "", keep_vars: bool = False
+    ) -> dict[str, Tensor[Any, Any]]:
+        """``{dotted name: tensor}`` of every parameter and persistent buffer: PyTorch's
+        ``Module.state_dict``, with its keys in its order (a module's parameters, then its
+        buffers, then its children's, recursively). Tied weights (one tensor under two
+        attributes, or a module shared by two parents) appear under every name, as in PyTorch,
+        so a strict ``load_state_dict`` on either side finds every key it expects.
+
+        Args:
+            destination: a dict to fill and return (default a new one).
+            prefix: prepended to every key.
+            keep_vars: ``True``: the parameter and buffer tensors themselves. ``False`` (the
+                default, PyTorch's ``detach()``): new untraced tensors sharing their arrays, so
+                writing into a value's ``.data`` changes the module, and using one records
+                nothing.
+
+        Returns:
+            The dict; each value keeps its tensor's shape and dtype (BatchNorm's
+            ``num_batches_tracked`` is a 0-d int64 tensor, as PyTorch's).
+        """
+        out: dict[str, Tensor[Any, Any]] = {} if destination is None else destination
+        for key, t, _, _ in self._state_entries(prefix):
+            out[key] = t if keep_vars else t.detach()
+        return out
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
+        """Copy the values of ``state_dict`` into this module's parameters and persistent
+        buffers, in place (PyTorch's ``Module.load_state_dict``): the tensors keep their ids and
+        arrays, so an optimizer built on ``model.parameters()`` stays valid.
+
+        Values may be gradtape tensors, numpy arrays or anything numpy reads (a PyTorch
+        ``state_dict()``'s tensors: ``model.load_state_dict(torch_model.state_dict())``). Each
+        is cast to the target's dtype as PyTorch's ``copy_`` casts (a float32 checkpoint fills
+        a float64 model). Everything is checked before anything is written.
+
+        A missing ``num_batches_tracked`` of a BatchNorm is not reported (the layer keeps its
+        count), as PyTorch's BatchNorm accepts checkpoints from before it had one.
+
+        Args:
+            state_dict: ``{dotted name: value}``, e.g. from :meth:`state_dict`.
+            strict: raise if a key is missing or unexpected (else they are only returned).
+
+        Returns:
+            ``(missing_keys, unexpected_keys)``, a named tuple of two lists of keys (PyTorch's
+            ``_IncompatibleKeys``): this module's keys absent from ``state_dict``, and
+            ``state_dict``'s keys this module does not have.
+
+        Raises:
+            TypeError: ``state_dict`` is not a mapping, or a value is not numeric
+                (the message names the key).
+            RuntimeError: with ``strict``, missing or unexpected keys; with either setting, a
+                value whose shape differs from the target's (``size mismatch for <key>``). One
+                error lists every problem, as PyTorch's ("Error(s) in loading state_dict for
+                <class>").
+        """
+        cls = type(self).__name__
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"{cls}.load_state_dict: expected a mapping of names to tensors, got {type(state_dict).__name__}"
+            )
+        missing: list[str] = []
+        plan: list[tuple[Tensor[Any, Any], Array]] = []
+        errors: list[str] = []
+        known: set[str] = set()
+        for key, t, owner, own in self._state_entries():
+            known.add(key)
+            if key not in state_dict:
+                if own not in owner._optional_state:
+                    missing.append(key)
+                continue
+            arr = _state_array(cls, key, state_dict[key])
+            if arr.shape != t.shape:
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {arr.shape} from checkpoint, "
+                    f"the shape in current model is {t.shape}."
+                )
+                continue
+            plan.append((t, arr))
+        unexpected = [k for k in state_dict if k not in known]
+        if strict:
+            head = []
+            if unexpected:
+                head.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
+            if missing:
+                head.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
+            errors = head + errors
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {cls}:\n\t" + "\n\t".join(errors))
+        for t, _ in plan:
+            if not t.data.flags.writeable:
+                raise RuntimeError(f"{cls}.load_state_dict: the tensor of shape {t.shape} is read-only")
+        for t, arr in plan:
+            if arr is not t.data:
+                np.copyto(t.data, arr, casting="unsafe")
+        return _IncompatibleKeys(missing, unexpected)
+
+    def to(
+        self, *args: Any, dtype: npt.DTypeLike | None = None, device: Any = None, non_blocking: bool = False
+    ) -> Self:
+        """Convert the float parameters and buffers to ``dtype`` and/or move every parameter
+        and buffer to ``device``, in place, and return ``self`` (PyTorch's ``Module.to``):
+        ``model.to(np.float64)``, ``model.to(dev)``, ``model.to(dev, np.float64)``,
+        ``model.to("cpu")``.
+
+        The tensors keep their ids (an optimizer built before still refers to them, but its
+        state, e.g. Adam's moments, keeps the old dtype: convert before building it, as in
+        PyTorch); a float tensor's array is replaced by a converted copy, and so is its
+        ``.grad``'s. Integer and bool buffers (``num_batches_tracked``) keep their dtype.
+
+        Args:
+            args: a dtype (a numpy dtype or its name, ``"float64"``; a torch dtype's name,
+                ``"torch.float64"``, is read too), a gradtape device (a ``Cpu``), the string
+                ``"cpu"`` (no move), or a gradtape tensor (its device and dtype), in any order.
+            dtype: the float dtype, float32 or float64.
+            device: the device.
+            non_blocking: accepted for PyTorch compatibility; ignored.
+
+        Raises:
+            TypeError: an argument is none of these; DTypeError (through the dtype check): a
+                dtype other than float32/float64.
+            ValueError: a device string other than ``"cpu"``.
+        """
+        del non_blocking
+        cls = type(self).__name__
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xla"):
+                if a != "cpu":
+                    raise ValueError(f"{cls}.to: gradtape computes on the CPU (a Cpu device), not {a!r}")
+            elif isinstance(a, (str, np.dtype, type)) or hasattr(a, "is_floating_point"):
+                dtype = _dtype_arg(cls, a)
+            elif hasattr(a, "rng") and hasattr(a, "randn"):
+                device = a
+            else:
+                raise TypeError(f"{cls}.to: expected a dtype, a device or a tensor, got {type(a).__name__} {a!r}")
+        if isinstance(device, str):
+            if device != "cpu":
+                raise ValueError(f"{cls}.to: gradtape computes on the CPU (a Cpu device), not {device!r}")
+            device = None
+        dt = None if dtype is None else as_float_dtype(_dtype_arg(cls, dtype), f"{cls}.to")
+        seen: set[int] = set()
+        for m in self.modules():
+            for _, t in [*m._own_tensors(False), *m._own_tensors(True)]:
+                if id(t) in seen:
+                    continue
+                seen.add(id(t))
+                if dt is not None and t.data.dtype.kind == "f" and t.data.dtype != dt:
+                    t.data = t.data.astype(dt)
+                    g = getattr(t, "_grad", None)
+                    if g is not None:
+                        g.data = g.data.astype(dt)
+                if device is not None:
+                    t.device = device
+        return self
+
+    def double(self) -> Self:
+        """Convert the float parameters and buffers to float64 (``to(np.float64)``); returns self."""
+        return self.to(dtype=np.float64)
+
+    def float(self) -> Self:
+        """Convert the float parameters and buffers to float32 (``to(np.float32)``); returns self."""
+        return self.to(dtype=np.float32)
+
+    def cpu(self) -> Self:
+        """Returns self: gradtape's tensors are on the CPU already (PyTorch's ``Module.cpu``)."""
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
+        """Set ``requires_grad`` on every parameter (:meth:`Tensor.requires_grad_`) and return
+        self (PyTorch's ``Module.requires_grad_``): ``False`` freezes the module (its
+        parameters record nothing and optimizers skip them), ``True`` unfreezes it."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
     def __repr__(self) -> str:
         extra = self.extra_repr()
         kids = list(self.named_children())
@@ -353,6 +796,64 @@ class Module:
     def extra_repr(self) -> str:
         """The constructor arguments shown by ``repr``; subclasses override it."""
         return ""
+
+
+class _IncompatibleKeys(NamedTuple):
+    """:meth:`Module.load_state_dict`'s result (PyTorch's ``_IncompatibleKeys``)."""
+
+    missing_keys: list[str]
+    """The module's keys absent from the state dict."""
+    unexpected_keys: list[str]
+    """The state dict's keys the module does not have."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _state_array(cls: str, key: str, value: Any) -> Array:
+    """The array of a state dict's ``value``: a gradtape tensor's, a numpy array, or what numpy
+    reads (a torch tensor, detached first).
+
+    Raises:
+        TypeError: numpy cannot read ``value`` as a bool, integer or float array (the message
+            names ``key``).
+    """
+    if isinstance(value, Tensor):
+        return value.data
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError, RuntimeError):
+            detach = getattr(value, "detach", None)
+            if detach is None:
+                arr = np.asarray(None)
+            else:  # a torch tensor that requires grad: numpy reads it once detached
+                arr = np.asarray(detach().cpu())
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{cls}.load_state_dict: the value for {key!r} is a {type(value).__name__} that numpy reads as dtype "
+            f"{arr.dtype}; expected a tensor or an array of numbers"
+        )
+    return arr
+
+
+def _dtype_arg(cls: str, a: Any) -> np.dtype[Any]:
+    """``a`` (a numpy dtype, a type, a dtype name, a torch dtype or its name) as a numpy dtype.
+
+    Raises:
+        TypeError: numpy does not know it.
+    """
+    name = str(a) if hasattr(a, "is_floating_point") else a
+    if isinstance(name, str) and name.startswith("torch."):
+        name = name[len("torch.") :]
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise TypeError(f"{cls}.to: {a!r} is not a dtype") from None
 
 
 _STATEFUL = (Module, Tensor, *_CONTAINERS)

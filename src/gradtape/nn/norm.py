@@ -11,6 +11,7 @@ called without an annotated target, or a bare ``LayerNorm`` annotation) takes an
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import numpy as np
@@ -184,29 +185,49 @@ class RMSNorm(_LastDimNorm[D]):
 
 class _BatchNorm(Module, Generic[D]):
     rank: int = 2
-    buffer_names = ("running_mean", "running_var")
+    _optional_state = ("num_batches_tracked",)
+
+    running_mean: Tensor[Any, NoneTape] | None
+    running_var: Tensor[Any, NoneTape] | None
+    num_batches_tracked: Tensor[tuple[()], NoneTape] | None
 
     def __init__(
         self,
         num_features: D,
         eps: float = 1e-5,
-        momentum: float = 0.1,
+        momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
         *,
         dev: Any = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"{type(self).__name__}: momentum must be in [0, 1], got {momentum}")
+        name = type(self).__name__
+        if momentum is not None and (
+            isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0.0 <= momentum <= 1.0
+        ):
+            raise ValueError(f"{name}: momentum must be in [0, 1] or None (a cumulative average), got {momentum!r}")
         dev = _device(dev)
         num_features_ = cast(int, num_features)  # D names the width at type level; an int at run time
         self.num_features, self.eps, self.momentum = num_features_, eps, momentum
-        self.track_running_stats = track_running_stats
+        self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = _ones((num_features_,), dtype, dev) if affine else None
         self.bias = _zeros((num_features_,), dtype, dev) if affine else None
-        self.running_mean = _zeros((num_features_,), dtype, dev)
-        self.running_var = _ones((num_features_,), dtype, dev)
+        if track_running_stats:
+            self.register_buffer("running_mean", _zeros((num_features_,), dtype, dev))
+            self.register_buffer("running_var", _ones((num_features_,), dtype, dev))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64), dev, NONE_TAPE))
+        else:  # PyTorch's None buffers: no running statistics, none in the state dict
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, ``num_batches_tracked`` 0 (PyTorch's), in place."""
+        if self.running_mean is not None and self.running_var is not None and self.num_batches_tracked is not None:
+            self.running_mean.data[...] = 0
+            self.running_var.data[...] = 1
+            self.num_batches_tracked.data[...] = 0
 
     def _axes(self, x: Tensor[Any, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         name = type(self).__name__
@@ -224,17 +245,20 @@ class _BatchNorm(Module, Generic[D]):
         """Normalise each channel (dim 1) over the batch (and spatial) dims; same shape and dtype.
 
         Training mode (or ``track_running_stats=False``): batch statistics, differentiated
-        through (``mean``/``var`` ops), and the running statistics updated in place:
-        ``running = (1 - momentum) * running + momentum * batch_stat`` with the *unbiased*
-        batch variance for ``running_var`` (as PyTorch). Eval mode: the running statistics,
-        as constants.
+        through (``mean``/``var`` ops), and (with ``track_running_stats``) the running
+        statistics updated in place: ``num_batches_tracked += 1``, then
+        ``running = (1 - f) * running + f * batch_stat`` with the *unbiased* batch variance for
+        ``running_var`` and ``f = momentum``, or ``f = 1 / num_batches_tracked`` (the
+        cumulative average) with ``momentum=None``, as PyTorch. Eval mode: the running
+        statistics, as constants.
 
         Raises:
             ShapeError: wrong rank, or dim 1 is not ``num_features``.
             ValueError: training with a single value per channel (the variance is undefined).
         """
         axes, bshape = self._axes(x)
-        if self.training or not self.track_running_stats:
+        rm_b, rv_b, count = self.running_mean, self.running_var, self.num_batches_tracked
+        if self.training or rm_b is None or rv_b is None:
             n = x.size // self.num_features
             if n < 2 and self.training:
                 raise ValueError(
@@ -242,24 +266,28 @@ class _BatchNorm(Module, Generic[D]):
                 )
             mean = x.mean(axis=axes, keepdims=True)
             var = x.var(axis=axes, keepdims=True)
-            if self.training and self.track_running_stats:
-                m = self.momentum
-                rm, rv = self.running_mean.data, self.running_var.data
+            if self.training and rm_b is not None and rv_b is not None and count is not None:
+                count.data[...] += 1
+                m = 1.0 / float(count.data) if self.momentum is None else self.momentum
+                rm, rv = rm_b.data, rv_b.data
                 rm *= 1 - m
                 rm += m * mean.data.reshape(-1)
                 rv *= 1 - m
                 rv += m * var.data.reshape(-1) * (n / max(n - 1, 1))
             y = (x - mean) / (var + self.eps).sqrt()
         else:
-            rm_t = self.running_mean.reshape(bshape)
-            rstd = x._like(1.0 / np.sqrt(self.running_var.data.reshape(bshape) + self.eps))
+            rm_t = rm_b.reshape(bshape)
+            rstd = x._like(1.0 / np.sqrt(rv_b.data.reshape(bshape) + self.eps))
             y = (x - rm_t) * rstd
         if self.weight is not None and self.bias is not None:
             y = y * self.weight.reshape(bshape) + self.bias.reshape(bshape)
         return y
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class BatchNorm1d(_BatchNorm[D]):
@@ -275,10 +303,14 @@ class BatchNorm1d(_BatchNorm[D]):
     Args:
         num_features: ``C``.
         eps: added to the variance (default ``1e-5``).
-        momentum: running-statistics update factor (default ``0.1``, as PyTorch).
+        momentum: running-statistics update factor (default ``0.1``, as PyTorch), or ``None``
+            for the cumulative average (factor ``1 / num_batches_tracked``).
         affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), shape ``(C,)``.
-        track_running_stats: keep ``running_mean`` (zeros) / ``running_var`` (ones) buffers,
-            saved in checkpoints; without them eval mode also uses batch statistics.
+        track_running_stats: keep the buffers ``running_mean`` (zeros), ``running_var``
+            (ones) and ``num_batches_tracked`` (a 0-d int64 count of training batches), saved
+            in checkpoints under PyTorch's names, so a PyTorch checkpoint loads strictly;
+            ``False``: the three are ``None`` (none in the state dict, as PyTorch) and eval
+            mode also uses batch statistics.
         dev: the device the tensors live on (default a new ``Cpu()``).
         dtype: float32 (default) or float64.
 
@@ -290,7 +322,7 @@ class BatchNorm1d(_BatchNorm[D]):
     and rank checked at run time). An untyped input gives ``Tensor[Any, T]``.
 
     Raises:
-        ValueError: ``momentum`` outside ``[0, 1]``. Forward: see :meth:`forward`.
+        ValueError: ``momentum`` neither ``None`` nor in ``[0, 1]``. Forward: see :meth:`forward`.
     """
 
     rank = 2
