@@ -60,6 +60,25 @@ def _pool(name: str) -> Callable[[], Any]:
     return lambda: getattr(nn, name)(2)
 
 
+def _recurrence(name: str, gates: int) -> Call:
+    """``ops.<name>(subject, states..., weights...)[0]`` for input ``(T, B, I) = (2, 3, 4)``,
+    hidden size 5 and ``gates`` gates."""
+    fn: Any = getattr(ops, name)
+    shapes = [(3, 5)] * (2 if gates == 4 else 1) + [(5 * gates, 4), (5 * gates, 5), (5 * gates,), (5 * gates,)]
+    rest = [_t(s, 30 + k) for k, s in enumerate(shapes)]
+    return lambda x: fn(x, *rest)[0]
+
+
+def _first(make: Callable[[], Any]) -> Callable[[], Call]:
+    """A recurrent layer (or cell) called on the subject, its first output."""
+
+    def build() -> Call:
+        layer = make()
+        return lambda x: layer(x)[0]
+
+    return build
+
+
 CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     # name: (subject shape, call taking the subject)
     **{name: ((2, 3), _with(ops, name, ROW)) for name in ("add", "sub", "mul", "div", "maximum", "minimum")},
@@ -106,6 +125,10 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
         for name in ("mse_loss", "l1_loss", "mae_loss", "huber_loss", "smooth_l1_loss", "kl_div")
     },
     "binary_cross_entropy_with_logits": ((2, 3), lambda x: losses.binary_cross_entropy_with_logits(x, ROW.numpy() > 0)),
+    # the recurrences: input (T, B, I) = (2, 3, 4), hidden 5; their first output
+    "lstm_layer": ((2, 3, 4), _recurrence("lstm_layer", 4)),
+    "gru_layer": ((2, 3, 4), _recurrence("gru_layer", 3)),
+    "rnn_layer": ((2, 3, 4), _recurrence("rnn_layer", 1)),
 }
 
 LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
@@ -126,6 +149,12 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     **{name: ((2, 3, 4, 4), _pool(name)) for name in ("MaxPool2d", "AvgPool2d", "MinPool2d")},
     "Residual": ((2, 3), lambda: nn.Residual(nn.Tanh())),
     "Sequential": ((2, 3), lambda: nn.Sequential(nn.Linear(3, 4, dev=DEV), nn.ReLU())),
+    "LSTM": ((2, 3, 4), _first(lambda: nn.LSTM(4, 5, dev=DEV))),
+    "GRU": ((2, 3, 4), _first(lambda: nn.GRU(4, 5, dev=DEV))),
+    "RNN": ((2, 3, 4), _first(lambda: nn.RNN(4, 5, dev=DEV))),
+    "LSTMCell": ((3, 4), _first(lambda: nn.LSTMCell(4, 5, dev=DEV))),
+    "GRUCell": ((3, 4), lambda: nn.GRUCell(4, 5, dev=DEV)),
+    "RNNCell": ((3, 4), lambda: nn.RNNCell(4, 5, dev=DEV)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils is a module

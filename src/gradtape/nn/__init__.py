@@ -19,6 +19,7 @@ from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
 from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from gradtape.nn.parameter import Parameter
+from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
     "GELU",
@@ -54,3 +55,4 @@ __all__ = [
     "save",
     "state_dict",
 ]
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]

@@ -14,6 +14,7 @@ from gradtape.ops.linalg import linear, matmul
 from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import logsumexp, max, mean, min, std, sum, var
+from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
 from gradtape.ops.scan import selective_scan
 from gradtape.ops.shape import (
     broadcast_to,
@@ -83,6 +84,7 @@ __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
 __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
 __all__ += ["scaled_dot_product_attention", "selective_scan"]
+__all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.
