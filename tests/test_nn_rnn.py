@@ -623,3 +623,25 @@ def test_op_dtype_and_argument_errors() -> None:
         ops.rnn_layer(
             Cpu().zeros((1, 1, 1)), Cpu().zeros((1, 1)), Cpu().zeros((1, 1)), Cpu().zeros((1, 1)), None, None, "sigmoid"
         )
+
+
+def test_benchmark_workload_steps_agree() -> None:
+    """benchmarks/workloads/rnn.py's gradtape and PyTorch steps give the same gradients (a
+    small shape; the workload checks the full one before timing)."""
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])  # the checkout's benchmarks/
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.workloads import rnn as workload
+
+    shape = (5, 3, 4, 6)
+    arrays = workload.inputs(shape, seed=1)
+    for kind in ("LSTM", "GRU"):
+        model = workload.gradtape_model(kind, shape)
+        ours = workload.gradtape_step(model, arrays)()
+        theirs = workload.torch_step(torch, kind, model, arrays, threads=1)()
+        assert ours.keys() == theirs.keys() and len(ours) == 8
+        for name in theirs:
+            np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-4, atol=1e-5, err_msg=f"{kind} {name}")

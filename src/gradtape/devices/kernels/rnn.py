@@ -4,7 +4,7 @@ The ops (:mod:`gradtape.ops.rnn`) run a recurrence over a whole sequence in thre
 input projection ``x @ W_ih^T`` for every step as one matrix product, the time loop, and (in
 the backward) the weight gradients as one product over every step. In the time loop each step
 is one BLAS product ``h_{t-1} @ W_hh^T`` (forward) or ``dgates_t @ W_hh`` (backward), through
-numpy's OpenBLAS and :func:`gradtape.devices.kernels.blas.matmul`, and one kernel of this
+numpy's OpenBLAS, and one kernel of this
 module, which fuses everything elementwise that the step does: adding the two projections,
 the gate nonlinearities, the cell update and the outputs (forward), or the gates' gradients
 and the carried cell/hidden gradient (backward). The forward kernels save what the backward
@@ -24,11 +24,18 @@ inlined, both vectorize over a row. float64 keeps libm's ``exp`` and ``tanh``.
 
 Work is split over the batch rows with ``numba.prange`` from :data:`PARALLEL_THRESHOLD` gate
 elements per step on (each row is independent), serially below.
+
+Threads: the time loop's products are small and each waits for the previous step, so they run
+on one BLAS thread below :data:`LOOP_PARALLEL_MACS` multiply-adds per step (see there); the
+products over every step (input projection, weight gradients) go through
+:func:`~gradtape.devices.kernels.blas.matmul`'s usual rule.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numba
@@ -58,6 +65,31 @@ over threads. A step's kernel is short (tens of microseconds at batch 32, hidden
 between two BLAS products that already use both cores where they are large: measured on the
 2-core VM, interleaved with the step's product, the serial kernel was as fast as the parallel
 one at 32k gate elements."""
+
+
+LOOP_PARALLEL_MACS = 1 << 26
+"""Multiply-adds per step (``batch * gates * hidden * hidden``) from which the time loop's
+products use every BLAS thread; below, one. Measured on the shared 2-core VM (load 5-7 from
+other processes), the LSTM's 64-step forward loop at batch 32, hidden 256 (8.4M multiply-adds
+a step, where :func:`~gradtape.devices.kernels.blas.matmul` would use two threads) took
+185-215 ms on one thread and 620-1160 ms on two: a two-thread product waits for a second core
+at every step. ``blas.SMALL_MACS``' notes give two threads 1.4-1.9x at 8.4M on an idle machine
+and 1.6-2.0x from 67M on."""
+
+
+@contextlib.contextmanager
+def _loop_threads(macs: int) -> Iterator[None]:
+    """numpy's OpenBLAS on one thread inside the block when a step's product has fewer than
+    :data:`LOOP_PARALLEL_MACS` multiply-adds (no change with another BLAS)."""
+    setter = blas._SET
+    if setter is None or macs >= LOOP_PARALLEL_MACS:
+        yield
+        return
+    setter(1)
+    try:
+        yield
+    finally:
+        setter(blas._THREADS)
 
 
 # ----- scalar helpers (inlined; float32 polynomials, float64 libm) ---------------------------
@@ -434,13 +466,14 @@ def lstm_forward(
     c = np.empty_like(out)
     tc = np.empty_like(out)
     gh = np.empty((nb, 4 * nh), x.dtype)
-    wt = w_hh.T
+    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
     step = _pick(_lstm_fwd_step_serial, _lstm_fwd_step_parallel, nb, 4 * nh)
     h_prev, c_prev = h0, c0
-    for t in _steps(nt, reverse):
-        blas.matmul(h_prev, wt, out=gh)
-        step(acts[t], gh, c_prev, c[t], tc[t], out[t])
-        h_prev, c_prev = out[t], c[t]
+    with _loop_threads(nb * 4 * nh * nh):
+        for t in _steps(nt, reverse):
+            np.matmul(h_prev, wt, out=gh)
+            step(acts[t], gh, c_prev, c[t], tc[t], out[t])
+            h_prev, c_prev = out[t], c[t]
     return out, acts, c, tc
 
 
@@ -470,11 +503,12 @@ def lstm_backward(
     step = _pick(_lstm_bwd_step_serial, _lstm_bwd_step_parallel, nb, 4 * nh)
     order = _steps(nt, not reverse)
     last = order[-1]
-    for t in order:
-        c_prev = c0 if t == last else (c[t + 1] if reverse else c[t - 1])
-        gt = zeros if g_out is None else g_out[t]
-        step(acts[t], c_prev, tc[t], gt, rec, dc, dg[t])
-        blas.matmul(dg[t], w_hh, out=rec)
+    with _loop_threads(nb * 4 * nh * nh):
+        for t in order:
+            c_prev = c0 if t == last else (c[t + 1] if reverse else c[t - 1])
+            gt = zeros if g_out is None else g_out[t]
+            step(acts[t], c_prev, tc[t], gt, rec, dc, dg[t])
+            np.matmul(dg[t], w_hh, out=rec)
     dx, dw_ih, dw_hh = _weight_grads(dg, x, _prev_states(out, h0, reverse), w_ih, want_x)
     return dx, rec, dc, dw_ih, dw_hh, _bias_grad(dg)
 
@@ -491,13 +525,14 @@ def gru_forward(
     out = np.empty((nt, nb, nh), x.dtype)
     hn = np.empty_like(out)
     gh = np.empty((nb, 3 * nh), x.dtype)
-    wt = w_hh.T
+    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
     step = _pick(_gru_fwd_step_serial, _gru_fwd_step_parallel, nb, 3 * nh)
     h_prev = h0
-    for t in _steps(nt, reverse):
-        blas.matmul(h_prev, wt, out=gh)
-        step(acts[t], gh, b_hh, h_prev, hn[t], out[t])
-        h_prev = out[t]
+    with _loop_threads(nb * 3 * nh * nh):
+        for t in _steps(nt, reverse):
+            np.matmul(h_prev, wt, out=gh)
+            step(acts[t], gh, b_hh, h_prev, hn[t], out[t])
+            h_prev = out[t]
     return out, acts, hn
 
 
@@ -523,10 +558,11 @@ def gru_backward(
     zeros = np.zeros((nb, nh), dt) if g_out is None else None
     prev = _prev_states(out, h0, reverse)
     step = _pick(_gru_bwd_step_serial, _gru_bwd_step_parallel, nb, 3 * nh)
-    for t in _steps(nt, not reverse):
-        gt = zeros if g_out is None else g_out[t]
-        step(acts[t], hn[t], prev[t], gt, rec, carry, dgx[t], dgh[t])
-        blas.matmul(dgh[t], w_hh, out=rec)
+    with _loop_threads(nb * 3 * nh * nh):
+        for t in _steps(nt, not reverse):
+            gt = zeros if g_out is None else g_out[t]
+            step(acts[t], hn[t], prev[t], gt, rec, carry, dgx[t], dgh[t])
+            np.matmul(dgh[t], w_hh, out=rec)
     rec += carry
     nt3 = nt * nb
     dx = blas.matmul(dgx.reshape(nt3, 3 * nh), w_ih).reshape(x.shape) if want_x else None
@@ -543,13 +579,14 @@ def rnn_forward(x: Array, h0: Array, w_ih: Array, w_hh: Array, bias: Array | Non
     gx = _input_projection(x, w_ih, bias)
     out = np.empty((nt, nb, nh), x.dtype)
     gh = np.empty((nb, nh), x.dtype)
-    wt = w_hh.T
+    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
     step = _pick(_rnn_fwd_step_serial, _rnn_fwd_step_parallel, nb, nh)
     h_prev = h0
-    for t in _steps(nt, reverse):
-        blas.matmul(h_prev, wt, out=gh)
-        step(gx[t], gh, out[t], relu)
-        h_prev = out[t]
+    with _loop_threads(nb * nh * nh):
+        for t in _steps(nt, reverse):
+            np.matmul(h_prev, wt, out=gh)
+            step(gx[t], gh, out[t], relu)
+            h_prev = out[t]
     return out
 
 
@@ -572,9 +609,10 @@ def rnn_backward(
     rec = np.zeros((nb, nh), dt) if g_hn is None else np.array(g_hn, dt)
     zeros = np.zeros((nb, nh), dt) if g_out is None else None
     step = _pick(_rnn_bwd_step_serial, _rnn_bwd_step_parallel, nb, nh)
-    for t in _steps(nt, not reverse):
-        gt = zeros if g_out is None else g_out[t]
-        step(out[t], gt, rec, dg[t], relu)
-        blas.matmul(dg[t], w_hh, out=rec)
+    with _loop_threads(nb * nh * nh):
+        for t in _steps(nt, not reverse):
+            gt = zeros if g_out is None else g_out[t]
+            step(out[t], gt, rec, dg[t], relu)
+            np.matmul(dg[t], w_hh, out=rec)
     dx, dw_ih, dw_hh = _weight_grads(dg, x, _prev_states(out, h0, reverse), w_ih, want_x)
     return dx, rec, dw_ih, dw_hh, _bias_grad(dg)
