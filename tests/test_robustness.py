@@ -73,6 +73,25 @@ def _pool(name: str) -> Callable[[], Any]:
     return lambda: getattr(nn, name)(2)
 
 
+def _recurrence(name: str, gates: int) -> Call:
+    """``ops.<name>(subject, states..., weights...)[0]`` for input ``(T, B, I) = (2, 3, 4)``,
+    hidden size 5 and ``gates`` gates."""
+    fn: Any = getattr(ops, name)
+    shapes = [(3, 5)] * (2 if gates == 4 else 1) + [(5 * gates, 4), (5 * gates, 5), (5 * gates,), (5 * gates,)]
+    rest = [_t(s, 30 + k) for k, s in enumerate(shapes)]
+    return lambda x: fn(x, *rest)[0]
+
+
+def _first(make: Callable[[], Any]) -> Callable[[], Call]:
+    """A recurrent layer (or cell) called on the subject, its first output."""
+
+    def build() -> Call:
+        layer = make()
+        return lambda x: layer(x)[0]
+
+    return build
+
+
 CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     # name: (subject shape, call taking the subject)
     **{name: ((2, 3), _with(ops, name, ROW)) for name in ("add", "sub", "mul", "div", "maximum", "minimum")},
@@ -146,6 +165,10 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "triplet_margin_loss": ((2, 3), lambda x: losses.triplet_margin_loss(x, ROW, SQUARE[:2])),
     "gaussian_nll_loss": ((2, 3), lambda x: losses.gaussian_nll_loss(x, ROW, np.ones((2, 3), np.float32))),
     "poisson_nll_loss": ((2, 3), lambda x: losses.poisson_nll_loss(x, np.abs(ROW.numpy()))),
+    # the recurrences: input (T, B, I) = (2, 3, 4), hidden 5; their first output
+    "lstm_layer": ((2, 3, 4), _recurrence("lstm_layer", 4)),
+    "gru_layer": ((2, 3, 4), _recurrence("gru_layer", 3)),
+    "rnn_layer": ((2, 3, 4), _recurrence("rnn_layer", 1)),
 }
 DOMAINS: dict[str, Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {
     # ops whose clean input has a domain (probabilities): the layout test's clean input is in it
@@ -202,6 +225,12 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "TripletMarginLoss": ((2, 3), lambda: _loss_layer(nn.TripletMarginLoss(), ROW, SQUARE[:2])),
     "GaussianNLLLoss": ((2, 3), lambda: _loss_layer(nn.GaussianNLLLoss(), ROW, np.ones((2, 3), np.float32))),
     "PoissonNLLLoss": ((2, 3), lambda: _loss_layer(nn.PoissonNLLLoss(), np.abs(ROW.numpy()))),
+    "LSTM": ((2, 3, 4), _first(lambda: nn.LSTM(4, 5, dev=DEV))),
+    "GRU": ((2, 3, 4), _first(lambda: nn.GRU(4, 5, dev=DEV))),
+    "RNN": ((2, 3, 4), _first(lambda: nn.RNN(4, 5, dev=DEV))),
+    "LSTMCell": ((3, 4), _first(lambda: nn.LSTMCell(4, 5, dev=DEV))),
+    "GRUCell": ((3, 4), lambda: nn.GRUCell(4, 5, dev=DEV)),
+    "RNNCell": ((3, 4), lambda: nn.RNNCell(4, 5, dev=DEV)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules

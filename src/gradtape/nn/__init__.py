@@ -61,6 +61,7 @@ from gradtape.nn.module import Module
 from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
+from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
     "GELU",
@@ -123,3 +124,4 @@ __all__ = [
     "Unflatten",
     "init",
 ]
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]

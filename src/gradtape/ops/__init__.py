@@ -15,6 +15,7 @@ from gradtape.ops.linalg import linear, matmul
 from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
+from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
 from gradtape.ops.sampling import multinomial
 from gradtape.ops.scan import selective_scan
 from gradtape.ops.select import (
@@ -105,6 +106,7 @@ __all__ += ["scaled_dot_product_attention", "selective_scan"]
 __all__ += ["einsum", "multinomial"]
 __all__ += ["argmax", "argmin", "argsort", "chunk", "cumprod", "cumsum", "flip", "index_add", "masked_fill"]
 __all__ += ["one_hot", "prod", "repeat", "scatter_add", "sort", "split", "take_along_axis", "tile", "topk"]
+__all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -1,0 +1,575 @@
+"""Recurrent layers with PyTorch's names, arguments, parameters and results: :class:`LSTM`,
+:class:`GRU`, :class:`RNN` and their single-step cells :class:`LSTMCell`, :class:`GRUCell`,
+:class:`RNNCell`.
+
+Each layer and direction runs as one op over the whole sequence (:func:`gradtape.ops.lstm_layer`,
+:func:`~gradtape.ops.gru_layer`, :func:`~gradtape.ops.rnn_layer`): the input projection of
+every step as one matrix product, a time loop of one BLAS product and one fused numba kernel
+per step, and a backward that does the same in reverse and forms the weight gradients as single
+products over every step (see :mod:`gradtape.ops.rnn`). A cell is the same op over one step.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gradtape.devices.cpu import Cpu
+from gradtape.errors import DTypeError, ShapeError
+from gradtape.nn._init import kaiming_uniform
+from gradtape.nn._typing import T
+from gradtape.nn.module import Module
+from gradtape.ops.nn import dropout as _dropout
+from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer  # unwrapped: the layer checks its inputs
+from gradtape.ops.shape import concat, stack
+from gradtape.tensor import Tensor
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+
+State = tuple[Tensor[Any, Any], Tensor[Any, Any]]
+"""An LSTM's ``(h, c)`` pair of states. (An alias, so that ``Module.__call__``'s argument check,
+which reads the annotations, leaves the optional pair to the layer's own check.)"""
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _positive(name: str, what: str, v: object) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name}: {what} must be an int >= 1, got {v!r}")
+    return int(v)
+
+
+def _shape_text(s: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in s) + ")"
+
+
+def _check_state(name: str, arg: str, t: object, want: tuple[int, ...], dtype: np.dtype[Any], what: str) -> None:
+    """A hidden or cell state: a tensor of shape ``want`` and the parameters' dtype."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: {arg} must be a Tensor, got {type(t).__name__}")
+    if t.shape != want:
+        raise ShapeError(f"{name}: expected {arg} of shape {_shape_text(want)} ({what}), got {_shape_text(t.shape)}")
+    if t.dtype != dtype:
+        raise DTypeError(f"{name}: {arg} has dtype {t.dtype} (shape {t.shape}), the parameters are {dtype}")
+
+
+def _check_input(
+    name: str, x: object, input_size: int, dtype: np.dtype[Any], ranks: tuple[int, int]
+) -> Tensor[Any, Any]:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+    lo, hi = ranks
+    if x.ndim not in ranks:
+        raise ShapeError(
+            f"{name}: expected an input of {lo} dims (unbatched) or {hi} dims (batched), "
+            f"got shape {_shape_text(x.shape)}"
+        )
+    if x.shape[-1] != input_size:
+        raise ShapeError(
+            f"{name}: input has {x.shape[-1]} features in its last dim (shape {_shape_text(x.shape)}), "
+            f"expected input_size={input_size}"
+        )
+    if x.dtype != dtype:
+        raise DTypeError(f"{name}: input has dtype {x.dtype} (shape {x.shape}), the parameters are {dtype}")
+    return x
+
+
+class _RNNBase(Module):
+    """The stacked, optionally bidirectional recurrence shared by :class:`LSTM`, :class:`GRU`
+    and :class:`RNN` (PyTorch's ``RNNBase``)."""
+
+    mode: str
+    _names: list[tuple[str, str, str, str]]
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int,
+        bias: bool,
+        batch_first: bool,
+        dropout: float,
+        bidirectional: bool,
+        dev: Cpu,
+        dtype: npt.DTypeLike,
+    ) -> None:
+        name = type(self).__name__
+        self.mode = mode
+        self.input_size = _positive(name, "input_size", input_size)
+        self.hidden_size = _positive(name, "hidden_size", hidden_size)
+        self.num_layers = _positive(name, "num_layers", num_layers)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{name}: dropout must be a number in [0, 1], got {dropout!r}")
+        if dropout > 0 and self.num_layers == 1:
+            warnings.warn(
+                f"{name}: dropout adds dropout after all but the last recurrent layer, so dropout={dropout} "
+                "with num_layers=1 does nothing",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.bias = bool(bias)
+        self.batch_first = bool(batch_first)
+        self.dropout = float(dropout)
+        self.bidirectional = bool(bidirectional)
+        nh, ng = self.hidden_size, _GATES[mode] * self.hidden_size
+        ndir = 2 if self.bidirectional else 1
+        self._names = []
+        for layer in range(self.num_layers):
+            width = self.input_size if layer == 0 else nh * ndir
+            for d in range(ndir):
+                sfx = f"l{layer}{'_reverse' if d else ''}"
+                names = (f"weight_ih_{sfx}", f"weight_hh_{sfx}", f"bias_ih_{sfx}", f"bias_hh_{sfx}")
+                setattr(self, names[0], kaiming_uniform(dev, (ng, width), nh, dtype))
+                setattr(self, names[1], kaiming_uniform(dev, (ng, nh), nh, dtype))
+                if self.bias:
+                    setattr(self, names[2], kaiming_uniform(dev, (ng,), nh, dtype))
+                    setattr(self, names[3], kaiming_uniform(dev, (ng,), nh, dtype))
+                self._names.append(names)
+
+    @property
+    def _dtype(self) -> np.dtype[Any]:
+        w: Tensor[Any, Any] = getattr(self, self._names[0][0])
+        return w.dtype
+
+    @property
+    def all_weights(self) -> list[list[Tensor[Any, Any]]]:
+        """The parameters per layer and direction, ``[[weight_ih_l0, weight_hh_l0, bias_ih_l0,
+        bias_hh_l0], ...]`` (PyTorch's ``all_weights``; without biases when ``bias=False``)."""
+        return [[getattr(self, n) for n in names if hasattr(self, n)] for names in self._names]
+
+    def flatten_parameters(self) -> None:
+        """Does nothing (PyTorch's packs the weights for cuDNN); here so ported code runs."""
+
+    def _weights(self, k: int) -> tuple[Any, Any, Any, Any]:
+        wi, wh, bi, bh = self._names[k]
+        if self.bias:
+            return getattr(self, wi), getattr(self, wh), getattr(self, bi), getattr(self, bh)
+        return getattr(self, wi), getattr(self, wh), None, None
+
+    def _run(self, input: Any, hx: Any) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
+        """``(output, h_n, c_n)`` (``c_n`` ``None`` but for the LSTM), in PyTorch's layouts."""
+        name = type(self).__name__
+        dtype = self._dtype
+        x = _check_input(name, input, self.input_size, dtype, (2, 3))
+        batched = x.ndim == 3
+        if not batched:
+            x = x.unsqueeze(1)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        nb = x.shape[1]
+        ndir = 2 if self.bidirectional else 1
+        nk = self.num_layers * ndir
+        want = (nk, nb, self.hidden_size) if batched else (nk, self.hidden_size)
+        what = (
+            "num_layers * num_directions, batch, hidden_size" if batched else "num_layers * num_directions, hidden_size"
+        )
+        lstm = self.mode == "LSTM"
+        h0: Any = None
+        c0: Any = None
+        if hx is not None:
+            if lstm:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise TypeError(f"{name}: hx must be a tuple (h_0, c_0) of tensors, got {type(hx).__name__}")
+                h0, c0 = hx
+                _check_state(name, "h_0", h0, want, dtype, what)
+                _check_state(name, "c_0", c0, want, dtype, what)
+            else:
+                _check_state(name, "hx", hx, want, dtype, what)
+                h0 = hx
+            if not batched:
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+        zero: Any = x._like(np.zeros((nb, self.hidden_size), dtype)) if hx is None else None
+        hs: list[Tensor[Any, Any]] = []
+        cs: list[Tensor[Any, Any]] = []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(ndir):
+                k = layer * ndir + d
+                hk = zero if h0 is None else h0[k]
+                wi, wh, bi, bh = self._weights(k)
+                rev = d == 1
+                if lstm:
+                    ck = zero if c0 is None else c0[k]
+                    out, hn, cn = lstm_layer(layer_in, hk, ck, wi, wh, bi, bh, rev)
+                    cs.append(cn)
+                elif self.mode == "GRU":
+                    out, hn = gru_layer(layer_in, hk, wi, wh, bi, bh, rev)
+                else:
+                    act = "relu" if self.mode == "RNN_RELU" else "tanh"
+                    out, hn = rnn_layer(layer_in, hk, wi, wh, bi, bh, act, rev)
+                outs.append(out)
+                hs.append(hn)
+            layer_in = concat(outs, axis=2) if ndir == 2 else outs[0]
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_in = _dropout(layer_in, self.dropout)
+        output, h_n = layer_in, stack(hs, axis=0)
+        c_n = stack(cs, axis=0) if lstm else None
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, h_n, c_n
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity='relu'"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+_LAYER_DOC = """
+
+    Args:
+        input_size: ``I``, the features of each input step.
+        hidden_size: ``H``, the features of the hidden state.
+        num_layers: recurrent layers stacked (the second reads the first's output).
+        bias: whether the layers have ``bias_ih`` and ``bias_hh``.
+        batch_first: input and output are ``(B, L, ...)`` instead of ``(L, B, ...)`` (the
+            states ``h_0``/``h_n`` stay ``(num_layers * D, B, H)``, as in PyTorch).
+        dropout: dropout probability on the output of every layer but the last (training
+            mode only; a ``UserWarning`` when ``num_layers == 1``, as PyTorch gives).
+        bidirectional: also run every layer from the last step to the first (``D = 2``); the
+            two directions' outputs are concatenated on the feature dim.
+        dev: the device whose seeded generator initialises the parameters.
+        dtype: float32 (default) or float64.
+
+    Parameters (PyTorch's names, shapes and initialisation ``U(-1/sqrt(H), 1/sqrt(H))``, in
+    PyTorch's order), for layer ``k`` and ``G`` gates: ``weight_ih_l{k}`` ``(G H, I)`` for
+    ``k = 0``, ``(G H, D H)`` above; ``weight_hh_l{k}`` ``(G H, H)``; ``bias_ih_l{k}``,
+    ``bias_hh_l{k}`` ``(G H,)``; the reverse direction's the same with the suffix
+    ``_reverse``. A PyTorch ``state_dict`` loads as it is.
+
+    Forward: ``input`` ``(L, B, I)`` (``(B, L, I)`` with ``batch_first``) or unbatched
+    ``(L, I)``, and an optional initial state (zeros when omitted) of shape
+    ``(num_layers * D, B, H)`` (unbatched ``(num_layers * D, H)``). Returns ``output``
+    ``(L, B, D H)`` (``(B, L, D H)`` with ``batch_first``, ``(L, D H)`` unbatched), the last
+    layer's hidden state at every step, and the final state(s) of every layer and direction.
+    Gradients reach the input, the initial states and every parameter.
+
+    Raises:
+        ValueError: ``input_size``, ``hidden_size`` or ``num_layers`` not an int >= 1, or
+            ``dropout`` outside ``[0, 1]``.
+        ShapeError: (forward) an input that is not 2-D or 3-D or whose last dim is not
+            ``input_size``; an initial state of the wrong shape; an empty sequence. The
+            message names the layer and the shapes.
+        DTypeError: (forward) an input or state whose dtype is not the parameters'.
+        TypeError: (forward) an input or state that is not a tensor (a list, an array).
+"""
+
+
+class LSTM(_RNNBase):
+    __doc__ = (
+        """A multi-layer long short-term memory network (Hochreiter and Schmidhuber 1997; PyTorch's
+    ``torch.nn.LSTM`` without ``proj_size``). Per layer and step, gates in the order ``i, f, g,
+    o`` (the rows of ``weight_ih``/``weight_hh``)::
+
+        i = sigmoid(W_ii x_t + b_ii + W_hi h_{t-1} + b_hi)
+        f = sigmoid(W_if x_t + b_if + W_hf h_{t-1} + b_hf)
+        g = tanh(W_ig x_t + b_ig + W_hg h_{t-1} + b_hg)
+        o = sigmoid(W_io x_t + b_io + W_ho h_{t-1} + b_ho)
+        c_t = f c_{t-1} + i g;  h_t = o tanh(c_t)
+
+    ``lstm(input, (h_0, c_0))`` or ``lstm(input)`` returns ``(output, (h_n, c_n))``."""
+        + _LAYER_DOC
+    )
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
+        )
+
+    def forward(
+        self, input: Tensor[Any, T], hx: State | None = None
+    ) -> tuple[Tensor[Any, T], tuple[Tensor[Any, T], Tensor[Any, T]]]:
+        """``(output, (h_n, c_n))`` for ``input`` and the initial ``(h_0, c_0)`` (zeros if
+        ``None``); see the class docstring for the shapes."""
+        out, hn, cn = self._run(input, hx)
+        assert cn is not None
+        return out, (hn, cn)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class GRU(_RNNBase):
+    __doc__ = (
+        """A multi-layer gated recurrent unit network (Cho et al. 2014; PyTorch's
+    ``torch.nn.GRU``). Per layer and step, gates in the order ``r, z, n``::
+
+        r = sigmoid(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)
+        z = sigmoid(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz)
+        n = tanh(W_in x_t + b_in + r (W_hn h_{t-1} + b_hn))
+        h_t = (1 - z) n + z h_{t-1}
+
+    ``gru(input, h_0)`` or ``gru(input)`` returns ``(output, h_n)``."""
+        + _LAYER_DOC
+    )
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
+        )
+
+    def forward(
+        self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+        """``(output, h_n)`` for ``input`` and the initial ``h_0`` (zeros if ``None``)."""
+        out, hn, _ = self._run(input, hx)
+        return out, hn
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class RNN(_RNNBase):
+    __doc__ = (
+        """A multi-layer Elman network (Elman 1990; PyTorch's ``torch.nn.RNN``):
+    ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)`` per layer and step, ``act`` tanh or
+    relu (``nonlinearity``, the fourth argument as in PyTorch; anything else raises
+    ``ValueError``). ``rnn(input, h_0)`` or ``rnn(input)`` returns ``(output, h_n)``."""
+        + _LAYER_DOC
+    )
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(
+            mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
+        )
+
+    def forward(
+        self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+        """``(output, h_n)`` for ``input`` and the initial ``h_0`` (zeros if ``None``)."""
+        out, hn, _ = self._run(input, hx)
+        return out, hn
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+# ----- cells ------------------------------------------------------------------------------------
+
+
+class _CellBase(Module):
+    """One step of a recurrence (PyTorch's ``RNNCellBase``): parameters ``weight_ih (G H, I)``,
+    ``weight_hh (G H, H)``, ``bias_ih``, ``bias_hh (G H,)`` (``None`` without bias), initialised
+    ``U(-1/sqrt(H), 1/sqrt(H))``."""
+
+    mode: str
+    weight_ih: Tensor[Any, Any]
+    weight_hh: Tensor[Any, Any]
+    bias_ih: Tensor[Any, Any] | None
+    bias_hh: Tensor[Any, Any] | None
+
+    def __init__(
+        self, mode: str, input_size: int, hidden_size: int, bias: bool, dev: Cpu, dtype: npt.DTypeLike
+    ) -> None:
+        name = type(self).__name__
+        self.mode = mode
+        self.input_size = _positive(name, "input_size", input_size)
+        self.hidden_size = _positive(name, "hidden_size", hidden_size)
+        nh, ng = self.hidden_size, _GATES[self.mode] * self.hidden_size
+        self.weight_ih = kaiming_uniform(dev, (ng, self.input_size), nh, dtype)
+        self.weight_hh = kaiming_uniform(dev, (ng, nh), nh, dtype)
+        self.bias_ih = kaiming_uniform(dev, (ng,), nh, dtype) if bias else None
+        self.bias_hh = kaiming_uniform(dev, (ng,), nh, dtype) if bias else None
+
+    def _step(self, input: Any, hx: Any) -> tuple[Tensor[Any, Any], Tensor[Any, Any] | None]:
+        """``(h', c')`` (``c'`` ``None`` but for the LSTM cell), unbatched as the input."""
+        name = type(self).__name__
+        dtype = self.weight_ih.dtype
+        x = _check_input(name, input, self.input_size, dtype, (1, 2))
+        batched = x.ndim == 2
+        nb = x.shape[0] if batched else 1
+        want = (nb, self.hidden_size) if batched else (self.hidden_size,)
+        what = "batch, hidden_size" if batched else "hidden_size"
+        lstm = self.mode == "LSTM"
+        h0: Any = None
+        c0: Any = None
+        if hx is not None:
+            if lstm:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise TypeError(f"{name}: hx must be a tuple (h_0, c_0) of tensors, got {type(hx).__name__}")
+                h0, c0 = hx
+                _check_state(name, "h_0", h0, want, dtype, what)
+                _check_state(name, "c_0", c0, want, dtype, what)
+                c0 = c0.reshape((nb, self.hidden_size))
+            else:
+                _check_state(name, "hx", hx, want, dtype, what)
+                h0 = hx
+            h0 = h0.reshape((nb, self.hidden_size))
+        zero = x._like(np.zeros((nb, self.hidden_size), dtype))
+        h0 = zero if h0 is None else h0
+        x3 = x.reshape((1, nb, self.input_size))
+        w = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        cn: Tensor[Any, Any] | None = None
+        if lstm:
+            _, hn, cn = lstm_layer(x3, h0, zero if c0 is None else c0, *w)
+        elif self.mode == "GRU":
+            _, hn = gru_layer(x3, h0, *w)
+        else:
+            _, hn = rnn_layer(x3, h0, *w, "relu" if self.mode == "RNN_RELU" else "tanh")
+        if not batched:
+            hn = hn.reshape((self.hidden_size,))
+            cn = cn.reshape((self.hidden_size,)) if cn is not None else None
+        return hn, cn
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias_ih is None:
+            s += ", bias=False"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity='relu'"
+        return s
+
+
+_CELL_DOC = """
+
+    Args:
+        input_size: ``I``; hidden_size: ``H``; bias: whether there are ``bias_ih``/``bias_hh``.
+        dev: the device whose seeded generator initialises the parameters.
+        dtype: float32 (default) or float64.
+
+    Parameters: ``weight_ih (G H, I)``, ``weight_hh (G H, H)``, ``bias_ih``, ``bias_hh (G H,)``
+    (PyTorch's names, shapes and ``U(-1/sqrt(H), 1/sqrt(H))`` initialisation).
+
+    Forward: ``input (B, I)`` or unbatched ``(I,)``, state(s) ``(B, H)`` / ``(H,)`` (zeros when
+    omitted). One step of the layer's op (:mod:`gradtape.ops.rnn`).
+
+    Raises:
+        ValueError: ``input_size`` or ``hidden_size`` not an int >= 1.
+        ShapeError: (forward) an input that is not 1-D or 2-D or whose last dim is not
+            ``input_size``, or a state of the wrong shape, naming the cell and the shapes.
+        DTypeError: (forward) an input or state whose dtype is not the parameters'.
+"""
+
+
+class LSTMCell(_CellBase):
+    __doc__ = (
+        """One LSTM step (PyTorch's ``torch.nn.LSTMCell``): ``cell(input, (h, c))`` or
+    ``cell(input)`` returns ``(h', c')``, the equations of :class:`LSTM` (``G = 4``)."""
+        + _CELL_DOC
+    )
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+    ) -> None:
+        super().__init__("LSTM", input_size, hidden_size, bias, dev, dtype)
+
+    def forward(self, input: Tensor[Any, T], hx: State | None = None) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+        """``(h', c')`` after one step from ``hx = (h, c)`` (zeros if ``None``)."""
+        hn, cn = self._step(input, hx)
+        assert cn is not None
+        return hn, cn
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class GRUCell(_CellBase):
+    __doc__ = (
+        """One GRU step (PyTorch's ``torch.nn.GRUCell``): ``cell(input, h)`` or ``cell(input)``
+    returns ``h'``, the equations of :class:`GRU` (``G = 3``)."""
+        + _CELL_DOC
+    )
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+    ) -> None:
+        super().__init__("GRU", input_size, hidden_size, bias, dev, dtype)
+
+    def forward(self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]:
+        """``h'`` after one step from ``hx`` (zeros if ``None``)."""
+        return self._step(input, hx)[0]
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class RNNCell(_CellBase):
+    __doc__ = (
+        """One Elman step (PyTorch's ``torch.nn.RNNCell``): ``h' = act(W_ih x + b_ih + W_hh h +
+    b_hh)`` with ``act`` ``nonlinearity`` (``'tanh'`` or ``'relu'``, else ``ValueError``);
+    ``cell(input, h)`` or ``cell(input)`` returns ``h'`` (``G = 1``)."""
+        + _CELL_DOC
+    )
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(mode, input_size, hidden_size, bias, dev, dtype)
+
+    def forward(self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]:
+        """``h'`` after one step from ``hx`` (zeros if ``None``)."""
+        return self._step(input, hx)[0]
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
