@@ -39,7 +39,13 @@ fitted on a fixed 75% of the digits) reads generated images; the score is the cl
 Inception score ``exp(E_x KL(p(y|x) || p(y)))`` (1: all images alike or unreadable, 10: each
 confidently one digit and all ten digits equally often) and its mean top-class probability.
 Printed for images from a fixed noise batch before and after training and for the held-out
-25% real digits (the ceiling). Measured numbers: README's "Ported PyTorch programs".
+25% real digits (the ceiling).
+
+Measured on the shared 2-core VM with Python 3.11.7 (default flags, seed 0): last epoch's mean
+Loss_D 1.21 and Loss_G 0.89; 500 generated images score 5.69 with mean confidence 0.80
+(untrained generator 1.21 / 0.24, held-out real digits 8.25 / 0.94); generated pixel
+mean/std -0.39/0.73 against the real -0.39/0.75; 84 s of training (49 s CPU) under other
+jobs' load.
 """
 
 from __future__ import annotations

