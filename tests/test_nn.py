@@ -654,7 +654,7 @@ def test_multi_head_attention(dev: Cpu) -> None:
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_layer(dev: Cpu, norm_first: bool) -> None:
-    enc = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, norm_first=norm_first, dev=dev, dtype=F64)
+    enc = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, batch_first=True, norm_first=norm_first, dev=dev, dtype=F64)
     x = _x(dev, 2, 3, 4)
     xa = _arr(x)
 
@@ -687,7 +687,7 @@ def test_transformer_encoder_layer(dev: Cpu, norm_first: bool) -> None:
 
 def test_attention_matches_torch(dev: Cpu) -> None:
     torch = pytest.importorskip("torch")
-    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, dev=dev, dtype=F64)
+    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dev=dev, dtype=F64)
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
     assert [n for n, _ in enc.named_parameters()] == [n for n, _ in ref.named_parameters()]
     with torch.no_grad():
