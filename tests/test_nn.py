@@ -599,9 +599,12 @@ def test_mlp_trains_on_digits() -> None:
 # ----- attention -----------------------------------------------------------------------------
 
 
-def _mha_ref(mha: nn.MultiHeadAttention, q: Array, k: Array, v: Array, mask: Array | None = None) -> Array:
+def _mha_ref(
+    mha: nn.MultiHeadAttention | nn.MultiheadAttention, q: Array, k: Array, v: Array, mask: Array | None = None
+) -> Array:
     e, h = mha.embed_dim, mha.num_heads
     d = e // h
+    assert mha.in_proj_weight is not None
     w = _arr(mha.in_proj_weight)
     bias = mha.in_proj_bias
     b = np.zeros(3 * e) if bias is None else _arr(bias)
@@ -682,7 +685,8 @@ def test_transformer_encoder_layer(dev: Cpu, norm_first: bool) -> None:
     assert gradcheck(enc, [x])
     grads = enc.alloc_grads()
     enc.train()(x.trace(grads)).sum().backward()
-    assert enc.self_attn.in_proj_weight.id in grads and enc.norm2.weight is not None
+    w_in = enc.self_attn.in_proj_weight
+    assert w_in is not None and w_in.id in grads and enc.norm2.weight is not None
 
 
 def test_attention_matches_torch(dev: Cpu) -> None:
