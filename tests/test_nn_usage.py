@@ -240,7 +240,9 @@ def _mha(dev: Cpu, kind: str, masked: bool) -> Case:
 
 
 def _encoder(dev: Cpu, norm_first: bool, masked: bool) -> Case:
-    ours = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, dev=dev, dtype=F64)
+    ours = nn.TransformerEncoderLayer(
+        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dev=dev, dtype=F64
+    )
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, batch_first=True)
     rng = _rng(dev)
     ref = _pair(ours, ref, rng)

@@ -82,6 +82,17 @@ def _recurrence(name: str, gates: int) -> Call:
     return lambda x: fn(x, *rest)[0]
 
 
+def _as_every_input(make: Callable[[], Any], n: int, first: bool = False) -> Callable[[], Call]:
+    """A layer of ``n`` tensor inputs (attention's query/key/value, a decoder's target and
+    memory) called with the subject as each; ``first``: its first output."""
+
+    def build() -> Call:
+        layer = make()
+        return (lambda x: layer(*[x] * n)[0]) if first else (lambda x: layer(*[x] * n))
+
+    return build
+
+
 def _first(make: Callable[[], Any]) -> Callable[[], Call]:
     """A recurrent layer (or cell) called on the subject, its first output."""
 
@@ -231,6 +242,21 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "LSTMCell": ((3, 4), _first(lambda: nn.LSTMCell(4, 5, dev=DEV))),
     "GRUCell": ((3, 4), lambda: nn.GRUCell(4, 5, dev=DEV)),
     "RNNCell": ((3, 4), lambda: nn.RNNCell(4, 5, dev=DEV)),
+    # issue 27 (transformer layers)
+    "MultiheadAttention": ((2, 3, 4), _as_every_input(lambda: nn.MultiheadAttention(4, 2, dev=DEV), 3, first=True)),
+    "TransformerEncoder": (
+        (2, 3, 4),
+        lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, dev=DEV), 2).eval(),
+    ),
+    "TransformerDecoderLayer": (
+        (2, 3, 4),
+        _as_every_input(lambda: nn.TransformerDecoderLayer(4, 2, 8, dev=DEV).eval(), 2),
+    ),
+    "TransformerDecoder": (
+        (2, 3, 4),
+        _as_every_input(lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8, dev=DEV), 2).eval(), 2),
+    ),
+    "Transformer": ((2, 3, 4), _as_every_input(lambda: nn.Transformer(4, 2, 1, 1, 8, dev=DEV).eval(), 2)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules

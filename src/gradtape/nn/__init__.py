@@ -34,7 +34,7 @@ from gradtape.nn.activation import (
     Tanh,
     Unflatten,
 )
-from gradtape.nn.attention import MultiHeadAttention, TransformerEncoderLayer
+from gradtape.nn.attention import MultiHeadAttention, MultiheadAttention
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
@@ -62,6 +62,13 @@ from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from gradtape.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "GELU",
@@ -125,3 +132,4 @@ __all__ = [
     "init",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
