@@ -180,6 +180,9 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "lstm_layer": ((2, 3, 4), _recurrence("lstm_layer", 4)),
     "gru_layer": ((2, 3, 4), _recurrence("gru_layer", 3)),
     "rnn_layer": ((2, 3, 4), _recurrence("rnn_layer", 1)),
+    # issue 27: normalisations, distances, norms
+    "group_norm": ((2, 4, 3), lambda x: ops.group_norm(x, 2, _t((4,), 40), _t((4,), 41))),
+    "instance_norm": ((2, 3, 4), lambda x: ops.instance_norm(x, weight=ROW[0])),
 }
 DOMAINS: dict[str, Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {
     # ops whose clean input has a domain (probabilities): the layout test's clean input is in it
@@ -257,6 +260,10 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
         _as_every_input(lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8, dev=DEV), 2).eval(), 2),
     ),
     "Transformer": ((2, 3, 4), _as_every_input(lambda: nn.Transformer(4, 2, 1, 1, 8, dev=DEV).eval(), 2)),
+    # issue 27: normalisations
+    "GroupNorm": ((2, 4, 3), lambda: nn.GroupNorm(2, 4, dev=DEV)),
+    "InstanceNorm1d": ((2, 3, 4), lambda: nn.InstanceNorm1d(3, affine=True, dev=DEV)),
+    "InstanceNorm2d": ((2, 3, 4, 4), lambda: nn.InstanceNorm2d(3, dev=DEV)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules

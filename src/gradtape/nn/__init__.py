@@ -58,7 +58,15 @@ from gradtape.nn.loss import (
 )
 from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
-from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
+from gradtape.nn.norm import (  # issue 27
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -133,3 +141,4 @@ __all__ = [
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
+__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations
