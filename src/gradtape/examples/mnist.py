@@ -28,8 +28,9 @@ What changes in the port:
   do (gradtape computes on the CPU), so ``--no-accel`` is gone; ``--save-model`` writes a
   safetensors file (``mnist_cnn.safetensors``, the original's ``state_dict`` keys).
 
-Measured on a 2-core VM (defaults: 14 epochs, batch 64, seed 1): test accuracy 98.67%
-(444/450), about 10 s of training. tests/test_examples_mnist.py runs the same network and loop
+Measured on the shared 2-vCPU test VM (defaults: 14 epochs, batch 64, seed 1): test accuracy
+96.67% (435/450) after 14 epochs, 3.5 s of training.
+tests/test_examples_mnist.py runs the same network and loop
 in PyTorch (float64, identical weights) and compares every loss and gradient.
 """
 
@@ -91,7 +92,7 @@ class Net(nn.Module):
         x = F.relu(x)
         x = self.dropout2(x)
         x = self.fc2(x)
-        output = F.log_softmax(x, 1)  # dim=1
+        output = F.log_softmax(x, dim=1)
         return output
 
 
