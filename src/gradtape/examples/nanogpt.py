@@ -28,6 +28,9 @@ What changes in the port (each also marked in the code):
   so ``p.size`` for ``p.numel()``), ``p.ndim`` for ``p.dim()``, ``ops.concat(..., axis=1)``
   for ``torch.cat(..., dim=1)``, ``masked_fill`` for the in-place
   ``logits[logits < v[:, [-1]]] = -inf`` (tensors have no item assignment).
+- Two keyword extras: ``GPT(..., verbose=False)`` silences nanoGPT's prints, and
+  ``generate(..., generator=rng)`` draws from a numpy Generator (``torch.multinomial``'s
+  ``generator=``; default the device's).
 - Left out: the slow-attention fallback for PyTorch < 2.0, ``from_pretrained`` (GPT-2
   weights need a download), ``crop_block_size``, ``estimate_mfu`` (an A100's peak),
   DDP, autocast/GradScaler (float32 on the CPU), ``torch.compile``, wandb and checkpoint
@@ -55,7 +58,7 @@ import argparse
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -381,7 +384,6 @@ class TrainConfig:
     max_new_tokens: int = 200
     temperature: float = 0.8
     top_k: int = 200
-    _flags: tuple[str, ...] = field(default=(), repr=False)
 
 
 def get_lr(it: int, cfg: TrainConfig) -> float:
@@ -562,8 +564,6 @@ def main(argv: Sequence[str] | None = None) -> Result:
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.nanogpt", description=__doc__.split("\n")[0])
     defaults = TrainConfig()
     for f in fields(TrainConfig):
-        if f.name.startswith("_"):
-            continue
         value = getattr(defaults, f.name)
         kind: Callable[[str], Any] = _bool if isinstance(value, bool) else type(value)
         ap.add_argument(f"--{f.name}", type=kind, default=value, help=f"(default: {value})")
@@ -581,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> Result:
             ap.error(f"argument --{name}: must be >= 0, got {getattr(args, name)}")
     if not args.temperature > 0:
         ap.error(f"argument --temperature: must be > 0, got {args.temperature}")
-    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if not f.name.startswith("_")})
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
     res = train(cfg)
     it, _train_loss, val_loss = res.evals[-1]
     print(f"trained {cfg.max_iters + 1} iterations in {res.seconds:.1f} s; at step {it}: val loss {val_loss:.4f}")
