@@ -62,6 +62,19 @@ from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from gradtape.nn.spatial import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad2d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad2d,
+)
 
 __all__ = [
     "GELU",
@@ -125,3 +138,7 @@ __all__ = [
     "init",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+# issue 27: spatial layers (nn/spatial.py)
+__all__ += ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle"]
+__all__ += ["ReflectionPad2d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["ZeroPad2d"]
