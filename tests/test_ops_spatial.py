@@ -8,6 +8,7 @@ gradients are compared with torch in float64 from identical inputs, second deriv
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -130,12 +131,9 @@ def test_interpolate_matches_torch(mode: str, align_corners: bool | None, resize
         # take (scale 1.1 on 7 reads [0, 0, 1, ..., 5] but sends the gradient back unchanged;
         # torch.autograd.gradcheck fails it): there the gradient is checked by gradcheck
         torch_grad = not (mode == "nearest" and rank == 3 and resize.get("scale_factor") == 1.1)
-        _same_as_torch(
-            lambda x, kw=kw: ops.interpolate(x, mode=mode, align_corners=align_corners, **kw),
-            lambda x, kw=kw: F.interpolate(x, mode=mode, align_corners=align_corners, **kw),
-            shape,
-            torch_grad,
-        )
+        ours = functools.partial(ops.interpolate, mode=mode, align_corners=align_corners, **kw)
+        theirs = functools.partial(F.interpolate, mode=mode, align_corners=align_corners, **kw)
+        _same_as_torch(ours, theirs, shape, torch_grad)
 
 
 def test_interpolate_recompute_scale_factor_and_tuples() -> None:
@@ -191,12 +189,15 @@ def test_adaptive_max_pool2d_indices_match_torch() -> None:
 
 
 def test_adaptive_pools_second_rule_and_gradcheck() -> None:
-    for ours, theirs in (
+    pairs: list[tuple[Callable[..., Any], Callable[..., Any]]] = [
         (ops.adaptive_avg_pool2d, F.adaptive_avg_pool2d),
         (ops.adaptive_max_pool2d, F.adaptive_max_pool2d),
-    ):
-        _double_backward_as_torch(lambda x, o=ours: o(x, (2, 3)), lambda x, t=theirs: t(x, (2, 3)), (1, 2, 3, 5))
-        assert gradcheck(lambda x, o=ours: o(x, (3, 2)), [_rand((2, 2, 5, 4))])
+    ]
+    for ours, theirs in pairs:
+        _double_backward_as_torch(
+            functools.partial(ours, output_size=(2, 3)), functools.partial(theirs, output_size=(2, 3)), (1, 2, 3, 5)
+        )
+        assert gradcheck(functools.partial(ours, output_size=(3, 2)), [_rand((2, 2, 5, 4))])
 
 
 # ----- pixel shuffle -----------------------------------------------------------------------

@@ -450,7 +450,7 @@ def positive_int(op: str, name: str, v: object) -> int:
     """
     if not is_int(v):
         raise TypeError(f"{op}: {name} must be an int, got {v!r}")
-    n = int(v)  # type: ignore[call-overload]
+    n: int = v.__index__()  # type: ignore[attr-defined]
     if n < 1:
         raise ValueError(f"{op}: {name} must be >= 1, got {n}")
     return n
@@ -473,7 +473,7 @@ def pad_pairs(op: str, pad: object, shape: tuple[int, ...]) -> list[tuple[int, i
     k = len(pad) // 2
     if k > len(shape):
         raise ValueError(f"{op}: pad {tuple(pad)} pads {k} dims, more than the input's {len(shape)} (shape {shape})")
-    pairs = [(int(pad[2 * j]), int(pad[2 * j + 1])) for j in range(k)][::-1]  # type: ignore[call-overload]
+    pairs = [(int(pad[2 * j]), int(pad[2 * j + 1])) for j in range(k)][::-1]
     for (lo, hi), n in zip(pairs, shape[len(shape) - k :], strict=True):
         if n + lo + hi < 0:
             raise ShapeError(f"{op}: pad {tuple(pad)} crops a dim of size {n} below 0 (input shape {shape})")
@@ -495,15 +495,18 @@ def spatial_size(
     """
     import math
 
-    from gradtape.ops.conv import _ints
-
     nd = len(in_size)
     if (size is None) == (scale_factor is None):
         raise ValueError(
             f"{op}: give exactly one of size and scale_factor (got size={size!r}, scale_factor={scale_factor!r})"
         )
     if size is not None:
-        return _ints(op, "size", size, nd, 1), None
+        sz = (size,) * nd if is_int(size) else size
+        if not isinstance(sz, (tuple, list)) or len(sz) != nd or not all(is_int(v) for v in sz):
+            raise TypeError(f"{op}: size must be an int or a tuple of {nd} ints, got {size!r}")
+        if min(sz) < 1:
+            raise ValueError(f"{op}: size must be >= 1, got {size!r}")
+        return tuple(int(v) for v in sz), None
     number = (int, float, np.integer, np.floating)
     sf = (scale_factor,) * nd if isinstance(scale_factor, number) else scale_factor
     if (

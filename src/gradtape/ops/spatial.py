@@ -37,7 +37,7 @@ from gradtape._typing import T
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
-from gradtape.ops._util import pad_pairs, positive_int, record_unary, spatial_rank, spatial_size
+from gradtape.ops._util import float_data, pad_pairs, positive_int, record_unary, spatial_rank, spatial_size
 from gradtape.ops.pool import _linear_taps, _linear_vjp, _nearest_index
 from gradtape.shapes import AnyShape, Rank3, Rank4
 
@@ -136,7 +136,7 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
         ShapeError: an index mode on an input of the wrong rank, a crop below size 0.
     """
     op = "pad"
-    xd = input.data
+    xd = float_data(op, input)
     shape = tuple(xd.shape)
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise ValueError(f"{op}: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
@@ -148,17 +148,18 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     out_trail = tuple(n + lo + hi for n, (lo, hi) in zip(shape[lead:], pairs, strict=True))
     if mode == "constant":
         out = np.full(shape[:lead] + out_trail, value, xd.dtype)
-        src = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(shape[lead:], pairs, strict=True))
-        dst = tuple(slice(max(lo, 0), max(lo, 0) + (s.stop - s.start)) for s, (lo, _) in zip(src, pairs, strict=True))
-        if all(s.stop > s.start for s in src):  # else the crop removed every input element
-            out[(Ellipsis, *dst)] = xd[(Ellipsis, *src)]
+        spans = [(max(-lo, 0), n - max(-hi, 0), max(lo, 0)) for n, (lo, hi) in zip(shape[lead:], pairs, strict=True)]
+        src: Any = (Ellipsis, *(slice(a, b) for a, b, _ in spans))
+        dst: Any = (Ellipsis, *(slice(d, d + b - a) for a, b, d in spans))
+        overlap = all(b > a for a, b, _ in spans)  # else the crop removed every input element
+        if overlap:
+            out[dst] = xd[src]
         neg = tuple(-int(v) for v in pad)
-        overlap = all(s.stop > s.start for s in src)
 
         def constant_rule(grads: Gradients, i: int, g: Array) -> None:
             gx = np.zeros(shape, g.dtype)
             if overlap:
-                gx[(Ellipsis, *src)] = g[(Ellipsis, *dst)]
+                gx[src] = g[dst]
             grads._accum(i, gx)
 
         def constant_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
@@ -176,7 +177,8 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     maps = [
         _source_index(op, mode, n, lo, hi, shape, tuple(pad)) for n, (lo, hi) in zip(shape[lead:], pairs, strict=True)
     ]
-    y = xd[(Ellipsis, *np.ix_(*maps))]
+    where: Any = (Ellipsis, *np.ix_(*maps))
+    y = xd[where]
     sizes = shape[lead:]
 
     def adjoint(gd: Array) -> Array:
@@ -200,8 +202,8 @@ _pad = pad  # for the rules above: inside pad, the name is its argument
 def _nearest_1d(n_in: int, n_out: int, scale: float | None) -> Array:
     """``min(floor(dst * scale), n_in - 1)`` in float32, PyTorch's ``upsample_nearest1d``."""
     r = np.float32(1.0 / scale) if scale is not None else np.float32(n_in) / np.float32(n_out)
-    src = np.floor(np.arange(n_out, dtype=np.float32) * r).astype(np.int64)
-    return np.minimum(src, n_in - 1)
+    src: Array = np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * r).astype(np.int64), n_in - 1)
+    return src
 
 
 @overload
@@ -270,7 +272,7 @@ def interpolate(
         TypeError: ``size`` not ints, ``scale_factor`` not numbers, tuples of the wrong length.
     """
     op = "interpolate"
-    xd = input.data
+    xd = float_data(op, input)
     spatial_rank(op, xd, (3, 4), "(N, C, L) or (N, C, H, W)")
     modes = {"nearest": (3, 4), "linear": (3,), "bilinear": (4,)}
     if mode not in modes:
@@ -362,7 +364,7 @@ def adaptive_avg_pool2d(
 ) -> Tensor[Rank4[N, C, H2, W2], T]: ...
 @overload
 def adaptive_avg_pool2d(
-    input: Tensor[Rank4[N, C, Any, Any], T], output_size: OutSize
+    input: Tensor[Rank4[N, C, Any, Any], T], output_size: int
 ) -> Tensor[Rank4[N, C, int, int], T]: ...
 @overload
 def adaptive_avg_pool2d(input: Tensor[AnyShape, T], output_size: OutSize) -> Tensor[Any, T]: ...
@@ -380,7 +382,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
         TypeError / ValueError: ``output_size`` not ints/None, or below 1.
     """
     op = "adaptive_avg_pool2d"
-    xd = input.data
+    xd = float_data(op, input)
     p, h, w, oh, ow = _adaptive_geometry(op, xd, output_size)
     ah, aw = _averaging(h, oh, xd.dtype), _averaging(w, ow, xd.dtype)
     lead = xd.shape[:-2]
@@ -414,7 +416,7 @@ def adaptive_max_pool2d(
 ) -> Tensor[Rank4[N, C, H2, W2], T]: ...
 @overload
 def adaptive_max_pool2d(
-    input: Tensor[Rank4[N, C, Any, Any], T], output_size: OutSize, return_indices: Literal[False] = False
+    input: Tensor[Rank4[N, C, Any, Any], T], output_size: int, return_indices: Literal[False] = False
 ) -> Tensor[Rank4[N, C, int, int], T]: ...
 @overload
 def adaptive_max_pool2d(
@@ -437,7 +439,7 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
         ShapeError, TypeError, ValueError: as :func:`adaptive_avg_pool2d`.
     """
     op = "adaptive_max_pool2d"
-    xd = input.data
+    xd = float_data(op, input)
     p, h, w, oh, ow = _adaptive_geometry(op, xd, output_size)
     lead = xd.shape[:-2]
     planes = xd.reshape(p, h, w)
@@ -446,7 +448,7 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
     rows = np.arange(p)
     for i, (hs, he) in enumerate(_bins(h, oh)):
         for j, (ws, we) in enumerate(_bins(w, ow)):
-            win = planes[:, hs:he, ws:we].reshape(p, -1)
+            win = planes[:, hs:he, ws:we].reshape(p, (he - hs) * (we - ws))
             nan = np.isnan(win)
             k = np.where(nan.any(axis=1), nan.argmax(axis=1), win.argmax(axis=1)) if win.size else 0
             y[:, i, j] = win[rows, k] if win.size else 0
@@ -497,7 +499,7 @@ def pixel_shuffle(input: Tensor[Any, T], upscale_factor: int) -> Tensor[Any, T]:
     c, k = cin // (r * r), len(lead)
     t = reshape(input, (*lead, c, r, r, h, w))
     t = permute(t, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
-    return reshape(t, (*lead, c, h * r, w * r))  # type: ignore[return-value]
+    return reshape(t, (*lead, c, h * r, w * r))
 
 
 def pixel_unshuffle(input: Tensor[Any, T], downscale_factor: int) -> Tensor[Any, T]:
@@ -521,4 +523,4 @@ def pixel_unshuffle(input: Tensor[Any, T], downscale_factor: int) -> Tensor[Any,
     h, w, k = hr // r, wr // r, len(lead)
     t = reshape(input, (*lead, c, h, r, w, r))
     t = permute(t, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
-    return reshape(t, (*lead, c * r * r, h, w))  # type: ignore[return-value]
+    return reshape(t, (*lead, c * r * r, h, w))
