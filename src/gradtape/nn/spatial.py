@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, overload
 
-from gradtape.nn._typing import N, T
+from gradtape.nn._typing import C, N, T
 from gradtape.nn.module import Module
 from gradtape.ops._util import is_int
 from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
@@ -20,7 +20,7 @@ from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
     pixel_shuffle,
     pixel_unshuffle,
 )
-from gradtape.shapes import AnyShape, Rank4
+from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tensor import Tensor
 
 __all__ = [
@@ -58,9 +58,11 @@ class _Pad2d(Module):
         self.value = float(value)
 
     @overload
-    def forward(self, x: Tensor[Rank4[N, Any, Any, Any], T]) -> Tensor[Rank4[N, int, int, int], T]: ...
-    @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, Any, Any], T]) -> Tensor[Rank4[N, C, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[C, Any, Any], T]) -> Tensor[Rank3[C, int, int], T]: ...
     def forward(self, x: Any) -> Any:
         """The padded input: height ``H + top + bottom``, width ``W + left + right``."""
         if self._mode == "constant":
@@ -144,9 +146,11 @@ class Upsample(Module):
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
     @overload
-    def forward(self, x: Tensor[Rank4[N, Any, Any, Any], T]) -> Tensor[Rank4[N, int, int, int], T]: ...
-    @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, Any, Any], T]) -> Tensor[Rank4[N, C, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[N, C, Any], T]) -> Tensor[Rank3[N, C, int], T]: ...
     def forward(self, x: Any) -> Any:
         """The resampled input."""
         return interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor)
@@ -193,9 +197,11 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     @overload
-    def forward(self, x: Tensor[Rank4[N, Any, Any, Any], T]) -> Tensor[Rank4[N, int, int, int], T]: ...
-    @overload
     def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[N, C, Any, Any], T]) -> Tensor[Rank4[N, C, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank3[C, Any, Any], T]) -> Tensor[Rank3[C, int, int], T]: ...
     def forward(self, x: Any) -> Any:
         """The bin averages, ``(..., oh, ow)``."""
         return adaptive_avg_pool2d(x, self.output_size)

@@ -208,6 +208,15 @@ def _nearest_1d(n_in: int, n_out: int, scale: float | None) -> Array:
 
 @overload
 def interpolate(
+    input: Tensor[AnyShape, T],
+    size: int | tuple[int, ...] | None = None,
+    scale_factor: float | tuple[float, ...] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+) -> Tensor[Any, T]: ...
+@overload
+def interpolate(
     input: Tensor[Rank4[N, C, Any, Any], T],
     size: tuple[H2, W2],
     scale_factor: None = None,
@@ -233,15 +242,6 @@ def interpolate(
     align_corners: bool | None = None,
     recompute_scale_factor: bool | None = None,
 ) -> Tensor[Rank3[N, C, int], T]: ...
-@overload
-def interpolate(
-    input: Tensor[AnyShape, T],
-    size: int | tuple[int, ...] | None = None,
-    scale_factor: float | tuple[float, ...] | None = None,
-    mode: str = "nearest",
-    align_corners: bool | None = None,
-    recompute_scale_factor: bool | None = None,
-) -> Tensor[Any, T]: ...
 def interpolate(
     input: Any,
     size: Any = None,
@@ -328,6 +328,9 @@ def interpolate(
 # ----- adaptive pooling --------------------------------------------------------------------
 
 OutSize = int | None | tuple[int | None, int | None]
+"""An adaptive pool's ``output_size``: an int (square), or ``(oh, ow)``; ``None`` keeps that input size."""
+_SomeNone = int | None | tuple[None, int] | tuple[int, None] | tuple[None, None]
+"""The ``output_size`` spellings whose output size is computed at run time (typed ``int``)."""
 
 
 def _adaptive_geometry(op: str, xd: Array, output_size: object) -> tuple[int, int, int, int, int]:
@@ -359,15 +362,23 @@ def _averaging(n: int, m: int, dtype: np.dtype[Any]) -> Array:
 
 
 @overload
+def adaptive_avg_pool2d(input: Tensor[AnyShape, T], output_size: OutSize) -> Tensor[Any, T]: ...
+@overload
+def adaptive_avg_pool2d(
+    input: Tensor[Rank4[N, C, Any, Any], T], output_size: _SomeNone
+) -> Tensor[Rank4[N, C, int, int], T]: ...
+@overload
 def adaptive_avg_pool2d(
     input: Tensor[Rank4[N, C, Any, Any], T], output_size: tuple[H2, W2]
 ) -> Tensor[Rank4[N, C, H2, W2], T]: ...
 @overload
 def adaptive_avg_pool2d(
-    input: Tensor[Rank4[N, C, Any, Any], T], output_size: int
-) -> Tensor[Rank4[N, C, int, int], T]: ...
+    input: Tensor[Rank3[C, Any, Any], T], output_size: _SomeNone
+) -> Tensor[Rank3[C, int, int], T]: ...
 @overload
-def adaptive_avg_pool2d(input: Tensor[AnyShape, T], output_size: OutSize) -> Tensor[Any, T]: ...
+def adaptive_avg_pool2d(
+    input: Tensor[Rank3[C, Any, Any], T], output_size: tuple[H2, W2]
+) -> Tensor[Rank3[C, H2, W2], T]: ...
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     """Average each of ``output_size`` adaptive bins of the last two dims of ``input``
     ``(N, C, H, W)`` or ``(C, H, W)``, as ``torch.nn.functional.adaptive_avg_pool2d``.
@@ -412,20 +423,26 @@ class MaxIndices(NamedTuple):
 
 @overload
 def adaptive_max_pool2d(
-    input: Tensor[Rank4[N, C, Any, Any], T], output_size: tuple[H2, W2], return_indices: Literal[False] = False
-) -> Tensor[Rank4[N, C, H2, W2], T]: ...
-@overload
-def adaptive_max_pool2d(
-    input: Tensor[Rank4[N, C, Any, Any], T], output_size: int, return_indices: Literal[False] = False
-) -> Tensor[Rank4[N, C, int, int], T]: ...
-@overload
-def adaptive_max_pool2d(
     input: Tensor[AnyShape, T], output_size: OutSize, return_indices: Literal[False] = False
 ) -> Tensor[Any, T]: ...
 @overload
 def adaptive_max_pool2d(
-    input: Tensor[AnyShape, T], output_size: OutSize, return_indices: Literal[True]
-) -> MaxIndices: ...
+    input: Tensor[Rank4[N, C, Any, Any], T], output_size: _SomeNone, return_indices: Literal[False] = False
+) -> Tensor[Rank4[N, C, int, int], T]: ...
+@overload
+def adaptive_max_pool2d(
+    input: Tensor[Rank4[N, C, Any, Any], T], output_size: tuple[H2, W2], return_indices: Literal[False] = False
+) -> Tensor[Rank4[N, C, H2, W2], T]: ...
+@overload
+def adaptive_max_pool2d(
+    input: Tensor[Rank3[C, Any, Any], T], output_size: _SomeNone, return_indices: Literal[False] = False
+) -> Tensor[Rank3[C, int, int], T]: ...
+@overload
+def adaptive_max_pool2d(
+    input: Tensor[Rank3[C, Any, Any], T], output_size: tuple[H2, W2], return_indices: Literal[False] = False
+) -> Tensor[Rank3[C, H2, W2], T]: ...
+@overload
+def adaptive_max_pool2d(input: Tensor[Any, T], output_size: OutSize, return_indices: Literal[True]) -> MaxIndices: ...
 def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
     """Maximum of each of ``output_size`` adaptive bins (the bins of
     :func:`adaptive_avg_pool2d`) of ``input (N, C, H, W)`` or ``(C, H, W)``, as
