@@ -235,6 +235,55 @@ def one_dim(op: str, dim: object, shape: tuple[int, ...], arg: str = "dim") -> i
     return d % n
 
 
+def channel_input(op: str, x: Tensor[Any, Any], min_ndim: int = 2) -> Array:
+    """``x``'s data, checked as a PyTorch ``(N, C, *)`` channel-first input of a per-channel op
+    (``group_norm``, ``instance_norm``): float32/float64 with at least ``min_ndim`` dims.
+
+    Raises:
+        DTypeError: ``x`` is not a float tensor. ShapeError: it has fewer dims (names the shape).
+    """
+    xd = float_data(op, x)
+    if xd.ndim < min_ndim:
+        raise ShapeError(f"{op}: expected an input of shape (N, C, *) with at least {min_ndim} dims, got {xd.shape}")
+    return xd
+
+
+def channel_param(op: str, arg: str, x: Tensor[Any, Any], p: object, channels: int) -> Tensor[Any, Any] | None:
+    """``p`` (``None``, or a tensor of ``x``'s dtype and shape ``(channels,)``): a per-channel
+    parameter or statistic (``weight``, ``bias``, ``running_mean``) of a channel-first op.
+
+    Raises:
+        TypeError: ``p`` is not a tensor. DTypeError: its dtype is not ``x``'s.
+        ShapeError: its shape is not ``(channels,)``; the message names the op, the argument
+            and both shapes.
+    """
+    if p is None:
+        return None
+    t = tensor_operand(op, x, p)
+    if t.data.shape != (channels,):
+        raise ShapeError(
+            f"{op}: {arg} of shape {t.data.shape} does not fit input {x.data.shape}: expected ({channels},)"
+        )
+    return t
+
+
+def group_count(op: str, num_groups: object, shape: tuple[int, ...]) -> int:
+    """``num_groups`` as an int that divides the channel count ``shape[1]``.
+
+    Raises:
+        TypeError: ``num_groups`` is not an int. ValueError: it is not positive or does not
+            divide the channels (names the shape, as PyTorch's message does).
+    """
+    if not is_int(num_groups):
+        raise TypeError(f"{op}: num_groups must be an int, got {num_groups!r}")
+    g: int = num_groups.__index__()  # type: ignore[attr-defined]
+    if g <= 0 or shape[1] % g:
+        raise ValueError(
+            f"{op}: expected the number of channels of input {shape} to be divisible by num_groups={g} (> 0)"
+        )
+    return g
+
+
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the
