@@ -180,6 +180,13 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "lstm_layer": ((2, 3, 4), _recurrence("lstm_layer", 4)),
     "gru_layer": ((2, 3, 4), _recurrence("gru_layer", 3)),
     "rnn_layer": ((2, 3, 4), _recurrence("rnn_layer", 1)),
+    # issue 27: spatial ops (ops/spatial.py)
+    "pad": ((2, 3, 4, 4), lambda x: ops.pad(x, (1, 2, 2, 1), mode="reflect")),
+    "interpolate": ((2, 3, 4, 4), lambda x: ops.interpolate(x, scale_factor=1.5, mode="bilinear")),
+    "adaptive_avg_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_avg_pool2d(x, (2, 3))),
+    "adaptive_max_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_max_pool2d(x, (3, 2))),
+    "pixel_shuffle": ((2, 4, 3, 3), lambda x: ops.pixel_shuffle(x, 2)),
+    "pixel_unshuffle": ((2, 1, 4, 4), lambda x: ops.pixel_unshuffle(x, 2)),
     # issue 27: normalisations, distances, norms
     "group_norm": ((2, 4, 3), lambda x: ops.group_norm(x, 2, _t((4,), 40), _t((4,), 41))),
     "instance_norm": ((2, 3, 4), lambda x: ops.instance_norm(x, weight=ROW[0])),
@@ -245,6 +252,18 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "LSTMCell": ((3, 4), _first(lambda: nn.LSTMCell(4, 5, dev=DEV))),
     "GRUCell": ((3, 4), lambda: nn.GRUCell(4, 5, dev=DEV)),
     "RNNCell": ((3, 4), lambda: nn.RNNCell(4, 5, dev=DEV)),
+    # issue 27: spatial layers (nn/spatial.py)
+    "ZeroPad2d": ((2, 3, 4, 4), lambda: nn.ZeroPad2d((1, 0, 2, 1))),
+    "ConstantPad2d": ((2, 3, 4, 4), lambda: nn.ConstantPad2d(1, 0.5)),
+    "ReflectionPad2d": ((2, 3, 4, 4), lambda: nn.ReflectionPad2d(2)),
+    "ReplicationPad2d": ((2, 3, 4, 4), lambda: nn.ReplicationPad2d((2, 1, 0, 3))),
+    "Upsample": ((2, 3, 4, 4), lambda: nn.Upsample(scale_factor=2, mode="bilinear")),
+    "UpsamplingNearest2d": ((2, 3, 4, 4), lambda: nn.UpsamplingNearest2d(size=(5, 7))),
+    "UpsamplingBilinear2d": ((2, 3, 4, 4), lambda: nn.UpsamplingBilinear2d(scale_factor=1.5)),
+    "AdaptiveAvgPool2d": ((2, 3, 5, 5), lambda: nn.AdaptiveAvgPool2d(2)),
+    "AdaptiveMaxPool2d": ((2, 3, 5, 5), lambda: nn.AdaptiveMaxPool2d((3, None))),
+    "PixelShuffle": ((2, 4, 3, 3), lambda: nn.PixelShuffle(2)),
+    "PixelUnshuffle": ((2, 1, 4, 4), lambda: nn.PixelUnshuffle(2)),
     # issue 27 (transformer layers)
     "MultiheadAttention": ((2, 3, 4), _as_every_input(lambda: nn.MultiheadAttention(4, 2, dev=DEV), 3, first=True)),
     "TransformerEncoder": (

@@ -70,6 +70,19 @@ from gradtape.nn.norm import (  # issue 27
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from gradtape.nn.spatial import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad2d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad2d,
+)
 from gradtape.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -140,5 +153,9 @@ __all__ = [
     "init",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+# issue 27: spatial layers (nn/spatial.py)
+__all__ += ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle"]
+__all__ += ["ReflectionPad2d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["ZeroPad2d"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
 __all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations

@@ -50,6 +50,14 @@ from gradtape.ops.shape import (
     unsqueeze,
 )
 from gradtape.ops.softmax import log_softmax, softmax
+from gradtape.ops.spatial import (
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    interpolate,
+    pad,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from gradtape.ops.unary import (
     abs,
     acos,
@@ -107,6 +115,8 @@ __all__ += ["einsum", "multinomial"]
 __all__ += ["argmax", "argmin", "argsort", "chunk", "cumprod", "cumsum", "flip", "index_add", "masked_fill"]
 __all__ += ["one_hot", "prod", "repeat", "scatter_add", "sort", "split", "take_along_axis", "tile", "topk"]
 __all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
+# issue 27: spatial ops (ops/spatial.py)
+__all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
 # issue 27: normalisations, distances, norms
 __all__ += ["group_norm", "instance_norm"]
 
