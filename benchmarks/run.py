@@ -6,6 +6,7 @@
     python benchmarks/run.py --only model         # model-scale training steps vs PyTorch and JAX (workload 9)
     python benchmarks/run.py --only distributed   # data-parallel over MPI, 1 vs 2 ranks (workload 10)
     python benchmarks/run.py --only rnn           # nn.LSTM / nn.GRU training steps vs PyTorch (workload 11)
+    python benchmarks/run.py --only einsum        # einsum vs the equivalent matmul chain (workload 12)
     python benchmarks/run.py --json out.json      # JSON elsewhere (default: benchmarks/results/latest.json)
     python benchmarks/run.py --profile            # also cProfile gradtape in workloads 1 and 2
 
@@ -40,7 +41,20 @@ from typing import Any
 import gradtape  # noqa: F401
 from benchmarks.common import ROOT, Config, WorkloadResult, load_autograd, load_torch, machine_facts, settle
 
-WORKLOADS = ("tape", "mlp", "kernels", "matmul", "coldstart", "memory", "hvp", "scan", "model", "distributed", "rnn")
+WORKLOADS = (
+    "tape",
+    "mlp",
+    "kernels",
+    "matmul",
+    "coldstart",
+    "memory",
+    "hvp",
+    "scan",
+    "model",
+    "distributed",
+    "rnn",
+    "einsum",
+)
 PEER_ORDER = ("torch", "torch.func", "torch-import", "autograd", "numpy", "python")
 
 

@@ -74,7 +74,7 @@ def test_mlp_block_bitwise(dtype: Any) -> None:
 def test_transformer_encoder_layer_bitwise(dtype: Any, train: bool) -> None:
     dev = Cpu(seed=2)
     layer: nn.TransformerEncoderLayer[int] = nn.TransformerEncoderLayer(
-        16, 4, dim_feedforward=32, dropout=0.2, dev=dev, dtype=dtype
+        16, 4, dim_feedforward=32, dropout=0.2, batch_first=True, dev=dev, dtype=dtype
     )
     layer.train(train)
     x = dev.randn((2, 5, 16), dtype=dtype)

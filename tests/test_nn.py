@@ -599,9 +599,12 @@ def test_mlp_trains_on_digits() -> None:
 # ----- attention -----------------------------------------------------------------------------
 
 
-def _mha_ref(mha: nn.MultiHeadAttention, q: Array, k: Array, v: Array, mask: Array | None = None) -> Array:
+def _mha_ref(
+    mha: nn.MultiHeadAttention | nn.MultiheadAttention, q: Array, k: Array, v: Array, mask: Array | None = None
+) -> Array:
     e, h = mha.embed_dim, mha.num_heads
     d = e // h
+    assert mha.in_proj_weight is not None
     w = _arr(mha.in_proj_weight)
     bias = mha.in_proj_bias
     b = np.zeros(3 * e) if bias is None else _arr(bias)
@@ -654,7 +657,7 @@ def test_multi_head_attention(dev: Cpu) -> None:
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_layer(dev: Cpu, norm_first: bool) -> None:
-    enc = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, norm_first=norm_first, dev=dev, dtype=F64)
+    enc = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, batch_first=True, norm_first=norm_first, dev=dev, dtype=F64)
     x = _x(dev, 2, 3, 4)
     xa = _arr(x)
 
@@ -682,12 +685,13 @@ def test_transformer_encoder_layer(dev: Cpu, norm_first: bool) -> None:
     assert gradcheck(enc, [x])
     grads = enc.alloc_grads()
     enc.train()(x.trace(grads)).sum().backward()
-    assert enc.self_attn.in_proj_weight.id in grads and enc.norm2.weight is not None
+    w_in = enc.self_attn.in_proj_weight
+    assert w_in is not None and w_in.id in grads and enc.norm2.weight is not None
 
 
 def test_attention_matches_torch(dev: Cpu) -> None:
     torch = pytest.importorskip("torch")
-    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, dev=dev, dtype=F64)
+    enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dev=dev, dtype=F64)
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
     assert [n for n, _ in enc.named_parameters()] == [n for n, _ in ref.named_parameters()]
     with torch.no_grad():

@@ -621,3 +621,21 @@ def test_zero_grads_dfdx_spelling_unchanged(dev: Cpu) -> None:
     assert {p.id for p in model.heads["reg"].parameters()} <= set(grads.ids())
     model.zero_grads(grads)
     assert len(grads) == 0
+
+
+def test_module_dict_entries_read_as_attributes_as_torchs(dev: Cpu) -> None:
+    """nanoGPT's ``self.transformer.wte``: a ModuleDict's entry is an attribute too, the same
+    object as ``md["wte"]`` (so assigning its weight ties it, as in PyTorch); a missing key
+    raises AttributeError naming it; real attributes and methods come first."""
+    torch = pytest.importorskip("torch")
+    md = nn.ModuleDict({"wte": nn.Embedding(5, 3, dev=dev), "keys_": nn.ReLU()})
+    ref = torch.nn.ModuleDict({"wte": torch.nn.Embedding(5, 3), "keys_": torch.nn.ReLU()})
+    assert md.wte is md["wte"] and ref.wte is ref["wte"]
+    head = nn.Linear(3, 5, bias=False, dev=dev)
+    md.wte.weight = head.weight
+    assert md["wte"].weight is head.weight
+    assert list(md.keys()) == ["wte", "keys_"]  # the method, not an entry
+    with pytest.raises(AttributeError, match="'ModuleDict' object has no attribute 'wpe'"):
+        md.wpe  # noqa: B018
+    with pytest.raises(AttributeError, match="'ModuleDict' object has no attribute 'wpe'"):
+        ref.wpe  # noqa: B018

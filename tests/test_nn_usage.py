@@ -196,6 +196,17 @@ def _batch_norm(dev: Cpu, shape: tuple[int, ...], train: bool) -> Case:
     return Case(ours, ref, rng.standard_normal(shape))
 
 
+def _channel_norm(dev: Cpu, group: bool) -> Case:
+    """nn.GroupNorm (2 groups of 2 channels) or nn.InstanceNorm2d(affine=True), issue 27."""
+    ours: nn.GroupNorm | nn.InstanceNorm2d
+    if group:
+        ours, ref = nn.GroupNorm(2, 4, dev=dev, dtype=F64), torch.nn.GroupNorm(2, 4)
+    else:
+        ours, ref = nn.InstanceNorm2d(4, affine=True, dev=dev, dtype=F64), torch.nn.InstanceNorm2d(4, affine=True)
+    rng = _rng(dev)
+    return Case(ours, _pair(ours, ref, rng), rng.standard_normal((2, 4, 3, 2)))
+
+
 def _causal(lq: int, lk: int) -> Array:
     """``(lq, lk)`` boolean mask, ``True`` (blocked) where key ``j > i``."""
     return np.triu(np.ones((lq, lk), bool), 1)
@@ -240,7 +251,9 @@ def _mha(dev: Cpu, kind: str, masked: bool) -> Case:
 
 
 def _encoder(dev: Cpu, norm_first: bool, masked: bool) -> Case:
-    ours = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, dev=dev, dtype=F64)
+    ours = nn.TransformerEncoderLayer(
+        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dev=dev, dtype=F64
+    )
     ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, batch_first=True)
     rng = _rng(dev)
     ref = _pair(ours, ref, rng)
@@ -290,6 +303,8 @@ CASES: dict[str, Callable[[Cpu], Case]] = {
     "BatchNorm1d-3d-train": lambda dev: _batch_norm(dev, (4, 3, 5), train=True),
     "BatchNorm2d-train": lambda dev: _batch_norm(dev, (3, 3, 2, 2), train=True),
     "BatchNorm2d-eval": lambda dev: _batch_norm(dev, (3, 3, 2, 2), train=False),
+    "GroupNorm": lambda dev: _channel_norm(dev, group=True),
+    "InstanceNorm2d-affine": lambda dev: _channel_norm(dev, group=False),
     "MultiHeadAttention-self": lambda dev: _mha(dev, "self", masked=False),
     "MultiHeadAttention-self-mask": lambda dev: _mha(dev, "self", masked=True),
     "MultiHeadAttention-cross": lambda dev: _mha(dev, "cross", masked=False),

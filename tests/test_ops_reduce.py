@@ -727,6 +727,28 @@ def test_softmax_against_torch() -> None:
         np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-10, atol=1e-15)
 
 
+def test_softmax_and_log_softmax_take_torchs_dim() -> None:
+    """``F.softmax(x, dim=1)`` and ``F.log_softmax(x, dim=-1)`` as PyTorch spells them (also as
+    Tensor methods), equal to PyTorch's; ``axis`` and ``dim`` together are refused; no
+    argument is the last axis."""
+    torch = pytest.importorskip("torch")
+    x = rnd(2, 3, 4)
+    t = DEV.tensor(x, dtype=np.float64)
+    for d in (0, 1, -1):
+        np.testing.assert_allclose(gops.softmax(t, dim=d).numpy(), torch.softmax(torch.tensor(x), dim=d), rtol=1e-12)
+        np.testing.assert_allclose(
+            t.log_softmax(dim=d).numpy(), torch.log_softmax(torch.tensor(x), dim=d), rtol=1e-12, atol=1e-15
+        )
+    np.testing.assert_array_equal(t.softmax().numpy(), t.softmax(dim=-1).numpy())
+    np.testing.assert_array_equal(t.log_softmax().numpy(), t.log_softmax(2).numpy())
+    with pytest.raises(TypeError, match=r"softmax: got axis=1 and dim=1; pass one of them"):
+        gops.softmax(t, 1, dim=1)
+    with pytest.raises(TypeError, match=r"log_softmax: got axis=0 and dim=2; pass one of them"):
+        t.log_softmax(axis=0, dim=2)
+    with pytest.raises(ShapeError, match=r"softmax: axis 3 is out of range"):
+        t.softmax(dim=3)
+
+
 # ----- the fused kernel --------------------------------------------------------------------
 
 

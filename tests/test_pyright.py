@@ -34,6 +34,8 @@ PYRIGHT_DIFFERS: dict[tuple[str, str], str] = {
     # pyright keeps the literal dims of a shape tuple written in the program, where mypy
     # widens them to int (both are correct; pyright's is more precise)
     ("ok_conv.py", "up"): "Tensor[tuple[Literal[8], Literal[3], int, int], GradientTape]",
+    ("ok_spatial.py", "up"): "Tensor[tuple[Literal[2], Literal[3], int, int], GradientTape]",
+    ("ok_spatial.py", "pooled"): "Tensor[tuple[Literal[2], Literal[3], int, int], GradientTape]",
     ("ok_core.py", "u"): "Tensor[tuple[Literal[5], Literal[6]], NoneTape]",
     ("ok_core.py", "u @ v"): "Tensor[tuple[Literal[5], Literal[7]], NoneTape]",
     ("ok_mamba.py", "scan"): "Tensor[tuple[Literal[2], Literal[8], Literal[4]], GradientTape]",

@@ -82,6 +82,17 @@ def _recurrence(name: str, gates: int) -> Call:
     return lambda x: fn(x, *rest)[0]
 
 
+def _as_every_input(make: Callable[[], Any], n: int, first: bool = False) -> Callable[[], Call]:
+    """A layer of ``n`` tensor inputs (attention's query/key/value, a decoder's target and
+    memory) called with the subject as each; ``first``: its first output."""
+
+    def build() -> Call:
+        layer = make()
+        return (lambda x: layer(*[x] * n)[0]) if first else (lambda x: layer(*[x] * n))
+
+    return build
+
+
 def _first(make: Callable[[], Any]) -> Callable[[], Call]:
     """A recurrent layer (or cell) called on the subject, its first output."""
 
@@ -169,6 +180,16 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "lstm_layer": ((2, 3, 4), _recurrence("lstm_layer", 4)),
     "gru_layer": ((2, 3, 4), _recurrence("gru_layer", 3)),
     "rnn_layer": ((2, 3, 4), _recurrence("rnn_layer", 1)),
+    # issue 27: spatial ops (ops/spatial.py)
+    "pad": ((2, 3, 4, 4), lambda x: ops.pad(x, (1, 2, 2, 1), mode="reflect")),
+    "interpolate": ((2, 3, 4, 4), lambda x: ops.interpolate(x, scale_factor=1.5, mode="bilinear")),
+    "adaptive_avg_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_avg_pool2d(x, (2, 3))),
+    "adaptive_max_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_max_pool2d(x, (3, 2))),
+    "pixel_shuffle": ((2, 4, 3, 3), lambda x: ops.pixel_shuffle(x, 2)),
+    "pixel_unshuffle": ((2, 1, 4, 4), lambda x: ops.pixel_unshuffle(x, 2)),
+    # issue 27: normalisations, distances, norms
+    "group_norm": ((2, 4, 3), lambda x: ops.group_norm(x, 2, _t((4,), 40), _t((4,), 41))),
+    "instance_norm": ((2, 3, 4), lambda x: ops.instance_norm(x, weight=ROW[0])),
 }
 DOMAINS: dict[str, Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {
     # ops whose clean input has a domain (probabilities): the layout test's clean input is in it
@@ -231,6 +252,37 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "LSTMCell": ((3, 4), _first(lambda: nn.LSTMCell(4, 5, dev=DEV))),
     "GRUCell": ((3, 4), lambda: nn.GRUCell(4, 5, dev=DEV)),
     "RNNCell": ((3, 4), lambda: nn.RNNCell(4, 5, dev=DEV)),
+    # issue 27: spatial layers (nn/spatial.py)
+    "ZeroPad2d": ((2, 3, 4, 4), lambda: nn.ZeroPad2d((1, 0, 2, 1))),
+    "ConstantPad2d": ((2, 3, 4, 4), lambda: nn.ConstantPad2d(1, 0.5)),
+    "ReflectionPad2d": ((2, 3, 4, 4), lambda: nn.ReflectionPad2d(2)),
+    "ReplicationPad2d": ((2, 3, 4, 4), lambda: nn.ReplicationPad2d((2, 1, 0, 3))),
+    "Upsample": ((2, 3, 4, 4), lambda: nn.Upsample(scale_factor=2, mode="bilinear")),
+    "UpsamplingNearest2d": ((2, 3, 4, 4), lambda: nn.UpsamplingNearest2d(size=(5, 7))),
+    "UpsamplingBilinear2d": ((2, 3, 4, 4), lambda: nn.UpsamplingBilinear2d(scale_factor=1.5)),
+    "AdaptiveAvgPool2d": ((2, 3, 5, 5), lambda: nn.AdaptiveAvgPool2d(2)),
+    "AdaptiveMaxPool2d": ((2, 3, 5, 5), lambda: nn.AdaptiveMaxPool2d((3, None))),
+    "PixelShuffle": ((2, 4, 3, 3), lambda: nn.PixelShuffle(2)),
+    "PixelUnshuffle": ((2, 1, 4, 4), lambda: nn.PixelUnshuffle(2)),
+    # issue 27 (transformer layers)
+    "MultiheadAttention": ((2, 3, 4), _as_every_input(lambda: nn.MultiheadAttention(4, 2, dev=DEV), 3, first=True)),
+    "TransformerEncoder": (
+        (2, 3, 4),
+        lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, dev=DEV), 2).eval(),
+    ),
+    "TransformerDecoderLayer": (
+        (2, 3, 4),
+        _as_every_input(lambda: nn.TransformerDecoderLayer(4, 2, 8, dev=DEV).eval(), 2),
+    ),
+    "TransformerDecoder": (
+        (2, 3, 4),
+        _as_every_input(lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8, dev=DEV), 2).eval(), 2),
+    ),
+    "Transformer": ((2, 3, 4), _as_every_input(lambda: nn.Transformer(4, 2, 1, 1, 8, dev=DEV).eval(), 2)),
+    # issue 27: normalisations
+    "GroupNorm": ((2, 4, 3), lambda: nn.GroupNorm(2, 4, dev=DEV)),
+    "InstanceNorm1d": ((2, 3, 4), lambda: nn.InstanceNorm1d(3, affine=True, dev=DEV)),
+    "InstanceNorm2d": ((2, 3, 4, 4), lambda: nn.InstanceNorm2d(3, dev=DEV)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules

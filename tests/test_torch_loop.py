@@ -160,7 +160,7 @@ def test_cnn_batchnorm_adam_loop_equals_torch() -> None:
 
 class Encoder(nn.Module):
     def __init__(self, dev: gt.Cpu) -> None:
-        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, dev=dev, dtype=F64)
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, dev=dev, dtype=F64)
         self.head = nn.Linear(16, 4, dev=dev, dtype=F64)
 
     def forward(self, x: Any) -> Any:

@@ -319,6 +319,85 @@ class Cpu:
             u = (u * dt.type(high - low) + dt.type(low)).astype(dt, copy=False)
         return self._wrap(u)
 
+    def randint(self, low: int, high: int, size: SI, dtype: npt.DTypeLike = np.int64) -> Tensor[SI, NoneTape]:
+        """Integers drawn uniformly from ``[low, high)`` (PyTorch's ``torch.randint(low, high,
+        size)``), from the device's generator; int64 by default, so the result indexes, serves
+        as class targets and embedding ids.
+
+        Raises:
+            TypeError: ``low``/``high`` not integers, or ``size`` not a tuple of ints.
+            ValueError: ``high <= low``.
+            DTypeError: ``dtype`` is not an integer dtype.
+        """
+        for name, v in (("low", low), ("high", high)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"randint: {name} must be an int, got {type(v).__name__} {v!r}")
+        if high <= low:
+            raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+        dt = np.dtype(dtype)
+        if dt.kind not in "iu":
+            raise DTypeError(f"randint: dtype {dt} is not an integer dtype")
+        return self._wrap(self.rng.integers(low, high, _shape("randint", size), dtype=dt))
+
+    def arange(
+        self,
+        start: float,
+        end: float | None = None,
+        step: float = 1,
+        dtype: npt.DTypeLike | None = None,
+    ) -> Tensor[tuple[int], NoneTape]:
+        """``[start, start + step, ...)`` up to ``end`` (exclusive), PyTorch's ``torch.arange``:
+        ``arange(n)`` is ``0 .. n-1``. The dtype is int64 when every argument is an int and
+        float32 otherwise, unless ``dtype`` is given (float32, float64 or an integer dtype).
+
+        Raises:
+            TypeError: an argument is not a real number.
+            ValueError: ``step`` is 0.
+            DTypeError: ``dtype`` is not float32, float64 or an integer dtype.
+        """
+        if end is None:
+            start, end = 0, start
+        for name, v in (("start", start), ("end", end), ("step", step)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"arange: {name} must be a real number, got {type(v).__name__} {v!r}")
+        if step == 0:
+            raise ValueError("arange: step must be nonzero")
+        dt: np.dtype[Any]
+        if dtype is None:
+            ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+            dt = np.dtype(np.int64) if ints else np.dtype(np.float32)
+        else:
+            dt = np.dtype(dtype)
+            if dt.kind not in "iu":
+                dt = as_float_dtype(dt, "arange")
+        return self._wrap(np.arange(start, end, step).astype(dt))
+
+    def zeros_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """A tensor of zeros with ``t``'s shape and dtype (PyTorch's ``torch.zeros_like``)."""
+        return self._wrap(np.zeros_like(np.asarray(t.data)))
+
+    def ones_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """A tensor of ones with ``t``'s shape and dtype (PyTorch's ``torch.ones_like``)."""
+        return self._wrap(np.ones_like(np.asarray(t.data)))
+
+    def randn_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """N(0, 1) samples with ``t``'s shape and float dtype (PyTorch's ``torch.randn_like``).
+
+        Raises:
+            DTypeError: ``t`` is not float32 or float64.
+        """
+        a = np.asarray(t.data)
+        return self._wrap(self.rng.standard_normal(a.shape, dtype=as_float_dtype(a.dtype, "randn_like")))
+
+    def rand_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """Uniform ``[0, 1)`` samples with ``t``'s shape and float dtype (``torch.rand_like``).
+
+        Raises:
+            DTypeError: ``t`` is not float32 or float64.
+        """
+        a = np.asarray(t.data)
+        return self._wrap(self.rng.random(a.shape, dtype=as_float_dtype(a.dtype, "rand_like")))
+
     addmul = staticmethod(_k.addmul)
     axpy = staticmethod(_k.axpy)
     fill = staticmethod(_k.fill)

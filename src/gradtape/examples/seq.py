@@ -226,7 +226,7 @@ class CharTransformer(_CharLM):
         self.pos = nn.Embedding(context, width, dev=dev)
         self.pos.weight.data *= self.pos.weight.dtype.type(0.1)  # GPT-2 style small init, as tok
         self.blocks = [
-            nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, norm_first=True, dev=dev)
+            nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, batch_first=True, norm_first=True, dev=dev)
             for _ in range(layers)
         ]
         self.norm = nn.LayerNorm(width, dev=dev)

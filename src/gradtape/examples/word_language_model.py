@@ -32,8 +32,7 @@ What differs from the original, and why:
   same in-place update is ``p.data -= lr * p.grad.data``.
 - ``decoded.view(-1, ntoken)`` is ``reshape``; ``weight.new_zeros(...)`` is
   ``weight.device.zeros(..., dtype=weight.dtype)``; ``next(self.parameters())`` is
-  ``self.parameters()[0]`` (gradtape's ``parameters()`` is a list); ``F.log_softmax(x, dim=1)``
-  passes the dim positionally.
+  ``self.parameters()[0]`` (gradtape's ``parameters()`` is a list).
 - The checkpoint of the best model stays in memory (``state_dict`` / ``load_state_dict``);
   ``--save FILE`` also writes it as safetensors. No ONNX export, no Transformer model.
 
@@ -224,7 +223,7 @@ class RNNModel(nn.Module):
         output = self.drop(output)
         decoded = self.decoder(output)
         decoded = decoded.reshape((-1, self.ntoken))  # PyTorch: decoded.view(-1, self.ntoken)
-        return ops.log_softmax(decoded, 1), hidden  # PyTorch: F.log_softmax(decoded, dim=1)
+        return ops.log_softmax(decoded, dim=1), hidden
 
     def init_hidden(self, bsz: int) -> Hidden:
         """Zero state for a batch of ``bsz``: ``(h, c)`` for the LSTM, ``h`` otherwise, each

@@ -34,7 +34,7 @@ from gradtape.nn.activation import (
     Tanh,
     Unflatten,
 )
-from gradtape.nn.attention import MultiHeadAttention, TransformerEncoderLayer
+from gradtape.nn.attention import MultiHeadAttention, MultiheadAttention
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
@@ -58,10 +58,38 @@ from gradtape.nn.loss import (
 )
 from gradtape.nn.mamba import Mamba, MambaBlock
 from gradtape.nn.module import Module
-from gradtape.nn.norm import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
+from gradtape.nn.norm import (  # issue 27
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from gradtape.nn.spatial import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    ConstantPad2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad2d,
+    ReplicationPad2d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad2d,
+)
+from gradtape.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "GELU",
@@ -125,3 +153,9 @@ __all__ = [
     "init",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+# issue 27: spatial layers (nn/spatial.py)
+__all__ += ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "ConstantPad2d", "PixelShuffle", "PixelUnshuffle"]
+__all__ += ["ReflectionPad2d", "ReplicationPad2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["ZeroPad2d"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
+__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations

@@ -272,7 +272,10 @@ class ModuleDict(Module):
     rules). A plain ``dict`` attribute with str keys is discovered the same way (see
     :class:`Module`); ``ModuleDict`` adds PyTorch's spelling and checks keys and values when
     they are added. It has no ``forward``. Values are typed :class:`Module` (calls ``Any``).
-    Unlike PyTorch, entries are not attributes (``md["cls"]``, not ``md.cls``).
+    As in PyTorch, an entry is also read as an attribute (``md.cls`` is ``md["cls"]``, as
+    nanoGPT's ``self.transformer.wte``) unless a real attribute has that name; entries are added
+    with ``md[key] = module`` (assigning ``md.cls = m`` sets a plain attribute, a child found as
+    any module's is).
 
     Raises:
         TypeError: a key is not a ``str``, a value is not a :class:`Module`, or ``modules`` is
@@ -296,6 +299,20 @@ class ModuleDict(Module):
         super()._collect_parameters(out, seen)
         for m in self._modules.values():
             m._collect_parameters(out, seen)
+
+    def __getattr__(self, name: str) -> Any:
+        """``md.name``: the module under the key ``name`` (PyTorch's attribute access to a
+        ``ModuleDict``'s entries); called only when no real attribute has that name. Typed
+        ``Any`` (the entry's class is not known statically), so ``md.wte.weight`` and
+        ``for block in md.h`` type-check as the PyTorch program is written.
+
+        Raises:
+            AttributeError: no entry has that key (the message names the class and the key).
+        """
+        modules = self.__dict__.get("_modules")
+        if modules is not None and name in modules:
+            return modules[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
     def __getitem__(self, key: str) -> Module:
         """``md[key]``: the module under ``key``.

@@ -1,4 +1,5 @@
-"""Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`.
+"""Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`,
+:class:`GroupNorm`, :class:`InstanceNorm1d`, :class:`InstanceNorm2d`.
 
 All keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``). Each is
 generic over its width, inferred from the constructor (``LayerNorm[D]``, ``RMSNorm[D]``: the
@@ -20,12 +21,25 @@ import numpy.typing as npt
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.module import Module
-from gradtape.ops.nn import layer_norm, rms_norm  # the unwrapped ops: Module.__call__ checked x
+from gradtape.ops.nn import (
+    group_norm,
+    instance_norm,
+    layer_norm,
+    rms_norm,
+)  # the unwrapped ops: Module.__call__ checked x
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, NoneTape
 from gradtape.tensor import Tensor
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "RMSNorm"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "LayerNorm",
+    "RMSNorm",
+]
 
 
 def _ones(shape: tuple[int, ...], dtype: npt.DTypeLike, dev: Any) -> Tensor[Any, NoneTape]:
@@ -389,3 +403,165 @@ class BatchNorm2d(_BatchNorm[D]):
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
+
+
+# ----- group norm and instance norm (issue 27) ---------------------------------------------
+
+
+class GroupNorm(Module):
+    """Group normalisation (Wu & He 2018; PyTorch's ``nn.GroupNorm``) of ``(N, C, *)`` inputs:
+    the ``C`` channels split into ``num_groups`` groups, each sample's group normalised over its
+    channels and spatial dims, then ``* weight[c] + bias[c]`` (:func:`gradtape.ops.group_norm`,
+    fused kernels). The same in training and eval mode.
+
+    Args:
+        num_groups: groups; must divide ``num_channels``.
+        num_channels: ``C``.
+        eps: added to the variance (default ``1e-5``).
+        affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), shape ``(C,)``.
+        bias: whether to learn ``bias`` (with ``affine``; PyTorch 2's keyword).
+        dev: the device the parameters live on (default a new ``Cpu()``); dtype: float32
+            (default) or float64.
+
+    Raises:
+        ValueError: ``num_groups`` does not divide ``num_channels`` (as PyTorch, at construction).
+        Forward: ShapeError when dim 1 of the input is not ``num_channels``.
+    """
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        *,
+        bias: bool = True,
+        dev: Any = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        dev = _device(dev)
+        self.weight = _ones((num_channels,), dtype, dev) if affine else None
+        self.bias = _zeros((num_channels,), dtype, dev) if affine and bias else None
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``x`` ``(N, C, *)`` normalised per group; same shape, dtype and tape kind.
+
+        Raises:
+            ShapeError: ``x`` has fewer than 2 dims or dim 1 is not ``num_channels``.
+        """
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"GroupNorm: expected an input (N, {self.num_channels}, *), got shape {x.shape}")
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    rank: int = 3
+    _optional_state = ("num_batches_tracked",)
+
+    running_mean: Tensor[Any, NoneTape] | None
+    running_var: Tensor[Any, NoneTape] | None
+    num_batches_tracked: Tensor[tuple[()], NoneTape] | None
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        *,
+        bias: bool = True,
+        dev: Any = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        dev = _device(dev)
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = _ones((num_features,), dtype, dev) if affine else None
+        self.bias = _zeros((num_features,), dtype, dev) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", _zeros((num_features,), dtype, dev))
+            self.register_buffer("running_var", _ones((num_features,), dtype, dev))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64), dev, NONE_TAPE))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """Each sample's channel normalised over its spatial dims (training mode, or without
+        running statistics; with them, training mode also updates them in place, as
+        PyTorch: ``momentum``, unbiased variances, ``num_batches_tracked`` left alone), or by
+        the running statistics (eval mode with ``track_running_stats``). An unbatched input
+        (one dim fewer) is normalised as a batch of one. Same shape, dtype and tape kind.
+
+        Raises:
+            ShapeError: the input's rank is neither ``rank`` nor ``rank - 1``, or its channel
+                dim is not ``num_features`` (with ``affine`` or running statistics, which need it).
+            ValueError: one spatial element per channel in training.
+        """
+        name = type(self).__name__
+        if x.ndim not in (self.rank, self.rank - 1):
+            raise ShapeError(f"{name}: expected a {self.rank - 1}-D or {self.rank}-D input, got shape {x.shape}")
+        unbatched = x.ndim == self.rank - 1
+        xb: Tensor[Any, Any] = x.unsqueeze(0) if unbatched else x
+        if xb.shape[1] != self.num_features and (self.affine or self.track_running_stats):
+            raise ShapeError(f"{name}: expected {self.num_features} channels in input of shape {x.shape}")
+        y = instance_norm(
+            xb,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+        out: Tensor[S, T] = y.squeeze(0) if unbatched else y
+        return out
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation (Ulyanov et al. 2016; PyTorch's ``nn.InstanceNorm1d``) of
+    ``(N, C, L)`` or unbatched ``(C, L)`` inputs: each sample's channel over its length,
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (:func:`gradtape.ops.instance_norm`).
+
+    Args:
+        num_features: ``C``.
+        eps: added to the variance (default ``1e-5``).
+        momentum: running-statistics factor (default ``0.1``; ``None`` counts as 0, as PyTorch).
+        affine: learn ``weight`` (ones) and ``bias`` (zeros), ``(C,)`` (default ``False``).
+        track_running_stats: keep ``running_mean``/``running_var``/``num_batches_tracked``
+            buffers (PyTorch's state-dict keys) and use them in eval mode (default ``False``).
+        bias: learn ``bias`` (with ``affine``). dev, dtype: as :class:`GroupNorm`.
+
+    Raises (on forward): see :meth:`_InstanceNorm.forward`.
+    """
+
+    rank = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` or unbatched ``(C, H, W)`` inputs (PyTorch's
+    ``nn.InstanceNorm2d``): each sample's channel over ``H`` and ``W``. Arguments, buffers and
+    errors as :class:`InstanceNorm1d`."""
+
+    rank = 4

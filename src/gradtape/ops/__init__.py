@@ -12,7 +12,7 @@ from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import linear, matmul
-from gradtape.ops.nn import dropout, embedding, layer_norm, prelu, rms_norm
+from gradtape.ops.nn import dropout, embedding, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
@@ -50,6 +50,14 @@ from gradtape.ops.shape import (
     unsqueeze,
 )
 from gradtape.ops.softmax import log_softmax, softmax
+from gradtape.ops.spatial import (
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    interpolate,
+    pad,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from gradtape.ops.unary import (
     abs,
     acos,
@@ -107,6 +115,10 @@ __all__ += ["einsum", "multinomial"]
 __all__ += ["argmax", "argmin", "argsort", "chunk", "cumprod", "cumsum", "flip", "index_add", "masked_fill"]
 __all__ += ["one_hot", "prod", "repeat", "scatter_add", "sort", "split", "take_along_axis", "tile", "topk"]
 __all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
+# issue 27: spatial ops (ops/spatial.py)
+__all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
+# issue 27: normalisations, distances, norms
+__all__ += ["group_norm", "instance_norm"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -235,6 +235,55 @@ def one_dim(op: str, dim: object, shape: tuple[int, ...], arg: str = "dim") -> i
     return d % n
 
 
+def channel_input(op: str, x: Tensor[Any, Any], min_ndim: int = 2) -> Array:
+    """``x``'s data, checked as a PyTorch ``(N, C, *)`` channel-first input of a per-channel op
+    (``group_norm``, ``instance_norm``): float32/float64 with at least ``min_ndim`` dims.
+
+    Raises:
+        DTypeError: ``x`` is not a float tensor. ShapeError: it has fewer dims (names the shape).
+    """
+    xd = float_data(op, x)
+    if xd.ndim < min_ndim:
+        raise ShapeError(f"{op}: expected an input of shape (N, C, *) with at least {min_ndim} dims, got {xd.shape}")
+    return xd
+
+
+def channel_param(op: str, arg: str, x: Tensor[Any, Any], p: object, channels: int) -> Tensor[Any, Any] | None:
+    """``p`` (``None``, or a tensor of ``x``'s dtype and shape ``(channels,)``): a per-channel
+    parameter or statistic (``weight``, ``bias``, ``running_mean``) of a channel-first op.
+
+    Raises:
+        TypeError: ``p`` is not a tensor. DTypeError: its dtype is not ``x``'s.
+        ShapeError: its shape is not ``(channels,)``; the message names the op, the argument
+            and both shapes.
+    """
+    if p is None:
+        return None
+    t = tensor_operand(op, x, p)
+    if t.data.shape != (channels,):
+        raise ShapeError(
+            f"{op}: {arg} of shape {t.data.shape} does not fit input {x.data.shape}: expected ({channels},)"
+        )
+    return t
+
+
+def group_count(op: str, num_groups: object, shape: tuple[int, ...]) -> int:
+    """``num_groups`` as an int that divides the channel count ``shape[1]``.
+
+    Raises:
+        TypeError: ``num_groups`` is not an int. ValueError: it is not positive or does not
+            divide the channels (names the shape, as PyTorch's message does).
+    """
+    if not is_int(num_groups):
+        raise TypeError(f"{op}: num_groups must be an int, got {num_groups!r}")
+    g: int = num_groups.__index__()  # type: ignore[attr-defined]
+    if g <= 0 or shape[1] % g:
+        raise ValueError(
+            f"{op}: expected the number of channels of input {shape} to be divisible by num_groups={g} (> 0)"
+        )
+    return g
+
+
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the
@@ -425,3 +474,100 @@ def check_exports(namespace: dict[str, Any], names: list[str]) -> None:
 
 
 _MISSING = object()
+
+
+# ----- spatial arguments (ops/spatial.py: pad, interpolate, adaptive pooling, pixel shuffle) --
+
+
+def spatial_rank(op: str, data: Array, ranks: tuple[int, ...], layout: str) -> None:
+    """Check that ``data`` has one of the ranks ``ranks`` (``layout`` names them for the
+    message, ``"(N, C, H, W) or (C, H, W)"``).
+
+    Raises:
+        ShapeError: another rank; the message names the op, the layouts and the shape.
+    """
+    if data.ndim not in ranks:
+        raise ShapeError(f"{op}: expects input of shape {layout}, got shape {data.shape} ({data.ndim}-D)")
+
+
+def positive_int(op: str, name: str, v: object) -> int:
+    """``v`` as an int ``>= 1`` (a scale, a factor).
+
+    Raises:
+        TypeError: ``v`` is not an int (a float, a bool, a tuple).
+        ValueError: ``v < 1``.
+    """
+    if not is_int(v):
+        raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+    n: int = v.__index__()  # type: ignore[attr-defined]
+    if n < 1:
+        raise ValueError(f"{op}: {name} must be >= 1, got {n}")
+    return n
+
+
+def pad_pairs(op: str, pad: object, shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """PyTorch's ``pad`` argument, ``(left, right, top, bottom, ...)`` pairs from the last dim
+    backwards, as ``(before, after)`` per padded dim in order from the first padded dim to the
+    last (``len(pad) // 2`` trailing dims of ``shape``).
+
+    Raises:
+        TypeError: ``pad`` is not a tuple or list of ints.
+        ValueError: an odd number of entries, or more than two per dim of ``shape``.
+        ShapeError: a negative pad crops a dim below size 0 (shape and pad named).
+    """
+    if not isinstance(pad, (tuple, list)) or not all(is_int(p) for p in pad):
+        raise TypeError(f"{op}: pad must be a tuple of ints (left, right, top, bottom, ...), got {pad!r}")
+    if len(pad) % 2:
+        raise ValueError(f"{op}: pad must have an even number of entries, got {len(pad)}: {tuple(pad)}")
+    k = len(pad) // 2
+    if k > len(shape):
+        raise ValueError(f"{op}: pad {tuple(pad)} pads {k} dims, more than the input's {len(shape)} (shape {shape})")
+    pairs = [(int(pad[2 * j]), int(pad[2 * j + 1])) for j in range(k)][::-1]
+    for (lo, hi), n in zip(pairs, shape[len(shape) - k :], strict=True):
+        if n + lo + hi < 0:
+            raise ShapeError(f"{op}: pad {tuple(pad)} crops a dim of size {n} below 0 (input shape {shape})")
+    return pairs
+
+
+def spatial_size(
+    op: str, in_size: tuple[int, ...], size: object, scale_factor: object
+) -> tuple[tuple[int, ...], tuple[float, ...] | None]:
+    """``(output size, scale factors or None)`` of a resampling of the spatial dims ``in_size``
+    from exactly one of ``size`` (an int for every dim or a tuple of one int per dim) and
+    ``scale_factor`` (a number or a tuple of numbers, ``out = floor(in * scale)``), as
+    ``torch.nn.functional.interpolate``.
+
+    Raises:
+        ValueError: both or neither given; a size < 1; a scale that is not positive and finite.
+        TypeError: ``size`` not ints, ``scale_factor`` not numbers, or tuples of the wrong length.
+        ShapeError: ``scale_factor`` gives an empty output.
+    """
+    import math
+
+    nd = len(in_size)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(
+            f"{op}: give exactly one of size and scale_factor (got size={size!r}, scale_factor={scale_factor!r})"
+        )
+    if size is not None:
+        sz = (size,) * nd if is_int(size) else size
+        if not isinstance(sz, (tuple, list)) or len(sz) != nd or not all(is_int(v) for v in sz):
+            raise TypeError(f"{op}: size must be an int or a tuple of {nd} ints, got {size!r}")
+        if min(sz) < 1:
+            raise ValueError(f"{op}: size must be >= 1, got {size!r}")
+        return tuple(int(v) for v in sz), None
+    number = (int, float, np.integer, np.floating)
+    sf = (scale_factor,) * nd if isinstance(scale_factor, number) else scale_factor
+    if (
+        not isinstance(sf, (tuple, list))
+        or len(sf) != nd
+        or not all(isinstance(v, number) and not isinstance(v, (bool, np.bool_)) for v in sf)
+    ):
+        raise TypeError(f"{op}: scale_factor must be a number or a tuple of {nd} numbers, got {scale_factor!r}")
+    scales = tuple(float(v) for v in sf)
+    if not all(math.isfinite(v) and v > 0 for v in scales):
+        raise ValueError(f"{op}: scale_factor must be positive and finite, got {scale_factor!r}")
+    out = tuple(math.floor(n * v) for n, v in zip(in_size, scales, strict=True))
+    if min(out) < 1:
+        raise ShapeError(f"{op}: scale_factor {scale_factor!r} gives an empty output {out} for input size {in_size}")
+    return out, scales

@@ -26,7 +26,17 @@ from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import nn as _sig
-from gradtape.ops._util import SCALARS, float_data, int_indices, record_unary, sum_to, tensor_operand
+from gradtape.ops._util import (
+    SCALARS,
+    channel_input,
+    channel_param,
+    float_data,
+    group_count,
+    int_indices,
+    record_unary,
+    sum_to,
+    tensor_operand,
+)
 from gradtape.shapes import Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
@@ -127,6 +137,21 @@ def _eps(op: str, eps: object) -> float:
     return float(eps)
 
 
+def _norm_diff_terms(xt: Any, gy: Any, axes: tuple[int, ...], eps: float, centered: bool) -> tuple[Any, Any]:
+    """The norms' second rule, in gradtape ops on ``x`` rebuilt (``xt``): ``(gx, xhat)``.
+
+    With ``xhat = (x - mean) * rstd`` over ``axes`` and ``gy`` the gradient of ``xhat``
+    (``g * weight``): ``gx = rstd (gy - mean(gy) - xhat mean(gy xhat))`` (no ``mean(gy)`` term
+    when not ``centered``: RMS norm). Shared by layer norm, RMS norm and the grouped norms."""
+    xc = xt - xt.mean(axis=axes, keepdims=True) if centered else xt
+    rstd = ((xc * xc).mean(axis=axes, keepdims=True) + eps) ** -0.5
+    xhat = xc * rstd
+    inner = gy - xhat * (gy * xhat).mean(axis=axes, keepdims=True)
+    if centered:
+        inner = inner - gy.mean(axis=axes, keepdims=True)
+    return inner * rstd, xhat
+
+
 def _record_norm(
     x: Tensor[Any, Any],
     w: Tensor[Any, Any] | None,
@@ -166,19 +191,10 @@ def _record_norm(
                 grads._accum(bid, db)
 
         def norm_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
-            # the second rule, in gradtape ops on x rebuilt: with xhat = (x - mean) * rstd,
-            # gx = rstd (gw - mean(gw) - xhat mean(gw xhat)) for layer_norm (no mean terms
-            # but the last for rms_norm), gw = g * weight
             axes = tuple(range(xd.ndim - k, xd.ndim))
-            xt = rebuild(xid, xd)
-            xc = xt - xt.mean(axis=axes, keepdims=True) if centered else xt
-            rstd = ((xc * xc).mean(axis=axes, keepdims=True) + eps) ** -0.5
-            xhat = xc * rstd
             gy = g * rebuild(wid, wd) if wd is not None else g
-            inner = gy - xhat * (gy * xhat).mean(axis=axes, keepdims=True)
-            if centered:
-                inner = inner - gy.mean(axis=axes, keepdims=True)
-            out = [(xid, inner * rstd)]
+            gx, xhat = _norm_diff_terms(rebuild(xid, xd), gy, axes, eps, centered)
+            out = [(xid, gx)]
             if wd is not None:
                 out.append((wid, sum_to(g * xhat, wd.shape)))
             if bd is not None:
@@ -280,6 +296,244 @@ def rms_norm(x: Any, weight: Any = None, eps: Any = None) -> Any:
     w = _param("rms_norm", "weight", x, weight, xd.shape[-1:])
     e = float(np.finfo(xd.dtype).eps) if eps is None else _eps("rms_norm", eps)
     return _record_norm(x, w, None, 1, e, centered=False)
+
+
+# ----- group norm and instance norm (issue 27) --------------------------------------------
+
+
+def _record_group_norm(
+    op: str, x: Tensor[Any, Any], groups: int, w: Tensor[Any, Any] | None, b: Tensor[Any, Any] | None, eps: float
+) -> Any:
+    """Normalise ``x`` ``(N, C, *)`` over each of ``groups`` groups of ``C / groups`` channels
+    (and the spatial dims), then scale and shift each channel; record both rules.
+
+    The forward is layer norm's row kernel on the ``(N, groups, -1)`` view (no weight, so it
+    gives ``xhat``, ``mean`` and ``rstd`` per row), then the per-channel affine kernel
+    (:func:`gradtape.devices.kernels.norm.channel_affine`). The first rule: ``dx`` from the
+    row kernel's backward given ``g * weight`` (the affine's weight is per channel, the row
+    kernel's per element: it is folded into the gradient first), ``dweight``/``dbias`` from
+    :func:`~gradtape.devices.kernels.norm.channel_affine_backward`; each only if wanted."""
+    xd = x.data
+    if not xd.flags.c_contiguous:
+        xd = np.ascontiguousarray(xd)
+    shape = xd.shape
+    n, c = shape[0], shape[1]
+    rows = (n, groups, (c // groups) * math.prod(shape[2:]))
+    xg = xd.reshape(rows)
+    wd = None if w is None else w.data
+    bd = None if b is None else b.data
+    y, mean, rstd = _norm.norm_forward(xg, 1, None, None, eps, True)
+    y = y.reshape(shape)
+    _norm.channel_affine(y, wd, bd)
+    tape = op_tape(x, *(t for t in (w, b) if t is not None))
+    out = x._from_op(y, tape)
+    if tape is not NONE_TAPE:
+        xid, x_leaf = x.id, x._leaf
+        wid, w_leaf = (w.id, w._leaf) if w is not None else (0, True)
+        bid, b_leaf = (b.id, b._leaf) if b is not None else (0, True)
+        bshape = (1, c) + (1,) * (len(shape) - 2)
+        axes = (0, *range(2, len(shape)))
+
+        def group_norm_backward(grads: Gradients, g: Array) -> None:
+            if grads.wants(xid, x_leaf):
+                gy = g if wd is None else g * wd.reshape(bshape)
+                dx, _, _ = _norm.norm_backward(gy.reshape(rows), xg, 1, None, mean, rstd, True, True, False, False)
+                grads._accum(xid, dx.reshape(shape))  # type: ignore[union-attr]
+            need_w = wd is not None and grads.wants(wid, w_leaf)
+            need_b = bd is not None and grads.wants(bid, b_leaf)
+            if need_w or need_b:
+                dw, db = _norm.channel_affine_backward(g, xd, mean, rstd, need_w, need_b)
+                if dw is not None:
+                    grads._accum(wid, dw)
+                if db is not None:
+                    grads._accum(bid, db)
+
+        def group_norm_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            gy = g * rebuild(wid, wd).reshape(bshape) if wd is not None else g
+            gx, xhat = _norm_diff_terms(rebuild(xid, xd).reshape(rows), gy.reshape(rows), (2,), eps, True)
+            res = [(xid, gx.reshape(shape))]
+            if wd is not None:
+                res.append((wid, (g * xhat.reshape(shape)).sum(axis=axes)))
+            if bd is not None:
+                res.append((bid, g.sum(axis=axes)))
+            return res
+
+        record(tape, out, group_norm_backward, group_norm_diff)
+    return out
+
+
+@overload
+def group_norm(
+    input: Tensor[S, T],
+    num_groups: int,
+    weight: Tensor[Rank1[Any], NoneTape] | None = None,
+    bias: Tensor[Rank1[Any], NoneTape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+@overload
+def group_norm(
+    input: Tensor[S, Tape],
+    num_groups: int,
+    *,
+    weight: Tensor[Rank1[Any], OwnedTape],
+    bias: Tensor[Rank1[Any], Tape] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def group_norm(
+    input: Tensor[S, Tape],
+    num_groups: int,
+    *,
+    weight: Tensor[Rank1[Any], Tape] | None = None,
+    bias: Tensor[Rank1[Any], OwnedTape],
+    eps: float = 1e-5,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def group_norm(
+    input: Tensor[S, T],
+    num_groups: int,
+    weight: Tensor[Rank1[Any], T] | None = None,
+    bias: Tensor[Rank1[Any], T] | None = None,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+def group_norm(input: Any, num_groups: Any, weight: Any = None, bias: Any = None, eps: Any = 1e-5) -> Any:
+    """Group normalisation (Wu & He 2018, "Group Normalization"; PyTorch's ``F.group_norm``).
+
+    The ``C`` channels of ``input`` ``(N, C, *)`` are split into ``num_groups`` groups of
+    ``C / num_groups`` consecutive channels; each sample's group is normalised over its
+    channels and spatial dims: ``mu``, ``var`` (biased) over the group,
+    ``xhat = (x - mu) / sqrt(var + eps)``, ``y = xhat * weight[c] + bias[c]``.
+
+    Gradients (the row kernel of :func:`layer_norm` over the ``(N, G, -1)`` view, given
+    ``gy = g * weight[c]``): ``grad_x += rstd (gy - mean(gy) - xhat mean(gy xhat))`` (means over
+    the group), ``grad_weight[c] += sum(g * xhat)``, ``grad_bias[c] += sum(g)`` (over the batch
+    and the spatial dims). Differentiable again (the second rule in gradtape ops).
+
+    Args:
+        input: float32/float64 ``(N, C, *)``, at least 2 dims.
+        num_groups: a positive int dividing ``C``.
+        weight, bias: ``(C,)`` tensors of ``input``'s dtype, or ``None``.
+        eps: added to the variance, ``>= 0``.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+
+    Raises:
+        ShapeError: ``input`` has fewer than 2 dims, or ``weight``/``bias`` is not ``(C,)``.
+        ValueError: ``num_groups`` does not divide ``C``; ``eps`` is negative.
+        TypeError: ``num_groups`` is not an int. DTypeError: the dtypes differ or are not float.
+    """
+    op = "group_norm"
+    xd = channel_input(op, input)
+    groups = group_count(op, num_groups, xd.shape)
+    w = channel_param(op, "weight", input, weight, xd.shape[1])
+    b = channel_param(op, "bias", input, bias, xd.shape[1])
+    return _record_group_norm(op, input, groups, w, b, _eps(op, eps))
+
+
+@overload
+def instance_norm(
+    input: Tensor[S, T],
+    running_mean: Tensor[Rank1[Any], NoneTape] | None = None,
+    running_var: Tensor[Rank1[Any], NoneTape] | None = None,
+    weight: Tensor[Rank1[Any], NoneTape] | None = None,
+    bias: Tensor[Rank1[Any], NoneTape] | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+@overload
+def instance_norm(
+    input: Tensor[S, Tape],
+    running_mean: Tensor[Rank1[Any], NoneTape] | None = None,
+    running_var: Tensor[Rank1[Any], NoneTape] | None = None,
+    *,
+    weight: Tensor[Rank1[Any], OwnedTape],
+    bias: Tensor[Rank1[Any], Tape] | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor[S, OwnedTape]: ...
+@overload
+def instance_norm(
+    input: Tensor[S, T],
+    running_mean: Tensor[Rank1[Any], NoneTape] | None = None,
+    running_var: Tensor[Rank1[Any], NoneTape] | None = None,
+    weight: Tensor[Rank1[Any], T] | None = None,
+    bias: Tensor[Rank1[Any], T] | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor[S, T]: ...
+def instance_norm(
+    input: Any,
+    running_mean: Any = None,
+    running_var: Any = None,
+    weight: Any = None,
+    bias: Any = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Any:
+    """Instance normalisation (Ulyanov, Vedaldi & Lempitsky 2016, "Instance Normalization: The
+    Missing Ingredient for Fast Stylization"; PyTorch's ``F.instance_norm``).
+
+    ``use_input_stats=True`` (default): each sample's channel of ``input`` ``(N, C, *)`` is
+    normalised over its spatial dims, ``y = (x - mu) / sqrt(var + eps) * weight[c] + bias[c]``
+    (biased ``var``): :func:`group_norm` with ``C`` groups, same kernels and gradients. Given
+    ``running_mean``/``running_var``, they are updated in place as PyTorch does:
+    ``running = (1 - momentum) * running + momentum * stat``, ``stat`` the batch average of
+    the instances' means and *unbiased* variances (not recorded: buffers).
+
+    ``use_input_stats=False``: the running statistics normalise instead (both required),
+    ``y = (x - running_mean) / sqrt(running_var + eps) * weight + bias``, composed from
+    recorded ops.
+
+    Args:
+        input: float32/float64 ``(N, C, *)``; with ``use_input_stats`` more than one spatial
+            element per channel.
+        running_mean, running_var, weight, bias: ``(C,)`` tensors of ``input``'s dtype, or ``None``.
+        use_input_stats, momentum, eps: as PyTorch (``eps >= 0``).
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+
+    Raises:
+        ShapeError: ``input`` has fewer than 2 dims, or a ``(C,)`` argument another shape.
+        ValueError: one spatial element with ``use_input_stats`` (PyTorch's "more than 1
+            spatial element"), ``use_input_stats=False`` without both running statistics,
+            ``eps`` negative or ``momentum`` not a number.
+        DTypeError: the dtypes differ or are not float.
+    """
+    op = "instance_norm"
+    xd = channel_input(op, input)
+    c = xd.shape[1]
+    rm = channel_param(op, "running_mean", input, running_mean, c)
+    rv = channel_param(op, "running_var", input, running_var, c)
+    w = channel_param(op, "weight", input, weight, c)
+    b = channel_param(op, "bias", input, bias, c)
+    e = _eps(op, eps)
+    if isinstance(momentum, bool) or not isinstance(momentum, SCALARS):
+        raise ValueError(f"{op}: momentum must be a number, got {momentum!r}")
+    bshape = (1, c) + (1,) * (xd.ndim - 2)
+    if not use_input_stats:
+        if rm is None or rv is None:
+            raise ValueError(f"{op}: use_input_stats=False needs running_mean and running_var (input {xd.shape})")
+        y = (input - rm.reshape(bshape)) * ((rv.reshape(bshape) + e) ** -0.5)
+        if w is not None:
+            y = y * w.reshape(bshape)
+        return y + b.reshape(bshape) if b is not None else y
+    m = math.prod(xd.shape[2:])
+    if m <= 1:
+        raise ValueError(f"{op}: expected more than 1 spatial element when training, got input of shape {xd.shape}")
+    if rm is not None or rv is not None:
+        x3 = xd.reshape(xd.shape[0], c, m)
+        f = float(momentum)
+        if rm is not None:
+            rm.data[...] = (1 - f) * rm.data + f * x3.mean(axis=2).mean(axis=0)
+        if rv is not None:
+            rv.data[...] = (1 - f) * rv.data + f * x3.var(axis=2, ddof=1).mean(axis=0)
+    return _record_group_norm(op, input, c, w, b, e)
 
 
 # ----- embedding -------------------------------------------------------------------------

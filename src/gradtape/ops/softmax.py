@@ -34,6 +34,20 @@ def _checked_axis(op: str, a: Tensor[Any, Any], axis: int) -> tuple[Array, int]:
     return x, ax
 
 
+def _axis_or_dim(op: str, axis: int | None, dim: int | None) -> int:
+    """The axis to normalise along: gradtape's ``axis`` (also the second positional argument,
+    PyTorch's ``dim`` position) or PyTorch's ``dim=`` keyword; the last axis when neither is given.
+
+    Raises:
+        TypeError: both are given.
+    """
+    if dim is None:
+        return -1 if axis is None else axis
+    if axis is not None:
+        raise TypeError(f"{op}: got axis={axis!r} and dim={dim!r}; pass one of them")
+    return dim
+
+
 def log_softmax_array(x: Array, axis: int) -> Array:
     """``x - logsumexp(x, axis)`` computed as ``(x - max) - log(sum(exp(x - max)))``, so no
     ``exp`` overflows. Returns a new array of ``x``'s shape and dtype."""
@@ -42,16 +56,19 @@ def log_softmax_array(x: Array, axis: int) -> Array:
     return y
 
 
-def log_softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
-    """Log of the softmax along ``axis``: ``y = a - log(sum(exp(a), axis))``.
+def log_softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None) -> Tensor[S, T]:
+    """Log of the softmax along ``axis``: ``y = a - log(sum(exp(a), axis))`` (PyTorch's
+    ``F.log_softmax(input, dim)``: ``dim=`` is accepted as ``axis``; default the last axis,
+    where PyTorch's implicit ``dim=None`` picks one by rank and warns).
 
     Gradient: ``grad_a += g - exp(y) * sum(g, axis)``.
 
     Raises:
         ShapeError: ``axis`` is out of range, or has size 0.
         DTypeError: ``a`` is an integer or bool tensor.
+        TypeError: both ``axis`` and ``dim`` are given.
     """
-    x, ax = _checked_axis("log_softmax", a, axis)
+    x, ax = _checked_axis("log_softmax", a, _axis_or_dim("log_softmax", axis, dim))
     y = log_softmax_array(x, ax)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
@@ -75,9 +92,11 @@ def softmax_array(x: Array, axis: int) -> Array:
     return y
 
 
-def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
+def softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None) -> Tensor[S, T]:
     """Softmax along ``axis``: ``y = exp(a - max(a)) / sum(exp(a - max(a)), axis)`` (stable:
     no ``exp`` overflows; a slice holding ``+inf`` or only ``-inf`` gives NaN, as PyTorch).
+    PyTorch's ``F.softmax(input, dim)``: ``dim=`` is accepted as ``axis``; default the last
+    axis, where PyTorch's implicit ``dim=None`` picks one by rank and warns.
 
     Gradient: ``grad_a += y * (g - sum(g * y, axis))``, one fused pass per row
     (:func:`gradtape.devices.kernels.softmax.softmax_backward`; a compiled kernel along the
@@ -85,8 +104,9 @@ def softmax(a: Tensor[S, T], axis: int = -1) -> Tensor[S, T]:
 
     Raises:
         ShapeError: ``axis`` is out of range, or has size 0 (a 0-d tensor has no axis).
+        TypeError: both ``axis`` and ``dim`` are given.
     """
-    x, ax = _checked_axis("softmax", a, axis)
+    x, ax = _checked_axis("softmax", a, _axis_or_dim("softmax", axis, dim))
     y = softmax_array(x, ax)
 
     def kernel(out: Array, y_: Array, g: Array) -> None:

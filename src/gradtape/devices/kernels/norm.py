@@ -65,11 +65,18 @@ from typing import Any, Literal, overload
 import numba
 import numpy as np
 
-from gradtape.devices.kernels._jit import jit
+from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD as ELEMENTWISE_THRESHOLD
 from gradtape.errors import DTypeError, ShapeError
 
-__all__ = ["CHUNKS", "PARALLEL_THRESHOLD", "norm_backward", "norm_forward"]
+__all__ = [
+    "CHUNKS",
+    "PARALLEL_THRESHOLD",
+    "channel_affine",
+    "channel_affine_backward",
+    "norm_backward",
+    "norm_forward",
+]
 
 Array = np.ndarray[Any, Any]
 
@@ -460,3 +467,117 @@ def norm_backward(
     db = np.empty(db_parts.shape[1], dt)
     _sum_chunks(dw, db, dw_parts, db_parts)
     return dx, dw.reshape(nshape) if need_dw else None, db.reshape(nshape) if need_db else None
+
+
+# ----- per-channel affine of the grouped norms (group norm, instance norm) -----------------
+# Group norm normalises rows of ``(N * G, C / G * M)`` with the kernels above (no weight:
+# ``y = x_hat``) and then scales each channel: its weight is per channel, not per element of a
+# row, so the affine and its parameter gradients run here, on the ``(N, C, M)`` view.
+
+
+def _channel_affine(y: Array, w: Array, b: Array) -> None:
+    """``y[n, c, :] = y[n, c, :] * w[c] + b[c]`` in place, one ``(n, c)`` row per iteration."""
+    rows = y.shape[0] * y.shape[1]
+    c_count = y.shape[1]
+    for r in numba.prange(rows):
+        n = r // c_count
+        c = r - n * c_count
+        wc = w[c]
+        bc = b[c]
+        for j in range(y.shape[2]):
+            y[n, c, j] = y[n, c, j] * wc + bc
+
+
+_channel_affine_serial, _channel_affine_parallel = serial_and_parallel(_channel_affine)
+
+
+def _channel_sums(dw: Array, db: Array, x: Array, g: Array, mean: Array, rstd: Array) -> None:
+    """``dw[c] = sum_{n, j} g * (x - mean[n, k]) * rstd[n, k]`` and ``db[c] = sum_{n, j} g``
+    (``k = c // (C / G)`` the channel's group; ``dw``/``db`` of length 0: not wanted): one
+    channel per iteration, its rows summed in ``x``'s dtype (vectorised) and added over ``n``
+    in float64, the same order whatever the schedule."""
+    c_count = x.shape[1]
+    per = c_count // mean.shape[1]
+    want_dw = dw.shape[0] != 0
+    want_db = db.shape[0] != 0
+    for c in numba.prange(c_count):
+        k = c // per
+        aw = 0.0
+        ab = 0.0
+        for n in range(x.shape[0]):
+            mu = mean[n, k]
+            r = rstd[n, k]
+            sw = x.dtype.type(0)
+            sb = x.dtype.type(0)
+            for j in range(x.shape[2]):
+                sw += g[n, c, j] * ((x[n, c, j] - mu) * r)
+                sb += g[n, c, j]
+            aw += sw
+            ab += sb
+        if want_dw:
+            dw[c] = aw
+        if want_db:
+            db[c] = ab
+
+
+_channel_sums_serial, _channel_sums_parallel = serial_and_parallel(_channel_sums, fastmath=_FAST)
+
+
+def channel_affine(y: Array, w: Array | None, b: Array | None) -> None:
+    """Scale and shift the channels of ``y`` in place: ``y[n, c, ...] = y[n, c, ...] * w[c] + b[c]``.
+
+    Args:
+        y: a C-contiguous float32/float64 array ``(N, C, *)`` (the normalised ``x_hat``).
+        w, b: ``(C,)`` arrays of ``y``'s dtype, or ``None`` (1 and 0).
+
+    Raises:
+        ShapeError, DTypeError: ``y`` is not C-contiguous with at least 2 dims, or ``w``/``b``
+            is not ``(C,)`` of ``y``'s dtype.
+    """
+    if w is None and b is None:
+        return
+    if y.ndim < 2 or not y.flags.c_contiguous:
+        raise ShapeError(f"channel_affine: needs a C-contiguous (N, C, *) array, got shape {y.shape}")
+    c = y.shape[1]
+    for p in (w, b):
+        if p is not None and (p.shape != (c,) or p.dtype != y.dtype):
+            raise DTypeError(f"channel_affine: parameter {p.shape} {p.dtype} does not fit y {y.shape} {y.dtype}")
+    y3 = y.reshape(y.shape[0], c, math.prod(y.shape[2:]))
+    kernel = _channel_affine_parallel if _parallel(y3.shape[0] * c, y.size) else _channel_affine_serial
+    kernel(y3, _vec(w, c, y.dtype, 1.0), _vec(b, c, y.dtype, 0.0))
+
+
+def channel_affine_backward(
+    g: Array, x: Array, mean: Array, rstd: Array, need_dw: bool, need_db: bool
+) -> tuple[Array | None, Array | None]:
+    """The parameter gradients of a grouped norm's per-channel affine: ``(dw, db)``.
+
+    With ``G`` groups of ``C / G`` channels, ``x_hat[n, c] = (x[n, c] - mean[n, c // (C / G)]) *
+    rstd[n, c // (C / G)]``: ``dw[c] = sum(g[:, c] * x_hat[:, c])``, ``db[c] = sum(g[:, c])``
+    (over the batch and the spatial dims; each channel summed in ``x``'s dtype over its row,
+    then over the batch in float64: reproducible, whatever the threads).
+
+    Args:
+        g, x: ``(N, C, *)`` arrays of one float dtype and shape (any layout).
+        mean, rstd: ``(N, G)`` as :func:`norm_forward` gives them for the ``(N, G, -1)`` view.
+        need_dw, need_db: which to compute; the other comes back ``None``.
+
+    Raises:
+        ShapeError: the shapes do not fit (``g`` is not ``x``'s shape, ``G`` does not divide ``C``).
+    """
+    if g.shape != x.shape or g.dtype != x.dtype or x.ndim < 2:
+        raise ShapeError(f"channel_affine_backward: gradient {g.shape} {g.dtype} does not match x {x.shape} {x.dtype}")
+    n, c = x.shape[:2]
+    if mean.shape != rstd.shape or mean.ndim != 2 or mean.shape[0] != n or mean.shape[1] == 0 or c % mean.shape[1]:
+        raise ShapeError(f"channel_affine_backward: mean {mean.shape} / rstd {rstd.shape} do not fit x {x.shape}")
+    dt = x.dtype
+    if not (need_dw or need_db):
+        return None, None
+    dw = np.empty(c if need_dw else 0, dt)
+    db = np.empty(c if need_db else 0, dt)
+    m = math.prod(x.shape[2:])
+    x3 = np.ascontiguousarray(x).reshape(n, c, m)
+    g3 = np.ascontiguousarray(g).reshape(n, c, m)
+    kernel = _channel_sums_parallel if _parallel(c, x.size) else _channel_sums_serial
+    kernel(dw, db, x3, g3, np.ascontiguousarray(mean, dt), np.ascontiguousarray(rstd, dt))
+    return (dw if need_dw else None), (db if need_db else None)
