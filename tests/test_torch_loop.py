@@ -225,3 +225,45 @@ def test_embedding_fed_int64_tokens_loop_equals_torch() -> None:
         losses.cross_entropy,
         torch.nn.functional.cross_entropy,
     )
+
+
+def test_values_after_backward_compute_and_a_second_backward_raises() -> None:
+    """DCGAN's loop logs from a graph that backward() has run: ``D_x = output.mean().item()``
+    after ``errD_real.backward()``, ``errD = errD_real + errD_fake`` after both. PyTorch
+    computes these; a backward through them raises (the graph is freed) rather than giving a
+    gradient that skips the run pass."""
+    dev = gt.Cpu(seed=0)
+    net = nn.Linear(3, 1, dev=dev, dtype=F64)
+    tnet = torch.nn.Linear(3, 1).double()
+    _copy_weights(net, tnet)
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    ones, zeros = np.ones((4, 1)), np.zeros((4, 1))
+
+    output = net(dev.tensor(x)).sigmoid()
+    err_real = losses.binary_cross_entropy(output, dev.tensor(ones))
+    err_real.backward()
+    d_x = output.mean().item()
+    output2 = net(dev.tensor(-x)).sigmoid()
+    err_fake = losses.binary_cross_entropy(output2, dev.tensor(zeros))
+    err_fake.backward()
+    err_d = err_real + err_fake
+
+    toutput = tnet(torch.from_numpy(x)).sigmoid()
+    terr_real = torch.nn.functional.binary_cross_entropy(toutput, torch.from_numpy(ones))
+    terr_real.backward()
+    td_x = toutput.mean().item()
+    toutput2 = tnet(torch.from_numpy(-x)).sigmoid()
+    terr_fake = torch.nn.functional.binary_cross_entropy(toutput2, torch.from_numpy(zeros))
+    terr_fake.backward()
+    terr_d = terr_real + terr_fake
+
+    np.testing.assert_allclose(d_x, td_x, rtol=1e-12)
+    np.testing.assert_allclose(err_d.item(), terr_d.item(), rtol=1e-12)
+    for (name, p), (_, q) in zip(net.named_parameters(), tnet.named_parameters(), strict=True):
+        assert p.grad is not None
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12, err_msg=name)
+    with pytest.raises(gt.TapeError, match="already run by an earlier backward"):
+        err_d.backward()
+    # a new pass that meets the run one raises too, never a gradient of the new pass alone
+    with pytest.raises(gt.TapeError, match="already run by an earlier backward"):
+        (net(dev.tensor(x)).sum() + output.mean()).backward()

@@ -387,6 +387,7 @@ class GradientTape(Tape):
         "__weakref__",
         "_consumed",
         "_ctx",
+        "_lenient",
         "_forward",
         "_gradients",
         "_leaky",
@@ -429,7 +430,7 @@ class GradientTape(Tape):
         t._ops = ops
         t._record = ops.append
         t._forward = t._stores = t._ctx = None
-        t._consumed = t._merged = t._retained = False
+        t._consumed = t._merged = t._retained = t._lenient = False
         t._gradients = gradients
         t._leaky = gradients is None
         t._leaves = {} if tid is None else {tid: None}
@@ -443,6 +444,10 @@ class GradientTape(Tape):
         self._record: Callable[[_Entry], None] = self._ops.append
         self._forward: GradientTape | None = None
         self._consumed = False
+        # PyTorch's pass (see _pending): once run, ops on its tensors still compute (logging
+        # ``output.mean().item()`` after ``backward()``) and record nothing; backward through
+        # them raises, as PyTorch's freed graph does.
+        self._lenient = False
         self._merged = False  # True once append() interleaved another tape's closures
         self._retained = False  # True once run with retain_graph (see gradtape.engine.backprop)
         self._gradients: Gradients | None = gradients
@@ -464,6 +469,7 @@ class GradientTape(Tape):
         leaves' gradients)."""
         t = object.__new__(cls)
         t._init(_NO_STORE)
+        t._lenient = True
         return t
 
     @property
@@ -579,7 +585,7 @@ class GradientTape(Tape):
 
     def _consume(self) -> None:
         self._consumed = True
-        self._record = _consumed_record
+        self._record = _dropped_record if self._lenient else _consumed_record
 
     # ----- TensorFlow's front end (implemented in gradtape.context_tape) -----------------------
 
@@ -677,6 +683,13 @@ def _consumed_record(entry: _Entry) -> None:
         "trace the inputs again (x.trace(grads) / x.leaky_trace()) to record a new pass, or call "
         "backward(retain_graph=True) to keep using it"
     )
+
+
+def _dropped_record(entry: _Entry) -> None:
+    """The recorder of a PyTorch-style pass that has run: the op's value is computed, nothing
+    is recorded, and the result keeps the consumed tape, so a ``backward()`` through it raises
+    (PyTorch: "Trying to backward through the graph a second time") instead of giving a
+    partial gradient."""
 
 
 def _user_call() -> str:
@@ -830,6 +843,12 @@ def _merge_owned(a: Tape, b: GradientTape) -> GradientTape:
     assert isinstance(a, GradientTape)
     ra, rb = a._root(), b._root()
     if ra is not rb:
+        # a PyTorch-style pass that has run absorbs what meets it: the result computes, and a
+        # backward through it raises (never a gradient that silently skips the run pass)
+        if ra._consumed and ra._lenient:
+            return ra
+        if rb._consumed and rb._lenient:
+            return rb
         ra.append(rb)
     return ra
 
