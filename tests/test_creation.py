@@ -54,3 +54,16 @@ def test_like_functions_follow_the_tensor() -> None:
     assert dev.zeros_like(x).numpy().sum() == 0 and dev.ones_like(x).numpy().sum() == 6
     with pytest.raises(DTypeError, match="randn_like"):
         dev.randn_like(dev.tensor(np.arange(3)))
+
+
+def test_full_matches_torch() -> None:
+    dev = gt.Cpu()
+    got = dev.full((2, 3), 0.9)
+    want = torch.full((2, 3), 0.9)
+    assert got.dtype == np.float32 and got.shape == (2, 3)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert dev.full((2,), 1, dtype=np.int64).dtype == np.int64
+    with pytest.raises(TypeError, match="full: fill_value"):
+        dev.full((2,), "a")  # type: ignore[arg-type]
+    with pytest.raises(DTypeError, match="full"):
+        dev.full((2,), 1.0, dtype=np.complex64)

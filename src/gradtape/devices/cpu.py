@@ -372,6 +372,21 @@ class Cpu:
                 dt = as_float_dtype(dt, "arange")
         return self._wrap(np.arange(start, end, step).astype(dt))
 
+    def full(self, shape: SI, fill_value: float, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
+        """A tensor of ``shape`` filled with ``fill_value`` (PyTorch's ``torch.full``), float32
+        by default; ``dtype`` may be float32, float64, bool or an integer dtype.
+
+        Raises:
+            TypeError: ``shape`` is not a tuple of ints, or ``fill_value`` is not a real number.
+            DTypeError: any other dtype.
+        """
+        if isinstance(fill_value, complex) or not isinstance(fill_value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"full: fill_value must be a real number, got {type(fill_value).__name__} {fill_value!r}")
+        dt = np.dtype(dtype)
+        if dt.kind not in "biu":
+            dt = as_float_dtype(dt, "full")
+        return self._wrap(np.full(_shape("full", shape), fill_value, dt))
+
     def zeros_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         """A tensor of zeros with ``t``'s shape and dtype (PyTorch's ``torch.zeros_like``)."""
         return self._wrap(np.zeros_like(np.asarray(t.data)))
