@@ -816,7 +816,8 @@ def test_masked_attention_matches_torch(dev: Cpu, mask_kind: str) -> None:
 def test_a_causal_bool_mask_takes_the_is_causal_path(dev: Cpu, monkeypatch: pytest.MonkeyPatch) -> None:
     """A square causal boolean mask (any leading size-1 dims) runs as ``is_causal``, whose
     products skip the blocked half (from 64 positions on): the same values and gradients as
-    the same mask given as -inf floats, which takes the masked path."""
+    the same mask given as -inf floats (``generate_square_subsequent_mask``'s form), which is
+    recognised as causal too since the transformer layers became PyTorch's."""
     from gradtape.nn import attention as att
     from gradtape.ops.attention import sdpa as real
 
@@ -839,7 +840,7 @@ def test_a_causal_bool_mask_takes_the_is_causal_path(dev: Cpu, monkeypatch: pyte
         gx2 = y2.sum().backward().get(x).numpy()
         np.testing.assert_allclose(_arr(y1), _arr(y2), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(gx1, gx2, rtol=1e-12, atol=1e-14)
-    assert seen == [True, False] * 3
+    assert seen == [True, True] * 3
     seen.clear()
     mha(x, attn_mask=_causal(70).T)  # anti-causal: a mask, not is_causal
     mha(x, attn_mask=np.broadcast_to(mask, (2, 2, 70, 70)))  # leading dims > 1: kept as a mask

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["Device"]
 
 SI = TypeVar("SI", bound=tuple[int, ...])
+S = TypeVar("S")
 Array = np.ndarray[Any, Any]
 
 
@@ -49,6 +50,36 @@ class Device(Protocol):
         self, shape: SI, low: float = 0.0, high: float = 1.0, dtype: npt.DTypeLike = np.float32
     ) -> Tensor[SI, NoneTape]:
         """Samples of the uniform distribution on ``[low, high)``."""
+        ...
+
+    def full(self, shape: SI, fill_value: float, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
+        """A tensor filled with ``fill_value`` (``torch.full``)."""
+        ...
+
+    def randint(self, low: int, high: int, size: SI, dtype: npt.DTypeLike = np.int64) -> Tensor[SI, NoneTape]:
+        """Integers drawn uniformly from ``[low, high)`` (``torch.randint``)."""
+        ...
+
+    def arange(
+        self, start: float, end: float | None = None, step: float = 1, dtype: npt.DTypeLike | None = None
+    ) -> Tensor[tuple[int], NoneTape]:
+        """``[start, end)`` by ``step`` (``torch.arange``)."""
+        ...
+
+    def zeros_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """Zeros with ``t``'s shape and dtype."""
+        ...
+
+    def ones_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """Ones with ``t``'s shape and dtype."""
+        ...
+
+    def randn_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """N(0, 1) samples with ``t``'s shape and dtype."""
+        ...
+
+    def rand_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+        """Uniform ``[0, 1)`` samples with ``t``'s shape and dtype."""
         ...
 
     def addmul(self, out: Array, a: Array, b: Array) -> None:

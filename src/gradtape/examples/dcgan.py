@@ -27,11 +27,7 @@ What differs from the original, and why:
   ``-> 1`` (``Conv2d(ndf*2, 1, 4, 1, 0)``, ``Sigmoid``). Defaults ``nz=32``, ``ngf=ndf=32``,
   30 epochs; the original's learning rate and betas.
 - ``label.fill_(v)`` is ``label.data.fill(v)`` (gradtape's ``.data`` is the numpy array);
-  ``output.view(-1, 1).squeeze(1)`` is ``reshape``; ``torch.full`` is ``dev.tensor(np.full(...))``.
-- ``errD = errD_real + errD_fake`` adds the two losses' values (``.item()``), and D's mean
-  outputs are taken of ``output.detach()``: gradtape refuses an op on a tensor whose graph
-  ``backward()`` has consumed (a ``TapeError``), where PyTorch records a node that could not
-  be differentiated.
+  ``output.view(-1, 1).squeeze(1)`` is ``reshape``; ``torch.full`` is ``dev.full``.
 - No image files or checkpoints are written (``vutils.save_image``): instead a quality score.
 
 Quality score (:func:`digit_score`): a logistic-regression digits classifier (scikit-learn,
@@ -174,11 +170,11 @@ def update_d(
     # train with real
     netD.zero_grad()
     batch_size = real.shape[0]
-    label = real.device.tensor(np.full((batch_size,), real_label, dtype=real.dtype))  # torch.full
+    label = real.device.full((batch_size,), real_label, dtype=real.dtype)
     output = netD(real)
     errD_real = criterion(output, label)
     errD_real.backward()
-    D_x = output.detach().mean().item()  # PyTorch: output.mean().item() (see the docstring)
+    D_x = output.mean().item()
 
     # train with fake
     fake = netG(noise)
@@ -186,10 +182,10 @@ def update_d(
     output = netD(fake.detach())
     errD_fake = criterion(output, label)
     errD_fake.backward()
-    D_G_z1 = output.detach().mean().item()  # PyTorch: output.mean().item() (see the docstring)
-    errD = errD_real.item() + errD_fake.item()  # PyTorch: errD_real + errD_fake (see the docstring)
+    D_G_z1 = output.mean().item()
+    errD = errD_real + errD_fake
     optimizerD.step()
-    return errD, D_x, D_G_z1, fake
+    return errD.item(), D_x, D_G_z1, fake
 
 
 def update_g(
@@ -203,11 +199,11 @@ def update_g(
     labelled real. Returns ``(errG, D_G_z2)``. The backward also adds into D's ``.grad``, which
     the next :func:`update_d` zeroes, as in the original."""
     netG.zero_grad()
-    label = fake.device.tensor(np.full((fake.shape[0],), real_label, dtype=fake.dtype))  # fake labels are real
+    label = fake.device.full((fake.shape[0],), real_label, dtype=fake.dtype)  # fake labels are real
     output = netD(fake)
     errG = criterion(output, label)
     errG.backward()
-    D_G_z2 = output.detach().mean().item()  # PyTorch: output.mean().item() (see the docstring)
+    D_G_z2 = output.mean().item()
     optimizerG.step()
     return errG.item(), D_G_z2
 
