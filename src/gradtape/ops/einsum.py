@@ -19,7 +19,7 @@ import functools
 import math
 import string
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import opt_einsum
@@ -148,17 +148,34 @@ def _blasable(x: Array) -> Array:
     return np.ascontiguousarray(x)
 
 
-def _pair(sa: str, a: Array, sb: str, b: Array, keep: str) -> tuple[str, Array]:
-    """Contract two operands into the letters of ``keep`` they have, as one batched BLAS
-    product: ``(batch, left, summed) @ (batch, summed, right)``. Returns the result's
-    subscripts (batch, then ``a``'s, then ``b``'s kept letters) and the array."""
-    sa, a = _single(sa, keep + sb, a)
-    sb, b = _single(sb, keep + sa, b)
+class _PairPlan(NamedTuple):
+    """How :func:`_pair` contracts two operands of given subscripts and shapes (cached)."""
+
+    gone_a: tuple[int, ...]  # axes of ``a`` summed first (letters nobody else needs)
+    gone_b: tuple[int, ...]
+    swap: bool  # multiply ``b`` by ``a`` (after the sums)
+    perm_a: tuple[int, ...]  # transposition of the left factor to (batch, left, summed)
+    shape_a: tuple[int, ...]
+    perm_b: tuple[int, ...]  # of the right factor to (batch, summed, right)
+    shape_b: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    letters: str  # the result's subscripts
+
+
+@functools.lru_cache(maxsize=1024)
+def _pair_plan(sa: str, shape_a: tuple[int, ...], sb: str, shape_b: tuple[int, ...], keep: str) -> _PairPlan:
+    """The letter bookkeeping of :func:`_pair`, done once per equation and shapes (in a
+    training loop it repeats every step, and costs more than a small product)."""
+    gone_a = tuple(k for k, c in enumerate(sa) if c not in keep + sb)
+    sa = "".join(c for c in sa if c in keep + sb)
+    gone_b = tuple(k for k, c in enumerate(sb) if c not in keep + sa)
+    sb = "".join(c for c in sb if c in keep + sa)
+    size = dict(zip(sa, (n for k, n in enumerate(shape_a) if k not in gone_a), strict=True))
+    size |= dict(zip(sb, (n for k, n in enumerate(shape_b) if k not in gone_b), strict=True))
     batch = "".join(c for c in sa if c in sb and c in keep)
     summed = "".join(c for c in sa if c in sb and c not in keep)
     left = "".join(c for c in sa if c not in sb)
     right = "".join(c for c in sb if c not in sa)
-    size = dict(zip(sa, a.shape, strict=True)) | dict(zip(sb, b.shape, strict=True))
 
     def n(letters: str) -> int:
         return math.prod(size[c] for c in letters)
@@ -166,17 +183,42 @@ def _pair(sa: str, a: Array, sb: str, b: Array, keep: str) -> tuple[str, Array]:
     # Swap the operands when that gives the letters in ``keep``'s order (for the last pair,
     # the output's): ``B^T A^T`` costs what ``A B`` costs, a transposed copy of the result
     # does not (``bik,bij->bjk``, a batched matmul's weight gradient, was 1.5x the matmul).
+    swap = False
     if left and right:
         seen = dict.fromkeys(c for c in keep if c in size)
         if "".join(c for c in seen if c in batch + left + right) == batch + right + left:
-            a, b, sa, sb, left, right = b, a, sb, sa, right, left
-
+            swap = True
+            sa, sb, left, right = sb, sa, right, left
     nb = n(batch)
     lead = (nb,) if nb != 1 else ()  # without a batch, one 2-D product
-    am = _blasable(a.transpose([sa.index(c) for c in batch + left + summed]).reshape(*lead, n(left), n(summed)))
-    bm = _blasable(b.transpose([sb.index(c) for c in batch + summed + right]).reshape(*lead, n(summed), n(right)))
-    y = _blas.matmul(am, bm).reshape(tuple(size[c] for c in batch + left + right))
-    return batch + left + right, y
+    return _PairPlan(
+        gone_a,
+        gone_b,
+        swap,
+        tuple(sa.index(c) for c in batch + left + summed),
+        (*lead, n(left), n(summed)),
+        tuple(sb.index(c) for c in batch + summed + right),
+        (*lead, n(summed), n(right)),
+        tuple(size[c] for c in batch + left + right),
+        batch + left + right,
+    )
+
+
+def _pair(sa: str, a: Array, sb: str, b: Array, keep: str) -> tuple[str, Array]:
+    """Contract two operands into the letters of ``keep`` they have, as one batched BLAS
+    product: ``(batch, left, summed) @ (batch, summed, right)``. Returns the result's
+    subscripts (batch, then the left factor's, then the right factor's kept letters) and the
+    array."""
+    p = _pair_plan(sa, a.shape, sb, b.shape, keep)
+    if p.gone_a:
+        a = a.sum(axis=p.gone_a)
+    if p.gone_b:
+        b = b.sum(axis=p.gone_b)
+    if p.swap:
+        a, b = b, a
+    am = _blasable(a.transpose(p.perm_a).reshape(p.shape_a))
+    bm = _blasable(b.transpose(p.perm_b).reshape(p.shape_b))
+    return p.letters, _blas.matmul(am, bm).reshape(p.out_shape)
 
 
 def _contract_arrays(eq: str, *arrays: Array) -> Array:
