@@ -21,7 +21,7 @@ What differs from the original, and why:
 - Sizes: the U-Net's three halvings go 16 -> 8 -> 4 -> 2, so ``to_vec`` is ``AvgPool2d(2)``
   and ``up0`` ``ConvTranspose2d(2F, 2F, 2, 2)`` where the original (for 32x32) has 4 and 4,
   4, and the defaults are small for a 2-core CPU: ``n_feat`` 16 (original 256), ``n_T`` 400
-  (original 1000), Adam's lr 1e-3 (original 2e-4), 1,500 steps of 64 images.
+  (original 1000), Adam's lr 1e-3 (original 2e-4), 800 steps of 32 images.
 - ``TimeSiren`` converts the timestep fraction to the layer's dtype: ``ts / n_T`` of an int64
   tensor is float32 (PyTorch's default dtype), and gradtape never converts silently when a
   float64 model meets it (PyTorch would refuse the mix too; the test's PyTorch model converts
@@ -310,8 +310,8 @@ def _judge(images: np.ndarray[Any, Any], clf: Any) -> tuple[float, int]:
 def main(argv: Sequence[str] | None = None) -> float:
     """Train the DDPM on the digits and judge its samples; returns the final loss EMA."""
     ap = argparse.ArgumentParser(prog="python -m gradtape.examples.mindiffusion", description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=positive_int, default=1500)
-    ap.add_argument("--batch-size", type=positive_int, default=64)
+    ap.add_argument("--steps", type=positive_int, default=800)
+    ap.add_argument("--batch-size", type=positive_int, default=32)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--n-feat", type=positive_int, default=16, help="U-Net width (a multiple of 8)")
     ap.add_argument("--n-T", type=positive_int, default=400, help="diffusion steps")
