@@ -38,6 +38,7 @@ from gradtape.nn.attention import MultiHeadAttention, TransformerEncoderLayer
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
+from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
 from gradtape.nn.linear import Embedding, Linear
 from gradtape.nn.loss import (
     BCELoss,
@@ -134,3 +135,4 @@ __all__ = [
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
 __all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations
+__all__ += ["CosineSimilarity", "PairwiseDistance"]  # issue 27: distances
