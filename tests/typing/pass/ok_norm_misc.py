@@ -12,8 +12,10 @@ x = a.leaky_trace()
 w: Tensor[Rank1[L[4]], NoneTape] = dev.ones((4,))
 u: Tensor[Rank1[L[3]], NoneTape] = dev.ones((3,))
 
-reveal_type(ops.group_norm(x, 2, w, w))  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.GradientTape]
-reveal_type(ops.instance_norm(a, weight=w))  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.NoneTape]
+gn = ops.group_norm(x, 2, w, w)
+reveal_type(gn)  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.GradientTape]
+inn = ops.instance_norm(a, weight=w)
+reveal_type(inn)  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.NoneTape]
 reveal_type(nn.GroupNorm(2, 4)(x))  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.GradientTape]
 reveal_type(x.norm(dim=1))  # R: Tensor[Any, gradtape.tape.GradientTape]
 reveal_type(ops.normalize(x, dim=2))  # R: Tensor[tuple[Literal[2], Literal[4], Literal[5]], gradtape.tape.GradientTape]
