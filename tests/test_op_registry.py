@@ -319,6 +319,7 @@ BINARY_TABLE: dict[str, Row2] = {
     "maximum": Row2(_t("maximum")),
     "minimum": Row2(_t("minimum")),
     "pow": Row2(_t("pow"), a=positive),
+    "atan2": Row2(_t("atan2")),  # issue 27
 }
 
 SHAPES = [((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3), (2, 3))]

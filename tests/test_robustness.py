@@ -190,6 +190,12 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     # issue 27: normalisations, distances, norms
     "group_norm": ((2, 4, 3), lambda x: ops.group_norm(x, 2, _t((4,), 40), _t((4,), 41))),
     "instance_norm": ((2, 3, 4), lambda x: ops.instance_norm(x, weight=ROW[0])),
+    "cdist": ((2, 3), lambda x: ops.cdist(x, SQUARE)),
+    "cosine_similarity": ((2, 3), lambda x: ops.cosine_similarity(x, ROW[0], dim=1)),
+    "pairwise_distance": ((2, 3), lambda x: ops.pairwise_distance(x, ROW)),
+    "atan2": ((2, 3), lambda x: ops.atan2(x, ROW)),
+    "lerp": ((2, 3), lambda x: ops.lerp(x, ROW, 0.25)),
+    "outer": ((3,), lambda x: ops.outer(x, ROW[0])),
 }
 DOMAINS: dict[str, Callable[[np.ndarray[Any, Any]], np.ndarray[Any, Any]]] = {
     # ops whose clean input has a domain (probabilities): the layout test's clean input is in it
@@ -283,6 +289,8 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "GroupNorm": ((2, 4, 3), lambda: nn.GroupNorm(2, 4, dev=DEV)),
     "InstanceNorm1d": ((2, 3, 4), lambda: nn.InstanceNorm1d(3, affine=True, dev=DEV)),
     "InstanceNorm2d": ((2, 3, 4, 4), lambda: nn.InstanceNorm2d(3, dev=DEV)),
+    "CosineSimilarity": ((2, 3), lambda: _loss_layer(nn.CosineSimilarity(), ROW)),
+    "PairwiseDistance": ((2, 3), lambda: _loss_layer(nn.PairwiseDistance(), ROW)),
 }
 # Embedding takes indices (CALLS["embedding"]); ModuleList/ModuleDict hold layers and have no
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules

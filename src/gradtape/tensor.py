@@ -20,6 +20,7 @@ from gradtape import tape as _tape_mod
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
+from gradtape.ops import distance as _distance
 from gradtape.ops import indexing as _indexing
 from gradtape.ops import linalg as _linalg
 from gradtape.ops import nn as _nn
@@ -729,6 +730,10 @@ class Tensor(Generic[S, T_co]):
     cumsum = _reduce.cumsum
     cumprod = _reduce.cumprod
     prod = _reduce.prod
+    norm = _distance.norm  # issue 27: norms and small elementwise ops
+    atan2 = _binary.atan2
+    lerp = _binary.lerp
+    outer = _binary.outer
 
 
 _tape_mod._Tensor = Tensor  # for the layers below, which cannot import this module (gradtape.tape)

@@ -38,6 +38,7 @@ from gradtape.nn.attention import MultiHeadAttention, MultiheadAttention
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
 from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
+from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
 from gradtape.nn.linear import Embedding, Linear
 from gradtape.nn.loss import (
     BCELoss,
@@ -159,3 +160,4 @@ __all__ += ["ReflectionPad2d", "ReplicationPad2d", "Upsample", "UpsamplingBiline
 __all__ += ["ZeroPad2d"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
 __all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations
+__all__ += ["CosineSimilarity", "PairwiseDistance"]  # issue 27: distances

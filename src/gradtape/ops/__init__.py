@@ -6,9 +6,10 @@ are functions only."""
 from gradtape.ops import binary as _binary
 from gradtape.ops import unary as _unary
 from gradtape.ops.attention import scaled_dot_product_attention
-from gradtape.ops.binary import add, div, maximum, minimum, mul, pow, sub
+from gradtape.ops.binary import add, atan2, div, lerp, maximum, minimum, mul, outer, pow, sub
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
+from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pairwise_distance
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import linear, matmul
@@ -119,6 +120,8 @@ __all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
 __all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
 # issue 27: normalisations, distances, norms
 __all__ += ["group_norm", "instance_norm"]
+__all__ += ["cdist", "cosine_similarity", "norm", "normalize", "pairwise_distance"]
+__all__ += ["atan2", "lerp", "outer"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

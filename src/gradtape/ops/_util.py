@@ -284,6 +284,39 @@ def group_count(op: str, num_groups: object, shape: tuple[int, ...]) -> int:
     return g
 
 
+def row_pair(op: str, a: Tensor[Any, Any], b: object, a_name: str = "x1", b_name: str = "x2") -> Tensor[Any, Any]:
+    """Check two sets of row vectors, ``(P, M)`` and ``(R, M)`` or ``(B, P, M)`` and
+    ``(B, R, M)`` (``cdist``): float tensors of one dtype, the same feature dim ``M`` and the
+    same leading dims. Returns ``b`` as a tensor.
+
+    Raises:
+        ShapeError: a rank other than 2 or 3, or the feature or batch dims differ (names both shapes).
+        DTypeError: the dtypes differ or are not float. TypeError: ``b`` is not a tensor.
+    """
+    float_data(op, a, a_name)
+    t = tensor_operand(op, a, b)
+    sa, sb = a.data.shape, t.data.shape
+    if len(sa) not in (2, 3) or len(sb) != len(sa) or sa[-1] != sb[-1] or sa[:-2] != sb[:-2]:
+        raise ShapeError(
+            f"{op}: expected {a_name} (P, M) and {b_name} (R, M), or (B, P, M) and (B, R, M), got {sa} and {sb}"
+        )
+    return t
+
+
+def vector_pair(op: str, a: Tensor[Any, Any], b: object, a_name: str, b_name: str) -> Tensor[Any, Any]:
+    """Check two 1-D float tensors of one dtype (``outer``); returns ``b`` as a tensor.
+
+    Raises:
+        ShapeError: either is not 1-D (names both shapes). DTypeError: the dtypes differ or
+        are not float. TypeError: ``b`` is not a tensor.
+    """
+    float_data(op, a, a_name)
+    t = tensor_operand(op, a, b)
+    if a.data.ndim != 1 or t.data.ndim != 1:
+        raise ShapeError(f"{op}: expected 1-D {a_name} and {b_name}, got shapes {a.data.shape} and {t.data.shape}")
+    return t
+
+
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the

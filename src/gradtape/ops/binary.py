@@ -22,16 +22,17 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from gradtape import tape as _tp
-from gradtape._typing import S, T, typed_as
+from gradtape._typing import A, B, S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.ops._signatures import binary as _sig
-from gradtape.ops._util import SCALARS, float_data, record_entry, refuse_non_float
+from gradtape.ops._util import SCALARS, float_data, record_entry, refuse_non_float, tensor_operand, vector_pair
 from gradtape.ops.declare import NUMPY, binary
+from gradtape.shapes import broadcast_shapes
 from gradtape.tape import (
     NONE_TAPE,
     GradientTape,
@@ -49,14 +50,19 @@ _np_mul = np.multiply
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
+    from gradtape.shapes import Rank1, Rank2
+    from gradtape.tape import NoneTape, OwnedTape, Tape
     from gradtape.tensor import Tensor
 
 __all__ = [
     "add",
+    "atan2",
     "div",
+    "lerp",
     "maximum",
     "minimum",
     "mul",
+    "outer",
     "pow",
     "radd",
     "rdiv",
@@ -578,3 +584,73 @@ def _d_rdiv(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 register_diff(_rdiv_backward, _d_rdiv)
 register_diff(_rpow_backward, _d_rpow)
+
+
+# ----- atan2, lerp, outer (issue 27) ---------------------------------------------------------
+
+
+def _atan2_vjp(xp: Any, g: Any, a: Any, b: Any, y: Any) -> tuple[Any, Any]:
+    r = 1.0 / (a * a + b * b)  # PyTorch's: NaN at (0, 0), where the angle has no derivative
+    return g * b * r, g * -a * r
+
+
+@binary(vjp=_atan2_vjp, name="atan2")
+def _atan2(a: Array, b: Array) -> Array:
+    """The angle of the point ``(b, a)``: ``np.arctan2(a, b)`` (:func:`atan2`'s tensor path)."""
+    return np.arctan2(a, b)
+
+
+@overload
+def atan2(input: Tensor[S, T], other: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+@overload
+def atan2(input: Tensor[S, Tape], other: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+@overload
+def atan2(input: Tensor[Any, T], other: Tensor[Any, T]) -> Tensor[Any, T]: ...
+def atan2(input: Any, other: Any) -> Any:
+    """The elementwise angle ``atan2(input, other)`` of the point ``(other, input)`` in
+    ``(-pi, pi]`` (PyTorch's ``torch.atan2`` / ``Tensor.atan2``; numpy's ``arctan2``), with
+    numpy broadcasting.
+
+    Gradients: ``d/dinput = other / (input**2 + other**2)``,
+    ``d/dother = -input / (input**2 + other**2)`` (NaN at ``(0, 0)``, as PyTorch), summed back
+    over broadcast dims; differentiable again (one :func:`~gradtape.ops.declare.binary`
+    declaration).
+
+    Raises:
+        ShapeError: the shapes do not broadcast. DTypeError: the dtypes differ or are not
+        float. TypeError: ``other`` is not a tensor.
+    """
+    return _atan2(input, other)
+
+
+def lerp(input: Tensor[Any, T], end: Tensor[Any, T], weight: float | Tensor[Any, Any]) -> Tensor[Any, T]:
+    """Linear interpolation ``input + weight * (end - input)`` (PyTorch's ``torch.lerp`` /
+    ``Tensor.lerp``), with numpy broadcasting of the three; ``weight`` a number or a tensor.
+    Built from recorded ops: gradients ``1 - weight``, ``weight`` and ``end - input``,
+    differentiable again.
+
+    Raises:
+        ShapeError: the shapes do not broadcast. DTypeError: the dtypes differ or are not
+        float. TypeError: ``end`` is not a tensor, or ``weight`` neither a number nor a tensor.
+    """
+    float_data("lerp", input)
+    e = tensor_operand("lerp", input, end)
+    shape = broadcast_shapes("lerp", input.shape, e.shape)
+    if not isinstance(weight, SCALARS):
+        broadcast_shapes("lerp", shape, tensor_operand("lerp", input, weight).shape)
+    out: Tensor[Any, T] = input + weight * (e - input)
+    return out
+
+
+def outer(input: Tensor[Rank1[A], T], vec2: Tensor[Rank1[B], T]) -> Tensor[Rank2[A, B], T]:
+    """The outer product ``out[i, j] = input[i] * vec2[j]`` of two 1-D tensors (PyTorch's
+    ``torch.outer`` / ``Tensor.outer``). Built from recorded ops: gradients ``g @ vec2`` and
+    ``g^T @ input``, differentiable again.
+
+    Raises:
+        ShapeError: an input is not 1-D (names both shapes). DTypeError: the dtypes differ or
+        are not float. TypeError: ``vec2`` is not a tensor.
+    """
+    v = vector_pair("outer", input, vec2, "input", "vec2")
+    out: Tensor[Rank2[A, B], T] = input.reshape((-1, 1)) * v.reshape((1, -1))
+    return out
