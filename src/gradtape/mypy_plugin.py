@@ -518,7 +518,7 @@ def _reshape(call: _Call) -> Outcome:
 
 
 def _join(op: str, call: _Call) -> Outcome:
-    """``concat`` (``op == "concat"``) and ``stack``."""
+    """``concat`` (``op == "concat"``, or PyTorch's ``cat``) and ``stack``."""
     shapes = call.tensors("tensors")
     if shapes is None or any(s is None for s in shapes):
         return None, None
@@ -527,7 +527,10 @@ def _join(op: str, call: _Call) -> Outcome:
     rank = len(ss[0])
     if any(len(s) != rank for s in ss):
         return None, f"{op}: tensors of shapes {listed} have different ranks"
-    got = call.int_or_ints("axis", 1)
+    # the axis's two spellings: gradtape's axis= and PyTorch's dim= (cat's own name)
+    key = "dim" if (op == "cat" and not call.given("axis")) or call.given("dim") else "axis"
+    got = call.int_or_ints(key, 1)
+    op = "concat" if op == "cat" else op
     if not isinstance(got, list):
         return None, None
     n_axes = rank + (op == "stack")
@@ -660,7 +663,7 @@ Rule = Callable[[_Call], Outcome]
 def _rule_for(name: str) -> Rule | None:
     if name == "reshape":
         return _reshape
-    if name in ("concat", "stack"):
+    if name in ("concat", "cat", "stack"):
         return partial(_join, name)
     if name in _CONV:
         return partial(_conv, name)

@@ -109,6 +109,10 @@ __all__ += ["one_hot", "prod", "repeat", "scatter_add", "sort", "split", "take_a
 __all__ += ["gru_layer", "lstm_layer", "rnn_layer"]
 # issue 27: normalisations, distances, norms
 __all__ += ["group_norm", "instance_norm"]
+# issue 27: PyTorch's spellings of shape ops
+from gradtape.ops.shape import cat, flatten  # noqa: E402
+
+__all__ += ["cat", "flatten"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.
