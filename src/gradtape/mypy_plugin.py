@@ -97,6 +97,7 @@ from mypy.errorcodes import ErrorCode
 from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
+    ARG_POS,
     Argument,
     CallExpr,
     Context,
@@ -286,6 +287,7 @@ class _Call:
         types: Sequence[Sequence[Type]] | None,
         receiver: Type | None,
         defaults: dict[str, Expression | None],
+        context: Context | None = None,
     ) -> None:
         self.api, self.receiver, self.defaults = api, receiver, defaults
         self._args: dict[str, Expression] = {}
@@ -296,6 +298,14 @@ class _Call:
             self._args[name] = args[i][0]
             if types is not None and i < len(types) and len(types[i]) == 1:
                 self._types[name] = types[i][0]
+        self.positional: int | None = None
+        """How many positional arguments the call passes (PyTorch's varargs: ``x.reshape(2, 3)``)."""
+        if isinstance(context, CallExpr):
+            # keywords the overload item at hand lacks (PyTorch's dim= on concat's typed rows)
+            for name, e in zip(context.arg_names, context.args, strict=False):
+                if name is not None and name not in self._args:
+                    self._args[name] = e
+            self.positional = sum(kind == ARG_POS for kind in context.arg_kinds)
 
     def given(self, name: str) -> bool:
         return name in self._args
@@ -397,12 +407,12 @@ _FRESH = 0
 
 def _from_return_ctx(ctx: FunctionContext | MethodContext, defaults: dict[str, Expression | None]) -> _Call:
     receiver = ctx.type if isinstance(ctx, MethodContext) else None
-    return _Call(ctx.api, ctx.callee_arg_names, ctx.args, ctx.arg_types, receiver, defaults)
+    return _Call(ctx.api, ctx.callee_arg_names, ctx.args, ctx.arg_types, receiver, defaults, ctx.context)
 
 
 def _from_sig_ctx(ctx: FunctionSigContext | MethodSigContext, defaults: dict[str, Expression | None]) -> _Call:
     receiver = ctx.type if isinstance(ctx, MethodSigContext) else None
-    return _Call(ctx.api, ctx.default_signature.arg_names, ctx.args, None, receiver, defaults)
+    return _Call(ctx.api, ctx.default_signature.arg_names, ctx.args, None, receiver, defaults, ctx.context)
 
 
 # ----- the result type ---------------------------------------------------------------------
@@ -479,8 +489,8 @@ Outcome = tuple[list[Dim | None] | None, str | None]
 
 def _reshape(call: _Call) -> Outcome:
     e = call.expr("shape")
-    if e is None:
-        return None, None
+    if e is None or (call.positional or 0) > (1 if call.receiver is not None else 2):
+        return None, None  # PyTorch's varargs (x.reshape(2, -1)): typed Tensor[Any, T], not checked here
     single = _int_value(e, call.type("shape")) if not isinstance(e, TupleExpr) else None
     if isinstance(e, TupleExpr):
         target = _shape_arg(call, "shape")
