@@ -225,7 +225,8 @@ def transpose_block() -> str:
 
 
 def permute_block() -> str:
-    """Overloads of ``permute(a, axes)``: every permutation of ranks 2 to 4."""
+    """Overloads of ``permute(a, axes)``: every permutation of ranks 2 to 4; last, PyTorch's
+    varargs ``permute(a, 2, 0, 1)`` (untyped)."""
     out = [_overload("permute", ["a: Tensor[AnyShape, T]", "axes: Sequence[int]"], "Tensor[Any, T]")]
     for n in RANKS:
         dims = list(DIMS[:n])
@@ -234,6 +235,8 @@ def permute_block() -> str:
             params = [f"a: Tensor[{_rank(dims)}, T]", f"axes: {axes}"]
             out.append(_overload("permute", params, f"Tensor[{_rank([dims[k] for k in perm])}, T]"))
     out.append(_overload("permute", ["a: Tensor[Any, T]", "axes: Sequence[int]"], "Tensor[Any, T]"))
+    # PyTorch's varargs, x.permute(2, 0, 1): untyped
+    out.append(_overload("permute", ["a: Tensor[Any, T]", "d0: int", "d1: int", "/", "*dims: int"], "Tensor[Any, T]"))
     return "".join(out)
 
 
@@ -268,7 +271,9 @@ def _at(dims: Sequence[str], axis: int, dim: str) -> list[str]:
 
 
 def sequence_block(name: str) -> str:
-    """Overloads of ``concat`` / ``stack(tensors, axis=0)``, in this order:
+    """Overloads of ``concat`` / ``stack(tensors, axis=0)`` and PyTorch's ``cat(tensors, dim=0)``
+    (``concat``'s rows with the axis named ``dim``); the untyped rows take the other spelling
+    as a keyword (``dim=`` / ``axis=``). In this order:
 
     1. untyped elements (``AnyShape``): an untyped result;
     2. elements of known rank and one tape kind (``NoneTape`` or ``OwnedTape``), a
@@ -280,7 +285,7 @@ def sequence_block(name: str) -> str:
        an owned, untyped result;
     5. as 2 and 3 with a generic tape kind ``T`` (generic code).
     """
-    if name == "concat":
+    if name in ("concat", "cat"):
         shaped = [("Sequence", elem, axis, ret) for elem, axis, ret in _concat_patterns()]
     else:
         shaped = []
@@ -293,29 +298,37 @@ def sequence_block(name: str) -> str:
             return f"Sequence[{elem}]"
         return f"tuple[{', '.join([elem] * int(kind[-1]))}]"
 
+    if name == "cat":  # PyTorch's name of concat: its axis is ``dim``
+        shaped = [(kind, elem, "dim" + axis.removeprefix("axis"), ret) for kind, elem, axis, ret in shaped]
+
     def rows(tape: str) -> str:
         return "".join(
             _overload(name, [f"tensors: {container(kind, f'Tensor[{elem}, {tape}]')}", axis], f"Tensor[{ret}, {tape}]")
             for kind, elem, axis, ret in shaped
         )
 
-    out = [_overload(name, ["tensors: Sequence[Tensor[AnyShape, T]]", "axis: int = 0"], "Tensor[Any, T]")]
+    # the untyped rows also take the other spelling, keyword-only (PyTorch's dim=, gradtape's axis=)
+    loose = (
+        ["dim: int = 0", "*", "axis: int | None = None"]
+        if name == "cat"
+        else ["axis: int = 0", "*", "dim: int | None = None"]
+    )
+
+    out = [_overload(name, ["tensors: Sequence[Tensor[AnyShape, T]]", *loose], "Tensor[Any, T]")]
     out += [rows("NoneTape"), rows("OwnedTape")]
     for tape in ("NoneTape", "OwnedTape"):  # other ranks or axes, one tape kind
-        out.append(
-            _overload(name, [f"tensors: Sequence[Tensor[Any, {tape}]]", "axis: int = 0"], f"Tensor[Any, {tape}]")
-        )
+        out.append(_overload(name, [f"tensors: Sequence[Tensor[Any, {tape}]]", *loose], f"Tensor[Any, {tape}]"))
     # a list literal mixing tape kinds (mypy and pyright check each item against the union;
     # with shape variables in it mypy cannot solve them, so the shape is left untyped)
     mixed = "tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]]"
-    out.append(_overload(name, [mixed, "axis: int = 0"], "Tensor[Any, OwnedTape]"))
+    out.append(_overload(name, [mixed, *loose], "Tensor[Any, OwnedTape]"))
     for n in TUPLE_LENGTHS:
         for k in range(n):
             elems = ", ".join("Tensor[Any, OwnedTape]" if m == k else "Tensor[Any, Tape]" for m in range(n))
-            params = [f"tensors: tuple[{elems}]", "axis: int = 0"]
+            params = [f"tensors: tuple[{elems}]", *loose]
             out.append(_overload(name, params, "Tensor[Any, OwnedTape]"))
     out.append(rows("T"))
-    out.append(_overload(name, ["tensors: Sequence[Tensor[Any, T]]", "axis: int = 0"], "Tensor[Any, T]"))
+    out.append(_overload(name, ["tensors: Sequence[Tensor[Any, T]]", *loose], "Tensor[Any, T]"))
     return "".join(out)
 
 
@@ -408,20 +421,36 @@ REDUCTIONS: dict[str, Sequence[str]] = {
     "logsumexp": (),
 }
 """Each reduction with the parameters that follow ``keepdims``."""
+_KEEPDIM = "keepdim: bool | None = None"
+"""PyTorch's name of ``keepdims`` (keyword-only), on the untyped rows."""
 
 
 def reduce_block(name: str) -> str:
     """Overloads of a reduction ``name(a, axis=None, keepdims=False, *extra)``: all axes give
     ``Rank0`` (with ``keepdims=True``: every dim ``Literal[1]``, ranks 1 to 4); one ``Literal``
     axis of a rank 1 to 4 tensor drops that dim (with ``keepdims=True``: makes it
-    ``Literal[1]``); anything else (a tuple of axes, an ``int`` axis) gives ``Tensor[Any, T]``."""
+    ``Literal[1]``); anything else (a tuple of axes, an ``int`` axis) gives ``Tensor[Any, T]``.
+    The untyped rows also take PyTorch's keyword ``dim=`` / ``keepdim=``; ``max`` / ``min`` with
+    ``dim=`` (first row) give ``ValuesIndices`` (PyTorch's ``(values, indices)``)."""
     extra = REDUCTIONS[name]
     drop, keep = "keepdims: Literal[False] = False", "keepdims: Literal[True]"
-    out = [
+    pair = name in ("max", "min")  # PyTorch's max(x, dim=d): (values, indices)
+    # PyTorch's spelling, keyword-only: dim= (for max/min: the pair rows) and keepdim=
+    torch_kw = [*(extra or ["*"]), *([] if pair else [f"dim: {_AXES.split(': ')[1]} | None = None"]), _KEEPDIM]
+    out = []
+    if pair:
+        out.append(
+            _overload(
+                name,
+                ["a: Tensor[Any, T]", "axis: None = None", "keepdims: None = None", "*", "dim: int", _KEEPDIM],
+                "ValuesIndices[Any, T]",
+            )
+        )
+    out += [
         _overload(name, ["a: Tensor[S, T]", "axis: None = None", drop, *extra], "Tensor[Rank0, T]"),
         _overload(
             name,
-            ["a: Tensor[AnyShape, T]", f"{_AXES} | None = None", "keepdims: bool = False", *extra],
+            ["a: Tensor[AnyShape, T]", f"{_AXES} | None = None", "keepdims: bool | None = None", *torch_kw],
             "Tensor[Any, T]",
         ),
     ]
@@ -442,7 +471,7 @@ def reduce_block(name: str) -> str:
             out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", drop, *extra], ret))
             one = f"Tensor[{_rank(_with_one(dims, k))}, T]"
             out.append(_overload(name, [f"a: Tensor[{_rank(dims)}, T]", f"axis: {_lit(k, n)}", keep, *extra], one))
-    params = ["a: Tensor[Any, T]", f"{_AXES} | None = None", "keepdims: bool = False", *extra]
+    params = ["a: Tensor[Any, T]", f"{_AXES} | None = None", "keepdims: bool | None = None", *torch_kw]
     out.append(_overload(name, params, "Tensor[Any, T]"))
     return "".join(out)
 
@@ -832,7 +861,7 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/shape.py": {
         "permute": permute_block,
         "transpose": transpose_block,
-        **_each(("concat", "stack"), sequence_block),
+        **_each(("concat", "cat", "stack"), sequence_block),
     },
     "ops/binary.py": _each(BINARY_OPS, binary_block),
     "ops/compare.py": _each(COMPARE_OPS, compare_block),
@@ -864,6 +893,7 @@ IMPORTS: dict[str, str] = {
     **dict.fromkeys(("AnyShape", "Rank0", "Rank1", "Rank2", "Rank3", "Rank4"), "gradtape.shapes"),
     **dict.fromkeys(("NoneTape", "OwnedTape", "Tape"), "gradtape.tape"),
     "Tensor": "gradtape.tensor",
+    "ValuesIndices": "gradtape.ops.select",
 }
 """Where the names the tables use come from, unless the op's own module defines them at its
 top level (``linalg``'s type variables ``D``, ``E``, ``I``, ``O``, ``conv``'s ``Int2``,

@@ -87,6 +87,8 @@ SHAPE_ERRORS = {
     ],
     "concat_stack.py": [
         "concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)",
+        "concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)",  # cat(dim=1)
+        "concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)",  # concat(dim=1)
         "concat: tensors of shapes (2, 3) and (2, 3, 1) have different ranks",
         "stack: tensors of shapes (2, 3) and (2, 5) differ in dim 1 (joined)",
         "concat: axis 2 is out of range for tensors of shape (2, 3) (valid axes: -2 to 1)",

@@ -124,6 +124,7 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "roll": ((2, 3), lambda x: ops.roll(x, 1, axis=1)),
     "concat": ((2, 3), lambda x: ops.concat([x, ROW], axis=0)),
     "stack": ((2, 3), lambda x: ops.stack([x, ROW], axis=0)),
+    "cat": ((2, 3), lambda x: ops.cat((x, ROW), 0)),  # issue 27, PyTorch's spelling
     "matmul": ((2, 3), lambda x: ops.matmul(x, SQUARE)),
     "linear": ((2, 3), lambda x: ops.linear(x, SQUARE, ROW[0])),
     "embedding": ((5, 3), lambda x: ops.embedding([4, 0], x)),
@@ -461,6 +462,7 @@ def _args_for(name: str, x: Tensor[Any, Any]) -> tuple[Any, ...]:
         "unsqueeze": (x,),
         "concat": ([x, x],),
         "stack": ([x, x],),
+        "cat": ([x, x],),
         "topk": (x, 2),
         "take_along_axis": (x, [[0]]),
         "split": (x, 1),

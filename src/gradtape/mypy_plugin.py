@@ -97,6 +97,7 @@ from mypy.errorcodes import ErrorCode
 from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
+    ARG_POS,
     Argument,
     CallExpr,
     Context,
@@ -286,6 +287,7 @@ class _Call:
         types: Sequence[Sequence[Type]] | None,
         receiver: Type | None,
         defaults: dict[str, Expression | None],
+        context: Context | None = None,
     ) -> None:
         self.api, self.receiver, self.defaults = api, receiver, defaults
         self._args: dict[str, Expression] = {}
@@ -296,6 +298,14 @@ class _Call:
             self._args[name] = args[i][0]
             if types is not None and i < len(types) and len(types[i]) == 1:
                 self._types[name] = types[i][0]
+        self.positional: int | None = None
+        """How many positional arguments the call passes (PyTorch's varargs: ``x.reshape(2, 3)``)."""
+        if isinstance(context, CallExpr):
+            # keywords the overload item at hand lacks (PyTorch's dim= on concat's typed rows)
+            for name, e in zip(context.arg_names, context.args, strict=False):
+                if name is not None and name not in self._args:
+                    self._args[name] = e
+            self.positional = sum(kind == ARG_POS for kind in context.arg_kinds)
 
     def given(self, name: str) -> bool:
         return name in self._args
@@ -397,12 +407,12 @@ _FRESH = 0
 
 def _from_return_ctx(ctx: FunctionContext | MethodContext, defaults: dict[str, Expression | None]) -> _Call:
     receiver = ctx.type if isinstance(ctx, MethodContext) else None
-    return _Call(ctx.api, ctx.callee_arg_names, ctx.args, ctx.arg_types, receiver, defaults)
+    return _Call(ctx.api, ctx.callee_arg_names, ctx.args, ctx.arg_types, receiver, defaults, ctx.context)
 
 
 def _from_sig_ctx(ctx: FunctionSigContext | MethodSigContext, defaults: dict[str, Expression | None]) -> _Call:
     receiver = ctx.type if isinstance(ctx, MethodSigContext) else None
-    return _Call(ctx.api, ctx.default_signature.arg_names, ctx.args, None, receiver, defaults)
+    return _Call(ctx.api, ctx.default_signature.arg_names, ctx.args, None, receiver, defaults, ctx.context)
 
 
 # ----- the result type ---------------------------------------------------------------------
@@ -479,8 +489,8 @@ Outcome = tuple[list[Dim | None] | None, str | None]
 
 def _reshape(call: _Call) -> Outcome:
     e = call.expr("shape")
-    if e is None:
-        return None, None
+    if e is None or (call.positional or 0) > (1 if call.receiver is not None else 2):
+        return None, None  # PyTorch's varargs (x.reshape(2, -1)): typed Tensor[Any, T], not checked here
     single = _int_value(e, call.type("shape")) if not isinstance(e, TupleExpr) else None
     if isinstance(e, TupleExpr):
         target = _shape_arg(call, "shape")
@@ -518,7 +528,7 @@ def _reshape(call: _Call) -> Outcome:
 
 
 def _join(op: str, call: _Call) -> Outcome:
-    """``concat`` (``op == "concat"``) and ``stack``."""
+    """``concat`` (``op == "concat"``, or PyTorch's ``cat``) and ``stack``."""
     shapes = call.tensors("tensors")
     if shapes is None or any(s is None for s in shapes):
         return None, None
@@ -527,7 +537,10 @@ def _join(op: str, call: _Call) -> Outcome:
     rank = len(ss[0])
     if any(len(s) != rank for s in ss):
         return None, f"{op}: tensors of shapes {listed} have different ranks"
-    got = call.int_or_ints("axis", 1)
+    # the axis's two spellings: gradtape's axis= and PyTorch's dim= (cat's own name)
+    key = "dim" if (op == "cat" and not call.given("axis")) or call.given("dim") else "axis"
+    got = call.int_or_ints(key, 1)
+    op = "concat" if op == "cat" else op
     if not isinstance(got, list):
         return None, None
     n_axes = rank + (op == "stack")
@@ -660,7 +673,7 @@ Rule = Callable[[_Call], Outcome]
 def _rule_for(name: str) -> Rule | None:
     if name == "reshape":
         return _reshape
-    if name in ("concat", "stack"):
+    if name in ("concat", "cat", "stack"):
         return partial(_join, name)
     if name in _CONV:
         return partial(_conv, name)

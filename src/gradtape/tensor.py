@@ -9,6 +9,7 @@ and operators.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -52,15 +53,56 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.hooks import RemovableHandle
 
-__all__ = ["Tensor"]
+__all__ = ["Size", "Tensor"]
 
 S = TypeVar("S")
 T_co = TypeVar("T_co", bound=Tape, covariant=True)
 T2 = TypeVar("T2", bound=Tape)
 S2 = TypeVar("S2")
+SI = TypeVar("SI", bound=tuple[int, ...])
 Array = np.ndarray[Any, Any]
 
 _new = object.__new__
+
+
+class Size(int):
+    """:attr:`Tensor.size`: the number of elements (an ``int``, numpy's ``size``, what gradtape
+    has always given) that can also be called as PyTorch's ``Tensor.size``: ``x.size()`` is
+    the shape (a tuple of ints, ``x.shape``) and ``x.size(d)`` the length of dim ``d``
+    (negatives count from the end). Arithmetic on it gives plain ints.
+
+    Raises:
+        IndexError: (``x.size(d)``) ``d`` is out of range; names the tensor's shape.
+        TypeError: (``x.size(d)``) ``d`` is not an int.
+    """
+
+    _shape: tuple[int, ...]
+
+    def __new__(cls, shape: tuple[int, ...]) -> Size:
+        n = 1
+        for d in shape:
+            n *= d
+        obj = super().__new__(cls, n)
+        obj._shape = tuple(shape)
+        return obj
+
+    @overload
+    def __call__(self) -> tuple[int, ...]: ...
+    @overload
+    def __call__(self, dim: int) -> int: ...
+    def __call__(self, dim: int | None = None) -> int | tuple[int, ...]:
+        shape = self._shape
+        if dim is None:
+            return shape
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"size: dim must be an int, got {dim!r} (tensor of shape {shape})")
+        n = len(shape)
+        if not -n <= dim < n:
+            raise IndexError(f"size: dim {dim} is out of range for a tensor of shape {shape} (valid: {-n} to {n - 1})")
+        return shape[dim]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Size, (self._shape,))
 
 
 class Tensor(Generic[S, T_co]):
@@ -168,9 +210,15 @@ class Tensor(Generic[S, T_co]):
         return self.data.ndim
 
     @property
-    def size(self) -> int:
-        """Number of elements."""
-        return self.data.size
+    def size(self) -> Size:
+        """Number of elements, an ``int`` (numpy's ``size``) that is also callable as PyTorch's
+        ``size()``: ``x.size()`` is the shape tuple and ``x.size(d)`` dim ``d``'s length
+        (negatives count from the end). See :class:`Size`.
+
+        Raises:
+            IndexError: (``x.size(d)``) ``d`` is out of range; names the shape.
+        """
+        return Size(self.data.shape)
 
     def numpy(self) -> Array:
         """The tensor's values as a numpy array (the tensor's own buffer; copy before mutating)."""
@@ -734,6 +782,158 @@ class Tensor(Generic[S, T_co]):
     atan2 = _binary.atan2
     lerp = _binary.lerp
     outer = _binary.outer
+
+    # ----- issue 27: PyTorch's spellings of shape, dtype and in-place methods ---------------
+    # (reductions take dim=/keepdim= in gradtape.ops.reduce; concat/stack/cat dim= in ops.shape)
+
+    @overload
+    def view(self, shape: SI, /) -> Tensor[SI, T_co]: ...
+    @overload
+    def view(self, *shape: int) -> Tensor[Any, T_co]: ...
+    def view(self, *shape: Any) -> Any:
+        """PyTorch's ``x.view(2, -1)`` (or ``x.view((2, -1))``): :func:`gradtape.ops.reshape`.
+
+        A view here is a reshape: the output's data is a numpy view of this tensor's where
+        numpy gives one (a contiguous input), else a copy (where PyTorch's ``view`` refuses a
+        non-contiguous input, this one copies). For autograd it never aliases: the output is
+        a new tensor whose gradient is reshaped back to this one, as ``reshape``'s; writing
+        into one of them (``__setitem__``, allowed only off the tape) may change the other's
+        values when numpy shared the buffer, as in PyTorch.
+
+        Raises:
+            ShapeError, TypeError: as :func:`gradtape.ops.reshape`.
+        """
+        return _shape.reshape(self, *shape)
+
+    flatten = _shape.flatten
+
+    def contiguous(self) -> Tensor[S, T_co]:
+        """PyTorch's ``contiguous()``: this tensor itself (gradtape's ops take any memory
+        layout, so there is nothing to do)."""
+        return self
+
+    def dim(self) -> builtins.int:
+        """PyTorch's ``dim()``: the number of dims, :attr:`ndim`."""
+        return self.data.ndim
+
+    def numel(self) -> builtins.int:
+        """PyTorch's ``numel()``: the number of elements, :attr:`size`."""
+        return builtins.int(self.data.size)
+
+    def expand(self, *sizes: Any) -> Tensor[Any, T_co]:
+        """PyTorch's ``expand(*sizes)`` (or a tuple): :func:`gradtape.ops.broadcast_to` with
+        ``-1`` keeping a dim's size; new dims go in front (and may not be ``-1``). Gradient:
+        summed back over the expanded dims.
+
+        Raises:
+            ShapeError: fewer sizes than dims, a ``-1`` for a new dim, or a dim that does not
+                broadcast (names both shapes).
+        """
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        shape = self.data.shape
+        new = len(sizes) - len(shape)
+        if new < 0:
+            raise ShapeError(
+                f"expand: {len(sizes)} sizes {tuple(sizes)} for a tensor of shape {shape} ({len(shape)} dims)"
+            )
+        target = []
+        for k, n in enumerate(sizes):
+            if n == -1:
+                if k < new:
+                    raise ShapeError(f"expand: -1 for the new leading dim {k} in sizes {tuple(sizes)} (shape {shape})")
+                n = shape[k - new]
+            target.append(n)
+        return _shape.broadcast_to(self, tuple(target))
+
+    def t(self) -> Tensor[Any, T_co]:
+        """PyTorch's ``t()``: a 2-D tensor transposed; a 0-D or 1-D tensor as it is (a new
+        tensor). Gradient: transposed back.
+
+        Raises:
+            ShapeError: the tensor has more than 2 dims (use ``transpose(d0, d1)``).
+        """
+        shape = self.data.shape
+        if len(shape) > 2:
+            raise ShapeError(f"t: expects a tensor of at most 2 dims, got shape {shape}; use transpose(d0, d1)")
+        if len(shape) == 2:
+            return _shape.permute(self, (1, 0))
+        return _shape.reshape(self, shape)
+
+    def float(self) -> Tensor[S, T_co]:
+        """PyTorch's ``float()``: float32. A float tensor goes through
+        :func:`gradtape.ops.to_dtype` (differentiable: the gradient flows back in this
+        tensor's dtype); an integer or bool tensor (a mask, labels) gives a new float32 tensor
+        without a tape (nothing to differentiate), as PyTorch's."""
+        return self._cast(np.float32)
+
+    def double(self) -> Tensor[S, T_co]:
+        """PyTorch's ``double()``: float64, as :meth:`float`."""
+        return self._cast(np.float64)
+
+    def long(self) -> Tensor[S, NoneTape]:
+        """PyTorch's ``long()``: int64 (a float is truncated toward 0), a new tensor without a
+        tape: integers have no gradient."""
+        return self._like(self.data.astype(np.int64))  # type: ignore[no-any-return]
+
+    def to(self, dtype: Any) -> Tensor[S, Any]:
+        """PyTorch's ``to(dtype)`` for a dtype (numpy's, or its name: ``np.float64``,
+        ``"float32"``, ``np.int64``): float32/float64 as :meth:`float` / :meth:`double`, an
+        integer or bool dtype as :meth:`long` (no tape). Devices are not taken (gradtape's
+        tensors live on their device).
+
+        Raises:
+            TypeError: ``dtype`` is not a dtype (a device, a string that names none).
+        """
+        try:
+            target = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"to: expects a dtype (np.float32, np.int64, ...), got {dtype!r}") from None
+        if target.kind == "f":
+            return self._cast(target)
+        if target.kind in "biu":
+            return self._like(self.data.astype(target))  # type: ignore[no-any-return]
+        raise TypeError(f"to: dtype {target} is not supported (tensor {self.dtype} {self.shape})")
+
+    def _cast(self, dtype: Any) -> Tensor[Any, Any]:
+        if self.data.dtype.kind == "f":
+            out: Tensor[Any, Any] = _unary.to_dtype(self, dtype)
+            return out
+        return self._like(self.data.astype(dtype))  # type: ignore[no-any-return]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``x[key] = value`` (``logits[mask] = float("-inf")``, ``x[:, 0] = 0``): writes into
+        this tensor's array, numpy's indexing rules (a tensor in ``key`` or as ``value`` is
+        read as its array). Allowed on a tensor that takes no part in autograd (no tape, not
+        requiring grad); the write is not recorded, and it changes every tensor sharing the
+        buffer (``detach()``, a reshape view).
+
+        Raises:
+            TapeError: (a ``RuntimeError``) the tensor requires grad or is recorded; use the
+                out-of-place ``masked_fill`` / ``where`` instead.
+            ValueError: the array is read-only (a ``broadcast_to`` / ``expand`` view).
+        """
+        if self.tape is not NONE_TAPE:
+            raise TapeError(
+                f"__setitem__: in-place assignment into a tensor of shape {self.shape} that requires grad or is "
+                "recorded on a tape would corrupt its gradient; use x = x.masked_fill(mask, value) or "
+                "ops.where(mask, value, x) instead (PyTorch refuses in-place writes into a leaf that requires grad)"
+            )
+        if isinstance(key, Tensor):
+            key = key.data
+        elif isinstance(key, tuple):
+            key = tuple(k.data if isinstance(k, Tensor) else k for k in key)
+        if isinstance(value, Tensor):
+            value = value.data
+        try:
+            self.data[key] = value
+        except ValueError as e:
+            if not self.data.flags.writeable:
+                raise ValueError(
+                    f"__setitem__: tensor of shape {self.shape} is a read-only view (broadcast_to / expand); "
+                    "copy it first"
+                ) from e
+            raise
 
 
 _tape_mod._Tensor = Tensor  # for the layers below, which cannot import this module (gradtape.tape)

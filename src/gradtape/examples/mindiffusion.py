@@ -158,7 +158,7 @@ class UnetUp(nn.Module):
         self.model = nn.Sequential(*layers)
 
     def forward(self, x: Tensor, skip: Tensor) -> Tensor:  # type: ignore[override]  # two inputs
-        x = ops.concat([x, skip], 1)
+        x = ops.cat((x, skip), 1)
         y: Tensor = self.model(x)
         return y
 
@@ -173,7 +173,7 @@ class TimeSiren(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         # ts / n_T is float32 (PyTorch's default dtype); gradtape does not convert silently.
-        x = x.reshape((-1, 1)).to_dtype(self.lin1.weight.dtype)
+        x = x.view(-1, 1).to(self.lin1.weight.dtype)
         x = self.lin1(x).sin()
         return self.lin2(x)
 
@@ -222,7 +222,7 @@ class NaiveUnet(nn.Module):
         down3 = self.down3(down2)
 
         thro = self.to_vec(down3)
-        temb = self.timeembed(t).reshape((-1, self.n_feat * 2, 1, 1))
+        temb = self.timeembed(t).view(-1, self.n_feat * 2, 1, 1)
 
         thro = self.up0(thro + temb)
 
@@ -230,7 +230,7 @@ class NaiveUnet(nn.Module):
         up2 = self.up2(up1, down2)
         up3 = self.up3(up2, down1)
 
-        return self.out(ops.concat([up3, x], 1))
+        return self.out(ops.cat((up3, x), 1))
 
 
 class DDPM(nn.Module):

@@ -23,8 +23,7 @@ What changes in the port:
   the original's.
 - ``gradtape.data.DataLoader`` over a ``TensorDataset``. The training loader shuffles (seeded
   by ``--seed``), as the original's loader does on an accelerator (its CPU loader does not).
-- ``torch.flatten(x, 1)`` is ``x.reshape((x.shape[0], -1))``, ``target.view_as(pred)``
-  ``target.reshape(pred.shape)``; the layers take ``dev=``; ``.to(device)`` has nothing to
+- ``target.view_as(pred)`` is ``target.view(pred.shape)``; the layers take ``dev=``; ``.to(device)`` has nothing to
   do (gradtape computes on the CPU), so ``--no-accel`` is gone; ``--save-model`` writes a
   safetensors file (``mnist_cnn.safetensors``, the original's ``state_dict`` keys).
 
@@ -87,7 +86,7 @@ class Net(nn.Module):
         x = F.relu(x)
         x = F.max_pool2d(x, 2)
         x = self.dropout1(x)
-        x = x.reshape((x.shape[0], -1))  # torch.flatten(x, 1)
+        x = F.flatten(x, 1)
         x = self.fc1(x)
         x = F.relu(x)
         x = self.dropout2(x)
@@ -137,7 +136,7 @@ def test(model: Net, device: Cpu, test_loader: DataLoader[Any]) -> tuple[float, 
             output = model(data)
             test_loss += nll_loss(output, target, reduction="sum").item()  # sum up batch loss
             pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
-            correct += int(pred.eq(target.reshape(pred.shape)).sum().item())  # target.view_as(pred)
+            correct += int(pred.eq(target.view(pred.shape)).sum().item())  # target.view_as(pred)
 
     n = len(test_loader.dataset)
     test_loss /= n

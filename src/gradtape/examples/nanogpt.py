@@ -22,12 +22,10 @@ What changes in the port (each also marked in the code):
 
 - ``dev=`` is passed to the layers (gradtape's layers take their device and generator);
   ``torch.arange`` / ``torch.randint`` are numpy's, made tensors with ``dev.tensor``.
-- gradtape's spellings where PyTorch's is missing: ``x.reshape((B, T, C))`` for ``x.view(B, T,
-  C)`` (gradtape's ``reshape`` copies only where needed, so ``.contiguous()`` has nothing to
-  do), ``x.shape`` for ``x.size()`` (``Tensor.size`` is the element count, numpy's meaning;
-  so ``p.size`` for ``p.numel()``), ``p.ndim`` for ``p.dim()``, ``ops.concat(..., axis=1)``
-  for ``torch.cat(..., dim=1)``, ``masked_fill`` for the in-place
-  ``logits[logits < v[:, [-1]]] = -inf`` (tensors have no item assignment).
+- PyTorch's spellings throughout (``x.view(B, T, C)``, ``.contiguous()``, ``x.size()``,
+  ``p.numel()``, ``p.dim()``, ``F.cat(..., dim=1)``, and the in-place
+  ``logits[logits < v[:, [-1]]] = -inf`` of ``generate``, allowed there because it runs under
+  ``no_grad()``: see issue 27).
 - Two keyword extras: ``GPT(..., verbose=False)`` silences nanoGPT's prints, and
   ``generate(..., generator=rng)`` draws from a numpy Generator (``torch.multinomial``'s
   ``generator=``; default the device's).
@@ -142,17 +140,17 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         """``x (B, T, C)`` -> ``(B, T, C)``."""
-        B, T, C = x.shape  # x.size() in PyTorch
+        B, T, C = x.size()  # batch size, sequence length, embedding dimensionality (n_embd)
         # query, key, values for all heads in batch, head moved forward to be a batch dim
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.reshape((B, T, self.n_head, C // self.n_head)).transpose(1, 2)  # (B, nh, T, hs)
-        q = q.reshape((B, T, self.n_head, C // self.n_head)).transpose(1, 2)  # (B, nh, T, hs)
-        v = v.reshape((B, T, self.n_head, C // self.n_head)).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
         # causal self-attention, fused (nanoGPT's "flash" path)
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0, is_causal=True
         )
-        y = y.transpose(1, 2).reshape((B, T, C))  # re-assemble all head outputs side by side
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # re-assemble all head outputs side by side
         # output projection
         out: Tensor[Any, Any] = self.resid_dropout(self.c_proj(y))
         return out
@@ -241,9 +239,9 @@ class GPT(nn.Module):
     def get_num_params(self, non_embedding: bool = True) -> int:
         """The number of parameters (the tied embedding once); with ``non_embedding`` the
         position embedding is not counted (the token embedding is: it is ``lm_head``'s weight)."""
-        n_params = sum(p.size for p in self.parameters())  # p.numel() in PyTorch
+        n_params = sum(p.numel() for p in self.parameters())
         if non_embedding:
-            n_params -= self.transformer.wpe.weight.size
+            n_params -= self.transformer.wpe.weight.numel()
         return int(n_params)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -265,7 +263,7 @@ class GPT(nn.Module):
         Raises:
             ValueError: ``t > block_size`` (nanoGPT asserts it).
         """
-        _b, t = idx.shape  # idx.size()
+        _b, t = idx.size()
         if t > self.config.block_size:
             raise ValueError(f"Cannot forward sequence of length {t}, block size is only {self.config.block_size}")
         pos = idx.device.tensor(np.arange(0, t, dtype=np.int64))  # shape (t), torch.arange
@@ -282,9 +280,7 @@ class GPT(nn.Module):
         if targets is not None:
             # if we are given some desired targets also calculate the loss
             logits = self.lm_head(x)
-            loss = cross_entropy(
-                logits.reshape((-1, logits.shape[-1])), targets.reshape((-1,)), ignore_index=-1
-            )  # logits.view(-1, logits.size(-1)), targets.view(-1)
+            loss = cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
         else:
             # inference-time mini-optimization: only forward the lm_head on the very last position
             logits = self.lm_head(x[:, [-1], :])  # note: using list [-1] to preserve the time dim
@@ -303,14 +299,14 @@ class GPT(nn.Module):
         # filter out those that do not require grad
         param_dict = {pn: p for pn, p in param_dict.items() if p.requires_grad}
         # create optim groups. Any parameter that is 2D will be weight decayed, otherwise no.
-        decay_params = [p for n, p in param_dict.items() if p.ndim >= 2]  # p.dim() in PyTorch
-        nodecay_params = [p for n, p in param_dict.items() if p.ndim < 2]
+        decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+        nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
         optim_groups = [
             {"params": decay_params, "weight_decay": weight_decay},
             {"params": nodecay_params, "weight_decay": 0.0},
         ]
-        num_decay_params = sum(p.size for p in decay_params)
-        num_nodecay_params = sum(p.size for p in nodecay_params)
+        num_decay_params = sum(p.numel() for p in decay_params)
+        num_nodecay_params = sum(p.numel() for p in nodecay_params)
         if self._verbose:
             print(f"num decayed parameter tensors: {len(decay_params)}, with {num_decay_params:,} parameters")
             print(f"num non-decayed parameter tensors: {len(nodecay_params)}, with {num_nodecay_params:,} parameters")
@@ -340,13 +336,13 @@ class GPT(nn.Module):
             # optionally crop the logits to only the top k options
             if top_k is not None:
                 v, _ = F.topk(logits, min(top_k, logits.shape[-1]))
-                logits = logits.masked_fill(logits < v[:, [-1]], -float("Inf"))  # logits[...] = -inf
+                logits[logits < v[:, [-1]]] = -float("Inf")
             # apply softmax to convert logits to (normalized) probabilities
             probs = F.softmax(logits, dim=-1)
             # sample from the distribution
             idx_next = F.multinomial(probs, num_samples=1, generator=generator)
             # append sampled index to the running sequence and continue
-            idx = F.concat((idx, idx_next), axis=1)  # torch.cat(..., dim=1)
+            idx = F.cat((idx, idx_next), dim=1)
         return idx
 
 

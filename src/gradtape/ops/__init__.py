@@ -122,6 +122,10 @@ __all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "pad", 
 __all__ += ["group_norm", "instance_norm"]
 __all__ += ["cdist", "cosine_similarity", "norm", "normalize", "pairwise_distance"]
 __all__ += ["atan2", "lerp", "outer"]
+# issue 27: PyTorch's spellings of shape ops
+from gradtape.ops.shape import cat, flatten  # noqa: E402
+
+__all__ += ["cat", "flatten"]
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

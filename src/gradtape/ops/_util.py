@@ -219,6 +219,29 @@ def dim_or_axis(op: str, dim: Any, axis: Any, default: Any, name: str = "dim") -
     return axis
 
 
+def reduce_args(op: str, axis: Any, keepdims: bool | None, dim: Any, keepdim: bool | None) -> tuple[Any, bool]:
+    """``(axis, keepdims)`` of a reduction from both spellings: gradtape's (numpy's) ``axis=`` /
+    ``keepdims=`` and PyTorch's ``dim=`` / ``keepdim=``, the one given of each pair (``None``:
+    not given; ``keepdims`` defaults to ``False``). Every reduction (``sum``, ``mean``, ``max``,
+    ``min``, ``var``, ``std``, ``logsumexp``) and its ``Tensor`` method reads its arguments here.
+
+    Raises:
+        TypeError: both ``axis`` and ``dim``, or both ``keepdims`` and ``keepdim``, are given;
+            the message names the op and both values.
+    """
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op}: got dim={dim!r} and axis={axis!r}; pass one of them (dim is PyTorch's name)")
+        axis = dim
+    if keepdim is not None:
+        if keepdims is not None:
+            raise TypeError(
+                f"{op}: got keepdim={keepdim!r} and keepdims={keepdims!r}; pass one of them (keepdim is PyTorch's name)"
+            )
+        keepdims = keepdim
+    return axis, bool(keepdims)
+
+
 def one_dim(op: str, dim: object, shape: tuple[int, ...], arg: str = "dim") -> int:
     """``dim`` as a non-negative int below ``max(len(shape), 1)`` (a 0-d tensor takes 0 or -1).
 

@@ -4,6 +4,10 @@ axes, with ``keepdims``; and the cumulative ``cumsum`` / ``cumprod`` along one d
 Typing: a full reduction gives ``Tensor[Rank0, T]``; ``axis=0`` / ``axis=1`` of a
 ``Rank2[A, B]`` gives ``Rank1[B]`` / ``Rank1[A]``; other axis sets type as ``Any``.
 Backward broadcasts the output's gradient back over the reduced axes.
+
+PyTorch's spelling: every reduction also takes ``dim=`` and ``keepdim=`` (keyword) for
+``axis=`` / ``keepdims=`` (:func:`gradtape.ops._util.reduce_args`; both spellings of one
+argument: ``TypeError``). ``max`` / ``min`` with ``dim=`` return ``(values, indices)``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from gradtape._typing import S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
-from gradtape.ops._util import SCALARS, dim_or_axis, float_data, normalize_axes, one_dim, record_unary
+from gradtape.ops._util import SCALARS, dim_or_axis, float_data, normalize_axes, one_dim, record_unary, reduce_args
 from gradtape.ops.compare import where
+from gradtape.ops.select import ValuesIndices, argmax, argmin, take_along_axis
 from gradtape.ops.shape import concat
 from gradtape.shapes import Rank0
 from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
@@ -75,7 +80,14 @@ register_diff(_reduce_backward, _d_reduce)
 
 
 @typed_as(_sig.sum)
-def sum(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+def sum(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Sum of the elements over ``axis`` (None: all; an int or a tuple of ints).
 
     Args:
@@ -87,11 +99,18 @@ def sum(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
     Raises:
         ShapeError: an axis is out of range or repeated.
     """
-    return _reduce("sum", a, axis, keepdims, scale=False)
+    return _reduce("sum", a, *reduce_args("sum", axis, keepdims, dim, keepdim), scale=False)
 
 
 @typed_as(_sig.mean)
-def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+def mean(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Arithmetic mean over ``axis`` (None: all; an int or a tuple of ints).
 
     Gradient: ``1 / n`` for every element, ``n`` the number of elements averaged.
@@ -101,7 +120,7 @@ def mean(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fal
         DTypeError: ``a`` is an integer or bool tensor (PyTorch refuses them too; convert
             with ``dev.tensor(x, dtype=np.float32)``).
     """
-    return _reduce("mean", a, axis, keepdims, scale=True)
+    return _reduce("mean", a, *reduce_args("mean", axis, keepdims, dim, keepdim), scale=True)
 
 
 # ----- shared plumbing of the reductions below --------------------------------------------
@@ -170,8 +189,36 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
     return _record_reduction(a, y, kept, grad, diff)
 
 
+def _extremum_or_pair(
+    op: str, a: Tensor[Any, Any], axis: Any, keepdims: bool | None, dim: Any, keepdim: bool | None
+) -> Any:
+    """``max`` / ``min``: gradtape's ``axis=`` gives the values (``amax`` / ``amin``); PyTorch's
+    ``dim=`` gives ``(values, indices)`` as ``torch.max(x, dim)``."""
+    axis, keep = reduce_args(op, axis, keepdims, dim, keepdim)
+    if dim is None:
+        return _extremum(op, a, axis, keep)
+    x = a.data
+    d = one_dim(op, dim, x.shape)
+    if x.ndim and x.shape[d] == 0:
+        raise ShapeError(f"{op}: dim {dim} of the input of shape {x.shape} has size 0; there is no {op}imum")
+    if not x.ndim:  # PyTorch: a 0-d input is its own maximum, at index 0
+        return ValuesIndices(_extremum(op, a, None, False), a._like(np.zeros((), np.int64)))
+    idx = (argmax if op == "max" else argmin)(a, d, keepdim=True)
+    values = take_along_axis(a, idx, d)  # the gradient goes to the index found, as PyTorch's
+    if not keep:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return ValuesIndices(values, idx)
+
+
 @typed_as(_sig.max)
-def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+def max(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | None = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Largest element over ``axis`` (None: all; an int or a tuple of ints), as ``np.max`` /
     ``torch.amax``: a NaN in a slice makes that slice's maximum NaN.
 
@@ -179,21 +226,40 @@ def max(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = Fals
     among the elements equal to the maximum, ``g / k`` to each of ``k`` tied maxima, ``0``
     elsewhere; a slice whose maximum is NaN gets NaN gradients.
 
+    PyTorch's ``dim=`` (an int) gives what ``torch.max(x, dim)`` gives: a named tuple
+    ``(values, indices)`` (:class:`~gradtape.ops.select.ValuesIndices`), ``indices`` the int64
+    position of the first maximum along ``dim`` (a NaN counts as the largest), ``values`` the
+    elements there; the gradient goes to that one element (PyTorch's rule, not split among
+    ties). ``keepdim=True`` keeps ``dim`` as size 1 in both. ``axis=`` keeps returning the
+    values alone (``torch.amax``); ``keepdim=`` is a synonym of ``keepdims=``.
+
     Raises:
         ShapeError: an axis is out of range or repeated, or a reduced axis has size 0.
+        TypeError: both ``dim`` and ``axis`` (or ``keepdim`` and ``keepdims``) are given, or
+            ``dim`` is not an int.
     """
-    return _extremum("max", a, axis, keepdims)
+    return _extremum_or_pair("max", a, axis, keepdims, dim, keepdim)
 
 
 @typed_as(_sig.min)
-def min(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+def min(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | None = None,
+    keepdim: bool | None = None,
+) -> Any:
     """Smallest element over ``axis``, as ``np.min`` / ``torch.amin``. Gradient split evenly
-    over tied minima (see :func:`max`).
+    over tied minima (see :func:`max`). With PyTorch's ``dim=``: the named tuple ``(values,
+    indices)`` of ``torch.min(x, dim)`` (see :func:`max`).
 
     Raises:
         ShapeError: an axis is out of range or repeated, or a reduced axis has size 0.
+        TypeError: both ``dim`` and ``axis`` (or ``keepdim`` and ``keepdims``) are given, or
+            ``dim`` is not an int.
     """
-    return _extremum("min", a, axis, keepdims)
+    return _extremum_or_pair("min", a, axis, keepdims, dim, keepdim)
 
 
 # ----- var / std ---------------------------------------------------------------------------
@@ -277,11 +343,13 @@ def _moment(
 def var(
     a: Any,
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Any:
     """Variance over ``axis``: ``sum((a - mean(a))**2) / (n - correction)``, ``n`` the number of
     elements reduced.
@@ -315,18 +383,20 @@ def var(
             ``unbiased`` is not a bool.
         DTypeError: ``a`` is an integer or bool tensor (PyTorch refuses them too).
     """
-    return _moment("var", a, axis, keepdims, correction, ddof, unbiased)
+    return _moment("var", a, *reduce_args("var", axis, keepdims, dim, keepdim), correction, ddof, unbiased)
 
 
 @typed_as(_sig.std)
 def std(
     a: Any,
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Any:
     """Standard deviation over ``axis``: ``sqrt(var(a, axis, correction=correction))``; the
     default ``correction=0`` is numpy's (``np.std``), PyTorch's ``torch.std`` uses ``1``: pass
@@ -339,14 +409,21 @@ def std(
     Raises:
         ShapeError, ValueError, TypeError, DTypeError: as :func:`var`.
     """
-    return _moment("std", a, axis, keepdims, correction, ddof, unbiased)
+    return _moment("std", a, *reduce_args("std", axis, keepdims, dim, keepdim), correction, ddof, unbiased)
 
 
 # ----- logsumexp ---------------------------------------------------------------------------
 
 
 @typed_as(_sig.logsumexp)
-def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Any:
+def logsumexp(
+    a: Any,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
+) -> Any:
     """``log(sum(exp(a), axis))``, computed stably as ``m + log(sum(exp(a - m)))`` with ``m``
     the maximum over ``axis`` (scipy's ``logsumexp``, ``torch.logsumexp``): no ``exp``
     overflows and no ``log(0)`` is taken unless every element of a slice is ``-inf``.
@@ -362,6 +439,7 @@ def logsumexp(a: Any, axis: int | tuple[int, ...] | None = None, keepdims: bool 
         ShapeError: an axis is out of range or repeated.
         DTypeError: ``a`` is an integer or bool tensor.
     """
+    axis, keepdims = reduce_args("logsumexp", axis, keepdims, dim, keepdim)
     x = float_data("logsumexp", a, "a")
     axes, n, kept = _plan("logsumexp", x, axis)
     if n == 0:

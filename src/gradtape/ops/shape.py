@@ -36,7 +36,7 @@ import numpy as np
 from gradtape._typing import SI, A, B, S, T, typed_as
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
-from gradtape.ops._util import sum_to
+from gradtape.ops._util import one_dim, sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, sum_to_shape
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record, register_diff
 
@@ -48,8 +48,10 @@ __all__ = [
     "AnyShape",
     "TProperty",
     "broadcast_to",
+    "cat",
     "concat",
     "expand_dims",
+    "flatten",
     "permute",
     "reshape",
     "roll",
@@ -171,9 +173,12 @@ def _view_back(
 def reshape(a: Tensor[Any, T], shape: SI) -> Tensor[SI, T]: ...
 @overload
 def reshape(a: Tensor[Any, T], shape: I) -> Tensor[Rank1[I], T]: ...
-def reshape(a: Any, shape: Any) -> Any:
+@overload
+def reshape(a: Tensor[Any, T], d0: int, d1: int, /, *dims: int) -> Tensor[Any, T]: ...
+def reshape(a: Any, shape: Any, *rest: Any) -> Any:
     """The elements of ``a`` (in C order) in a tensor of ``shape``: a tuple of ints, one of
-    which may be ``-1`` (inferred from the size), or a single int (a 1-D result).
+    which may be ``-1`` (inferred from the size), or a single int (a 1-D result); or, as
+    PyTorch's ``x.reshape(2, -1)``, the dims as separate arguments (typed ``Tensor[Any, T]``).
 
     The output's data is a view of ``a``'s where numpy can give one. Gradient: the output's
     gradient reshaped back to ``a``'s shape (a view, no copy).
@@ -187,6 +192,8 @@ def reshape(a: Any, shape: Any) -> Any:
         TypeError: ``shape`` is not an int or a tuple of ints.
     """
     x = a.data
+    if rest:  # PyTorch's varargs: reshape(2, -1)
+        shape = (shape, *rest)
     dims = list(_dims("reshape", shape))
     unknown = [k for k, n in enumerate(dims) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in dims):
@@ -219,9 +226,10 @@ def _permute(op: str, a: Tensor[Any, Any], perm: tuple[int, ...]) -> Any:
 
 
 @typed_as(_sig.permute)
-def permute(a: Any, axes: Any) -> Any:
+def permute(a: Any, axes: Any, *more: Any) -> Any:
     """Reorder the dims of ``a``: output dim ``k`` is input dim ``axes[k]`` (numpy's
-    ``transpose(axes)``, PyTorch's ``permute``); negative axes count from the end.
+    ``transpose(axes)``, PyTorch's ``permute``); negative axes count from the end. The axes
+    are a tuple, or (PyTorch's ``x.permute(0, 2, 1)``) separate arguments.
 
     The output's data is a view of ``a``'s. Gradient: the output's gradient permuted by the
     inverse permutation (a view).
@@ -234,6 +242,8 @@ def permute(a: Any, axes: Any) -> Any:
         TypeError: ``axes`` is not a tuple of ints.
     """
     x = a.data
+    if more:  # PyTorch's varargs: permute(0, 2, 1)
+        axes = (axes, *more)
     if isinstance(axes, (int, np.integer)):
         raise TypeError(f"permute: axes must be a tuple of ints, got {axes!r} (call permute((1, 0)))")
     perm = _axes("permute", axes, x.shape)
@@ -315,6 +325,32 @@ def broadcast_to(a: Tensor[Any, T], shape: SI) -> Tensor[SI, T]:
         raise ShapeError(f"broadcast_to: cannot broadcast a tensor of shape {x.shape} to shape {dims}") from None
     in_shape = x.shape
     return _view_back(a, y, lambda g: sum_to_shape(g, in_shape), lambda g: sum_to(g, in_shape))  # type: ignore[no-any-return]
+
+
+# ----- flatten (PyTorch's) ---------------------------------------------------------------
+
+
+def flatten(input: Tensor[Any, T], start_dim: int = 0, end_dim: int = -1) -> Tensor[Any, T]:
+    """``torch.flatten``: dims ``start_dim`` to ``end_dim`` (inclusive; negatives count from the
+    end) merged into one, of their product's size; the others kept. A 0-d input gives shape
+    ``(1,)``. A :func:`reshape`, so a view of the data where numpy gives one; gradient: the
+    output's gradient reshaped back.
+
+    Raises:
+        TypeError: a dim is not an int.
+        ShapeError: a dim is out of range, or ``start_dim`` comes after ``end_dim`` (names
+            the shape).
+    """
+    shape = input.data.shape
+    if not shape:
+        one_dim("flatten", start_dim, shape, "start_dim")
+        one_dim("flatten", end_dim, shape, "end_dim")
+        return reshape(input, (1,))
+    s = one_dim("flatten", start_dim, shape, "start_dim")
+    e = one_dim("flatten", end_dim, shape, "end_dim")
+    if s > e:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a tensor of shape {shape}")
+    return reshape(input, (*shape[:s], math.prod(shape[s : e + 1]), *shape[e + 1 :]))
 
 
 # ----- expand_dims / unsqueeze / squeeze -------------------------------------------------
@@ -443,13 +479,14 @@ def _record_many(ts: list[Tensor[Any, Any]], data: Array, pieces: Callable[[Any]
 
 
 @typed_as(_sig.concat)
-def concat(tensors: Any, axis: int = 0) -> Any:
+def concat(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     """Join tensors along an existing ``axis`` (numpy's ``concatenate``, PyTorch's ``cat``).
 
     Args:
         tensors: a list or tuple of one or more tensors of one dtype, with equal shapes except
             along ``axis``, at least 1-D.
         axis: the axis to join along; negative counts from the end.
+        dim: PyTorch's name for ``axis`` (keyword); give one of the two.
 
     Gradient: each input gets its slice of the output's gradient along ``axis`` (a view).
     Typing: ``Tensor[Any, T]``; the tape is owned if any input's is (for a list, the tape
@@ -459,17 +496,48 @@ def concat(tensors: Any, axis: int = 0) -> Any:
         ShapeError: ranks differ, shapes differ outside ``axis``, the tensors are 0-D, or
             ``axis`` is out of range (all name the shapes).
         DTypeError: dtypes differ.
-        TypeError: ``tensors`` is not a sequence of tensors.
+        TypeError: ``tensors`` is not a sequence of tensors, or both ``axis`` and ``dim``
+            are given.
         ValueError: ``tensors`` is empty.
     """
-    ts = _tensor_list("concat", tensors)
+    return _concat("concat", tensors, _axis_or_dim("concat", axis, dim))
+
+
+@typed_as(_sig.cat)
+def cat(tensors: Any, dim: int = 0, *, axis: int | None = None) -> Any:
+    """PyTorch's ``torch.cat(tensors, dim=0)``: :func:`concat` under PyTorch's name and
+    argument name (``axis=`` is accepted too, keyword). Shapes, dtypes, gradient and errors
+    as :func:`concat` (messages name ``cat``).
+
+    Raises:
+        TypeError: both ``dim`` and ``axis`` are given, or ``tensors`` is not a sequence of
+            tensors.
+    """
+    if axis is not None:
+        if dim != 0:
+            raise TypeError(f"cat: got dim={dim!r} and axis={axis!r}; pass one of them")
+        dim = axis
+    return _concat("cat", tensors, dim)
+
+
+def _axis_or_dim(op: str, axis: int, dim: int | None) -> int:
+    """gradtape's ``axis`` or PyTorch's ``dim`` (keyword) of ``concat`` / ``stack``."""
+    if dim is None:
+        return axis
+    if axis != 0:
+        raise TypeError(f"{op}: got axis={axis!r} and dim={dim!r}; pass one of them (dim is PyTorch's name)")
+    return dim
+
+
+def _concat(op: str, tensors: Any, axis: int) -> Any:
+    ts = _tensor_list(op, tensors)
     shapes = [t.data.shape for t in ts]
     first = shapes[0]
     if not first or any(len(s) != len(first) for s in shapes):
-        raise ShapeError(f"concat: needs tensors of one rank >= 1, got shapes {', '.join(map(str, shapes))}")
-    ax = _axis("concat", axis, first)
+        raise ShapeError(f"{op}: needs tensors of one rank >= 1, got shapes {', '.join(map(str, shapes))}")
+    ax = _axis(op, axis, first)
     if any(s[:ax] + s[ax + 1 :] != first[:ax] + first[ax + 1 :] for s in shapes):
-        raise ShapeError(f"concat: shapes {', '.join(map(str, shapes))} differ outside axis {axis}")
+        raise ShapeError(f"{op}: shapes {', '.join(map(str, shapes))} differ outside axis {axis}")
     data = np.concatenate([t.data for t in ts], axis=ax)
     bounds = np.cumsum([0] + [s[ax] for s in shapes]).tolist()
     lead: tuple[Any, ...] = (slice(None),) * ax
@@ -481,13 +549,14 @@ def concat(tensors: Any, axis: int = 0) -> Any:
 
 
 @typed_as(_sig.stack)
-def stack(tensors: Any, axis: int = 0) -> Any:
+def stack(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     """Join tensors of one shape along a new ``axis`` of the output (numpy's and PyTorch's
     ``stack``); ``n`` tensors of shape ``s`` give shape ``s[:axis] + (n,) + s[axis:]``.
 
     Args:
         tensors: a list or tuple of one or more tensors of one shape and dtype.
         axis: where the new axis goes in the output; negative counts from its end.
+        dim: PyTorch's name for ``axis`` (keyword); give one of the two.
 
     Gradient: input ``k`` gets index ``k`` of the output's gradient along ``axis`` (a view).
     Typing: as :func:`concat`.
@@ -495,9 +564,11 @@ def stack(tensors: Any, axis: int = 0) -> Any:
     Raises:
         ShapeError: the shapes differ (names them), or ``axis`` is out of range.
         DTypeError: dtypes differ.
-        TypeError: ``tensors`` is not a sequence of tensors.
+        TypeError: ``tensors`` is not a sequence of tensors, or both ``axis`` and ``dim``
+            are given.
         ValueError: ``tensors`` is empty.
     """
+    axis = _axis_or_dim("stack", axis, dim)
     ts = _tensor_list("stack", tensors)
     shapes = [t.data.shape for t in ts]
     if any(s != shapes[0] for s in shapes):

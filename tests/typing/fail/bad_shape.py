@@ -29,7 +29,7 @@ g2: Tensor[Rank1[L[4]], NoneTape] = a[:, 0]  # E: assignment
 a[[0.5, 1.5]]  # E: list-item
 a[0.5]  # E: call-overload
 a.reshape((2.0, 6))  # E: type-var
-a.permute(1, 0)  # E: call-overload
+a.permute(1.0, 0)  # E: call-overload
 concat(a)  # E: call-overload
 concat([a, v.numpy()])  # E: arg-type
 a.leaky_trace().T.backward()  # E: call-overload

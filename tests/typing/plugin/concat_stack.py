@@ -20,6 +20,14 @@ reveal_type(ops.stack((a, a, a)))  # R: Tensor[tuple[Literal[3], Literal[2], Lit
 reveal_type(ops.stack([a, a], axis=1))  # R: Tensor[tuple[Literal[2], Literal[2], Literal[3]], gradtape.tape.NoneTape]
 reveal_type(ops.stack((a, a), axis=-1))  # R: Tensor[tuple[Literal[2], Literal[3], Literal[2]], gradtape.tape.NoneTape]
 
+# PyTorch's spellings (issue 27): cat, and dim= for axis=
+reveal_type(ops.concat((a, c), dim=1))  # R: Tensor[tuple[Literal[2], Literal[8]], gradtape.tape.NoneTape]
+reveal_type(ops.cat((a, c), 1))  # R: Tensor[tuple[Literal[2], Literal[8]], gradtape.tape.NoneTape]
+reveal_type(ops.cat((a, b)))  # R: Tensor[tuple[Literal[6], Literal[3]], gradtape.tape.NoneTape]
+reveal_type(ops.stack([a, a], dim=1))  # R: Tensor[tuple[Literal[2], Literal[2], Literal[3]], gradtape.tape.NoneTape]
+ops.cat((a, b), dim=1)  # P: gradtape-shape
+ops.concat((a, b), dim=1)  # P: gradtape-shape
+
 ops.concat((a, b), axis=1)  # P: gradtape-shape
 ops.concat((a, dev.zeros((2, 3, 1))))  # P: gradtape-shape
 ops.stack((a, c))  # P: gradtape-shape

@@ -22,6 +22,12 @@ y = x.reshape((10, -1))
 reveal_type(y)  # R: Tensor[tuple[Literal[10], Literal[4]], gradtape.tape.NoneTape]
 reveal_type(y.reshape((5, 8)).matmul(dev.zeros((8, 3))))  # R: Tensor[tuple[Literal[5], Literal[3]]
 
+# PyTorch's varargs (issue 27): untyped, and not mistaken for the one-int form
+reveal_type(x.reshape(4, 10))  # R: Tensor[Any, gradtape.tape.NoneTape]
+reveal_type(ops.reshape(x, 10, -1))  # R: Tensor[Any, gradtape.tape.NoneTape]
+reveal_type(x.view(2, 20))  # R: Tensor[Any, gradtape.tape.NoneTape]
+reveal_type(x.size())  # R: tuple[int, ...]
+
 x.reshape((6, 7))  # P: gradtape-shape
 ops.reshape(x, (6, -1))  # P: gradtape-shape
 x.reshape((-1, -1))  # P: gradtape-shape

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     from gradtape._typing import A, B, C, D, S, T
+    from gradtape.ops.select import ValuesIndices
     from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, Rank4
     from gradtape.tensor import Tensor
 
@@ -22,7 +23,12 @@ if TYPE_CHECKING:
 def sum(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
 def sum(
-    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def sum(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
@@ -123,7 +129,14 @@ def sum(
     a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
-def sum(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def sum(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
+) -> Tensor[Any, T]: ...
 # ----- END GENERATED sum -----
 def sum(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -133,7 +146,12 @@ def sum(*args: Any, **kwargs: Any) -> Any: ...
 def mean(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
 def mean(
-    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def mean(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
@@ -236,17 +254,32 @@ def mean(
     a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
-def mean(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def mean(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
+) -> Tensor[Any, T]: ...
 # ----- END GENERATED mean -----
 def mean(*args: Any, **kwargs: Any) -> Any: ...
 
 
 # ----- BEGIN GENERATED max -----
 @overload
+def max(
+    a: Tensor[Any, T], axis: None = None, keepdims: None = None, *, dim: int, keepdim: bool | None = None
+) -> ValuesIndices[Any, T]: ...
+@overload
 def max(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
 def max(
-    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def max(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
@@ -347,17 +380,31 @@ def max(
     a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
-def max(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def max(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    keepdim: bool | None = None,
+) -> Tensor[Any, T]: ...
 # ----- END GENERATED max -----
 def max(*args: Any, **kwargs: Any) -> Any: ...
 
 
 # ----- BEGIN GENERATED min -----
 @overload
+def min(
+    a: Tensor[Any, T], axis: None = None, keepdims: None = None, *, dim: int, keepdim: bool | None = None
+) -> ValuesIndices[Any, T]: ...
+@overload
 def min(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
 def min(
-    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def min(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
@@ -458,7 +505,13 @@ def min(
     a: Tensor[Rank4[A, B, C, D], T], axis: Literal[3, -1], keepdims: Literal[True]
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
-def min(a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor[Any, T]: ...
+def min(
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    keepdim: bool | None = None,
+) -> Tensor[Any, T]: ...
 # ----- END GENERATED min -----
 def min(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -478,11 +531,13 @@ def var(
 def var(
     a: Tensor[AnyShape, T],
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def var(
@@ -768,11 +823,13 @@ def var(
 def var(
     a: Tensor[Any, T],
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED var -----
 def var(*args: Any, **kwargs: Any) -> Any: ...
@@ -793,11 +850,13 @@ def std(
 def std(
     a: Tensor[AnyShape, T],
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def std(
@@ -1083,11 +1142,13 @@ def std(
 def std(
     a: Tensor[Any, T],
     axis: int | tuple[int, ...] | None = None,
-    keepdims: bool = False,
+    keepdims: bool | None = None,
     *,
     correction: float | None = None,
     ddof: float | None = None,
     unbiased: bool | None = None,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED std -----
 def std(*args: Any, **kwargs: Any) -> Any: ...
@@ -1098,7 +1159,12 @@ def std(*args: Any, **kwargs: Any) -> Any: ...
 def logsumexp(a: Tensor[S, T], axis: None = None, keepdims: Literal[False] = False) -> Tensor[Rank0, T]: ...
 @overload
 def logsumexp(
-    a: Tensor[AnyShape, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[AnyShape, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 @overload
 def logsumexp(a: Tensor[Rank1[A], T], axis: None, keepdims: Literal[True]) -> Tensor[Rank1[Literal[1]], T]: ...
@@ -1210,7 +1276,12 @@ def logsumexp(
 ) -> Tensor[Rank4[A, B, C, Literal[1]], T]: ...
 @overload
 def logsumexp(
-    a: Tensor[Any, T], axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+    a: Tensor[Any, T],
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool | None = None,
+    *,
+    dim: int | tuple[int, ...] | None = None,
+    keepdim: bool | None = None,
 ) -> Tensor[Any, T]: ...
 # ----- END GENERATED logsumexp -----
 def logsumexp(*args: Any, **kwargs: Any) -> Any: ...

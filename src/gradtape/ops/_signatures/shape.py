@@ -149,6 +149,8 @@ def permute(
 ) -> Tensor[Rank4[D, C, B, A], T]: ...
 @overload
 def permute(a: Tensor[Any, T], axes: Sequence[int]) -> Tensor[Any, T]: ...
+@overload
+def permute(a: Tensor[Any, T], d0: int, d1: int, /, *dims: int) -> Tensor[Any, T]: ...
 # ----- END GENERATED permute -----
 def permute(*args: Any, **kwargs: Any) -> Any: ...
 
@@ -254,7 +256,7 @@ def transpose(*args: Any, **kwargs: Any) -> Any: ...
 
 # ----- BEGIN GENERATED concat -----
 @overload
-def concat(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0) -> Tensor[Any, T]: ...
+def concat(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0, *, dim: int | None = None) -> Tensor[Any, T]: ...
 @overload
 def concat(
     tensors: Sequence[Tensor[Rank1[Any], NoneTape]], axis: Literal[0, -1] = 0
@@ -336,44 +338,73 @@ def concat(
     tensors: Sequence[Tensor[Rank4[A, B, C, Any], OwnedTape]], axis: Literal[3, -1]
 ) -> Tensor[Rank4[A, B, C, int], OwnedTape]: ...
 @overload
-def concat(tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0) -> Tensor[Any, NoneTape]: ...
-@overload
-def concat(tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
+def concat(
+    tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0, *, dim: int | None = None
+) -> Tensor[Any, NoneTape]: ...
 @overload
 def concat(
-    tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]], axis: int = 0
-) -> Tensor[Any, OwnedTape]: ...
-@overload
-def concat(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
-@overload
-def concat(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
-@overload
-def concat(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
+    tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def concat(
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def concat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def concat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def concat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def concat(tensors: Sequence[Tensor[Rank1[Any], T]], axis: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
@@ -404,14 +435,188 @@ def concat(
     tensors: Sequence[Tensor[Rank4[A, B, C, Any], T]], axis: Literal[3, -1]
 ) -> Tensor[Rank4[A, B, C, int], T]: ...
 @overload
-def concat(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
+def concat(tensors: Sequence[Tensor[Any, T]], axis: int = 0, *, dim: int | None = None) -> Tensor[Any, T]: ...
 # ----- END GENERATED concat -----
 def concat(*args: Any, **kwargs: Any) -> Any: ...
 
 
+# ----- BEGIN GENERATED cat -----
+@overload
+def cat(tensors: Sequence[Tensor[AnyShape, T]], dim: int = 0, *, axis: int | None = None) -> Tensor[Any, T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank1[Any], NoneTape]], dim: Literal[0, -1] = 0) -> Tensor[Rank1[int], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank2[Any, B], NoneTape]], dim: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, B], NoneTape]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank2[A, Any], NoneTape]], dim: Literal[1, -1]) -> Tensor[Rank2[A, int], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[Any, B, C], NoneTape]], dim: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, B, C], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[A, Any, C], NoneTape]], dim: Literal[1, -2]
+) -> Tensor[Rank3[A, int, C], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[A, B, Any], NoneTape]], dim: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], NoneTape]], dim: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, Any, C, D], NoneTape]], dim: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, B, Any, D], NoneTape]], dim: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, B, C, Any], NoneTape]], dim: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], NoneTape]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank1[Any], OwnedTape]], dim: Literal[0, -1] = 0) -> Tensor[Rank1[int], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank2[Any, B], OwnedTape]], dim: Literal[0, -2] = 0
+) -> Tensor[Rank2[int, B], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank2[A, Any], OwnedTape]], dim: Literal[1, -1]
+) -> Tensor[Rank2[A, int], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[Any, B, C], OwnedTape]], dim: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, B, C], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[A, Any, C], OwnedTape]], dim: Literal[1, -2]
+) -> Tensor[Rank3[A, int, C], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank3[A, B, Any], OwnedTape]], dim: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], OwnedTape]], dim: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, Any, C, D], OwnedTape]], dim: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, B, Any, D], OwnedTape]], dim: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[A, B, C, Any], OwnedTape]], dim: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Any, NoneTape]], dim: int = 0, *, axis: int | None = None
+) -> Tensor[Any, NoneTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Any, OwnedTape]], dim: int = 0, *, axis: int | None = None
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]], dim: int = 0, *, axis: int | None = None
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], dim: int = 0, *, axis: int | None = None
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], dim: int = 0, *, axis: int | None = None
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    dim: int = 0,
+    *,
+    axis: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank1[Any], T]], dim: Literal[0, -1] = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank2[Any, B], T]], dim: Literal[0, -2] = 0) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank2[A, Any], T]], dim: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank3[Any, B, C], T]], dim: Literal[0, -3] = 0) -> Tensor[Rank3[int, B, C], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank3[A, Any, C], T]], dim: Literal[1, -2]) -> Tensor[Rank3[A, int, C], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank3[A, B, Any], T]], dim: Literal[2, -1]) -> Tensor[Rank3[A, B, int], T]: ...
+@overload
+def cat(
+    tensors: Sequence[Tensor[Rank4[Any, B, C, D], T]], dim: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank4[A, Any, C, D], T]], dim: Literal[1, -3]) -> Tensor[Rank4[A, int, C, D], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank4[A, B, Any, D], T]], dim: Literal[2, -2]) -> Tensor[Rank4[A, B, int, D], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Rank4[A, B, C, Any], T]], dim: Literal[3, -1]) -> Tensor[Rank4[A, B, C, int], T]: ...
+@overload
+def cat(tensors: Sequence[Tensor[Any, T]], dim: int = 0, *, axis: int | None = None) -> Tensor[Any, T]: ...
+# ----- END GENERATED cat -----
+def cat(*args: Any, **kwargs: Any) -> Any: ...
+
+
 # ----- BEGIN GENERATED stack -----
 @overload
-def stack(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0) -> Tensor[Any, T]: ...
+def stack(tensors: Sequence[Tensor[AnyShape, T]], axis: int = 0, *, dim: int | None = None) -> Tensor[Any, T]: ...
 @overload
 def stack(
     tensors: tuple[Tensor[Rank0, NoneTape], Tensor[Rank0, NoneTape]], axis: Literal[0, -1] = 0
@@ -680,44 +885,73 @@ def stack(
     tensors: Sequence[Tensor[Rank3[A, B, C], OwnedTape]], axis: Literal[3, -1]
 ) -> Tensor[Rank4[A, B, C, int], OwnedTape]: ...
 @overload
-def stack(tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0) -> Tensor[Any, NoneTape]: ...
-@overload
-def stack(tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
+def stack(
+    tensors: Sequence[Tensor[Any, NoneTape]], axis: int = 0, *, dim: int | None = None
+) -> Tensor[Any, NoneTape]: ...
 @overload
 def stack(
-    tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]], axis: int = 0
-) -> Tensor[Any, OwnedTape]: ...
-@overload
-def stack(tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
-@overload
-def stack(tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0) -> Tensor[Any, OwnedTape]: ...
-@overload
-def stack(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: Sequence[Tensor[Any, OwnedTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
+    tensors: Sequence[Tensor[Any, OwnedTape] | Tensor[Any, NoneTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0, *, dim: int | None = None
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
-    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]], axis: int = 0
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape], Tensor[Any, Tape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
+) -> Tensor[Any, OwnedTape]: ...
+@overload
+def stack(
+    tensors: tuple[Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, Tape], Tensor[Any, OwnedTape]],
+    axis: int = 0,
+    *,
+    dim: int | None = None,
 ) -> Tensor[Any, OwnedTape]: ...
 @overload
 def stack(
@@ -824,6 +1058,6 @@ def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[2, -2]) ->
 @overload
 def stack(tensors: Sequence[Tensor[Rank3[A, B, C], T]], axis: Literal[3, -1]) -> Tensor[Rank4[A, B, C, int], T]: ...
 @overload
-def stack(tensors: Sequence[Tensor[Any, T]], axis: int = 0) -> Tensor[Any, T]: ...
+def stack(tensors: Sequence[Tensor[Any, T]], axis: int = 0, *, dim: int | None = None) -> Tensor[Any, T]: ...
 # ----- END GENERATED stack -----
 def stack(*args: Any, **kwargs: Any) -> Any: ...
