@@ -203,8 +203,10 @@ def test_both_spellings_refused() -> None:
         lambda: ops.var(x, axis=1, dim=1),
         lambda: x.max(axis=0, dim=0),  # type: ignore[call-overload]
         lambda: ops.logsumexp(x, axis=0, dim=1),
+        lambda: x.prod(keepdim=False, keepdims=True),
+        lambda: ops.prod(x, 0, axis=0),
     ):
-        with pytest.raises(TypeError, match=r"^(sum|mean|var|max|logsumexp): got"):
+        with pytest.raises(TypeError, match=r"^(sum|mean|var|max|logsumexp|prod): got"):
             call()
     with pytest.raises(TypeError, match="concat: got axis=1 and dim=0"):
         ops.concat([x, x], 1, dim=0)

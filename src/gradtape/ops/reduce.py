@@ -626,7 +626,9 @@ def prod(
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool | None = None,
 ) -> Tensor[Any, T]: ...
-def prod(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: bool | None = None) -> Any:
+def prod(
+    input: Any, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None, keepdims: bool | None = None
+) -> Any:
     """Product of the elements over ``dim`` (``torch.prod``; None: all, an int, or a tuple of
     ints as the other reductions take; ``axis=``/``keepdims=`` are gradtape's names). The
     product of no elements is 1; integer or bool tensors give int64 (as numpy and PyTorch).
@@ -638,11 +640,11 @@ def prod(input: Any, dim: Any = None, keepdim: bool = False, *, axis: Any = None
 
     Raises:
         ShapeError: a dim is out of range or repeated.
-        TypeError: a dim is not an int, or both ``dim`` and ``axis`` are given.
+        TypeError: a dim is not an int, or both ``dim`` and ``axis`` (or both ``keepdim`` and
+            ``keepdims``) are given.
     """
     x = input.data
-    ax = dim_or_axis("prod", dim, axis, None)
-    keep = bool(keepdim if keepdims is None else keepdims)
+    ax, keep = reduce_args("prod", axis, keepdims, dim, keepdim)
     if x.ndim == 0 and ax is not None:  # PyTorch takes dim 0 or -1 of a 0-d tensor
         for k in ax if isinstance(ax, (tuple, list)) else (ax,):
             one_dim("prod", k, x.shape)
