@@ -645,3 +645,120 @@ def test_benchmark_workload_steps_agree() -> None:
         assert ours.keys() == theirs.keys() and len(ours) == 8
         for name in theirs:
             np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-4, atol=1e-5, err_msg=f"{kind} {name}")
+
+
+# ----- the stacked op on threads (kernels.rnn.Stack) -------------------------------------------
+
+
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every stack runs on threads, whatever its size and the machine's cores."""
+    monkeypatch.setattr(_kr, "PIPELINE_MACS", 0)
+    monkeypatch.setattr(_kr, "_cores", lambda: 2)
+
+
+THREAD_CASES = [
+    pytest.param(kind, layers, bidir, with_hx, id=f"{kind}-L{layers}-bi{int(bidir)}-hx{int(with_hx)}")
+    for kind, layers, bidir, with_hx in itertools.product(KINDS, (3,), (False, True), (False, True))
+    if kind in ("LSTM", "GRU") or not with_hx
+]
+
+
+@pytest.mark.parametrize(("kind", "layers", "bidirectional", "with_hx"), THREAD_CASES)
+def test_threaded_stack_equals_torch(
+    threaded: None, kind: str, layers: int, bidirectional: bool, with_hx: bool
+) -> None:
+    """The wavefront (unidirectional: layers one chunk of steps apart, 9 steps = two full
+    chunks and a short one) and the side-by-side directions (bidirectional) give torch's
+    values and gradients."""
+    ours, ref = _pair(kind, 3, 5, num_layers=layers, bidirectional=bidirectional)
+    assert _kr.CHUNK == 4
+    rng = np.random.default_rng(2)
+    seq, batch = 9, 2
+    x = rng.standard_normal((seq, batch, 3))
+    ndir = 2 if bidirectional else 1
+    nstate = 2 if kind == "LSTM" else 1
+    hx = [rng.standard_normal((layers * ndir, batch, 5)) for _ in range(nstate)] if with_hx else None
+    _run_both(kind, ours, ref, x, hx)
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_dropout_masks_between_layers_as_torch_applies_them(monkeypatch: pytest.MonkeyPatch, threads: bool) -> None:
+    """Training-mode dropout between layers: the same masks as :func:`ops.nn.dropout` would
+    draw from the device's generator, applied to every layer's output but the last; values and
+    gradients equal torch's program of single-layer LSTMs with those masks between them."""
+    from gradtape.ops.nn import dropout_mask
+
+    if threads:
+        monkeypatch.setattr(_kr, "PIPELINE_MACS", 0)
+        monkeypatch.setattr(_kr, "_cores", lambda: 2)
+    seq, batch, h, p = 6, 2, 4, 0.4
+    ours = nn.LSTM(3, h, num_layers=3, dropout=p, dev=Cpu(seed=5), dtype=np.float64)
+    gen = Cpu(seed=11).rng  # dropout draws from the input's device, as ops.dropout does
+    masks = [dropout_mask((seq, batch, h), np.dtype(np.float64), p, gen) for _ in range(2)]
+    x = np.random.default_rng(4).standard_normal((seq, batch, 3))
+    w = np.random.default_rng(5).standard_normal((seq, batch, h))
+    xg = Cpu(seed=11).tensor(x, requires_grad=True)
+    out, _ = ours(xg)
+    (out * Cpu().tensor(w)).sum().backward()
+    refs = [torch.nn.LSTM(3 if k == 0 else h, h, dtype=torch.float64) for k in range(3)]
+    with torch.no_grad():
+        for k, r in enumerate(refs):
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(r, f"{name}_l0").copy_(torch.from_numpy(getattr(ours, f"{name}_l{k}").numpy().copy()))
+    xt = torch.tensor(x, requires_grad=True)
+    y = xt
+    for k, r in enumerate(refs):
+        y = r(y)[0]
+        if k < 2:
+            y = y * torch.from_numpy(masks[k])
+    (y * torch.tensor(w)).sum().backward()
+    _close(out, y, "output")
+    assert xg.grad is not None
+    _close(xg.grad, xt.grad, "input.grad")
+    for k, r in enumerate(refs):
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            got = getattr(ours, f"{name}_l{k}").grad
+            assert got is not None
+            _close(got, getattr(r, f"{name}_l0").grad, f"{name}_l{k}.grad")
+
+
+def test_threaded_stack_second_rule_equals_torch(threaded: None) -> None:
+    """The gradient penalty's gradient through a 3-layer LSTM whose first-order pass ran on
+    threads (the second rule chains the layers' own)."""
+    ours, ref = _pair("LSTM", 2, 3, num_layers=3)
+    x = np.random.default_rng(15).standard_normal((5, 2, 2))
+    xt = torch.tensor(x, requires_grad=True)
+    (gx,) = torch.autograd.grad(ref(xt)[0].pow(2).sum(), [xt], create_graph=True)
+    gx.pow(2).sum().backward()
+    xg = Cpu().tensor(x, requires_grad=True)
+    (ggx,) = grad((ours(xg)[0] ** 2).sum(), [xg], create_graph=True)
+    assert ggx is not None
+    (ggx**2).sum().backward()
+    theirs = dict(ref.named_parameters())
+    for n, p in ours.named_parameters():
+        assert p.grad is not None, n
+        np.testing.assert_allclose(p.grad.numpy(), theirs[n].grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=n)
+
+
+@pytest.mark.parametrize("where", ["project", "run_backward"])
+def test_a_failing_thread_raises_instead_of_hanging(
+    threaded: None, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """An error in one layer's thread reaches the caller, after every other thread stopped
+    (the layers waiting on it are woken, not left waiting)."""
+    original = getattr(_kr.Recurrence, where)
+
+    def broken(self: Any, *args: Any) -> None:
+        if self.x.shape[2] != 3:  # a layer above the first, on a pool thread
+            raise RuntimeError("boom in a layer thread")
+        original(self, *args)
+
+    monkeypatch.setattr(_kr.Recurrence, where, broken)
+    lstm = nn.LSTM(3, 4, num_layers=3, dev=Cpu(seed=1), dtype=np.float64)
+    x = Cpu().tensor(np.ones((9, 2, 3)), requires_grad=True)
+    with pytest.raises(RuntimeError, match="boom in a layer thread"):
+        lstm(x)[0].sum().backward()
+    monkeypatch.setattr(_kr.Recurrence, where, original)
+    lstm(x)[0].sum().backward()  # the pool still works
+    assert x.grad is not None

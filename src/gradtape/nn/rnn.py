@@ -22,9 +22,8 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import T
 from gradtape.nn.module import Module
-from gradtape.ops.nn import dropout as _dropout
-from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer  # unwrapped: the layer checks its inputs
-from gradtape.ops.shape import concat, stack
+from gradtape.ops.nn import _generator, dropout_mask
+from gradtape.ops.rnn import gru_layer, lstm_layer, recurrent_stack, rnn_layer  # unwrapped: the layer checks its inputs
 from gradtape.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
@@ -183,33 +182,16 @@ class _RNNBase(Module):
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
-        zero: Any = x._like(np.zeros((nb, self.hidden_size), dtype)) if hx is None else None
-        hs: list[Tensor[Any, Any]] = []
-        cs: list[Tensor[Any, Any]] = []
-        layer_in = x
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(ndir):
-                k = layer * ndir + d
-                hk = zero if h0 is None else h0[k]
-                wi, wh, bi, bh = self._weights(k)
-                rev = d == 1
-                if lstm:
-                    ck = zero if c0 is None else c0[k]
-                    out, hn, cn = lstm_layer(layer_in, hk, ck, wi, wh, bi, bh, rev)
-                    cs.append(cn)
-                elif self.mode == "GRU":
-                    out, hn = gru_layer(layer_in, hk, wi, wh, bi, bh, rev)
-                else:
-                    act = "relu" if self.mode == "RNN_RELU" else "tanh"
-                    out, hn = rnn_layer(layer_in, hk, wi, wh, bi, bh, act, rev)
-                outs.append(out)
-                hs.append(hn)
-            layer_in = concat(outs, axis=2) if ndir == 2 else outs[0]
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                layer_in = _dropout(layer_in, self.dropout)
-        output, h_n = layer_in, stack(hs, axis=0)
-        c_n = stack(cs, axis=0) if lstm else None
+        masks: list[Any] = [None] * (self.num_layers - 1)
+        if self.dropout > 0 and self.training:
+            gen = _generator(None, x)
+            shape = (x.shape[0], nb, ndir * self.hidden_size)
+            for layer in range(self.num_layers - 1):  # drawn in the order dropout would draw them
+                masks[layer] = (
+                    np.zeros(shape, dtype) if self.dropout == 1 else dropout_mask(shape, dtype, self.dropout, gen)
+                )
+        weights = [self._weights(k) for k in range(nk)]
+        output, h_n, c_n = recurrent_stack(self.mode, x, h0, c0, weights, ndir, masks)
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if c_n is not None else None

@@ -91,10 +91,18 @@ def dropout(
     dt = x.dtype
     if p == 1.0:
         return record_unary(a, np.zeros(x.shape, dt), _no_grad, diff=lambda g, r, o, i: g * 0.0)
-    gen = _generator(rng, a)
-    keep = np.asarray(gen.random(x.shape, dtype=dt)) >= dt.type(p)
-    m = np.multiply(keep, dt.type(1.0 / (1.0 - p)), dtype=dt)
+    m = dropout_mask(x.shape, dt, p, _generator(rng, a))
     return record_unary(a, np.multiply(x, m), _dropout_rule, m, diff=lambda g, rebuild, oid, aid: g * g._like(m))
+
+
+def dropout_mask(shape: tuple[int, ...], dtype: np.dtype[Any], p: float, gen: np.random.Generator) -> Array:
+    """:func:`dropout`'s scaled keep mask ``m = keep / (1 - p)``, ``keep = U[0, 1) >= p``, drawn
+    from ``gen`` (one ``gen.random(shape, dtype)`` call, so a layer drawing its masks with it
+    consumes the generator as :func:`dropout` would). ``shape``, ``dtype`` (float32/float64):
+    the mask's; ``0 <= p < 1`` (unchecked: :func:`dropout` checks it)."""
+    keep = np.asarray(gen.random(shape, dtype=dtype)) >= dtype.type(p)
+    m: Array = np.multiply(keep, dtype.type(1.0 / (1.0 - p)), dtype=dtype)
+    return m
 
 
 def _dropout_rule(grads: Gradients, i: int, g: Array, m: Array) -> None:

@@ -6,18 +6,22 @@ n``), and records one entry with both rules (CONTRIBUTING "The second rule"):
 
 - forward: the input projection ``x @ W_ih^T`` of every step as one matrix product, then the
   time loop, each step one BLAS product ``h_{t-1} @ W_hh^T`` and one fused numba kernel for
-  the gates (:mod:`gradtape.devices.kernels.rnn`), which saves the activated gates;
+  the gates (:class:`gradtape.devices.kernels.rnn.Recurrence`), which saves the activated
+  gates;
 - first rule: the time loop reversed, each step one fused kernel for the gate gradients and
   one product ``dgates_t @ W_hh``; then the gradients of ``x``, ``W_ih``, ``W_hh`` and the
   biases as single products (sums) over every step;
 - second rule: the same derivative written in gradtape ops (a Python loop over time, some 30
   recorded ops per step): slow, for gradients of gradients on small cases.
 
-The layers of :mod:`gradtape.nn.rnn` stack these ops over layers and directions.
+:func:`recurrent_stack` is a whole stacked, optionally bidirectional network as one op (the
+layers of :mod:`gradtape.nn.rnn` call it), so that its kernels can overlap the layers on
+threads (:class:`gradtape.devices.kernels.rnn.Stack`); its rules chain the per-layer ones.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["gru_layer", "lstm_layer", "rnn_layer"]
+__all__ = ["gru_layer", "lstm_layer", "recurrent_stack", "rnn_layer"]
 
 Array = np.ndarray[Any, Any]
 
@@ -161,6 +165,230 @@ def rnn_layer(
     return outs[0], outs[1]
 
 
+_MODES = {"LSTM": ("lstm", "lstm_layer"), "GRU": ("gru", "gru_layer"), "RNN_TANH": ("rnn_tanh", "rnn_layer")}
+_MODES["RNN_RELU"] = ("rnn_relu", "rnn_layer")
+
+
+def recurrent_stack(
+    mode: str,
+    input: Tensor[Any, Any],
+    h0: Tensor[Any, Any] | None,
+    c0: Tensor[Any, Any] | None,
+    weights: Sequence[Sequence[Tensor[Any, Any] | None]],
+    num_directions: int = 1,
+    dropout_masks: Sequence[Array | None] | None = None,
+) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
+    """A stacked, optionally bidirectional recurrent network over a time-major sequence, as
+    one op (PyTorch's ``torch.nn.LSTM``/``GRU``/``RNN`` forward; :mod:`gradtape.nn.rnn`'s
+    layers call it): layer ``l``, direction ``d`` is :func:`lstm_layer` / :func:`gru_layer` /
+    :func:`rnn_layer` (``reverse = d == 1``) with the weights ``weights[l * D + d]``; layer
+    ``l + 1`` reads layer ``l``'s outputs, both directions' concatenated on the feature axis,
+    times ``dropout_masks[l]``.
+
+    One op, so that the kernels may overlap the layers on threads (see
+    :class:`gradtape.devices.kernels.rnn.Stack`: a unidirectional stack runs as a wavefront,
+    layer ``l + 1`` one chunk of steps behind layer ``l``, forward and backward; a
+    bidirectional layer runs its two directions side by side). The values are the per-layer
+    ops' up to float rounding.
+
+    Args:
+        mode: ``"LSTM"``, ``"GRU"``, ``"RNN_TANH"`` or ``"RNN_RELU"``.
+        input: ``(T, B, I)``, float32 or float64, ``T >= 1``.
+        h0, c0: ``(L D, B, H)`` initial states, or ``None`` for zeros (``c0`` for the LSTM).
+        weights: ``L D`` sequences ``(weight_ih, weight_hh, bias_ih, bias_hh)`` (biases may
+            be ``None``), with ``weight_ih`` ``(G H, I)`` for layer 0 and ``(G H, D H)`` above,
+            ``G`` the gates (4, 3 or 1).
+        num_directions: ``D``, 1 or 2.
+        dropout_masks: ``L - 1`` arrays ``(T, B, D H)`` of the input's dtype (dropout's scaled
+            keep mask, ``keep / (1 - p)``) or ``None`` entries; ``None`` for none.
+
+    Returns:
+        ``(output (T, B, D H), h_n (L D, B, H), c_n (L D, B, H) or None)``: the last layer's
+        hidden states, and every layer's and direction's final states (``c_n`` for the LSTM).
+
+    Gradients: those of the per-layer ops, chained through the layers (a lower layer's output
+    gradient is the sum over directions of the upper layer's input gradient, times the mask).
+    The second rule recomputes the forward with the per-layer ops and chains their second
+    rules' adjoint (a Python loop over time: for gradients of gradients on small cases).
+
+    Raises:
+        ValueError: an unknown ``mode``, ``num_directions`` not 1 or 2, a number of weight
+            tuples that is not a multiple of it, or masks of the wrong count or shape.
+        ShapeError, DTypeError: as the per-layer ops (the message names ``lstm_layer``,
+            ``gru_layer`` or ``rnn_layer``, the argument and every shape).
+    """
+    if mode not in _MODES:
+        raise ValueError(f"recurrent_stack: mode must be one of {sorted(_MODES)}, got {mode!r}")
+    kind, op = _MODES[mode]
+    nd = num_directions
+    if nd not in (1, 2) or not weights or len(weights) % nd:
+        raise ValueError(
+            f"recurrent_stack: num_directions must be 1 or 2 and divide the {len(weights)} weight tuples, got {nd!r}"
+        )
+    nk = len(weights)
+    nl = nk // nd
+    xd = float_data(op, input, "input")
+    dt = xd.dtype
+    masks = list(dropout_masks) if dropout_masks is not None else [None] * (nl - 1)
+    given: dict[Any, Tensor[Any, Any]] = {"input": input}
+    datas: dict[Any, Array] = {"input": xd}
+    for nm, t in (("h0", h0), ("c0", c0)):
+        if t is not None:
+            given[nm] = t
+            datas[nm] = float_data(op, t, nm)
+    width = xd.shape[2] if xd.ndim == 3 else 0
+    for k, ws in enumerate(weights):
+        if len(ws) != 4:
+            raise ValueError(f"recurrent_stack: weights[{k}] must be (weight_ih, weight_hh, bias_ih, bias_hh)")
+        for j, w in enumerate(ws):
+            if w is not None:
+                given[(k, j)] = w
+                datas[(k, j)] = float_data(op, w, _ARGS[3 + j])
+    h0s: list[Array] = []
+    c0s: list[Array] = []
+    for k in range(nk):
+        layer_x = xd if k < nd else np.broadcast_to(np.empty(1, dt), (*xd.shape[:2], width))
+        one = {"input": layer_x}
+        for nm in ("h0", "c0"):
+            if nm in datas:
+                d = datas[nm]
+                one[nm] = d[k] if d.ndim == 3 and k < d.shape[0] else d
+        for j in range(4):
+            if (k, j) in datas:
+                one[_ARGS[3 + j]] = datas[(k, j)]
+        dt = _check(op, one)
+        if k == nd - 1:
+            width = nd * datas[(k, 1)].shape[1]
+    nt, nb = xd.shape[:2]
+    nh = datas[(0, 1)].shape[1]
+    for nm in ("h0", "c0"):
+        if nm in datas and datas[nm].shape != (nk, nb, nh):
+            raise ShapeError(
+                f"{op}: {nm} must have shape {(nk, nb, nh)} (layers * directions, batch, hidden), got {datas[nm].shape}"
+            )
+    if len(masks) != nl - 1 or any(m is not None and m.shape != (nt, nb, nd * nh) for m in masks):
+        shapes = [None if m is None else m.shape for m in masks]
+        raise ValueError(
+            f"recurrent_stack: dropout_masks must be {nl - 1} arrays of shape {(nt, nb, nd * nh)} or None, got {shapes}"
+        )
+    a = {key: np.ascontiguousarray(d, dt) for key, d in datas.items()}
+    zero = np.zeros((nb, nh), dt)
+    for k in range(nk):
+        h0s.append(a["h0"][k] if "h0" in a else zero)
+        c0s.append(a["c0"][k] if "c0" in a else zero)
+    ws_a = [(a[(k, 0)], a[(k, 1)], a.get((k, 2)), a.get((k, 3))) for k in range(nk)]
+    m_a = [None if m is None else np.ascontiguousarray(m, dt) for m in masks]
+    stack_ = _kr.Stack(kind, a["input"], h0s, c0s if kind == "lstm" else None, ws_a, nd, m_a)
+    output, hs, cs = stack_.forward()
+    arrays = [output, np.stack(hs)] + ([np.stack(cs)] if cs else [])
+    tape = op_tape(*given.values())
+    outs: list[Tensor[Any, Any]] = [input._from_op(arr, tape) for arr in arrays]
+    result = (outs[0], outs[1], outs[2] if len(outs) > 2 else None)
+    if tape is NONE_TAPE:
+        return result
+    ids = {key: (t.id, t._leaf) for key, t in given.items()}
+    names = {0: "weight_ih", 1: "weight_hh", 2: "bias_ih", 3: "bias_hh"}
+
+    def stack_backward(grads: Gradients, gs: list[Array | None]) -> None:
+        g = [None if v is None else np.ascontiguousarray(v, dt) for v in gs]
+        dx, res = stack_.backward(g[0], g[1], g[2] if len(g) > 2 else None, grads.wants(*ids["input"]))
+        for key, (i, leaf) in ids.items():
+            if not grads.wants(i, leaf):
+                continue
+            if key == "input":
+                gr = dx
+            elif key in ("h0", "c0"):
+                gr = np.stack([r[key] for r in res])
+            else:
+                gr = res[key[0]][names[key[1]]]
+            if gr is not None:
+                grads._accum(i, gr)
+
+    def stack_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
+        ts = {key: rebuild(ids[key][0], datas[key]) for key in given}
+        return _stack_vjp_ops(op, kind, gs, ts, nd, nl, m_a, zero, ids)
+
+    record(tape, list(outs), stack_backward, stack_diff)
+    return result
+
+
+def _stack_vjp_ops(
+    op: str,
+    kind: str,
+    gs: list[Any],
+    ts: dict[Any, Any],
+    nd: int,
+    nl: int,
+    masks: list[Array | None],
+    zero: Array,
+    ids: dict[Any, tuple[int, bool]],
+) -> list[tuple[int, Any]]:
+    """:func:`recurrent_stack`'s second rule: the forward recomputed with the per-layer ops
+    (each layer's input kept), then each layer's :func:`_vjp_ops` from the top down."""
+    from gradtape.ops.shape import concat, stack
+
+    relu = kind == "rnn_relu"
+    x = ts["input"]
+    z = x._like(zero)
+    nh = zero.shape[1]
+
+    def layer_args(k: int) -> dict[str, Any]:
+        one: dict[str, Any] = {"h0": ts["h0"][k] if "h0" in ts else z}
+        if kind == "lstm":
+            one["c0"] = ts["c0"][k] if "c0" in ts else z
+        for j, nm in enumerate(("weight_ih", "weight_hh", "bias_ih", "bias_hh")):
+            if (k, j) in ts:
+                one[nm] = ts[(k, j)]
+        return one
+
+    inputs = []
+    layer_in = x
+    for layer in range(nl):
+        inputs.append(layer_in)
+        outs = []
+        for d in range(nd):
+            one = layer_args(layer * nd + d)
+            bias = (one.get("bias_ih"), one.get("bias_hh"))
+            w = (one["weight_ih"], one["weight_hh"])
+            if kind == "lstm":
+                outs.append(lstm_layer(layer_in, one["h0"], one["c0"], *w, *bias, reverse=d == 1)[0])
+            elif kind == "gru":
+                outs.append(gru_layer(layer_in, one["h0"], *w, *bias, reverse=d == 1)[0])
+            else:
+                outs.append(rnn_layer(layer_in, one["h0"], *w, *bias, "relu" if relu else "tanh", d == 1)[0])
+        layer_in = concat(outs, axis=2) if nd == 2 else outs[0]
+        m = masks[layer] if layer < nl - 1 else None
+        if m is not None:
+            layer_in = layer_in * layer_in._like(m)
+    per_k: dict[int, dict[str, Any]] = {}
+    g_layer = gs[0]
+    for layer in range(nl - 1, -1, -1):
+        total: Any = None
+        for d in range(nd):
+            k = layer * nd + d
+            g_d = g_layer if nd == 1 else g_layer[:, :, d * nh : (d + 1) * nh]
+            one = layer_args(k)
+            one["input"] = inputs[layer]
+            g_states = [g_d, gs[1][k]] + ([gs[2][k]] if kind == "lstm" else [])
+            per_k[k] = _vjp_ops(op, g_states, one, d == 1, relu)
+            total = per_k[k]["input"] if total is None else total + per_k[k]["input"]
+        if layer > 0:
+            m = masks[layer - 1]
+            g_layer = total if m is None else total * total._like(m)
+        else:
+            g_layer = total
+    out: list[tuple[int, Any]] = []
+    for key, (i, _) in ids.items():
+        if key == "input":
+            out.append((i, g_layer))
+        elif key in ("h0", "c0"):
+            out.append((i, stack([per_k[k][key] for k in range(nl * nd)], axis=0)))
+        else:
+            nm = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")[key[1]]
+            out.append((i, per_k[key[0]][nm]))
+    return out
+
+
 def _check(op: str, given: dict[str, Array]) -> np.dtype[Any]:
     """The common float dtype, after the rank and shape checks (before any kernel runs)."""
     desc = ", ".join(f"{nm} {d.shape}" for nm, d in given.items())
@@ -195,6 +423,13 @@ def _check(op: str, given: dict[str, Array]) -> np.dtype[Any]:
     return np.dtype(f"f{x.dtype.itemsize}")
 
 
+_KINDS = {"lstm_layer": "lstm", "gru_layer": "gru", "rnn_layer": "rnn_tanh"}
+
+
+def _kind(op: str, relu: bool) -> str:
+    return "rnn_relu" if relu else _KINDS[op]
+
+
 def _run(
     op: str,
     x: Tensor[Any, Any],
@@ -213,21 +448,20 @@ def _run(
     datas = {nm: float_data(op, t, nm) for nm, t in given.items()}
     dt = _check(op, datas)
     a = {nm: np.ascontiguousarray(d, dt) for nm, d in datas.items()}
-    xd, h0d, wi, wh = a["input"], a["h0"], a["weight_ih"], a["weight_hh"]
-    bi, bh = a.get("bias_ih"), a.get("bias_hh")
-    last = 0 if reverse else xd.shape[0] - 1
-    if op == "lstm_layer":
-        saved: Any = _kr.lstm_forward(xd, h0d, a["c0"], wi, wh, _bias_sum(bi, bh), reverse)
-        out_d = saved[0]
-        arrays = [out_d, out_d[last].copy(), saved[2][last].copy()]
-    elif op == "gru_layer":
-        bh_ = bh if bh is not None else np.zeros(wh.shape[0], dt)
-        saved = _kr.gru_forward(xd, h0d, wi, wh, bi, bh_, reverse)
-        out_d = saved[0]
-        arrays = [out_d, out_d[last].copy()]
-    else:
-        out_d = saved = _kr.rnn_forward(xd, h0d, wi, wh, _bias_sum(bi, bh), relu, reverse)
-        arrays = [out_d, out_d[last].copy()]
+    run = _kr.Recurrence(
+        _kind(op, relu),
+        a["input"],
+        a["h0"],
+        a.get("c0"),
+        a["weight_ih"],
+        a["weight_hh"],
+        a.get("bias_ih"),
+        a.get("bias_hh"),
+        reverse,
+    )
+    run.forward()
+    h_n, c_n = run.last_states()
+    arrays = [run.out, h_n] if c_n is None else [run.out, h_n, c_n]
     tape = op_tape(*given.values())
     outs: list[Tensor[Any, Any]] = [x._from_op(arr, tape) for arr in arrays]
     if tape is NONE_TAPE:
@@ -236,21 +470,9 @@ def _run(
 
     def rnn_backward(grads: Gradients, gs: list[Array | None]) -> None:
         g = [None if v is None else np.ascontiguousarray(v, dt) for v in gs]
-        want_x = grads.wants(*ids["input"])
-        res: dict[str, Array | None]
-        if op == "lstm_layer":
-            r6 = _kr.lstm_backward(saved, xd, h0d, a["c0"], wi, wh, g[0], g[1], g[2], reverse, want_x)
-            dx, dh0, dc0, dwi, dwh, db = r6
-            res = {"input": dx, "h0": dh0, "c0": dc0, "weight_ih": dwi, "weight_hh": dwh}
-            res["bias_ih"], res["bias_hh"] = db, db.copy()
-        elif op == "gru_layer":
-            dx, dh0, dwi, dwh, dbi, dbh = _kr.gru_backward(saved, xd, h0d, wi, wh, g[0], g[1], reverse, want_x)
-            res = {"input": dx, "h0": dh0, "weight_ih": dwi, "weight_hh": dwh, "bias_ih": dbi, "bias_hh": dbh}
-        else:
-            dx, dh0, dwi, dwh, db = _kr.rnn_backward(out_d, xd, h0d, wi, wh, g[0], g[1], relu, reverse, want_x)
-            res = {"input": dx, "h0": dh0, "weight_ih": dwi, "weight_hh": dwh, "bias_ih": db, "bias_hh": db.copy()}
+        res = run.backward(g[0], g[1], g[2] if len(g) > 2 else None, grads.wants(*ids["input"]))
         for nm, (i, leaf) in ids.items():
-            gr = res[nm]
+            gr = res.get(nm)
             if gr is not None and grads.wants(i, leaf):
                 grads._accum(i, gr)
 
@@ -261,17 +483,6 @@ def _run(
 
     record(tape, outs, rnn_backward, rnn_diff)
     return outs
-
-
-def _bias_sum(b_ih: Array | None, b_hh: Array | None) -> Array | None:
-    """``b_ih + b_hh`` (both enter every gate as a sum, except GRU's ``n`` gate), or the one
-    given, or ``None``."""
-    if b_ih is None:
-        return b_hh
-    if b_hh is None:
-        return b_ih
-    out: Array = b_ih + b_hh
-    return out
 
 
 def _vjp_ops(op: str, gs: list[Any], ts: dict[str, Any], reverse: bool, relu: bool) -> dict[str, Any]:

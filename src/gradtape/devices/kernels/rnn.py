@@ -1,18 +1,24 @@
-"""Fused step kernels of the recurrent layers (LSTM, GRU, Elman RNN): forward and backward.
+"""Fused step kernels of the recurrent layers (LSTM, GRU, Elman RNN), and the loops that run
+them: :class:`Recurrence` (one layer, one direction) and :class:`Stack` (PyTorch's stacked,
+optionally bidirectional network, its layers overlapped on threads).
 
-The ops (:mod:`gradtape.ops.rnn`) run a recurrence over a whole sequence in three parts: the
-input projection ``x @ W_ih^T`` for every step as one matrix product, the time loop, and (in
-the backward) the weight gradients as one product over every step. In the time loop each step
-is one BLAS product ``h_{t-1} @ W_hh^T`` (forward) or ``dgates_t @ W_hh`` (backward), through
-numpy's OpenBLAS, and one kernel of this
-module, which fuses everything elementwise that the step does: adding the two projections,
-the gate nonlinearities, the cell update and the outputs (forward), or the gates' gradients
-and the carried cell/hidden gradient (backward). The forward kernels save what the backward
-needs (the activated gates, the cell states and ``tanh`` of them, GRU's ``W_hn h + b_hn``):
-the backward kernels are pure arithmetic.
+A recurrence runs over a whole sequence in three parts: the input projection ``x @ W_ih^T``
+for every step as one matrix product, the time loop, and (in the backward) the weight
+gradients as one product over every step. In the time loop each step is one BLAS product
+``h_{t-1} @ W_hh^T`` (forward) or ``dgates_t @ W_hh`` (backward), through numpy's OpenBLAS,
+and one kernel of this module, which fuses everything elementwise that the step does: adding
+the two projections, the gate nonlinearities, the cell update and the outputs (forward), or
+the gates' gradients and the carried cell/hidden gradient (backward). The forward kernels save
+what the backward needs (the activated gates, the cell states and ``tanh`` of them, GRU's
+``W_hn h + b_hn``): the backward kernels are pure arithmetic. The loop itself is Python, about
+10 microseconds a step (two calls), under 3% of a 2-layer, hidden-256 LSTM step.
 
-:func:`lstm_forward`, :func:`lstm_backward`, :func:`gru_forward`, :func:`gru_backward`,
-:func:`rnn_forward` and :func:`rnn_backward` run the loops; arrays in, arrays out.
+A stack of layers overlaps them on threads (:data:`PIPELINE_MACS`): the step products are too
+small for two BLAS threads to split well (each step waits for the previous one), but layer
+``l + 1``'s step ``t`` needs only layer ``l``'s step ``t``, so the layers run as a wavefront,
+each on its own thread and one BLAS thread, a few steps apart (:data:`CHUNK`); the backward
+runs the same wavefront from the top layer down. The two directions of a bidirectional layer
+are independent and run side by side.
 
 Transcendentals: pip's llvmlite has no SVML (shared/KERNELS.md), so ``math.exp`` and
 ``math.tanh`` in a numba loop are scalar libm calls that also stop the loop from vectorizing.
@@ -35,7 +41,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -47,15 +56,7 @@ from numba.extending import intrinsic, overload
 from gradtape.devices.kernels import blas
 from gradtape.devices.kernels._jit import serial_and_parallel
 
-__all__ = [
-    "PARALLEL_THRESHOLD",
-    "gru_backward",
-    "gru_forward",
-    "lstm_backward",
-    "lstm_forward",
-    "rnn_backward",
-    "rnn_forward",
-]
+__all__ = ["CHUNK", "GATES", "KINDS", "PARALLEL_THRESHOLD", "PIPELINE_MACS", "Recurrence", "Stack", "bias_sum"]
 
 Array = np.ndarray[Any, Any]
 
@@ -400,219 +401,594 @@ def _rnn_bwd_step(h: Array, g: Array, rec: Array, dg: Array, relu: bool) -> None
 _rnn_bwd_step_serial, _rnn_bwd_step_parallel = serial_and_parallel(_rnn_bwd_step)
 
 
-# ----- the loops ------------------------------------------------------------------------------
+# ----- one recurrence, run whole or in chunks of steps ----------------------------------------
+
+KINDS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+"""The recurrences :class:`Recurrence` runs."""
+
+GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+"""Gates per kind: the rows of ``W_ih``/``W_hh`` are ``gates * hidden``."""
+
+_NONE = np.empty((0, 0, 0))  # the state arrays a kind does not use
 
 
 def _steps(length: int, reverse: bool) -> range:
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def _pick(serial: Any, parallel: Any, batch: int, width: int) -> Any:
+def _pick(serial: Any, parallel: Any, batch: int, width: int, threads: bool) -> Any:
+    if not threads:
+        return serial
     return parallel if batch > 1 and batch * width >= PARALLEL_THRESHOLD else serial
 
 
-def _prev_states(seq: Array, first: Array, reverse: bool) -> Array:
-    """``(T, B, H)``: the state entering each step (``first`` for the first step run, else
-    the neighbouring step's)."""
-    prev = np.empty_like(seq)
-    if reverse:
-        prev[:-1] = seq[1:]
-        prev[-1] = first
-    else:
-        prev[1:] = seq[:-1]
-        prev[0] = first
-    return prev
+def _mm(a: Array, b: Array, out: Array | None, threads: bool) -> Array:
+    """``a @ b``: :func:`blas.matmul`'s thread rule (``threads``), or numpy's on the calling
+    thread's BLAS setting (a pipelined worker's one thread)."""
+    if threads:
+        return blas.matmul(a, b, out)
+    res: Array = np.matmul(a, b, out=out)
+    return res
 
 
-def _input_projection(x: Array, w_ih: Array, bias: Array | None) -> Array:
-    """``x @ W_ih^T + bias`` for every step: ``(T, B, I) -> (T, B, G)``, one product."""
-    nt, nb, ni = x.shape
-    gx = blas.matmul(x.reshape(nt * nb, ni), w_ih.T)
-    if bias is not None:
-        gx += bias
-    return gx.reshape(nt, nb, w_ih.shape[0])
-
-
-def _weight_grads(dg: Array, x: Array, prev: Array, w_ih: Array, want_x: bool) -> tuple[Array | None, Array, Array]:
-    """From gate gradients ``dg (T, B, G)``: ``(dx, dW_ih, dW_hh)``, each one product over
-    every step (``prev (T, B, H)``: the state entering each step); ``dx`` is ``None`` unless
-    ``want_x``."""
-    nt, nb, ng = dg.shape
-    d2 = dg.reshape(nt * nb, ng)
-    dx = blas.matmul(d2, w_ih).reshape(x.shape) if want_x else None
-    dw_ih = blas.matmul(d2.T, x.reshape(nt * nb, x.shape[2]))
-    dw_hh = blas.matmul(d2.T, prev.reshape(nt * nb, prev.shape[2]))
-    return dx, dw_ih, dw_hh
-
-
-def _bias_grad(dg: Array) -> Array:
-    """``dg (T, B, G)`` summed over steps and batch."""
-    out: Array = dg.reshape(-1, dg.shape[2]).sum(axis=0)
+def bias_sum(b_ih: Array | None, b_hh: Array | None) -> Array | None:
+    """``b_ih + b_hh`` (both enter every gate as a sum, except GRU's ``n`` gate), or the one
+    given, or ``None``."""
+    if b_ih is None:
+        return b_hh
+    if b_hh is None:
+        return b_ih
+    out: Array = b_ih + b_hh
     return out
 
 
-def lstm_forward(
-    x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array, bias: Array | None, reverse: bool
-) -> tuple[Array, Array, Array, Array]:
-    """The LSTM recurrence over ``x (T, B, I)`` from ``h0, c0 (B, H)``: ``(out, acts, c, tc)``
-    with ``out (T, B, H)`` the hidden states, ``acts (T, B, 4H)`` the activated gates
-    ``i, f, g, o``, ``c (T, B, H)`` the cell states and ``tc = tanh(c)``. ``bias`` is
-    ``b_ih + b_hh`` (``(4H,)``) or ``None``; ``reverse`` runs from the last step to the first.
-    C-contiguous arrays of one float dtype; ``T >= 1``."""
-    nt, nb, _ = x.shape
-    nh = h0.shape[1]
-    acts = _input_projection(x, w_ih, bias)
-    out = np.empty((nt, nb, nh), x.dtype)
-    c = np.empty_like(out)
-    tc = np.empty_like(out)
-    gh = np.empty((nb, 4 * nh), x.dtype)
-    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
-    step = _pick(_lstm_fwd_step_serial, _lstm_fwd_step_parallel, nb, 4 * nh)
-    h_prev, c_prev = h0, c0
-    with _loop_threads(nb * 4 * nh * nh):
-        for t in _steps(nt, reverse):
-            np.matmul(h_prev, wt, out=gh)
-            step(acts[t], gh, c_prev, c[t], tc[t], out[t])
-            h_prev, c_prev = out[t], c[t]
-    return out, acts, c, tc
+class Recurrence:
+    """One recurrent layer in one direction over a time-major sequence: its weights, the states
+    its forward saves and the gradients its backward computes (arrays in, arrays out).
+
+    ``kind`` is one of :data:`KINDS`; ``x (T, B, I)`` the input, which may still be being
+    written when the recurrence is made (a stacked layer's input: :class:`Stack` fills it chunk
+    by chunk before each :meth:`project`); ``h0, c0 (B, H)`` (``c0`` for the LSTM only);
+    ``w_ih (G H, I)``, ``w_hh (G H, H)``, ``b_ih``, ``b_hh (G H,)`` or ``None``, in PyTorch's
+    layout and gate order; ``reverse`` runs from the last step to the first. C-contiguous
+    arrays of one float dtype, ``T >= 1``.
+
+    The whole-sequence calls are :meth:`forward` and :meth:`backward`. The chunked ones, for a
+    stack that overlaps its layers on threads, are :meth:`project` and :meth:`run` (forward),
+    then :meth:`start_backward`, :meth:`run_backward`, :meth:`input_grad` and :meth:`finish`.
+    After the forward, ``out (T, B, H)`` holds the hidden state of every step, ``acts (T, B,
+    G H)`` the activated gates, and for the LSTM ``c`` and ``tc = tanh(c)`` the cell states,
+    for the GRU ``hn = W_hn h_{t-1} + b_hn``.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        x: Array,
+        h0: Array,
+        c0: Array | None,
+        w_ih: Array,
+        w_hh: Array,
+        b_ih: Array | None,
+        b_hh: Array | None,
+        reverse: bool,
+    ) -> None:
+        nt, nb, ni = x.shape
+        ng, nh = w_hh.shape
+        dt = w_hh.dtype
+        self.kind = kind
+        self.shape = (nt, nb, ni, nh, ng)
+        """``(T, B, I, H, G H)``."""
+        self.x = x
+        self.h0 = h0
+        self.c0 = c0 if c0 is not None else h0
+        self.w_ih = w_ih
+        self.w_hh = w_hh
+        self.wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
+        self.reverse = reverse
+        self.order = _steps(nt, reverse)
+        self.given_bias = (b_ih is not None, b_hh is not None)
+        self.bias_x = b_ih if kind == "gru" else bias_sum(b_ih, b_hh)
+        self.b_hh = b_hh if b_hh is not None else np.zeros(ng, dt)  # the GRU's, in its n gate
+        self.out = np.empty((nt, nb, nh), dt)
+        self.acts = np.empty((nt, nb, ng), dt)
+        lstm = kind == "lstm"
+        self.c = np.empty_like(self.out) if lstm else _NONE
+        self.tc = np.empty_like(self.out) if lstm else _NONE
+        self.hn = np.empty_like(self.out) if kind == "gru" else _NONE
+        self._gh = np.empty((nb, ng), dt)
+        self._h = h0
+        self._c = self.c0
+        self.macs = nb * ng * nh
+        """Multiply-adds of one step's recurrent product."""
+
+    # -- forward
+
+    def project(self, lo: int, hi: int, threads: bool) -> None:
+        """``acts[lo:hi] = x[lo:hi] @ W_ih^T + bias`` for time indices ``lo <= t < hi``, one
+        product (``threads``: :func:`blas.matmul`'s thread rule, else the caller's)."""
+        _, _, ni, _, ng = self.shape
+        a = self.acts[lo:hi].reshape(-1, ng)
+        _mm(self.x[lo:hi].reshape(-1, ni), self.w_ih.T, a, threads)
+        if self.bias_x is not None:
+            a += self.bias_x
+
+    def run(self, first: int, stop: int, threads: bool) -> None:
+        """Run the steps at positions ``first <= k < stop`` of the run order (time ``k``, or
+        ``T - 1 - k`` in reverse), after their :meth:`project`: each step one product ``h_{t-1}
+        @ W_hh^T`` and one fused kernel. ``threads``: the kernels may split rows over threads
+        (:data:`PARALLEL_THRESHOLD`), else serial."""
+        _, nb, _, _, ng = self.shape
+        gh, wt, acts, out = self._gh, self.wt, self.acts, self.out
+        h = self._h
+        if self.kind == "lstm":
+            step = _pick(_lstm_fwd_step_serial, _lstm_fwd_step_parallel, nb, ng, threads)
+            c, tc = self.c, self.tc
+            cp = self._c
+            for t in self.order[first:stop]:
+                np.matmul(h, wt, out=gh)
+                step(acts[t], gh, cp, c[t], tc[t], out[t])
+                h, cp = out[t], c[t]
+            self._c = cp
+        elif self.kind == "gru":
+            step = _pick(_gru_fwd_step_serial, _gru_fwd_step_parallel, nb, ng, threads)
+            hn, b_hh = self.hn, self.b_hh
+            for t in self.order[first:stop]:
+                np.matmul(h, wt, out=gh)
+                step(acts[t], gh, b_hh, h, hn[t], out[t])
+                h = out[t]
+        else:
+            step = _pick(_rnn_fwd_step_serial, _rnn_fwd_step_parallel, nb, ng, threads)
+            relu = self.kind == "rnn_relu"
+            for t in self.order[first:stop]:
+                np.matmul(h, wt, out=gh)
+                step(acts[t], gh, out[t], relu)
+                h = out[t]
+        self._h = h
+
+    def forward(self, threads: bool = True) -> None:
+        """The whole forward: one input projection, then every step (the step products on one
+        BLAS thread below :data:`LOOP_PARALLEL_MACS` when ``threads``; with ``threads=False``
+        everything stays on the caller's thread setting)."""
+        nt = self.shape[0]
+        self.project(0, nt, threads)
+        if not threads:
+            self.run(0, nt, False)
+            return
+        with _loop_threads(self.macs):
+            self.run(0, nt, True)
+
+    def last_states(self) -> tuple[Array, Array | None]:
+        """``(h_n, c_n)`` after the forward: the states after the last step run (``c_n`` for
+        the LSTM only), copies."""
+        last = 0 if self.reverse else self.shape[0] - 1
+        return self.out[last].copy(), (self.c[last].copy() if self.kind == "lstm" else None)
+
+    # -- backward
+
+    def start_backward(self, g_hn: Array | None, g_cn: Array | None) -> None:
+        """Set up the backward from the gradients of ``h_n`` and ``c_n`` (``None``: zero)."""
+        _, nb, _, nh, _ = self.shape
+        dt = self.out.dtype
+        self.rec = np.zeros((nb, nh), dt) if g_hn is None else np.array(g_hn, dt)
+        self.dc = np.zeros((nb, nh), dt) if g_cn is None else np.array(g_cn, dt)
+        self.carry = np.zeros((nb, nh), dt)
+        self.zeros = np.zeros((nb, nh), dt)
+        self.dg = np.empty_like(self.acts)
+        self.dgh = np.empty_like(self.acts) if self.kind == "gru" else self.dg
+
+    def run_backward(self, g_out: Array | None, first: int, stop: int, threads: bool) -> None:
+        """Backward through the steps at positions ``first <= k < stop`` of the reversed run
+        order (the last step run first), given the output's gradient ``g_out (T, B, H)`` (rows
+        of the steps run must be final) or ``None``; writes the gate gradients ``dg`` of those
+        steps (and the GRU's hidden-side ``dgh``) and carries the state gradients."""
+        nt, nb, _, _, ng = self.shape
+        acts, out, rec, dg, w_hh = self.acts, self.out, self.rec, self.dg, self.w_hh
+        first_run = self.order[0]
+        back = -1 if self.reverse else 1  # the previous step's index is t - back
+        for t in _steps(nt, not self.reverse)[first:stop]:
+            gt = self.zeros if g_out is None else g_out[t]
+            if self.kind == "lstm":
+                c_prev = self.c0 if t == first_run else self.c[t - back]
+                step = _pick(_lstm_bwd_step_serial, _lstm_bwd_step_parallel, nb, ng, threads)
+                step(acts[t], c_prev, self.tc[t], gt, rec, self.dc, dg[t])
+                np.matmul(dg[t], w_hh, out=rec)
+            elif self.kind == "gru":
+                h_prev = self.h0 if t == first_run else out[t - back]
+                step = _pick(_gru_bwd_step_serial, _gru_bwd_step_parallel, nb, ng, threads)
+                step(acts[t], self.hn[t], h_prev, gt, rec, self.carry, dg[t], self.dgh[t])
+                np.matmul(self.dgh[t], w_hh, out=rec)
+            else:
+                step = _pick(_rnn_bwd_step_serial, _rnn_bwd_step_parallel, nb, ng, threads)
+                step(out[t], gt, rec, dg[t], self.kind == "rnn_relu")
+                np.matmul(dg[t], w_hh, out=rec)
+
+    def input_grad(self, lo: int, hi: int, threads: bool, out: Array | None = None) -> Array:
+        """The input's gradient for time indices ``lo <= t < hi``, ``dg[lo:hi] @ W_ih`` ``(hi -
+        lo, B, I)``, once those steps' :meth:`run_backward` is done (into ``out`` if given)."""
+        _, nb, ni, _, ng = self.shape
+        o = None if out is None else out.reshape(-1, ni)
+        return _mm(self.dg[lo:hi].reshape(-1, ng), self.w_ih, o, threads).reshape(hi - lo, nb, ni)
+
+    def finish(self, threads: bool) -> dict[str, Array]:
+        """The gradients after every step's :meth:`run_backward`: ``h0`` (and ``c0``),
+        ``weight_ih = sum_t dg_t^T x_t``, ``weight_hh = sum_t dgh_t^T h_{t-1}`` (one product
+        each over every step) and the given biases' (sums of the gate gradients)."""
+        nt, nb, ni, nh, ng = self.shape
+        prev = np.empty_like(self.out)  # the state entering each step
+        if self.reverse:
+            prev[:-1] = self.out[1:]
+            prev[-1] = self.h0
+        else:
+            prev[1:] = self.out[:-1]
+            prev[0] = self.h0
+        dx2 = self.dg.reshape(nt * nb, ng)
+        dh2 = self.dgh.reshape(nt * nb, ng)
+        res = {
+            "h0": self.rec + self.carry if self.kind == "gru" else self.rec,
+            "weight_ih": _mm(dx2.T, self.x.reshape(nt * nb, ni), None, threads),
+            "weight_hh": _mm(dh2.T, prev.reshape(nt * nb, nh), None, threads),
+        }
+        if self.kind == "lstm":
+            res["c0"] = self.dc
+        if self.given_bias[0]:
+            res["bias_ih"] = dx2.sum(axis=0)
+        if self.given_bias[1]:
+            res["bias_hh"] = dh2.sum(axis=0) if self.kind == "gru" or not self.given_bias[0] else res["bias_ih"].copy()
+        return res
+
+    def backward(
+        self, g_out: Array | None, g_hn: Array | None, g_cn: Array | None, want_x: bool, threads: bool = True
+    ) -> dict[str, Array]:
+        """The whole backward: :meth:`finish`'s gradients, and ``input`` (the input's) when
+        ``want_x``. ``threads`` as in :meth:`forward`."""
+        nt = self.shape[0]
+        self.start_backward(g_hn, g_cn)
+        if threads:
+            with _loop_threads(self.macs):
+                self.run_backward(g_out, 0, nt, True)
+        else:
+            self.run_backward(g_out, 0, nt, False)
+        res = self.finish(threads)
+        if want_x:
+            res["input"] = self.input_grad(0, nt, threads)
+        self.release()
+        return res
+
+    def release(self) -> None:
+        """Drop the backward's work arrays (the gate gradients); the forward's saved states stay
+        for another backward."""
+        self.dg = self.dgh = _NONE
 
 
-def lstm_backward(
-    saved: tuple[Array, Array, Array, Array],
-    x: Array,
-    h0: Array,
-    c0: Array,
-    w_ih: Array,
-    w_hh: Array,
-    g_out: Array | None,
-    g_hn: Array | None,
-    g_cn: Array | None,
-    reverse: bool,
-    want_x: bool,
-) -> tuple[Array | None, Array, Array, Array, Array, Array]:
-    """Gradients of the LSTM recurrence, given :func:`lstm_forward`'s ``saved`` results and the
-    gradients of ``out``, ``h_n`` and ``c_n`` (each ``None`` for none): ``(dx, dh0, dc0,
-    dW_ih, dW_hh, db)`` with ``db`` the gradient of either bias (they enter as a sum)."""
-    out, acts, c, tc = saved
-    nt, nb, nh = out.shape
-    dt = x.dtype
-    dg = np.empty_like(acts)
-    rec = np.zeros((nb, nh), dt) if g_hn is None else np.array(g_hn, dt)
-    dc = np.zeros((nb, nh), dt) if g_cn is None else np.array(g_cn, dt)
-    zeros = np.zeros((nb, nh), dt) if g_out is None else None
-    step = _pick(_lstm_bwd_step_serial, _lstm_bwd_step_parallel, nb, 4 * nh)
-    order = _steps(nt, not reverse)
-    last = order[-1]
-    with _loop_threads(nb * 4 * nh * nh):
-        for t in order:
-            c_prev = c0 if t == last else (c[t + 1] if reverse else c[t - 1])
-            gt = zeros if g_out is None else g_out[t]
-            step(acts[t], c_prev, tc[t], gt, rec, dc, dg[t])
-            np.matmul(dg[t], w_hh, out=rec)
-    dx, dw_ih, dw_hh = _weight_grads(dg, x, _prev_states(out, h0, reverse), w_ih, want_x)
-    return dx, rec, dc, dw_ih, dw_hh, _bias_grad(dg)
+# ----- stacks: layers overlapped on threads ---------------------------------------------------
+
+PIPELINE_MACS = 1 << 20
+"""Multiply-adds per step of one layer's recurrent product (``batch * gates * hidden * hidden``)
+from which :class:`Stack` runs its layers on threads (on a machine with two or more cores):
+a unidirectional stack as a wavefront (layer ``l`` runs chunk ``k`` of the steps while layer
+``l + 1`` runs chunk ``k - 1``; the backward the same from the top layer down), a
+bidirectional layer's two directions side by side. Each thread uses one BLAS thread, so no
+thread waits inside BLAS for a busy core. Measured on the 2-core VM (2-layer LSTM, hidden 256,
+batch 32, sequence 64, float32; 8.4M multiply-adds a step): see :class:`Stack`. Below about
+1M the per-chunk handoffs (tens of microseconds) cost more than they overlap."""
+
+CHUNK = 4
+"""Steps per chunk of the wavefront: the lag between two layers, and the rows (``CHUNK *
+batch``) of the per-chunk input projections and input gradients. 4, 8 and 16 measured
+88, 95 and 98 ms for the forward above (4 fills the pipeline soonest)."""
+
+_POOL: list[ThreadPoolExecutor] = []
 
 
-def gru_forward(
-    x: Array, h0: Array, w_ih: Array, w_hh: Array, b_ih: Array | None, b_hh: Array, reverse: bool
-) -> tuple[Array, Array, Array]:
-    """The GRU recurrence over ``x (T, B, I)`` from ``h0 (B, H)``: ``(out, acts, hn)`` with
-    ``acts (T, B, 3H)`` the gates ``r, z, n`` and ``hn (T, B, H)`` the saved ``W_hn h + b_hn``.
-    ``b_hh`` is an array (zeros without biases)."""
-    nt, nb, _ = x.shape
-    nh = h0.shape[1]
-    acts = _input_projection(x, w_ih, b_ih)
-    out = np.empty((nt, nb, nh), x.dtype)
-    hn = np.empty_like(out)
-    gh = np.empty((nb, 3 * nh), x.dtype)
-    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
-    step = _pick(_gru_fwd_step_serial, _gru_fwd_step_parallel, nb, 3 * nh)
-    h_prev = h0
-    with _loop_threads(nb * 3 * nh * nh):
-        for t in _steps(nt, reverse):
-            np.matmul(h_prev, wt, out=gh)
-            step(acts[t], gh, b_hh, h_prev, hn[t], out[t])
-            h_prev = out[t]
-    return out, acts, hn
+def _pool() -> ThreadPoolExecutor:
+    """The worker threads of the stacks (made on first use; daemon threads of the stdlib's
+    executor, shared by every stack)."""
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=8, thread_name_prefix="gradtape-rnn"))
+    return _POOL[0]
 
 
-def gru_backward(
-    saved: tuple[Array, Array, Array],
-    x: Array,
-    h0: Array,
-    w_ih: Array,
-    w_hh: Array,
-    g_out: Array | None,
-    g_hn: Array | None,
-    reverse: bool,
-    want_x: bool,
-) -> tuple[Array | None, Array, Array, Array, Array, Array]:
-    """Gradients of the GRU recurrence: ``(dx, dh0, dW_ih, dW_hh, db_ih, db_hh)``."""
-    out, acts, hn = saved
-    nt, nb, nh = out.shape
-    dt = x.dtype
-    dgx = np.empty_like(acts)
-    dgh = np.empty_like(acts)
-    rec = np.zeros((nb, nh), dt) if g_hn is None else np.array(g_hn, dt)
-    carry = np.zeros((nb, nh), dt)
-    zeros = np.zeros((nb, nh), dt) if g_out is None else None
-    prev = _prev_states(out, h0, reverse)
-    step = _pick(_gru_bwd_step_serial, _gru_bwd_step_parallel, nb, 3 * nh)
-    with _loop_threads(nb * 3 * nh * nh):
-        for t in _steps(nt, not reverse):
-            gt = zeros if g_out is None else g_out[t]
-            step(acts[t], hn[t], prev[t], gt, rec, carry, dgx[t], dgh[t])
-            np.matmul(dgh[t], w_hh, out=rec)
-    rec += carry
-    nt3 = nt * nb
-    dx = blas.matmul(dgx.reshape(nt3, 3 * nh), w_ih).reshape(x.shape) if want_x else None
-    dw_ih = blas.matmul(dgx.reshape(nt3, 3 * nh).T, x.reshape(nt3, x.shape[2]))
-    dw_hh = blas.matmul(dgh.reshape(nt3, 3 * nh).T, prev.reshape(nt3, nh))
-    return dx, rec, dw_ih, dw_hh, _bias_grad(dgx), _bias_grad(dgh)
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
-def rnn_forward(x: Array, h0: Array, w_ih: Array, w_hh: Array, bias: Array | None, relu: bool, reverse: bool) -> Array:
-    """The Elman recurrence ``h_t = act(x_t W_ih^T + h_{t-1} W_hh^T + b)`` over ``x (T, B, I)``:
-    ``out (T, B, H)`` (all the backward needs). ``bias`` is ``b_ih + b_hh`` or ``None``."""
-    nt, nb, _ = x.shape
-    nh = h0.shape[1]
-    gx = _input_projection(x, w_ih, bias)
-    out = np.empty((nt, nb, nh), x.dtype)
-    gh = np.empty((nb, nh), x.dtype)
-    wt = np.ascontiguousarray(w_hh.T)  # a transposed view ran the step products 20% slower
-    step = _pick(_rnn_fwd_step_serial, _rnn_fwd_step_parallel, nb, nh)
-    h_prev = h0
-    with _loop_threads(nb * nh * nh):
-        for t in _steps(nt, reverse):
-            np.matmul(h_prev, wt, out=gh)
-            step(gx[t], gh, out[t], relu)
-            h_prev = out[t]
-    return out
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy's OpenBLAS on one thread for the calling thread (``openblas_set_num_threads_local``)
+    inside the block; its previous count after."""
+    setter = blas._SET
+    if setter is None:
+        yield
+        return
+    prev = setter(1)
+    try:
+        yield
+    finally:
+        setter(max(prev, 1))
 
 
-def rnn_backward(
-    out: Array,
-    x: Array,
-    h0: Array,
-    w_ih: Array,
-    w_hh: Array,
-    g_out: Array | None,
-    g_hn: Array | None,
-    relu: bool,
-    reverse: bool,
-    want_x: bool,
-) -> tuple[Array | None, Array, Array, Array, Array]:
-    """Gradients of the Elman recurrence: ``(dx, dh0, dW_ih, dW_hh, db)``."""
-    nt, nb, nh = out.shape
-    dt = x.dtype
-    dg = np.empty_like(out)
-    rec = np.zeros((nb, nh), dt) if g_hn is None else np.array(g_hn, dt)
-    zeros = np.zeros((nb, nh), dt) if g_out is None else None
-    step = _pick(_rnn_bwd_step_serial, _rnn_bwd_step_parallel, nb, nh)
-    with _loop_threads(nb * nh * nh):
-        for t in _steps(nt, not reverse):
-            gt = zeros if g_out is None else g_out[t]
-            step(out[t], gt, rec, dg[t], relu)
-            np.matmul(dg[t], w_hh, out=rec)
-    dx, dw_ih, dw_hh = _weight_grads(dg, x, _prev_states(out, h0, reverse), w_ih, want_x)
-    return dx, rec, dw_ih, dw_hh, _bias_grad(dg)
+class _Aborted(Exception):
+    """Another thread of the same stack failed (its error is the one raised)."""
+
+
+class _Chunks:
+    """Completion flags of one layer's chunks, which the next layer in the wavefront waits on."""
+
+    def __init__(self, n: int) -> None:
+        self.events = [threading.Event() for _ in range(n)]
+        self.failed = False
+
+    def done(self, k: int) -> None:
+        self.events[k].set()
+
+    def fail(self) -> None:
+        self.failed = True
+        for e in self.events:
+            e.set()
+
+    def wait(self, k: int) -> None:
+        self.events[k].wait()
+        if self.failed:
+            raise _Aborted
+
+
+def _together(tasks: list[Callable[[], None]], links: list[_Chunks]) -> None:
+    """Run ``tasks[0]`` on this thread and the others on the pool's threads, all at once; a
+    failure in one fails every link (so that no task waits forever) and is raised here after
+    every task has stopped."""
+
+    def guarded(task: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                task()
+            except BaseException:
+                for link in links:
+                    link.fail()
+                raise
+
+        return run
+
+    futures = [_pool().submit(guarded(t)) for t in tasks[1:]]
+    errors: list[BaseException] = []
+    try:
+        guarded(tasks[0])()
+    except BaseException as e:
+        errors.append(e)
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:
+            errors.append(e)
+    if errors:
+        real = [e for e in errors if not isinstance(e, _Aborted)]
+        raise (real or errors)[0]
+
+
+class Stack:
+    """PyTorch's stacked, optionally bidirectional recurrent network (``torch.nn.LSTM``/
+    ``GRU``/``RNN``) as :class:`Recurrence` s: layer ``l + 1`` reads layer ``l``'s outputs
+    (both directions' concatenated on the feature axis), times ``masks[l]`` (dropout's scaled
+    keep mask ``(T, B, D H)``, or ``None``).
+
+    Args:
+        kind: one of :data:`KINDS`.
+        x: ``(T, B, I)``; ``h0s``, ``c0s``: one ``(B, H)`` state per layer and direction
+            (``k = layer * D + direction``; ``c0s`` for the LSTM, else ``None``).
+        weights: ``(w_ih, w_hh, b_ih, b_hh)`` per ``k``.
+        ndir: ``D``, 1 or 2.
+        masks: one per layer but the last.
+
+    Threads: when the step product is at least :data:`PIPELINE_MACS` and the machine has two
+    or more cores, :meth:`forward` and :meth:`backward` overlap the layers (see there);
+    otherwise every recurrence runs whole, one after the other. The two give the same values
+    up to float rounding (the pipelined input projections and input gradients are per chunk).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        x: Array,
+        h0s: list[Array],
+        c0s: list[Array] | None,
+        weights: list[tuple[Array, Array, Array | None, Array | None]],
+        ndir: int,
+        masks: list[Array | None],
+    ) -> None:
+        nt, nb, _ = x.shape
+        nl = len(weights) // ndir
+        self.kind = kind
+        self.ndir = ndir
+        self.masks = masks
+        self.layers: list[list[Recurrence]] = []
+        self.inputs: list[Array] = []
+        inp = x
+        for layer in range(nl):
+            runs = []
+            for d in range(ndir):
+                k = layer * ndir + d
+                c0 = None if c0s is None else c0s[k]
+                runs.append(Recurrence(kind, inp, h0s[k], c0, *weights[k], reverse=d == 1))
+            self.layers.append(runs)
+            self.inputs.append(inp)
+            if layer < nl - 1:
+                nh = runs[0].shape[3]
+                inp = runs[0].out if ndir == 1 and masks[layer] is None else np.empty((nt, nb, ndir * nh), x.dtype)
+        self.threaded = _cores() > 1 and self.layers[0][0].macs >= PIPELINE_MACS and (nl > 1 or ndir == 2)
+
+    def _feed(self, layer: int, lo: int, hi: int) -> None:
+        """Write layer ``layer + 1``'s input for time indices ``lo <= t < hi`` from layer
+        ``layer``'s outputs (concatenated, masked); nothing when it reads the output itself."""
+        runs, dst, m = self.layers[layer], self.inputs[layer + 1], self.masks[layer]
+        if dst is runs[0].out:
+            return
+        nh = runs[0].shape[3]
+        for d, r in enumerate(runs):
+            part = dst[lo:hi, :, d * nh : (d + 1) * nh]
+            if m is None:
+                part[...] = r.out[lo:hi]
+            else:
+                np.multiply(r.out[lo:hi], m[lo:hi, :, d * nh : (d + 1) * nh], out=part)
+
+    def forward(self) -> tuple[Array, list[Array], list[Array]]:
+        """Run every layer: ``(output (T, B, D H), h_n per k, c_n per k)`` (``c_n`` empty but
+        for the LSTM). Pipelined (unidirectional, threaded): this thread runs layer 0 (its
+        input projection whole, then its steps chunk by chunk), a pool thread each layer above,
+        which projects and runs chunk ``k`` once the layer below has finished it."""
+        nl, nt = len(self.layers), self.layers[0][0].shape[0]
+        if self.threaded and self.ndir == 1:
+            links = [_Chunks(-(-nt // CHUNK)) for _ in range(nl - 1)]
+
+            def layer_task(layer: int) -> Callable[[], None]:
+                r = self.layers[layer][0]
+
+                def task() -> None:
+                    if layer == 0:
+                        r.project(0, nt, True)
+                    with _one_blas_thread():
+                        for k, lo in enumerate(range(0, nt, CHUNK)):
+                            hi = min(lo + CHUNK, nt)
+                            if layer > 0:
+                                links[layer - 1].wait(k)
+                                r.project(lo, hi, False)
+                            r.run(lo, hi, False)
+                            if layer < nl - 1:
+                                self._feed(layer, lo, hi)
+                                links[layer].done(k)
+
+                return task
+
+            _together([layer_task(i) for i in range(nl)], links)
+        else:
+            for layer, runs in enumerate(self.layers):
+                if self.threaded:
+                    _together([_single(r.forward, False) for r in runs], [])
+                else:
+                    for r in runs:
+                        r.forward(True)
+                if layer < nl - 1:
+                    self._feed(layer, 0, nt)
+        top = self.layers[-1]
+        output = top[0].out if self.ndir == 1 else np.concatenate([r.out for r in top], axis=2)
+        states = [r.last_states() for runs in self.layers for r in runs]
+        hs = [h for h, _ in states]
+        cs = [c for _, c in states if c is not None]
+        return output, hs, cs
+
+    def backward(
+        self, g_out: Array | None, g_hn: Array | None, g_cn: Array | None, want_x: bool
+    ) -> tuple[Array | None, list[dict[str, Array]]]:
+        """Gradients from those of ``output (T, B, D H)``, ``h_n`` and ``c_n`` (``(L D, B, H)``;
+        each ``None`` for none): ``(dx, per k`` :meth:`Recurrence.finish` ``'s dict)``, ``dx``
+        ``None`` unless ``want_x``. Pipelined: a pool thread per layer from the top down runs
+        its steps backwards chunk by chunk and hands the layer below that chunk's output
+        gradient; this thread runs layer 0, then its weight gradients on every BLAS thread."""
+        nl, nd = len(self.layers), self.ndir
+        nt, nb, _, nh, _ = self.layers[0][0].shape
+        dt = self.layers[0][0].out.dtype
+        res: dict[int, dict[str, Array]] = {}
+
+        def states(k: int) -> tuple[Array | None, Array | None]:
+            return (None if g_hn is None else g_hn[k]), (None if g_cn is None else g_cn[k])
+
+        def split(g: Array | None) -> list[Array | None]:
+            if g is None or nd == 1:
+                return [g] * nd
+            return [np.ascontiguousarray(g[:, :, d * nh : (d + 1) * nh]) for d in range(nd)]
+
+        dx: Array | None = None
+        if self.threaded and nd == 1:
+            links = [_Chunks(-(-nt // CHUNK)) for _ in range(nl - 1)]
+            g_in = [np.empty((nt, nb, nh), dt) for _ in range(nl - 1)]  # each lower layer's output gradient
+            bounds = [(max(hi - CHUNK, 0), hi) for hi in range(nt, 0, -CHUNK)]
+
+            def layer_task(layer: int) -> Callable[[], None]:
+                r = self.layers[layer][0]
+                g = g_out if layer == nl - 1 else g_in[layer]
+
+                def task() -> None:
+                    r.start_backward(*states(layer))
+                    with _one_blas_thread():
+                        for k, (lo, hi) in enumerate(bounds):
+                            if layer < nl - 1:
+                                links[layer].wait(k)
+                            r.run_backward(g, nt - hi, nt - lo, False)
+                            if layer > 0:
+                                below = g_in[layer - 1][lo:hi]
+                                r.input_grad(lo, hi, False, below)
+                                m = self.masks[layer - 1]
+                                if m is not None:
+                                    below *= m[lo:hi]
+                                links[layer - 1].done(k)
+                        if layer > 0:
+                            res[layer] = r.finish(False)
+                    if layer == 0:
+                        res[0] = r.finish(True)
+
+                return task
+
+            _together([layer_task(0), *(layer_task(i) for i in range(nl - 1, 0, -1))], links)
+            if want_x:
+                dx = self.layers[0][0].input_grad(0, nt, True)
+            for runs in self.layers:
+                runs[0].release()
+            return dx, [res[i] for i in range(nl)]
+        g: list[Array | None] = split(g_out)
+        for layer in range(nl - 1, -1, -1):
+            runs = self.layers[layer]
+            wants = want_x or layer > 0
+            outs: list[dict[str, Array]] = [{} for _ in runs]
+
+            tasks = [_Back(outs, d, r, g[d], *states(layer * nd + d), wants) for d, r in enumerate(runs)]
+            if self.threaded:
+                _together([_single(t.run, False) for t in tasks], [])
+            else:
+                for t in tasks:
+                    t.run(True)
+            for d in range(nd):
+                res[layer * nd + d] = outs[d]
+            if layer > 0:
+                total = outs[0].pop("input")
+                for o in outs[1:]:
+                    total += o.pop("input")
+                m = self.masks[layer - 1]
+                if m is not None:
+                    total *= m
+                g = split(total)
+            elif want_x:
+                dx = outs[0].pop("input")
+                for o in outs[1:]:
+                    dx += o.pop("input")
+        return dx, [res[k] for k in range(nl * nd)]
+
+
+class _Back:
+    """One recurrence's whole backward, its result stored at ``outs[d]`` (a task)."""
+
+    def __init__(
+        self,
+        outs: list[dict[str, Array]],
+        d: int,
+        r: Recurrence,
+        g: Array | None,
+        g_hn: Array | None,
+        g_cn: Array | None,
+        want_x: bool,
+    ) -> None:
+        self.outs, self.d, self.r, self.g, self.g_hn, self.g_cn, self.want_x = outs, d, r, g, g_hn, g_cn, want_x
+
+    def run(self, threads: bool) -> None:
+        self.outs[self.d] = self.r.backward(self.g, self.g_hn, self.g_cn, self.want_x, threads)
+
+
+def _single(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+    """``fn(*args)`` on one BLAS thread (one direction of a bidirectional layer, on a thread)."""
+
+    def task() -> None:
+        with _one_blas_thread():
+            fn(*args)
+
+    return task
