@@ -107,6 +107,31 @@ if __name__ == "__main__":
     with ctx.Pool(1) as pool:
         check(pool.apply(step, (5,)), "child")
 """,
+    # nn.LSTM's stacked op runs its layers on a pool of threads (kernels.rnn.Stack): a forked
+    # child has none of them and must make its own pool rather than wait on its parent's.
+    "recurrent stack threads then fork": """
+from gradtape import nn
+from gradtape.devices.kernels import rnn as kr
+
+kr.PIPELINE_MACS = 0
+kr._cores = lambda: 2
+
+
+def lstm_grad(seed):
+    lstm = nn.LSTM(3, 4, num_layers=3, dev=Cpu(seed=seed), dtype=np.float64)
+    x = Cpu().tensor(np.ones((9, 2, 3)), requires_grad=True)
+    lstm(x)[0].sum().backward()
+    return x.grad.numpy()
+
+
+if __name__ == "__main__":
+    want = lstm_grad(1)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply(lstm_grad, (1,))
+    check(float(np.abs(got - want).max()), "child")
+    check(float(np.abs(lstm_grad(1) - want).max()), "parent after the child")
+""",
 }
 
 

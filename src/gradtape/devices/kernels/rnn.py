@@ -678,15 +678,19 @@ CHUNK = 4
 batch``) of the per-chunk input projections and input gradients. 4, 8 and 16 measured
 88, 95 and 98 ms for the forward above (4 fills the pipeline soonest)."""
 
-_POOL: list[ThreadPoolExecutor] = []
+_POOL: dict[int, ThreadPoolExecutor] = {}
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The worker threads of the stacks (made on first use; daemon threads of the stdlib's
-    executor, shared by every stack)."""
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=8, thread_name_prefix="gradtape-rnn"))
-    return _POOL[0]
+    """The worker threads of the stacks, shared by every stack: made on first use in each
+    process (a forked child has none of its parent's threads, and an executor copied from the
+    parent would count them as idle and never run a task)."""
+    pid = os.getpid()
+    pool = _POOL.get(pid)
+    if pool is None:
+        _POOL.clear()
+        pool = _POOL[pid] = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gradtape-rnn")
+    return pool
 
 
 def _cores() -> int:
