@@ -762,3 +762,17 @@ def test_a_failing_thread_raises_instead_of_hanging(
     monkeypatch.setattr(_kr.Recurrence, where, original)
     lstm(x)[0].sum().backward()  # the pool still works
     assert x.grad is not None
+
+
+def test_threaded_stack_leaves_blas_threads_as_it_found_them(threaded: None) -> None:
+    """The stack runs numpy's BLAS on one thread while its threads work (a process-wide
+    setting in numpy's OpenBLAS) and gives gradtape's count back after, errors included."""
+    from gradtape.devices.kernels import blas
+
+    if blas._SET is None:
+        pytest.skip("numpy's BLAS is not a multithreaded OpenBLAS")
+    lstm = nn.LSTM(3, 4, num_layers=2, dev=Cpu(seed=1), dtype=np.float64)
+    gru = nn.GRU(3, 4, num_layers=2, bidirectional=True, dev=Cpu(seed=1), dtype=np.float64)
+    for layer in (lstm, gru):
+        layer(Cpu().tensor(np.ones((5, 2, 3)), requires_grad=True))[0].sum().backward()
+        assert blas._SET(blas._THREADS) == blas._THREADS  # the count it replaced

@@ -79,11 +79,14 @@ and 1.6-2.0x from 67M on."""
 
 
 @contextlib.contextmanager
-def _loop_threads(macs: int) -> Iterator[None]:
-    """numpy's OpenBLAS on one thread inside the block when a step's product has fewer than
-    :data:`LOOP_PARALLEL_MACS` multiply-adds (no change with another BLAS)."""
+def _one_blas_thread() -> Iterator[None]:
+    """numpy's OpenBLAS on one thread inside the block, gradtape's count (``blas._THREADS``)
+    after; no change with another BLAS. The count is the process's, not the calling thread's:
+    numpy's OpenBLAS (pthreads build) has one count for every thread that calls it, even
+    through ``openblas_set_num_threads_local`` (measured: a count set in one thread is the one
+    another thread reads back), so a stack sets it once around all of its threads."""
     setter = blas._SET
-    if setter is None or macs >= LOOP_PARALLEL_MACS:
+    if setter is None:
         yield
         return
     setter(1)
@@ -91,6 +94,17 @@ def _loop_threads(macs: int) -> Iterator[None]:
         yield
     finally:
         setter(blas._THREADS)
+
+
+@contextlib.contextmanager
+def _loop_threads(macs: int) -> Iterator[None]:
+    """:func:`_one_blas_thread` when a step's product has fewer than
+    :data:`LOOP_PARALLEL_MACS` multiply-adds, else nothing."""
+    if macs >= LOOP_PARALLEL_MACS:
+        yield
+        return
+    with _one_blas_thread():
+        yield
 
 
 # ----- scalar helpers (inlined; float32 polynomials, float64 libm) ---------------------------
@@ -668,8 +682,9 @@ PIPELINE_MACS = 1 << 20
 from which :class:`Stack` runs its layers on threads (on a machine with two or more cores):
 a unidirectional stack as a wavefront (layer ``l`` runs chunk ``k`` of the steps while layer
 ``l + 1`` runs chunk ``k - 1``; the backward the same from the top layer down), a
-bidirectional layer's two directions side by side. Each thread uses one BLAS thread, so no
-thread waits inside BLAS for a busy core. Measured on the 2-core VM (2-layer LSTM, hidden 256,
+bidirectional layer's two directions side by side. numpy's BLAS runs on one thread meanwhile
+(each of the stack's threads does its products itself), so no thread waits inside BLAS for a
+busy core. Measured on the 2-core VM (2-layer LSTM, hidden 256,
 batch 32, sequence 64, float32; 8.4M multiply-adds a step): see :class:`Stack`. Below about
 1M the per-chunk handoffs (tens of microseconds) cost more than they overlap."""
 
@@ -698,21 +713,6 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """numpy's OpenBLAS on one thread for the calling thread (``openblas_set_num_threads_local``)
-    inside the block; its previous count after."""
-    setter = blas._SET
-    if setter is None:
-        yield
-        return
-    prev = setter(1)
-    try:
-        yield
-    finally:
-        setter(max(prev, 1))
 
 
 class _Aborted(Exception):
@@ -850,26 +850,26 @@ class Stack:
                 r = self.layers[layer][0]
 
                 def task() -> None:
-                    if layer == 0:
-                        r.project(0, nt, True)
-                    with _one_blas_thread():
-                        for k, lo in enumerate(range(0, nt, CHUNK)):
-                            hi = min(lo + CHUNK, nt)
-                            if layer > 0:
-                                links[layer - 1].wait(k)
-                                r.project(lo, hi, False)
-                            r.run(lo, hi, False)
-                            if layer < nl - 1:
-                                self._feed(layer, lo, hi)
-                                links[layer].done(k)
+                    for k, lo in enumerate(range(0, nt, CHUNK)):
+                        hi = min(lo + CHUNK, nt)
+                        if layer > 0:
+                            links[layer - 1].wait(k)
+                            r.project(lo, hi, False)
+                        r.run(lo, hi, False)
+                        if layer < nl - 1:
+                            self._feed(layer, lo, hi)
+                            links[layer].done(k)
 
                 return task
 
-            _together([layer_task(i) for i in range(nl)], links)
+            self.layers[0][0].project(0, nt, True)  # the first layer's input is all there: every BLAS thread
+            with _one_blas_thread():
+                _together([layer_task(i) for i in range(nl)], links)
         else:
             for layer, runs in enumerate(self.layers):
                 if self.threaded:
-                    _together([_single(r.forward, False) for r in runs], [])
+                    with _one_blas_thread():
+                        _together([_call(r.forward, False) for r in runs], [])
                 else:
                     for r in runs:
                         r.forward(True)
@@ -915,26 +915,25 @@ class Stack:
 
                 def task() -> None:
                     r.start_backward(*states(layer))
-                    with _one_blas_thread():
-                        for k, (lo, hi) in enumerate(bounds):
-                            if layer < nl - 1:
-                                links[layer].wait(k)
-                            r.run_backward(g, nt - hi, nt - lo, False)
-                            if layer > 0:
-                                below = g_in[layer - 1][lo:hi]
-                                r.input_grad(lo, hi, False, below)
-                                m = self.masks[layer - 1]
-                                if m is not None:
-                                    below *= m[lo:hi]
-                                links[layer - 1].done(k)
+                    for k, (lo, hi) in enumerate(bounds):
+                        if layer < nl - 1:
+                            links[layer].wait(k)
+                        r.run_backward(g, nt - hi, nt - lo, False)
                         if layer > 0:
-                            res[layer] = r.finish(False)
-                    if layer == 0:
-                        res[0] = r.finish(True)
+                            below = g_in[layer - 1][lo:hi]
+                            r.input_grad(lo, hi, False, below)
+                            m = self.masks[layer - 1]
+                            if m is not None:
+                                below *= m[lo:hi]
+                            links[layer - 1].done(k)
+                    if layer > 0:
+                        res[layer] = r.finish(False)
 
                 return task
 
-            _together([layer_task(0), *(layer_task(i) for i in range(nl - 1, 0, -1))], links)
+            with _one_blas_thread():
+                _together([layer_task(0), *(layer_task(i) for i in range(nl - 1, 0, -1))], links)
+            res[0] = self.layers[0][0].finish(True)  # the last to run: every BLAS thread
             if want_x:
                 dx = self.layers[0][0].input_grad(0, nt, True)
             for runs in self.layers:
@@ -948,7 +947,8 @@ class Stack:
 
             tasks = [_Back(outs, d, r, g[d], *states(layer * nd + d), wants) for d, r in enumerate(runs)]
             if self.threaded:
-                _together([_single(t.run, False) for t in tasks], [])
+                with _one_blas_thread():
+                    _together([_call(t.run, False) for t in tasks], [])
             else:
                 for t in tasks:
                     t.run(True)
@@ -988,11 +988,10 @@ class _Back:
         self.outs[self.d] = self.r.backward(self.g, self.g_hn, self.g_cn, self.want_x, threads)
 
 
-def _single(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
-    """``fn(*args)`` on one BLAS thread (one direction of a bidirectional layer, on a thread)."""
+def _call(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
+    """``fn(*args)`` as a task of :func:`_together`."""
 
     def task() -> None:
-        with _one_blas_thread():
-            fn(*args)
+        fn(*args)
 
     return task
