@@ -239,12 +239,15 @@ def test_parameters_are_marked_buffers_are_not() -> None:
 
 
 def test_detach_stops_the_gradient() -> None:
-    """``detach()``: new id, same data, no gradient through it; ``retaped`` keeps the id."""
+    """``detach()``: new id, same data, no gradient through it; ``retaped`` keeps the id. The data
+    of a recorded tensor's detach() is a read-only view of the same buffer (no copy)."""
     dev = Cpu()
     x = dev.tensor(np.array([1.0, 2.0]))
     xt = x.leaky_trace()
     d = xt.detach()
-    assert d.id != x.id and d.data is x.data and d.tape is NONE_TAPE and not d.requires_grad
+    assert d.id != x.id and d.tape is NONE_TAPE and not d.requires_grad
+    assert np.shares_memory(d.data, x.data) and d.data.shape == x.data.shape and not d.data.flags.writeable
+    assert x.detach().data is x.data  # an untraced tensor's detach() shares the array itself
     g = (xt * d).sum().backward()  # d is a constant: d/dx (x * c) = c
     np.testing.assert_array_equal(g.get(x).numpy(), [1.0, 2.0])
     assert xt.retaped().id == x.id

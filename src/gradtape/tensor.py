@@ -10,6 +10,7 @@ and operators.
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -120,6 +121,12 @@ class Tensor(Generic[S, T_co]):
     Create tensors with a device (``dev.tensor``, ``dev.zeros``, ``dev.randn``) rather than
     with this constructor. ``Tensor[Rank2[L[3], L[4]], NoneTape]`` is the type of an
     untraced 3x4 tensor.
+
+    ``t.data`` is the numpy array itself (PyTorch's ``.data`` is a tensor): ``p.data.add_(...)``
+    fails loudly (numpy has no ``add_``). A ported in-place update is ``with no_grad():
+    p.copy_(new)`` (:meth:`copy_`, :meth:`fill_`, :meth:`zero_`, ``p[i] = v``) or numpy's own
+    ``p.data[...] = new`` / ``p.data -= lr * g``. ``detach()`` of a recorded tensor is
+    read-only (:meth:`detach`).
 
     Raises:
         TypeError: ``data`` is not a numpy array (a list, a scalar: use ``dev.tensor``).
@@ -475,11 +482,35 @@ class Tensor(Generic[S, T_co]):
 
         Unlike :meth:`retaped` (same id: gradients through it still reach this tensor) and
         :meth:`split_tape`, the result is a different tensor as far as any store is concerned.
-        Writing into ``detach().data`` changes this tensor's values too.
+
+        Detaching a tensor that records on a tape (a traced input, an op's output) gives a
+        **read-only** view of its array: that tape's backward closures may still read the
+        buffer, so an in-place write through the detached tensor (``z[0] = 5``, ``fill_``,
+        ``copy_``, ``zero_``) would silently change the gradient (PyTorch catches the same write
+        with its version counter). Such writes raise ``ValueError`` naming the cause; write into
+        ``detach().clone()`` instead. Detaching an untraced tensor or a parameter shares its
+        writeable array: writing into it changes this tensor's values too.
         """
+        data = self.data
+        if self.tape.OWNS_TAPE:
+            data = data.view()
+            data.flags.writeable = False
+            _SHARED_WITH_TAPE[id(data)] = data
         t = _new(Tensor)
-        t.data, t.device, t.tape, t.id, t._leaf = self.data, self.device, NONE_TAPE, next_id(), True
+        t.data, t.device, t.tape, t.id, t._leaf = data, self.device, NONE_TAPE, next_id(), True
         return t
+
+    def clone(self) -> Tensor[S, T_co]:
+        """A copy of this tensor's data in a new buffer (PyTorch's ``clone``), differentiable:
+        recorded as an identity when this tensor requires grad (the copy's gradient flows back
+        unchanged, to any order), so it is not a leaf then; an untraced tensor gives an
+        untraced leaf. Same shape, dtype and device; the copy is always writeable (clone a
+        read-only ``detach()`` or ``expand`` view before writing into it).
+        """
+        if self.data.dtype.kind == "f":
+            out: Tensor[S, T_co] = _unary.to_dtype(self, self.data.dtype)  # same dtype: a recorded copy
+            return out
+        return self._like(self.data.copy())  # type: ignore[no-any-return]
 
     @property
     def grad(self) -> Tensor[S, NoneTape] | None:
@@ -905,19 +936,21 @@ class Tensor(Generic[S, T_co]):
         """``x[key] = value`` (``logits[mask] = float("-inf")``, ``x[:, 0] = 0``): writes into
         this tensor's array, numpy's indexing rules (a tensor in ``key`` or as ``value`` is
         read as its array). Allowed on a tensor that takes no part in autograd (no tape, not
-        requiring grad); the write is not recorded, and it changes every tensor sharing the
-        buffer (``detach()``, a reshape view).
+        requiring grad), and under ``no_grad()`` on a leaf that requires grad (a parameter, as
+        PyTorch's ``with torch.no_grad(): w[0] = 0``); the write is not recorded, and it
+        changes every tensor sharing the buffer (a reshape view, ``detach()`` of an untraced
+        tensor or a parameter).
 
         Raises:
-            TapeError: (a ``RuntimeError``) the tensor requires grad or is recorded; use the
-                out-of-place ``masked_fill`` / ``where`` instead.
-            ValueError: the array is read-only (a ``broadcast_to`` / ``expand`` view).
+            TapeError: (a ``RuntimeError``) the tensor is recorded on a tape, or requires grad
+                while grad mode is on; use the out-of-place ``masked_fill`` / ``where`` instead.
+            ValueError: the array is read-only: a ``detach()`` of a recorded tensor (it shares
+                memory with a tensor whose backward may read it; ``clone()`` it first), a
+                ``broadcast_to`` / ``expand`` view, or a read-only imported buffer.
         """
         if self.tape is not NONE_TAPE:
-            raise TapeError(
-                f"__setitem__: in-place assignment into a tensor of shape {self.shape} that requires grad or is "
-                "recorded on a tape would corrupt its gradient; use x = x.masked_fill(mask, value) or "
-                "ops.where(mask, value, x) instead (PyTorch refuses in-place writes into a leaf that requires grad)"
+            self._check_inplace(
+                "__setitem__", "use x = x.masked_fill(mask, value) or ops.where(mask, value, x) instead"
             )
         if isinstance(key, Tensor):
             key = key.data
@@ -929,12 +962,222 @@ class Tensor(Generic[S, T_co]):
             self.data[key] = value
         except ValueError as e:
             if not self.data.flags.writeable:
-                raise ValueError(
-                    f"__setitem__: tensor of shape {self.shape} is a read-only view (broadcast_to / expand); "
-                    "copy it first"
-                ) from e
+                raise self._read_only("__setitem__") from e
             raise
 
+    def _check_inplace(self, op: str, instead: str) -> None:
+        """The rule of every in-place write (``__setitem__``, ``fill_``, ``zero_``, ``copy_``) on a
+        tensor with a tape: refused on a recorded tensor (its tape's closures read its buffer),
+        and on a leaf that requires grad unless grad mode is off (``no_grad()``, PyTorch's rule
+        for parameters)."""
+        tape = self.tape
+        if tape is NONE_TAPE:
+            return
+        if not tape.OWNS_TAPE and (tape is PARAM or tape is WATCHED) and not _tape_mod.is_grad_enabled():
+            return
+        what = "is recorded on a tape" if tape.OWNS_TAPE else "requires grad (outside no_grad())"
+        raise TapeError(
+            f"{op}: in-place write into a tensor of shape {self.shape} that {what} would corrupt its gradient; "
+            f"{instead} (PyTorch refuses in-place writes into a leaf that requires grad; write into a parameter "
+            "under no_grad())"
+        )
+
+    def _read_only(self, op: str) -> ValueError:
+        """The error of an in-place write into a read-only array, naming why it is read-only."""
+        data = self.data
+        if _SHARED_WITH_TAPE.get(id(data)) is data:
+            return ValueError(
+                f"{op}: tensor of shape {self.shape} is a detach() of a tensor recorded on a tape and shares its "
+                "memory, which that tape's backward may read: the write would silently change the gradient; write "
+                "into a copy, t.detach().clone()"
+            )
+        return ValueError(
+            f"{op}: tensor of shape {self.shape} is read-only: a broadcast_to / expand view, a view of a detach() "
+            "of a recorded tensor (whose backward may read the shared memory), or a read-only imported buffer; "
+            "write into a copy, t.clone()"
+        )
+
+    # ----- issue 27: PyTorch's new_* constructors and in-place fills --------------------------
+
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[Any, Any]:
+        """PyTorch's ``x.new_zeros(size)``: zeros of shape ``size`` (a tuple or list, or the ints
+        as arguments: ``x.new_zeros(2, 3)``), in ``dtype`` (default this tensor's: float32,
+        float64, bool or an integer dtype) on this tensor's device, an untraced leaf (that
+        requires grad with ``requires_grad=True``).
+
+        Raises:
+            TypeError: a size is not an int, or ``dtype`` is not a dtype.
+            ValueError: a size is negative.
+            DTypeError: ``dtype`` is not a tensor dtype (float16, complex).
+        """
+        return self._new("new_zeros", size, dtype, requires_grad, np.zeros)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[Any, Any]:
+        """PyTorch's ``x.new_ones(size)``: ones, as :meth:`new_zeros`."""
+        return self._new("new_ones", size, dtype, requires_grad, np.ones)
+
+    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[Any, Any]:
+        """PyTorch's ``x.new_empty(size)``: an uninitialised tensor (``np.empty``: arbitrary
+        values, fill it before reading), as :meth:`new_zeros`."""
+        return self._new("new_empty", size, dtype, requires_grad, np.empty)
+
+    def new_full(
+        self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False
+    ) -> Tensor[Any, Any]:
+        """PyTorch's ``x.new_full(size, fill_value)``: ``fill_value`` everywhere, shape ``size`` (a
+        tuple or list), in ``dtype`` (default this tensor's; the value is cast to it) on this
+        tensor's device, an untraced leaf; as :meth:`new_zeros`.
+
+        Raises:
+            TypeError, ValueError, DTypeError: as :meth:`new_zeros`; ``fill_value`` is not a
+                number (``TypeError``).
+        """
+        if isinstance(fill_value, Tensor):
+            fill_value = fill_value.item()
+        if not isinstance(fill_value, (builtins.int, builtins.float, bool, np.number, np.bool_)):
+            raise TypeError(f"new_full: fill_value must be a number, got {type(fill_value).__name__}")
+        return self._new("new_full", (size,), dtype, requires_grad, lambda s, dtype: np.full(s, fill_value, dtype))
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor[Any, Any]:
+        """PyTorch's ``x.new_tensor(data)``: a copy of ``data`` (a number, nested lists, a numpy
+        array or a tensor, whose values only are taken: the result never records) in ``dtype``
+        (default this tensor's, as PyTorch's, whatever ``data``'s own dtype; a float cast to an
+        integer dtype is truncated toward zero) on this tensor's device, an untraced leaf.
+
+        Raises:
+            TypeError: ``dtype`` is not a dtype; ``data`` is not numeric.
+            DTypeError: ``dtype`` is not a tensor dtype.
+        """
+        target = self._new_dtype("new_tensor", dtype)
+        if isinstance(data, Tensor):
+            data = data.data
+        try:
+            arr = np.array(data, dtype=target, copy=True)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"new_tensor: data must be numeric (a number, lists, an array or a tensor): {e}") from e
+        return self._new_leaf(arr, requires_grad)
+
+    def _new(self, op: str, size: tuple[Any, ...], dtype: Any, requires_grad: bool, make: Any) -> Tensor[Any, Any]:
+        """The ``new_*`` constructors: parse PyTorch's ``size`` (varargs or one sequence)."""
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        for n in size:
+            if isinstance(n, bool) or not isinstance(n, (builtins.int, np.integer)):
+                raise TypeError(f"{op}: sizes must be ints, got {tuple(size)!r} (tensor of shape {self.shape})")
+            if n < 0:
+                raise ValueError(f"{op}: negative size in {tuple(size)} (tensor of shape {self.shape})")
+        target = self._new_dtype(op, dtype)
+        return self._new_leaf(make(tuple(builtins.int(n) for n in size), dtype=target), requires_grad)
+
+    def _new_dtype(self, op: str, dtype: Any) -> np.dtype[Any]:
+        if dtype is None:
+            own: np.dtype[Any] = self.data.dtype
+            return own
+        try:
+            target: np.dtype[Any] = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"{op}: dtype must be a numpy dtype (np.float32, np.int64, ...), got {dtype!r}") from None
+        if not (target.kind == "f" and target.itemsize in (4, 8)) and target.kind not in "biu":
+            raise DTypeError(
+                f"{op}: dtype {target} is not supported (float32/float64, bool or integers; tensor {self.dtype} "
+                f"{self.shape})"
+            )
+        return target
+
+    def _new_leaf(self, arr: Array, requires_grad: bool) -> Tensor[Any, Any]:
+        t: Tensor[Any, Any] = self._like(arr)
+        if requires_grad:
+            t.requires_grad_()
+        return t
+
+    def fill_(self, value: Any) -> Tensor[S, T_co]:
+        """PyTorch's ``x.fill_(value)``: every element set to ``value`` (a number or a 0-d tensor,
+        cast to this tensor's dtype), in place; returns this tensor. Not recorded.
+
+        Allowed on a tensor without a tape, and under ``no_grad()`` on a leaf that requires grad
+        (a parameter), as :meth:`__setitem__`.
+
+        Raises:
+            TapeError: the tensor is recorded on a tape, or requires grad outside ``no_grad()``
+                (use ``x.new_full(x.shape, value)`` or ``ops.where`` instead).
+            ValueError: the tensor is read-only (``detach()`` of a recorded tensor: ``clone()``
+                it first; an ``expand`` view).
+            TypeError: ``value`` is a tensor with more than one dim, or not a number.
+        """
+        self._check_inplace("fill_", "use x.new_full(x.shape, value) (out of place) instead")
+        if isinstance(value, Tensor):
+            if value.data.ndim:
+                raise TypeError(
+                    f"fill_: value must be a number or a 0-d tensor, got a tensor of shape {value.shape} "
+                    f"(filling a tensor of shape {self.shape})"
+                )
+            value = value.data[()]
+        if not isinstance(value, (builtins.int, builtins.float, bool, np.number, np.bool_)):
+            raise TypeError(f"fill_: value must be a number, got {type(value).__name__} (tensor of shape {self.shape})")
+        if not self.data.flags.writeable:
+            raise self._read_only("fill_")
+        self.data.fill(value)
+        return self
+
+    def zero_(self) -> Tensor[S, T_co]:
+        """PyTorch's ``x.zero_()``: ``fill_(0)``, in place; returns this tensor.
+
+        Raises:
+            TapeError, ValueError: as :meth:`fill_`.
+        """
+        self._check_inplace("zero_", "use x.new_zeros(x.shape) (out of place) instead")
+        if not self.data.flags.writeable:
+            raise self._read_only("zero_")
+        self.data.fill(0)
+        return self
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> Tensor[S, T_co]:
+        """PyTorch's ``x.copy_(src)``: this tensor's values set to ``src``'s (a tensor or a numpy
+        array, broadcast to this tensor's shape and cast to its dtype), in place; returns this
+        tensor. Not recorded: no gradient flows to ``src`` (PyTorch would record one, so a
+        ``src`` that requires grad is refused while grad mode is on; use ``no_grad()`` or
+        ``src.detach()``). ``non_blocking`` is accepted and ignored (one device).
+
+        Allowed on a tensor without a tape, and under ``no_grad()`` on a leaf that requires grad
+        (``with no_grad(): p.copy_(new_value)``, an EMA or a weight load).
+
+        Raises:
+            TapeError: this tensor is recorded on a tape, or requires grad outside ``no_grad()``;
+                or ``src`` requires grad while grad mode is on.
+            ShapeError: ``src``'s shape does not broadcast to this tensor's (names both).
+            ValueError: this tensor is read-only (``detach()`` of a recorded tensor: ``clone()``
+                it first; an ``expand`` view).
+            TypeError: ``src`` is neither a tensor nor a numpy array.
+        """
+        self._check_inplace("copy_", "use the out-of-place result itself (or clone()) instead")
+        if isinstance(src, Tensor):
+            if src.requires_grad and _tape_mod.is_grad_enabled():
+                raise TapeError(
+                    f"copy_: src of shape {src.shape} requires grad, and the copy into a tensor of shape {self.shape} "
+                    "would not carry its gradient; copy under no_grad() or copy src.detach()"
+                )
+            arr = src.data
+        elif isinstance(src, np.ndarray):
+            arr = src
+        else:
+            raise TypeError(
+                f"copy_: src must be a Tensor or a numpy array, got {type(src).__name__} (tensor of shape {self.shape})"
+            )
+        try:
+            arr = np.broadcast_to(arr, self.data.shape)
+        except ValueError:
+            raise ShapeError(
+                f"copy_: src of shape {arr.shape} does not broadcast to the tensor's shape {self.shape}"
+            ) from None
+        if not self.data.flags.writeable:
+            raise self._read_only("copy_")
+        np.copyto(self.data, arr, casting="unsafe")
+        return self
+
+
+_SHARED_WITH_TAPE: weakref.WeakValueDictionary[int, Array] = weakref.WeakValueDictionary()
+"""The read-only arrays :meth:`Tensor.detach` made from recorded tensors, by ``id``: read only
+to word the error of a write into one."""
 
 _tape_mod._Tensor = Tensor  # for the layers below, which cannot import this module (gradtape.tape)
 

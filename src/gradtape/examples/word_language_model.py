@@ -30,9 +30,7 @@ What differs from the original, and why:
   on a GPU): 2 LSTM layers of 64 units over 64-wide embeddings, 20 epochs.
 - ``p.data.add_(p.grad, alpha=-lr)``: gradtape's ``p.data`` is the numpy array itself, so the
   same in-place update is ``p.data -= lr * p.grad.data``.
-- ``decoded.view(-1, ntoken)`` is ``reshape``; ``weight.new_zeros(...)`` is
-  ``weight.device.zeros(..., dtype=weight.dtype)``; ``next(self.parameters())`` is
-  ``self.parameters()[0]`` (gradtape's ``parameters()`` is a list).
+- ``decoded.view(-1, ntoken)`` is ``reshape``.
 - The checkpoint of the best model stays in memory (``state_dict`` / ``load_state_dict``);
   ``--save FILE`` also writes it as safetensors. No ONNX export, no Transformer model.
 
@@ -228,11 +226,10 @@ class RNNModel(nn.Module):
     def init_hidden(self, bsz: int) -> Hidden:
         """Zero state for a batch of ``bsz``: ``(h, c)`` for the LSTM, ``h`` otherwise, each
         ``(nlayers, bsz, nhid)`` in the parameters' dtype."""
-        weight = self.parameters()[0]  # PyTorch: next(self.parameters())
-        shape = (self.nlayers, bsz, self.nhid)
+        weight = next(self.parameters())
         if self.rnn_type == "LSTM":
-            return (weight.device.zeros(shape, dtype=weight.dtype), weight.device.zeros(shape, dtype=weight.dtype))
-        return weight.device.zeros(shape, dtype=weight.dtype)
+            return (weight.new_zeros(self.nlayers, bsz, self.nhid), weight.new_zeros(self.nlayers, bsz, self.nhid))
+        return weight.new_zeros(self.nlayers, bsz, self.nhid)
 
 
 # ----- the training program (the original's main.py) -----------------------------------------

@@ -43,7 +43,7 @@ from gradtape.gradients import Gradients
 from gradtape.tape import NONE_TAPE, PARAM
 from gradtape.tensor import Tensor
 
-__all__ = ["Module"]
+__all__ = ["Module", "ParameterIter"]
 
 Array = np.ndarray[Any, Any]
 
@@ -101,6 +101,29 @@ def _forward_check(cls: type) -> tuple[bool, Any]:
         wrapped(None, *args, **kwargs)
 
     return [(pos, kind) for pos, _, kind in params] == [(1, "tensor")], check
+
+
+class ParameterIter(list[Tensor[Any, Any]]):
+    """What :meth:`Module.parameters` returns: a list of the parameters that is also an
+    iterator.
+
+    PyTorch's ``parameters()`` returns a generator, and ported programs write
+    ``next(model.parameters())`` for the first parameter (its dtype, its device); gradtape's
+    callers and tests use the result as a list (iterated more than once, ``len``, ``[0]``).
+    This is both: ``for p in params``, ``list(params)``, ``len(params)`` and indexing are the
+    list's (every loop starts from the first parameter), while ``next(params)`` reads its own
+    cursor, giving the parameters in order and raising ``StopIteration`` after the last (as a
+    generator's ``next`` does; the cursor is separate from ``for`` loops, which never move it).
+    """
+
+    __slots__ = ("_cursor",)
+
+    def __next__(self) -> Tensor[Any, Any]:
+        i = getattr(self, "_cursor", 0)
+        if i >= len(self):
+            raise StopIteration
+        self._cursor = i + 1
+        return self[i]
 
 
 class Module:
@@ -460,13 +483,15 @@ class Module:
             for cname, child in self.named_children():
                 yield from child._named_all(f"{prefix}{cname}.", buffers)
 
-    def parameters(self, recurse: bool = True) -> list[Tensor[Any, Any]]:
+    def parameters(self, recurse: bool = True) -> ParameterIter:
         """The parameters, in the order of :meth:`named_parameters` (each tensor once); with
-        ``recurse=False`` this module's own only. A list (PyTorch returns an iterator; a list
-        iterates the same and can be reused)."""
-        out: list[Tensor[Any, Any]] = []
+        ``recurse=False`` this module's own only. A :class:`ParameterIter`: a list (reusable,
+        ``len``, indexing) that ``next()`` also steps through, so PyTorch's
+        ``next(model.parameters())`` (the first parameter) works as written."""
+        out = ParameterIter()
         if not recurse:
-            return [p for _, p in self.named_parameters(recurse=False)]
+            out.extend(p for _, p in self.named_parameters(recurse=False))
+            return out
         self._collect_parameters(out, set())
         return out
 
