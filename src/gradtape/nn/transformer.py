@@ -339,7 +339,24 @@ def _clones(op: str, layer: Any, cls: type, num_layers: int) -> ModuleList:
     return ModuleList([cast(Module, copy.deepcopy(layer)) for _ in range(num_layers)])
 
 
-class TransformerEncoder(Module, Generic[E]):
+class _TransformerStack(Module, Generic[E]):
+    """What :class:`TransformerEncoder` and :class:`TransformerDecoder` share: the input
+    through each of ``layers`` in turn, then ``norm`` if given."""
+
+    layers: ModuleList
+    norm: Module | None
+
+    def _through(self, x: Tensor[Any, Any], *args: Any) -> Tensor[Any, Any]:
+        """``norm(layer_n(... layer_1(x, *args) ..., *args))`` (without ``norm`` when ``None``)."""
+        out = x
+        for layer in self.layers:
+            out = layer(out, *args)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class TransformerEncoder(_TransformerStack[E]):
     """PyTorch's ``nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``
     (``layers.0.*``, ``layers.1.*``, ... in the state dict; the layer passed in is not itself
     registered), applied in turn, then ``norm`` if given (its keys ``norm.*``).
@@ -388,18 +405,13 @@ class TransformerEncoder(Module, Generic[E]):
     ) -> Any:
         """``src`` through every layer with ``src_mask=mask``, ``src_key_padding_mask`` and
         ``is_causal``, then ``norm``; the output has ``src``'s shape."""
-        out = src
-        for layer in self.layers:
-            out = layer(out, mask, src_key_padding_mask, bool(is_causal))
-        if self.norm is not None:
-            out = self.norm(out)
-        return out
+        return self._through(src, mask, src_key_padding_mask, bool(is_causal))
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
 
 
-class TransformerDecoder(Module, Generic[E]):
+class TransformerDecoder(_TransformerStack[E]):
     """PyTorch's ``nn.TransformerDecoder``: ``num_layers`` deep copies of ``decoder_layer``
     (``layers.0.*``, ...), each attending to ``memory``, then ``norm`` if given.
 
@@ -426,21 +438,16 @@ class TransformerDecoder(Module, Generic[E]):
     ) -> Tensor[Any, Any]:
         """``tgt`` through every layer (arguments as :meth:`TransformerDecoderLayer.forward`),
         then ``norm``; the output has ``tgt``'s shape."""
-        out = tgt
-        for layer in self.layers:
-            out = layer(
-                out,
-                memory,
-                tgt_mask,
-                memory_mask,
-                tgt_key_padding_mask,
-                memory_key_padding_mask,
-                bool(tgt_is_causal),
-                memory_is_causal,
-            )
-        if self.norm is not None:
-            out = self.norm(out)
-        return out
+        return self._through(
+            tgt,
+            memory,
+            tgt_mask,
+            memory_mask,
+            tgt_key_padding_mask,
+            memory_key_padding_mask,
+            bool(tgt_is_causal),
+            memory_is_causal,
+        )
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
