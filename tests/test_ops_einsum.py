@@ -120,3 +120,19 @@ def test_bad_equations_and_operands_are_refused_naming_einsum() -> None:
         ops.einsum("ij,jk->ik", a, DEV.tensor(np.ones((4, 2), np.float32)))
     with pytest.raises(TypeError, match="einsum: operand 1 must be a Tensor"):
         ops.einsum("ij,jk->ik", a, np.ones((4, 2)))
+
+
+def test_the_cached_plans_cannot_be_mutated_by_a_caller() -> None:
+    from gradtape.ops.einsum import _pair_plan, _plan
+
+    subs, out, sizes = _plan("ij,jk->ik", ((3, 4), (4, 2)))
+    assert subs == ("ij", "jk") and out == "ik" and dict(sizes) == {"i": 3, "j": 4, "k": 2}
+    with pytest.raises(TypeError):
+        sizes["i"] = 7  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        subs.append("x")  # type: ignore[attr-defined]
+    assert _plan("ij,jk->ik", ((3, 4), (4, 2))) == (("ij", "jk"), "ik", sizes)
+    plan = _pair_plan("ij", (3, 4), "jk", (4, 2), "ik")
+    assert all(isinstance(f, (tuple, str, bool)) for f in plan)
+    a, b = DEV.tensor(R.standard_normal((3, 4))), DEV.tensor(R.standard_normal((4, 2)))
+    np.testing.assert_allclose(ops.einsum("ij,jk->ik", a, b).numpy(), a.numpy() @ b.numpy(), rtol=1e-12)

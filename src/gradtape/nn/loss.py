@@ -100,6 +100,32 @@ class _WeightedLoss(_Loss):
         self.weight = weight
 
 
+class _MarginLoss(_Loss):
+    """A loss layer with a ``margin``: PyTorch's ``(margin, size_average, reduce, reduction)``
+    constructor, and ``forward`` calls the functional loss named ``_fn`` as
+    ``_fn(*inputs, *self._options(), reduction=self.reduction)`` (the options: ``(margin,)``)."""
+
+    _fn: ClassVar[str]
+
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def _options(self) -> tuple[Any, ...]:
+        """The functional loss's arguments after the inputs."""
+        return (self.margin,)
+
+    def _loss(self, *inputs: Any) -> Any:
+        """``_fn(*inputs, *options, reduction=reduction)``."""
+        return getattr(_F, self._fn)(*inputs, *self._options(), reduction=self.reduction)
+
+
 class L1Loss(_Loss):
     """Mean absolute error, PyTorch's ``nn.L1Loss``: :func:`gradtape.losses.l1_loss`.
 
@@ -370,7 +396,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
         __call__ = forward
 
 
-class CosineEmbeddingLoss(_Loss):
+class CosineEmbeddingLoss(_MarginLoss):
     """Cosine embedding loss, PyTorch's ``nn.CosineEmbeddingLoss``:
     :func:`gradtape.losses.cosine_embedding_loss`.
 
@@ -383,27 +409,17 @@ class CosineEmbeddingLoss(_Loss):
         ValueError: an unknown ``reduction``; on forward, as the functional loss.
     """
 
-    def __init__(
-        self,
-        margin: float = 0.0,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+    _fn = "cosine_embedding_loss"
 
     def forward(self, input1: Tensor[S, T], input2: Tensor[S, Any], target: Any) -> Tensor[Any, Any]:  # type: ignore[override]  # a loss takes its target(s) too
         """``cosine_embedding_loss(input1, input2, target, margin, reduction)``."""
-        return cast(
-            "Tensor[Any, Any]", _F.cosine_embedding_loss(input1, input2, target, self.margin, reduction=self.reduction)
-        )
+        return cast("Tensor[Any, Any]", self._loss(input1, input2, target))
 
     if TYPE_CHECKING:
         __call__ = forward
 
 
-class MarginRankingLoss(_Loss):
+class MarginRankingLoss(_MarginLoss):
     """Margin ranking loss, PyTorch's ``nn.MarginRankingLoss``:
     :func:`gradtape.losses.margin_ranking_loss`.
 
@@ -416,27 +432,17 @@ class MarginRankingLoss(_Loss):
         ValueError: an unknown ``reduction``; on forward, as the functional loss.
     """
 
-    def __init__(
-        self,
-        margin: float = 0.0,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+    _fn = "margin_ranking_loss"
 
     def forward(self, input1: Tensor[S, T], input2: Tensor[S, Any], target: Any) -> Tensor[Any, Any]:  # type: ignore[override]  # a loss takes its target(s) too
         """``margin_ranking_loss(input1, input2, target, margin, reduction)``."""
-        return cast(
-            "Tensor[Any, Any]", _F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
-        )
+        return cast("Tensor[Any, Any]", self._loss(input1, input2, target))
 
     if TYPE_CHECKING:
         __call__ = forward
 
 
-class HingeEmbeddingLoss(_Loss):
+class HingeEmbeddingLoss(_MarginLoss):
     """Hinge embedding loss, PyTorch's ``nn.HingeEmbeddingLoss``:
     :func:`gradtape.losses.hinge_embedding_loss`.
 
@@ -449,25 +455,22 @@ class HingeEmbeddingLoss(_Loss):
         ValueError: an unknown ``reduction``; on forward, as the functional loss.
     """
 
+    _fn = "hinge_embedding_loss"
+
     def __init__(
-        self,
-        margin: float = 1.0,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
+        self, margin: float = 1.0, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
     ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
+        super().__init__(margin, size_average, reduce, reduction)
 
     def forward(self, input: Tensor[S, T], target: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
         """``hinge_embedding_loss(input, target, margin, reduction)``."""
-        return cast("Tensor[Any, T]", _F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction))
+        return cast("Tensor[Any, T]", self._loss(input, target))
 
     if TYPE_CHECKING:
         __call__ = forward
 
 
-class TripletMarginLoss(_Loss):
+class TripletMarginLoss(_MarginLoss):
     """Triplet margin loss with the Euclidean distance, PyTorch's ``nn.TripletMarginLoss``:
     :func:`gradtape.losses.triplet_margin_loss`.
 
@@ -483,6 +486,8 @@ class TripletMarginLoss(_Loss):
         ValueError: an unknown ``reduction``, ``margin <= 0``, ``p != 2``.
     """
 
+    _fn = "triplet_margin_loss"
+
     def __init__(
         self,
         margin: float = 1.0,
@@ -493,21 +498,20 @@ class TripletMarginLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(size_average, reduce, reduction)
+        super().__init__(margin, size_average, reduce, reduction)
         if not margin > 0:
             raise ValueError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
         if p != 2:
             raise ValueError(f"TripletMarginLoss: only the Euclidean distance p=2 is implemented, got p={p}")
-        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+        self.p, self.eps, self.swap = p, eps, swap
+
+    def _options(self) -> tuple[Any, ...]:
+        """``(margin, p, eps, swap)``."""
+        return (self.margin, self.p, self.eps, self.swap)
 
     def forward(self, anchor: Tensor[S, T], positive: Tensor[S, Any], negative: Tensor[S, Any]) -> Tensor[Any, Any]:  # type: ignore[override]  # a loss takes its target(s) too
         """``triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)``."""
-        return cast(
-            "Tensor[Any, Any]",
-            _F.triplet_margin_loss(
-                anchor, positive, negative, self.margin, self.p, self.eps, self.swap, reduction=self.reduction
-            ),
-        )
+        return cast("Tensor[Any, Any]", self._loss(anchor, positive, negative))
 
     if TYPE_CHECKING:
         __call__ = forward

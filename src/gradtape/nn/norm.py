@@ -197,13 +197,53 @@ class RMSNorm(_LastDimNorm[D]):
         return f"{self.dim}, eps={self.eps}"
 
 
-class _BatchNorm(Module, Generic[D]):
-    rank: int = 2
+class _RunningNorm(Module):
+    """What BatchNorm and InstanceNorm share: the affine parameters ``weight`` (ones) and
+    ``bias`` (zeros) of shape ``(num_features,)``, the running-statistics buffers (PyTorch's
+    ``None`` buffers without ``track_running_stats``) and the ``repr``."""
+
     _optional_state = ("num_batches_tracked",)
 
     running_mean: Tensor[Any, NoneTape] | None
     running_var: Tensor[Any, NoneTape] | None
     num_batches_tracked: Tensor[tuple[()], NoneTape] | None
+
+    def _setup(
+        self,
+        num_features: int,
+        eps: float,
+        momentum: float | None,
+        affine: bool,
+        track_running_stats: bool,
+        bias: bool,
+        dev: Any,
+        dtype: npt.DTypeLike,
+    ) -> None:
+        """Stores the options and creates the parameters (``bias`` only with ``affine`` and
+        ``bias``) and buffers on ``dev`` (``None``: a new ``Cpu()``)."""
+        dev = _device(dev)
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = _ones((num_features,), dtype, dev) if affine else None
+        self.bias = _zeros((num_features,), dtype, dev) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", _zeros((num_features,), dtype, dev))
+            self.register_buffer("running_var", _ones((num_features,), dtype, dev))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64), dev, NONE_TAPE))
+        else:  # PyTorch's None buffers: no running statistics, none in the state dict
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_RunningNorm, Generic[D]):
+    rank: int = 2
 
     def __init__(
         self,
@@ -221,20 +261,8 @@ class _BatchNorm(Module, Generic[D]):
             isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or not 0.0 <= momentum <= 1.0
         ):
             raise ValueError(f"{name}: momentum must be in [0, 1] or None (a cumulative average), got {momentum!r}")
-        dev = _device(dev)
-        num_features_ = cast(int, num_features)  # D names the width at type level; an int at run time
-        self.num_features, self.eps, self.momentum = num_features_, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = _ones((num_features_,), dtype, dev) if affine else None
-        self.bias = _zeros((num_features_,), dtype, dev) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", _zeros((num_features_,), dtype, dev))
-            self.register_buffer("running_var", _ones((num_features_,), dtype, dev))
-            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64), dev, NONE_TAPE))
-        else:  # PyTorch's None buffers: no running statistics, none in the state dict
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        # D names the width at type level; an int at run time
+        self._setup(cast(int, num_features), eps, momentum, affine, track_running_stats, True, dev, dtype)
 
     def reset_running_stats(self) -> None:
         """Running mean 0, running variance 1, ``num_batches_tracked`` 0 (PyTorch's), in place."""
@@ -296,12 +324,6 @@ class _BatchNorm(Module, Generic[D]):
         if self.weight is not None and self.bias is not None:
             y = y * self.weight.reshape(bshape) + self.bias.reshape(bshape)
         return y
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
-        )
 
 
 class BatchNorm1d(_BatchNorm[D]):
@@ -463,13 +485,8 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_RunningNorm):
     rank: int = 3
-    _optional_state = ("num_batches_tracked",)
-
-    running_mean: Tensor[Any, NoneTape] | None
-    running_var: Tensor[Any, NoneTape] | None
-    num_batches_tracked: Tensor[tuple[()], NoneTape] | None
 
     def __init__(
         self,
@@ -483,19 +500,7 @@ class _InstanceNorm(Module):
         dev: Any = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _device(dev)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = _ones((num_features,), dtype, dev) if affine else None
-        self.bias = _zeros((num_features,), dtype, dev) if affine and bias else None
-        if track_running_stats:
-            self.register_buffer("running_mean", _zeros((num_features,), dtype, dev))
-            self.register_buffer("running_var", _ones((num_features,), dtype, dev))
-            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64), dev, NONE_TAPE))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        self._setup(num_features, eps, momentum, affine, track_running_stats, bias, dev, dtype)
 
     def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
         """Each sample's channel normalised over its spatial dims (training mode, or without
@@ -531,12 +536,6 @@ class _InstanceNorm(Module):
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
-        )
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -6,7 +6,8 @@ padding (:class:`ZeroPad2d`, :class:`ConstantPad2d`, :class:`ReflectionPad2d`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast, overload
 
 from gradtape.nn._typing import C, N, T
 from gradtape.nn.module import Module
@@ -237,43 +238,47 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class PixelShuffle(Module):
+class _Shuffle(Module):
+    """A pixel (un)shuffle layer: ``forward(x)`` is ``_fn(x, factor)``, the factor stored under
+    the attribute named ``_factor`` (PyTorch's ``upscale_factor`` / ``downscale_factor``)."""
+
+    _factor: ClassVar[str]
+    _fn: ClassVar[Callable[[Tensor[Any, Any], int], Tensor[Any, Any]]]
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The (un)shuffled input."""
+        return cast("Tensor[Any, T]", type(self)._fn(x, getattr(self, self._factor)))
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"{self._factor}={getattr(self, self._factor)}"
+
+
+class PixelShuffle(_Shuffle):
     """``(*, C * r**2, H, W) -> (*, C, H * r, W * r)`` (PyTorch's ``nn.PixelShuffle(upscale_factor)``,
     :func:`gradtape.ops.pixel_shuffle`). No parameters.
 
     Raises (on forward): the errors of :func:`gradtape.ops.pixel_shuffle`.
     """
 
+    _factor = "upscale_factor"
+    _fn = pixel_shuffle
+
     def __init__(self, upscale_factor: int) -> None:
         self.upscale_factor = upscale_factor
 
-    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
-        """The shuffled input."""
-        return pixel_shuffle(x, self.upscale_factor)
 
-    if TYPE_CHECKING:
-        __call__ = forward
-
-    def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
-
-
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_Shuffle):
     """``(*, C, H * r, W * r) -> (*, C * r**2, H, W)`` (PyTorch's ``nn.PixelUnshuffle(downscale_factor)``,
     :func:`gradtape.ops.pixel_unshuffle`). No parameters.
 
     Raises (on forward): the errors of :func:`gradtape.ops.pixel_unshuffle`.
     """
 
+    _factor = "downscale_factor"
+    _fn = pixel_unshuffle
+
     def __init__(self, downscale_factor: int) -> None:
         self.downscale_factor = downscale_factor
-
-    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
-        """The unshuffled input."""
-        return pixel_unshuffle(x, self.downscale_factor)
-
-    if TYPE_CHECKING:
-        __call__ = forward
-
-    def extra_repr(self) -> str:
-        return f"downscale_factor={self.downscale_factor}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -83,7 +83,82 @@ def _check_input(op: str, name: str, x: Any, d_model: int, batch_first: bool) ->
         )
 
 
-class TransformerEncoderLayer(Module, Generic[E]):
+class _TransformerLayer(Module, Generic[E]):
+    """What :class:`TransformerEncoderLayer` and :class:`TransformerDecoderLayer` share: the
+    constructor (PyTorch's signature; ``_attentions`` names the attentions, ``_branches`` counts
+    the residual branches), the self-attention, the feed-forward network
+    ``ff(x) = linear2(dropout(activation(linear1(x))))`` and the branch rule
+    (post-norm ``norm(x + drop(f(x)))``, pre-norm ``x + drop(f(norm(x)))``).
+
+    The modules are registered in PyTorch's order (the attentions, ``linear1``, ``dropout``,
+    ``linear2``, ``norm1..n``, ``dropout1..n``), so parameter and state-dict orders are PyTorch's.
+    """
+
+    _op: ClassVar[str]
+    _attentions: ClassVar[tuple[str, ...]]
+    _branches: ClassVar[int]
+    self_attn: MultiheadAttention[E]
+    linear1: Linear[E, int]
+    dropout: Dropout
+    linear2: Linear[int, E]
+    norm1: LayerNorm[E]
+    norm2: LayerNorm[E]
+    dropout1: Dropout
+    dropout2: Dropout
+
+    def __init__(
+        self,
+        d_model: E,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Activation = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        for name in self._attentions:
+            attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype)
+            setattr(self, name, attn)
+        self.linear1 = Linear(d_model, dim_feedforward, bias, dev=dev, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, dev=dev, dtype=dtype)
+        self.norm_first = norm_first
+        self.batch_first = batch_first
+        for i in range(1, self._branches + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype))
+        for i in range(1, self._branches + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self.activation = _activation(self._op, activation)
+
+    def _branch(
+        self, x: Tensor[Any, Any], norm: LayerNorm[E], drop: Dropout, f: Callable[..., Tensor[Any, Any]], *args: Any
+    ) -> Tensor[Any, Any]:
+        """One residual branch: ``x + drop(f(norm(x), *args))`` pre-norm, ``norm(x + drop(f(x, *args)))`` post-norm."""
+        if self.norm_first:
+            y: Tensor[Any, Any] = x + drop(f(norm(x), *args))
+            return y
+        out: Tensor[Any, Any] = norm(x + drop(f(x, *args)))
+        return out
+
+    def _sa(self, x: Tensor[Any, Any], mask: Mask, padding: Mask, is_causal: bool) -> Tensor[Any, Any]:
+        """The self-attention of ``x`` (its weights not asked for)."""
+        out, _ = self.self_attn(
+            x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False, is_causal=is_causal
+        )
+        return out
+
+    def _ff(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        """The feed-forward network ``linear2(dropout(activation(linear1(x))))``."""
+        y: Tensor[Any, Any] = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return y
+
+
+class TransformerEncoderLayer(_TransformerLayer[E]):
     """PyTorch's ``nn.TransformerEncoderLayer``: self-attention and a feed-forward network,
     each in a residual branch with a LayerNorm (Vaswani et al. 2017).
 
@@ -119,46 +194,9 @@ class TransformerEncoderLayer(Module, Generic[E]):
         mask does not fit (see :meth:`MultiheadAttention.forward`).
     """
 
-    def __init__(
-        self,
-        d_model: E,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
-        activation: Activation = "relu",
-        layer_norm_eps: float = 1e-5,
-        batch_first: bool = False,
-        norm_first: bool = False,
-        bias: bool = True,
-        *,
-        dev: Cpu,
-        dtype: npt.DTypeLike = np.float32,
-    ) -> None:
-        op = "TransformerEncoderLayer"
-        self.self_attn: MultiheadAttention[E] = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype
-        )
-        self.linear1: Linear[E, int] = Linear(d_model, dim_feedforward, bias, dev=dev, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2: Linear[int, E] = Linear(dim_feedforward, d_model, bias, dev=dev, dtype=dtype)
-        self.norm_first = norm_first
-        self.batch_first = batch_first
-        self.norm1: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype)
-        self.norm2: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(op, activation)
-
-    def _sa_block(self, x: Tensor[Any, Any], mask: Mask, padding: Mask, is_causal: bool) -> Tensor[Any, Any]:
-        out, _ = self.self_attn(
-            x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False, is_causal=is_causal
-        )
-        y: Tensor[Any, Any] = self.dropout1(out)
-        return y
-
-    def _ff_block(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        y: Tensor[Any, Any] = self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
-        return y
+    _op = "TransformerEncoderLayer"
+    _attentions = ("self_attn",)
+    _branches = 2
 
     @overload
     def forward(
@@ -207,18 +245,14 @@ class TransformerEncoderLayer(Module, Generic[E]):
             is_causal: a hint that ``src_mask`` is causal (see :meth:`MultiheadAttention.forward`).
         """
         _check_input("TransformerEncoderLayer", "src", src, self.self_attn.embed_dim, self.batch_first)
-        x = src
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff_block(x))
+        x = self._branch(src, self.norm1, self.dropout1, self._sa, src_mask, src_key_padding_mask, is_causal)
+        return self._branch(x, self.norm2, self.dropout2, self._ff)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
 
 
-class TransformerDecoderLayer(Module, Generic[E]):
+class TransformerDecoderLayer(_TransformerLayer[E]):
     """PyTorch's ``nn.TransformerDecoderLayer``: self-attention over ``tgt``, cross-attention
     to ``memory`` (the encoder's output) and a feed-forward network, each in a residual branch
     with a LayerNorm (Vaswani et al. 2017).
@@ -239,60 +273,21 @@ class TransformerDecoderLayer(Module, Generic[E]):
         Forward: ShapeError for inputs or masks of other shapes.
     """
 
-    def __init__(
-        self,
-        d_model: E,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
-        activation: Activation = "relu",
-        layer_norm_eps: float = 1e-5,
-        batch_first: bool = False,
-        norm_first: bool = False,
-        bias: bool = True,
-        *,
-        dev: Cpu,
-        dtype: npt.DTypeLike = np.float32,
-    ) -> None:
-        op = "TransformerDecoderLayer"
-        self.self_attn: MultiheadAttention[E] = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype
-        )
-        self.multihead_attn: MultiheadAttention[E] = MultiheadAttention(
-            d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype
-        )
-        self.linear1: Linear[E, int] = Linear(d_model, dim_feedforward, bias, dev=dev, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2: Linear[int, E] = Linear(dim_feedforward, d_model, bias, dev=dev, dtype=dtype)
-        self.norm_first = norm_first
-        self.batch_first = batch_first
-        self.norm1: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype)
-        self.norm2: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype)
-        self.norm3: LayerNorm[E] = LayerNorm(d_model, layer_norm_eps, bias=bias, dev=dev, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(op, activation)
+    _op = "TransformerDecoderLayer"
+    _attentions = ("self_attn", "multihead_attn")
+    _branches = 3
+    multihead_attn: MultiheadAttention[E]
+    norm3: LayerNorm[E]
+    dropout3: Dropout
 
-    def _sa_block(self, x: Tensor[Any, Any], mask: Mask, padding: Mask, is_causal: bool) -> Tensor[Any, Any]:
-        out, _ = self.self_attn(
-            x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False, is_causal=is_causal
-        )
-        y: Tensor[Any, Any] = self.dropout1(out)
-        return y
-
-    def _mha_block(
+    def _mha(
         self, x: Tensor[Any, Any], mem: Tensor[Any, Any], mask: Mask, padding: Mask, is_causal: bool
     ) -> Tensor[Any, Any]:
+        """The cross-attention of ``x`` to ``mem``."""
         out, _ = self.multihead_attn(
             x, mem, mem, attn_mask=mask, key_padding_mask=padding, need_weights=False, is_causal=is_causal
         )
-        y: Tensor[Any, Any] = self.dropout2(out)
-        return y
-
-    def _ff_block(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        y: Tensor[Any, Any] = self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
-        return y
+        return out
 
     def forward(  # type: ignore[override]  # PyTorch's signature: tgt and memory
         self,
@@ -321,16 +316,11 @@ class TransformerDecoderLayer(Module, Generic[E]):
         _check_input(op, "memory", memory, e, self.batch_first)
         if tgt.ndim != memory.ndim:
             raise ShapeError(f"{op}: tgt {tgt.shape} and memory {memory.shape} must both be batched or unbatched")
-        x = tgt
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
-            out: Tensor[Any, Any] = x + self._ff_block(self.norm3(x))
-            return out
-        x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-        x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
-        y: Tensor[Any, Any] = self.norm3(x + self._ff_block(x))
-        return y
+        x = self._branch(tgt, self.norm1, self.dropout1, self._sa, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+        x = self._branch(
+            x, self.norm2, self.dropout2, self._mha, memory, memory_mask, memory_key_padding_mask, memory_is_causal
+        )
+        return self._branch(x, self.norm3, self.dropout3, self._ff)
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
@@ -349,7 +339,24 @@ def _clones(op: str, layer: Any, cls: type, num_layers: int) -> ModuleList:
     return ModuleList([cast(Module, copy.deepcopy(layer)) for _ in range(num_layers)])
 
 
-class TransformerEncoder(Module, Generic[E]):
+class _TransformerStack(Module, Generic[E]):
+    """What :class:`TransformerEncoder` and :class:`TransformerDecoder` share: the input
+    through each of ``layers`` in turn, then ``norm`` if given."""
+
+    layers: ModuleList
+    norm: Module | None
+
+    def _through(self, x: Tensor[Any, Any], *args: Any) -> Tensor[Any, Any]:
+        """``norm(layer_n(... layer_1(x, *args) ..., *args))`` (without ``norm`` when ``None``)."""
+        out = x
+        for layer in self.layers:
+            out = layer(out, *args)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class TransformerEncoder(_TransformerStack[E]):
     """PyTorch's ``nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``
     (``layers.0.*``, ``layers.1.*``, ... in the state dict; the layer passed in is not itself
     registered), applied in turn, then ``norm`` if given (its keys ``norm.*``).
@@ -398,18 +405,13 @@ class TransformerEncoder(Module, Generic[E]):
     ) -> Any:
         """``src`` through every layer with ``src_mask=mask``, ``src_key_padding_mask`` and
         ``is_causal``, then ``norm``; the output has ``src``'s shape."""
-        out = src
-        for layer in self.layers:
-            out = layer(out, mask, src_key_padding_mask, bool(is_causal))
-        if self.norm is not None:
-            out = self.norm(out)
-        return out
+        return self._through(src, mask, src_key_padding_mask, bool(is_causal))
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
 
 
-class TransformerDecoder(Module, Generic[E]):
+class TransformerDecoder(_TransformerStack[E]):
     """PyTorch's ``nn.TransformerDecoder``: ``num_layers`` deep copies of ``decoder_layer``
     (``layers.0.*``, ...), each attending to ``memory``, then ``norm`` if given.
 
@@ -436,21 +438,16 @@ class TransformerDecoder(Module, Generic[E]):
     ) -> Tensor[Any, Any]:
         """``tgt`` through every layer (arguments as :meth:`TransformerDecoderLayer.forward`),
         then ``norm``; the output has ``tgt``'s shape."""
-        out = tgt
-        for layer in self.layers:
-            out = layer(
-                out,
-                memory,
-                tgt_mask,
-                memory_mask,
-                tgt_key_padding_mask,
-                memory_key_padding_mask,
-                bool(tgt_is_causal),
-                memory_is_causal,
-            )
-        if self.norm is not None:
-            out = self.norm(out)
-        return out
+        return self._through(
+            tgt,
+            memory,
+            tgt_mask,
+            memory_mask,
+            tgt_key_padding_mask,
+            memory_key_padding_mask,
+            bool(tgt_is_causal),
+            memory_is_causal,
+        )
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward

@@ -16,7 +16,7 @@ so both rules come from theirs.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -108,17 +108,6 @@ def _norm_vjp(xp: Any, g: Any, x: Any, y: Any, p: float, xd: Array, yd: Array, a
     return s * (x * s) ** (p - 1.0) * xp.where(zero, 0.0, g / safe ** (p - 1.0))
 
 
-@overload
-def norm(
-    input: Tensor[S, T],
-    p: float | str = "fro",
-    dim: int | tuple[int, ...] | None = None,
-    keepdim: bool = False,
-    *,
-    axis: int | tuple[int, ...] | None = None,
-    keepdims: bool | None = None,
-) -> Tensor[Any, T]: ...
-@overload
 def norm(
     input: Tensor[Any, T],
     p: float | str = "fro",
@@ -127,16 +116,7 @@ def norm(
     *,
     axis: int | tuple[int, ...] | None = None,
     keepdims: bool | None = None,
-) -> Tensor[Any, T]: ...
-def norm(
-    input: Any,
-    p: Any = "fro",
-    dim: Any = None,
-    keepdim: bool = False,
-    *,
-    axis: Any = None,
-    keepdims: bool | None = None,
-) -> Any:
+) -> Tensor[Any, T]:
     """The vector ``p``-norm over ``dim`` (PyTorch's ``torch.norm`` / ``Tensor.norm``, which
     for ``'fro'`` and numbers is ``torch.linalg.vector_norm``): ``(sum |x|^p)^(1/p)``; ``p=inf``
     the largest ``|x|``, ``-inf`` the smallest, ``0`` the count of non-zeros, ``'fro'`` (default) 2.
@@ -172,7 +152,7 @@ def norm(
     out_shape = yk.shape if keep else tuple(n for i, n in enumerate(xd.shape) if i not in axes)
     y = yk.reshape(out_shape)
     tape = op_tape(input)
-    out = input._from_op(y, tape)
+    out: Tensor[Any, T] = input._from_op(y, tape)
     if tape is not NONE_TAPE:
         xid, oid, kshape = input.id, out.id, yk.shape
 

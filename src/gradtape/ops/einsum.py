@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import math
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -40,11 +41,11 @@ _LETTERS = string.ascii_letters
 
 
 @functools.lru_cache(maxsize=512)
-def _plan(equation: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[list[str], str, dict[str, int]]:
-    """:func:`_parse` and :func:`_sizes`, cached (a training loop repeats its equations; the
-    callers do not mutate the result)."""
+def _plan(equation: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str, Mapping[str, int]]:
+    """:func:`_parse` and :func:`_sizes`, cached (a training loop repeats its equations). The
+    cached value is immutable (a tuple and a read-only mapping), so no caller can corrupt it."""
     subs, out = _parse(equation, shapes)
-    return subs, out, _sizes(subs, shapes, equation)
+    return tuple(subs), out, MappingProxyType(_sizes(subs, shapes, equation))
 
 
 def _parse(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], str]:
@@ -249,7 +250,7 @@ def _vjp(
     ops: Sequence[Any],
     subs: Sequence[str],
     out: str,
-    sizes: dict[str, int],
+    sizes: Mapping[str, int],
     i: int,
 ) -> Any:
     """Operand ``i``'s gradient: ``contract("out,others->kept", g, *others)``, with ``kept``
@@ -347,7 +348,7 @@ def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
     return res
 
 
-def _pairwise(eq: str, subs: list[str], out: str, ts: list[Tensor[Any, Any]]) -> Tensor[Any, Any]:
+def _pairwise(eq: str, subs: Sequence[str], out: str, ts: list[Tensor[Any, Any]]) -> Tensor[Any, Any]:
     """A recorded einsum of three or more operands as opt_einsum's sequence of two-operand
     einsums, each its own tape entry: backward then reuses the intermediates, as the matmul
     chain it stands for does (``ij,jk,kl->il`` backward: 4 products, where one entry computing

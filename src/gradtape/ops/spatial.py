@@ -492,6 +492,31 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
 # ----- pixel shuffle -----------------------------------------------------------------------
 
 
+def _shuffle_input(
+    op: str, name: str, factor: Any, input: Tensor[Any, Any], layout: str
+) -> tuple[int, tuple[int, ...]]:
+    """``(r, shape)`` of a pixel (un)shuffle: the factor ``name`` checked a positive int, the
+    input's shape checked to have at least 3 dims (``layout`` names the expected one).
+
+    Raises:
+        TypeError / ValueError: the factor is not an int, or below 1. ShapeError: fewer than 3 dims.
+    """
+    r = positive_int(op, name, factor)
+    shape = tuple(input.data.shape)
+    if len(shape) < 3:
+        raise ShapeError(f"{op}: expects input of shape {layout}, got shape {shape}")
+    return r, shape
+
+
+def _rearrange(
+    input: Tensor[Any, T], split: tuple[int, ...], perm: tuple[int, ...], out: tuple[int, ...]
+) -> Tensor[Any, T]:
+    """``input`` reshaped to ``split``, permuted by ``perm`` and reshaped to ``out`` (recorded ops)."""
+    from gradtape.ops.shape import permute, reshape
+
+    return reshape(permute(reshape(input, split), perm), out)
+
+
 def pixel_shuffle(input: Tensor[Any, T], upscale_factor: int) -> Tensor[Any, T]:
     """Rearrange ``(*, C * r**2, H, W)`` into ``(*, C, H * r, W * r)`` (``r = upscale_factor``),
     as ``torch.nn.functional.pixel_shuffle``: ``y[..., c, h*r + i, w*r + j] =
@@ -502,21 +527,15 @@ def pixel_shuffle(input: Tensor[Any, T], upscale_factor: int) -> Tensor[Any, T]:
         TypeError / ValueError: ``upscale_factor`` not an int, or below 1.
     """
     op = "pixel_shuffle"
-    from gradtape.ops.shape import permute, reshape
-
-    r = positive_int(op, "upscale_factor", upscale_factor)
-    shape = tuple(input.data.shape)
-    if len(shape) < 3:
-        raise ShapeError(f"{op}: expects input of shape (*, C * r**2, H, W), got shape {shape}")
+    r, shape = _shuffle_input(op, "upscale_factor", upscale_factor, input, "(*, C * r**2, H, W)")
     *lead, cin, h, w = shape
     if cin % (r * r):
         raise ShapeError(
             f"{op}: the channels {cin} of input shape {shape} must be divisible by upscale_factor**2 = {r * r}"
         )
     c, k = cin // (r * r), len(lead)
-    t = reshape(input, (*lead, c, r, r, h, w))
-    t = permute(t, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
-    return reshape(t, (*lead, c, h * r, w * r))
+    perm = (*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return _rearrange(input, (*lead, c, r, r, h, w), perm, (*lead, c, h * r, w * r))
 
 
 def pixel_unshuffle(input: Tensor[Any, T], downscale_factor: int) -> Tensor[Any, T]:
@@ -528,16 +547,10 @@ def pixel_unshuffle(input: Tensor[Any, T], downscale_factor: int) -> Tensor[Any,
         TypeError / ValueError: ``downscale_factor`` not an int, or below 1.
     """
     op = "pixel_unshuffle"
-    from gradtape.ops.shape import permute, reshape
-
-    r = positive_int(op, "downscale_factor", downscale_factor)
-    shape = tuple(input.data.shape)
-    if len(shape) < 3:
-        raise ShapeError(f"{op}: expects input of shape (*, C, H * r, W * r), got shape {shape}")
+    r, shape = _shuffle_input(op, "downscale_factor", downscale_factor, input, "(*, C, H * r, W * r)")
     *lead, c, hr, wr = shape
     if hr % r or wr % r:
         raise ShapeError(f"{op}: the height {hr} and width {wr} of input shape {shape} must be divisible by {r}")
     h, w, k = hr // r, wr // r, len(lead)
-    t = reshape(input, (*lead, c, h, r, w, r))
-    t = permute(t, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
-    return reshape(t, (*lead, c * r * r, h, w))
+    perm = (*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return _rearrange(input, (*lead, c, h, r, w, r), perm, (*lead, c * r * r, h, w))

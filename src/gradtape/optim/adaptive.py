@@ -23,11 +23,6 @@ from gradtape.optim.optimizers import Array, Optimizer, ParamsT
 __all__ = ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"]
 
 
-def _step(state: dict[str, Any]) -> int:
-    step = state["step"] = int(state.get("step", 0)) + 1
-    return step
-
-
 class Adadelta(Optimizer):
     """Adadelta (Zeiler 2012, "ADADELTA: An Adaptive Learning Rate Method"); PyTorch's
     ``torch.optim.Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, *, maximize=False)``.
@@ -75,7 +70,7 @@ class Adadelta(Optimizer):
         super().__init__(params, {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize})
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        _step(state)
+        self._next_step(state)
         sq = self._buf(state, "square_avg", p)
         acc = self._buf(state, "acc_delta", p)
         _k._run(_k.ADADELTA, p, [g, sq, acc], hp["lr"], hp["rho"], hp["eps"], hp["weight_decay"])
@@ -149,7 +144,7 @@ class Adagrad(Optimizer):
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         if "sum" not in state:  # loaded from a state_dict without this parameter's entry
             self._init_state(state, p)
-        step = _step(state)
+        step = self._next_step(state)
         clr = hp["lr"] / (1.0 + (step - 1) * hp["lr_decay"])
         _k._run(_k.ADAGRAD, p, [g, state["sum"]], clr, hp["eps"], hp["weight_decay"])
 
@@ -202,7 +197,7 @@ class Adamax(Optimizer):
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        step = _step(state)
+        step = self._next_step(state)
         m = self._buf(state, "exp_avg", p)
         u = self._buf(state, "exp_inf", p)
         b1, b2 = hp["betas"]
@@ -279,17 +274,16 @@ class NAdam(Optimizer):
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        step = _step(state)
-        m = self._buf(state, "exp_avg", p)
-        v = self._buf(state, "exp_avg_sq", p)
-        lr, wd, md = hp["lr"], hp["weight_decay"], hp["momentum_decay"]
+        step = self._next_step(state)
+        m, v = self._moments(state, p)
+        lr, md = hp["lr"], hp["momentum_decay"]
         b1, b2 = hp["betas"]
         mu = b1 * (1.0 - 0.5 * 0.96 ** (step * md))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
         mu_product = state["mu_product"] = float(state.get("mu_product", 1.0)) * mu
         c_grad = lr * (1.0 - mu) / (1.0 - mu_product)
         c_avg = lr * mu_next / (1.0 - mu_product * mu_next)
-        decay, wd_grad = (1.0 - lr * wd, 0.0) if hp["decoupled_weight_decay"] else (1.0, wd)
+        decay, wd_grad = self._decay_split(hp)
         bc2 = 1.0 - b2**step
         _k._run(_k.NADAM, p, [g, m, v], decay, wd_grad, b1, b2, bc2, hp["eps"], c_grad, c_avg)
 
@@ -357,10 +351,9 @@ class RAdam(Optimizer):
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        step = _step(state)
-        m = self._buf(state, "exp_avg", p)
-        v = self._buf(state, "exp_avg_sq", p)
-        lr, wd = hp["lr"], hp["weight_decay"]
+        step = self._next_step(state)
+        m, v = self._moments(state, p)
+        lr = hp["lr"]
         b1, b2 = hp["betas"]
         bc1, bc2 = 1.0 - b1**step, 1.0 - b2**step
         rho_inf = 2.0 / (1.0 - b2) - 1.0
@@ -371,5 +364,5 @@ class RAdam(Optimizer):
             c = lr * rect * math.sqrt(bc2) / bc1
         else:
             c = lr / bc1
-        decay, wd_grad = (1.0 - lr * wd, 0.0) if hp["decoupled_weight_decay"] else (1.0, wd)
+        decay, wd_grad = self._decay_split(hp)
         _k._run(_k.RADAM, p, [g, m, v], decay, wd_grad, b1, b2, c, hp["eps"], rectified)

@@ -239,10 +239,32 @@ class Optimizer:
         raise NotImplementedError
 
     def _buf(self, state: dict[str, Any], key: str, p: Array) -> Array:
+        """The state buffer ``state[key]``, created as zeros of ``p``'s shape and dtype when absent."""
         buf = state.get(key)
         if buf is None:
             buf = state[key] = np.zeros(p.shape, p.dtype)  # C-contiguous, whatever p's layout
         return buf
+
+    def _next_step(self, state: dict[str, Any]) -> int:
+        """Advance a parameter's step count ``state["step"]`` (``0`` when absent; a loaded
+        float or 0-d array read as ``int``) and return the new count ``t >= 1``."""
+        step = state["step"] = int(state.get("step", 0)) + 1
+        return step
+
+    def _moments(self, state: dict[str, Any], p: Array) -> tuple[Array, Array]:
+        """Adam's first and second moment buffers ``(state["exp_avg"], state["exp_avg_sq"])``
+        (zeros when new), shared by Adam, NAdam and RAdam."""
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        if m is None or v is None:  # the first step (or a loaded state without them): created by _buf
+            m, v = self._buf(state, "exp_avg", p), self._buf(state, "exp_avg_sq", p)
+        return m, v
+
+    def _decay_split(self, hp: dict[str, Any]) -> tuple[float, float]:
+        """The weight decay as ``(decay, wd_grad)`` for the kernels that apply
+        ``p *= decay; g = g + wd_grad * p``: ``(1 - lr * weight_decay, 0)`` when
+        ``decoupled_weight_decay`` (AdamW's rule), else ``(1, weight_decay)`` (the L2 penalty)."""
+        lr, wd = hp["lr"], hp["weight_decay"]
+        return (1.0 - lr * wd, 0.0) if hp["decoupled_weight_decay"] else (1.0, wd)
 
     def state_dict(self) -> dict[str, Any]:
         """Return ``{"state": {i: {key: copy}}, "hyperparams": {...}, "param_groups": [...]}``,
@@ -491,9 +513,8 @@ class Adam(Optimizer):
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        step = state["step"] = int(state.get("step", 0)) + 1
-        m = self._buf(state, "exp_avg", p)
-        v = self._buf(state, "exp_avg_sq", p)
+        step = self._next_step(state)
+        m, v = self._moments(state, p)
         vmax = self._buf(state, "max_exp_avg_sq", p) if hp["amsgrad"] else None
         b1, b2 = hp["betas"]
         decoupled = hp["decoupled_weight_decay"]
@@ -592,7 +613,7 @@ class RMSprop(Optimizer):
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
-        state["step"] = int(state.get("step", 0)) + 1
+        self._next_step(state)
         momentum = hp["momentum"]
         sq = self._buf(state, "square_avg", p)
         ga = self._buf(state, "grad_avg", p) if hp["centered"] else None
