@@ -10,6 +10,7 @@ quoted), and the numbers of typing test cases the section claims.
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+_CACHE = tempfile.TemporaryDirectory(prefix="gradtape-mypy-readme-")
+"""mypy's incremental cache for README's plugin configuration, shared by this module's runs (removed
+at exit): the first analyses gradtape and numpy, the others only their block."""
 TYPING = ROOT / "tests" / "typing"
 
 
@@ -62,9 +66,8 @@ def _mypy_with_plugin(path: Path, source: str) -> list[tuple[int, str, str]]:
     config = path.parent / "mypy-plugin.toml"
     config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
     path.write_text(source)
-    out, err, _ = mypy_api.run(
-        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", "--no-incremental", str(path)]
-    )
+    args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context", "--cache-dir", _CACHE.name]
+    out, err, _ = mypy_api.run([*args, str(path)])
     assert not err, err
     return [(int(m[1]), m[2], m[3]) for m in re.finditer(r"^[^:\n]+:(\d+): (error|note): (.*)$", out, flags=re.M)]
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+_CACHE = tempfile.TemporaryDirectory(prefix="gradtape-mypy-readme-")
+"""mypy's incremental cache for README's plugin configuration, shared by this module's runs (removed
+at exit): the first analyses gradtape and numpy, the others only their block."""
 
 
 def _sh_blocks() -> list[str]:
@@ -86,7 +90,8 @@ def _mypy(tmp_path: Path, name: str, source: str) -> str:
     config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
     path = tmp_path / name
     path.write_text(source)
-    out, err, _ = mypy_api.run(["--config-file", str(config), "--no-error-summary", "--no-incremental", str(path)])
+    args = ["--config-file", str(config), "--no-error-summary", "--cache-dir", _CACHE.name, str(path)]
+    out, err, _ = mypy_api.run(args)
     assert not err, err
     return out
 
