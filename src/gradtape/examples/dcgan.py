@@ -26,8 +26,7 @@ What differs from the original, and why:
   ``-> (ndf*2) x 4 x 4`` (``Conv2d(ndf, ndf*2, 3, 1, 1)``, BatchNorm2d, LeakyReLU)
   ``-> 1`` (``Conv2d(ndf*2, 1, 4, 1, 0)``, ``Sigmoid``). Defaults ``nz=32``, ``ngf=ndf=32``,
   30 epochs; the original's learning rate and betas.
-- ``label.fill_(v)`` is ``label.data.fill(v)`` (gradtape's ``.data`` is the numpy array);
-  ``output.view(-1, 1).squeeze(1)`` is ``reshape``; ``torch.full`` is ``dev.full``.
+- ``torch.full`` is ``dev.full``.
 - No image files or checkpoints are written (``vutils.save_image``): instead a quality score.
 
 Quality score (:func:`digit_score`): a logistic-regression digits classifier (scikit-learn,
@@ -153,7 +152,7 @@ class Discriminator(nn.Module):
     def forward(self, input: Tensor[Any, Any]) -> Tensor[Any, Any]:
         """Probabilities ``(B,)`` for images ``(B, nc, 8, 8)``."""
         output: Tensor[Any, Any] = self.main(input)
-        return output.reshape((-1, 1)).squeeze(1)  # PyTorch: output.view(-1, 1).squeeze(1)
+        return output.view(-1, 1).squeeze(1)
 
 
 def update_d(
@@ -178,7 +177,7 @@ def update_d(
 
     # train with fake
     fake = netG(noise)
-    label.data.fill(fake_label)  # PyTorch: label.fill_(fake_label)
+    label.fill_(fake_label)
     output = netD(fake.detach())
     errD_fake = criterion(output, label)
     errD_fake.backward()
