@@ -32,7 +32,9 @@ The stores' side of ``.grad``: :func:`grad_array_mut` and :func:`clear_grad` (fo
 
 from __future__ import annotations
 
+import functools
 import operator
+import types
 from collections.abc import Callable, Container, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -187,6 +189,75 @@ def _runner(fire_hooks: bool) -> Runner:
     return _run_entries_checked
 
 
+def _check_writes(ops: list[_Entry], op: str) -> None:
+    """Refuse a backward whose entries saved an array that was written in place after they
+    were recorded (``gradtape.tape.note_writes``: a tensor's ``__setitem__``/``fill_``/
+    ``zero_``/``copy_``, an optimizer step): the gradient would silently be computed from the
+    new values. ``ops`` sorted by time. Free unless a write happened since the first entry."""
+    writes = _tp._writes
+    if not writes or not ops or writes[-1][0] < ops[0][0]:
+        return
+    first = ops[0][0]
+    recent = [(t, b) for t, ref in writes if t > first and (b := ref()) is not None]
+    if not recent:
+        return
+    for entry in ops:
+        later = [b for t, b in recent if t > entry[0]]
+        if not later:
+            break  # entries are in time order: none later was recorded before a write
+        for arr in _saved_arrays(entry[1:], 4, set()):
+            buf = _tp._buffer(arr)
+            if any(buf is b for b in later):
+                fn = entry[2] if entry[1] is _tp._run_closure else entry[1]
+                name = getattr(fn, "__qualname__", type(fn).__name__)
+                raise TapeError(
+                    f"{op}: an array of shape {arr.shape} ({arr.dtype}) that the recorded op {name} saved for this "
+                    "backward was written in place after the op ran (a tensor's __setitem__/fill_/zero_/copy_, or "
+                    "an optimizer step, between the forward pass and this backward): the gradient would be "
+                    "computed from the new values. Run backward before the write (optimizer.step() after "
+                    "loss.backward()), write into a clone(), or redo the forward pass after the write (PyTorch "
+                    "raises 'a variable needed for gradient computation has been modified by an inplace operation')"
+                )
+
+
+def _saved_arrays(obj: Any, depth: int, seen: set[int]) -> Iterator[np.ndarray[Any, Any]]:
+    """The numpy arrays an entry's saved state reaches (tuples, lists, dicts, tensors, closure
+    cells, bound methods' objects, objects' attributes), ``depth`` levels deep."""
+    if isinstance(obj, np.ndarray):
+        yield obj
+        return
+    if depth == 0 or id(obj) in seen or obj is None or isinstance(obj, (int, float, str, type)):
+        return
+    seen.add(id(obj))
+    tensor_cls = _tensor_class()
+    items: Any = ()
+    if isinstance(obj, (tuple, list)):
+        items = obj
+    elif isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, tensor_cls):
+        yield obj.data
+        return
+    elif isinstance(obj, types.FunctionType):
+        items = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+    elif isinstance(obj, types.MethodType):
+        items = (obj.__self__,)
+    elif isinstance(obj, functools.partial):
+        items = (*obj.args, *obj.keywords.values())
+    elif hasattr(obj, "__dict__") and not isinstance(obj, types.ModuleType):
+        items = vars(obj).values()
+    for item in items:
+        yield from _saved_arrays(item, depth - 1, seen)
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:  # an empty cell (a variable assigned after the closure was made)
+        return False
+    return True
+
+
 def _first_order(
     tape: GradientTape,
     seeds: Sequence[tuple[Tensor[Any, Any], Any]],
@@ -203,6 +274,8 @@ def _first_order(
             f"{op}: this tape was already run by an earlier backward()/execute()/grad(); a tape runs "
             "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
         )
+    if _tp._writes:  # before anything is consumed, so a refused backward leaves the tape as it was
+        _check_writes(sorted(tape._ops, key=_op_time) if tape._merged else tape._ops, op)
     rerun = tape._retained  # run before: the stores hold the last run's gradients
     leaves = tape._leaves
     if retain:
@@ -275,6 +348,7 @@ def _differentiable(
     if root._consumed:
         raise TapeError(f"{op}: this tape was already run by an earlier backward()/execute()/grad()")
     ops = sorted(root._ops, key=_op_time)
+    _check_writes(ops, op)
     if not retain:
         root._consume()
         root._ops = []

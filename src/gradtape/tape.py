@@ -117,6 +117,39 @@ next_id: Callable[[], int] = itertools.count(1).__next__
 """Return a fresh process-wide unique id; tensors and backward ops share this clock."""
 
 
+# ----- in-place writes, for backward's check (gradtape.engine) ---------------------------------
+
+_writes: list[tuple[int, weakref.ref[Any]]] = []
+"""``(time, buffer)`` of the latest in-place writes into tensors' memory (``__setitem__``,
+``fill_``, ``zero_``, ``copy_``, optimizer steps): the buffer is the written array's root (the
+array owning the memory), held weakly; ``time`` is from :func:`next_id`, the clock of the
+recorded entries. Backward compares them with what its entries saved
+(``gradtape.engine``). The most recent :data:`WRITES_KEPT` are kept."""
+
+WRITES_KEPT = 4096
+"""How many in-place writes :data:`_writes` remembers (a tape that lives across more writes
+than this may miss the oldest)."""
+
+
+def _buffer(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The array owning ``arr``'s memory (``arr`` itself, or the root of its chain of bases)."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def note_writes(*arrays: np.ndarray[Any, Any]) -> None:
+    """Log an in-place write into each of ``arrays`` (now, on the tensors' clock), so that a
+    backward whose recorded entries saved one of those buffers before the write refuses to
+    run instead of computing the gradient from the new values (PyTorch's version-counter
+    check). Called by the in-place tensor methods and the optimizers' ``step``."""
+    now = next_id()
+    for arr in arrays:
+        _writes.append((now, weakref.ref(_buffer(arr))))
+    if len(_writes) > WRITES_KEPT:
+        del _writes[: len(_writes) - WRITES_KEPT // 2]
+
+
 # ----- per-thread recording state ------------------------------------------------------
 
 

@@ -964,6 +964,7 @@ class Tensor(Generic[S, T_co]):
             if not self.data.flags.writeable:
                 raise self._read_only("__setitem__") from e
             raise
+        _tape_mod.note_writes(self.data)
 
     def _check_inplace(self, op: str, instead: str) -> None:
         """The rule of every in-place write (``__setitem__``, ``fill_``, ``zero_``, ``copy_``) on a
@@ -1117,6 +1118,7 @@ class Tensor(Generic[S, T_co]):
         if not self.data.flags.writeable:
             raise self._read_only("fill_")
         self.data.fill(value)
+        _tape_mod.note_writes(self.data)
         return self
 
     def zero_(self) -> Tensor[S, T_co]:
@@ -1129,6 +1131,7 @@ class Tensor(Generic[S, T_co]):
         if not self.data.flags.writeable:
             raise self._read_only("zero_")
         self.data.fill(0)
+        _tape_mod.note_writes(self.data)
         return self
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor[S, T_co]:
@@ -1172,6 +1175,7 @@ class Tensor(Generic[S, T_co]):
         if not self.data.flags.writeable:
             raise self._read_only("copy_")
         np.copyto(self.data, arr, casting="unsafe")
+        _tape_mod.note_writes(self.data)
         return self
 
 

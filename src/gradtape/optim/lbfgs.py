@@ -34,6 +34,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
 from gradtape.optim._checks import Check, check_line_search, check_nonneg, check_positive_int
 from gradtape.optim.optimizers import Array, Optimizer, ParamsT
+from gradtape.tape import note_writes
 
 __all__ = ["LBFGS"]
 
@@ -272,6 +273,7 @@ class LBFGS(Optimizer):
             n = p.data.size
             p.data += t * d[off : off + n].reshape(p.shape)
             off += n
+        note_writes(*(p.data for p in self.params))
 
     def _evaluate(self, closure: Callable[[], Any]) -> tuple[Any, float, Array]:
         """Call the closure: ``(what it returned as the loss, the loss as a float, flat gradient)``."""
@@ -298,6 +300,7 @@ class LBFGS(Optimizer):
         _, value, grad = self._evaluate(closure)
         for p, x in zip(self.params, x0, strict=True):
             p.data[...] = x
+        note_writes(*(p.data for p in self.params))
         return value, grad
 
     # ----- the method -----------------------------------------------------------------------

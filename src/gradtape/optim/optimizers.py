@@ -18,6 +18,7 @@ from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
 from gradtape.optim._checks import Check, check_betas, check_bool, check_nonneg, check_unit
+from gradtape.tape import note_writes
 from gradtape.tensor import Tensor
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
@@ -177,6 +178,7 @@ class Optimizer:
         stored = None if grads is None else grads._data  # the store's own arrays: read, never written
         name = self.name
         i = -1
+        written: list[Array] = []
         for group in self.param_groups:
             maximize = group.get("maximize", False)
             for p in group["params"]:
@@ -199,6 +201,9 @@ class Optimizer:
                 if maximize:  # PyTorch's maximize: ascend, i.e. the rule applied to -g
                     g = np.negative(g)
                 self._update(self.state[i], pd, g, group)
+                written.append(pd)
+        if written:  # a backward still to run over these parameters' old values will refuse to
+            note_writes(*written)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's ``.grad``: PyTorch's ``optimizer.zero_grad(set_to_none)``.
