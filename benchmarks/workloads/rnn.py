@@ -7,9 +7,11 @@ both libraries (PyTorch's own ``torch.nn.LSTM``/``GRU`` on the CPU, from the sam
 Milliseconds per step, medians over blocks of repeats (both libraries use every core, so the
 blocks keep their thread pools from alternating); the gradients are checked against each
 other first. Target: gradtape at most 1.0x PyTorch's time (PyTorch on as many threads as
-numba; a second peer, ``torch-1thread``, runs PyTorch on one thread, since gradtape's time
-loop runs its small products on one BLAS thread and, on a loaded machine, a two-thread
-library waits for the second core at every step).
+numba; a second peer, ``torch-1thread``, runs PyTorch on one thread). gradtape runs the two
+layers as a wavefront on two threads, each doing its own small products on one BLAS thread
+(``gradtape.devices.kernels.rnn.Stack``), where PyTorch splits each step's product over its
+threads; on a loaded machine such a two-thread product waits for the second core at every
+step.
 """
 
 from __future__ import annotations
