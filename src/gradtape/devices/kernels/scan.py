@@ -85,11 +85,15 @@ def _exp(v: float) -> float:
 
 
 def _expf(v: Any) -> Any:
+    """Cephes' ``expf`` (see the module docstring): exactly 0 below -87.34, inf above 88.72,
+    NaN kept. Written so that LLVM vectorizes it over a row: the rounding stays in float32
+    (``np.floor``, then a float32 -> int32 conversion; ``math.floor`` gave an int64, which
+    AVX2 cannot convert in vectors, and left the loop scalar) and every branch is a select."""
     f32 = np.float32
+    i32 = np.int32
     xc = min(max(v, f32(-87.33654)), f32(88.72283))
-    n = math.floor(xc * f32(1.44269504088896341) + f32(0.5))
-    fn = f32(n)
-    r = xc - fn * f32(0.693359375)  # ln2 in two parts, so n * ln2 is exact
+    fn = np.floor(xc * f32(1.44269504088896341) + f32(0.5))
+    r = xc - fn * f32(0.693359375)
     r = r - fn * f32(-2.12194440e-4)
     p = f32(1.9875691500e-4)
     p = p * r + f32(1.3981999507e-3)
@@ -98,18 +102,14 @@ def _expf(v: Any) -> Any:
     p = p * r + f32(1.6666665459e-1)
     p = p * r + f32(5.0000001201e-1)
     p = p * (r * r) + r + f32(1.0)
-    top = n > 127  # exp(88.72) = 2^128 * 0.997 is finite: scale by 2^127, then by 2
-    e = n - 1 if top else n
-    res = p * _f32_from_bits(np.int32((e + 127) << 23))
-    if top:
-        res = res * f32(2.0)
-    if v < f32(-87.33654):
-        res = f32(0.0)
-    if v > f32(88.72283):
-        res = f32(np.inf)
-    if v != v:  # NaN stays NaN (anomaly mode finds it)
-        res = v
-    return res
+    n = i32(fn)
+    top = n > i32(127)
+    e = n - i32(1) if top else n
+    res = p * _f32_from_bits(i32((e + i32(127)) << i32(23)))
+    res = res * f32(2.0) if top else res
+    res = f32(0.0) if v < f32(-87.33654) else res
+    res = f32(np.inf) if v > f32(88.72283) else res
+    return v if v != v else res
 
 
 def _exp64(v: Any) -> Any:
