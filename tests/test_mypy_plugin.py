@@ -93,6 +93,12 @@ SHAPE_ERRORS = {
         "stack: tensors of shapes (2, 3) and (2, 5) differ in dim 1 (joined)",
         "concat: axis 2 is out of range for tensors of shape (2, 3) (valid axes: -2 to 1)",
     ],
+    "squeeze.py": [
+        "squeeze: axis 0 of shape (4, 1) has size 4, not 1",
+        "squeeze: axis 0 of shape (4, 1) has size 4, not 1",
+        "squeeze: axis 2 is out of range for a tensor of shape (4, 1)",
+        "squeeze: axis 2 of shape (int, 1, 5) has size 5, not 1",
+    ],
     "conv_pool.py": [
         "conv2d: output size (0, 0) is not positive: input (1, 1, 2, 2), weight (8, 1, 3, 3), kernel (3, 3), "
         "stride (1, 1), padding (0, 0), dilation (1, 1)",

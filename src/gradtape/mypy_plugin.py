@@ -66,9 +66,11 @@ with the error code ``gradtape-shape`` (``# type: ignore[gradtape-shape]`` silen
 ``reshape`` to a shape of another element count, a ``-1`` that does not divide, two ``-1``
 or a dim below ``-1``; ``concat`` / ``stack`` of tensors whose ranks or (other) literal dims
 differ, or an axis out of range; a convolution, pooling or ``upscale2d`` whose output size is
-not positive; a pooling padding above half the kernel. For example::
+not positive; a pooling padding above half the kernel; ``squeeze(axis)`` of an axis out of
+range or whose literal size is not 1. For example::
 
     reshape: cannot reshape (8, 5) (40 elements) to (6, 7) (42 elements)
+    squeeze: axis 0 of shape (4, 1) has size 4, not 1
     concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)
     conv2d: output size (0, 0) is not positive: input (1, 1, 2, 2), weight (8, 1, 3, 3),
         kernel (3, 3), stride (1, 1), padding (0, 0), dilation (1, 1)
@@ -670,9 +672,31 @@ def _upscale(call: _Call) -> Outcome:
 Rule = Callable[[_Call], Outcome]
 
 
+def _squeeze(call: _Call) -> Outcome:
+    """``squeeze(axis)``: each literal axis must be in range and its dim, where literal, 1."""
+    x = call.tensor("a")
+    e = call.expr("axis")
+    if x is None or e is None:
+        return None, None
+    items = e.items if isinstance(e, TupleExpr) else [e]
+    axes = [_fold(i) for i in items]
+    if not items or any(a is None for a in axes):
+        return None, None
+    nd = len(x)
+    for a in (a for a in axes if a is not None):
+        if not -nd <= a < max(nd, 1):
+            return None, f"squeeze: axis {a} is out of range for a tensor of shape {_shape_str(x)}"
+        size = _lit(x[a % nd]) if nd else None
+        if size is not None and size != 1:
+            return None, f"squeeze: axis {a % nd} of shape {_shape_str(x)} has size {size}, not 1"
+    return None, None
+
+
 def _rule_for(name: str) -> Rule | None:
     if name == "reshape":
         return _reshape
+    if name == "squeeze":
+        return _squeeze
     if name in ("concat", "cat", "stack"):
         return partial(_join, name)
     if name in _CONV:
