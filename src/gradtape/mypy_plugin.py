@@ -56,6 +56,19 @@ constants written in the call: literals, ``+ - * // % **`` of them (``16 * 2 * 2
   expected type the layer stays what mypy and pyright infer (``Linear[int, int]``), so an
   unannotated layer keeps accepting inputs of any feature dim type.
 
+**Layer widths.** A gradtape layer built without an expected type (``norm = nn.LayerNorm(64)``,
+``self.fc = nn.Linear(64, 10, dev=dev)``) keeps mypy's type, ``int`` widths, and remembers the
+constant widths its constructor got, in the type's extra attributes, which no subtype check
+or join sees (a list of layers of different widths stays one type). Its calls (``__call__``
+and ``forward``) are checked: an input whose literal width (the last dim for ``Linear``,
+norms, attention and transformer layers; channel dim 1 for convolutions and batch norms) is
+not the layer's literal width is an error, ``LayerNorm[64] called on a tensor of shape (8, 32):
+its last dim is 32, the layer takes 64``. The result gets the layer's literal output width
+(``Linear``'s out-features, ``Embedding``'s and attention's width, a convolution's
+out-channels) where the call has an expected type that takes it; without one (``h = fc(x)``)
+it keeps mypy's ``int``, so that the variable may be rebound to another width. An attribute
+assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``) forgets them.
+
 mypy's own result is replaced only where its dim is ``int`` (or its shape ``Any``): named
 axes (``NewType``), type variables and literal dims mypy already has are kept, and so is
 mypy's whole type when the computed one does not fit the call's expected type (an annotated
@@ -84,7 +97,7 @@ any variable under mypy; annotate the variable with the common type
 (``h: Tensor[Rank2[int, int], NoneTape] = ...``) or enable mypy's ``allow_redefinition``
 (pyright widens such a variable by itself). An error the plugin reports inside an argument of
 another overloaded call can make mypy add that no overload of the outer call matches. The
-layers' ``forward`` (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) is not computed: their
+layers' spatial sizes (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) are not computed: their
 types carry the channels, not the kernel size or stride.
 """
 
@@ -134,6 +147,7 @@ from mypy.typeops import bind_self
 from mypy.types import (
     AnyType,
     CallableType,
+    ExtraAttrs,
     FunctionLike,
     Instance,
     LiteralType,
@@ -859,7 +873,14 @@ def _layer_signature(ctx: FunctionSigContext) -> FunctionLike:
         if exprs:  # another argument mentions the variable: leave it to mypy
             blocked |= {v for v in ids if _mentions(formal, v)}
     env: dict[TypeVarId, Type] = {v: _literal(ctx.api, n) for v, n in bound.items() if v not in blocked}
-    if not env or _context_missing(ctx.api):
+    if not env:
+        return sig
+    built = get_proper_type(expand_type(sig.ret_type, env))
+    if isinstance(built, Instance):
+        if len(_CONSTRUCTED) > 100_000:
+            _CONSTRUCTED.clear()
+        _CONSTRUCTED[id(ctx.context)] = (ctx.context, built)
+    if _context_missing(ctx.api):
         return sig
     new = expand_type(sig, env)
     arg_types = list(new.arg_types)
@@ -878,6 +899,194 @@ def _mentions(t: Type, var: TypeVarId) -> bool:
 def _context_missing(api: CheckerPluginInterface) -> bool:
     context = api.type_context[-1] if api.type_context else None
     return context is None or isinstance(get_proper_type(context), (AnyType, NoneType))
+
+
+_CONSTRUCTED: dict[int, tuple[Context, Instance]] = {}
+"""The layer each constructor call builds, its constant widths bound as ``Literal``, by call node."""
+
+WIDTHS = "<gradtape widths>"
+"""The key under which a layer's type keeps the widths its constructor got (``Linear(64, 10)``
+is ``Linear[int, int]`` remembering ``Linear[L[64], L[10]]``). Kept in the instance type's
+extra attributes, which no subtype check, join or attribute access of user code sees."""
+
+# A layer's width checks: class -> (inputs: (parameter, type argument, dim)), (outputs: (type
+# argument, dim)). A dim is an index into the input's (output's) shape; 1 only for inputs of
+# rank ``_CHANNEL_RANK`` (batched convolutions and batch norms).
+_N = "gradtape.nn."
+_LAYER_DIMS: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]] = {
+    _N + "linear.Linear": ((("x", 0, -1),), ((1, -1),)),
+    _N + "linear.Embedding": ((), ((1, -1),)),
+    _N + "norm.LayerNorm": ((("x", 0, -1),), ()),
+    _N + "norm.RMSNorm": ((("x", 0, -1),), ()),
+    _N + "norm.BatchNorm1d": ((("x", 0, 1),), ()),
+    _N + "norm.BatchNorm2d": ((("x", 0, 1),), ()),
+    _N + "conv.Conv1d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "conv.Conv2d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "conv.ConvTranspose2d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "attention.MultiHeadAttention": ((("q", 0, -1), ("k", 0, -1), ("v", 0, -1)), ((0, -1),)),
+    _N + "transformer.TransformerEncoderLayer": ((("src", 0, -1),), ((0, -1),)),
+    _N + "transformer.TransformerEncoder": ((("src", 0, -1),), ((0, -1),)),
+}
+_CHANNEL_RANK = {
+    _N + "norm.BatchNorm1d": (2, 3),
+    _N + "norm.BatchNorm2d": (4,),
+    _N + "conv.Conv1d": (3,),
+    _N + "conv.Conv2d": (4,),
+    _N + "conv.ConvTranspose2d": (4,),
+}
+_WHAT = {-1: "last dim", 1: "channel dim 1"}
+
+
+def _layer_constructed(ctx: FunctionContext) -> Type:
+    """Return-type hook of a gradtape layer's constructor: a layer typed with ``int`` widths
+    (no expected type) keeps the ``Literal`` widths its arguments gave, out of its type's
+    compatibility (see :data:`WIDTHS`), for the checks of its calls."""
+    t = get_proper_type(ctx.default_return_type)
+    cached = _CONSTRUCTED.get(id(ctx.context))
+    if cached is None or cached[0] is not ctx.context or not isinstance(t, Instance):
+        return ctx.default_return_type
+    built = cached[1]
+    if built.type is not t.type or len(built.args) != len(t.args):
+        return ctx.default_return_type
+    if all(_lit(a) == _lit(b) for a, b in zip(t.args, built.args, strict=True)):
+        return ctx.default_return_type  # the type has the literal widths itself
+    if any(_lit(a) is None and not _is_wide(get_proper_type(a)) for a in t.args):
+        return ctx.default_return_type  # a named axis or type variable: mypy's
+    _forget_reassigned(ctx.api, WIDTHS, built)
+    return _with_extra(t, WIDTHS, built)
+
+
+def _with_extra(t: Instance, key: str, value: Type) -> Instance:
+    attrs = t.extra_attrs.copy() if t.extra_attrs is not None else ExtraAttrs({}, set(), None)
+    attrs.attrs[key] = value
+    attrs.immutable.add(key)
+    new = t.copy_modified()
+    new.extra_attrs = attrs
+    return new
+
+
+def _extra(t: Type | None, key: str) -> ProperType | None:
+    p = get_proper_type(t) if t is not None else None
+    if not isinstance(p, Instance) or p.extra_attrs is None or key not in p.extra_attrs.attrs:
+        return None
+    if id(p.extra_attrs) in _CONFLICTED:
+        return None
+    return get_proper_type(p.extra_attrs.attrs[key])
+
+
+_CONFLICTED: dict[int, ExtraAttrs] = {}
+"""The remembered widths (layers) of variables assigned another layer later: forgotten."""
+
+
+def _forget_reassigned(api: CheckerPluginInterface, key: str, value: Type) -> None:
+    """A constructor's result assigned to a variable that remembers other widths (``self.fc =
+    Linear(32, 32)`` in a branch after ``self.fc = Linear(64, 32)``): the variable's type is
+    the expected type, which then forgets them (the variable may hold either layer)."""
+    context = get_proper_type(api.type_context[-1]) if api.type_context else None
+    if not isinstance(context, Instance) or context.extra_attrs is None:
+        return
+    old = context.extra_attrs.attrs.get(key)
+    if old is not None and old != value:
+        _CONFLICTED[id(context.extra_attrs)] = context.extra_attrs
+
+
+def _layer_widths(t: Type | None) -> tuple[str, list[int | None]] | None:
+    """``(class, widths)`` of a gradtape layer with checked dims: each type argument's literal
+    (from the type, else from what its constructor got), ``None`` where not literal."""
+    p = get_proper_type(t) if t is not None else None
+    if not isinstance(p, Instance):
+        return None
+    owner = next((b for b in p.type.mro if b.fullname in _LAYER_DIMS), None)
+    if owner is None:
+        return None
+    inst = map_instance_to_supertype(p, owner)
+    remembered = _extra(p, WIDTHS)
+    old = map_instance_to_supertype(remembered, owner) if isinstance(remembered, Instance) else None
+    widths = [_lit(a) for a in inst.args]
+    if old is not None and len(old.args) == len(widths):
+        widths = [w if w is not None else _lit(b) for w, b in zip(widths, old.args, strict=True)]
+    return owner.fullname, widths
+
+
+def _layer_str(cls: str, widths: Sequence[int | None]) -> str:
+    return cls.rpartition(".")[2] + "[" + ", ".join("int" if w is None else str(w) for w in widths) + "]"
+
+
+def _typed_widths(layer: Type | None) -> set[int]:
+    """The indices of the layer's widths that its type itself gives as ``Literal``."""
+    p = get_proper_type(layer) if layer is not None else None
+    if not isinstance(p, Instance):
+        return set()
+    owner = next((b for b in p.type.mro if b.fullname in _LAYER_DIMS), None)
+    inst = map_instance_to_supertype(p, owner) if owner is not None else p
+    return {k for k, a in enumerate(inst.args) if _lit(a) is not None}
+
+
+def _layer_error(layer: Type | None, arg: str, x: Sequence[Dim] | None, only_remembered: bool = True) -> str | None:
+    """The error of calling ``layer`` with a tensor of shape ``x`` as its argument ``arg``:
+    a literal dim that is not the layer's literal width."""
+    found = _layer_widths(layer)
+    if found is None or x is None:
+        return None
+    cls, widths = found
+    typed = set() if only_remembered is False else _typed_widths(layer)
+    for name, k, dim in _LAYER_DIMS[cls][0]:
+        if name != arg or k >= len(widths) or widths[k] is None or not x or k in typed:
+            continue  # a width of the layer's type is checked by its overloads (mypy's error)
+        if dim == 1 and len(x) not in _CHANNEL_RANK.get(cls, ()):
+            continue
+        got = _lit(x[dim])
+        if got is not None and got != widths[k]:
+            return (
+                f"{_layer_str(cls, widths)} called on a tensor of shape {_shape_str(x)}: its {_WHAT[dim]} is"
+                f" {got}, the layer takes {widths[k]}"
+            )
+    return None
+
+
+def _layer_call_check(ctx: MethodSigContext) -> None:
+    """Reports a layer call whose input's literal width is not the layer's (see :data:`_LAYER_DIMS`)."""
+    if _layer_widths(ctx.type) is None:
+        return
+    call = _from_sig_ctx(ctx, {})
+    for name in ("x", "q", "k", "v", "src"):
+        if not call.given(name):
+            continue
+        error = _layer_error(ctx.type, name, call.tensor(name))
+        if error is not None:
+            ctx.api.fail(error, ctx.context, code=SHAPE)
+            return
+
+
+def _layer_result(ctx: MethodContext) -> Type:
+    """A layer call's result with the layer's literal output width where mypy has ``int``."""
+    found = _layer_widths(ctx.type)
+    dims = _shape_of(ctx.default_return_type)
+    context = ctx.api.type_context[-1] if ctx.api.type_context else None
+    if found is None or dims is None or context is None:
+        return ctx.default_return_type  # no expected type: h = fc(x) keeps mypy's int width
+    cls, widths = found
+    out: list[Dim | None] = [None] * len(dims)
+    for k, dim in _LAYER_DIMS[cls][1]:
+        if k < len(widths) and widths[k] is not None and dims:
+            if dim == 1 and len(dims) not in _CHANNEL_RANK.get(cls, ()):
+                continue
+            out[dim] = _literal(ctx.api, widths[k] or 0)
+    if all(d is None for d in out):
+        return ctx.default_return_type
+    return _with_shape(ctx.api, ctx.default_return_type, out)
+
+
+def _checked_layer_call(ctx: MethodSigContext) -> FunctionLike:
+    """``layer(x)`` of a gradtape layer: its widths checked against ``x``'s, then its own signature."""
+    _layer_call_check(ctx)
+    return _forward_signature(ctx)
+
+
+def _checked_layer_forward(ctx: MethodSigContext) -> FunctionLike:
+    """``layer.forward(x)``: as :func:`_checked_layer_call`."""
+    _layer_call_check(ctx)
+    return ctx.default_signature
 
 
 # ----- model(x) ----------------------------------------------------------------------------
@@ -1002,11 +1211,13 @@ class GradtapePlugin(Plugin):
         """``<Module subclass>.__call__`` as ``forward``; error checks of ``Tensor.reshape``."""
         found = self._method(fullname) if fullname.startswith("gradtape.") or fullname.endswith("__call__") else None
         cls, _, method = fullname.rpartition(".")
-        if method == "__call__" and cls:
+        if method in ("__call__", "forward") and cls:
             info = self._lookup(cls)
-            if isinstance(info, TypeInfo) and any(base.fullname == MODULE for base in info.mro):
-                return _forward_signature
-            return None
+            if not isinstance(info, TypeInfo) or not any(base.fullname == MODULE for base in info.mro):
+                return None
+            if any(base.fullname in _LAYER_DIMS for base in info.mro):
+                return _checked_layer_call if method == "__call__" else _checked_layer_forward
+            return _forward_signature if method == "__call__" else None
         if found is not None and found[0].has_base(TENSOR):
             rule = _rule_for(method)
             if rule is not None:
@@ -1021,6 +1232,8 @@ class GradtapePlugin(Plugin):
         info, method, node = found
         if method in ("__call__", "forward") and info.has_base(FLATTEN):
             return _flatten_hook
+        if method in ("__call__", "forward") and any(base.fullname in _LAYER_DIMS for base in info.mro):
+            return _layer_result
         if info.has_base(TENSOR):
             rule = _rule_for(method)
             if rule is not None:
@@ -1047,7 +1260,7 @@ class GradtapePlugin(Plugin):
             return None
         node = self._lookup(fullname)
         if isinstance(node, TypeInfo):
-            return None
+            return _layer_constructed if node.has_base(MODULE) and node.type_vars else None
         rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
         if rule is not None:
             return partial(_result_hook, rule, _signature_defaults(node))
