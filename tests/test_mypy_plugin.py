@@ -117,6 +117,16 @@ SHAPE_ERRORS = {
         "LayerNorm[64] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
         "Linear[64, 10] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
     ],
+    "sequential.py": [
+        "Sequential: layer 2 (Linear[16, 10]) takes 16 features, but layer 0 (Linear[64, 32]) gives 32",
+        "Sequential: layer 1 (LayerNorm[16]) takes 16 features, but layer 0 (Linear[64, 32]) gives 32",
+        "Sequential: layer 2 (Conv2d[16, 4]) takes 16 channels, but layer 0 (Conv2d[1, 8]) gives 8",
+        "Sequential: layer 1 (Linear[64, 4]) takes 64 features, but layer 0 (Embedding[100, 32]) gives 32",
+        "Sequential: layer 0: Linear[8, 16] cannot take a tensor of shape (3, 10): Argument 1 has incompatible type"
+        ' "Tensor[tuple[Literal[3], Literal[10]], NoneTape]";'
+        ' expected "Tensor[tuple[Literal[3], Literal[8]], NoneTape]"',
+        "Sequential: layer 0: Linear[8, 16] called on a tensor of shape (3, 10): its last dim is 10, the layer takes 8",
+    ],
     "squeeze.py": [
         "squeeze: axis 0 of shape (4, 1) has size 4, not 1",
         "squeeze: axis 0 of shape (4, 1) has size 4, not 1",

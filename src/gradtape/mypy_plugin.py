@@ -69,6 +69,15 @@ out-channels) where the call has an expected type that takes it; without one (``
 it keeps mypy's ``int``, so that the variable may be rebound to another width. An attribute
 assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``) forgets them.
 
+**Sequential chains.** ``nn.Sequential(l1, l2, ...)`` with its layers written in the call:
+each layer's literal input width must be the output width of the layer before it
+(activations, dropout and normalisations pass it on; another module ends the check), else
+an error at the constructor naming both layers, ``Sequential: layer 2 (Linear[16, 10]) takes
+16 features, but layer 0 (Linear[64, 32]) gives 32``. The layers' types are remembered as the
+widths are, and ``seq(x)`` is checked as ``l3(l2(l1(x)))`` would be (the first error is
+reported, naming the layer and the shape it got) and returns the last layer's result type
+(without the plugin, ``Any``).
+
 mypy's own result is replaced only where its dim is ``int`` (or its shape ``Any``): named
 axes (``NewType``), type variables and literal dims mypy already has are kept, and so is
 mypy's whole type when the computed one does not fit the call's expected type (an annotated
@@ -98,7 +107,8 @@ any variable under mypy; annotate the variable with the common type
 (pyright widens such a variable by itself). An error the plugin reports inside an argument of
 another overloaded call can make mypy add that no overload of the outer call matches. The
 layers' spatial sizes (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) are not computed: their
-types carry the channels, not the kernel size or stride.
+types carry the channels, not the kernel size or stride. A ``Sequential`` built from ``*layers``,
+held in a list, or assigned two chains is called as ``Any``.
 """
 
 from __future__ import annotations
@@ -129,6 +139,7 @@ from mypy.nodes import (
     RefExpr,
     StarExpr,
     StrExpr,
+    TempNode,
     TupleExpr,
     TypeInfo,
     UnaryExpr,
@@ -909,6 +920,11 @@ WIDTHS = "<gradtape widths>"
 is ``Linear[int, int]`` remembering ``Linear[L[64], L[10]]``). Kept in the instance type's
 extra attributes, which no subtype check, join or attribute access of user code sees."""
 
+LAYERS = "<gradtape layers>"
+"""The key under which an ``nn.Sequential``'s type keeps its layers' types (a tuple type)."""
+
+SEQUENTIAL = "gradtape.nn.container.Sequential"
+
 # A layer's width checks: class -> (inputs: (parameter, type argument, dim)), (outputs: (type
 # argument, dim)). A dim is an index into the input's (output's) shape; 1 only for inputs of
 # rank ``_CHANNEL_RANK`` (batched convolutions and batch norms).
@@ -1063,7 +1079,7 @@ def _layer_result(ctx: MethodContext) -> Type:
     found = _layer_widths(ctx.type)
     dims = _shape_of(ctx.default_return_type)
     context = ctx.api.type_context[-1] if ctx.api.type_context else None
-    if found is None or dims is None or context is None:
+    if found is None or dims is None or (context is None and not _IN_CHAIN):
         return ctx.default_return_type  # no expected type: h = fc(x) keeps mypy's int width
     cls, widths = found
     out: list[Dim | None] = [None] * len(dims)
@@ -1087,6 +1103,135 @@ def _checked_layer_forward(ctx: MethodSigContext) -> FunctionLike:
     """``layer.forward(x)``: as :func:`_checked_layer_call`."""
     _layer_call_check(ctx)
     return ctx.default_signature
+
+
+# ----- nn.Sequential -----------------------------------------------------------------------
+
+_SAME_SHAPE = ("gradtape.nn.activation.", "gradtape.nn.norm.")
+"""Modules whose output has their input's shape (activations, dropout, normalisations)."""
+_NOT_SAME_SHAPE = {FLATTEN, "gradtape.nn.activation.Unflatten"}
+
+
+def _chain_error(layers: Sequence[Type]) -> str | None:
+    """The first pair of layers of a ``Sequential`` whose literal widths disagree: a layer's
+    output width (a ``Linear``'s out-features, a convolution's out-channels, an embedding's
+    width) against the input width of the next layer that checks one."""
+    have: tuple[int, int, int, str] | None = None  # width, dim, layer index, layer shown
+    for i, t in enumerate(layers):
+        p = get_proper_type(t)
+        found = _layer_widths(p)
+        if found is None:
+            name = p.type.fullname if isinstance(p, Instance) else ""
+            if not (name.startswith(_SAME_SHAPE) and name not in _NOT_SAME_SHAPE):
+                have = None  # a module of unknown output shape
+            continue
+        cls, widths = found
+        shown = _layer_str(cls, widths)
+        for _, k, dim in _LAYER_DIMS[cls][0][:1]:
+            want = widths[k] if k < len(widths) else None
+            if want is None or have is None:
+                continue
+            same_dim = have[1] == dim or cls.rpartition(".")[2].startswith("BatchNorm1d")
+            if same_dim and have[0] != want:
+                what = "features" if dim == -1 else "channels"
+                return (
+                    f"Sequential: layer {i} ({shown}) takes {want} {what}, but layer {have[2]} ({have[3]}) gives"
+                    f" {have[0]}"
+                )
+        outs = _LAYER_DIMS[cls][1]
+        if outs:
+            k, dim = outs[0]
+            w = widths[k] if k < len(widths) else None
+            have = (w, dim, i, shown) if w is not None else None
+        elif have is None:
+            ins = _LAYER_DIMS[cls][0]
+            if ins and ins[0][1] < len(widths) and widths[ins[0][1]] is not None and ins[0][2] == -1:
+                have = (widths[ins[0][1]] or 0, -1, i, shown)
+    return None
+
+
+def _sequential_constructed(ctx: FunctionContext) -> Type:
+    """``nn.Sequential(*layers)``: the chain's literal widths checked; the layers' types kept
+    with the result (see :data:`LAYERS`) for its calls."""
+    t = get_proper_type(ctx.default_return_type)
+    if not isinstance(t, Instance) or len(ctx.arg_types) != 1 or not ctx.arg_types[0]:
+        return ctx.default_return_type
+    if any(kind != ARG_POS for kind in ctx.arg_kinds[0]):
+        return ctx.default_return_type  # Sequential(*mods): the layers are not known
+    layers = [_as_constructed(ctx.api, e, t) for e, t in zip(ctx.args[0], ctx.arg_types[0], strict=True)]
+    error = _chain_error(layers)
+    if error is not None:
+        ctx.api.fail(error, ctx.context, code=SHAPE)
+        return ctx.default_return_type
+    fallback = ctx.api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
+    chain = TupleType(layers, fallback)
+    _forget_reassigned(ctx.api, LAYERS, chain)
+    return _with_extra(t, LAYERS, chain)
+
+
+def _as_constructed(api: CheckerPluginInterface, e: Expression, t: Type) -> Type:
+    """A layer built inline in ``Sequential(...)`` as a layer built without an expected type:
+    ``int`` widths remembering their literals (mypy typed it under the expected ``Module``, so
+    with literal widths, whose overloads would refuse a named-axis input that an unannotated
+    layer takes)."""
+    p = get_proper_type(t)
+    callee = e.callee if isinstance(e, CallExpr) else None
+    if not (isinstance(p, Instance) and isinstance(callee, RefExpr) and isinstance(callee.node, TypeInfo)):
+        return t
+    if callee.node is not p.type or not any(_lit(a) is not None for a in p.args):
+        return t
+    wide = p.copy_modified(args=[_int(api) if _lit(a) is not None else a for a in p.args])
+    return _with_extra(wide, WIDTHS, p)
+
+
+_IN_CHAIN: list[int] = []
+"""Non-empty while a ``Sequential``'s inner layers are applied: their results keep the literal
+widths the layers remember (each feeds the next layer, not a variable)."""
+
+
+def _sequential_call(ctx: MethodSigContext) -> FunctionLike:
+    """``seq(x)`` of an ``nn.Sequential`` whose layers are known: each layer's call applied in
+    turn (checked as if written ``l2(l1(x))``); the result is the last layer's. An error in the
+    chain is reported naming the layer and the shape it got."""
+    sig = _forward_signature(ctx)
+    layers = _extra(ctx.type, LAYERS)
+    checker = getattr(ctx.api, "expr_checker", None)
+    msg = getattr(ctx.api, "msg", None)
+    if not isinstance(layers, TupleType) or checker is None or msg is None or not isinstance(sig, CallableType):
+        return sig
+    given = [a for a in ctx.args if a]
+    if len(given) != 1 or len(given[0]) != 1 or len(sig.arg_types) < 1:
+        return sig
+    x = ctx.api.get_expression_type(given[0][0], AnyType(TypeOfAny.special_form))  # forward's x: Any
+    if _shape_of(x) is None:
+        return sig
+    current: Type = x
+    failed = False
+    for i, layer in enumerate(layers.items):
+        inner = i < len(layers.items) - 1  # the last layer's result meets the call's expected type
+        if inner:
+            ctx.api.type_context.append(None)
+            _IN_CHAIN.append(i)
+        try:
+            with msg.filter_errors(save_filtered_errors=True) as watcher:
+                result, _ = checker.check_call(layer, [TempNode(current, context=ctx.context)], [ARG_POS], ctx.context)
+        finally:
+            if inner:
+                ctx.api.type_context.pop()
+                _IN_CHAIN.pop()
+        if watcher.has_new_errors() and not failed:
+            failed = True  # the first error is reported; the chain goes on with the layer's result
+            found = _layer_widths(layer)
+            p = get_proper_type(layer)
+            shown = _layer_str(*found) if found else p.type.name if isinstance(p, Instance) else str(p)
+            first = watcher.filtered_errors()[0].message if watcher.filtered_errors() else ""
+            text = f"{shown} cannot take a tensor of shape {_shape_str(_shape_of(current) or [])}: {first}"
+            message = f"Sequential: layer {i}: {first if first.startswith(shown) else text}"
+            ctx.api.fail(message, ctx.context, code=SHAPE)
+        current = result
+        if _shape_of(current) is None:
+            return sig  # an untyped step: the rest is not known
+    return sig.copy_modified(ret_type=current)
 
 
 # ----- model(x) ----------------------------------------------------------------------------
@@ -1215,6 +1360,8 @@ class GradtapePlugin(Plugin):
             info = self._lookup(cls)
             if not isinstance(info, TypeInfo) or not any(base.fullname == MODULE for base in info.mro):
                 return None
+            if any(base.fullname == SEQUENTIAL for base in info.mro) and method == "__call__":
+                return _sequential_call
             if any(base.fullname in _LAYER_DIMS for base in info.mro):
                 return _checked_layer_call if method == "__call__" else _checked_layer_forward
             return _forward_signature if method == "__call__" else None
@@ -1260,6 +1407,8 @@ class GradtapePlugin(Plugin):
             return None
         node = self._lookup(fullname)
         if isinstance(node, TypeInfo):
+            if node.fullname == SEQUENTIAL:
+                return _sequential_constructed
             return _layer_constructed if node.has_base(MODULE) and node.type_vars else None
         rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
         if rule is not None:
