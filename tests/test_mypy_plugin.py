@@ -39,24 +39,37 @@ _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<m
 
 
 @cache
-def _run(path: Path, plugin: bool) -> list[tuple[int, str, str, str]]:
-    """mypy's errors and notes on ``path`` (a file or a folder) as ``(line, kind, code,
-    message)``, one run per path and mode."""
+def _run_paths(paths: tuple[Path, ...], plugin: bool) -> dict[Path, list[tuple[int, str, str, str]]]:
+    """mypy's errors and notes on ``paths`` (files or folders), one run per mode, by file as
+    ``(line, kind, code, message)``."""
     config = Path(_CONFIGS.name) / ("with.toml" if plugin else "without.toml")
     plugins = 'plugins = ["gradtape.mypy_plugin"]\n' if plugin else ""
     config.write_text(
         f'[tool.mypy]\nstrict = true\nmypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n' + plugins
     )
     out, err, _ = mypy_api.run(
-        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", *_cache(config.stem), str(path)]
+        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", *_cache(config.stem)]
+        + [str(p) for p in paths]
     )
     assert not err, err
-    found: list[tuple[int, str, str, str]] = []
+    found: dict[Path, list[tuple[int, str, str, str]]] = {}
     for raw in out.splitlines():
         m = _LINE.match(raw)
         assert m, f"unparsed mypy output: {raw}"
-        found.append((int(m["line"]), m["kind"], m["code"] or "", m["msg"] if path.is_file() else raw))
+        found.setdefault(Path(m["path"]).resolve(), []).append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
     return found
+
+
+def _run(path: Path, plugin: bool) -> list[tuple[int, str, str, str]]:
+    """mypy's errors and notes on one program of tests/typing/plugin (all of them are checked
+    in one run per mode), or on a folder (its own run; messages prefixed with the file)."""
+    if path in PROGRAMS:
+        return _run_paths(tuple(PROGRAMS), plugin).get(path.resolve(), [])
+    return [
+        (line, kind, code, f"{file.name}:{line}: {msg}")
+        for file, items in _run_paths((path,), plugin).items()
+        for line, kind, code, msg in items
+    ]
 
 
 def _marks(path: Path, tag: str) -> dict[int, str]:
@@ -101,6 +114,33 @@ SHAPE_ERRORS = {
         "concat: tensors of shapes (2, 3) and (2, 3, 1) have different ranks",
         "stack: tensors of shapes (2, 3) and (2, 5) differ in dim 1 (joined)",
         "concat: axis 2 is out of range for tensors of shape (2, 3) (valid axes: -2 to 1)",
+    ],
+    "layer_calls.py": [
+        "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
+        "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
+        "RMSNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
+        "Linear[64, 10] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
+        "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
+        "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
+        "Conv2d[3, 16] called on a tensor of shape (int, 1, 28, 28): its channel dim 1 is 1, the layer takes 3",
+        "LayerNorm[64] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
+        "Linear[64, 10] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
+    ],
+    "sequential.py": [
+        "Sequential: layer 2 (Linear[16, 10]) takes 16 features, but layer 0 (Linear[64, 32]) gives 32",
+        "Sequential: layer 1 (LayerNorm[16]) takes 16 features, but layer 0 (Linear[64, 32]) gives 32",
+        "Sequential: layer 2 (Conv2d[16, 4]) takes 16 channels, but layer 0 (Conv2d[1, 8]) gives 8",
+        "Sequential: layer 1 (Linear[64, 4]) takes 64 features, but layer 0 (Embedding[100, 32]) gives 32",
+        "Sequential: layer 0: Linear[8, 16] cannot take a tensor of shape (3, 10): Argument 1 has incompatible type"
+        ' "Tensor[tuple[Literal[3], Literal[10]], NoneTape]";'
+        ' expected "Tensor[tuple[Literal[3], Literal[8]], NoneTape]"',
+        "Sequential: layer 0: Linear[8, 16] called on a tensor of shape (3, 10): its last dim is 10, the layer takes 8",
+    ],
+    "squeeze.py": [
+        "squeeze: axis 0 of shape (4, 1) has size 4, not 1",
+        "squeeze: axis 0 of shape (4, 1) has size 4, not 1",
+        "squeeze: axis 2 is out of range for a tensor of shape (4, 1)",
+        "squeeze: axis 2 of shape (int, 1, 5) has size 5, not 1",
     ],
     "conv_pool.py": [
         "conv2d: output size (0, 0) is not positive: input (1, 1, 2, 2), weight (8, 1, 3, 3), kernel (3, 3), "

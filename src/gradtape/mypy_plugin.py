@@ -56,6 +56,28 @@ constants written in the call: literals, ``+ - * // % **`` of them (``16 * 2 * 2
   expected type the layer stays what mypy and pyright infer (``Linear[int, int]``), so an
   unannotated layer keeps accepting inputs of any feature dim type.
 
+**Layer widths.** A gradtape layer built without an expected type (``norm = nn.LayerNorm(64)``,
+``self.fc = nn.Linear(64, 10, dev=dev)``) keeps mypy's type, ``int`` widths, and remembers the
+constant widths its constructor got, in the type's extra attributes, which no subtype check
+or join sees (a list of layers of different widths stays one type). Its calls (``__call__``
+and ``forward``) are checked: an input whose literal width (the last dim for ``Linear``,
+norms, attention and transformer layers; channel dim 1 for convolutions and batch norms) is
+not the layer's literal width is an error, ``LayerNorm[64] called on a tensor of shape (8, 32):
+its last dim is 32, the layer takes 64``. The result gets the layer's literal output width
+(``Linear``'s out-features, ``Embedding``'s and attention's width, a convolution's
+out-channels) where the call has an expected type that takes it; without one (``h = fc(x)``)
+it keeps mypy's ``int``, so that the variable may be rebound to another width. An attribute
+assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``) forgets them.
+
+**Sequential chains.** ``nn.Sequential(l1, l2, ...)`` with its layers written in the call:
+each layer's literal input width must be the output width of the layer before it
+(activations, dropout and normalisations pass it on; another module ends the check), else
+an error at the constructor naming both layers, ``Sequential: layer 2 (Linear[16, 10]) takes
+16 features, but layer 0 (Linear[64, 32]) gives 32``. The layers' types are remembered as the
+widths are, and ``seq(x)`` is checked as ``l3(l2(l1(x)))`` would be (the first error is
+reported, naming the layer and the shape it got) and returns the last layer's result type
+(without the plugin, ``Any``).
+
 mypy's own result is replaced only where its dim is ``int`` (or its shape ``Any``): named
 axes (``NewType``), type variables and literal dims mypy already has are kept, and so is
 mypy's whole type when the computed one does not fit the call's expected type (an annotated
@@ -66,9 +88,11 @@ with the error code ``gradtape-shape`` (``# type: ignore[gradtape-shape]`` silen
 ``reshape`` to a shape of another element count, a ``-1`` that does not divide, two ``-1``
 or a dim below ``-1``; ``concat`` / ``stack`` of tensors whose ranks or (other) literal dims
 differ, or an axis out of range; a convolution, pooling or ``upscale2d`` whose output size is
-not positive; a pooling padding above half the kernel. For example::
+not positive; a pooling padding above half the kernel; ``squeeze(axis)`` of an axis out of
+range or whose literal size is not 1. For example::
 
     reshape: cannot reshape (8, 5) (40 elements) to (6, 7) (42 elements)
+    squeeze: axis 0 of shape (4, 1) has size 4, not 1
     concat: tensors of shapes (2, 3) and (4, 3) differ in dim 0 (joined along axis 1)
     conv2d: output size (0, 0) is not positive: input (1, 1, 2, 2), weight (8, 1, 3, 3),
         kernel (3, 3), stride (1, 1), padding (0, 0), dilation (1, 1)
@@ -82,8 +106,9 @@ any variable under mypy; annotate the variable with the common type
 (``h: Tensor[Rank2[int, int], NoneTape] = ...``) or enable mypy's ``allow_redefinition``
 (pyright widens such a variable by itself). An error the plugin reports inside an argument of
 another overloaded call can make mypy add that no overload of the outer call matches. The
-layers' ``forward`` (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) is not computed: their
-types carry the channels, not the kernel size or stride.
+layers' spatial sizes (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) are not computed: their
+types carry the channels, not the kernel size or stride. A ``Sequential`` built from ``*layers``,
+held in a list, or assigned two chains is called as ``Any``.
 """
 
 from __future__ import annotations
@@ -114,6 +139,7 @@ from mypy.nodes import (
     RefExpr,
     StarExpr,
     StrExpr,
+    TempNode,
     TupleExpr,
     TypeInfo,
     UnaryExpr,
@@ -132,6 +158,7 @@ from mypy.typeops import bind_self
 from mypy.types import (
     AnyType,
     CallableType,
+    ExtraAttrs,
     FunctionLike,
     Instance,
     LiteralType,
@@ -670,9 +697,31 @@ def _upscale(call: _Call) -> Outcome:
 Rule = Callable[[_Call], Outcome]
 
 
+def _squeeze(call: _Call) -> Outcome:
+    """``squeeze(axis)``: each literal axis must be in range and its dim, where literal, 1."""
+    x = call.tensor("a")
+    e = call.expr("axis")
+    if x is None or e is None:
+        return None, None
+    items = e.items if isinstance(e, TupleExpr) else [e]
+    axes = [_fold(i) for i in items]
+    if not items or any(a is None for a in axes):
+        return None, None
+    nd = len(x)
+    for a in (a for a in axes if a is not None):
+        if not -nd <= a < max(nd, 1):
+            return None, f"squeeze: axis {a} is out of range for a tensor of shape {_shape_str(x)}"
+        size = _lit(x[a % nd]) if nd else None
+        if size is not None and size != 1:
+            return None, f"squeeze: axis {a % nd} of shape {_shape_str(x)} has size {size}, not 1"
+    return None, None
+
+
 def _rule_for(name: str) -> Rule | None:
     if name == "reshape":
         return _reshape
+    if name == "squeeze":
+        return _squeeze
     if name in ("concat", "cat", "stack"):
         return partial(_join, name)
     if name in _CONV:
@@ -835,7 +884,14 @@ def _layer_signature(ctx: FunctionSigContext) -> FunctionLike:
         if exprs:  # another argument mentions the variable: leave it to mypy
             blocked |= {v for v in ids if _mentions(formal, v)}
     env: dict[TypeVarId, Type] = {v: _literal(ctx.api, n) for v, n in bound.items() if v not in blocked}
-    if not env or _context_missing(ctx.api):
+    if not env:
+        return sig
+    built = get_proper_type(expand_type(sig.ret_type, env))
+    if isinstance(built, Instance):
+        if len(_CONSTRUCTED) > 100_000:
+            _CONSTRUCTED.clear()
+        _CONSTRUCTED[id(ctx.context)] = (ctx.context, built)
+    if _context_missing(ctx.api):
         return sig
     new = expand_type(sig, env)
     arg_types = list(new.arg_types)
@@ -854,6 +910,328 @@ def _mentions(t: Type, var: TypeVarId) -> bool:
 def _context_missing(api: CheckerPluginInterface) -> bool:
     context = api.type_context[-1] if api.type_context else None
     return context is None or isinstance(get_proper_type(context), (AnyType, NoneType))
+
+
+_CONSTRUCTED: dict[int, tuple[Context, Instance]] = {}
+"""The layer each constructor call builds, its constant widths bound as ``Literal``, by call node."""
+
+WIDTHS = "<gradtape widths>"
+"""The key under which a layer's type keeps the widths its constructor got (``Linear(64, 10)``
+is ``Linear[int, int]`` remembering ``Linear[L[64], L[10]]``). Kept in the instance type's
+extra attributes, which no subtype check, join or attribute access of user code sees."""
+
+LAYERS = "<gradtape layers>"
+"""The key under which an ``nn.Sequential``'s type keeps its layers' types (a tuple type)."""
+
+SEQUENTIAL = "gradtape.nn.container.Sequential"
+
+# A layer's width checks: class -> (inputs: (parameter, type argument, dim)), (outputs: (type
+# argument, dim)). A dim is an index into the input's (output's) shape; 1 only for inputs of
+# rank ``_CHANNEL_RANK`` (batched convolutions and batch norms).
+_N = "gradtape.nn."
+_LAYER_DIMS: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]] = {
+    _N + "linear.Linear": ((("x", 0, -1),), ((1, -1),)),
+    _N + "linear.Embedding": ((), ((1, -1),)),
+    _N + "norm.LayerNorm": ((("x", 0, -1),), ()),
+    _N + "norm.RMSNorm": ((("x", 0, -1),), ()),
+    _N + "norm.BatchNorm1d": ((("x", 0, 1),), ()),
+    _N + "norm.BatchNorm2d": ((("x", 0, 1),), ()),
+    _N + "conv.Conv1d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "conv.Conv2d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "conv.ConvTranspose2d": ((("x", 0, 1),), ((1, 1),)),
+    _N + "attention.MultiHeadAttention": ((("q", 0, -1), ("k", 0, -1), ("v", 0, -1)), ((0, -1),)),
+    _N + "transformer.TransformerEncoderLayer": ((("src", 0, -1),), ((0, -1),)),
+    _N + "transformer.TransformerEncoder": ((("src", 0, -1),), ((0, -1),)),
+}
+_CHANNEL_RANK = {
+    _N + "norm.BatchNorm1d": (2, 3),
+    _N + "norm.BatchNorm2d": (4,),
+    _N + "conv.Conv1d": (3,),
+    _N + "conv.Conv2d": (4,),
+    _N + "conv.ConvTranspose2d": (4,),
+}
+_WHAT = {-1: "last dim", 1: "channel dim 1"}
+
+
+def _layer_constructed(ctx: FunctionContext) -> Type:
+    """Return-type hook of a gradtape layer's constructor: a layer typed with ``int`` widths
+    (no expected type) keeps the ``Literal`` widths its arguments gave, out of its type's
+    compatibility (see :data:`WIDTHS`), for the checks of its calls."""
+    t = get_proper_type(ctx.default_return_type)
+    cached = _CONSTRUCTED.get(id(ctx.context))
+    if cached is None or cached[0] is not ctx.context or not isinstance(t, Instance):
+        return ctx.default_return_type
+    built = cached[1]
+    if built.type is not t.type or len(built.args) != len(t.args):
+        return ctx.default_return_type
+    if all(_lit(a) == _lit(b) for a, b in zip(t.args, built.args, strict=True)):
+        return ctx.default_return_type  # the type has the literal widths itself
+    if any(_lit(a) is None and not _is_wide(get_proper_type(a)) for a in t.args):
+        return ctx.default_return_type  # a named axis or type variable: mypy's
+    _forget_reassigned(ctx.api, WIDTHS, built)
+    return _with_extra(t, WIDTHS, built)
+
+
+def _with_extra(t: Instance, key: str, value: Type) -> Instance:
+    attrs = t.extra_attrs.copy() if t.extra_attrs is not None else ExtraAttrs({}, set(), None)
+    attrs.attrs[key] = value
+    attrs.immutable.add(key)
+    new = t.copy_modified()
+    new.extra_attrs = attrs
+    return new
+
+
+def _extra(t: Type | None, key: str) -> ProperType | None:
+    p = get_proper_type(t) if t is not None else None
+    if not isinstance(p, Instance) or p.extra_attrs is None or key not in p.extra_attrs.attrs:
+        return None
+    if id(p.extra_attrs) in _CONFLICTED:
+        return None
+    return get_proper_type(p.extra_attrs.attrs[key])
+
+
+_CONFLICTED: dict[int, ExtraAttrs] = {}
+"""The remembered widths (layers) of variables assigned another layer later: forgotten."""
+
+
+def _forget_reassigned(api: CheckerPluginInterface, key: str, value: Type) -> None:
+    """A constructor's result assigned to a variable that remembers other widths (``self.fc =
+    Linear(32, 32)`` in a branch after ``self.fc = Linear(64, 32)``): the variable's type is
+    the expected type, which then forgets them (the variable may hold either layer)."""
+    context = get_proper_type(api.type_context[-1]) if api.type_context else None
+    if not isinstance(context, Instance) or context.extra_attrs is None:
+        return
+    old = context.extra_attrs.attrs.get(key)
+    if old is not None and old != value:
+        _CONFLICTED[id(context.extra_attrs)] = context.extra_attrs
+
+
+def _layer_widths(t: Type | None) -> tuple[str, list[int | None]] | None:
+    """``(class, widths)`` of a gradtape layer with checked dims: each type argument's literal
+    (from the type, else from what its constructor got), ``None`` where not literal."""
+    p = get_proper_type(t) if t is not None else None
+    if not isinstance(p, Instance):
+        return None
+    owner = next((b for b in p.type.mro if b.fullname in _LAYER_DIMS), None)
+    if owner is None:
+        return None
+    inst = map_instance_to_supertype(p, owner)
+    remembered = _extra(p, WIDTHS)
+    old = map_instance_to_supertype(remembered, owner) if isinstance(remembered, Instance) else None
+    widths = [_lit(a) for a in inst.args]
+    if old is not None and len(old.args) == len(widths):
+        widths = [w if w is not None else _lit(b) for w, b in zip(widths, old.args, strict=True)]
+    return owner.fullname, widths
+
+
+def _layer_str(cls: str, widths: Sequence[int | None]) -> str:
+    return cls.rpartition(".")[2] + "[" + ", ".join("int" if w is None else str(w) for w in widths) + "]"
+
+
+def _typed_widths(layer: Type | None) -> set[int]:
+    """The indices of the layer's widths that its type itself gives as ``Literal``."""
+    p = get_proper_type(layer) if layer is not None else None
+    if not isinstance(p, Instance):
+        return set()
+    owner = next((b for b in p.type.mro if b.fullname in _LAYER_DIMS), None)
+    inst = map_instance_to_supertype(p, owner) if owner is not None else p
+    return {k for k, a in enumerate(inst.args) if _lit(a) is not None}
+
+
+def _layer_error(layer: Type | None, arg: str, x: Sequence[Dim] | None, only_remembered: bool = True) -> str | None:
+    """The error of calling ``layer`` with a tensor of shape ``x`` as its argument ``arg``:
+    a literal dim that is not the layer's literal width."""
+    found = _layer_widths(layer)
+    if found is None or x is None:
+        return None
+    cls, widths = found
+    typed = set() if only_remembered is False else _typed_widths(layer)
+    for name, k, dim in _LAYER_DIMS[cls][0]:
+        if name != arg or k >= len(widths) or widths[k] is None or not x or k in typed:
+            continue  # a width of the layer's type is checked by its overloads (mypy's error)
+        if dim == 1 and len(x) not in _CHANNEL_RANK.get(cls, ()):
+            continue
+        got = _lit(x[dim])
+        if got is not None and got != widths[k]:
+            return (
+                f"{_layer_str(cls, widths)} called on a tensor of shape {_shape_str(x)}: its {_WHAT[dim]} is"
+                f" {got}, the layer takes {widths[k]}"
+            )
+    return None
+
+
+def _layer_call_check(ctx: MethodSigContext) -> None:
+    """Reports a layer call whose input's literal width is not the layer's (see :data:`_LAYER_DIMS`)."""
+    if _layer_widths(ctx.type) is None:
+        return
+    call = _from_sig_ctx(ctx, {})
+    for name in ("x", "q", "k", "v", "src"):
+        if not call.given(name):
+            continue
+        error = _layer_error(ctx.type, name, call.tensor(name))
+        if error is not None:
+            ctx.api.fail(error, ctx.context, code=SHAPE)
+            return
+
+
+def _layer_result(ctx: MethodContext) -> Type:
+    """A layer call's result with the layer's literal output width where mypy has ``int``."""
+    found = _layer_widths(ctx.type)
+    dims = _shape_of(ctx.default_return_type)
+    context = ctx.api.type_context[-1] if ctx.api.type_context else None
+    if found is None or dims is None or (context is None and not _IN_CHAIN):
+        return ctx.default_return_type  # no expected type: h = fc(x) keeps mypy's int width
+    cls, widths = found
+    out: list[Dim | None] = [None] * len(dims)
+    for k, dim in _LAYER_DIMS[cls][1]:
+        if k < len(widths) and widths[k] is not None and dims:
+            if dim == 1 and len(dims) not in _CHANNEL_RANK.get(cls, ()):
+                continue
+            out[dim] = _literal(ctx.api, widths[k] or 0)
+    if all(d is None for d in out):
+        return ctx.default_return_type
+    return _with_shape(ctx.api, ctx.default_return_type, out)
+
+
+def _checked_layer_call(ctx: MethodSigContext) -> FunctionLike:
+    """``layer(x)`` of a gradtape layer: its widths checked against ``x``'s, then its own signature."""
+    _layer_call_check(ctx)
+    return _forward_signature(ctx)
+
+
+def _checked_layer_forward(ctx: MethodSigContext) -> FunctionLike:
+    """``layer.forward(x)``: as :func:`_checked_layer_call`."""
+    _layer_call_check(ctx)
+    return ctx.default_signature
+
+
+# ----- nn.Sequential -----------------------------------------------------------------------
+
+_SAME_SHAPE = ("gradtape.nn.activation.", "gradtape.nn.norm.")
+"""Modules whose output has their input's shape (activations, dropout, normalisations)."""
+_NOT_SAME_SHAPE = {FLATTEN, "gradtape.nn.activation.Unflatten"}
+
+
+def _chain_error(layers: Sequence[Type]) -> str | None:
+    """The first pair of layers of a ``Sequential`` whose literal widths disagree: a layer's
+    output width (a ``Linear``'s out-features, a convolution's out-channels, an embedding's
+    width) against the input width of the next layer that checks one."""
+    have: tuple[int, int, int, str] | None = None  # width, dim, layer index, layer shown
+    for i, t in enumerate(layers):
+        p = get_proper_type(t)
+        found = _layer_widths(p)
+        if found is None:
+            name = p.type.fullname if isinstance(p, Instance) else ""
+            if not (name.startswith(_SAME_SHAPE) and name not in _NOT_SAME_SHAPE):
+                have = None  # a module of unknown output shape
+            continue
+        cls, widths = found
+        shown = _layer_str(cls, widths)
+        for _, k, dim in _LAYER_DIMS[cls][0][:1]:
+            want = widths[k] if k < len(widths) else None
+            if want is None or have is None:
+                continue
+            same_dim = have[1] == dim or cls.rpartition(".")[2].startswith("BatchNorm1d")
+            if same_dim and have[0] != want:
+                what = "features" if dim == -1 else "channels"
+                return (
+                    f"Sequential: layer {i} ({shown}) takes {want} {what}, but layer {have[2]} ({have[3]}) gives"
+                    f" {have[0]}"
+                )
+        outs = _LAYER_DIMS[cls][1]
+        if outs:
+            k, dim = outs[0]
+            w = widths[k] if k < len(widths) else None
+            have = (w, dim, i, shown) if w is not None else None
+        elif have is None:
+            ins = _LAYER_DIMS[cls][0]
+            if ins and ins[0][1] < len(widths) and widths[ins[0][1]] is not None and ins[0][2] == -1:
+                have = (widths[ins[0][1]] or 0, -1, i, shown)
+    return None
+
+
+def _sequential_constructed(ctx: FunctionContext) -> Type:
+    """``nn.Sequential(*layers)``: the chain's literal widths checked; the layers' types kept
+    with the result (see :data:`LAYERS`) for its calls."""
+    t = get_proper_type(ctx.default_return_type)
+    if not isinstance(t, Instance) or len(ctx.arg_types) != 1 or not ctx.arg_types[0]:
+        return ctx.default_return_type
+    if any(kind != ARG_POS for kind in ctx.arg_kinds[0]):
+        return ctx.default_return_type  # Sequential(*mods): the layers are not known
+    layers = [_as_constructed(ctx.api, e, t) for e, t in zip(ctx.args[0], ctx.arg_types[0], strict=True)]
+    error = _chain_error(layers)
+    if error is not None:
+        ctx.api.fail(error, ctx.context, code=SHAPE)
+        return ctx.default_return_type
+    fallback = ctx.api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
+    chain = TupleType(layers, fallback)
+    _forget_reassigned(ctx.api, LAYERS, chain)
+    return _with_extra(t, LAYERS, chain)
+
+
+def _as_constructed(api: CheckerPluginInterface, e: Expression, t: Type) -> Type:
+    """A layer built inline in ``Sequential(...)`` as a layer built without an expected type:
+    ``int`` widths remembering their literals (mypy typed it under the expected ``Module``, so
+    with literal widths, whose overloads would refuse a named-axis input that an unannotated
+    layer takes)."""
+    p = get_proper_type(t)
+    callee = e.callee if isinstance(e, CallExpr) else None
+    if not (isinstance(p, Instance) and isinstance(callee, RefExpr) and isinstance(callee.node, TypeInfo)):
+        return t
+    if callee.node is not p.type or not any(_lit(a) is not None for a in p.args):
+        return t
+    wide = p.copy_modified(args=[_int(api) if _lit(a) is not None else a for a in p.args])
+    return _with_extra(wide, WIDTHS, p)
+
+
+_IN_CHAIN: list[int] = []
+"""Non-empty while a ``Sequential``'s inner layers are applied: their results keep the literal
+widths the layers remember (each feeds the next layer, not a variable)."""
+
+
+def _sequential_call(ctx: MethodSigContext) -> FunctionLike:
+    """``seq(x)`` of an ``nn.Sequential`` whose layers are known: each layer's call applied in
+    turn (checked as if written ``l2(l1(x))``); the result is the last layer's. An error in the
+    chain is reported naming the layer and the shape it got."""
+    sig = _forward_signature(ctx)
+    layers = _extra(ctx.type, LAYERS)
+    checker = getattr(ctx.api, "expr_checker", None)
+    msg = getattr(ctx.api, "msg", None)
+    if not isinstance(layers, TupleType) or checker is None or msg is None or not isinstance(sig, CallableType):
+        return sig
+    given = [a for a in ctx.args if a]
+    if len(given) != 1 or len(given[0]) != 1 or len(sig.arg_types) < 1:
+        return sig
+    x = ctx.api.get_expression_type(given[0][0], AnyType(TypeOfAny.special_form))  # forward's x: Any
+    if _shape_of(x) is None:
+        return sig
+    current: Type = x
+    failed = False
+    for i, layer in enumerate(layers.items):
+        inner = i < len(layers.items) - 1  # the last layer's result meets the call's expected type
+        if inner:
+            ctx.api.type_context.append(None)
+            _IN_CHAIN.append(i)
+        try:
+            with msg.filter_errors(save_filtered_errors=True) as watcher:
+                result, _ = checker.check_call(layer, [TempNode(current, context=ctx.context)], [ARG_POS], ctx.context)
+        finally:
+            if inner:
+                ctx.api.type_context.pop()
+                _IN_CHAIN.pop()
+        if watcher.has_new_errors() and not failed:
+            failed = True  # the first error is reported; the chain goes on with the layer's result
+            found = _layer_widths(layer)
+            p = get_proper_type(layer)
+            shown = _layer_str(*found) if found else p.type.name if isinstance(p, Instance) else str(p)
+            first = watcher.filtered_errors()[0].message if watcher.filtered_errors() else ""
+            text = f"{shown} cannot take a tensor of shape {_shape_str(_shape_of(current) or [])}: {first}"
+            message = f"Sequential: layer {i}: {first if first.startswith(shown) else text}"
+            ctx.api.fail(message, ctx.context, code=SHAPE)
+        current = result
+        if _shape_of(current) is None:
+            return sig  # an untyped step: the rest is not known
+    return sig.copy_modified(ret_type=current)
 
 
 # ----- model(x) ----------------------------------------------------------------------------
@@ -978,11 +1356,15 @@ class GradtapePlugin(Plugin):
         """``<Module subclass>.__call__`` as ``forward``; error checks of ``Tensor.reshape``."""
         found = self._method(fullname) if fullname.startswith("gradtape.") or fullname.endswith("__call__") else None
         cls, _, method = fullname.rpartition(".")
-        if method == "__call__" and cls:
+        if method in ("__call__", "forward") and cls:
             info = self._lookup(cls)
-            if isinstance(info, TypeInfo) and any(base.fullname == MODULE for base in info.mro):
-                return _forward_signature
-            return None
+            if not isinstance(info, TypeInfo) or not any(base.fullname == MODULE for base in info.mro):
+                return None
+            if any(base.fullname == SEQUENTIAL for base in info.mro) and method == "__call__":
+                return _sequential_call
+            if any(base.fullname in _LAYER_DIMS for base in info.mro):
+                return _checked_layer_call if method == "__call__" else _checked_layer_forward
+            return _forward_signature if method == "__call__" else None
         if found is not None and found[0].has_base(TENSOR):
             rule = _rule_for(method)
             if rule is not None:
@@ -997,6 +1379,8 @@ class GradtapePlugin(Plugin):
         info, method, node = found
         if method in ("__call__", "forward") and info.has_base(FLATTEN):
             return _flatten_hook
+        if method in ("__call__", "forward") and any(base.fullname in _LAYER_DIMS for base in info.mro):
+            return _layer_result
         if info.has_base(TENSOR):
             rule = _rule_for(method)
             if rule is not None:
@@ -1023,7 +1407,9 @@ class GradtapePlugin(Plugin):
             return None
         node = self._lookup(fullname)
         if isinstance(node, TypeInfo):
-            return None
+            if node.fullname == SEQUENTIAL:
+                return _sequential_constructed
+            return _layer_constructed if node.has_base(MODULE) and node.type_vars else None
         rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
         if rule is not None:
             return partial(_result_hook, rule, _signature_defaults(node))

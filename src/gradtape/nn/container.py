@@ -30,7 +30,10 @@ class Sequential(Module):
     overload per layer and fixes its type variables, so that a valid input is then rejected.
     For a typed model, write a :class:`Module` subclass whose ``forward`` calls the layers
     (annotated, e.g. ``self.fc1: Linear[L[64], L[128]] = Linear(64, 128, dev=dev)``) and
-    annotate ``forward``'s input and output: each layer call is then checked.
+    annotate ``forward``'s input and output: each layer call is then checked. With gradtape's
+    mypy plugin (README, "What the mypy plugin adds"), a ``Sequential`` whose layers are
+    written in the call is checked without that: the chain's literal widths at the
+    constructor, and ``seq(x)`` layer by layer, typed as its last layer's result.
 
     Raises:
         TypeError: an argument is not a :class:`Module`.
