@@ -115,6 +115,7 @@ from gradtape.devices.kernels import rnn as kr
 
 kr.PIPELINE_MACS = 0
 kr._cores = lambda: 2
+kr._others_busy = lambda: 1.0
 
 
 def lstm_grad(seed):

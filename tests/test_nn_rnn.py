@@ -8,6 +8,7 @@ bad input refused naming the layer (or op) and the shapes."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -655,6 +656,7 @@ def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every stack runs on threads, whatever its size and the machine's cores."""
     monkeypatch.setattr(_kr, "PIPELINE_MACS", 0)
     monkeypatch.setattr(_kr, "_cores", lambda: 2)
+    monkeypatch.setattr(_kr, "_others_busy", lambda: 1.0)
 
 
 THREAD_CASES = [
@@ -692,6 +694,7 @@ def test_dropout_masks_between_layers_as_torch_applies_them(monkeypatch: pytest.
     if threads:
         monkeypatch.setattr(_kr, "PIPELINE_MACS", 0)
         monkeypatch.setattr(_kr, "_cores", lambda: 2)
+        monkeypatch.setattr(_kr, "_others_busy", lambda: 1.0)
     seq, batch, h, p = 6, 2, 4, 0.4
     ours = nn.LSTM(3, h, num_layers=3, dropout=p, dev=Cpu(seed=5), dtype=np.float64)
     gen = Cpu(seed=11).rng  # dropout draws from the input's device, as ops.dropout does
@@ -776,3 +779,33 @@ def test_threaded_stack_leaves_blas_threads_as_it_found_them(threaded: None) -> 
     for layer in (lstm, gru):
         layer(Cpu().tensor(np.ones((5, 2, 3)), requires_grad=True))[0].sum().backward()
         assert blas._SET(blas._THREADS) == blas._THREADS  # the count it replaced
+
+
+def test_threads_only_while_other_processes_keep_a_core_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack overlaps its layers on threads only while other processes use the CPU
+    (measured faster there, slower on an idle machine: kernels.rnn.OTHERS_BUSY); a process
+    spinning on a core shows up in the sample."""
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.setattr(_kr, "PIPELINE_MACS", 0)
+    monkeypatch.setattr(_kr, "_cores", lambda: 2)
+    h0: list[Array] = [np.zeros((2, 3))] * 2
+    w: list[tuple[Array, Array, Array | None, Array | None]] = [(np.ones((12, 3)), np.ones((12, 3)), None, None)] * 2
+    monkeypatch.setattr(_kr, "_others_busy", lambda: 0.0)
+    assert not _kr.Stack("lstm", np.ones((4, 2, 3)), h0, h0, w, 1, [None]).threaded
+    monkeypatch.setattr(_kr, "_others_busy", lambda: 1.0)
+    assert _kr.Stack("lstm", np.ones((4, 2, 3)), h0, h0, w, 1, [None]).threaded
+    monkeypatch.undo()
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat")
+    monkeypatch.setattr(_kr, "_LOAD", [0.0, 0.0, 0.0, 0.0])
+    assert _kr._others_busy() == 0.0  # the first sample only sets the baseline
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
+    try:
+        time.sleep(1.2)
+        busy = _kr._others_busy()
+    finally:
+        spin.wait()
+    assert busy > 0.5, busy

@@ -18,7 +18,9 @@ small for two BLAS threads to split well (each step waits for the previous one),
 ``l + 1``'s step ``t`` needs only layer ``l``'s step ``t``, so the layers run as a wavefront,
 each on its own thread and one BLAS thread, a few steps apart (:data:`CHUNK`); the backward
 runs the same wavefront from the top layer down. The two directions of a bidirectional layer
-are independent and run side by side.
+are independent and run side by side. The threads win only while other processes keep the
+CPU busy (a two-thread BLAS product then waits for the busy core at every step); on an idle
+machine the layers run one after the other, measured faster there (:data:`OTHERS_BUSY`).
 
 Transcendentals: pip's llvmlite has no SVML (shared/KERNELS.md), so ``math.exp`` and
 ``math.tanh`` in a numba loop are scalar libm calls that also stop the loop from vectorizing.
@@ -43,6 +45,7 @@ import contextlib
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -677,14 +680,15 @@ class Recurrence:
 
 PIPELINE_MACS = 1 << 20
 """Multiply-adds per step of one layer's recurrent product (``batch * gates * hidden * hidden``)
-from which :class:`Stack` runs its layers on threads (on a machine with two or more cores):
+from which :class:`Stack` may run its layers on threads (on a machine with two or more cores,
+while other processes keep at least :data:`OTHERS_BUSY` of a core busy: see there):
 a unidirectional stack as a wavefront (layer ``l`` runs chunk ``k`` of the steps while layer
 ``l + 1`` runs chunk ``k - 1``; the backward the same from the top layer down), a
 bidirectional layer's two directions side by side. numpy's BLAS runs on one thread meanwhile
 (each of the stack's threads does its products itself), so no thread waits inside BLAS for a
-busy core. Measured on the 2-core VM (2-layer LSTM, hidden 256,
-batch 32, sequence 64, float32; 8.4M multiply-adds a step): see :class:`Stack`. Below about
-1M the per-chunk handoffs (tens of microseconds) cost more than they overlap."""
+busy core. Measured on the 2-core VM (2-layer LSTM, hidden 256, batch 32, sequence 64,
+float32; 8.4M multiply-adds a step): see :data:`OTHERS_BUSY`. Below about 1M the per-chunk
+handoffs (tens of microseconds) cost more than they overlap."""
 
 CHUNK = 4
 """Steps per chunk of the wavefront: the lag between two layers, and the rows (``CHUNK *
@@ -704,6 +708,44 @@ def _pool() -> ThreadPoolExecutor:
         _POOL.clear()
         pool = _POOL[pid] = ThreadPoolExecutor(max_workers=8, thread_name_prefix="gradtape-rnn")
     return pool
+
+
+OTHERS_BUSY = 0.5
+"""Cores' worth of CPU time other processes used over the last sample (:func:`_others_busy`)
+from which a :class:`Stack` runs its layers on threads. Measured on the 2-vCPU VM, 2-layer
+LSTM training step (hidden 256, batch 32, sequence 64, float32), threads against one after
+the other, four alternating medians each: idle, 187-209 ms against 155-176 (the threads lose:
+each step's Python handoffs and the per-chunk input products, 2x slower per multiply-add than
+one whole-sequence product, cost more than the overlap gains while two-thread BLAS has both
+cores); with a busy loop in another process, 194-236 ms against 255-322 (the threads win: each
+does its small products on one BLAS thread, where a two-thread product waits for the busy core
+at every step)."""
+
+_LOAD = [0.0, 0.0, 0.0, 0.0]  # last sample: monotonic time, all CPUs' busy seconds, ours, others' rate
+_LOAD_PERIOD = 0.5
+
+
+def _others_busy() -> float:
+    """Cores' worth of CPU time other processes used since the previous sample: the busy time of
+    every CPU (Linux's ``/proc/stat``, steal included) less this process's (``os.times``), per
+    second of wall time. Sampled at most every 0.5 s (the last value in between); 0.0 on the
+    first call and where ``/proc/stat`` is missing."""
+    now = time.monotonic()
+    last = _LOAD
+    if now - last[0] < _LOAD_PERIOD:
+        return last[3]
+    try:
+        with open("/proc/stat", "rb") as fh:
+            ticks = [int(v) for v in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    busy = (sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)) / os.sysconf("SC_CLK_TCK")
+    t = os.times()
+    ours = t.user + t.system
+    if last[0]:
+        last[3] = max(0.0, ((busy - last[1]) - (ours - last[2])) / (now - last[0]))
+    last[0], last[1], last[2] = now, busy, ours
+    return last[3]
 
 
 def _cores() -> int:
@@ -784,8 +826,9 @@ class Stack:
         ndir: ``D``, 1 or 2.
         masks: one per layer but the last.
 
-    Threads: when the step product is at least :data:`PIPELINE_MACS` and the machine has two
-    or more cores, :meth:`forward` and :meth:`backward` overlap the layers (see there);
+    Threads: when the step product is at least :data:`PIPELINE_MACS`, the machine has two or
+    more cores and other processes keep at least :data:`OTHERS_BUSY` of a core busy (sampled
+    when the stack is made), :meth:`forward` and :meth:`backward` overlap the layers (see there);
     otherwise every recurrence runs whole, one after the other. The two give the same values
     up to float rounding (the pipelined input projections and input gradients are per chunk).
     """
@@ -819,7 +862,12 @@ class Stack:
             if layer < nl - 1:
                 nh = runs[0].shape[3]
                 inp = runs[0].out if ndir == 1 and masks[layer] is None else np.empty((nt, nb, ndir * nh), x.dtype)
-        self.threaded = _cores() > 1 and self.layers[0][0].macs >= PIPELINE_MACS and (nl > 1 or ndir == 2)
+        self.threaded = (
+            (nl > 1 or ndir == 2)
+            and self.layers[0][0].macs >= PIPELINE_MACS
+            and _cores() > 1
+            and _others_busy() >= OTHERS_BUSY
+        )
 
     def _feed(self, layer: int, lo: int, hi: int) -> None:
         """Write layer ``layer + 1``'s input for time indices ``lo <= t < hi`` from layer
