@@ -354,11 +354,11 @@ def test_second_rule_equals_torch_double_backward(kind: str, reverse: bool) -> N
     assert any(g is not None and np.abs(g.numpy()).max() > 0 for g in second)
 
 
-def test_layer_hessian_vector_product_through_two_layers() -> None:
-    """A stacked bidirectional GRU under ``create_graph``: the gradient penalty's gradient
-    (the second rule through stack, concat and both directions) equals torch's."""
-    ours, ref = _pair("GRU", 2, 3, num_layers=2, bidirectional=True)
-    x = np.random.default_rng(14).standard_normal((3, 2, 2))
+def _penalty_gradient_equals_torch(kind: str, layers: int, bidirectional: bool, x: Array) -> None:
+    """The gradient penalty's gradient, ``d/dtheta |d(|out|^2)/dx|^2``, through the layer under
+    ``create_graph`` (the stacked op's second rule) equals torch's, for every parameter and
+    the input."""
+    ours, ref = _pair(kind, x.shape[2], 3, num_layers=layers, bidirectional=bidirectional)
     xt = torch.tensor(x, requires_grad=True)
     (gx,) = torch.autograd.grad(ref(xt)[0].pow(2).sum(), [xt], create_graph=True)
     gx.pow(2).sum().backward()
@@ -372,6 +372,11 @@ def test_layer_hessian_vector_product_through_two_layers() -> None:
         np.testing.assert_allclose(p.grad.numpy(), theirs[n].grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=n)
     assert xg.grad is not None
     np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_layer_hessian_vector_product_through_two_layers() -> None:
+    """A stacked bidirectional GRU: the second rule through both layers and both directions."""
+    _penalty_gradient_equals_torch("GRU", 2, True, np.random.default_rng(14).standard_normal((3, 2, 2)))
 
 
 # ----- float32: the kernels' polynomial sigmoid and tanh --------------------------------------
@@ -727,21 +732,9 @@ def test_dropout_masks_between_layers_as_torch_applies_them(monkeypatch: pytest.
 
 
 def test_threaded_stack_second_rule_equals_torch(threaded: None) -> None:
-    """The gradient penalty's gradient through a 3-layer LSTM whose first-order pass ran on
-    threads (the second rule chains the layers' own)."""
-    ours, ref = _pair("LSTM", 2, 3, num_layers=3)
-    x = np.random.default_rng(15).standard_normal((5, 2, 2))
-    xt = torch.tensor(x, requires_grad=True)
-    (gx,) = torch.autograd.grad(ref(xt)[0].pow(2).sum(), [xt], create_graph=True)
-    gx.pow(2).sum().backward()
-    xg = Cpu().tensor(x, requires_grad=True)
-    (ggx,) = grad((ours(xg)[0] ** 2).sum(), [xg], create_graph=True)
-    assert ggx is not None
-    (ggx**2).sum().backward()
-    theirs = dict(ref.named_parameters())
-    for n, p in ours.named_parameters():
-        assert p.grad is not None, n
-        np.testing.assert_allclose(p.grad.numpy(), theirs[n].grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=n)
+    """A 3-layer LSTM whose first-order pass ran on threads (the second rule chains the
+    layers' own)."""
+    _penalty_gradient_equals_torch("LSTM", 3, False, np.random.default_rng(15).standard_normal((5, 2, 2)))
 
 
 @pytest.mark.parametrize("where", ["project", "run_backward"])
