@@ -73,7 +73,9 @@ one at 32k gate elements."""
 
 LOOP_PARALLEL_MACS = 1 << 26
 """Multiply-adds per step (``batch * gates * hidden * hidden``) from which the time loop's
-products use every BLAS thread; below, one. Measured on the shared 2-core VM (load 5-7 from
+products use every BLAS thread; below, one, unless the machine is idle (:func:`_loop_threads`:
+on the idle VM two threads ran the LSTM step in 140-186 ms against 145-198 on one, four
+alternating medians twice). Measured on the shared 2-core VM (load 5-7 from
 other processes), the LSTM's 64-step forward loop at batch 32, hidden 256 (8.4M multiply-adds
 a step, where :func:`~gradtape.devices.kernels.blas.matmul` would use two threads) took
 185-215 ms on one thread and 620-1160 ms on two: a two-thread product waits for a second core
@@ -102,8 +104,10 @@ def _one_blas_thread() -> Iterator[None]:
 @contextlib.contextmanager
 def _loop_threads(macs: int) -> Iterator[None]:
     """:func:`_one_blas_thread` when a step's product has fewer than
-    :data:`LOOP_PARALLEL_MACS` multiply-adds, else nothing."""
-    if macs >= LOOP_PARALLEL_MACS:
+    :data:`LOOP_PARALLEL_MACS` multiply-adds, unless the machine is idle and the product is
+    large enough for two BLAS threads to gain (``blas.SMALL_MACS``; other processes below
+    :data:`OTHERS_BUSY` of a core, so no thread waits for a busy one); else nothing."""
+    if macs >= LOOP_PARALLEL_MACS or (macs >= blas.SMALL_MACS and _others_busy() < OTHERS_BUSY):
         yield
         return
     with _one_blas_thread():
