@@ -274,19 +274,16 @@ def _first_order(
             f"{op}: this tape was already run by an earlier backward()/execute()/grad(); a tape runs "
             "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
         )
-    if _tp._writes:  # before anything is consumed, so a refused backward leaves the tape as it was
-        _check_writes(sorted(tape._ops, key=_op_time) if tape._merged else tape._ops, op)
     rerun = tape._retained  # run before: the stores hold the last run's gradients
     leaves = tape._leaves
+    ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
+    _check_writes(ops, op)  # before anything is consumed, so a refused backward leaves the tape as it was
     if retain:
-        ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
         tape._retained = True
     else:
         tape._consume()
-        ops, tape._ops = tape._ops, []
+        tape._ops = []
         tape._leaves = {}
-        if tape._merged:
-            ops.sort(key=_op_time)
     run = _runner(fire_hooks)
     if into is not None:
         for t, g in seeds:
