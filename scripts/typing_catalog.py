@@ -292,7 +292,8 @@ def run_pyrefly(programs: list[Program], src: Path, tmp: Path) -> CheckerResult:
     """pyrefly (tests/typing/pyrefly.toml's settings) on every catalog file, ``src`` first."""
     exe = pyrefly_command()
     if exe is None:
-        return CheckerResult("pyrefly", "", skipped="pyrefly is not installed (pip install pyrefly)")
+        why = "pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)"
+        return CheckerResult("pyrefly", "", skipped=why)
     cfg = pyrefly_config(tmp, src)
     files = [str(p.path) for p in programs]
     dump = subprocess.run([*exe, "dump-config", "-c", str(cfg), files[0]], capture_output=True, text=True, cwd=ROOT)
