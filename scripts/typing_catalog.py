@@ -13,7 +13,7 @@ The catalog has two folders:
   program is **noisy** when the checker also reports errors on other lines (``noisy*``:
   not counting pyright's ``reportUnknown*`` follow-on errors).
 
-Three checkers, each on all catalog files in one run:
+Four checkers, each on all catalog files in one run:
 
 - ``mypy``: ``mypy --strict`` with the project's configuration (``pyproject.toml``'s
   ``[tool.mypy]``, copied into a temporary config with any ``plugins`` line removed),
@@ -22,13 +22,18 @@ Three checkers, each on all catalog files in one run:
   gradtape's mypy plugin (``gradtape.mypy_plugin``; with ``--src``, the plugin file of that
   tree) and ``allow_redefinition = true`` (``h = layer(h)`` rebinds ``h`` to a new shape);
 - ``pyright``: pyright in strict mode with a temporary ``pyrightconfig.json`` like
-  tests/typing/pyrightconfig.json (stubs, Python 3.11, ``reportUnusedExpression`` off).
+  tests/typing/pyrightconfig.json (stubs, Python 3.11, ``reportUnusedExpression`` off);
+- ``pyrefly``: ``pyrefly check`` with tests/typing/pyrefly.toml (its ``strict`` preset, the
+  settings that file explains), ``src`` first on the search path; counted only where
+  ``pyrefly`` is installed (``pip install pyrefly pyrefly-shape-extensions``), reported as
+  skipped otherwise.
 
 The gradtape source tree checked against is ``--src`` (default: this repository's ``src``):
-mypy gets it first on ``MYPYPATH`` and pyright in ``extraPaths``, so it wins over the
-installed package. The script checks that it did: mypy's verbose log must show
-``gradtape/__init__.py`` parsed from that tree, and pyright's verbose search paths must list
-that tree before any other path holding a ``gradtape`` package; otherwise it stops.
+mypy gets it first on ``MYPYPATH``, pyright in ``extraPaths`` and pyrefly first on its
+``search-path``, so it wins over the installed package. The script checks that it did: mypy's
+verbose log must show ``gradtape/__init__.py`` parsed from that tree, pyright's verbose search
+paths must list that tree before any other path holding a ``gradtape`` package, and pyrefly's
+``dump-config`` must list it as its first search path; otherwise it stops.
 
 Usage::
 
@@ -36,8 +41,9 @@ Usage::
     python scripts/typing_catalog.py --src /tmp/before/src  # another tree (a git worktree)
     python scripts/typing_catalog.py --json > counts.json
     python scripts/typing_catalog.py --checkers mypy,pyright --details
+    python scripts/typing_catalog.py --checkers pyrefly
 
-Only errors count (mypy notes, pyright warnings are ignored). Errors reported in files
+Only errors count (mypy notes, pyright and pyrefly warnings and infos are ignored). Errors reported in files
 outside the catalog (for example in the gradtape tree itself) are counted apart and not
 charged to any program.
 """
@@ -60,7 +66,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "tests" / "typing" / "catalog"
-CHECKERS = ("mypy", "mypy+plugin", "pyright")
+CHECKERS = ("mypy", "mypy+plugin", "pyright", "pyrefly")
+PYREFLY_CONFIG = ROOT / "tests" / "typing" / "pyrefly.toml"
 _CLASS = re.compile(r'^\s*(?:"""|\'\'\')\s*class:\s*([\w-]+)', re.S)
 _MYPY_LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+): (?P<sev>error|note|warning): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
@@ -253,6 +260,69 @@ def run_pyright(programs: list[Program], src: Path, tmp: Path) -> CheckerResult:
     return result
 
 
+def pyrefly_command() -> list[str] | None:
+    """The ``pyrefly`` executable (this interpreter's, else the one on ``PATH``), or ``None``."""
+    local = Path(sys.executable).parent / "pyrefly"
+    exe = str(local) if local.exists() else shutil.which("pyrefly")
+    return [exe] if exe else None
+
+
+def pyrefly_config(tmp: Path, src: Path) -> Path:
+    """tests/typing/pyrefly.toml with its search path replaced by ``src`` (and that tree's
+    stubs), absolute, and no ``project-includes`` (the files are given on the command line)."""
+    config = tomllib.loads(PYREFLY_CONFIG.read_text())
+    stubs = src.parent / "stubs"
+    search = [str(src), str(stubs if stubs.is_dir() else ROOT / "stubs")]
+    lines = [f"search-path = {json.dumps(search)}"]
+    for key, value in config.items():
+        if key in ("project-includes", "search-path") or isinstance(value, dict):
+            continue
+        lines.append(f"{key} = {json.dumps(value)}")
+    for table, values in config.items():
+        if isinstance(values, dict):
+            lines.append(f"[{table}]")
+            lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in values.items()]
+    cfg = tmp / "pyrefly" / "pyrefly.toml"
+    cfg.parent.mkdir()
+    cfg.write_text("\n".join(lines) + "\n")
+    return cfg
+
+
+def run_pyrefly(programs: list[Program], src: Path, tmp: Path) -> CheckerResult:
+    """pyrefly (tests/typing/pyrefly.toml's settings) on every catalog file, ``src`` first."""
+    exe = pyrefly_command()
+    if exe is None:
+        why = "pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)"
+        return CheckerResult("pyrefly", "", skipped=why)
+    cfg = pyrefly_config(tmp, src)
+    files = [str(p.path) for p in programs]
+    dump = subprocess.run([*exe, "dump-config", "-c", str(cfg), files[0]], capture_output=True, text=True, cwd=ROOT)
+    m = re.search(r"Search path \(from config file\): \[\"([^\"]+)\"", dump.stdout)
+    want = (src / "gradtape").resolve()
+    if m is None or Path(m.group(1)).resolve() != src.resolve():
+        sys.exit(f"pyrefly: {src} is not its first search path:\n{dump.stdout[:3000]}{dump.stderr[-3000:]}")
+    cmd = [*exe, "check", "-c", str(cfg), "--output-format", "json", "--summary=none", "--relative-to", ""]
+    proc = subprocess.run([*cmd, *files], capture_output=True, text=True, cwd=ROOT)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    result = CheckerResult("pyrefly", str(want))
+    catalog = {str(p.path.resolve()) for p in programs}
+    for d in report["errors"]:
+        if d.get("severity") != "error":
+            continue
+        path = str((ROOT / d["path"]).resolve())
+        if path not in catalog:
+            result.outside.append(f"{path}:{d['line']}: {d['description']}")
+            continue
+        diag = Diagnostic(int(d["line"]), d.get("name", ""), " ".join(d["description"].split()))
+        result.diagnostics.setdefault(path, []).append(diag)
+    for diags in result.diagnostics.values():
+        diags.sort(key=lambda d: d.line)
+    return result
+
+
 def score(programs: list[Program], result: CheckerResult) -> dict[str, Any]:
     """False alarms on valid programs; caught / missed / noisy bugs, overall and per class."""
     false_alarms: dict[str, list[dict[str, Any]]] = {}
@@ -392,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         for checker in chosen:
             if checker == "pyright":
                 result = run_pyright(programs, src, tmp)
+            elif checker == "pyrefly":
+                result = run_pyrefly(programs, src, tmp)
             else:
                 result = run_mypy(programs, src, checker == "mypy+plugin", tmp)
             scores.append(score(programs, result))

@@ -4,13 +4,20 @@ tests/test_repo.py checks the typed model block and the quoted wrong-inner-dim m
 file checks the other blocks of the section: the list of mistakes (mypy rejects exactly the
 lines marked ``# error``), the ``realize`` block (passes, reveals the type its comment
 states, rejects the line its comment says is rejected, and runs, printing the message
-quoted), and the numbers of typing test cases the section claims.
+quoted), and the numbers of typing test cases the section claims. pyrefly (tests/typing/pyrefly.toml)
+checks the section's blocks too, in one run: it rejects exactly the listed mistakes and
+accepts the rest (skipped where pyrefly is not installed).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
+import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -159,3 +166,62 @@ def test_the_counts_the_section_states_hold(claim: str, folder: str, tag: str) -
     m = re.search(rf"(\d+)\+ (?:`?{re.escape(claim)}`?)", _section())
     assert m is not None, f"the section no longer states a number of {claim!r}"
     assert _count(folder, tag) >= int(m.group(1))
+
+
+_PYREFLY_DIR = tempfile.TemporaryDirectory(prefix="gradtape-pyrefly-readme-")  # removed at exit
+
+
+@cache
+def _pyrefly_blocks() -> dict[str, tuple[str, dict[int, str]]]:
+    """The section's python blocks, each checked by pyrefly (one run over all of them): by
+    file name, the block's source and pyrefly's errors by line. The realize block gets its
+    "rejected by mypy" line uncommented, as a separate file."""
+    local = Path(sys.executable).parent / "pyrefly"
+    exe = str(local) if local.exists() else shutil.which("pyrefly")
+    if exe is None:
+        pytest.skip("pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)")
+    blocks = re.findall(r"```python\n(.*?)```", _section(), flags=re.S)
+    sources = {f"readme_block{i}.py": str(b) for i, b in enumerate(blocks)}
+    realize = _block("def load(")
+    rejected = re.search(r"^# (\S+) is rejected by mypy", realize, flags=re.M)
+    assert rejected is not None
+    sources["readme_realize_bad.py"] = realize.replace(rejected.group(0), rejected.group(1) + "  #", 1)
+    folder = Path(_PYREFLY_DIR.name)
+    for name, source in sources.items():
+        (folder / name).write_text(source)
+    config = TYPING / "pyrefly.toml"
+    cmd = [exe, "check", "-c", str(config), "--output-format", "json", "--summary=none", "--relative-to", ""]
+    proc = subprocess.run([*cmd, *(str(folder / n) for n in sources)], capture_output=True, text=True, timeout=600)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(
+            f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        ) from None
+    errors: dict[str, dict[int, str]] = {n: {} for n in sources}
+    for d in report["errors"]:
+        if d["severity"] == "error":
+            errors[Path(d["path"]).name][int(d["line"])] = f"{d['description']} [{d['name']}]"
+    return {n: (sources[n], errors[n]) for n in sources}
+
+
+def test_pyrefly_rejects_the_listed_mistakes_and_accepts_the_other_blocks() -> None:
+    """Under pyrefly the mistakes block is rejected on exactly its ``# error`` lines, the
+    realize block's rejected line is rejected, and every other block checks clean up to the
+    line that is an error only for mypy's plugin (the plugin block's reshape: pyrefly has no
+    plugin, so it passes that line, which the shape check refuses at run time)."""
+    checked = _pyrefly_blocks()
+    assert len(checked) >= 5
+    for name, (source, errors) in checked.items():
+        lines = source.splitlines()
+        if "# error: (3, 5) is not (3, 4)" in source:
+            marked = {i for i, line in enumerate(lines, 1) if "# error:" in line}
+            assert set(errors) == marked, (name, errors)
+        elif name == "readme_realize_bad.py":
+            rejected = re.search(r"^# (\S+) is rejected by mypy", _block("def load("), flags=re.M)
+            assert rejected is not None
+            bad = next(i for i, line in enumerate(lines, 1) if line.startswith(rejected.group(1) + "  #"))
+            assert list(errors) == [bad], errors
+        else:
+            plugin_only = {i for i, line in enumerate(lines, 1) if "# error: reshape:" in line}
+            assert not set(errors) - plugin_only, (name, errors)

@@ -1,14 +1,23 @@
-"""Programs mypy must accept (tests/typing/pass) and reject (tests/typing/fail).
+"""Programs mypy and pyrefly must accept (tests/typing/pass) and reject (tests/typing/fail).
 
 One mypy run covers every file (file names must be unique across both folders:
 ``ok_*.py`` and ``bad_*.py``). In ``fail/`` each line that must be rejected ends with
 ``# E: <error-code>``; any other error is a false alarm and fails the test. A line
 ending with ``# R: <text>`` must make ``reveal_type`` print a type containing ``<text>``.
+
+pyrefly (tests/typing/pyrefly.toml: its strict preset) gets the same folders in one run: no
+error in ``pass/``; in ``fail/`` an error on each marked line (any error kind: pyrefly's names
+differ from mypy's codes) except the lines listed in ``PYREFLY_MISSES``, and on no other line.
+Skipped when pyrefly is not installed. (pyright: tests/test_pyright.py.)
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
+import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -20,6 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TYPING = Path(__file__).resolve().parent / "typing"
 PASS = sorted((TYPING / "pass").glob("*.py"))
 FAIL = sorted((TYPING / "fail").glob("*.py"))
+
+PYREFLY_CONFIG = TYPING / "pyrefly.toml"
+
+PYREFLY_MISSES: dict[str, set[int]] = {
+    # marked lines of fail/ that pyrefly does not reject, by file (none today: it rejects every
+    # one); a line it starts missing fails test_pyrefly_rejects, one it starts catching must be
+    # removed from here
+}
 
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
 
@@ -78,3 +95,55 @@ def test_mypy_rejects(path: Path) -> None:
     assert not missing, f"{path.name}: mypy no longer catches {missing}"
     assert not extra, f"{path.name}: unexpected errors {extra}: {results}"
     _check_reveals(path, results)
+
+
+@cache
+def _pyrefly_output() -> dict[str, list[tuple[int, str, str, str]]]:
+    """pyrefly's diagnostics on pass/ and fail/ (one run), by resolved path, as
+    ``(line, severity, error kind, message)``."""
+    local = Path(sys.executable).parent / "pyrefly"
+    exe = str(local) if local.exists() else shutil.which("pyrefly")
+    if exe is None:
+        pytest.skip("pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)")
+    proc = subprocess.run(
+        [exe, "check", "-c", str(PYREFLY_CONFIG), "--output-format", "json", "--summary=none", "--relative-to", ""]
+        + [str(p) for p in PASS + FAIL],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(
+            f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        ) from None
+    found: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
+    for d in report["errors"]:
+        found[Path(d["path"]).resolve().as_posix()].append((int(d["line"]), d["severity"], d["name"], d["description"]))
+    checked = {Path(d["path"]).resolve() for d in report["errors"] if d["name"] == "reveal-type"}
+    assert checked >= {p.resolve() for p in PASS if "reveal_type(" in p.read_text()}, "pyrefly skipped files"
+    return found
+
+
+@pytest.mark.parametrize("path", PASS, ids=lambda p: p.name)
+def test_pyrefly_accepts(path: Path) -> None:
+    """No pyrefly error (strict preset) in a valid program."""
+    results = _pyrefly_output().get(path.resolve().as_posix(), [])
+    errors = [f"{ln}: {msg} [{kind}]" for ln, sev, kind, msg in results if sev == "error"]
+    assert not errors, f"{path.name}: pyrefly flagged valid code:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("path", FAIL, ids=lambda p: p.name)
+def test_pyrefly_rejects(path: Path) -> None:
+    """pyrefly reports an error on each marked line it is known to catch, and on no other."""
+    marked = set(_marks(path, "E"))
+    assert marked, f"{path.name} marks no expected error"
+    misses = PYREFLY_MISSES.get(path.name, set())
+    assert misses <= marked, f"{path.name}: PYREFLY_MISSES lists unmarked lines {sorted(misses - marked)}"
+    results = _pyrefly_output().get(path.resolve().as_posix(), [])
+    got = {ln for ln, sev, _, _ in results if sev == "error"}
+    assert not (marked - misses) - got, f"{path.name}: pyrefly no longer catches lines {sorted(marked - misses - got)}"
+    assert not misses & got, f"{path.name}: pyrefly now catches lines {sorted(misses & got)}: shrink PYREFLY_MISSES"
+    extra = sorted(got - marked)
+    assert not extra, f"{path.name}: pyrefly flags unmarked lines {[r for r in results if r[0] in extra]}"
