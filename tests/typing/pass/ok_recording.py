@@ -52,8 +52,9 @@ reveal_type(infer2(a))  # R: Tensor[tuple[Literal[3], Literal[4]], gradtape.tape
 with no_grad(), enable_grad(), set_grad_enabled(False):
     infer(a)
 seeded = a.leaky_trace() * 2.0
-# pyrefly types a call's arguments without the expected type where the callee is overloaded
-# (facebook/pyrefly#860): dev.zeros((3, 4)) is then tuple[int, int], not the seed's (3, 4)
+# pyrefly 1.4 types an overloaded callee's arguments without the expected type:
+# dev.zeros((3, 4)) is then tuple[int, int], not the seed's (3, 4); strict mode reports the
+# ignore as unused once pyrefly stops doing so
 g2 = seeded.backward(dev.zeros((3, 4)), retain_graph=True)  # pyrefly: ignore[no-matching-overload]
 g3: Gradients = seeded.backward(a)
 
