@@ -278,7 +278,8 @@ def sequence_block(name: str) -> str:
     1. untyped elements (``AnyShape``): an untyped result;
     2. elements of known rank and one tape kind (``NoneTape`` or ``OwnedTape``), a
        ``Literal`` axis: the result's shape (``concat``: the axis dim ``int``; ``stack``: a
-       new dim, ``Literal[n]`` for a tuple of ``n`` tensors, ``int`` for a list);
+       new dim, ``Literal[n]`` for a tuple of ``n`` tensors, for a list ``Count``
+       (:data:`gradtape._typing.Count`: the expected type's dim, else ``int``);
     3. other ranks or an ``int`` axis, one tape kind: an untyped result of that kind; a list
        mixing the two tape kinds: an owned, untyped result;
     4. a tuple (2 to 4 tensors) with an owned tape at any position among other tape kinds:
@@ -291,7 +292,8 @@ def sequence_block(name: str) -> str:
         shaped = []
         for n in (2, 3):
             shaped += [(f"tuple{n}", elem, axis, ret) for elem, axis, ret in _stack_patterns(f"Literal[{n}]")]
-        shaped += [("Sequence", elem, axis, ret) for elem, axis, ret in _stack_patterns("int")]
+        # a list's length is not in its type: a dim the expected type may name (Count, default int)
+        shaped += [("Sequence", elem, axis, ret) for elem, axis, ret in _stack_patterns("Count")]
 
     def container(kind: str, elem: str) -> str:
         if kind == "Sequence":
@@ -889,7 +891,7 @@ IMPORTS: dict[str, str] = {
     "Any": "typing",
     "Literal": "typing",
     "Sequence": "collections.abc",
-    **dict.fromkeys(("A", "B", "C", "D", "S", "T"), "gradtape._typing"),
+    **dict.fromkeys(("A", "B", "C", "Count", "D", "S", "T"), "gradtape._typing"),
     **dict.fromkeys(("AnyShape", "Rank0", "Rank1", "Rank2", "Rank3", "Rank4"), "gradtape.shapes"),
     **dict.fromkeys(("NoneTape", "OwnedTape", "Tape"), "gradtape.tape"),
     "Tensor": "gradtape.tensor",

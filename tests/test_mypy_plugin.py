@@ -114,6 +114,7 @@ SHAPE_ERRORS = {
         "concat: tensors of shapes (2, 3) and (2, 3, 1) have different ranks",
         "stack: tensors of shapes (2, 3) and (2, 5) differ in dim 1 (joined)",
         "concat: axis 2 is out of range for tensors of shape (2, 3) (valid axes: -2 to 1)",
+        "stack: a list of 2 tensors of shape (2, 3) gives (2, 2, 3) (axis 0), the expected type has 5 there",
     ],
     "layer_calls.py": [
         "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",

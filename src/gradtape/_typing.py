@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gradtape.tape import Tape
 
@@ -21,6 +21,19 @@ D = TypeVar("D")
 SI = TypeVar("SI", bound=tuple[int, ...])
 """A concrete shape given as a tuple of ints (creation functions)."""
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:  # a default needs typing_extensions' TypeVar before Python 3.13 (checkers only)
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    Count = _TypeVarWithDefault("Count", default=int)
+else:
+    Count = TypeVar("Count")
+"""The number of tensors in a list: a dim only the run time knows (``stack`` of a
+``Sequence``). It appears only in the result, so the checker takes it from the expected type
+(``y: Tensor[Rank2[L[5], L[3]], NoneTape] = stack(xs)`` gives ``L[5]``: the annotation is
+accepted, and the other dims are still checked) and, without one, from its default ``int``.
+A list's length is not in its type, so such an annotation is trusted, not checked; to have
+it checked at run time, write ``stack(xs).realize(tuple[L[5], L[3]])``."""
 
 
 def typed_as(table: F) -> Callable[[Callable[..., Any]], F]:

@@ -87,7 +87,9 @@ mypy's whole type when the computed one does not fit the call's expected type (a
 with the error code ``gradtape-shape`` (``# type: ignore[gradtape-shape]`` silences one):
 ``reshape`` to a shape of another element count, a ``-1`` that does not divide, two ``-1``
 or a dim below ``-1``; ``concat`` / ``stack`` of tensors whose ranks or (other) literal dims
-differ, or an axis out of range; a convolution, pooling or ``upscale2d`` whose output size is
+differ, or an axis out of range; ``stack`` of a list display whose length is not the new
+dim of the call's expected type (a list's type has no length, so without the plugin that dim
+is taken from the expected type); a convolution, pooling or ``upscale2d`` whose output size is
 not positive; a pooling padding above half the kernel; ``squeeze(axis)`` of an axis out of
 range or whose literal size is not 1. For example::
 
@@ -591,7 +593,23 @@ def _join(op: str, call: _Call) -> Outcome:
         out.append(_literal(call.api, lits.pop()) if lits else None)
     if op == "stack":
         out.insert(axis, _literal(call.api, len(ss)))
+        # a list's type has no length, so stack's signature takes the new dim from the
+        # expected type (``Count``); a list display's length is known here (a tuple's type has it)
+        want = _context_dims(call.api) if isinstance(call.expr("tensors"), ListExpr) else None
+        got_n = _lit(want[axis]) if want is not None and len(want) == rank + 1 else None
+        if got_n is not None and got_n != len(ss):
+            shown = _shape_str([_int(call.api) if d is None else d for d in out])
+            return None, (
+                f"stack: a list of {len(ss)} tensors of shape {_shape_str(ss[0])} gives {shown}"
+                f" (axis {axis}), the expected type has {got_n} there"
+            )
     return out, None
+
+
+def _context_dims(api: CheckerPluginInterface) -> list[Dim] | None:
+    """The shape of the call's expected type, when it is a ``Tensor`` of a tuple shape."""
+    context = api.type_context[-1] if api.type_context else None
+    return _shape_of(context) if context is not None else None
 
 
 def _conv(op: str, call: _Call) -> Outcome:

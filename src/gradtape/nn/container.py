@@ -28,6 +28,18 @@ class Sequential(Module):
     overloaded and generic in the batch dim and tape kind: mypy cannot infer the
     intermediate types ("Cannot infer value of type parameter"), and pyright picks one
     overload per layer and fixes its type variables, so that a valid input is then rejected.
+    Keying the overloads on the layers' width type arguments instead (a protocol "maps width
+    ``A`` to ``B``" that ``Linear[I, O]`` and width-preserving layers satisfy; tried for
+    issue 28) does not work either: (1) a broken chain fails the typed overloads and falls to
+    the ``*modules: Module`` overload that every other chain needs (convolutions,
+    ``Flatten``, user modules), so it is never an error at the constructor; (2) pyright
+    cannot match a protocol *method* ``(x: B) -> C`` whose ``B``, ``C`` are the
+    constructor's type variables (neither ``Linear``'s ``(x: L[16]) -> L[4]`` nor an
+    activation's generic ``(x: W) -> W``: the typed overload fails, ``Any``), and with a
+    protocol *property* of covariant widths it solves ``Linear[L[8], L[16]], Linear[L[16],
+    L[4]]`` to ``Sequential[int, int]`` (literals widened, with ``__new__`` overloads too), so
+    the call checks nothing, while a broken chain joins silently (mypy:
+    ``Sequential[L[8], L[4]]`` for ``Linear[L[8], L[16]], Linear[L[32], L[4]]``).
     For a typed model, write a :class:`Module` subclass whose ``forward`` calls the layers
     (annotated, e.g. ``self.fc1: Linear[L[64], L[128]] = Linear(64, 128, dev=dev)``) and
     annotate ``forward``'s input and output: each layer call is then checked. With gradtape's

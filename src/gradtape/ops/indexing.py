@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 import numpy as np
 
-from gradtape._typing import A, B, C, T
+from gradtape._typing import A, B, C, D, T
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import int_indices
 from gradtape.ops.select import take_along_axis
 from gradtape.ops.shape import AnyShape, _axis
-from gradtape.shapes import Rank0, Rank1, Rank2, Rank3
+from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -382,6 +382,70 @@ def index_select(
 @overload
 def index_select(a: Tensor[Rank2[A, B], T], indices: _Index1D, axis: Literal[1, -1]) -> Tensor[Rank2[A, int], T]: ...
 @overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: _Index1D, axis: Literal[0, -3] = 0
+) -> Tensor[Rank3[int, B, C], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: _Index1D, axis: Literal[1, -2]
+) -> Tensor[Rank3[A, int, C], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: _Index1D, axis: Literal[2, -1]
+) -> Tensor[Rank3[A, B, int], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank4[A, B, C, D], T], indices: _Index1D, axis: Literal[0, -4] = 0
+) -> Tensor[Rank4[int, B, C, D], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank4[A, B, C, D], T], indices: _Index1D, axis: Literal[1, -3]
+) -> Tensor[Rank4[A, int, C, D], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank4[A, B, C, D], T], indices: _Index1D, axis: Literal[2, -2]
+) -> Tensor[Rank4[A, B, int, D], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank4[A, B, C, D], T], indices: _Index1D, axis: Literal[3, -1]
+) -> Tensor[Rank4[A, B, C, int], T]: ...
+# an int axis: which dim is selected is known at run time only (every dim int)
+@overload
+def index_select(a: Tensor[Rank1[A], T], indices: _Index1D, axis: int = 0) -> Tensor[Rank1[int], T]: ...
+@overload
+def index_select(a: Tensor[Rank2[A, B], T], indices: _Index1D, axis: int = 0) -> Tensor[Rank2[int, int], T]: ...
+@overload
+def index_select(a: Tensor[Rank3[A, B, C], T], indices: _Index1D, axis: int = 0) -> Tensor[Rank3[int, int, int], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank4[A, B, C, D], T], indices: _Index1D, axis: int = 0
+) -> Tensor[Rank4[int, int, int, int], T]: ...
+# PyTorch's order, (dim, index), with a Literal dim
+@overload
+def index_select(a: Tensor[Rank1[A], T], indices: Literal[0, -1], axis: _Index1D) -> Tensor[Rank1[int], T]: ...
+@overload
+def index_select(a: Tensor[Rank2[A, B], T], indices: Literal[0, -2], axis: _Index1D) -> Tensor[Rank2[int, B], T]: ...
+@overload
+def index_select(a: Tensor[Rank2[A, B], T], indices: Literal[1, -1], axis: _Index1D) -> Tensor[Rank2[A, int], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: Literal[0, -3], axis: _Index1D
+) -> Tensor[Rank3[int, B, C], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: Literal[1, -2], axis: _Index1D
+) -> Tensor[Rank3[A, int, C], T]: ...
+@overload
+def index_select(
+    a: Tensor[Rank3[A, B, C], T], indices: Literal[2, -1], axis: _Index1D
+) -> Tensor[Rank3[A, B, int], T]: ...
+@overload
+def index_select(a: Tensor[Rank1[A], T], indices: int, axis: _Index1D) -> Tensor[Rank1[int], T]: ...
+@overload
+def index_select(a: Tensor[Rank2[A, B], T], indices: int, axis: _Index1D) -> Tensor[Rank2[int, int], T]: ...
+@overload
+def index_select(a: Tensor[Rank3[A, B, C], T], indices: int, axis: _Index1D) -> Tensor[Rank3[int, int, int], T]: ...
+@overload
 def index_select(a: Tensor[Any, T], indices: int, axis: _Index1D) -> Tensor[Any, T]: ...  # PyTorch's (dim, index)
 @overload
 def index_select(a: Tensor[Any, T], indices: _Index1D, axis: int = 0) -> Tensor[Any, T]: ...
@@ -392,6 +456,13 @@ def index_select(a: Any, indices: Any, axis: Any = 0) -> Any:
     ``(a, indices, axis)`` and PyTorch's ``(a, dim, index)`` (an int then an index array, list
     or tensor), which cannot be confused (an axis is an int, indices of one entry given as an
     int are read in gradtape's order).
+
+    Typed for ranks 1 to 4 (ranks 1 to 3 in PyTorch's order) when ``axis`` is a ``Literal``:
+    the result keeps ``a``'s other dims and has ``int`` (the index count, known at run time)
+    at ``axis``; so ``rows: Tensor[Rank2[L[4], int], T] = index_select(x, idx)`` of an
+    ``(L[10], L[4])`` table, which mixes up the axes, is a type error. An ``int`` axis gives
+    ``int`` dims (which one is selected is known at run time only); other ranks give
+    ``Tensor[Any, T]``.
 
     Gradient: as :func:`gather` (repeated indices accumulate).
 

@@ -39,3 +39,9 @@ def dynamic(n: int, t: Tensor[Rank2[int, L[3]], NoneTape]) -> None:
     reveal_type(ops.concat((t, a)))  # R: Tensor[tuple[int, Literal[3]], gradtape.tape.NoneTape]
     reveal_type(ops.concat((t, t), axis=1))  # R: Tensor[tuple[int, Literal[6]], gradtape.tape.NoneTape]
     reveal_type(ops.stack((t, dev.zeros((n, 3)))))  # R: Literal[2], int, Literal[3]]
+
+
+# stack of a list display: its length, which the list's type does not carry, against the
+# expected type's new dim (without the plugin the annotation is taken as the dim)
+five: Tensor[tuple[L[5], L[2], L[3]], NoneTape] = ops.stack([a, a])  # P: gradtape-shape
+two: Tensor[tuple[L[2], L[2], L[3]], NoneTape] = ops.stack([a, a])
