@@ -6,8 +6,9 @@ One mypy run covers every file (file names must be unique across both folders:
 ending with ``# R: <text>`` must make ``reveal_type`` print a type containing ``<text>``.
 
 pyrefly (tests/typing/pyrefly.toml: its strict preset) gets the same folders in one run: no
-error in ``pass/``; in ``fail/`` an error on each marked line (any error kind: pyrefly's names
-differ from mypy's codes) except the lines listed in ``PYREFLY_MISSES``, and on no other line.
+error in ``pass/`` but the lines listed in ``PYREFLY_FALSE_ALARMS``; in ``fail/`` an error
+on each marked line (any error kind: pyrefly's names differ from mypy's codes) except the
+lines listed in ``PYREFLY_MISSES``, and on no other line.
 Skipped when pyrefly is not installed. (pyright: tests/test_pyright.py.)
 """
 
@@ -36,6 +37,13 @@ PYREFLY_MISSES: dict[str, set[int]] = {
     # marked lines of fail/ that pyrefly does not reject, by file (none today: it rejects every
     # one); a line it starts missing fails test_pyrefly_rejects, one it starts catching must be
     # removed from here
+}
+
+PYREFLY_FALSE_ALARMS: dict[str, set[int]] = {
+    # valid lines pyrefly 1.4 rejects, by file: stack of a list takes its new dim from the
+    # annotation (a type variable of the result only, default int); mypy and pyright solve it
+    # from the expected type, pyrefly takes the default (int) and then refuses the literal
+    "ok_stack_list.py": {11, 12, 18},
 }
 
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
@@ -130,8 +138,13 @@ def _pyrefly_output() -> dict[str, list[tuple[int, str, str, str]]]:
 def test_pyrefly_accepts(path: Path) -> None:
     """No pyrefly error (strict preset) in a valid program."""
     results = _pyrefly_output().get(path.resolve().as_posix(), [])
-    errors = [f"{ln}: {msg} [{kind}]" for ln, sev, kind, msg in results if sev == "error"]
+    known = PYREFLY_FALSE_ALARMS.get(path.name, set())
+    errors = [f"{ln}: {msg} [{kind}]" for ln, sev, kind, msg in results if sev == "error" and ln not in known]
     assert not errors, f"{path.name}: pyrefly flagged valid code:\n" + "\n".join(errors)
+    flagged = {ln for ln, sev, _, _ in results if sev == "error"}
+    assert known <= flagged, (
+        f"{path.name}: pyrefly accepts lines {sorted(known - flagged)}: shrink PYREFLY_FALSE_ALARMS"
+    )
 
 
 @pytest.mark.parametrize("path", FAIL, ids=lambda p: p.name)
