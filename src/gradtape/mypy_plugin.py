@@ -1225,18 +1225,26 @@ def _sequential_call(ctx: MethodSigContext) -> FunctionLike:
         return sig
     current: Type = x
     failed = False
+    last = len(layers.items) - 1
     for i, layer in enumerate(layers.items):
-        inner = i < len(layers.items) - 1  # the last layer's result meets the call's expected type
-        if inner:
-            ctx.api.type_context.append(None)
-            _IN_CHAIN.append(i)
-        try:
-            with msg.filter_errors(save_filtered_errors=True) as watcher:
-                result, _ = checker.check_call(layer, [TempNode(current, context=ctx.context)], [ARG_POS], ctx.context)
-        finally:
+        # the last layer's result meets the call's expected type (a named axis or int there
+        # solves the layer's type variables); where that fails, the layer is applied alone
+        # as the inner ones are, so that a mismatch with the expected type is reported where
+        # the result is used (mypy's own message there), not blamed on the last layer
+        for inner in (False, True) if i == last else (True,):
             if inner:
-                ctx.api.type_context.pop()
-                _IN_CHAIN.pop()
+                ctx.api.type_context.append(None)
+                _IN_CHAIN.append(i)
+            try:
+                with msg.filter_errors(save_filtered_errors=True) as watcher:
+                    arg = TempNode(current, context=ctx.context)
+                    result, _ = checker.check_call(layer, [arg], [ARG_POS], ctx.context)
+            finally:
+                if inner:
+                    ctx.api.type_context.pop()
+                    _IN_CHAIN.pop()
+            if not watcher.has_new_errors():
+                break
         if watcher.has_new_errors() and not failed:
             failed = True  # the first error is reported; the chain goes on with the layer's result
             found = _layer_widths(layer)

@@ -63,3 +63,16 @@ class Branchy(nn.Module):
 
 
 reveal_type(MLP()(x64))  # R: Tensor[tuple[int, Literal[10]], gradtape.tape.NoneTape]
+
+
+class Misfed(nn.Module):
+    """A chain's result fed to a layer of another width: the error is that call's argument
+    (mypy's own arg-type there), not a shape error blamed on the chain's last layer."""
+
+    def __init__(self) -> None:
+        self.body = nn.Sequential(nn.Linear(64, 32, dev=dev), nn.ReLU(), nn.Dropout(0.1))
+        self.out: nn.Linear[L[16], L[10]] = nn.Linear(16, 10, dev=dev)
+
+    def forward(self, x: Tensor[Rank2[B, L[64]], T]) -> Tensor[Rank2[B, L[10]], T]:
+        y: Tensor[Rank2[B, L[10]], T] = self.out(self.body(x))  # P: arg-type
+        return y
