@@ -136,6 +136,8 @@ SHAPE_ERRORS = {
         ' "Tensor[tuple[Literal[3], Literal[10]], NoneTape]";'
         ' expected "Tensor[tuple[Literal[3], Literal[8]], NoneTape]"',
         "Sequential: layer 0: Linear[8, 16] called on a tensor of shape (3, 10): its last dim is 10, the layer takes 8",
+        "Sequential: layer 3: Linear[128, 10] called on a tensor of shape (2, 72):"
+        " its last dim is 72, the layer takes 128",
     ],
     "squeeze.py": [
         "squeeze: axis 0 of shape (4, 1) has size 4, not 1",

@@ -612,6 +612,33 @@ def _context_dims(api: CheckerPluginInterface) -> list[Dim] | None:
     return _shape_of(context) if context is not None else None
 
 
+def _conv_sizes(
+    size: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    extra: Sequence[int],
+    transposed: bool,
+) -> list[int]:
+    """A convolution's output sizes (PyTorch's formulas): ``(n + 2p - d (k - 1) - 1) // s + 1``,
+    transposed ``(n - 1) s - 2p + d (k - 1) + output_padding + 1``."""
+    if transposed:
+        return [
+            (n - 1) * s - 2 * p + d * (k - 1) + o + 1
+            for n, s, p, d, k, o in zip(size, stride, padding, dilation, kernel, extra, strict=True)
+        ]
+    return [
+        (n + 2 * p - d * (k - 1) - 1) // s + 1
+        for n, s, p, d, k in zip(size, stride, padding, dilation, kernel, strict=True)
+    ]
+
+
+def _pool_sizes(size: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int]) -> list[int]:
+    """A pooling's output sizes: ``(n + 2p - k) // s + 1``."""
+    return [(n + 2 * p - k) // s + 1 for n, k, s, p in zip(size, kernel, stride, padding, strict=True)]
+
+
 def _conv(op: str, call: _Call) -> Outcome:
     nd, transposed = _CONV[op]
     x, w = call.tensor("x"), call.tensor("w")
@@ -634,16 +661,7 @@ def _conv(op: str, call: _Call) -> Outcome:
         padding = [0] * nd
     if min(padding) < 0:
         return None, None
-    if transposed:
-        outs = [
-            (n - 1) * s - 2 * p + d * (k - 1) + o + 1
-            for n, s, p, d, k, o in zip(size, stride, padding, dilation, kernel, extra, strict=True)
-        ]
-    else:
-        outs = [
-            (n + 2 * p - d * (k - 1) - 1) // s + 1
-            for n, s, p, d, k in zip(size, stride, padding, dilation, kernel, strict=True)
-        ]
+    outs = _conv_sizes(size, kernel, stride, padding, dilation, extra, transposed)
     if any(n <= 0 for n in outs):
         params = f"kernel {_ints_str(kernel)}, stride {_ints_str(stride)}, padding {_ints_str(padding)}, "
         params += f"dilation {_ints_str(dilation)}" + (f", output_padding {_ints_str(extra)}" if transposed else "")
@@ -671,7 +689,7 @@ def _pool(op: str, call: _Call) -> Outcome:
     params = f"kernel {_ints_str(kernel)}, stride {_ints_str(stride)}, padding {_ints_str(padding)}"
     if any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):
         return None, f"{op}: padding {_ints_str(padding)} is more than half the kernel {_ints_str(kernel)}"
-    outs = [(n + 2 * p - k) // s + 1 for n, k, s, p in zip(size, kernel, stride, padding, strict=True)]
+    outs = _pool_sizes(size, kernel, stride, padding)
     if any(n + 2 * p < k for n, k, p in zip(size, kernel, padding, strict=True)) or any(n <= 0 for n in outs):
         return None, f"{op}: output size {_ints_str(outs)} is not positive: input {_shape_str(x)}, {params}"
     return [None, None, *(_literal(call.api, n) for n in outs)], None
@@ -839,10 +857,12 @@ def _flatten_bounds(ctx: MethodContext) -> tuple[int, int] | None:
     """``(start_dim, end_dim)`` of the ``Flatten`` called: from its type (``Flatten[L[1], L[-1]]``)
     or from its constructor written inline (``nn.Flatten(0)(x)``)."""
     t = get_proper_type(ctx.type)
-    if isinstance(t, Instance) and len(t.args) == 2:
-        start, end = _lit(t.args[0]), _lit(t.args[1])
-        if start is not None and end is not None:
-            return start, end
+    remembered = _extra(t, WIDTHS)  # Flatten() inside a Sequential: Flatten[int, int] remembering
+    for typed in (t, remembered):
+        if isinstance(typed, Instance) and len(typed.args) == 2:
+            start, end = _lit(typed.args[0]), _lit(typed.args[1])
+            if start is not None and end is not None:
+                return start, end
     callee = ctx.context.callee if isinstance(ctx.context, CallExpr) else None
     if not (isinstance(callee, CallExpr) and isinstance(callee.callee, RefExpr) and callee.callee.fullname == FLATTEN):
         return None
@@ -969,6 +989,88 @@ _CHANNEL_RANK = {
     _N + "conv.ConvTranspose2d": (4,),
 }
 _WHAT = {-1: "last dim", 1: "channel dim 1"}
+
+GEOMETRY = "<gradtape geometry>"
+"""The key under which a convolution or pooling layer's type keeps the kernel, stride, padding,
+dilation and output padding its constructor got as constants (a tuple type of ``Literal``
+ints, five per spatial dim; padding ``"same"`` as ``-1``), so that a call's spatial output
+sizes are computed as ``ops.conv2d``'s and ``ops.max_pool2d``'s are."""
+
+# class -> (spatial dims, "conv" | "transposed" | "pool")
+_GEOMETRY: dict[str, tuple[int, str]] = {
+    _N + "conv.Conv1d": (1, "conv"),
+    _N + "conv.Conv2d": (2, "conv"),
+    _N + "conv.ConvTranspose2d": (2, "transposed"),
+    _N + "conv.MaxPool2d": (2, "pool"),
+    _N + "conv.AvgPool2d": (2, "pool"),
+    _N + "conv.MinPool2d": (2, "pool"),
+}
+
+
+def _geometry_kind(t: Type | None) -> tuple[int, str] | None:
+    p = get_proper_type(t) if t is not None else None
+    if not isinstance(p, Instance):
+        return None
+    return next((_GEOMETRY[b.fullname] for b in p.type.mro if b.fullname in _GEOMETRY), None)
+
+
+def _geometry_constructed(inner: Callable[[FunctionContext], Type] | None, ctx: FunctionContext) -> Type:
+    """Return-type hook of a convolution or pooling layer's constructor: ``inner``'s result
+    (the widths, :func:`_layer_constructed`) remembering the layer's geometry (:data:`GEOMETRY`)
+    where every part of it is a constant."""
+    t = inner(ctx) if inner is not None else ctx.default_return_type
+    p = get_proper_type(t)
+    kind = _geometry_kind(p)
+    if kind is None or not isinstance(p, Instance):
+        return t
+    nd, how = kind
+    call = _from_return_ctx(ctx, {})
+    kernel = call.int_or_ints("kernel_size", nd)
+    given = call.expr("stride")
+    if how == "pool" and (given is None or (isinstance(given, NameExpr) and given.fullname == "builtins.None")):
+        stride: list[int] | str | None = kernel
+    else:
+        stride = call.int_or_ints("stride", nd)
+    padding = call.int_or_ints("padding", nd)
+    if padding == "same" and how == "conv":
+        padding = [-1] * nd
+    elif padding == "valid" and how == "conv":
+        padding = [0] * nd
+    dilation = [1] * nd if how == "pool" else call.int_or_ints("dilation", nd)
+    extra = call.int_or_ints("output_padding", nd) if how == "transposed" else [0] * nd
+    parts = (kernel, stride, padding, dilation, extra)
+    if not all(isinstance(v, list) and len(v) == nd for v in parts):
+        return t
+    values = [n for v in parts if isinstance(v, list) for n in v]
+    fallback = ctx.api.named_generic_type("builtins.tuple", [_int(ctx.api)])
+    return _with_extra(p, GEOMETRY, TupleType([_literal(ctx.api, n) for n in values], fallback))
+
+
+def _spatial_out(layer: Type | None, x: Sequence[Dim]) -> list[int] | None:
+    """The spatial output sizes of ``layer`` called on a tensor of shape ``x`` (batched: the
+    spatial dims after the channel), or ``None`` where they are not known or not positive
+    (the call then fails at run time, naming the sizes)."""
+    kind = _geometry_kind(layer)
+    geo = _extra(layer, GEOMETRY)
+    if kind is None or not isinstance(geo, TupleType):
+        return None
+    nd, how = kind
+    values = [_lit(i) for i in geo.items]
+    size = _literals(x[2:]) if len(x) == nd + 2 else None
+    if size is None or len(values) != 5 * nd or any(v is None for v in values):
+        return None
+    kernel, stride, padding, dilation, extra = (
+        [v for v in values[i * nd : (i + 1) * nd] if v is not None] for i in range(5)
+    )
+    if how == "pool":
+        if any(n + 2 * pd < k for n, k, pd in zip(size, kernel, padding, strict=True)):
+            return None
+        outs = _pool_sizes(size, kernel, stride, padding)
+    elif min(padding) < 0:  # padding="same" (stride 1): the input's sizes
+        outs = list(size) if max(stride) == 1 else []
+    else:
+        outs = _conv_sizes(size, kernel, stride, padding, dilation, extra, how == "transposed")
+    return outs if outs and min(outs) > 0 else None
 
 
 def _layer_constructed(ctx: FunctionContext) -> Type:
@@ -1106,9 +1208,28 @@ def _layer_result(ctx: MethodContext) -> Type:
             if dim == 1 and len(dims) not in _CHANNEL_RANK.get(cls, ()):
                 continue
             out[dim] = _literal(ctx.api, widths[k] or 0)
+    x = _shape_of(ctx.arg_types[0][0]) if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
+    spatial = _spatial_out(ctx.type, x) if x is not None and len(x) == len(dims) else None
+    if spatial is not None:
+        out[2:] = [_literal(ctx.api, n) for n in spatial]
     if all(d is None for d in out):
         return ctx.default_return_type
     return _with_shape(ctx.api, ctx.default_return_type, out)
+
+
+def _pool_layer_result(ctx: MethodContext) -> Type:
+    """A pooling layer's call with its spatial output sizes where its geometry and the input's
+    sizes are constants (where an expected type takes them, or inside a ``Sequential``, as
+    :func:`_layer_result`)."""
+    dims = _shape_of(ctx.default_return_type)
+    context = ctx.api.type_context[-1] if ctx.api.type_context else None
+    x = _shape_of(ctx.arg_types[0][0]) if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
+    if dims is None or x is None or len(x) != len(dims) or (context is None and not _IN_CHAIN):
+        return ctx.default_return_type
+    spatial = _spatial_out(ctx.type, x)
+    if spatial is None:
+        return ctx.default_return_type
+    return _with_shape(ctx.api, ctx.default_return_type, [None, None, *(_literal(ctx.api, n) for n in spatial)])
 
 
 def _checked_layer_call(ctx: MethodSigContext) -> FunctionLike:
@@ -1226,12 +1347,14 @@ def _sequential_call(ctx: MethodSigContext) -> FunctionLike:
     current: Type = x
     failed = False
     last = len(layers.items) - 1
+    outer = ctx.api.type_context[-1] if ctx.api.type_context else None
     for i, layer in enumerate(layers.items):
-        # the last layer's result meets the call's expected type (a named axis or int there
-        # solves the layer's type variables); where that fails, the layer is applied alone
-        # as the inner ones are, so that a mismatch with the expected type is reported where
-        # the result is used (mypy's own message there), not blamed on the last layer
-        for inner in (False, True) if i == last else (True,):
+        # the last layer's result meets the call's expected type, where there is one (a named
+        # axis or int there solves the layer's type variables); where that fails, the layer is
+        # applied alone as the inner ones are, so that a mismatch with the expected type is
+        # reported where the result is used (mypy's own message there), not blamed on the
+        # last layer
+        for inner in (False, True) if i == last and outer is not None else (True,):
             if inner:
                 ctx.api.type_context.append(None)
                 _IN_CHAIN.append(i)
@@ -1407,6 +1530,8 @@ class GradtapePlugin(Plugin):
             return _flatten_hook
         if method in ("__call__", "forward") and any(base.fullname in _LAYER_DIMS for base in info.mro):
             return _layer_result
+        if method in ("__call__", "forward") and _geometry_kind(Instance(info, [])) is not None:
+            return _pool_layer_result
         if info.has_base(TENSOR):
             rule = _rule_for(method)
             if rule is not None:
@@ -1435,7 +1560,10 @@ class GradtapePlugin(Plugin):
         if isinstance(node, TypeInfo):
             if node.fullname == SEQUENTIAL:
                 return _sequential_constructed
-            return _layer_constructed if node.has_base(MODULE) and node.type_vars else None
+            inner = _layer_constructed if node.has_base(MODULE) and node.type_vars else None
+            if any(b.fullname in _GEOMETRY for b in node.mro):
+                return partial(_geometry_constructed, inner)
+            return inner
         rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
         if rule is not None:
             return partial(_result_hook, rule, _signature_defaults(node))

@@ -29,13 +29,25 @@ inline = nn.Sequential(nn.Linear(8, 16, dev=dev), nn.ReLU(), nn.Linear(16, 4, de
 inline(x10)  # P: gradtape-shape
 
 mlp = nn.Sequential(nn.Linear(64, 32, dev=dev), nn.GELU(), nn.Dropout(0.1), nn.Linear(32, 10, dev=dev))
-reveal_type(mlp(x64))  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
+reveal_type(mlp(x64))  # R: Tensor[tuple[int, Literal[10]], gradtape.tape.NoneTape]
 named = dev.zeros((8, 64)).realize(tuple[int, Hidden])
-reveal_type(mlp(named))  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
+reveal_type(mlp(named))  # R: Tensor[tuple[int, Literal[10]], gradtape.tape.NoneTape]
 cnn = nn.Sequential(nn.Conv2d(1, 8, 3, dev=dev), nn.ReLU(), nn.Conv2d(8, 4, 3, dev=dev))
 images: Tensor[Rank4[int, L[1], L[28], L[28]], NoneTape] = dev.zeros((2, 1, 28, 28))
-reveal_type(cnn(images))  # R: Tensor[tuple[int, int, int, int], gradtape.tape.NoneTape]
+reveal_type(cnn(images))  # R: Tensor[tuple[int, Literal[4], Literal[24], Literal[24]], gradtape.tape.NoneTape]
 untyped_input = mlp(dev.zeros((8, 64)))
+
+# convolutions and pools compute their spatial sizes from the constants they were built with,
+# and Flatten multiplies them: the Linear after it is checked against C * H * W
+small: Tensor[Rank4[L[2], L[1], L[8], L[8]], NoneTape] = dev.zeros((2, 1, 8, 8))
+head = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, dev=dev), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+reveal_type(head(small))  # R: Tensor[tuple[Literal[2], Literal[128]], gradtape.tape.NoneTape]
+strided = nn.Sequential(nn.Conv2d(1, 4, (3, 5), stride=2, dev=dev), nn.AvgPool2d(2, stride=1))
+reveal_type(strided(small))  # R: Tensor[tuple[Literal[2], Literal[4], Literal[2], Literal[1]], gradtape.tape.NoneTape]
+up = nn.Sequential(nn.ConvTranspose2d(1, 2, 4, stride=2, padding=1, dev=dev), nn.Flatten())
+reveal_type(up(small))  # R: Tensor[tuple[Literal[2], Literal[512]], gradtape.tape.NoneTape]
+unpadded = nn.Sequential(nn.Conv2d(1, 8, 3, dev=dev), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 10, dev=dev))
+unpadded(small)  # P: gradtape-shape
 
 
 class MLP(nn.Module):
