@@ -18,9 +18,9 @@ gradtape once per configuration and session, and the checkers run side by side.
   first) over every program set: tests/typing/{pass,fail,plugin} and the catalog; its JSON
   report is shared by tests/test_pyright.py and scripts/typing_catalog.py
   (``--pyright-report``).
-- At the first use (:func:`start`), pyright and a mypy run that fills the plugin cache start
-  as subprocesses while this process checks the project's tree with mypy, so that two cores
-  work at once.
+- At the first use (:func:`start`), pyright and the first mypy run with the plugin start as
+  subprocesses (each from its own thread), and this process goes on (the project's tree with
+  mypy, at the first test that needs it), so that the cores work at once.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ PLUGIN_CACHE = Path(_TMP.name) / "mypy-plugin-cache"
 """The cache of the configurations with gradtape's plugin (this session's)."""
 PLUGIN_PROGRAMS = sorted((TYPING / "plugin").glob("*.py"))
 _LOCK = threading.Lock()
-_background: threading.Thread | None = None
+_background: list[threading.Thread] = []
 _plugin_cache_ready = threading.Event()
 _pyright_done = threading.Event()
 _pyright_result: dict[str, Any] = {}
@@ -127,37 +127,40 @@ def _run_pyright() -> None:
         _pyright_done.set()
 
 
-def _lane() -> None:
+def _plugin_lane() -> None:
     try:
         _fill_plugin_cache()
     finally:
         _plugin_cache_ready.set()
-    _run_pyright()
 
 
 def start() -> None:
-    """Start the background checker runs (once), then check the project's tree with mypy here."""
-    global _background
+    """Start the background checker runs (once): pyright, and the first mypy run with the plugin."""
     with _LOCK:
-        if _background is None:
-            _background = threading.Thread(target=_lane, name="typing-checkers", daemon=True)
-            _background.start()
-    project_mypy()
+        if not _background:
+            for lane in (_run_pyright, _plugin_lane):
+                _background.append(threading.Thread(target=lane, name=f"typing-{lane.__name__}", daemon=True))
+                _background[-1].start()
 
 
 @cache
 def project_mypy() -> tuple[str, str, int]:
     """``mypy`` with pyproject.toml on src/, tests/, benchmarks/ and scripts/ (tests/test_static.py):
-    stdout, stderr, exit status."""
+    stdout, stderr, exit status. The first run of the project's configuration, so that gradtape
+    is checked (not only analysed as an import) once; the background runs start first."""
+    start()
     targets = [str(ROOT / d) for d in ("src", "tests", "benchmarks", "scripts") if (ROOT / d).is_dir()]
     return mypy_api.run(["--config-file", str(PYPROJECT), "--cache-dir", str(MYPY_CACHE), *targets])
 
 
 def mypy(args: list[str], *, plugin: bool) -> tuple[str, str, int]:
     """``mypy.api.run(args)`` with the session's cache for the configuration's kind (``plugin``:
-    a configuration loading gradtape's plugin)."""
+    a configuration loading gradtape's plugin; it waits for the background run that starts that
+    cache). The project's configuration runs :func:`project_mypy` first."""
     start()
-    if plugin:
+    if not plugin:
+        project_mypy()
+    else:
         _plugin_cache_ready.wait()
         if tuple(args) in _prefetched:
             return _prefetched.pop(tuple(args))

@@ -38,6 +38,7 @@ def _run_paths(paths: tuple[Path, ...], plugin: bool) -> dict[Path, list[tuple[i
     cache with the rest of the typing suite (tests/_checkers.py), so gradtape is analysed once;
     the run of tests/typing/plugin with the plugin is the plugin cache's first (gradtape analysed
     in that run, as the plugin needs for parameter defaults)."""
+    _checkers.project_mypy()  # the plain runs need it; it overlaps the background plugin run
     config = _checkers.readme_mypy_config() if plugin else ROOT / "pyproject.toml"
     args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context"] + [str(p) for p in paths]
     if plugin and paths == tuple(PROGRAMS):
