@@ -17,12 +17,15 @@ Four checkers, each on all catalog files in one run:
 
 - ``mypy``: ``mypy --strict`` with the project's configuration (``pyproject.toml``'s
   ``[tool.mypy]``, copied into a temporary config with any ``plugins`` line removed),
-  ``--no-error-summary``, a fresh cache directory;
+  ``--no-error-summary``, a fresh cache directory (or ``--mypy-cache``);
 - ``mypy+plugin``: the configuration README recommends: the same with ``plugins`` set to
   gradtape's mypy plugin (``gradtape.mypy_plugin``; with ``--src``, the plugin file of that
-  tree) and ``allow_redefinition = true`` (``h = layer(h)`` rebinds ``h`` to a new shape);
+  tree) and ``allow_redefinition = true`` (``h = layer(h)`` rebinds ``h`` to a new shape); a
+  fresh cache directory (or ``--mypy-plugin-cache``);
 - ``pyright``: pyright in strict mode with a temporary ``pyrightconfig.json`` like
-  tests/typing/pyrightconfig.json (stubs, Python 3.11, ``reportUnusedExpression`` off);
+  tests/typing/pyrightconfig.json (stubs, Python 3.11, ``reportUnusedExpression`` off); or,
+  with ``--pyright-report``, the report of such a run that the caller made over a set of files
+  holding the catalog (tests/_checkers.py's one pyright run for the whole typing suite);
 - ``pyrefly``: ``pyrefly check`` with tests/typing/pyrefly.toml (its ``strict`` preset, the
   settings that file explains), ``src`` first on the search path; counted only where
   ``pyrefly`` is installed (``pip install pyrefly pyrefly-shape-extensions``), reported as
@@ -32,7 +35,8 @@ The gradtape source tree checked against is ``--src`` (default: this repository'
 mypy gets it first on ``MYPYPATH``, pyright in ``extraPaths`` and pyrefly first on its
 ``search-path``, so it wins over the installed package. The script checks that it did: mypy's
 verbose log must show ``gradtape/__init__.py`` parsed from that tree, pyright's verbose search
-paths must list that tree before any other path holding a ``gradtape`` package, and pyrefly's
+paths (a run with the same configuration on an empty file) must list that tree before any
+other path holding a ``gradtape`` package, and pyrefly's
 ``dump-config`` must list it as its first search path; otherwise it stops.
 
 Usage::
@@ -42,6 +46,7 @@ Usage::
     python scripts/typing_catalog.py --json > counts.json
     python scripts/typing_catalog.py --checkers mypy,pyright --details
     python scripts/typing_catalog.py --checkers pyrefly
+    python scripts/typing_catalog.py --mypy-cache .mypy_cache  # reuse (and fill) mypy's cache
 
 Only errors count (mypy notes, pyright and pyrefly warnings and infos are ignored). Errors reported in files
 outside the catalog (for example in the gradtape tree itself) are counted apart and not
@@ -146,8 +151,9 @@ def _mypy_config(tmp: Path, plugin: str | None) -> Path:
     return cfg
 
 
-def run_mypy(programs: list[Program], src: Path, plugin: bool, tmp: Path) -> CheckerResult:
-    """``mypy --strict`` (the project's config) on every catalog file, ``src`` first on MYPYPATH."""
+def run_mypy(programs: list[Program], src: Path, plugin: bool, tmp: Path, cache_dir: Path | None) -> CheckerResult:
+    """``mypy --strict`` (the project's config) on every catalog file, ``src`` first on MYPYPATH;
+    mypy's cache in ``cache_dir``, else a fresh one."""
     name = "mypy+plugin" if plugin else "mypy"
     plugin_ref: str | None = None
     if plugin:
@@ -160,7 +166,7 @@ def run_mypy(programs: list[Program], src: Path, plugin: bool, tmp: Path) -> Che
     env = dict(os.environ)
     stubs = src.parent / "stubs"
     env["MYPYPATH"] = os.pathsep.join(str(p) for p in (src, stubs) if p.is_dir())
-    cache = tmp / f"cache-{name}"
+    cache = tmp / f"cache-{name}" if cache_dir is None else cache_dir
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(cfg), "--no-error-summary", "--no-pretty"]
     cmd += ["--show-absolute-path", "--show-error-codes", "--no-color-output", "--cache-dir", str(cache), "-v"]
     cmd += [str(p.path) for p in programs]
@@ -215,34 +221,61 @@ def _pyright_resolution(stdout: str, config_dir: Path) -> Path | None:
     return None
 
 
-def run_pyright(programs: list[Program], src: Path, tmp: Path) -> CheckerResult:
-    """pyright (strict) on every catalog file, ``src`` in ``extraPaths``."""
+def _pyright_config(cfg_dir: Path, files: list[Path], src: Path) -> Path:
+    """The strict configuration (in ``cfg_dir``) for ``files``, ``src`` in ``extraPaths``."""
     stubs = src.parent / "stubs"
-    cfg_dir = tmp / "pyright"
-    cfg_dir.mkdir()
     config: dict[str, Any] = {
-        "include": [os.path.relpath(p.path, cfg_dir) for p in programs],  # pyright ignores absolute ones
+        "include": [os.path.relpath(p, cfg_dir) for p in files],  # pyright ignores absolute ones
         "extraPaths": [str(src)],
         "stubPath": str(stubs if stubs.is_dir() else ROOT / "stubs"),
         "pythonVersion": "3.11",
         "typeCheckingMode": "strict",
         "reportUnusedExpression": "none",
     }
+    cfg_dir.mkdir(parents=True)
     (cfg_dir / "pyrightconfig.json").write_text(json.dumps(config, indent=2))
-    base = [*_pyright_command(), "-p", str(cfg_dir / "pyrightconfig.json"), "--pythonpath", sys.executable]
-    verbose = subprocess.run([*base, "--verbose"], capture_output=True, text=True, cwd=cfg_dir)
-    resolved = _pyright_resolution(verbose.stdout, cfg_dir)
+    return cfg_dir / "pyrightconfig.json"
+
+
+def run_pyright(programs: list[Program], src: Path, tmp: Path, shared: Path | None) -> CheckerResult:
+    """pyright (strict) on every catalog file, ``src`` in ``extraPaths``; with ``shared`` (a
+    ``--pyright-report`` file: ``files``, ``config``, ``report``), that run's report instead,
+    after checking that its configuration is this one and that it checked every catalog file."""
+    # where gradtape resolves: pyright's verbose search paths, from a run of the same
+    # configuration on an empty file (they do not depend on the files checked)
+    probe = _pyright_config(tmp / "pyright-paths", [tmp / "pyright-paths" / "empty.py"], src)
+    (probe.parent / "empty.py").write_text("")
+    base = [*_pyright_command(), "--pythonpath", sys.executable]
+    verbose = subprocess.run([*base, "-p", str(probe), "--verbose"], capture_output=True, text=True, cwd=probe.parent)
+    resolved = _pyright_resolution(verbose.stdout, probe.parent)
     want = (src / "gradtape").resolve()
     if resolved != want:
         sys.exit(f"pyright: gradtape resolves to {resolved}, not {want}\n{verbose.stdout[:3000]}")
-    proc = subprocess.run([*base, "--outputjson"], capture_output=True, text=True, cwd=cfg_dir)
-    try:
-        report = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        sys.exit(f"pyright failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    if shared is None:
+        files = [p.path for p in programs]
+        cfg = _pyright_config(tmp / "pyright", files, src)
+        proc = subprocess.run([*base, "-p", str(cfg), "--outputjson"], capture_output=True, text=True, cwd=cfg.parent)
+        try:
+            report = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            sys.exit(f"pyright failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        stderr = proc.stderr
+    else:
+        given = json.loads(shared.read_text())
+        files = [Path(f) for f in given["files"]]
+        report, stderr = given["report"], ""
+        config = json.loads(Path(given["config"]).read_text())
+        config.pop("include")
+        mine = json.loads(probe.read_text())
+        mine.pop("include")
+        if config != mine:
+            sys.exit(f"{shared}: pyright ran with {config}, not {mine}")
+        absent = {str(p.path.resolve()) for p in programs} - {str(f.resolve()) for f in files}
+        if absent:
+            sys.exit(f"{shared}: pyright did not check {sorted(absent)}")
     analyzed = report.get("summary", {}).get("filesAnalyzed")
-    if analyzed != len(programs):
-        sys.exit(f"pyright analyzed {analyzed} files, not the catalog's {len(programs)}:\n{proc.stderr[-3000:]}")
+    if analyzed != len(files):
+        sys.exit(f"pyright analyzed {analyzed} files, not the {len(files)} it was given:\n{stderr[-3000:]}")
     result = CheckerResult("pyright", str(want))
     catalog = {str(p.path.resolve()) for p in programs}
     for d in report.get("generalDiagnostics", []):
@@ -447,6 +480,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--checkers", default=",".join(CHECKERS), help=f"comma-separated subset of {CHECKERS}")
     parser.add_argument("--details", action="store_true", help="also print the error that caught each bug")
+    parser.add_argument(
+        "--mypy-cache",
+        type=Path,
+        help="mypy's cache directory for the mypy checker (kept); default: a fresh one",
+    )
+    parser.add_argument(
+        "--mypy-plugin-cache", type=Path, help="the same for mypy+plugin (another configuration: another directory)"
+    )
+    parser.add_argument(
+        "--pyright-report",
+        type=Path,
+        help="JSON with the files, config and --outputjson report of a pyright run over the catalog "
+        "and more (tests/_checkers.py), used instead of running pyright on the catalog",
+    )
     args = parser.parse_args(argv)
     src: Path = args.src.resolve()
     if not (src / "gradtape" / "__init__.py").is_file():
@@ -461,11 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         for checker in chosen:
             if checker == "pyright":
-                result = run_pyright(programs, src, tmp)
+                result = run_pyright(programs, src, tmp, args.pyright_report)
             elif checker == "pyrefly":
                 result = run_pyrefly(programs, src, tmp)
             else:
-                result = run_mypy(programs, src, checker == "mypy+plugin", tmp)
+                plugin = checker == "mypy+plugin"
+                cache_dir = args.mypy_plugin_cache if plugin else args.mypy_cache
+                result = run_mypy(programs, src, plugin, tmp, cache_dir)
             scores.append(score(programs, result))
     if args.json:
         json.dump({"src": str(src), "checkers": scores}, sys.stdout, indent=2)

@@ -14,25 +14,16 @@ still reject with that code and the plugin must accept. pyright accepts every pr
 from __future__ import annotations
 
 import re
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import _checkers
 import pytest
-from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "typing" / "plugin"
 PROGRAMS = sorted(PLUGIN_DIR.glob("*.py"))
-_CONFIGS = tempfile.TemporaryDirectory(prefix="gradtape-mypy-plugin-")  # removed at exit
-
-
-def _cache(key: str) -> list[str]:
-    """mypy's incremental cache for one configuration, shared by this session's runs: the first
-    run analyses gradtape and numpy, the others only their program (a run without a cache took
-    100-170 s each on the loaded 2-core VM)."""
-    return ["--cache-dir", str(Path(_CONFIGS.name) / f"cache-{key}")]
 
 
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
@@ -41,16 +32,18 @@ _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<m
 @cache
 def _run_paths(paths: tuple[Path, ...], plugin: bool) -> dict[Path, list[tuple[int, str, str, str]]]:
     """mypy's errors and notes on ``paths`` (files or folders), one run per mode, by file as
-    ``(line, kind, code, message)``."""
-    config = Path(_CONFIGS.name) / ("with.toml" if plugin else "without.toml")
-    plugins = 'plugins = ["gradtape.mypy_plugin"]\n' if plugin else ""
-    config.write_text(
-        f'[tool.mypy]\nstrict = true\nmypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n' + plugins
-    )
-    out, err, _ = mypy_api.run(
-        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", *_cache(config.stem)]
-        + [str(p) for p in paths]
-    )
+    ``(line, kind, code, message)``. With the plugin: README's recommended configuration (strict,
+    the plugin, allow_redefinition); without: the project's (pyproject.toml: strict, overrides
+    only for gradtape's own modules and the optional peers). Each kind shares the session's mypy
+    cache with the rest of the typing suite (tests/_checkers.py), so gradtape is analysed once;
+    the run of tests/typing/plugin with the plugin is the plugin cache's first (gradtape analysed
+    in that run, as the plugin needs for parameter defaults)."""
+    _checkers.project_mypy()  # the plain runs need it; it overlaps the background plugin run
+    config = _checkers.readme_mypy_config() if plugin else ROOT / "pyproject.toml"
+    args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context"] + [str(p) for p in paths]
+    if plugin and paths == tuple(PROGRAMS):
+        assert args == _checkers.plugin_programs_args()  # the session's first plugin run, made in the background
+    out, err, _ = _checkers.mypy(args, plugin=plugin)
     assert not err, err
     found: dict[Path, list[tuple[int, str, str, str]]] = {}
     for raw in out.splitlines():

@@ -1,7 +1,8 @@
 """The typing test programs under pyright (strict mode), as under mypy (tests/test_typing.py).
 
-One pyright run (``pyright --outputjson -p tests/typing/pyrightconfig.json``) covers both
-folders: files in ``pass/`` must have no error; in ``fail/`` every line marked ``# E:`` must
+One pyright run covers both folders, and tests/typing/plugin and the catalog too (tests/_checkers.py:
+tests/typing/pyrightconfig.json's settings, this tree's ``src`` first; scripts/typing_catalog.py
+reads the same report): files in ``pass/`` must have no error; in ``fail/`` every line marked ``# E:`` must
 have an error (any rule: pyright's names differ from mypy's codes) and no other line may.
 ``reveal_type`` pins (``# R:``, written in mypy's spelling) are compared after mapping the
 two spellings onto each other (``Rank2[`` -> ``tuple[``, ``OwnedTape`` -> ``GradientTape``,
@@ -14,15 +15,13 @@ pyright from the npm registry on first use).
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import _checkers
 import pytest
 
 TYPING = Path(__file__).resolve().parent / "typing"
@@ -68,23 +67,14 @@ _REVEAL = re.compile(r'^Type of "(?P<expr>.*)" is "(?P<type>.*)"$', re.S)
 
 @cache
 def _pyright() -> dict[str, list[dict[str, Any]]]:
-    exe = shutil.which("pyright")
-    if exe is None:
-        pytest.skip("pyright is not installed (pip install pyright)")
-    try:
-        proc = subprocess.run(
-            [exe, "--outputjson", "-p", str(TYPING / "pyrightconfig.json")],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        report = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-        pytest.skip(f"pyright could not run here: {exc}")
+    report = _checkers.pyright_report()
+    if isinstance(report, str):
+        pytest.skip(report)
     by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for diag in report["generalDiagnostics"]:
         by_file[Path(diag["file"]).resolve().as_posix()].append(diag)
-    assert report["summary"]["filesAnalyzed"] == len(PASS) + len(FAIL) + len(PLUGIN)
+    assert report["summary"]["filesAnalyzed"] == len(_checkers.PYRIGHT_FILES)
+    assert set(PASS + FAIL + PLUGIN) <= set(_checkers.PYRIGHT_FILES)
     return by_file
 
 

@@ -20,14 +20,11 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import _checkers
 import pytest
-from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-_CACHE = tempfile.TemporaryDirectory(prefix="gradtape-mypy-readme-")
-"""mypy's incremental cache for README's plugin configuration, shared by this module's runs (removed
-at exit): the first analyses gradtape and numpy, the others only their block."""
 TYPING = ROOT / "tests" / "typing"
 
 
@@ -46,8 +43,9 @@ def _block(marker: str) -> str:
 def _mypy(path: Path, source: str) -> list[tuple[int, str, str]]:
     """``(line, kind, message)`` for each error or note mypy --strict gives ``source``."""
     path.write_text(source)
-    out, err, _ = mypy_api.run(
-        ["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", "--hide-error-context", str(path)]
+    out, err, _ = _checkers.mypy(
+        ["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", "--hide-error-context", str(path)],
+        plugin=False,
     )
     assert not err, err
     found = []
@@ -73,8 +71,8 @@ def _mypy_with_plugin(path: Path, source: str) -> list[tuple[int, str, str]]:
     config = path.parent / "mypy-plugin.toml"
     config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
     path.write_text(source)
-    args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context", "--cache-dir", _CACHE.name]
-    out, err, _ = mypy_api.run([*args, str(path)])
+    args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context"]
+    out, err, _ = _checkers.mypy([*args, str(path)], plugin=True)  # the session's plugin cache
     assert not err, err
     return [(int(m[1]), m[2], m[3]) for m in re.finditer(r"^[^:\n]+:(\d+): (error|note): (.*)$", out, flags=re.M)]
 

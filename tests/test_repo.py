@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-_CACHE = tempfile.TemporaryDirectory(prefix="gradtape-mypy-readme-")
-"""mypy's incremental cache for README's plugin configuration, shared by this module's runs (removed
-at exit): the first analyses gradtape and numpy, the others only their block."""
 
 
 def _sh_blocks() -> list[str]:
@@ -82,7 +78,7 @@ def test_readme_recording_spellings_agree() -> None:
 def _mypy(tmp_path: Path, name: str, source: str) -> str:
     """mypy --strict with the configuration README's typing section recommends (the project's
     own, plus gradtape's plugin and allow_redefinition, as the toml block there says)."""
-    from mypy import api as mypy_api
+    import _checkers
 
     toml = re.search(r"```toml\n(\[tool\.mypy\]\n.*?)```", README, flags=re.S)
     assert toml is not None and 'plugins = ["gradtape.mypy_plugin"]' in toml.group(1)
@@ -90,8 +86,8 @@ def _mypy(tmp_path: Path, name: str, source: str) -> str:
     config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
     path = tmp_path / name
     path.write_text(source)
-    args = ["--config-file", str(config), "--no-error-summary", "--cache-dir", _CACHE.name, str(path)]
-    out, err, _ = mypy_api.run(args)
+    # the session's cache for plugin configurations (tests/_checkers.py): gradtape analysed once
+    out, err, _ = _checkers.mypy(["--config-file", str(config), "--no-error-summary", str(path)], plugin=True)
     assert not err, err
     return out
 

@@ -23,8 +23,8 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+import _checkers
 import pytest
-from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPING = Path(__file__).resolve().parent / "typing"
@@ -51,9 +51,10 @@ _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<m
 
 @cache
 def _mypy_output() -> dict[str, list[tuple[int, str, str, str]]]:
-    out, err, _ = mypy_api.run(
+    out, err, _ = _checkers.mypy(
         ["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary", "--hide-error-context"]
-        + [str(p) for p in PASS + FAIL]
+        + [str(p) for p in PASS + FAIL],
+        plugin=False,
     )
     assert not err, err
     found: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)

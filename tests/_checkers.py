@@ -1,0 +1,197 @@
+"""The typing suite's type-checker runs, shared by its test files so that each checker analyses
+gradtape once per configuration and session, and the checkers run side by side.
+
+- mypy: two incremental caches, one per configuration kind: the project's configuration
+  (pyproject.toml, no plugin; tests/test_static.py, tests/test_typing.py, the README blocks
+  checked without the plugin, the plugin programs checked without it, the catalog's ``mypy``)
+  and the configurations with gradtape's plugin (README's recommended block: the README tests,
+  tests/test_mypy_plugin.py; the catalog's ``mypy+plugin``). The first lives in the
+  repository's ``.mypy_cache`` (mypy's default place, git-ignored), so a warm checkout reuses
+  it; the plugin's is new each session, and its first run is tests/test_mypy_plugin.py's run
+  of tests/typing/plugin, as before: the plugin reads an op's parameter defaults (``cat``'s
+  ``dim=0``) from gradtape's syntax tree, which mypy's cache does not keep, so those programs
+  are checked with gradtape analysed in the same run. The
+  project's whole tree (src, tests, benchmarks, scripts: tests/test_static.py's run) is
+  checked first, so that the other runs of that configuration find gradtape fully checked in
+  the cache instead of analysing it again.
+- pyright: one run (strict, tests/typing/pyrightconfig.json's settings, this tree's ``src``
+  first) over every program set: tests/typing/{pass,fail,plugin} and the catalog; its JSON
+  report is shared by tests/test_pyright.py and scripts/typing_catalog.py
+  (``--pyright-report``).
+- At the first use (:func:`start`), pyright and the first mypy run with the plugin start as
+  subprocesses (each from its own thread), and this process goes on (the project's tree with
+  mypy, at the first test that needs it), so that the cores work at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mypy import api as mypy_api
+
+ROOT = Path(__file__).resolve().parents[1]
+TYPING = ROOT / "tests" / "typing"
+PYPROJECT = ROOT / "pyproject.toml"
+MYPY_CACHE = ROOT / ".mypy_cache"
+"""The cache of the project's configuration (mypy's default cache directory)."""
+PYRIGHT_FILES = sorted(
+    p for d in ("pass", "fail", "plugin", "catalog/valid", "catalog/bugs") for p in (TYPING / d).glob("*.py")
+)
+"""Every program the shared pyright run checks."""
+
+_TMP = tempfile.TemporaryDirectory(prefix="gradtape-typing-")  # removed at exit
+PLUGIN_CACHE = Path(_TMP.name) / "mypy-plugin-cache"
+"""The cache of the configurations with gradtape's plugin (this session's)."""
+PLUGIN_PROGRAMS = sorted((TYPING / "plugin").glob("*.py"))
+_LOCK = threading.Lock()
+_background: list[threading.Thread] = []
+_plugin_cache_ready = threading.Event()
+_pyright_done = threading.Event()
+_pyright_result: dict[str, Any] = {}
+_prefetched: dict[tuple[str, ...], tuple[str, str, int]] = {}
+
+
+def readme_mypy_config() -> Path:
+    """README's recommended mypy configuration (its ``[tool.mypy]`` toml block: strict, the
+    plugin, allow_redefinition) with this tree's stubs and Python 3.11, as a config file."""
+    import re
+
+    toml = re.search(r"```toml\n(\[tool\.mypy\]\n.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert toml is not None, "README has no [tool.mypy] toml block"
+    config = Path(_TMP.name) / "readme-mypy.toml"
+    text = toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n'
+    if not config.exists() or config.read_text() != text:
+        config.write_text(text)
+    return config
+
+
+def plugin_programs_args() -> list[str]:
+    """tests/test_mypy_plugin.py's mypy arguments for tests/typing/plugin with the plugin."""
+    config = readme_mypy_config()
+    return ["--config-file", str(config), "--no-error-summary", "--hide-error-context", *map(str, PLUGIN_PROGRAMS)]
+
+
+def _fill_plugin_cache() -> None:
+    """The first run with the plugin (:func:`plugin_programs_args`), in a subprocess: fills the
+    plugin cache; its output is kept for the test that asks for that run."""
+    args = plugin_programs_args()
+    cmd = [sys.executable, "-m", "mypy", *args, "--cache-dir", str(PLUGIN_CACHE)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    _prefetched[tuple(args)] = (proc.stdout, proc.stderr, proc.returncode)
+
+
+def pyright_config(cfg_dir: Path, files: list[Path], src: Path) -> Path:
+    """A strict pyright configuration in ``cfg_dir`` over ``files`` (tests/typing/pyrightconfig.json's
+    settings), with ``src`` in ``extraPaths`` so that it wins over an installed gradtape."""
+    config = {
+        "include": [os.path.relpath(p, cfg_dir) for p in files],  # pyright ignores absolute ones
+        "extraPaths": [str(src)],
+        "stubPath": str(ROOT / "stubs"),
+        "pythonVersion": "3.11",
+        "typeCheckingMode": "strict",
+        "reportUnusedExpression": "none",
+    }
+    cfg_dir.mkdir(parents=True, exist_ok=True)
+    path = cfg_dir / "pyrightconfig.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def _run_pyright() -> None:
+    """One pyright run over :data:`PYRIGHT_FILES`; the parsed report (or why there is none) in
+    ``_pyright_result``."""
+    try:
+        exe = shutil.which("pyright") or str(Path(sys.executable).parent / "pyright")
+        if not Path(exe).exists():
+            _pyright_result["skip"] = "pyright is not installed (pip install pyright)"
+            return
+        cfg = pyright_config(Path(_TMP.name) / "pyright", PYRIGHT_FILES, ROOT / "src")
+        cmd = [exe, "--outputjson", "-p", str(cfg), "--pythonpath", sys.executable]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cfg.parent)
+            _pyright_result["report"] = json.loads(proc.stdout)
+        except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+            _pyright_result["skip"] = f"pyright could not run here: {exc}"
+            return
+        _pyright_result["config"] = str(cfg)
+    finally:
+        _pyright_done.set()
+
+
+def _plugin_lane() -> None:
+    try:
+        _fill_plugin_cache()
+    finally:
+        _plugin_cache_ready.set()
+
+
+def start() -> None:
+    """Start the background checker runs (once): pyright, and the first mypy run with the plugin."""
+    with _LOCK:
+        if not _background:
+            for lane in (_run_pyright, _plugin_lane):
+                _background.append(threading.Thread(target=lane, name=f"typing-{lane.__name__}", daemon=True))
+                _background[-1].start()
+
+
+@cache
+def project_mypy() -> tuple[str, str, int]:
+    """``mypy`` with pyproject.toml on src/, tests/, benchmarks/ and scripts/ (tests/test_static.py):
+    stdout, stderr, exit status. The first run of the project's configuration, so that gradtape
+    is checked (not only analysed as an import) once; the background runs start first."""
+    start()
+    targets = [str(ROOT / d) for d in ("src", "tests", "benchmarks", "scripts") if (ROOT / d).is_dir()]
+    return mypy_api.run(["--config-file", str(PYPROJECT), "--cache-dir", str(MYPY_CACHE), *targets])
+
+
+def mypy(args: list[str], *, plugin: bool) -> tuple[str, str, int]:
+    """``mypy.api.run(args)`` with the session's cache for the configuration's kind (``plugin``:
+    a configuration loading gradtape's plugin; it waits for the background run that starts that
+    cache). The project's configuration runs :func:`project_mypy` first."""
+    start()
+    if not plugin:
+        project_mypy()
+    else:
+        _plugin_cache_ready.wait()
+        if tuple(args) in _prefetched:
+            return _prefetched.pop(tuple(args))
+    return mypy_api.run([*args, "--cache-dir", str(PLUGIN_CACHE if plugin else MYPY_CACHE)])
+
+
+def mypy_plugin_cache_ready() -> None:
+    """Wait until the background run has filled the plugin cache (before another process uses it)."""
+    start()
+    _plugin_cache_ready.wait()
+
+
+def pyright_report() -> dict[str, Any] | str:
+    """The shared pyright run's JSON report over :data:`PYRIGHT_FILES`, or why pyright could not
+    run (a reason to skip)."""
+    start()
+    _pyright_done.wait()
+    if "skip" in _pyright_result:
+        return str(_pyright_result["skip"])
+    report: dict[str, Any] = _pyright_result["report"]
+    return report
+
+
+def pyright_report_file() -> Path | None:
+    """The shared pyright report as scripts/typing_catalog.py's ``--pyright-report`` reads it
+    (the files checked, the configuration, the report), or ``None`` where pyright could not run."""
+    report = pyright_report()
+    if isinstance(report, str):
+        return None
+    path = Path(_TMP.name) / "pyright-report.json"
+    if not path.exists():
+        data = {"files": [str(p) for p in PYRIGHT_FILES], "config": _pyright_result["config"], "report": report}
+        path.write_text(json.dumps(data))
+    return path
