@@ -198,7 +198,7 @@ def _batch_norm(dev: Cpu, shape: tuple[int, ...], train: bool) -> Case:
 
 def _channel_norm(dev: Cpu, group: bool) -> Case:
     """nn.GroupNorm (2 groups of 2 channels) or nn.InstanceNorm2d(affine=True), issue 27."""
-    ours: nn.GroupNorm | nn.InstanceNorm2d
+    ours: nn.GroupNorm[int] | nn.InstanceNorm2d
     if group:
         ours, ref = nn.GroupNorm(2, 4, dev=dev, dtype=F64), torch.nn.GroupNorm(2, 4)
     else:

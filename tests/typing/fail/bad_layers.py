@@ -49,6 +49,8 @@ bn2: nn.BatchNorm2d[L[3]] = nn.BatchNorm2d(3)
 bn2(conv(img))  # E: arg-type
 bn2(h)  # E: arg-type
 bn1(img)  # E: arg-type
+gn: nn.GroupNorm[L[6]] = nn.GroupNorm(3, 6)
+gn(conv(img))  # E: arg-type
 
 # embedding: the rows are D wide
 emb: nn.Embedding[L[100], L[32]] = nn.Embedding(100, 32, dev=dev)

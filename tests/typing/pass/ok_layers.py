@@ -59,6 +59,10 @@ bn1: nn.BatchNorm1d[L[10]] = nn.BatchNorm1d(10)
 reveal_type(bn1(h))  # R: Tensor[tuple[ok_layers.Batch, Literal[10], Literal[64]], gradtape.tape.NoneTape]
 bn2: nn.BatchNorm2d[L[16]] = nn.BatchNorm2d(16)
 reveal_type(bn2(conv(img)))  # R: Tensor[tuple[Literal[8], Literal[16], int, int], gradtape.tape.NoneTape]
+gn: nn.GroupNorm[L[16]] = nn.GroupNorm(4, 16)
+reveal_type(gn(bn2(conv(img))))  # R: Tensor[tuple[Literal[8], Literal[16], int, int], gradtape.tape.NoneTape]
+gn10 = nn.GroupNorm(2, 10)  # GroupNorm[int]
+reveal_type(gn10(h))  # R: Tensor[tuple[ok_layers.Batch, Literal[10], Literal[64]], gradtape.tape.NoneTape]
 loose = nn.LayerNorm(64)  # LayerNorm[int]: any last dim, checked at run time
 reveal_type(loose(h))  # R: Tensor[tuple[ok_layers.Batch, Literal[10], Literal[64]], gradtape.tape.NoneTape]
 
