@@ -195,3 +195,32 @@ def pyright_report_file() -> Path | None:
         data = {"files": [str(p) for p in PYRIGHT_FILES], "config": _pyright_result["config"], "report": report}
         path.write_text(json.dumps(data))
     return path
+
+
+PYREFLY_CONFIG = TYPING / "pyrefly.toml"
+
+
+def pyrefly(paths: list[Path]) -> dict[str, list[tuple[int, str, str, str]]]:
+    """pyrefly (tests/typing/pyrefly.toml: its strict preset) over ``paths`` in one run: its
+    diagnostics by resolved path (posix), each ``(line, severity, error kind, message)``.
+    Skips the calling test when pyrefly is not installed; fails naming pyrefly's output when
+    it does not report JSON."""
+    import pytest
+
+    local = Path(sys.executable).parent / "pyrefly"
+    exe = str(local) if local.exists() else shutil.which("pyrefly")
+    if exe is None:
+        pytest.skip("pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)")
+    cmd = [exe, "check", "-c", str(PYREFLY_CONFIG), "--output-format", "json", "--summary=none", "--relative-to", ""]
+    proc = subprocess.run([*cmd, *(str(p) for p in paths)], capture_output=True, text=True, timeout=600)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(
+            f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        ) from None
+    found: dict[str, list[tuple[int, str, str, str]]] = {}
+    for d in report["errors"]:
+        key = Path(d["path"]).resolve().as_posix()
+        found.setdefault(key, []).append((int(d["line"]), d["severity"], d["name"], d["description"]))
+    return found

@@ -11,11 +11,7 @@ accepts the rest (skipped where pyrefly is not installed).
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -174,10 +170,6 @@ def _pyrefly_blocks() -> dict[str, tuple[str, dict[int, str]]]:
     """The section's python blocks, each checked by pyrefly (one run over all of them): by
     file name, the block's source and pyrefly's errors by line. The realize block gets its
     "rejected by mypy" line uncommented, as a separate file."""
-    local = Path(sys.executable).parent / "pyrefly"
-    exe = str(local) if local.exists() else shutil.which("pyrefly")
-    if exe is None:
-        pytest.skip("pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)")
     blocks = re.findall(r"```python\n(.*?)```", _section(), flags=re.S)
     sources = {f"readme_block{i}.py": str(b) for i, b in enumerate(blocks)}
     realize = _block("def load(")
@@ -187,19 +179,12 @@ def _pyrefly_blocks() -> dict[str, tuple[str, dict[int, str]]]:
     folder = Path(_PYREFLY_DIR.name)
     for name, source in sources.items():
         (folder / name).write_text(source)
-    config = TYPING / "pyrefly.toml"
-    cmd = [exe, "check", "-c", str(config), "--output-format", "json", "--summary=none", "--relative-to", ""]
-    proc = subprocess.run([*cmd, *(str(folder / n) for n in sources)], capture_output=True, text=True, timeout=600)
-    try:
-        report = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(
-            f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        ) from None
+    found = _checkers.pyrefly([folder / n for n in sources])
     errors: dict[str, dict[int, str]] = {n: {} for n in sources}
-    for d in report["errors"]:
-        if d["severity"] == "error":
-            errors[Path(d["path"]).name][int(d["line"])] = f"{d['description']} [{d['name']}]"
+    for path, rows in found.items():
+        for line, severity, kind, message in rows:
+            if severity == "error":
+                errors[Path(path).name][line] = f"{message} [{kind}]"
     return {n: (sources[n], errors[n]) for n in sources}
 
 

@@ -14,11 +14,7 @@ Skipped when pyrefly is not installed. (pyright: tests/test_pyright.py.)
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -110,27 +106,8 @@ def test_mypy_rejects(path: Path) -> None:
 def _pyrefly_output() -> dict[str, list[tuple[int, str, str, str]]]:
     """pyrefly's diagnostics on pass/ and fail/ (one run), by resolved path, as
     ``(line, severity, error kind, message)``."""
-    local = Path(sys.executable).parent / "pyrefly"
-    exe = str(local) if local.exists() else shutil.which("pyrefly")
-    if exe is None:
-        pytest.skip("pyrefly is not installed (pip install pyrefly pyrefly-shape-extensions)")
-    proc = subprocess.run(
-        [exe, "check", "-c", str(PYREFLY_CONFIG), "--output-format", "json", "--summary=none", "--relative-to", ""]
-        + [str(p) for p in PASS + FAIL],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    try:
-        report = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(
-            f"pyrefly failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        ) from None
-    found: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
-    for d in report["errors"]:
-        found[Path(d["path"]).resolve().as_posix()].append((int(d["line"]), d["severity"], d["name"], d["description"]))
-    checked = {Path(d["path"]).resolve() for d in report["errors"] if d["name"] == "reveal-type"}
+    found = _checkers.pyrefly(PASS + FAIL)
+    checked = {Path(path) for path, rows in found.items() if any(kind == "reveal-type" for _, _, kind, _ in rows)}
     assert checked >= {p.resolve() for p in PASS if "reveal_type(" in p.read_text()}, "pyrefly skipped files"
     return found
 
