@@ -20,6 +20,7 @@ from typing import Any
 
 import _checkers
 import pytest
+from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "typing" / "plugin"
@@ -187,3 +188,28 @@ def test_module_call_passes_every_argument() -> None:
     dev = Cpu()
     out = Scaled()(dev.tensor(np.array([1.0, 2.0])), 3.0, bias=1.0)
     np.testing.assert_allclose(out.numpy(), [4.0, 7.0])
+
+
+def test_results_do_not_depend_on_gradtape_coming_from_the_cache(tmp_path: Path) -> None:
+    """mypy run twice on a new cache, gradtape analysed in the first run (a program that only
+    imports it) and read from the cache in the second (the concat/stack program), types that
+    program as the session's run does: the plugin no longer loses ``cat``'s default ``dim=0``
+    (read from gradtape's syntax tree, which mypy's cache does not keep, a cached run gave
+    ``(int, 3)`` where a fresh one gave ``(6, 3)``)."""
+    source = PLUGIN_DIR / "concat_stack.py"
+    first = _run(source, True)
+    (tmp_path / "imports_only.py").write_text("import gradtape.ops\n")
+    again = tmp_path / "concat_stack.py"
+    again.write_text(source.read_text())
+    config = ["--config-file", str(_checkers.readme_mypy_config()), "--no-error-summary", "--hide-error-context"]
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    _, err, _ = mypy_api.run([*config, *cache, str(tmp_path / "imports_only.py")])
+    assert not err, err
+    out, err, _ = mypy_api.run([*config, *cache, str(again)])
+    assert not err, err
+    second = []
+    for raw in out.splitlines():
+        m = _LINE.match(raw)
+        assert m, f"unparsed mypy output: {raw}"
+        second.append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
+    assert second == first

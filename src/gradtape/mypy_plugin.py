@@ -569,6 +569,10 @@ def _join(op: str, call: _Call) -> Outcome:
     # the axis's two spellings: gradtape's axis= and PyTorch's dim= (cat's own name)
     key = "dim" if (op == "cat" and not call.given("axis")) or call.given("dim") else "axis"
     got = call.int_or_ints(key, 1)
+    if got is None and not call.given(key):
+        # the default: 0 for cat, concat and stack alike (read from gradtape's syntax tree,
+        # which mypy's cache does not keep: a cached run would otherwise lose it)
+        got = [0]
     op = "concat" if op == "cat" else op
     if not isinstance(got, list):
         return None, None
