@@ -68,6 +68,10 @@ its last dim is 32, the layer takes 64``. The result gets the layer's literal ou
 out-channels) where the call has an expected type that takes it; without one (``h = fc(x)``)
 it keeps mypy's ``int``, so that the variable may be rebound to another width. An attribute
 assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``) forgets them.
+Convolution and pooling layers remember their constant kernel, stride, padding, dilation and
+output padding the same way, and their results get literal spatial sizes where the widths do
+(PyTorch's formulas, as for ``ops.conv2d`` and ``ops.max_pool2d``); ``nn.Flatten`` multiplies
+them, so a ``Linear`` after it is checked against ``C * H * W``.
 
 **Sequential chains.** ``nn.Sequential(l1, l2, ...)`` with its layers written in the call:
 each layer's literal input width must be the output width of the layer before it
@@ -108,9 +112,11 @@ any variable under mypy; annotate the variable with the common type
 (``h: Tensor[Rank2[int, int], NoneTape] = ...``) or enable mypy's ``allow_redefinition``
 (pyright widens such a variable by itself). An error the plugin reports inside an argument of
 another overloaded call can make mypy add that no overload of the outer call matches. The
-layers' spatial sizes (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) are not computed: their
-types carry the channels, not the kernel size or stride. A ``Sequential`` built from ``*layers``,
-held in a list, or assigned two chains is called as ``Any``.
+layers' spatial sizes (``conv(x)`` of an ``nn.Conv2d``, ``nn.MaxPool2d``) are computed only
+where the widths' are (inside a ``Sequential``, or where the call has an expected type): their
+types carry the channels, not the kernel size or stride, which the constructor's constants give
+(see **Layer widths**). A ``Sequential`` built from ``*layers``, held in a list, or assigned two
+chains is called as ``Any``.
 """
 
 from __future__ import annotations
@@ -676,15 +682,22 @@ def _conv(op: str, call: _Call) -> Outcome:
     return [None, None, *(_literal(call.api, n) for n in outs)], None
 
 
+def _pool_stride(call: _Call, kernel: list[int] | str | None, nd: int) -> list[int] | str | None:
+    """A pooling's ``stride``: as given, or the kernel size where it is omitted or ``None``
+    (PyTorch's default)."""
+    given = call.expr("stride")
+    if given is None or (isinstance(given, NameExpr) and given.fullname == "builtins.None"):
+        return kernel
+    return call.int_or_ints("stride", nd)
+
+
 def _pool(op: str, call: _Call) -> Outcome:
     x = call.tensor("x")
     if x is None or len(x) != 4:
         return None, None
     size = _literals(x[2:])
     kernel = call.int_or_ints("kernel_size", 2)
-    given = call.expr("stride")
-    is_none = isinstance(given, NameExpr) and given.fullname == "builtins.None"
-    stride = call.int_or_ints("stride", 2) if given is not None and not is_none else kernel
+    stride = _pool_stride(call, kernel, 2)
     padding = call.int_or_ints("padding", 2)
     if size is None or not isinstance(kernel, list) or not isinstance(stride, list) or not isinstance(padding, list):
         return None, None
@@ -1032,11 +1045,7 @@ def _geometry_constructed(inner: Callable[[FunctionContext], Type] | None, ctx: 
     nd, how = kind
     call = _from_return_ctx(ctx, {})
     kernel = call.int_or_ints("kernel_size", nd)
-    given = call.expr("stride")
-    if how == "pool" and (given is None or (isinstance(given, NameExpr) and given.fullname == "builtins.None")):
-        stride: list[int] | str | None = kernel
-    else:
-        stride = call.int_or_ints("stride", nd)
+    stride = _pool_stride(call, kernel, nd) if how == "pool" else call.int_or_ints("stride", nd)
     padding = call.int_or_ints("padding", nd)
     if padding == "same" and how == "conv":
         padding = [-1] * nd
