@@ -569,3 +569,12 @@ def test_relu_and_sum_rows_take_array_likes() -> None:
 
     np.testing.assert_array_equal(ka.relu([-1.0, 2.0, np.nan]), [0.0, 2.0, np.nan])
     np.testing.assert_array_equal(k.sum_rows([[1.0, 2.0], [3.0, 4.0]]), [4.0, 6.0])
+
+
+def test_the_float32_exp_copies_are_the_same_code() -> None:
+    """rnn.py and scan.py each keep a copy of Cephes' ``expf`` (numba's cache covers a
+    kernel's own module only): the two must stay the same code."""
+    from gradtape.devices.kernels import rnn, scan
+
+    a, b = rnn._expf.__code__, scan._expf.__code__
+    assert (a.co_code, a.co_consts[1:], a.co_names) == (b.co_code, b.co_consts[1:], b.co_names)

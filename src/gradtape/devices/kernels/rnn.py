@@ -133,7 +133,9 @@ def _expf(v: Any) -> Any:
     """Cephes' ``expf`` (see the module docstring): exactly 0 below -87.34, inf above 88.72,
     NaN kept. Written so that LLVM vectorizes it over a row: the rounding stays in float32
     (``np.floor``, then a float32 -> int32 conversion; ``math.floor`` gave an int64, which
-    AVX2 cannot convert in vectors, and left the loop scalar) and every branch is a select."""
+    AVX2 cannot convert in vectors, and left the loop scalar) and every branch is a select.
+    The same code as ``scan._expf``: numba's cache covers a kernel's own module only, so
+    each module keeps its copy (tests/test_kernels.py checks that the two agree)."""
     f32 = np.float32
     i32 = np.int32
     xc = min(max(v, f32(-87.33654)), f32(88.72283))
