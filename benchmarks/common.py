@@ -279,6 +279,13 @@ def version_of(dist: str) -> str | None:
 # ----- machine --------------------------------------------------------------------------
 
 
+def _onednn_info() -> str:
+    """gradtape's convolution library line (oneDNN's version and instruction set, or why not)."""
+    from gradtape.devices.kernels import onednn
+
+    return onednn.info()
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -377,6 +384,8 @@ def machine_facts(threads: int) -> dict[str, Any]:
         # how long OpenBLAS's workers spin after a product (2**N cycles), as numpy loaded it
         "openblas_thread_timeout": _openblas_thread_timeout(),
         "gradtape_path": str(Path(gradtape.__file__).parent),
+        # float32 convolutions run on oneDNN when the optional wheel is installed
+        "onednn": _onednn_info(),
         "threads": {
             "numba": numba.get_num_threads(),
             "blas": blas_info(),

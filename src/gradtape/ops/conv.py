@@ -29,7 +29,11 @@ is conv2d's input backward and its backward is conv2d's forward (for ``grad_x``)
 weight backward with the roles of input and output gradient swapped (for ``grad_w``).
 conv1d runs conv2d's code on a height-1 image.
 
-Kernels (:mod:`gradtape.devices.kernels.conv`): ``groups == 1`` runs chunked im2col + BLAS:
+Kernels: float32 convolutions from :data:`~gradtape.devices.kernels.conv.ONEDNN_MIN_MACS`
+multiply-adds run on oneDNN, the library PyTorch's CPU convolutions use, when the optional
+``onednn`` extra is installed (:mod:`gradtape.devices.kernels.onednn`: forward, input and weight
+gradients through its C API). Otherwise (:mod:`gradtape.devices.kernels.conv`): ``groups == 1``
+runs chunked im2col + BLAS:
 the batch is cut into chunks (columns plus output of about 16 MB), a numba pass writes the columns
 straight from the unpadded input (zero padding fused, no ``np.pad`` copy), and one BLAS
 product per chunk computes it; backward runs one product per chunk for the weight gradient

@@ -1,5 +1,9 @@
 """Convolution kernels on NCHW arrays: chunked im2col + BLAS, and direct numba loops.
 
+float32 convolutions of at least :data:`ONEDNN_MIN_MACS` multiply-adds run on oneDNN instead
+when its optional wheel is installed (:mod:`gradtape.devices.kernels.onednn`, ``impl="auto"``
+or ``"onednn"``); everything below describes the numba + BLAS kernels, which run the rest.
+
 Every entry point takes the *unpadded* input and the zero padding ``((top, bottom), (left,
 right))``; a window element outside the input reads zero (no ``np.pad`` copy, no crop copy
 on the im2col path). Three passes, each in two implementations (``impl="im2col"`` /
@@ -103,6 +107,7 @@ import numba
 import numpy as np
 
 from gradtape.devices.kernels import blas as _blas
+from gradtape.devices.kernels import onednn as _od
 from gradtape.devices.kernels._jit import REASSOC, jit, serial_and_parallel
 
 __all__ = [
@@ -110,6 +115,7 @@ __all__ = [
     "COLS_MAX_BYTES",
     "DIRECT_WEIGHT_MAX_TAPS",
     "GRAD_X_AS_CONV",
+    "ONEDNN_MIN_MACS",
     "Impl",
     "backward",
     "backward_input",
@@ -123,7 +129,7 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
 Pads = tuple[Pair, Pair]
-Impl = Literal["auto", "im2col", "direct"]
+Impl = Literal["auto", "im2col", "direct", "onednn"]
 Geometry = tuple[int, ...]
 """im2col's and col2im's ``(H, W, KH, KW, sh, sw, dh, dw, pt, pl, OH, OW)``: the unpadded input
 plane, kernel, stride, dilation, top/left padding and output plane (:func:`_geometry`)."""
@@ -180,17 +186,49 @@ twice the forward's in the digits CNN) cost more than col2im; the digits CNN's t
 step took 1.65 ms that way and 1.26 ms with col2im."""
 
 
+ONEDNN_MIN_MACS = 1 << 20
+"""``auto`` runs a float32 convolution on oneDNN (:mod:`gradtape.devices.kernels.onednn`, when
+installed) from this many multiply-adds of its forward (``N * O * OH * OW * C/G * KH * KW``);
+smaller ones stay on the numba kernels, where the per-call cost of oneDNN's reorders and
+ctypes calls (tens of microseconds) outweighs its faster loops."""
+
+
+def _onednn_plan(
+    impl: Impl, dtype: Any, x_shape: tuple[int, ...], w_shape: tuple[int, ...], out_hw: Pair,
+    stride: Pair, pads: Pads, dilation: Pair, groups: int,
+) -> _od.Conv2d | None:  # fmt: skip
+    """oneDNN's plan for this convolution when ``impl`` asks for it (``"onednn"``: always,
+    raising when oneDNN cannot run it; ``"auto"``: float32 from :data:`ONEDNN_MIN_MACS`
+    multiply-adds, when :func:`~gradtape.devices.kernels.onednn.available`), else ``None``."""
+    if impl not in ("auto", "onednn") or x_shape[0] == 0:
+        return None
+    n, o, (oh, ow) = x_shape[0], w_shape[0], out_hw
+    if impl == "auto" and (
+        dtype != np.float32 or n * o * oh * ow * w_shape[1] * w_shape[2] * w_shape[3] < ONEDNN_MIN_MACS
+    ):
+        return None
+    plan = None
+    if dtype == np.float32:
+        key = tuple((int(a), int(b)) for a, b in pads)
+        plan = _od.conv2d_plan(tuple(x_shape), tuple(w_shape), stride, (key[0], key[1]), dilation, groups)
+    if plan is None and impl == "onednn":
+        raise _od.OneDNNError(
+            f"conv2d: oneDNN cannot run x {x_shape}, w {w_shape} ({np.dtype(dtype).name}): {_od.info()}"
+        )
+    return plan
+
+
 def pick(
     impl: Impl, pass_: Literal["forward", "input", "weight"], groups: int, taps: int
 ) -> Literal["im2col", "direct"]:
     """Resolve ``impl`` for one pass (``taps = C/G * KH * KW``, the length of a column).
 
-    ``"auto"``: im2col for ``groups == 1`` (one BLAS product per chunk beats the loops); the
-    direct kernels for grouped and depthwise convs (im2col would run ``G`` tiny products per
-    chunk), except the weight gradient of groups with more than :data:`DIRECT_WEIGHT_MAX_TAPS`
-    taps.
+    ``"auto"`` (once :func:`_onednn_plan` passed on it): im2col for ``groups == 1`` (one BLAS
+    product per chunk beats the loops); the direct kernels for grouped and depthwise convs
+    (im2col would run ``G`` tiny products per chunk), except the weight gradient of groups
+    with more than :data:`DIRECT_WEIGHT_MAX_TAPS` taps.
     """
-    if impl != "auto":
+    if impl == "im2col" or impl == "direct":
         return impl
     if groups == 1 or (pass_ == "weight" and taps > DIRECT_WEIGHT_MAX_TAPS):
         return "im2col"
@@ -834,6 +872,9 @@ def forward(
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     oh, ow = out_hw
+    plan = _onednn_plan(impl, x.dtype, x.shape, w.shape, out_hw, stride, pads, dilation, groups)
+    if plan is not None:
+        return plan.forward(x, w, bias), None
     if pick(impl, "forward", groups, cg * kh * kw) == "direct":
         out = _direct_forward(_pad(x, pads), w, stride, dilation, groups, out_hw)
         if bias is not None:
@@ -899,6 +940,9 @@ def backward(
     oh, ow = g.shape[2], g.shape[3]
     if n == 0:  # an empty batch: no products, and zero (not uninitialised) gradients
         return (np.zeros(x.shape, g.dtype) if want_x else None), (np.zeros(w.shape, g.dtype) if want_w else None)
+    plan = _onednn_plan(impl, g.dtype, x.shape, w.shape, (oh, ow), stride, pads, dilation, groups)
+    if plan is not None:
+        return (plan.backward_data(g, w) if want_x else None), (plan.backward_weights(g, x) if want_w else None)
     taps = cg * kh * kw
     x_im = want_x and pick(impl, "input", groups, taps) == "im2col"
     w_im = want_w and (cols is not None or pick(impl, "weight", groups, taps) == "im2col")

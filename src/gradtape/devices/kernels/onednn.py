@@ -1,0 +1,488 @@
+"""oneDNN's convolution primitives through its C API (ctypes), an optional float32 backend.
+
+oneDNN (https://github.com/uxlfoundation/oneDNN) is the library PyTorch itself runs CPU
+convolutions with. When the optional wheel ``onednn-cpu-gomp`` is installed (``pip install
+gradtape[onednn]``), float32 ``conv2d``/``conv1d``/``conv_transpose2d`` run their forward
+and both backward passes here; without it, or for float64 (oneDNN has no float64
+convolution on CPU), :mod:`gradtape.devices.kernels.conv`'s numba + BLAS kernels run them.
+
+What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
+
+* a :class:`Conv2d` *plan* per geometry (shapes, stride, padding, dilation, groups, bias or
+  not), kept in an LRU cache of :data:`CACHE_SIZE` plans: three primitive descriptors created
+  with the ``any`` memory format, so oneDNN picks its blocked layouts (``nChw8c`` and the
+  like on AVX2) and its direct JIT kernels (``jit:avx2``, ``brgconv``...), the primitives,
+  the reorders between numpy's layout and oneDNN's, and one scratch buffer per primitive;
+* per call: the inputs are described with numpy's own strides (any positive strides, no
+  copy), reordered into oneDNN's layout where it differs, the primitive runs, and the result
+  is reordered into a new C-contiguous array.
+
+Formulas (``G`` groups, ``g(o)`` the group of output channel ``o``; oneDNN's dilation is
+``d - 1``)::
+
+    y[n, o, i, j] = b[o] + sum_{c,a,e} w[o, c, a, e] x[n, g(o) C/G + c, i sh + a dh - pt, j sw + e dw - pl]
+    gx = the transposed sum (backward data);  gw[o, c, a, e] = sum_{n,i,j} g[n, o, i, j] x[...];
+    gb[o] = sum_{n,i,j} g[n, o, i, j]
+
+Threads: oneDNN runs on its own OpenMP (GNU) pool, ``OMP_NUM_THREADS`` threads (default: all
+cores). GNU OpenMP's pool does not survive ``fork``: a forked child (a data-loader worker)
+falls back to the numba kernels (:func:`available` is false there).
+
+Switches: ``GRADTAPE_ONEDNN=0`` turns the backend off; ``GRADTAPE_ONEDNN_LIB`` names a
+``libdnnl.so`` to load instead of the wheel's. :func:`info` reports the library, version and
+instruction set for the benchmarks' header.
+
+Errors: a failing oneDNN call raises :class:`OneDNNError` naming the call and oneDNN's
+status (``invalid_arguments``, ``unimplemented``...); shapes are checked before, by the
+convolution ops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CACHE_SIZE", "Conv2d", "OneDNNError", "available", "conv2d_plan", "info"]
+
+Array = np.ndarray[Any, Any]
+Pair = tuple[int, int]
+Pads = tuple[tuple[int, int], tuple[int, int]]
+
+CACHE_SIZE = 64
+"""Convolution plans (one per geometry) kept; the least recently used is dropped beyond."""
+
+# oneDNN 3.x C API constants (dnnl_types.h / dnnl_common_types.h); _load checks the ones
+# its *2str functions can name against the loaded library.
+_F32 = 3  # dnnl_f32
+_TAG_ANY = 1  # dnnl_format_tag_any
+_CPU = 1  # dnnl_cpu
+_IN_ORDER = 1  # dnnl_stream_in_order
+_FORWARD_TRAINING = 64
+_FORWARD_INFERENCE = 96
+_CONVOLUTION_DIRECT = 1
+_QUERY_IMPL_INFO = 8  # dnnl_query_impl_info_str
+_QUERY_EXEC_ARG_MD = 255
+_SRC, _DST, _WEIGHTS, _BIAS, _SCRATCHPAD = 1, 17, 33, 41, 80
+_DIFF_SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS = 129, 145, 161, 169
+
+_P = ctypes.c_void_p
+_Dims = ctypes.c_int64 * 12  # dnnl_dims_t (DNNL_MAX_NDIMS = 12)
+
+
+class OneDNNError(RuntimeError):
+    """A oneDNN call failed: the message names the call and oneDNN's status."""
+
+
+class _ExecArg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", _P)]  # dnnl_exec_arg_t
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [  # dnnl_version_t
+        ("major", ctypes.c_int),
+        ("minor", ctypes.c_int),
+        ("patch", ctypes.c_int),
+        ("hash", ctypes.c_char_p),
+        ("cpu_runtime", ctypes.c_uint),
+        ("gpu_runtime", ctypes.c_uint),
+    ]
+
+
+def _library_path() -> str | None:
+    """``GRADTAPE_ONEDNN_LIB``, else the ``libdnnl.so.3`` the ``onednn-cpu-gomp`` wheel installs
+    (into the environment's ``lib/``), else ``None``."""
+    given = os.environ.get("GRADTAPE_ONEDNN_LIB")
+    if given:
+        return given
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        dist = distribution("onednn-cpu-gomp")
+    except (ImportError, PackageNotFoundError):
+        return None
+    for f in dist.files or ():
+        if f.name == "libdnnl.so.3":  # recorded as ../../libdnnl.so.3: the environment's lib/
+            return os.path.normpath(str(dist.locate_file(f)))
+    return None
+
+
+class _Lib:
+    """The loaded library, its CPU engine and one in-order stream."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        lib = ctypes.CDLL(path)
+        self.lib = lib
+        for name in ("dnnl_status2str", "dnnl_prop_kind2str", "dnnl_fmt_tag2str", "dnnl_alg_kind2str"):
+            getattr(lib, name).restype = ctypes.c_char_p
+        for name in ("dnnl_primitive_desc_query_md", "dnnl_memory_desc_get_size"):
+            getattr(lib, name).restype = _P if name.endswith("_md") else ctypes.c_size_t
+        lib.dnnl_primitive_desc_query_md.argtypes = [_P, ctypes.c_int, ctypes.c_int]
+        lib.dnnl_memory_desc_get_size.argtypes = [_P]
+        lib.dnnl_memory_desc_equal.argtypes = [_P, _P]
+        lib.dnnl_memory_set_data_handle.argtypes = [_P, _P]
+        lib.dnnl_primitive_desc_query.argtypes = [_P, ctypes.c_int, ctypes.c_int, _P]
+        lib.dnnl_version.restype = ctypes.POINTER(_Version)
+        lib.dnnl_cpu_isa2str.restype = ctypes.c_char_p
+        checks = (
+            (lib.dnnl_prop_kind2str(_FORWARD_TRAINING), b"forward_training"),
+            (lib.dnnl_prop_kind2str(_FORWARD_INFERENCE), b"forward_inference"),
+            (lib.dnnl_fmt_tag2str(_TAG_ANY), b"any"),
+            (lib.dnnl_alg_kind2str(_CONVOLUTION_DIRECT), b"convolution_direct"),
+        )
+        if any(got != want for got, want in checks):
+            raise OneDNNError(f"oneDNN at {path}: enum values differ from oneDNN 3.x's ({checks})")
+        v = lib.dnnl_version().contents
+        if v.major != 3:
+            raise OneDNNError(f"oneDNN at {path} is version {v.major}.{v.minor}: gradtape needs 3.x")
+        self.version = f"{v.major}.{v.minor}.{v.patch}"
+        self.isa = (lib.dnnl_cpu_isa2str(lib.dnnl_get_effective_cpu_isa()) or b"?").decode()
+        self.engine = _P()
+        self.call("dnnl_engine_create", ctypes.byref(self.engine), _CPU, 0)
+        self.stream = _P()
+        self.call("dnnl_stream_create", ctypes.byref(self.stream), self.engine, _IN_ORDER)
+        self.pid = os.getpid()
+
+    def call(self, name: str, *args: Any) -> None:
+        """Call ``name`` and raise :class:`OneDNNError` on a status other than success."""
+        status = getattr(self.lib, name)(*args)
+        if status != 0:
+            text = (self.lib.dnnl_status2str(status) or b"?").decode()
+            raise OneDNNError(f"oneDNN: {name} failed: {text} (status {status})")
+
+    def md(self, own: list[tuple[str, _P]], shape: Sequence[int], strides: Sequence[int] | None) -> _P:
+        """A float32 memory descriptor: with element ``strides`` (numpy's layout), or the ``any``
+        format (``None``: the primitive picks). ``own`` collects the handles to destroy."""
+        md, dims = _P(), _Dims(*shape)
+        if strides is None:
+            self.call("dnnl_memory_desc_create_with_tag", ctypes.byref(md), len(shape), dims, _F32, _TAG_ANY)
+        else:
+            self.call("dnnl_memory_desc_create_with_strides", ctypes.byref(md), len(shape), dims, _F32, _Dims(*strides))
+        own.append(("dnnl_memory_desc_destroy", md))
+        return md
+
+    def memory(self, own: list[tuple[str, _P]], md: _P, handle: int | None = None) -> _P:
+        """A memory object over ``handle`` (``None``: none yet, set per call)."""
+        mem = _P()
+        self.call("dnnl_memory_create", ctypes.byref(mem), md, self.engine, _P(handle))
+        own.append(("dnnl_memory_destroy", mem))
+        return mem
+
+    def primitive(self, own: list[tuple[str, _P]], pd: _P) -> _P:
+        prim = _P()
+        self.call("dnnl_primitive_create", ctypes.byref(prim), pd)
+        own.append(("dnnl_primitive_destroy", prim))
+        return prim
+
+    def destroy(self, own: list[tuple[str, _P]]) -> None:
+        """Destroy the handles in ``own`` (newest first); errors are ignored (interpreter exit)."""
+        while own:
+            name, h = own.pop()
+            try:
+                getattr(self.lib, name)(h)
+            except Exception:  # best effort at teardown
+                pass
+
+    def run(self, prim: _P, args: Sequence[tuple[int, _P]]) -> None:
+        """Execute ``prim`` with ``(DNNL_ARG_*, memory)`` pairs and wait for it."""
+        arr = (_ExecArg * len(args))(*(_ExecArg(k, m) for k, m in args))
+        self.call("dnnl_primitive_execute", prim, self.stream, len(args), arr)
+        self.call("dnnl_stream_wait", self.stream)
+
+    def query_md(self, pd: _P, arg: int) -> _P:
+        return _P(self.lib.dnnl_primitive_desc_query_md(pd, _QUERY_EXEC_ARG_MD, arg))
+
+    def impl(self, pd: _P) -> str:
+        s = ctypes.c_char_p()
+        self.call("dnnl_primitive_desc_query", pd, _QUERY_IMPL_INFO, 0, ctypes.byref(s))
+        return (s.value or b"?").decode()
+
+
+_LIB: _Lib | None = None
+_TRIED = False
+_LOAD_LOCK = threading.Lock()
+_WHY_NOT = "not loaded yet"
+
+
+def _load() -> _Lib | None:
+    global _LIB, _TRIED, _WHY_NOT
+    with _LOAD_LOCK:
+        if not _TRIED:
+            _TRIED = True
+            if os.environ.get("GRADTAPE_ONEDNN", "1") == "0":
+                _WHY_NOT = "turned off (GRADTAPE_ONEDNN=0)"
+            else:
+                path = _library_path()
+                if path is None:
+                    _WHY_NOT = "not installed (pip install gradtape[onednn])"
+                else:
+                    try:
+                        _LIB = _Lib(path)
+                    except (OSError, AttributeError, OneDNNError) as e:
+                        _WHY_NOT = f"failed to load: {e}"
+    return _LIB
+
+
+def available() -> bool:
+    """Whether float32 convolutions run on oneDNN in this process: the library loaded, not
+    turned off, and this is the process that loaded it (a forked child falls back, see the
+    module docstring)."""
+    lib = _load()
+    return lib is not None and lib.pid == os.getpid()
+
+
+def info() -> str:
+    """One line for reports: ``oneDNN 3.2.0 (AVX2, /path/libdnnl.so.3)``, or why it is not used."""
+    lib = _load()
+    if lib is None:
+        return f"oneDNN: {_WHY_NOT}"
+    return f"oneDNN {lib.version} ({lib.isa}, {lib.path})"
+
+
+def _c_strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        out[i] = acc
+        acc *= shape[i]
+    return out
+
+
+class _Buffer:
+    """An array in the layout a primitive chose for one argument, and its oneDNN memory."""
+
+    def __init__(self, lib: _Lib, own: list[tuple[str, _P]], md: _P) -> None:
+        self.md = md
+        n = int(lib.lib.dnnl_memory_desc_get_size(md))
+        self.array = np.empty(max(n, 1), np.uint8)
+        self.memory = lib.memory(own, md, self.array.ctypes.data)
+
+
+class _Side:
+    """One argument of one primitive: the primitive's layout, and the reorder from (or to) the
+    plain C-contiguous layout when the two differ."""
+
+    def __init__(self, lib: _Lib, own: list[tuple[str, _P]], plain: _P, chosen: _P, into_chosen: bool) -> None:
+        self.same = bool(lib.lib.dnnl_memory_desc_equal(plain, chosen))
+        self.plain = plain
+        self.buffer = None if self.same else _Buffer(lib, own, chosen)
+        self.reorder: _P | None = None
+        if not self.same:
+            src, dst = (plain, chosen) if into_chosen else (chosen, plain)
+            pd = _P()
+            lib.call("dnnl_reorder_primitive_desc_create", ctypes.byref(pd), src, lib.engine, dst, lib.engine, None)
+            self.reorder = lib.primitive(own, pd)
+            own.append(("dnnl_primitive_desc_destroy", pd))
+
+
+class Conv2d:
+    """A planned float32 2-D convolution (see the module docstring): ``x (N, C, H, W)``,
+    ``w (O, C/G, KH, KW)``, an optional ``b (O,)`` per call, output ``(N, O, OH, OW)``; ``stride``,
+    ``dilation`` (PyTorch's, at least 1), ``pads ((top, bottom), (left, right))``.
+
+    :meth:`forward`, :meth:`backward_data` and :meth:`backward_weights` take numpy float32
+    arrays of exactly these shapes (any positive strides) and return new C-contiguous arrays.
+    A plan is used by one thread at a time (a lock; :func:`conv2d_plan` hands out the cached
+    plans).
+
+    Raises:
+        OneDNNError: oneDNN refuses the geometry (the caller falls back to numba).
+    """
+
+    def __init__(
+        self,
+        lib: _Lib,
+        x_shape: tuple[int, ...],
+        w_shape: tuple[int, ...],
+        stride: Pair,
+        pads: Pads,
+        dilation: Pair,
+        groups: int,
+    ) -> None:
+        n, _, h, wd = x_shape
+        o, cg, kh, kw = w_shape
+        oh = (h + pads[0][0] + pads[0][1] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (wd + pads[1][0] + pads[1][1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        self.lib = lib
+        self.lock = threading.Lock()
+        self.x_shape, self.w_shape, self.y_shape = x_shape, w_shape, (n, o, oh, ow)
+        self.groups = groups
+        # oneDNN's grouped weights are 5-D (G, O/G, C/G, KH, KW): a view of PyTorch's layout
+        self.wd_shape = (groups, o // groups, cg, kh, kw) if groups > 1 else w_shape
+        self._own: list[tuple[str, _P]] = []
+        own = self._own
+
+        def md(shape: Sequence[int], strides: Sequence[int] | None) -> _P:
+            return lib.md(own, shape, strides)
+
+        any_x, any_w, any_y = md(x_shape, None), md(self.wd_shape, None), md(self.y_shape, None)
+        b_md = md((o,), (1,))
+        st, dl = _Dims(*stride), _Dims(dilation[0] - 1, dilation[1] - 1)
+        pl, pr = _Dims(pads[0][0], pads[1][0]), _Dims(pads[0][1], pads[1][1])
+        fwd, bwd_d, bwd_w = _P(), _P(), _P()
+        lib.call(
+            "dnnl_convolution_forward_primitive_desc_create",
+            ctypes.byref(fwd), lib.engine, _FORWARD_TRAINING, _CONVOLUTION_DIRECT,
+            any_x, any_w, b_md, any_y, st, dl, pl, pr, None,
+        )  # fmt: skip
+        lib.call(
+            "dnnl_convolution_backward_data_primitive_desc_create",
+            ctypes.byref(bwd_d), lib.engine, _CONVOLUTION_DIRECT, any_x, any_w, any_y, st, dl, pl, pr, fwd, None,
+        )  # fmt: skip
+        lib.call(
+            "dnnl_convolution_backward_weights_primitive_desc_create",
+            ctypes.byref(bwd_w), lib.engine, _CONVOLUTION_DIRECT,
+            any_x, any_w, None, any_y, st, dl, pl, pr, fwd, None,
+        )  # fmt: skip
+        # the descriptors own the memory descriptors queried from them: kept while the plan lives
+        own.extend(("dnnl_primitive_desc_destroy", pd) for pd in (fwd, bwd_d, bwd_w))
+        self.impls = (lib.impl(fwd), lib.impl(bwd_d), lib.impl(bwd_w))
+        """oneDNN's implementation names of the forward, backward-data and backward-weights."""
+        plain_x = md(x_shape, _c_strides(x_shape))
+        plain_w = md(self.wd_shape, _c_strides(self.wd_shape))
+        plain_y = md(self.y_shape, _c_strides(self.y_shape))
+        q = lib.query_md
+        self.f = (
+            lib.primitive(own, fwd),
+            _Side(lib, own, plain_x, q(fwd, _SRC), True),
+            _Side(lib, own, plain_w, q(fwd, _WEIGHTS), True),
+            _Side(lib, own, plain_y, q(fwd, _DST), False),
+            _Buffer(lib, own, q(fwd, _SCRATCHPAD)),
+        )
+        self.d = (
+            lib.primitive(own, bwd_d),
+            _Side(lib, own, plain_y, q(bwd_d, _DIFF_DST), True),
+            _Side(lib, own, plain_w, q(bwd_d, _WEIGHTS), True),
+            _Side(lib, own, plain_x, q(bwd_d, _DIFF_SRC), False),
+            _Buffer(lib, own, q(bwd_d, _SCRATCHPAD)),
+        )
+        self.w = (
+            lib.primitive(own, bwd_w),
+            _Side(lib, own, plain_x, q(bwd_w, _SRC), True),
+            _Side(lib, own, plain_y, q(bwd_w, _DIFF_DST), True),
+            _Side(lib, own, plain_w, q(bwd_w, _DIFF_WEIGHTS), False),
+            _Buffer(lib, own, q(bwd_w, _SCRATCHPAD)),
+        )
+        self._user: dict[tuple[int, ...], tuple[_P, _P]] = {}
+        self._b_mem = lib.memory(own, b_md)
+        self._no_bias = np.zeros(o, np.float32)
+
+    def __del__(self) -> None:
+        own = getattr(self, "_own", None)
+        if own:
+            self.lib.destroy(own)
+
+    def _user_memory(self, a: Array, shape: tuple[int, ...]) -> _P:
+        """A oneDNN memory over the C-contiguous float32 array ``a`` viewed as ``shape`` (the
+        grouped weight's 5-D view), in the plain layout the plan's reorders were made for."""
+        hit = self._user.get(shape)
+        if hit is None:
+            md = self.lib.md(self._own, shape, _c_strides(shape))
+            hit = (md, self.lib.memory(self._own, md))
+            self._user[shape] = hit
+        mem = hit[1]
+        self.lib.lib.dnnl_memory_set_data_handle(mem, _P(a.ctypes.data))
+        return mem
+
+    def _input(self, side: _Side, a: Array, shape: tuple[int, ...]) -> tuple[_P, Array]:
+        """The memory the primitive reads for a user input ``a`` (copied to C order first when it
+        is not): ``a``'s own when the primitive's layout is the plain one, else the side's
+        buffer after a reorder. Returns the array that must stay alive until the call ends."""
+        a = np.ascontiguousarray(a, np.float32)
+        user = self._user_memory(a, shape)
+        if side.same:
+            return user, a
+        assert side.reorder is not None and side.buffer is not None
+        self.lib.run(side.reorder, [(_SRC, user), (_DST, side.buffer.memory)])
+        return side.buffer.memory, a
+
+    def _output(self, side: _Side, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[Array, _P]:
+        """A new C-contiguous result array and the memory the primitive writes (the array's
+        own, or the side's buffer, reordered by :meth:`_finish`)."""
+        res = np.empty(out_shape, np.float32)
+        if side.same:
+            return res, self._user_memory(res, shape)
+        assert side.buffer is not None
+        return res, side.buffer.memory
+
+    def _finish(self, side: _Side, res: Array, shape: tuple[int, ...]) -> None:
+        if not side.same:
+            assert side.reorder is not None and side.buffer is not None
+            user = self._user_memory(res, shape)
+            self.lib.run(side.reorder, [(_SRC, side.buffer.memory), (_DST, user)])
+
+    def forward(self, x: Array, w: Array, b: Array | None) -> Array:
+        """``conv(x, w) + b`` ``(N, O, OH, OW)``."""
+        prim, sx, sw, sy, scratch = self.f
+        with self.lock:
+            mx, _x = self._input(sx, x, self.x_shape)
+            mw, _w = self._input(sw, w, self.wd_shape)
+            y, my = self._output(sy, self.y_shape, self.y_shape)
+            bc = self._no_bias if b is None else np.ascontiguousarray(b, np.float32)
+            self.lib.lib.dnnl_memory_set_data_handle(self._b_mem, _P(bc.ctypes.data))
+            args = [(_SRC, mx), (_WEIGHTS, mw), (_BIAS, self._b_mem), (_DST, my), (_SCRATCHPAD, scratch.memory)]
+            self.lib.run(prim, args)
+            self._finish(sy, y, self.y_shape)
+        return y
+
+    def backward_data(self, g: Array, w: Array) -> Array:
+        """The input's gradient ``(N, C, H, W)`` given the output's ``g``."""
+        prim, sg, sw, sx, scratch = self.d
+        with self.lock:
+            mg, _g = self._input(sg, g, self.y_shape)
+            mw, _w = self._input(sw, w, self.wd_shape)
+            gx, mx = self._output(sx, self.x_shape, self.x_shape)
+            self.lib.run(prim, [(_DIFF_DST, mg), (_WEIGHTS, mw), (_DIFF_SRC, mx), (_SCRATCHPAD, scratch.memory)])
+            self._finish(sx, gx, self.x_shape)
+        return gx
+
+    def backward_weights(self, g: Array, x: Array) -> Array:
+        """The weight's gradient ``(O, C/G, KH, KW)`` given the output's gradient ``g`` and the
+        input ``x`` (the bias's gradient is a plain sum of ``g``: the caller's)."""
+        prim, sx, sg, sw, scratch = self.w
+        with self.lock:
+            mx, _x = self._input(sx, x, self.x_shape)
+            mg, _g = self._input(sg, g, self.y_shape)
+            gw, mw = self._output(sw, self.wd_shape, self.w_shape)
+            self.lib.run(prim, [(_SRC, mx), (_DIFF_DST, mg), (_DIFF_WEIGHTS, mw), (_SCRATCHPAD, scratch.memory)])
+            self._finish(sw, gw, self.wd_shape)
+        return gw
+
+
+_PLANS: OrderedDict[tuple[Any, ...], Conv2d | None] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+
+
+def conv2d_plan(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    stride: Pair,
+    pads: Pads,
+    dilation: Pair,
+    groups: int,
+) -> Conv2d | None:
+    """The cached :class:`Conv2d` plan for this geometry (bias or not: one plan), or ``None`` when oneDNN is not
+    :func:`available` or refused the geometry (remembered: it is not asked again)."""
+    if not available():
+        return None
+    key = (x_shape, w_shape, stride, pads, dilation, groups)
+    with _PLANS_LOCK:
+        if key in _PLANS:
+            _PLANS.move_to_end(key)
+            return _PLANS[key]
+    lib = _load()
+    assert lib is not None
+    try:
+        plan: Conv2d | None = Conv2d(lib, x_shape, w_shape, stride, pads, dilation, groups)
+    except OneDNNError:
+        plan = None
+    with _PLANS_LOCK:
+        _PLANS[key] = plan
+        while len(_PLANS) > CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    return plan
