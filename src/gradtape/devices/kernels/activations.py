@@ -11,8 +11,11 @@ not take (broadcast operands, non-contiguous multi-dimensional arrays).
 
 Forward wrappers (``relu``, ``sigmoid``, ``gelu``, ``gelu_tanh``, ``softplus``) take an array ``x``
 and return new C-contiguous arrays of its shape and dtype: numpy computes the
-transcendentals (``exp``, ``log1p``), kernel passes the arithmetic around them. ``gelu``'s
-``erfc`` has no numpy ufunc and is the one libm call inside a loop.
+transcendentals (``exp``, ``log1p``), kernel passes the arithmetic around them. ``erf``,
+``erfc`` and exact ``gelu`` have no numpy ufunc: for float64 they call libm's ``erf``/``erfc``
+per element; for float32 they use :func:`_erfc_f32`/:func:`_erf_f32` (see there), inlined
+polynomials that LLVM vectorizes (a libm call per element keeps a loop scalar: exact GELU's
+float32 forward ran 3-4x slower that way).
 
 Kernels keep float32 arithmetic in float32 (constants and scalar arguments become
 ``x.dtype.type(...)`` inside the kernel) and write conditionals as selects, which vectorize.
@@ -28,8 +31,11 @@ from typing import Any
 import numba
 import numpy as np
 import numpy.typing as npt
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-from gradtape.devices.kernels._jit import serial_and_parallel
+from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import (
     _F32,
     _F64,
@@ -77,6 +83,164 @@ INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 """``1 / sqrt(2)``: ``Phi(x) = erfc(-x / sqrt(2)) / 2``."""
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 """``1 / sqrt(2 pi)``, the normal density's factor."""
+
+
+CONTRACT = frozenset({"contract"})
+"""Fast-math flags of the float32 ``erf``/``erfc``/``gelu`` kernels: multiply-adds may fuse
+(FMA where the CPU has it; about 1.5x faster here). Nothing else: NaN and inf propagate."""
+
+
+# ----- vectorizable erf / erfc for float32 results (float64 arithmetic, no libm) ----------
+
+_ERF_T = (
+    7.853861353153693e-5,
+    -8.010193625184903e-4,
+    5.188327685732524e-3,
+    -2.685381193529856e-2,
+    1.128358514861418e-1,
+    -3.761262582423300e-1,
+    1.128379165726710e0,
+)
+"""Cephes ``erff``: ``erf(x) = x T(x**2)`` for ``|x| < 1`` (highest degree first)."""
+_ERFC_P = (
+    2.326819970068386e-2,
+    -1.387039388740657e-1,
+    3.687424674597105e-1,
+    -5.824733027278666e-1,
+    6.210004621745983e-1,
+    -4.944515323274145e-1,
+    3.404879937665872e-1,
+    -2.741127028184656e-1,
+    5.638259427386472e-1,
+)
+"""Cephes ``erfcf``: ``erfc(a) = exp(-a**2) / a * P(1 / a**2)`` for ``1 <= a < 2``."""
+_ERFC_R = (
+    0.0,
+    -1.047766399936249e1,
+    1.297719955372516e1,
+    -7.495518717768503e0,
+    2.921019019210786e0,
+    -1.015265279202700e0,
+    4.218463358204948e-1,
+    -2.820767439740514e-1,
+    5.641895067754075e-1,
+)
+"""Cephes ``erfcf``: ``erfc(a) = exp(-a**2) / a * R(1 / a**2)`` for ``a >= 2`` (degree 7; a
+leading 0 pads it to ``P``'s length, so one Horner loop selects its coefficients)."""
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93145751953125e-1  # Cephes' split of ln 2: _LN2_HI has 20 bits, n * _LN2_HI is exact
+_LN2_LO = 1.42860682030941723212e-6
+_ERFC_A_MAX = 10.5
+"""``|x|`` is clamped here in :func:`_erf_parts`: ``erfc(10.5)`` is about ``6e-50``, 0 in float32
+(its smallest subnormal is ``1.4e-45``, ``erfc(10.06)``)."""
+
+
+@intrinsic
+def _f64_from_bits(typingctx: Any, bits: Any) -> Any:
+    """Reinterpret an int64's bits as a float64 (LLVM ``bitcast``; vectorizes)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@jit(inline=True)
+def _exp_neg(z: float) -> float:
+    """``exp(z)`` in float64 for ``-700 <= z <= 0`` (exactly 0 below -700, NaN kept), written to
+    vectorize: Cody & Waite's reduction ``z = n ln2 + r`` with ``|r| <= ln2 / 2`` (``ln 2`` split
+    in two as Cephes' ``exp``), the Taylor polynomial of ``exp(r)`` to degree 8 (truncation below
+    ``0.347**9 / 9! = 2e-10`` relative), and ``2**n`` built from its exponent bits. Accurate to
+    about 1e-15 relative plus that truncation: ample for float32 results."""
+    zc = z if z > -700.0 else -700.0
+    fn = np.floor(zc * _LOG2E + 0.5)
+    r = (zc - fn * _LN2_HI) - fn * _LN2_LO
+    p = 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    # float64 -> int32 converts in vectors on AVX (-> int64 does not before AVX-512)
+    n = np.int64(np.int32(fn))
+    res = p * _f64_from_bits((n + np.int64(1023)) << np.int64(52))
+    return 0.0 if z < -700.0 else res
+
+
+@jit(inline=True)
+def _erf_parts(x: float) -> tuple[float, float]:
+    """``(x T(x**2), erfc(b))`` with Cephes' single-precision polynomials (:data:`_ERF_T`,
+    :data:`_ERFC_P`, :data:`_ERFC_R`) evaluated in float64, ``b = |x|`` clamped to
+    ``[1, 10.5]``: the first is ``erf(x)`` where ``|x| < 1``, the second ``erfc(|x|)`` where
+    ``|x| >= 1`` (exactly 0 from 10.5 on, so that ``x * erfc(x)`` is 0 there, not tiny).
+    Both are computed for every ``x`` (selects, no branches), for the callers to pick from."""
+    z = x * x
+    e = _ERF_T[0]
+    e = e * z + _ERF_T[1]
+    e = e * z + _ERF_T[2]
+    e = e * z + _ERF_T[3]
+    e = e * z + _ERF_T[4]
+    e = e * z + _ERF_T[5]
+    e = e * z + _ERF_T[6]
+    a = abs(x)
+    b = a if a >= 1.0 else 1.0  # NaN gives 1 here (the callers return NaN for it)
+    b = b if b < _ERFC_A_MAX else _ERFC_A_MAX
+    lo = b < 2.0
+    q = 1.0 / b
+    w = q * q
+    p = _ERFC_P[0] if lo else _ERFC_R[0]
+    p = p * w + (_ERFC_P[1] if lo else _ERFC_R[1])
+    p = p * w + (_ERFC_P[2] if lo else _ERFC_R[2])
+    p = p * w + (_ERFC_P[3] if lo else _ERFC_R[3])
+    p = p * w + (_ERFC_P[4] if lo else _ERFC_R[4])
+    p = p * w + (_ERFC_P[5] if lo else _ERFC_R[5])
+    p = p * w + (_ERFC_P[6] if lo else _ERFC_R[6])
+    p = p * w + (_ERFC_P[7] if lo else _ERFC_R[7])
+    p = p * w + (_ERFC_P[8] if lo else _ERFC_R[8])
+    tail = _exp_neg(-(b * b)) * q * p  # b * b is exact: b came from a float32
+    return e * x, 0.0 if a >= _ERFC_A_MAX else tail
+
+
+@jit(inline=True)
+def _erfc_f32(x: float) -> float:
+    """``erfc(x)`` for a float32 result, from a float64 ``x`` (a float32 input, or float64
+    arithmetic on one), as float64; the caller rounds it to float32.
+
+    Cephes' ``erfcf``/``erff`` (S. L. Moshier, *Methods and Programs for Mathematical
+    Functions*, 1989; Cephes ``ndtrf.c``): ``erfc(x) = 1 - x T(x**2)`` for ``|x| < 1``,
+    ``exp(-x**2) / |x| * P(1/x**2)`` for ``1 <= |x| < 2`` and ``... R(1/x**2)`` from 2 on,
+    ``erfc(-|x|) = 2 - erfc(|x|)``. Cephes evaluates them in float32 (its ``erfcf`` errs by up
+    to about 7e-7 relative: ``1 - erf`` cancels near ``|x| = 1``, ``x**2`` rounds inside
+    ``exp``, and the coefficients' rounding to float32 alone costs 1.5e-7); here the same
+    published coefficients run in float64 with a float64 :func:`_exp_neg` of the exact
+    ``-x**2``, so the approximations' own error (below 3.1e-8 relative) and the final
+    rounding remain: at most about 1 float32 ulp over the whole float32 range (measured:
+    max relative error 8.9e-8 where ``erfc`` is a normal float32, at most 1.003 ulp with
+    the subnormal tail; tests/test_erf_kernel.py). Exact 1 at 0, 2 at -inf, 0 at inf and
+    from ``x`` about 10.06 (where float32 underflows), NaN kept. Inlined into the kernels;
+    every branch is a select, so the loops vectorize."""
+    e, y = _erf_parts(x)
+    res = y if x > 0.0 else 2.0 - y
+    res = 1.0 - e if abs(x) < 1.0 else res
+    return x if x != x else res
+
+
+@jit(inline=True)
+def _erf_f32(x: float) -> float:
+    """``erf(x)`` for a float32 result as float64, from the same approximations as
+    :func:`_erfc_f32`: ``x T(x**2)`` for ``|x| < 1`` (relative error about 1e-9, also for
+    tiny and subnormal ``x``; ``erf(-0) = -0``), ``sign(x) (1 - erfc(|x|))`` beyond; exactly
+    +-1 at +-inf, NaN kept."""
+    e, y = _erf_parts(x)
+    res = 1.0 - y if x > 0.0 else y - 1.0
+    res = e if abs(x) < 1.0 else res
+    return x if x != x else res
 
 
 # ----- compiled backward kernels (1-D; out += f'(x) * g) ---------------------------------
@@ -186,6 +350,17 @@ def _gelu_backward(out: Array, x: Array, cdf: Array, e: Array, g: Array) -> None
 _gelu_backward_serial, _gelu_backward_parallel = serial_and_parallel(_gelu_backward)
 
 
+def _gelu_backward_f32(out: Array, x: Array, cdf: Array, g: Array) -> None:
+    c = INV_SQRT_2PI
+    for i in numba.prange(out.shape[0]):
+        xi = np.float64(x[i])
+        phi = _exp_neg(-0.5 * (xi * xi)) * c  # xi * xi is exact in float64
+        out[i] += np.float32((cdf[i] + xi * phi) * g[i])
+
+
+_gelu_backward_f32_serial, _gelu_backward_f32_parallel = serial_and_parallel(_gelu_backward_f32, fastmath=CONTRACT)
+
+
 def _gelu_tanh_backward(out: Array, x: Array, s: Array, g: Array) -> None:
     one, two = x.dtype.type(1), x.dtype.type(2)
     beta, kappa3 = x.dtype.type(SQRT_2_OVER_PI), x.dtype.type(3 * GELU_TANH_KAPPA)
@@ -224,6 +399,17 @@ def _gelu_forward(y: Array, cdf: Array, x: Array) -> None:
 _gelu_forward_serial, _gelu_forward_parallel = serial_and_parallel(_gelu_forward)
 
 
+def _gelu_forward_f32(y: Array, cdf: Array, x: Array) -> None:
+    for i in numba.prange(y.shape[0]):
+        xi = np.float64(x[i])
+        c = 0.5 * _erfc_f32(xi * -INV_SQRT_2)
+        cdf[i] = np.float32(c)
+        y[i] = np.float32(xi * c)
+
+
+_gelu_forward_f32_serial, _gelu_forward_f32_parallel = serial_and_parallel(_gelu_forward_f32, fastmath=CONTRACT)
+
+
 def _gelu_tanh_inner(u: Array, x: Array) -> None:
     beta2, kappa = x.dtype.type(2 * SQRT_2_OVER_PI), x.dtype.type(GELU_TANH_KAPPA)
     for i in numba.prange(u.shape[0]):
@@ -258,6 +444,15 @@ def _erf(out: Array, x: Array, complement: bool) -> None:
 
 
 _erf_serial, _erf_parallel = serial_and_parallel(_erf)
+
+
+def _erf32(out: Array, x: Array, complement: bool) -> None:
+    for i in numba.prange(out.shape[0]):
+        xi = np.float64(x[i])
+        out[i] = np.float32(_erfc_f32(xi) if complement else _erf_f32(xi))
+
+
+_erf32_serial, _erf32_parallel = serial_and_parallel(_erf32, fastmath=CONTRACT)
 
 
 def _relu(out: Array, x: Array) -> None:
@@ -359,23 +554,30 @@ def sigmoid(x: Array) -> Array:
 def erf(x: Array, complement: bool = False) -> Array:
     """The error function ``erf(x) = 2/sqrt(pi) * integral_0^x exp(-t**2) dt`` elementwise, or
     with ``complement=True`` ``erfc(x) = 1 - erf(x)`` (accurate in the right tail, where
-    ``1 - erf`` cancels). numpy has no ``erf``: numba's ``math.erf``/``math.erfc`` (libm, one call
-    per element, float32 computed in float64 and rounded). Returns a new array of ``x``'s shape
-    and dtype.
+    ``1 - erf`` cancels). numpy has no ``erf``: float64 calls numba's ``math.erf``/``math.erfc``
+    (libm, one call per element); float32 runs :func:`_erf_f32`/:func:`_erfc_f32` (Cephes'
+    single-precision approximations in float64 arithmetic, vectorized; within about 1 float32
+    ulp). Returns a new array of ``x``'s shape and dtype.
 
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
     x1 = _input("erfc" if complement else "erf", x)
     out = np.empty_like(x1)
-    (_erf_parallel if _big(x1.shape[0]) else _erf_serial)(out, x1, complement)
+    big = _big(x1.shape[0])
+    if x1.dtype == np.float32:
+        (_erf32_parallel if big else _erf32_serial)(out, x1, complement)
+    else:
+        (_erf_parallel if big else _erf_serial)(out, x1, complement)
     return out.reshape(np.shape(x))
 
 
 def gelu(x: Array) -> tuple[Array, Array]:
     """Exact GELU: ``(x * Phi(x), Phi(x))`` with ``Phi(x) = erfc(-x / sqrt(2)) / 2`` the
     standard normal CDF (``erfc`` keeps ``Phi`` accurate far into the negative tail, where
-    ``1 + erf`` would cancel). numba's ``math.erfc`` is a libm call per element.
+    ``1 + erf`` would cancel). float64: numba's ``math.erfc``, a libm call per element. float32:
+    :func:`_erfc_f32` (vectorized), with ``x / sqrt(2)`` and ``x * Phi(x)`` in float64, each
+    output rounded once to float32 (within about 1 ulp of ``x * Phi(x)``).
 
     Returns two new arrays of ``x``'s shape and dtype (the output and ``Phi(x)``).
 
@@ -384,7 +586,11 @@ def gelu(x: Array) -> tuple[Array, Array]:
     """
     x1 = _input("gelu", x)
     y, cdf = np.empty_like(x1), np.empty_like(x1)
-    (_gelu_forward_parallel if _big(x1.shape[0]) else _gelu_forward_serial)(y, cdf, x1)
+    big = _big(x1.shape[0])
+    if x1.dtype == np.float32:
+        (_gelu_forward_f32_parallel if big else _gelu_forward_f32_serial)(y, cdf, x1)
+    else:
+        (_gelu_forward_parallel if big else _gelu_forward_serial)(y, cdf, x1)
     shape = np.shape(x)
     return y.reshape(shape), cdf.reshape(shape)
 
@@ -615,14 +821,19 @@ def silu_backward(out: Array, x: Array, s: Array, g: Array) -> None:
 
 def gelu_backward(out: Array, x: Array, cdf: Array, g: Array) -> None:
     """``out += (Phi(x) + x * phi(x)) * g`` (the backward of exact ``gelu``), with the saved
-    ``cdf = Phi(x)`` and the normal density ``phi(x) = exp(-x**2 / 2) / sqrt(2 pi)``, whose
-    ``exp`` runs in numpy.
+    ``cdf = Phi(x)`` and the normal density ``phi(x) = exp(-x**2 / 2) / sqrt(2 pi)``. float64:
+    ``exp`` runs in numpy, then one kernel pass. float32: one kernel pass, ``phi`` and the
+    factor in float64 (:func:`_exp_neg` of the exact ``-x**2 / 2``; numpy's float32 ``exp`` of
+    a rounded ``x**2`` erred by up to ``x**2 / 2 * 6e-8`` relative), rounded once before the add.
 
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul_scaled`.
     """
     _check_out("gelu_backward", out)
-    if _fast(out, x, cdf, g):
+    fast = _fast(out, x, cdf, g)
+    if fast and out.dtype == np.float32:
+        _run((_gelu_backward_f32_serial, _gelu_backward_f32_parallel), out, x, cdf, g)
+    elif fast:
         x1 = _flat(x)
         e = np.square(x1)
         e *= -0.5
