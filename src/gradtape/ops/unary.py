@@ -157,14 +157,17 @@ def log1p(x: Array) -> Array:
 @elementwise(uses="x", derivative=lambda xp, x: xp.exp(x * x * -1.0) * _2_OVER_SQRT_PI)
 def erf(x: Array) -> Array:
     """The error function ``erf(a) = 2/sqrt(pi) * integral_0^a exp(-t**2) dt`` elementwise
-    (libm's ``erf`` through numba; numpy has none). Gradient: ``2/sqrt(pi) * exp(-a**2)``."""
+    (numpy has none: float64 calls libm's ``erf`` through numba, float32 Cephes' ``erff``
+    polynomial in a vectorized kernel, within about 1 float32 ulp). Gradient:
+    ``2/sqrt(pi) * exp(-a**2)``."""
     return _ka.erf(x)
 
 
 @elementwise(uses="x", derivative=lambda xp, x: xp.exp(x * x * -1.0) * -_2_OVER_SQRT_PI)
 def erfc(x: Array) -> Array:
     """The complementary error function ``erfc(a) = 1 - erf(a)`` elementwise, accurate where
-    ``erf`` is near 1 (libm's ``erfc``). Gradient: ``-2/sqrt(pi) * exp(-a**2)``."""
+    ``erf`` is near 1 (float64: libm's ``erfc``; float32: Cephes' ``erfcf`` polynomials in a
+    vectorized kernel, within about 1 float32 ulp). Gradient: ``-2/sqrt(pi) * exp(-a**2)``."""
     return _ka.erf(x, complement=True)
 
 
@@ -466,10 +469,12 @@ def gelu(a: Tensor[S, T], approximate: Literal["none", "tanh"] = "none") -> Tens
     """Gaussian error linear unit (Hendrycks & Gimpel, 2016), as PyTorch's ``gelu``.
 
     ``approximate="none"``: ``y = a * Phi(a)`` with the standard normal CDF
-    ``Phi(a) = erfc(-a / sqrt(2)) / 2`` (numba's ``math.erfc``; float64 results agree with
-    ``math.erf`` to about 1e-15 relative). Gradient: ``Phi(a) + a * phi(a)`` with the density
-    ``phi(a) = exp(-a**2 / 2) / sqrt(2 pi)``; ``Phi(a)`` is saved from the forward, ``exp`` runs
-    in numpy in backward, then one fused pass.
+    ``Phi(a) = erfc(-a / sqrt(2)) / 2`` (float64: numba's ``math.erfc``, agreeing with
+    ``math.erf`` to about 1e-15 relative; float32: the vectorized Cephes ``erfcf`` of
+    :mod:`gradtape.devices.kernels.activations`, within about 1 float32 ulp). Gradient:
+    ``Phi(a) + a * phi(a)`` with the density ``phi(a) = exp(-a**2 / 2) / sqrt(2 pi)``;
+    ``Phi(a)`` is saved from the forward; the backward is one fused pass (float32) or numpy's
+    ``exp`` and one fused pass (float64).
 
     ``approximate="tanh"``: ``y = 0.5 a (1 + t)`` with ``t = tanh(sqrt(2/pi) (a + 0.044715 a**3))``,
     computed as ``a * s`` with ``s = (1 + t) / 2`` a stable sigmoid (no cancellation in the
