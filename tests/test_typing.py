@@ -10,6 +10,10 @@ error in ``pass/`` but the lines listed in ``PYREFLY_FALSE_ALARMS``; in ``fail/`
 on each marked line (any error kind: pyrefly's names differ from mypy's codes) except the
 lines listed in ``PYREFLY_MISSES``, and on no other line.
 Skipped when pyrefly is not installed. (pyright: tests/test_pyright.py.)
+
+With gradtape's mypy plugin (README's configuration), the programs listed in ``PLUGIN_FAIL``
+are rejected on exactly their marked lines with the same codes too (pass/ is checked with the
+plugin by tests/test_mypy_plugin.py).
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ PYREFLY_FALSE_ALARMS: dict[str, set[int]] = {
     # from the expected type, pyrefly takes the default (int) and then refuses the literal
     "ok_stack_list.py": {11, 12, 18},
 }
+
+PLUGIN_FAIL = [TYPING / "fail" / "bad_rnn.py"]
+"""fail/ programs also pinned under mypy with the plugin (one run; the plugin adds width checks
+of its own, and must neither lose a rejection nor add one)."""
 
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<msg>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
 
@@ -138,3 +146,28 @@ def test_pyrefly_rejects(path: Path) -> None:
     assert not misses & got, f"{path.name}: pyrefly now catches lines {sorted(misses & got)}: shrink PYREFLY_MISSES"
     extra = sorted(got - marked)
     assert not extra, f"{path.name}: pyrefly flags unmarked lines {[r for r in results if r[0] in extra]}"
+
+
+@cache
+def _mypy_plugin_output() -> dict[str, list[tuple[int, str, str, str]]]:
+    config = _checkers.readme_mypy_config()
+    out, err, _ = _checkers.mypy(
+        ["--config-file", str(config), "--no-error-summary", "--hide-error-context", *map(str, PLUGIN_FAIL)],
+        plugin=True,
+    )
+    assert not err, err
+    found: dict[str, list[tuple[int, str, str, str]]] = defaultdict(list)
+    for raw in out.splitlines():
+        m = _LINE.match(raw)
+        assert m, f"unparsed mypy output: {raw}"
+        found[Path(m["path"]).resolve().as_posix()].append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
+    return found
+
+
+@pytest.mark.parametrize("path", PLUGIN_FAIL, ids=lambda p: p.name)
+def test_mypy_plugin_rejects(path: Path) -> None:
+    """With the plugin, every marked line is rejected with its code, and nothing else is."""
+    expected = _marks(path, "E")
+    results = _mypy_plugin_output().get(path.resolve().as_posix(), [])
+    got = {(ln, code) for ln, kind, code, _ in results if kind == "error"}
+    assert got == set(expected.items()), f"{path.name}: with the plugin {sorted(got)}: {results}"

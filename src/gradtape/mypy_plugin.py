@@ -71,7 +71,10 @@ assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``)
 Convolution and pooling layers remember their constant kernel, stride, padding, dilation and
 output padding the same way, and their results get literal spatial sizes where the widths do
 (PyTorch's formulas, as for ``ops.conv2d`` and ``ops.max_pool2d``); ``nn.Flatten`` multiplies
-them, so a ``Linear`` after it is checked against ``C * H * W``.
+them, so a ``Linear`` after it is checked against ``C * H * W``. The recurrent layers
+(``nn.LSTM(8, 16, bidirectional=True)``) remember their output width, ``hidden_size`` or twice
+it, and an annotation whose output width is another literal is an error at the constructor.
+A value typed ``nn.Module`` itself keeps ``Module.__call__``'s ``(*args, **kwargs)``.
 
 **Sequential chains.** ``nn.Sequential(l1, l2, ...)`` with its layers written in the call:
 each layer's literal input width must be the output width of the layer before it
@@ -998,7 +1001,19 @@ _LAYER_DIMS: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, 
     _N + "attention.MultiHeadAttention": ((("q", 0, -1), ("k", 0, -1), ("v", 0, -1)), ((0, -1),)),
     _N + "transformer.TransformerEncoderLayer": ((("src", 0, -1),), ((0, -1),)),
     _N + "transformer.TransformerEncoder": ((("src", 0, -1),), ((0, -1),)),
+    _N + "transformer.Transformer": ((("src", 0, -1), ("tgt", 0, -1)), ((0, -1),)),
+    _N + "rnn.LSTM": ((("input", 0, -1),), ()),
+    _N + "rnn.GRU": ((("input", 0, -1),), ()),
+    _N + "rnn.RNN": ((("input", 0, -1),), ()),
+    _N + "rnn.LSTMCell": ((("input", 0, -1),), ()),
+    _N + "rnn.GRUCell": ((("input", 0, -1),), ()),
+    _N + "rnn.RNNCell": ((("input", 0, -1),), ()),
 }
+_TUPLE_RESULT = {_N + "rnn.LSTM", _N + "rnn.GRU", _N + "rnn.RNN", _N + "rnn.LSTMCell"}
+"""Layers whose call returns a tuple (an output and states): a ``Sequential`` chain's width
+check ends there."""
+_RECURRENT = (_N + "rnn.LSTM", _N + "rnn.GRU", _N + "rnn.RNN")
+"""Recurrent layers typed ``[I, H, O]``: ``O`` is ``H``, or ``2 H`` when ``bidirectional=True``."""
 _CHANNEL_RANK = {
     _N + "norm.BatchNorm1d": (2, 3),
     _N + "norm.BatchNorm2d": (4,),
@@ -1107,6 +1122,43 @@ def _layer_constructed(ctx: FunctionContext) -> Type:
     return _with_extra(t, WIDTHS, built)
 
 
+def _recurrent_constructed(ctx: FunctionContext) -> Type:
+    """Return-type hook of ``nn.LSTM`` / ``GRU`` / ``RNN``: the widths as
+    :func:`_layer_constructed` remembers them, with the output width ``O`` computed from a
+    constant ``hidden_size`` and ``bidirectional`` (``2 H`` when it is ``True``; the
+    constructor's types leave it to the expected type). An expected type whose ``O`` is another
+    literal is an error: ``LSTM: bidirectional=True gives outputs 2 * 16 = 32 wide, the type
+    says 16``."""
+    t = _layer_constructed(ctx)
+    p = get_proper_type(t)
+    if not isinstance(p, Instance) or len(p.args) != 3:
+        return t
+    call = _from_return_ctx(ctx, {})
+    bi = call.expr("bidirectional")
+    if bi is None:
+        two = False
+    elif isinstance(bi, NameExpr) and bi.fullname in ("builtins.True", "builtins.False"):
+        two = bi.fullname == "builtins.True"
+    else:
+        return t
+    hidden = call.expr("hidden_size")
+    h = _int_value(hidden, call.type("hidden_size")) if hidden is not None else None
+    if h is None:
+        return t
+    width = 2 * h if two else h
+    declared = _lit(p.args[2])
+    if declared is not None and declared != width:
+        how = f"bidirectional=True gives outputs 2 * {h} = {width}" if two else f"outputs are hidden_size = {h}"
+        ctx.api.fail(f"{p.type.name}: {how} wide, the type says {declared}", ctx.context, code=SHAPE)
+        return t
+    remembered = _extra(p, WIDTHS)
+    base = remembered if isinstance(remembered, Instance) and len(remembered.args) == 3 else p
+    if _lit(base.args[2]) == width:
+        return t
+    built = base.copy_modified(args=[*base.args[:2], _literal(ctx.api, width)])
+    return _with_extra(p, WIDTHS, built)
+
+
 def _with_extra(t: Instance, key: str, value: Type) -> Instance:
     attrs = t.extra_attrs.copy() if t.extra_attrs is not None else ExtraAttrs({}, set(), None)
     attrs.attrs[key] = value
@@ -1200,7 +1252,7 @@ def _layer_call_check(ctx: MethodSigContext) -> None:
     if _layer_widths(ctx.type) is None:
         return
     call = _from_sig_ctx(ctx, {})
-    for name in ("x", "q", "k", "v", "src"):
+    for name in ("x", "q", "k", "v", "src", "tgt", "input"):
         if not call.given(name):
             continue
         error = _layer_error(ctx.type, name, call.tensor(name))
@@ -1281,6 +1333,9 @@ def _chain_error(layers: Sequence[Type]) -> str | None:
             continue
         cls, widths = found
         shown = _layer_str(cls, widths)
+        if cls in _TUPLE_RESULT:
+            have = None  # the next module gets a tuple, not a tensor of a known width
+            continue
         for _, k, dim in _LAYER_DIMS[cls][0][:1]:
             want = widths[k] if k < len(widths) else None
             if want is None or have is None:
@@ -1413,7 +1468,12 @@ def _forward_signature(ctx: MethodSigContext) -> FunctionLike:
                 return ctx.default_signature
             break
     owner = next((base for base in t.type.mro if "forward" in base.names), None)
-    sym = owner.names["forward"] if owner is not None else None
+    if owner is None or owner.fullname == MODULE:
+        # a value typed ``Module`` (``self.encoder: Module``) may be any subclass at run time:
+        # its call keeps Module.__call__'s ``(*args, **kwargs) -> Any``, keywords included
+        # (Module.forward's ``(x)`` is only the base's placeholder)
+        return ctx.default_signature
+    sym = owner.names["forward"]
     forward = get_proper_type(sym.type) if sym is not None and sym.type is not None else None
     if owner is None or not isinstance(forward, CallableType):  # overloaded/untyped: default
         return ctx.default_signature
@@ -1575,6 +1635,8 @@ class GradtapePlugin(Plugin):
         if isinstance(node, TypeInfo):
             if node.fullname == SEQUENTIAL:
                 return _sequential_constructed
+            if node.fullname in _RECURRENT:
+                return _recurrent_constructed
             inner = _layer_constructed if node.has_base(MODULE) and node.type_vars else None
             if any(b.fullname in _GEOMETRY for b in node.mro):
                 return partial(_geometry_constructed, inner)

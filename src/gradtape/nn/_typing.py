@@ -33,6 +33,7 @@ __all__ = [
     "D3",
     "E",
     "H",
+    "HS",
     "I",
     "J",
     "K",
@@ -63,6 +64,8 @@ D = _Width("D", default=int)
 """A normalisation layer's width: the last dim (``LayerNorm``, ``RMSNorm``) or the channels."""
 E = _Width("E", default=int)
 """An embedding width: ``Embedding``'s row size, the model width of attention and Mamba."""
+HS = _Width("HS", default=int)
+"""A recurrent layer's (or cell's) hidden size."""
 V = _Width("V", default=int)
 """``Embedding``'s number of rows."""
 SD = _Width("SD", covariant=True, default=int)

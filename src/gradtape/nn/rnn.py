@@ -12,7 +12,7 @@ products over every step (see :mod:`gradtape.ops.rnn`). A cell is the same op ov
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -20,10 +20,11 @@ import numpy.typing as npt
 from gradtape.devices.cpu import Cpu
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
-from gradtape.nn._typing import T
+from gradtape.nn._typing import HS, B, I, N, O, T, Z
 from gradtape.nn.module import Module
 from gradtape.ops.nn import _generator, dropout_mask
 from gradtape.ops.rnn import gru_layer, lstm_layer, recurrent_stack, rnn_layer  # unwrapped: the layer checks its inputs
+from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
 from gradtape.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
@@ -245,6 +246,18 @@ _LAYER_DOC = """
     layer's hidden state at every step, and the final state(s) of every layer and direction.
     Gradients reach the input, the initial states and every parameter.
 
+    Typed ``[I, H, O]`` (input size, hidden size, output width), from the constructor:
+    ``O = H``, or with ``bidirectional=True`` (a literal) ``O`` is taken from the annotation,
+    ``lstm: nn.LSTM[L[8], L[16], L[32]] = nn.LSTM(8, 16, bidirectional=True, dev=dev)``
+    (types have no arithmetic: mypy, pyright and pyrefly accept any ``O`` there; gradtape's
+    mypy plugin checks it is ``2 H``). An input ``(..., I)`` (rank 3, either layout, or
+    unbatched rank 2) gives an output ``(..., O)`` with the input's leading dims and tape
+    kind; the final states are ``(int, int, H)`` (``(int, H)`` unbatched): their first dim
+    depends on ``num_layers``, their batch dim on ``batch_first``. Another static last dim
+    than ``I`` is a type error; an ``int`` one, or a layer built without an annotation
+    (``[int, int, int]``), is checked at run time. Under pyright an unannotated
+    ``bidirectional=True`` layer leaves ``O`` unsolved: annotate a bidirectional layer.
+
     Raises:
         ValueError: ``input_size``, ``hidden_size`` or ``num_layers`` not an int >= 1, or
             ``dropout`` outside ``[0, 1]``.
@@ -256,7 +269,7 @@ _LAYER_DOC = """
 """
 
 
-class LSTM(_RNNBase):
+class LSTM(_RNNBase, Generic[I, HS, O]):
     __doc__ = (
         """A multi-layer long short-term memory network (Hochreiter and Schmidhuber 1997; PyTorch's
     ``torch.nn.LSTM`` without ``proj_size``). Per layer and step, gates in the order ``i, f, g,
@@ -272,10 +285,66 @@ class LSTM(_RNNBase):
         + _LAYER_DOC
     )
 
+    @overload
+    def __init__(
+        self: LSTM[I, HS, HS],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: Literal[False] = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: LSTM[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        *,
+        bidirectional: Literal[True],
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: LSTM[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int,
+        bias: bool,
+        batch_first: bool,
+        dropout: float,
+        bidirectional: Literal[True],
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: LSTM[I, HS, int],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
+        input_size: Any,
+        hidden_size: Any,
         num_layers: int = 1,
         bias: bool = True,
         batch_first: bool = False,
@@ -289,9 +358,37 @@ class LSTM(_RNNBase):
             "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
 
+    @overload
+    def forward(self, input: AnyShape, hx: State | None = None) -> Any: ...
+    @overload
     def forward(
-        self, input: Tensor[Any, T], hx: State | None = None
-    ) -> tuple[Tensor[Any, T], tuple[Tensor[Any, T], Tensor[Any, T]]]:
+        self, input: Tensor[Rank3[N, B, I], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], tuple[Tensor[Rank3[int, int, HS], T], Tensor[Rank3[int, int, HS], T]]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank3[N, B, int], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], tuple[Tensor[Rank3[int, int, HS], T], Tensor[Rank3[int, int, HS], T]]]: ...
+    @overload
+    def forward(
+        self: LSTM[int, HS, O], input: Tensor[Rank3[N, B, Z], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], tuple[Tensor[Rank3[int, int, HS], T], Tensor[Rank3[int, int, HS], T]]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, I], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], tuple[Tensor[Rank2[int, HS], T], Tensor[Rank2[int, HS], T]]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, int], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], tuple[Tensor[Rank2[int, HS], T], Tensor[Rank2[int, HS], T]]]: ...
+    @overload
+    def forward(
+        self: LSTM[int, HS, O], input: Tensor[Rank2[N, Z], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], tuple[Tensor[Rank2[int, HS], T], Tensor[Rank2[int, HS], T]]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[AnyShape, T], hx: State | None = None
+    ) -> tuple[Tensor[Any, T], tuple[Tensor[Any, T], Tensor[Any, T]]]: ...
+    def forward(self, input: Any, hx: State | None = None) -> Any:
         """``(output, (h_n, c_n))`` for ``input`` and the initial ``(h_0, c_0)`` (zeros if
         ``None``); see the class docstring for the shapes."""
         out, hn, cn = self._run(input, hx)
@@ -302,7 +399,7 @@ class LSTM(_RNNBase):
         __call__ = forward
 
 
-class GRU(_RNNBase):
+class GRU(_RNNBase, Generic[I, HS, O]):
     __doc__ = (
         """A multi-layer gated recurrent unit network (Cho et al. 2014; PyTorch's
     ``torch.nn.GRU``). Per layer and step, gates in the order ``r, z, n``::
@@ -316,10 +413,66 @@ class GRU(_RNNBase):
         + _LAYER_DOC
     )
 
+    @overload
+    def __init__(
+        self: GRU[I, HS, HS],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: Literal[False] = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: GRU[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        *,
+        bidirectional: Literal[True],
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: GRU[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int,
+        bias: bool,
+        batch_first: bool,
+        dropout: float,
+        bidirectional: Literal[True],
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: GRU[I, HS, int],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
+        input_size: Any,
+        hidden_size: Any,
         num_layers: int = 1,
         bias: bool = True,
         batch_first: bool = False,
@@ -333,9 +486,37 @@ class GRU(_RNNBase):
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
 
+    @overload
+    def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
+    @overload
     def forward(
-        self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None
-    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+        self, input: Tensor[Rank3[N, B, I], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank3[N, B, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self: GRU[int, HS, O], input: Tensor[Rank3[N, B, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, I], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self: GRU[int, HS, O], input: Tensor[Rank2[N, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[AnyShape, T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]: ...
+    def forward(self, input: Any, hx: Tensor[Any, Any] | None = None) -> Any:
         """``(output, h_n)`` for ``input`` and the initial ``h_0`` (zeros if ``None``)."""
         out, hn, _ = self._run(input, hx)
         return out, hn
@@ -344,7 +525,7 @@ class GRU(_RNNBase):
         __call__ = forward
 
 
-class RNN(_RNNBase):
+class RNN(_RNNBase, Generic[I, HS, O]):
     __doc__ = (
         """A multi-layer Elman network (Elman 1990; PyTorch's ``torch.nn.RNN``):
     ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)`` per layer and step, ``act`` tanh or
@@ -353,10 +534,70 @@ class RNN(_RNNBase):
         + _LAYER_DOC
     )
 
+    @overload
+    def __init__(
+        self: RNN[I, HS, HS],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: Literal[False] = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RNN[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        *,
+        bidirectional: Literal[True],
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RNN[I, HS, O],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int,
+        nonlinearity: str,
+        bias: bool,
+        batch_first: bool,
+        dropout: float,
+        bidirectional: Literal[True],
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RNN[I, HS, int],
+        input_size: I,
+        hidden_size: HS,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
+        input_size: Any,
+        hidden_size: Any,
         num_layers: int = 1,
         nonlinearity: str = "tanh",
         bias: bool = True,
@@ -375,9 +616,37 @@ class RNN(_RNNBase):
             mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
 
+    @overload
+    def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
+    @overload
     def forward(
-        self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None
-    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+        self, input: Tensor[Rank3[N, B, I], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank3[N, B, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self: RNN[int, HS, O], input: Tensor[Rank3[N, B, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank3[N, B, O], T], Tensor[Rank3[int, int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, I], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[N, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self: RNN[int, HS, O], input: Tensor[Rank2[N, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Rank2[N, O], T], Tensor[Rank2[int, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[AnyShape, T], hx: Tensor[Any, Any] | None = None
+    ) -> tuple[Tensor[Any, T], Tensor[Any, T]]: ...
+    def forward(self, input: Any, hx: Tensor[Any, Any] | None = None) -> Any:
         """``(output, h_n)`` for ``input`` and the initial ``h_0`` (zeros if ``None``)."""
         out, hn, _ = self._run(input, hx)
         return out, hn
@@ -401,7 +670,7 @@ class _CellBase(Module):
     bias_hh: Tensor[Any, Any] | None
 
     def __init__(
-        self, mode: str, input_size: int, hidden_size: int, bias: bool, dev: Cpu, dtype: npt.DTypeLike
+        self, mode: str, input_size: object, hidden_size: object, bias: bool, dev: Cpu, dtype: npt.DTypeLike
     ) -> None:
         name = type(self).__name__
         self.mode = mode
@@ -475,6 +744,10 @@ _CELL_DOC = """
     Forward: ``input (B, I)`` or unbatched ``(I,)``, state(s) ``(B, H)`` / ``(H,)`` (zeros when
     omitted). One step of the layer's op (:mod:`gradtape.ops.rnn`).
 
+    Typed ``[I, H]`` from ``input_size`` and ``hidden_size``: ``(B, I) -> (B, H)`` (unbatched
+    ``(I,) -> (H,)``), the input's tape kind; another static input width than ``I`` is a type
+    error, an ``int`` one (or an unannotated ``[int, int]`` cell) is checked at run time.
+
     Raises:
         ValueError: ``input_size`` or ``hidden_size`` not an int >= 1.
         ShapeError: (forward) an input that is not 1-D or 2-D or whose last dim is not
@@ -483,7 +756,7 @@ _CELL_DOC = """
 """
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(_CellBase, Generic[I, HS]):
     __doc__ = (
         """One LSTM step (PyTorch's ``torch.nn.LSTMCell``): ``cell(input, (h, c))`` or
     ``cell(input)`` returns ``(h', c')``, the equations of :class:`LSTM` (``G = 4``)."""
@@ -491,11 +764,39 @@ class LSTMCell(_CellBase):
     )
 
     def __init__(
-        self, input_size: int, hidden_size: int, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+        self, input_size: I, hidden_size: HS, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
     ) -> None:
         super().__init__("LSTM", input_size, hidden_size, bias, dev, dtype)
 
-    def forward(self, input: Tensor[Any, T], hx: State | None = None) -> tuple[Tensor[Any, T], Tensor[Any, T]]:
+    @overload
+    def forward(self, input: AnyShape, hx: State | None = None) -> Any: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[B, I], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[B, HS], T], Tensor[Rank2[B, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[B, int], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[B, HS], T], Tensor[Rank2[B, HS], T]]: ...
+    @overload
+    def forward(
+        self: LSTMCell[int, HS], input: Tensor[Rank2[B, Z], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank2[B, HS], T], Tensor[Rank2[B, HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank1[I], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank1[HS], T], Tensor[Rank1[HS], T]]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank1[int], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank1[HS], T], Tensor[Rank1[HS], T]]: ...
+    @overload
+    def forward(
+        self: LSTMCell[int, HS], input: Tensor[Rank1[Z], T], hx: State | None = None
+    ) -> tuple[Tensor[Rank1[HS], T], Tensor[Rank1[HS], T]]: ...
+    @overload
+    def forward(self, input: Tensor[AnyShape, T], hx: State | None = None) -> tuple[Tensor[Any, T], Tensor[Any, T]]: ...
+    def forward(self, input: Any, hx: State | None = None) -> Any:
         """``(h', c')`` after one step from ``hx = (h, c)`` (zeros if ``None``)."""
         hn, cn = self._step(input, hx)
         assert cn is not None
@@ -505,7 +806,7 @@ class LSTMCell(_CellBase):
         __call__ = forward
 
 
-class GRUCell(_CellBase):
+class GRUCell(_CellBase, Generic[I, HS]):
     __doc__ = (
         """One GRU step (PyTorch's ``torch.nn.GRUCell``): ``cell(input, h)`` or ``cell(input)``
     returns ``h'``, the equations of :class:`GRU` (``G = 3``)."""
@@ -513,11 +814,33 @@ class GRUCell(_CellBase):
     )
 
     def __init__(
-        self, input_size: int, hidden_size: int, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+        self, input_size: I, hidden_size: HS, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
     ) -> None:
         super().__init__("GRU", input_size, hidden_size, bias, dev, dtype)
 
-    def forward(self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]:
+    @overload
+    def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
+    @overload
+    def forward(self, input: Tensor[Rank2[B, I], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[B, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(
+        self: GRUCell[int, HS], input: Tensor[Rank2[B, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[Rank1[I], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[Rank1[int], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(
+        self: GRUCell[int, HS], input: Tensor[Rank1[Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[AnyShape, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]: ...
+    def forward(self, input: Any, hx: Tensor[Any, Any] | None = None) -> Any:
         """``h'`` after one step from ``hx`` (zeros if ``None``)."""
         return self._step(input, hx)[0]
 
@@ -525,7 +848,7 @@ class GRUCell(_CellBase):
         __call__ = forward
 
 
-class RNNCell(_CellBase):
+class RNNCell(_CellBase, Generic[I, HS]):
     __doc__ = (
         """One Elman step (PyTorch's ``torch.nn.RNNCell``): ``h' = act(W_ih x + b_ih + W_hh h +
     b_hh)`` with ``act`` ``nonlinearity`` (``'tanh'`` or ``'relu'``, else ``ValueError``);
@@ -535,8 +858,8 @@ class RNNCell(_CellBase):
 
     def __init__(
         self,
-        input_size: int,
-        hidden_size: int,
+        input_size: I,
+        hidden_size: HS,
         bias: bool = True,
         nonlinearity: str = "tanh",
         *,
@@ -549,7 +872,29 @@ class RNNCell(_CellBase):
         mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
         super().__init__(mode, input_size, hidden_size, bias, dev, dtype)
 
-    def forward(self, input: Tensor[Any, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]:
+    @overload
+    def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
+    @overload
+    def forward(self, input: Tensor[Rank2[B, I], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(
+        self, input: Tensor[Rank2[B, int], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(
+        self: RNNCell[int, HS], input: Tensor[Rank2[B, Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank2[B, HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[Rank1[I], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[Rank1[int], T], hx: Tensor[Any, Any] | None = None) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(
+        self: RNNCell[int, HS], input: Tensor[Rank1[Z], T], hx: Tensor[Any, Any] | None = None
+    ) -> Tensor[Rank1[HS], T]: ...
+    @overload
+    def forward(self, input: Tensor[AnyShape, T], hx: Tensor[Any, Any] | None = None) -> Tensor[Any, T]: ...
+    def forward(self, input: Any, hx: Tensor[Any, Any] | None = None) -> Any:
         """``h'`` after one step from ``hx`` (zeros if ``None``)."""
         return self._step(input, hx)[0]
 

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
 from gradtape.errors import ShapeError
-from gradtape.nn._typing import B, E, Lq, T, W
+from gradtape.nn._typing import W2, B, E, Lk, Lq, N, T, W, X
 from gradtape.nn.activation import Dropout
 from gradtape.nn.attention import MultiheadAttention
 from gradtape.nn.container import ModuleList
@@ -32,7 +32,7 @@ from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
 from gradtape.nn.norm import LayerNorm
 from gradtape.ops import gelu, relu
-from gradtape.shapes import AnyShape, Rank3
+from gradtape.shapes import AnyShape, Rank2, Rank3
 from gradtape.tensor import Tensor
 
 __all__ = [
@@ -453,7 +453,7 @@ class TransformerDecoder(_TransformerStack[E]):
         __call__ = forward
 
 
-class Transformer(Module):
+class Transformer(Module, Generic[E]):
     """PyTorch's ``nn.Transformer`` (Vaswani et al. 2017): a :class:`TransformerEncoder` of
     ``num_encoder_layers`` layers with a final LayerNorm (``encoder.*``) and a
     :class:`TransformerDecoder` of ``num_decoder_layers`` (``decoder.*``); every parameter with
@@ -467,13 +467,58 @@ class Transformer(Module):
     custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True``),
     plus ``dev`` and ``dtype``.
 
+    Typed ``Transformer[E]``, ``E`` the width ``d_model`` (annotate ``tr: Transformer[L[64]] =
+    Transformer(64, 4, dev=dev)``; built without ``d_model``, ``Transformer[int]``): ``src``
+    ``(S, N, E)`` and ``tgt`` ``(T, N, E)`` (either layout, or unbatched rank 2) give
+    ``tgt``'s shape type with ``tgt``'s tape kind; a ``src`` or ``tgt`` of another static width
+    than ``E`` is a type error, an ``int`` width is checked at run time.
+
     Raises:
         Forward: ShapeError when ``src`` and ``tgt`` differ in batch size or width ``d_model``.
     """
 
+    @overload
     def __init__(
         self,
-        d_model: int = 512,
+        d_model: E,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Activation = "relu",
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        *,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Transformer[int],
+        *,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Activation = "relu",
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        dev: Cpu,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None: ...
+    def __init__(
+        self,
+        d_model: Any = 512,
         nhead: int = 8,
         num_encoder_layers: int = 6,
         num_decoder_layers: int = 6,
@@ -512,10 +557,160 @@ class Transformer(Module):
         self.nhead = nhead
         self.batch_first = batch_first
 
-    def forward(  # type: ignore[override]  # PyTorch's signature: src and tgt
+    @overload  # type: ignore[override]  # PyTorch's signature: src and tgt
+    def forward(
         self,
-        src: Tensor[Any, Any],
-        tgt: Tensor[Any, Any],
+        src: AnyShape,
+        tgt: Any,
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Any: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[Rank3[X, N, E], T],
+        tgt: Tensor[Rank3[Lq, B, E], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank3[Lq, B, E], T]: ...
+    @overload
+    def forward(  # type: ignore[overload-overlap]  # E = int: the next row's result, the same
+        self,
+        src: Tensor[Rank3[X, N, int], T],
+        tgt: Tensor[Rank3[Lq, B, E], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank3[Lq, B, E], T]: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[Rank3[X, N, E], T],
+        tgt: Tensor[Rank3[Lq, B, int], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank3[Lq, B, int], T]: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[Rank3[X, N, int], T],
+        tgt: Tensor[Rank3[Lq, B, int], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank3[Lq, B, int], T]: ...
+    @overload
+    def forward(
+        self: Transformer[int],
+        src: Tensor[Rank3[X, N, W2], T],
+        tgt: Tensor[Rank3[Lq, B, W], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank3[Lq, B, W], T]: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[Rank2[Lk, E], T],
+        tgt: Tensor[Rank2[Lq, E], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank2[Lq, E], T]: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[Rank2[Lk, int], T],
+        tgt: Tensor[Rank2[Lq, int], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank2[Lq, int], T]: ...
+    @overload
+    def forward(
+        self: Transformer[int],
+        src: Tensor[Rank2[Lk, W2], T],
+        tgt: Tensor[Rank2[Lq, W], T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Rank2[Lq, W], T]: ...
+    @overload
+    def forward(
+        self,
+        src: Tensor[AnyShape, T],
+        tgt: Tensor[Any, T],
+        src_mask: Mask = None,
+        tgt_mask: Mask = None,
+        memory_mask: Mask = None,
+        src_key_padding_mask: Mask = None,
+        tgt_key_padding_mask: Mask = None,
+        memory_key_padding_mask: Mask = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor[Any, T]: ...
+    def forward(
+        self,
+        src: Any,
+        tgt: Any,
         src_mask: Mask = None,
         tgt_mask: Mask = None,
         memory_mask: Mask = None,
