@@ -118,6 +118,8 @@ SHAPE_ERRORS = {
         "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
         "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
         "Conv2d[3, 16] called on a tensor of shape (int, 1, 28, 28): its channel dim 1 is 1, the layer takes 3",
+        "Linear[16, 4] called on a tensor of shape (5, 2, 32): its last dim is 32, the layer takes 16",
+        "LSTM[8, 16, 32] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 8",
         "LayerNorm[64] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
         "Linear[64, 10] called on a tensor of shape (B, 32): its last dim is 32, the layer takes 64",
     ],

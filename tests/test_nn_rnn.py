@@ -553,7 +553,7 @@ def _lstm2() -> Any:
             r"GRU: input has dtype float64 \(shape \(5, 2, 3\)\), the parameters are float32",
         ),
         (
-            lambda: nn.LSTM(3, 4, dev=Cpu())(np.zeros((5, 2, 3), np.float32)),  # type: ignore[arg-type]
+            lambda: nn.LSTM(3, 4, dev=Cpu())(np.zeros((5, 2, 3), np.float32)),  # type: ignore[call-overload]
             TypeError,
             r"LSTM: input must be a Tensor, got ndarray",
         ),

@@ -1128,7 +1128,8 @@ def _recurrent_constructed(ctx: FunctionContext) -> Type:
     constant ``hidden_size`` and ``bidirectional`` (``2 H`` when it is ``True``; the
     constructor's types leave it to the expected type). An expected type whose ``O`` is another
     literal is an error: ``LSTM: bidirectional=True gives outputs 2 * 16 = 32 wide, the type
-    says 16``."""
+    says 16`` (with ``bidirectional=True`` the constructor's overloads give ``O = Any``, which
+    this hook replaces with ``2 H``: a mismatched annotation is then an assignment error)."""
     t = _layer_constructed(ctx)
     p = get_proper_type(t)
     if not isinstance(p, Instance) or len(p.args) != 3:
@@ -1153,9 +1154,15 @@ def _recurrent_constructed(ctx: FunctionContext) -> Type:
         return t
     remembered = _extra(p, WIDTHS)
     base = remembered if isinstance(remembered, Instance) and len(remembered.args) == 3 else p
+    out = _literal(ctx.api, width)
+    if isinstance(get_proper_type(p.args[2]), AnyType):
+        # bidirectional=True: the constructor's types leave O as Any (any annotation is
+        # accepted without the plugin); with it, O is the width computed here, so an annotation
+        # with another literal is an assignment error and the outputs carry 2 H
+        p = p.copy_modified(args=[*p.args[:2], out])
     if _lit(base.args[2]) == width:
-        return t
-    built = base.copy_modified(args=[*base.args[:2], _literal(ctx.api, width)])
+        return p
+    built = base.copy_modified(args=[*base.args[:2], out])
     return _with_extra(p, WIDTHS, built)
 
 

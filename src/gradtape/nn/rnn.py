@@ -247,16 +247,17 @@ _LAYER_DOC = """
     Gradients reach the input, the initial states and every parameter.
 
     Typed ``[I, H, O]`` (input size, hidden size, output width), from the constructor:
-    ``O = H``, or with ``bidirectional=True`` (a literal) ``O`` is taken from the annotation,
-    ``lstm: nn.LSTM[L[8], L[16], L[32]] = nn.LSTM(8, 16, bidirectional=True, dev=dev)``
-    (types have no arithmetic: mypy, pyright and pyrefly accept any ``O`` there; gradtape's
-    mypy plugin checks it is ``2 H``). An input ``(..., I)`` (rank 3, either layout, or
+    ``O = H``, or with ``bidirectional=True`` (a literal) ``O`` is ``Any`` to the checkers, so
+    an annotation gives it, ``lstm: nn.LSTM[L[8], L[16], L[32]] = nn.LSTM(8, 16,
+    bidirectional=True, dev=dev)`` (types have no arithmetic: mypy, pyright and pyrefly accept
+    any ``O`` there, and an unannotated layer's output has any width; gradtape's mypy plugin
+    computes ``O = 2 H`` from constant arguments, rejects another annotated literal and types
+    the outputs ``2 H`` wide). An input ``(..., I)`` (rank 3, either layout, or
     unbatched rank 2) gives an output ``(..., O)`` with the input's leading dims and tape
     kind; the final states are ``(int, int, H)`` (``(int, H)`` unbatched): their first dim
     depends on ``num_layers``, their batch dim on ``batch_first``. Another static last dim
     than ``I`` is a type error; an ``int`` one, or a layer built without an annotation
-    (``[int, int, int]``), is checked at run time. Under pyright an unannotated
-    ``bidirectional=True`` layer leaves ``O`` unsolved: annotate a bidirectional layer.
+    (``[int, int, int]``), is checked at run time.
 
     Raises:
         ValueError: ``input_size``, ``hidden_size`` or ``num_layers`` not an int >= 1, or
@@ -301,7 +302,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: LSTM[I, HS, O],
+        self: LSTM[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int = 1,
@@ -315,7 +316,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: LSTM[I, HS, O],
+        self: LSTM[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int,
@@ -429,7 +430,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: GRU[I, HS, O],
+        self: GRU[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int = 1,
@@ -443,7 +444,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: GRU[I, HS, O],
+        self: GRU[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int,
@@ -551,7 +552,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: RNN[I, HS, O],
+        self: RNN[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int = 1,
@@ -566,7 +567,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
     ) -> None: ...
     @overload
     def __init__(
-        self: RNN[I, HS, O],
+        self: RNN[I, HS, Any],
         input_size: I,
         hidden_size: HS,
         num_layers: int,

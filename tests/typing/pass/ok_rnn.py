@@ -25,6 +25,9 @@ reveal_type(gru(x)[1])  # R: Tensor[tuple[int, int, Literal[4]], gradtape.tape.N
 rnn: nn.RNN[L[8], L[4], L[4]] = nn.RNN(8, 4, 1, "relu", dev=dev)
 unbatched: Tensor[Rank2[int, L[8]], NoneTape] = dev.zeros((5, 8))
 reveal_type(rnn(unbatched)[0])  # R: Tensor[tuple[int, Literal[4]], gradtape.tape.NoneTape]
+loose = nn.LSTM(8, 16, bidirectional=True, dev=dev)  # unannotated bidirectional: any output width
+head32: nn.Linear[L[32], L[4]] = nn.Linear(32, 4, dev=dev)
+head32(loose(x)[0])  # the plugin knows it is 32 wide; pyright and mypy alone take any width
 plain = nn.LSTM(8, 16, bidirectional=bool(0), dev=dev)  # untyped construction: any width
 reveal_type(plain(x)[0])  # R: Tensor[tuple[Literal[5], Literal[2], int], gradtape.tape.NoneTape]
 

@@ -56,6 +56,14 @@ def runtime_width(n: int) -> None:
     nn.Linear(n, 4, dev=dev)(x32)
 
 
+seq: Tensor[Rank3[L[5], L[2], L[8]], NoneTape] = dev.zeros((5, 2, 8))
+bilstm = nn.LSTM(8, 16, bidirectional=True, dev=dev)  # remembers its output width 2 * 16
+nn.Linear(32, 4, dev=dev)(bilstm(seq)[0])
+nn.Linear(16, 4, dev=dev)(bilstm(seq)[0])  # P: gradtape-shape
+bilstm(x32)  # P: gradtape-shape
+wrong2h: nn.GRU[L[8], L[16], L[16]] = nn.GRU(8, 16, bidirectional=True, dev=dev)  # P: assignment
+
+
 class Head(nn.Module):
     def __init__(self, big: bool) -> None:
         self.norm = nn.LayerNorm(64)
