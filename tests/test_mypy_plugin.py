@@ -202,7 +202,7 @@ def test_results_do_not_depend_on_gradtape_coming_from_the_cache(tmp_path: Path)
     config = ["--config-file", str(_checkers.readme_mypy_config()), "--no-error-summary", "--hide-error-context"]
     cache = ["--cache-dir", str(tmp_path / "cache")]
     program = tmp_path / "concat_stack.py"
-    results = []
+    results: list[list[tuple[int, str, str, str]]] = []
     for text in (source.read_text(), source.read_text() + "# checked again, gradtape from the cache\n"):
         program.write_text(text)
         # a process of its own, as a user's run: the fresh analysis's objects end with it
