@@ -1,30 +1,36 @@
 """The typing suite's type-checker runs, shared by its test files so that each checker analyses
-gradtape once per configuration and session, and the checkers run side by side.
+gradtape once per configuration, and the checkers run side by side.
 
-- mypy: two incremental caches, one per configuration kind: the project's configuration
-  (pyproject.toml, no plugin; tests/test_static.py, tests/test_typing.py, the README blocks
-  checked without the plugin, the plugin programs checked without it, the catalog's ``mypy``)
-  and the configurations with gradtape's plugin (README's recommended block: the README tests,
-  tests/test_mypy_plugin.py; the catalog's ``mypy+plugin``). The first lives in the
-  repository's ``.mypy_cache`` (mypy's default place, git-ignored), so a warm checkout reuses
-  it; the plugin's is new each session, and its first run is tests/test_mypy_plugin.py's run
-  of tests/typing/plugin, as before: the plugin reads an op's parameter defaults (``cat``'s
-  ``dim=0``) from gradtape's syntax tree, which mypy's cache does not keep, so those programs
-  are checked with gradtape analysed in the same run. The
-  project's whole tree (src, tests, benchmarks, scripts: tests/test_static.py's run) is
-  checked first, so that the other runs of that configuration find gradtape fully checked in
-  the cache instead of analysing it again.
+- mypy: two incremental caches, one per configuration kind, both kept between sessions in the
+  repository's git-ignored ``.mypy_cache`` (delete it for a cold run):
+
+  - the project's configuration (pyproject.toml, no plugin; tests/test_static.py,
+    tests/test_typing.py, the README blocks checked without the plugin, the plugin programs
+    checked without it, the catalog's ``mypy``): mypy's default place, ``.mypy_cache``
+    itself. When tests/test_static.py is part of the session, its run over the project's
+    whole tree (src, tests, benchmarks, scripts) comes first, so that the other runs find
+    gradtape checked in the cache (a run that only imports gradtape analyses it with its
+    errors ignored, and the whole-tree run would analyse it again); without it (the typing
+    suite alone) no run pays for the tests', benchmarks' and scripts' analysis.
+  - the configurations with gradtape's plugin (:func:`readme_mypy_config`: the README tests,
+    tests/test_mypy_plugin.py; the catalog's ``mypy+plugin``): :data:`PLUGIN_CACHE`, one
+    directory per version of mypy and of the plugin's source (mypy checks gradtape's own
+    modules for changes itself). Its results do not depend on gradtape coming from the
+    cache (tests/test_mypy_plugin.py checks a fresh run against a cached one; d690506 fixed
+    the one case that did), so it no longer starts empty each session.
 - pyright: one run (strict, tests/typing/pyrightconfig.json's settings, this tree's ``src``
   first) over every program set: tests/typing/{pass,fail,plugin} and the catalog; its JSON
   report is shared by tests/test_pyright.py and scripts/typing_catalog.py
   (``--pyright-report``).
-- At the first use (:func:`start`), pyright and the first mypy run with the plugin start as
-  subprocesses (each from its own thread), and this process goes on (the project's tree with
-  mypy, at the first test that needs it), so that the cores work at once.
+- At the first use (:func:`start`), pyright and the first mypy run with the plugin (the
+  programs of tests/typing/plugin) start as subprocesses (each from its own thread), and
+  this process goes on with the runs of the project's configuration, so that the two cores
+  work at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -37,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from mypy import api as mypy_api
+from mypy import version as mypy_version
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPING = ROOT / "tests" / "typing"
@@ -49,8 +56,12 @@ PYRIGHT_FILES = sorted(
 """Every program the shared pyright run checks."""
 
 _TMP = tempfile.TemporaryDirectory(prefix="gradtape-typing-")  # removed at exit
-PLUGIN_CACHE = Path(_TMP.name) / "mypy-plugin-cache"
-"""The cache of the configurations with gradtape's plugin (this session's)."""
+PLUGIN_SOURCE = ROOT / "src" / "gradtape" / "mypy_plugin.py"
+_PLUGIN_KEY = hashlib.sha256(f"{mypy_version.__version__}\n".encode() + PLUGIN_SOURCE.read_bytes()).hexdigest()[:16]
+PLUGIN_CACHE = MYPY_CACHE / f"gradtape-plugin-{_PLUGIN_KEY}"
+"""The cache of the configurations with gradtape's plugin, kept between sessions: one directory
+per mypy version and plugin source (mypy itself sees gradtape's own changes module by module;
+older directories are removed at the first use)."""
 PLUGIN_PROGRAMS = sorted((TYPING / "plugin").glob("*.py"))
 _LOCK = threading.Lock()
 _background: list[threading.Thread] = []
@@ -60,15 +71,39 @@ _pyright_result: dict[str, Any] = {}
 _prefetched: dict[tuple[str, ...], tuple[str, str, int]] = {}
 
 
-def readme_mypy_config() -> Path:
-    """README's recommended mypy configuration (its ``[tool.mypy]`` toml block: strict, the
-    plugin, allow_redefinition) with this tree's stubs and Python 3.11, as a config file."""
+def readme_mypy_block() -> str:
+    """README's recommended mypy configuration: its ``[tool.mypy]`` toml block (strict, the
+    plugin, allow_redefinition)."""
     import re
 
     toml = re.search(r"```toml\n(\[tool\.mypy\]\n.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     assert toml is not None, "README has no [tool.mypy] toml block"
+    return toml.group(1)
+
+
+def _skipped_peers() -> str:
+    """pyproject.toml's ``[[tool.mypy.overrides]]`` tables that skip a module (the optional
+    peers: torch, autograd, mpi4py), as toml text."""
+    import tomllib
+
+    tables = tomllib.loads(PYPROJECT.read_text())["tool"]["mypy"].get("overrides", [])
+    skipped = [t for t in tables if t.get("follow_imports") == "skip"]
+    assert skipped, "pyproject.toml no longer skips the optional peers (torch, ...) under mypy"
+    text = ""
+    for table in skipped:
+        text += "\n[[tool.mypy.overrides]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+    return text
+
+
+def readme_mypy_config() -> Path:
+    """README's recommended mypy configuration (:func:`readme_mypy_block`) with this tree's
+    stubs and Python 3.11, as a config file; and, as in pyproject.toml, the optional peers
+    (torch, ...) skipped: einops imports torch where it is installed, and analysing torch's
+    own sources (some 1,400 modules) cost the plugin cache's first run three quarters of its
+    time without changing any result on gradtape's programs (they never name torch)."""
     config = Path(_TMP.name) / "readme-mypy.toml"
-    text = toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n'
+    text = readme_mypy_block() + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n'
+    text += _skipped_peers()
     if not config.exists() or config.read_text() != text:
         config.write_text(text)
     return config
@@ -138,6 +173,9 @@ def start() -> None:
     """Start the background checker runs (once): pyright, and the first mypy run with the plugin."""
     with _LOCK:
         if not _background:
+            for old in MYPY_CACHE.glob("gradtape-plugin-*"):
+                if old != PLUGIN_CACHE:
+                    shutil.rmtree(old, ignore_errors=True)
             for lane in (_run_pyright, _plugin_lane):
                 _background.append(threading.Thread(target=lane, name=f"typing-{lane.__name__}", daemon=True))
                 _background[-1].start()
@@ -146,20 +184,31 @@ def start() -> None:
 @cache
 def project_mypy() -> tuple[str, str, int]:
     """``mypy`` with pyproject.toml on src/, tests/, benchmarks/ and scripts/ (tests/test_static.py):
-    stdout, stderr, exit status. The first run of the project's configuration, so that gradtape
-    is checked (not only analysed as an import) once; the background runs start first."""
+    stdout, stderr, exit status. Where tests/test_static.py is in the session, the first run of
+    the project's configuration (:func:`project_cache_ready`), so that gradtape is checked (not
+    only analysed as an import) once; the background runs start first."""
     start()
     targets = [str(ROOT / d) for d in ("src", "tests", "benchmarks", "scripts") if (ROOT / d).is_dir()]
     return mypy_api.run(["--config-file", str(PYPROJECT), "--cache-dir", str(MYPY_CACHE), *targets])
 
 
+def project_cache_ready() -> None:
+    """Before a run of the project's configuration: where tests/test_static.py is part of the
+    session (pytest imported it when collecting), its whole-tree run (:func:`project_mypy`)
+    first, so that gradtape is checked once (a run that only imports gradtape analyses it with
+    its errors ignored, which the whole-tree run would redo); otherwise nothing."""
+    start()
+    if "test_static" in sys.modules:
+        project_mypy()
+
+
 def mypy(args: list[str], *, plugin: bool) -> tuple[str, str, int]:
-    """``mypy.api.run(args)`` with the session's cache for the configuration's kind (``plugin``:
-    a configuration loading gradtape's plugin; it waits for the background run that starts that
-    cache). The project's configuration runs :func:`project_mypy` first."""
+    """``mypy.api.run(args)`` with the cache for the configuration's kind (``plugin``: a
+    configuration loading gradtape's plugin; it waits for the background run that starts that
+    cache). The project's configuration waits for :func:`project_cache_ready`."""
     start()
     if not plugin:
-        project_mypy()
+        project_cache_ready()
     else:
         _plugin_cache_ready.wait()
         if tuple(args) in _prefetched:

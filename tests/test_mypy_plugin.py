@@ -14,13 +14,14 @@ still reject with that code and the plugin must accept. pyright accepts every pr
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import _checkers
 import pytest
-from mypy import api as mypy_api
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "typing" / "plugin"
@@ -34,12 +35,11 @@ _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<m
 def _run_paths(paths: tuple[Path, ...], plugin: bool) -> dict[Path, list[tuple[int, str, str, str]]]:
     """mypy's errors and notes on ``paths`` (files or folders), one run per mode, by file as
     ``(line, kind, code, message)``. With the plugin: README's recommended configuration (strict,
-    the plugin, allow_redefinition); without: the project's (pyproject.toml: strict, overrides
-    only for gradtape's own modules and the optional peers). Each kind shares the session's mypy
-    cache with the rest of the typing suite (tests/_checkers.py), so gradtape is analysed once;
-    the run of tests/typing/plugin with the plugin is the plugin cache's first (gradtape analysed
-    in that run, as the plugin needs for parameter defaults)."""
-    _checkers.project_mypy()  # the plain runs need it; it overlaps the background plugin run
+    the plugin, allow_redefinition; the optional peers skipped as in pyproject.toml); without:
+    the project's (pyproject.toml: strict, overrides only for gradtape's own modules and the
+    optional peers). Each kind shares its mypy cache with the rest of the typing suite
+    (tests/_checkers.py), so gradtape is analysed once; the run of tests/typing/plugin with the
+    plugin is made in the background at the session's start."""
     config = _checkers.readme_mypy_config() if plugin else ROOT / "pyproject.toml"
     args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context"] + [str(p) for p in paths]
     if plugin and paths == tuple(PROGRAMS):
@@ -193,25 +193,38 @@ def test_module_call_passes_every_argument() -> None:
 
 
 def test_results_do_not_depend_on_gradtape_coming_from_the_cache(tmp_path: Path) -> None:
-    """mypy run twice on a new cache, gradtape analysed in the first run (a program that only
-    imports it) and read from the cache in the second (the concat/stack program), types that
-    program as the session's run does: the plugin no longer loses ``cat``'s default ``dim=0``
-    (read from gradtape's syntax tree, which mypy's cache does not keep, a cached run gave
-    ``(int, 3)`` where a fresh one gave ``(6, 3)``)."""
+    """mypy run twice on a new cache, gradtape analysed in the first run (fresh) and read from
+    the cache in the second (the program changed, so that it alone is checked again), types the
+    concat/stack program alike, and as the session's run does (whose cache is kept between
+    sessions): the plugin no longer loses ``cat``'s default ``dim=0`` (read from gradtape's
+    syntax tree, which mypy's cache does not keep, a cached run gave ``(int, 3)`` where a fresh
+    one gave ``(6, 3)``)."""
     source = PLUGIN_DIR / "concat_stack.py"
-    first = _run(source, True)
-    (tmp_path / "imports_only.py").write_text("import gradtape.ops\n")
-    again = tmp_path / "concat_stack.py"
-    again.write_text(source.read_text())
+    session = _run(source, True)
     config = ["--config-file", str(_checkers.readme_mypy_config()), "--no-error-summary", "--hide-error-context"]
     cache = ["--cache-dir", str(tmp_path / "cache")]
-    _, err, _ = mypy_api.run([*config, *cache, str(tmp_path / "imports_only.py")])
-    assert not err, err
-    out, err, _ = mypy_api.run([*config, *cache, str(again)])
-    assert not err, err
-    second = []
-    for raw in out.splitlines():
-        m = _LINE.match(raw)
-        assert m, f"unparsed mypy output: {raw}"
-        second.append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
-    assert second == first
+    program = tmp_path / "concat_stack.py"
+    results: list[list[tuple[int, str, str, str]]] = []
+    for text in (source.read_text(), source.read_text() + "# checked again, gradtape from the cache\n"):
+        program.write_text(text)
+        # a process of its own, as a user's run: the fresh analysis's objects end with it
+        proc = subprocess.run(
+            [sys.executable, "-m", "mypy", *config, *cache, "-v", str(program)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        out, err = proc.stdout, proc.stderr
+        fresh = [m.group(1) for m in re.finditer(r"^LOG:  Metadata fresh for (gradtape\.ops\.shape):", err, re.M)]
+        want = ["gradtape.ops.shape"] if results else []  # the second run reads gradtape from the cache
+        assert fresh == want, f"run {len(results) + 1}: gradtape's ops.shape from the cache: {bool(fresh)}"
+        assert not [line for line in err.splitlines() if line.strip() and not line.startswith("LOG:")], err
+        found = []
+        for raw in out.splitlines():
+            m = _LINE.match(raw)
+            assert m, f"unparsed mypy output: {raw}"
+            found.append((int(m["line"]), m["kind"], m["code"] or "", m["msg"]))
+        results.append(found)
+    fresh_run, cached_run = results
+    assert cached_run == fresh_run
+    assert session == fresh_run

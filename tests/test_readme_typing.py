@@ -61,14 +61,14 @@ def test_the_listed_mistakes_are_rejected_on_exactly_the_marked_lines(tmp_path: 
 
 
 def _mypy_with_plugin(path: Path, source: str) -> list[tuple[int, str, str]]:
-    """As :func:`_mypy`, with the configuration README's toml block gives (the plugin)."""
+    """As :func:`_mypy`, with the configuration README's toml block gives (the plugin; the
+    optional peers skipped as in pyproject.toml: tests/_checkers.py)."""
     toml = re.search(r"```toml\n(\[tool\.mypy\]\n.*?)```", _section(), flags=re.S)
     assert toml is not None
-    config = path.parent / "mypy-plugin.toml"
-    config.write_text(toml.group(1) + f'mypy_path = "{(ROOT / "stubs").as_posix()}"\npython_version = "3.11"\n')
+    assert toml.group(1) == _checkers.readme_mypy_block()  # the block the shared configuration is made of
     path.write_text(source)
-    args = ["--config-file", str(config), "--no-error-summary", "--hide-error-context"]
-    out, err, _ = _checkers.mypy([*args, str(path)], plugin=True)  # the session's plugin cache
+    args = ["--config-file", str(_checkers.readme_mypy_config()), "--no-error-summary", "--hide-error-context"]
+    out, err, _ = _checkers.mypy([*args, str(path)], plugin=True)  # the plugin cache
     assert not err, err
     return [(int(m[1]), m[2], m[3]) for m in re.finditer(r"^[^:\n]+:(\d+): (error|note): (.*)$", out, flags=re.M)]
 

@@ -95,7 +95,7 @@ MISSED: dict[str, set[str]] = {
 
 @cache
 def _scores() -> dict[str, dict[str, Any]]:
-    _checkers.project_mypy()  # mypy's cache of the project's configuration: gradtape checked once
+    _checkers.project_cache_ready()  # the project's cache: test_static's whole tree first, if it runs
     _checkers.mypy_plugin_cache_ready()  # the plugin cache's first run is done (not two writers)
     script = str(ROOT / "scripts" / "typing_catalog.py")
     cmd = [sys.executable, script, "--json", "--mypy-cache", str(_checkers.MYPY_CACHE)]
