@@ -279,7 +279,7 @@ def sequence_block(name: str) -> str:
     2. elements of known rank and one tape kind (``NoneTape`` or ``OwnedTape``), a
        ``Literal`` axis: the result's shape (``concat``: the axis dim ``int``; ``stack``: a
        new dim, ``Literal[n]`` for a tuple of ``n`` tensors, for a list ``Count``
-       (:data:`gradtape._typing.Count`: the expected type's dim, else ``int``);
+       (:data:`gradtape._typing.Count`, ``Any``: a list's length is not in its type);
     3. other ranks or an ``int`` axis, one tape kind: an untyped result of that kind; a list
        mixing the two tape kinds: an owned, untyped result;
     4. a tuple (2 to 4 tensors) with an owned tape at any position among other tape kinds:
@@ -292,7 +292,7 @@ def sequence_block(name: str) -> str:
         shaped = []
         for n in (2, 3):
             shaped += [(f"tuple{n}", elem, axis, ret) for elem, axis, ret in _stack_patterns(f"Literal[{n}]")]
-        # a list's length is not in its type: a dim the expected type may name (Count, default int)
+        # a list's length is not in its type: a dim any annotation may name (Count, Any)
         shaped += [("Sequence", elem, axis, ret) for elem, axis, ret in _stack_patterns("Count")]
 
     def container(kind: str, elem: str) -> str:

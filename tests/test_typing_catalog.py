@@ -31,9 +31,7 @@ FALSE_ALARMS: dict[str, set[str]] = {
     "mypy": {"ok_typed_three_layers.py"},
     "mypy+plugin": set(),
     "pyright": set(),
-    # pyrefly 1.4 solves stack's new dim of a list (a type variable of the result only) as its
-    # default, int, instead of from the annotation (tests/test_typing.py: PYREFLY_FALSE_ALARMS)
-    "pyrefly": {"ok_stack_list_annotated.py"},
+    "pyrefly": set(),
 }
 
 _UNANNOTATED_LAYERS = {

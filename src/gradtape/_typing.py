@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from gradtape.tape import Tape
 
@@ -22,18 +22,15 @@ SI = TypeVar("SI", bound=tuple[int, ...])
 """A concrete shape given as a tuple of ints (creation functions)."""
 F = TypeVar("F", bound=Callable[..., Any])
 
-if TYPE_CHECKING:  # a default needs typing_extensions' TypeVar before Python 3.13 (checkers only)
-    from typing_extensions import TypeVar as _TypeVarWithDefault
-
-    Count = _TypeVarWithDefault("Count", default=int)
-else:
-    Count = TypeVar("Count")
+Count: TypeAlias = Any
 """The number of tensors in a list: a dim only the run time knows (``stack`` of a
-``Sequence``). It appears only in the result, so the checker takes it from the expected type
-(``y: Tensor[Rank2[L[5], L[3]], NoneTape] = stack(xs)`` gives ``L[5]``: the annotation is
-accepted, and the other dims are still checked) and, without one, from its default ``int``.
-A list's length is not in its type, so such an annotation is trusted, not checked; to have
-it checked at run time, write ``stack(xs).realize(tuple[L[5], L[3]])``."""
+``Sequence``). It is ``Any``: a list's length is not in its type, so any annotation of that
+dim is accepted (``y: Tensor[Rank2[L[5], L[3]], NoneTape] = stack(xs)``; the other dims are
+still checked), and without one the dim stays ``Any``. (A type variable with the default
+``int``, solved from the expected type, was accepted by mypy and pyright but not by pyrefly
+1.4, which takes the default there.) Such an annotation is trusted, not checked; to have it
+checked at run time, write ``stack(xs).realize(tuple[L[5], L[3]])``; gradtape's mypy plugin
+checks a list display's length against it."""
 
 
 def typed_as(table: F) -> Callable[[Callable[..., Any]], F]:

@@ -71,9 +71,9 @@ reveal_type(rows)  # R: Tensor[tuple[int, Literal[5]], gradtape.tape.GradientTap
 reveal_type(ops.stack((c5, c5)))  # R: Tensor[tuple[Literal[2], Literal[8], Literal[5]], gradtape.tape.NoneTape]
 s3 = ops.stack((c5, c5, c5), axis=-1)
 reveal_type(s3)  # R: Tensor[tuple[Literal[8], Literal[5], Literal[3]], gradtape.tape.NoneTape]
-reveal_type(ops.stack([bias, bias, bias, bias]))  # R: Tensor[tuple[int, Literal[8]], gradtape.tape.NoneTape]
+reveal_type(ops.stack([bias, bias, bias, bias]))  # R: Tensor[tuple[Any, Literal[8]], gradtape.tape.NoneTape]
 steps = [a.leaky_trace().sum(axis=1) for _ in range(3)]
-reveal_type(ops.stack(steps, axis=1))  # R: Tensor[tuple[Literal[8], int], gradtape.tape.GradientTape]
+reveal_type(ops.stack(steps, axis=1))  # R: Tensor[tuple[Literal[8], Any], gradtape.tape.GradientTape]
 joined: Tensor[Rank2[L[8], int], NoneTape] = ops.concat([c5, c2], axis=1)
 # an outer product of a column and a row
 u = dev.randn((5,)).unsqueeze(1)

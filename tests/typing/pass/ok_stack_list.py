@@ -1,5 +1,5 @@
-"""stack of a list: the list's length is not in its type, so the new dim is what the
-annotation says (``Count``), else ``int``; the other dims are the elements'."""
+"""stack of a list: the list's length is not in its type, so the new dim is ``Any``
+(``Count``): any annotation of it is accepted; the other dims are the elements'."""
 
 from typing import Literal as L
 from typing import reveal_type
@@ -11,7 +11,7 @@ xs: list[Tensor[Rank1[L[3]], NoneTape]] = [dev.zeros((3,)) for _ in range(5)]
 y: Tensor[Rank2[L[5], L[3]], NoneTape] = ops.stack(xs)
 cols: Tensor[Rank2[L[3], L[5]], NoneTape] = ops.stack(xs, axis=1)
 dyn: Tensor[Rank2[int, L[3]], NoneTape] = ops.stack(xs)
-reveal_type(ops.stack(xs))  # R: Tensor[tuple[int, Literal[3]], gradtape.tape.NoneTape]
+reveal_type(ops.stack(xs))  # R: Tensor[tuple[Any, Literal[3]], gradtape.tape.NoneTape]
 traced = [x.leaky_trace() for x in xs]
 z: Tensor[Rank2[L[5], L[3]], NoneTape] = ops.stack(traced).realize(tuple[L[5], L[3]]).detach()
 rows = [dev.zeros((2, 3)) for _ in range(4)]
