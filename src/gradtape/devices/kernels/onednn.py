@@ -44,7 +44,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -280,6 +280,16 @@ class _Side:
             own.append(("dnnl_primitive_desc_destroy", pd))
 
 
+class _Pass(NamedTuple):
+    """One primitive of a plan: ``prim`` reads ``a`` and ``b`` and writes ``out``."""
+
+    prim: _P
+    a: _Side
+    b: _Side
+    out: _Side
+    scratch: _Buffer
+
+
 class Conv2d:
     """A planned float32 2-D convolution (see the module docstring): ``x (N, C, H, W)``,
     ``w (O, C/G, KH, KW)``, an optional ``b (O,)`` per call, output ``(N, O, OH, OW)``; ``stride``,
@@ -346,28 +356,19 @@ class Conv2d:
         plain_x = md(x_shape, _c_strides(x_shape))
         plain_w = md(self.wd_shape, _c_strides(self.wd_shape))
         plain_y = md(self.y_shape, _c_strides(self.y_shape))
-        q = lib.query_md
-        self.f = (
-            lib.primitive(own, fwd),
-            _Side(lib, own, plain_x, q(fwd, _SRC), True),
-            _Side(lib, own, plain_w, q(fwd, _WEIGHTS), True),
-            _Side(lib, own, plain_y, q(fwd, _DST), False),
-            _Buffer(lib, own, q(fwd, _SCRATCHPAD)),
-        )
-        self.d = (
-            lib.primitive(own, bwd_d),
-            _Side(lib, own, plain_y, q(bwd_d, _DIFF_DST), True),
-            _Side(lib, own, plain_w, q(bwd_d, _WEIGHTS), True),
-            _Side(lib, own, plain_x, q(bwd_d, _DIFF_SRC), False),
-            _Buffer(lib, own, q(bwd_d, _SCRATCHPAD)),
-        )
-        self.w = (
-            lib.primitive(own, bwd_w),
-            _Side(lib, own, plain_x, q(bwd_w, _SRC), True),
-            _Side(lib, own, plain_y, q(bwd_w, _DIFF_DST), True),
-            _Side(lib, own, plain_w, q(bwd_w, _DIFF_WEIGHTS), False),
-            _Buffer(lib, own, q(bwd_w, _SCRATCHPAD)),
-        )
+
+        def planned(pd: _P, reads: tuple[tuple[int, _P], ...], writes: tuple[int, _P]) -> _Pass:
+            """The pass of ``pd``: its primitive, the arguments it reads (reordered in from the
+            plain layout) and writes (reordered out), and its scratch buffer."""
+            sides = [_Side(lib, own, plain, lib.query_md(pd, arg), True) for arg, plain in reads]
+            out = _Side(lib, own, writes[1], lib.query_md(pd, writes[0]), False)
+            return _Pass(
+                lib.primitive(own, pd), sides[0], sides[1], out, _Buffer(lib, own, lib.query_md(pd, _SCRATCHPAD))
+            )
+
+        self.f = planned(fwd, ((_SRC, plain_x), (_WEIGHTS, plain_w)), (_DST, plain_y))
+        self.d = planned(bwd_d, ((_DIFF_DST, plain_y), (_WEIGHTS, plain_w)), (_DIFF_SRC, plain_x))
+        self.w = planned(bwd_w, ((_SRC, plain_x), (_DIFF_DST, plain_y)), (_DIFF_WEIGHTS, plain_w))
         self._user: dict[tuple[int, ...], tuple[_P, _P]] = {}
         self._b_mem = lib.memory(own, b_md)
         self._no_bias = np.zeros(o, np.float32)
