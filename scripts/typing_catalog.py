@@ -65,6 +65,7 @@ import sys
 import tempfile
 import tomllib
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -506,16 +507,20 @@ def main(argv: list[str] | None = None) -> int:
     scores: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="typing-catalog-") as d:
         tmp = Path(d)
-        for checker in chosen:
+
+        def run(checker: str) -> CheckerResult:
             if checker == "pyright":
-                result = run_pyright(programs, src, tmp, args.pyright_report)
-            elif checker == "pyrefly":
-                result = run_pyrefly(programs, src, tmp)
-            else:
-                plugin = checker == "mypy+plugin"
-                cache_dir = args.mypy_plugin_cache if plugin else args.mypy_cache
-                result = run_mypy(programs, src, plugin, tmp, cache_dir)
-            scores.append(score(programs, result))
+                return run_pyright(programs, src, tmp, args.pyright_report)
+            if checker == "pyrefly":
+                return run_pyrefly(programs, src, tmp)
+            plugin = checker == "mypy+plugin"
+            cache_dir = args.mypy_plugin_cache if plugin else args.mypy_cache
+            return run_mypy(programs, src, plugin, tmp, cache_dir)
+
+        # each checker is a process of its own (their config files differ): two at a time
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(run, chosen))
+        scores.extend(score(programs, result) for result in results)
     if args.json:
         json.dump({"src": str(src), "checkers": scores}, sys.stdout, indent=2)
         print()
