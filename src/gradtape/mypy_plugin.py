@@ -1125,11 +1125,12 @@ def _layer_constructed(ctx: FunctionContext) -> Type:
 def _recurrent_constructed(ctx: FunctionContext) -> Type:
     """Return-type hook of ``nn.LSTM`` / ``GRU`` / ``RNN``: the widths as
     :func:`_layer_constructed` remembers them, with the output width ``O`` computed from a
-    constant ``hidden_size`` and ``bidirectional`` (``2 H`` when it is ``True``; the
-    constructor's types leave it to the expected type). An expected type whose ``O`` is another
-    literal is an error: ``LSTM: bidirectional=True gives outputs 2 * 16 = 32 wide, the type
-    says 16`` (with ``bidirectional=True`` the constructor's overloads give ``O = Any``, which
-    this hook replaces with ``2 H``: a mismatched annotation is then an assignment error)."""
+    constant ``hidden_size`` and ``bidirectional`` (``2 H`` when it is ``True``). With
+    ``bidirectional=True`` the constructor's overloads give ``O = Any``, which this hook
+    replaces with ``2 H``, so an annotation with another literal is an assignment error. A
+    one-direction layer whose solved ``O`` is another literal than the constant
+    ``hidden_size`` (its annotation disagreeing with the argument) is reported here:
+    ``LSTM: outputs are hidden_size = 16 wide, the type says 32``."""
     t = _layer_constructed(ctx)
     p = get_proper_type(t)
     if not isinstance(p, Instance) or len(p.args) != 3:

@@ -209,8 +209,9 @@ def _onednn_plan(
         return None
     plan = None
     if dtype == np.float32:
-        key = tuple((int(a), int(b)) for a, b in pads)
-        plan = _od.conv2d_plan(tuple(x_shape), tuple(w_shape), stride, (key[0], key[1]), dilation, groups)
+        (pt, pb), (pl, pr) = pads  # plain ints: the plan cache's key and oneDNN's dims
+        pads = ((int(pt), int(pb)), (int(pl), int(pr)))
+        plan = _od.conv2d_plan(tuple(x_shape), tuple(w_shape), stride, pads, dilation, groups)
     if plan is None and impl == "onednn":
         raise _od.OneDNNError(
             f"conv2d: oneDNN cannot run x {x_shape}, w {w_shape} ({np.dtype(dtype).name}): {_od.info()}"

@@ -121,8 +121,8 @@ class _Lib:
         self.lib = lib
         for name in ("dnnl_status2str", "dnnl_prop_kind2str", "dnnl_fmt_tag2str", "dnnl_alg_kind2str"):
             getattr(lib, name).restype = ctypes.c_char_p
-        for name in ("dnnl_primitive_desc_query_md", "dnnl_memory_desc_get_size"):
-            getattr(lib, name).restype = _P if name.endswith("_md") else ctypes.c_size_t
+        lib.dnnl_primitive_desc_query_md.restype = _P
+        lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
         lib.dnnl_primitive_desc_query_md.argtypes = [_P, ctypes.c_int, ctypes.c_int]
         lib.dnnl_memory_desc_get_size.argtypes = [_P]
         lib.dnnl_memory_desc_equal.argtypes = [_P, _P]
@@ -257,35 +257,42 @@ class _Buffer:
     """An array in the layout a primitive chose for one argument, and its oneDNN memory."""
 
     def __init__(self, lib: _Lib, own: list[tuple[str, _P]], md: _P) -> None:
-        self.md = md
-        n = int(lib.lib.dnnl_memory_desc_get_size(md))
-        self.array = np.empty(max(n, 1), np.uint8)
+        self.array = np.empty(max(int(lib.lib.dnnl_memory_desc_get_size(md)), 1), np.uint8)
         self.memory = lib.memory(own, md, self.array.ctypes.data)
 
 
 class _Side:
-    """One argument of one primitive: the primitive's layout, and the reorder from (or to) the
-    plain C-contiguous layout when the two differ."""
+    """One argument ``arg`` (a ``DNNL_ARG_*``) of one primitive, of ``shape`` in oneDNN's view:
+    a memory over the caller's C-contiguous array (its handle set per call) and, where the
+    primitive chose another layout, a buffer in that layout and the reorder into it
+    (``into_chosen``: an input) or out of it (an output)."""
 
-    def __init__(self, lib: _Lib, own: list[tuple[str, _P]], plain: _P, chosen: _P, into_chosen: bool) -> None:
-        self.same = bool(lib.lib.dnnl_memory_desc_equal(plain, chosen))
-        self.plain = plain
-        self.buffer = None if self.same else _Buffer(lib, own, chosen)
+    def __init__(
+        self, lib: _Lib, own: list[tuple[str, _P]], arg: int, shape: tuple[int, ...], chosen: _P, into_chosen: bool
+    ) -> None:
+        self.arg, self.shape = arg, shape
+        plain = lib.md(own, shape, _c_strides(shape))
+        self.user = lib.memory(own, plain)
+        self.buffer: _Buffer | None = None
         self.reorder: _P | None = None
-        if not self.same:
+        if not lib.lib.dnnl_memory_desc_equal(plain, chosen):
+            self.buffer = _Buffer(lib, own, chosen)
             src, dst = (plain, chosen) if into_chosen else (chosen, plain)
             pd = _P()
             lib.call("dnnl_reorder_primitive_desc_create", ctypes.byref(pd), src, lib.engine, dst, lib.engine, None)
             self.reorder = lib.primitive(own, pd)
             own.append(("dnnl_primitive_desc_destroy", pd))
 
+    def memory(self) -> _P:
+        """The memory the primitive itself reads or writes."""
+        return self.user if self.buffer is None else self.buffer.memory
+
 
 class _Pass(NamedTuple):
-    """One primitive of a plan: ``prim`` reads ``a`` and ``b`` and writes ``out``."""
+    """One primitive of a plan: ``prim`` reads the ``reads`` and writes ``out``."""
 
     prim: _P
-    a: _Side
-    b: _Side
+    reads: tuple[_Side, _Side]
     out: _Side
     scratch: _Buffer
 
@@ -321,7 +328,6 @@ class Conv2d:
         self.lib = lib
         self.lock = threading.Lock()
         self.x_shape, self.w_shape, self.y_shape = x_shape, w_shape, (n, o, oh, ow)
-        self.groups = groups
         # oneDNN's grouped weights are 5-D (G, O/G, C/G, KH, KW): a view of PyTorch's layout
         self.wd_shape = (groups, o // groups, cg, kh, kw) if groups > 1 else w_shape
         self._own: list[tuple[str, _P]] = []
@@ -353,23 +359,24 @@ class Conv2d:
         own.extend(("dnnl_primitive_desc_destroy", pd) for pd in (fwd, bwd_d, bwd_w))
         self.impls = (lib.impl(fwd), lib.impl(bwd_d), lib.impl(bwd_w))
         """oneDNN's implementation names of the forward, backward-data and backward-weights."""
-        plain_x = md(x_shape, _c_strides(x_shape))
-        plain_w = md(self.wd_shape, _c_strides(self.wd_shape))
-        plain_y = md(self.y_shape, _c_strides(self.y_shape))
 
-        def planned(pd: _P, reads: tuple[tuple[int, _P], ...], writes: tuple[int, _P]) -> _Pass:
-            """The pass of ``pd``: its primitive, the arguments it reads (reordered in from the
-            plain layout) and writes (reordered out), and its scratch buffer."""
-            sides = [_Side(lib, own, plain, lib.query_md(pd, arg), True) for arg, plain in reads]
-            out = _Side(lib, own, writes[1], lib.query_md(pd, writes[0]), False)
+        def side(pd: _P, arg: int, shape: tuple[int, ...], into: bool) -> _Side:
+            return _Side(lib, own, arg, shape, lib.query_md(pd, arg), into)
+
+        def planned(
+            pd: _P, a: tuple[int, tuple[int, ...]], b: tuple[int, tuple[int, ...]], out: tuple[int, tuple[int, ...]]
+        ) -> _Pass:
+            """The pass of ``pd``: its primitive, the two arguments it reads (reordered in from the
+            plain layout), the one it writes (reordered out), and its scratch buffer."""
+            reads = (side(pd, *a, True), side(pd, *b, True))
             return _Pass(
-                lib.primitive(own, pd), sides[0], sides[1], out, _Buffer(lib, own, lib.query_md(pd, _SCRATCHPAD))
+                lib.primitive(own, pd), reads, side(pd, *out, False), _Buffer(lib, own, lib.query_md(pd, _SCRATCHPAD))
             )
 
-        self.f = planned(fwd, ((_SRC, plain_x), (_WEIGHTS, plain_w)), (_DST, plain_y))
-        self.d = planned(bwd_d, ((_DIFF_DST, plain_y), (_WEIGHTS, plain_w)), (_DIFF_SRC, plain_x))
-        self.w = planned(bwd_w, ((_SRC, plain_x), (_DIFF_DST, plain_y)), (_DIFF_WEIGHTS, plain_w))
-        self._user: dict[tuple[int, ...], tuple[_P, _P]] = {}
+        xs, ws, ys = x_shape, self.wd_shape, self.y_shape
+        self.f = planned(fwd, (_SRC, xs), (_WEIGHTS, ws), (_DST, ys))
+        self.d = planned(bwd_d, (_DIFF_DST, ys), (_WEIGHTS, ws), (_DIFF_SRC, xs))
+        self.w = planned(bwd_w, (_SRC, xs), (_DIFF_DST, ys), (_DIFF_WEIGHTS, ws))
         self._b_mem = lib.memory(own, b_md)
         self._no_bias = np.zeros(o, np.float32)
 
@@ -378,81 +385,44 @@ class Conv2d:
         if own:
             self.lib.destroy(own)
 
-    def _user_memory(self, a: Array, shape: tuple[int, ...]) -> _P:
-        """A oneDNN memory over the C-contiguous float32 array ``a`` viewed as ``shape`` (the
-        grouped weight's 5-D view), in the plain layout the plan's reorders were made for."""
-        hit = self._user.get(shape)
-        if hit is None:
-            md = self.lib.md(self._own, shape, _c_strides(shape))
-            hit = (md, self.lib.memory(self._own, md))
-            self._user[shape] = hit
-        mem = hit[1]
-        self.lib.lib.dnnl_memory_set_data_handle(mem, _P(a.ctypes.data))
-        return mem
-
-    def _input(self, side: _Side, a: Array, shape: tuple[int, ...]) -> tuple[_P, Array]:
-        """The memory the primitive reads for a user input ``a`` (copied to C order first when it
-        is not): ``a``'s own when the primitive's layout is the plain one, else the side's
-        buffer after a reorder. Returns the array that must stay alive until the call ends."""
-        a = np.ascontiguousarray(a, np.float32)
-        user = self._user_memory(a, shape)
-        if side.same:
-            return user, a
-        assert side.reorder is not None and side.buffer is not None
-        self.lib.run(side.reorder, [(_SRC, user), (_DST, side.buffer.memory)])
-        return side.buffer.memory, a
-
-    def _output(self, side: _Side, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[Array, _P]:
-        """A new C-contiguous result array and the memory the primitive writes (the array's
-        own, or the side's buffer, reordered by :meth:`_finish`)."""
-        res = np.empty(out_shape, np.float32)
-        if side.same:
-            return res, self._user_memory(res, shape)
-        assert side.buffer is not None
-        return res, side.buffer.memory
-
-    def _finish(self, side: _Side, res: Array, shape: tuple[int, ...]) -> None:
-        if not side.same:
-            assert side.reorder is not None and side.buffer is not None
-            user = self._user_memory(res, shape)
-            self.lib.run(side.reorder, [(_SRC, side.buffer.memory), (_DST, user)])
+    def _run(self, p: _Pass, a: Array, b: Array, extra: tuple[tuple[int, _P], ...] = ()) -> Array:
+        """Run pass ``p`` on the inputs ``a`` and ``b`` (copied to C-contiguous float32 first
+        where they are not, reordered into the primitive's layouts where it chose others) and
+        return its result as a new C-contiguous array of the output side's shape. The caller
+        holds the lock."""
+        lib = self.lib
+        args, alive = list(extra), []  # the inputs' C-contiguous copies live until the run ends
+        for given, sd in zip((a, b), p.reads, strict=True):
+            arr = np.ascontiguousarray(given, np.float32).reshape(sd.shape)
+            alive.append(arr)
+            lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
+            if sd.reorder is not None:
+                lib.run(sd.reorder, [(_SRC, sd.user), (_DST, sd.memory())])
+            args.append((sd.arg, sd.memory()))
+        res = np.empty(p.out.shape, np.float32)
+        lib.lib.dnnl_memory_set_data_handle(p.out.user, _P(res.ctypes.data))
+        lib.run(p.prim, [*args, (p.out.arg, p.out.memory()), (_SCRATCHPAD, p.scratch.memory)])
+        if p.out.reorder is not None:
+            lib.run(p.out.reorder, [(_SRC, p.out.memory()), (_DST, p.out.user)])
+        return res
 
     def forward(self, x: Array, w: Array, b: Array | None) -> Array:
         """``conv(x, w) + b`` ``(N, O, OH, OW)``."""
-        prim, sx, sw, sy, scratch = self.f
+        bias = self._no_bias if b is None else np.ascontiguousarray(b, np.float32)
         with self.lock:
-            mx, _x = self._input(sx, x, self.x_shape)
-            mw, _w = self._input(sw, w, self.wd_shape)
-            y, my = self._output(sy, self.y_shape, self.y_shape)
-            bc = self._no_bias if b is None else np.ascontiguousarray(b, np.float32)
-            self.lib.lib.dnnl_memory_set_data_handle(self._b_mem, _P(bc.ctypes.data))
-            args = [(_SRC, mx), (_WEIGHTS, mw), (_BIAS, self._b_mem), (_DST, my), (_SCRATCHPAD, scratch.memory)]
-            self.lib.run(prim, args)
-            self._finish(sy, y, self.y_shape)
-        return y
+            self.lib.lib.dnnl_memory_set_data_handle(self._b_mem, _P(bias.ctypes.data))
+            return self._run(self.f, x, w, ((_BIAS, self._b_mem),))
 
     def backward_data(self, g: Array, w: Array) -> Array:
         """The input's gradient ``(N, C, H, W)`` given the output's ``g``."""
-        prim, sg, sw, sx, scratch = self.d
         with self.lock:
-            mg, _g = self._input(sg, g, self.y_shape)
-            mw, _w = self._input(sw, w, self.wd_shape)
-            gx, mx = self._output(sx, self.x_shape, self.x_shape)
-            self.lib.run(prim, [(_DIFF_DST, mg), (_WEIGHTS, mw), (_DIFF_SRC, mx), (_SCRATCHPAD, scratch.memory)])
-            self._finish(sx, gx, self.x_shape)
-        return gx
+            return self._run(self.d, g, w)
 
     def backward_weights(self, g: Array, x: Array) -> Array:
         """The weight's gradient ``(O, C/G, KH, KW)`` given the output's gradient ``g`` and the
         input ``x`` (the bias's gradient is a plain sum of ``g``: the caller's)."""
-        prim, sx, sg, sw, scratch = self.w
         with self.lock:
-            mx, _x = self._input(sx, x, self.x_shape)
-            mg, _g = self._input(sg, g, self.y_shape)
-            gw, mw = self._output(sw, self.wd_shape, self.w_shape)
-            self.lib.run(prim, [(_SRC, mx), (_DIFF_DST, mg), (_DIFF_WEIGHTS, mw), (_SCRATCHPAD, scratch.memory)])
-            self._finish(sw, gw, self.wd_shape)
-        return gw
+            return self._run(self.w, x, g).reshape(self.w_shape)
 
 
 _PLANS: OrderedDict[tuple[Any, ...], Conv2d | None] = OrderedDict()
