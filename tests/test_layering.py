@@ -39,8 +39,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Every module of src/gradtape must match exactly one entry (a new module gets a place here).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # errors raised everywhere; the shape types and run-time shape checks; the OpenBLAS
-    # thread settings the package sets before numpy loads
-    ("leaves", ("gradtape.errors", "gradtape.shapes", "gradtape._openblas_env")),
+    # thread settings the package sets before numpy loads; PyTorch's dtype names
+    ("leaves", ("gradtape.errors", "gradtape.shapes", "gradtape._openblas_env", "gradtape.dtypes")),
     # the Cpu device's numba kernels: arrays in, arrays out (the gradient store runs some)
     ("kernels", ("gradtape.devices.kernels.*",)),
     # the core: tape kinds and their record/append/merge, the entry format, the recording rule
@@ -56,13 +56,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ops", ("gradtape.ops.*",)),
     # Tensor[S, T] and its method table (bound to the ops)
     ("tensor", ("gradtape.tensor",)),
-    # the Device protocol and Cpu, which make tensors (Cpu's kernels are the second layer)
-    ("devices", ("gradtape.devices", "gradtape.devices.base", "gradtape.devices.cpu")),
+    # the Device protocol and Cpu, which make tensors (Cpu's kernels are the second layer);
+    # the default device (PyTorch's manual_seed and default device)
+    ("devices", ("gradtape.devices", "gradtape.devices.base", "gradtape.devices.cpu", "gradtape.devices.default")),
     # the front ends: PyTorch's autograd (grad, Function), TensorFlow's context tape, Burn's
-    # autodiff, functional transforms, gradcheck
+    # autodiff, functional transforms, gradcheck; PyTorch's creation functions and the ops
+    # whose torch.* spelling differs from gradtape.ops' (the package's top re-exports them)
     (
         "front ends",
         (
+            "gradtape.creation",
+            "gradtape._torch_ops",
             "gradtape.autograd",
             "gradtape.context_tape",
             "gradtape.autodiff",
@@ -361,9 +365,14 @@ def test_the_checker_reports_what_it_must() -> None:
 
 def test_the_layers_above_fill_the_slots_below() -> None:
     """What a lower layer reads of a higher one at run time is there once gradtape is imported."""
+    import importlib
+
     import gradtape
-    from gradtape import context_tape, engine, gradients, hooks, tape, tensor
+    from gradtape import context_tape, engine, gradients, hooks, tape
     from gradtape.ops import binary, unary
+
+    # the module, not ``gradtape.tensor`` the attribute (PyTorch's ``tensor`` function)
+    tensor = importlib.import_module("gradtape.tensor")
 
     assert tape._tensor_class() is tensor.Tensor is gradtape.Tensor
     assert type(tape._new_gradients()) is gradients.Gradients

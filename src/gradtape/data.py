@@ -29,7 +29,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices import Cpu, Device
+from gradtape.devices import Device
+from gradtape.devices.default import get_default_device
 from gradtape.tensor import Tensor
 
 __all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
@@ -159,13 +160,8 @@ def random_split(
     return out
 
 
-_DEFAULT: list[Device] = []
-
-
 def _default_device() -> Device:
-    if not _DEFAULT:
-        _DEFAULT.append(Cpu())
-    return _DEFAULT[0]
+    return get_default_device()
 
 
 def default_collate(batch: Sequence[Any], dev: Device | None = None) -> Any:

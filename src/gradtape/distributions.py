@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices import Cpu, Device
+from gradtape.devices import Device
+from gradtape.devices.default import get_default_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.reduce import logsumexp
 from gradtape.tensor import Tensor
@@ -48,7 +49,7 @@ def _param(
         if v.dtype.kind != "f":
             raise DTypeError(f"{who}: {name} must be a float tensor, got dtype {v.dtype} of shape {v.shape}")
         return v
-    dev: Device = like.device if like is not None else Cpu()
+    dev: Device = like.device if like is not None else get_default_device()
     dtype = like.dtype if like is not None else np.float32
     return dev.tensor(np.asarray(v, dtype=dtype))
 

@@ -16,6 +16,7 @@ PyTorch's containers would give (``heads.cls.weight``): such a model trains and 
 PyTorch user meant, and its state dict loads into the PyTorch model built with the containers.
 """
 
+from gradtape.nn import functional as functional
 from gradtape.nn import init as init
 from gradtape.nn import utils as utils
 from gradtape.nn.activation import (

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from gradtape._typing import typed_as
 from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._signatures import attention as _sig
 from gradtape.nn._typing import E
@@ -179,7 +180,8 @@ class MultiHeadAttention(Module, Generic[E]):
         num_heads: ``H``, which must divide ``E``.
         dropout: drop probability on the attention weights (training mode only).
         bias: whether the projections have biases.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters (PyTorch's names and init): ``in_proj_weight (3E, E)``, Xavier-uniform
@@ -209,9 +211,10 @@ class MultiHeadAttention(Module, Generic[E]):
         dropout: float = 0.0,
         bias: bool = True,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         if num_heads < 1 or e % num_heads:
             raise ValueError(f"MultiHeadAttention: num_heads={num_heads} must divide embed_dim={embed_dim}")
@@ -405,7 +408,8 @@ class MultiheadAttention(Module, Generic[E]):
             supported (``NotImplementedError`` otherwise).
         kdim, vdim: the key's and value's widths (default ``E``).
         batch_first: inputs ``(N, L, E)`` instead of PyTorch's default ``(L, N, E)``.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Typed ``MultiheadAttention[E]``, ``E`` the width inferred from ``embed_dim``; the call is
@@ -430,9 +434,10 @@ class MultiheadAttention(Module, Generic[E]):
         vdim: int | None = None,
         batch_first: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         kd = e if kdim is None else kdim
         vd = e if vdim is None else vdim

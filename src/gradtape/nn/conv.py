@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import _resolve
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
@@ -51,9 +52,10 @@ class _ConvNd(Module, Generic[C, O]):
         groups: int = 1,
         bias: bool = True,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         name = type(self).__name__
         # C and O are type-level names of the channel counts, ints at run time
         ci, co = cast(int, in_channels), cast(int, out_channels)
@@ -109,7 +111,8 @@ class Conv1d(_ConvNd[C, O]):
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
         kernel_size, stride, padding, dilation, groups: as ``torch.nn.Conv1d``.
         bias: whether to learn a bias ``(C_out,)``.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters: ``weight (C_out, C_in/groups, K)`` and ``bias (C_out,)``, both
@@ -184,7 +187,8 @@ class Conv2d(_Conv2dBase[C, O]):
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
         kernel_size, stride, padding, dilation, groups: ints or pairs, as ``torch.nn.Conv2d``.
         bias: whether to learn a bias ``(C_out,)``.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters: ``weight (C_out, C_in/groups, KH, KW)`` and ``bias (C_out,)``, both
@@ -238,9 +242,10 @@ class ConvTranspose2d(_Conv2dBase[C, O]):
         bias: bool = True,
         *,
         output_padding: int | tuple[int, ...] = 0,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
         )

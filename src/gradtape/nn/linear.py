@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import _resolve
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import B, E, I, N, O, T, Ts, V, Z
 from gradtape.nn.module import Module
@@ -34,7 +35,8 @@ class Linear(Module, Generic[I, O]):
         in_features: ``I``, the size of each input row.
         out_features: ``O``, the size of each output row.
         bias: whether to learn an additive bias.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters:
@@ -61,8 +63,15 @@ class Linear(Module, Generic[I, O]):
     bias: Tensor[Rank1[O], NoneTape] | None
 
     def __init__(
-        self, in_features: I, out_features: O, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+        self,
+        in_features: I,
+        out_features: O,
+        bias: bool = True,
+        *,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         fi, fo = int(in_features), int(out_features)  # type: ignore[call-overload]
         self.in_features, self.out_features = fi, fo
         self.weight = kaiming_uniform(dev, (fo, fi), fi, dtype)
@@ -122,7 +131,8 @@ class Embedding(Module, Generic[V, E]):
             trained (the gradient into it is zero, however often it is looked up; the value
             is still looked up as it is, so a row loaded from a checkpoint stays). Negative
             counts from the end (``-1`` is row ``V - 1``). ``None`` (default): no padding row.
-        dev: the device whose seeded generator initialises the table.
+        dev: the device whose seeded generator initialises the table (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters:
@@ -154,9 +164,10 @@ class Embedding(Module, Generic[V, E]):
         embedding_dim: E,
         padding_idx: int | None = None,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
         self.num_embeddings, self.embedding_dim = n, d
         if padding_idx is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices.default import get_default_device
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.module import Module
@@ -51,11 +52,7 @@ def _zeros(shape: tuple[int, ...], dtype: npt.DTypeLike, dev: Any) -> Tensor[Any
 
 
 def _device(dev: Any) -> Any:
-    if dev is None:
-        from gradtape.devices.cpu import Cpu
-
-        return Cpu()
-    return dev
+    return get_default_device() if dev is None else dev
 
 
 # Order of the forward overloads: a run-time-width layer (``self: LayerNorm[int]``) first, then
@@ -106,7 +103,8 @@ class LayerNorm(_LastDimNorm[D]):
         eps: added to the variance (default ``1e-5``).
         elementwise_affine: whether to learn ``weight`` (ones) and ``bias`` (zeros).
         bias: whether to learn ``bias`` (with ``elementwise_affine``).
-        dev: the device the parameters live on (default a new ``Cpu()``; no randomness).
+        dev: the device the parameters live on (default :func:`gradtape.get_default_device`;
+            no randomness).
         dtype: float32 (default) or float64.
 
     Raises (on forward): ShapeError when ``x``'s trailing dims are not ``normalized_shape``.
@@ -347,7 +345,7 @@ class BatchNorm1d(_BatchNorm[D]):
             in checkpoints under PyTorch's names, so a PyTorch checkpoint loads strictly;
             ``False``: the three are ``None`` (none in the state dict, as PyTorch) and eval
             mode also uses batch statistics.
-        dev: the device the tensors live on (default a new ``Cpu()``).
+        dev: the device the tensors live on (default :func:`gradtape.get_default_device`).
         dtype: float32 (default) or float64.
 
     Typed ``BatchNorm1d[C]``, ``C`` the channel count ``num_features``: a layer typed
@@ -449,8 +447,8 @@ class GroupNorm(Module, Generic[D]):
         eps: added to the variance (default ``1e-5``).
         affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), shape ``(C,)``.
         bias: whether to learn ``bias`` (with ``affine``; PyTorch 2's keyword).
-        dev: the device the parameters live on (default a new ``Cpu()``); dtype: float32
-            (default) or float64.
+        dev: the device the parameters live on (default :func:`gradtape.get_default_device`);
+            dtype: float32 (default) or float64.
 
     Raises:
         ValueError: ``num_groups`` does not divide ``num_channels`` (as PyTorch, at construction).

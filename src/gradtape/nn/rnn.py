@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import HS, B, I, N, O, T, Z
@@ -94,9 +95,10 @@ class _RNNBase(Module):
         batch_first: bool,
         dropout: float,
         bidirectional: bool,
-        dev: Cpu,
+        dev: Cpu | None,
         dtype: npt.DTypeLike,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         name = type(self).__name__
         self.mode = mode
         self.input_size = _positive(name, "input_size", input_size)
@@ -230,7 +232,8 @@ _LAYER_DOC = """
             mode only; a ``UserWarning`` when ``num_layers == 1``, as PyTorch gives).
         bidirectional: also run every layer from the last step to the first (``D = 2``); the
             two directions' outputs are concatenated on the feature dim.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters (PyTorch's names, shapes and initialisation ``U(-1/sqrt(H), 1/sqrt(H))``, in
@@ -297,7 +300,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -311,7 +314,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -325,7 +328,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -339,7 +342,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -352,9 +355,10 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         super().__init__(
             "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -425,7 +429,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -439,7 +443,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -453,7 +457,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -467,7 +471,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -480,9 +484,10 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -547,7 +552,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -562,7 +567,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -577,7 +582,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -592,7 +597,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -606,9 +611,10 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity
@@ -671,8 +677,9 @@ class _CellBase(Module):
     bias_hh: Tensor[Any, Any] | None
 
     def __init__(
-        self, mode: str, input_size: object, hidden_size: object, bias: bool, dev: Cpu, dtype: npt.DTypeLike
+        self, mode: str, input_size: object, hidden_size: object, bias: bool, dev: Cpu | None, dtype: npt.DTypeLike
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         name = type(self).__name__
         self.mode = mode
         self.input_size = _positive(name, "input_size", input_size)
@@ -736,7 +743,8 @@ _CELL_DOC = """
 
     Args:
         input_size: ``I``; hidden_size: ``H``; bias: whether there are ``bias_ih``/``bias_hh``.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters: ``weight_ih (G H, I)``, ``weight_hh (G H, H)``, ``bias_ih``, ``bias_hh (G H,)``
@@ -765,8 +773,15 @@ class LSTMCell(_CellBase, Generic[I, HS]):
     )
 
     def __init__(
-        self, input_size: I, hidden_size: HS, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+        self,
+        input_size: I,
+        hidden_size: HS,
+        bias: bool = True,
+        *,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         super().__init__("LSTM", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -815,8 +830,15 @@ class GRUCell(_CellBase, Generic[I, HS]):
     )
 
     def __init__(
-        self, input_size: I, hidden_size: HS, bias: bool = True, *, dev: Cpu, dtype: npt.DTypeLike = np.float32
+        self,
+        input_size: I,
+        hidden_size: HS,
+        bias: bool = True,
+        *,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         super().__init__("GRU", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -864,9 +886,10 @@ class RNNCell(_CellBase, Generic[I, HS]):
         bias: bool = True,
         nonlinearity: str = "tanh",
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity

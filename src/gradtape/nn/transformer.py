@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import _resolve, get_default_device
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import W2, B, E, Lk, Lq, N, T, W, X
 from gradtape.nn.activation import Dropout
@@ -118,9 +119,10 @@ class _TransformerLayer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         for name in self._attentions:
             attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype)
             setattr(self, name, attn)
@@ -175,7 +177,8 @@ class TransformerEncoderLayer(_TransformerLayer[E]):
         layer_norm_eps: the norms' eps. batch_first: inputs ``(N, L, E)``; the default
             ``False`` is PyTorch's ``(L, N, E)``. norm_first: pre-norm. bias: biases in the
             linear layers, the attention and the norms.
-        dev: the device whose seeded generator initialises the parameters.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
     Parameters are named as PyTorch's (``self_attn.in_proj_weight``, ``linear1.weight``,
@@ -494,7 +497,7 @@ class Transformer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -513,7 +516,7 @@ class Transformer(Module, Generic[E]):
         batch_first: bool = False,
         norm_first: bool = False,
         bias: bool = True,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -532,9 +535,10 @@ class Transformer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu,
+        dev: Cpu | None = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
         self.encoder: Module
         self.decoder: Module
@@ -756,15 +760,15 @@ class Transformer(Module, Generic[E]):
     ) -> Tensor[Any, Any]:
         """PyTorch's causal mask: a float ``(sz, sz)`` tensor, ``-inf`` above the diagonal
         (query ``i`` must not see key ``j > i``) and ``0`` elsewhere, of ``dtype`` (float32 by
-        default) on ``device`` / ``dev`` (default a fresh ``Cpu()``). Attention layers
-        recognise it and run causal attention.
+        default) on ``device`` / ``dev`` (default :func:`gradtape.get_default_device`).
+        Attention layers recognise it and run causal attention.
 
         Raises:
             ValueError: ``sz`` is not a non-negative int.
         """
         if isinstance(sz, bool) or not isinstance(sz, (int, np.integer)) or sz < 0:
             raise ValueError(f"generate_square_subsequent_mask: sz must be a non-negative int, got {sz!r}")
-        d = dev if dev is not None else device if device is not None else Cpu()
+        d = dev if dev is not None else device if device is not None else get_default_device()
         dt = np.dtype(np.float32 if dtype is None else dtype)
         m = np.where(np.tri(int(sz), dtype=np.bool_), 0.0, -np.inf).astype(dt)
         return Tensor(m, d)

@@ -1,0 +1,560 @@
+"""PyTorch's creation ops at the top of the package (``torch.zeros(8, 3)``,
+``torch.randn(4, 4, requires_grad=True)``, ``torch.tensor([1, 2])``) and its dtype names
+(``torch.float32``, ``torch.long``), so a PyTorch program ports by renaming ``torch`` to
+``gradtape``.
+
+Each function makes its tensor on a device: ``dev=`` (gradtape's spelling) or ``device=``
+(PyTorch's: a :class:`~gradtape.devices.cpu.Cpu` or the string ``"cpu"``), else the default
+device (:func:`gradtape.get_default_device`), whose generator :func:`gradtape.manual_seed`
+seeds. They are the device's own methods (:class:`~gradtape.devices.cpu.Cpu`) with PyTorch's
+calling conventions: sizes as separate ints or as one tuple (``zeros(8, 3)`` or ``zeros((8,
+3))``), ``dtype=None`` for the default (float32 for floats, int64 for ``randint`` and integer
+``arange``), and ``requires_grad=True`` for a leaf that records (float dtypes only).
+
+Types: a tuple of sizes keeps its literal dims under mypy and pyright (``zeros((8, 3))`` is
+``Tensor[tuple[L[8], L[3]], NoneTape]``); separate ints keep them under mypy (pyright widens
+them to ``int``). ``requires_grad=True`` gives the same static tape type as ``Cpu.tensor``'s
+(``NoneTape``; ``PARAM`` is a ``NoneTape``).
+
+The random numbers are numpy's (PCG64), not PyTorch's: the same seed gives other numbers than
+``torch.manual_seed`` does. Tests that compare with PyTorch copy the weights across.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar, overload
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import TypeVarTuple
+
+from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import get_default_device
+from gradtape.errors import DTypeError
+from gradtape.tape import NoneTape
+from gradtape.tensor import Tensor
+
+__all__ = [
+    "arange",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_numpy",
+    "full",
+    "full_like",
+    "linspace",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
+
+SI = TypeVar("SI", bound=tuple[int, ...])
+S = TypeVar("S")
+Ts = TypeVarTuple("Ts")
+
+Device = Cpu | str | None
+
+
+def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
+    """The device a creation op makes its tensor on: ``dev``, else ``device``, else the
+    default device."""
+    if dev is not None and device is not None:
+        raise TypeError(f"{op}: pass dev= or device=, not both")
+    d = dev if dev is not None else device
+    if d is None:
+        return get_default_device()
+    if isinstance(d, str):
+        if d.split(":")[0] != "cpu":
+            raise ValueError(f"{op}: unknown device {d!r}; gradtape runs on 'cpu' only")
+        return get_default_device()
+    if not isinstance(d, Cpu):
+        raise TypeError(f"{op}: device must be a Cpu or 'cpu', got {type(d).__name__}")
+    return d
+
+
+def _size(op: str, size: tuple[Any, ...]) -> tuple[int, ...]:
+    """PyTorch's size arguments: ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``; each a
+    non-negative int."""
+    s = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in s):
+        raise TypeError(f"{op}: size must be non-negative ints (as separate arguments or one tuple), got {size!r}")
+    return tuple(int(n) for n in s)
+
+
+def _float_dtype(dtype: npt.DTypeLike | None) -> npt.DTypeLike:
+    return np.float32 if dtype is None else dtype
+
+
+def _finish(op: str, t: Tensor[Any, NoneTape], requires_grad: bool) -> Tensor[Any, NoneTape]:
+    if not requires_grad:
+        return t
+    if t.dtype.kind != "f":
+        raise DTypeError(
+            f"{op}: requires_grad=True needs a float dtype, got {t.dtype} (only floats are differentiated)"
+        )
+    return t.requires_grad_()
+
+
+def tensor(
+    data: npt.ArrayLike,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    *,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """A new leaf tensor holding a copy of ``data`` (``torch.tensor``): Python floats give
+    float32, ints int64, bools bool; an array keeps its dtype. See :meth:`Cpu.tensor` for every
+    rule and error; ``device``/``dev`` as the module says.
+
+    Raises:
+        DTypeError, ValueError, TypeError: as :meth:`Cpu.tensor`; an unknown ``device``
+            (ValueError) or both ``device`` and ``dev`` (TypeError).
+    """
+    return _device("tensor", device, dev).tensor(data, dtype, requires_grad)
+
+
+def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[Any, NoneTape]:
+    """A tensor sharing ``array``'s memory on the default device (``torch.from_numpy``; see
+    :meth:`Cpu.from_numpy` for the dtypes and errors)."""
+    return get_default_device().from_numpy(array)
+
+
+@overload
+def zeros(
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def zeros(
+    *size: *Ts,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[*Ts], NoneTape]: ...
+def zeros(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+    *size: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """Zeros of shape ``size`` (``torch.zeros(2, 3)`` or ``torch.zeros((2, 3))``), float32 by
+    default; ``dtype`` float32, float64, bool or an integer dtype.
+
+    Raises:
+        TypeError: ``size`` is not non-negative ints; a bad ``device``.
+        DTypeError: another dtype; ``requires_grad`` for a non-float dtype.
+    """
+    return _full("zeros", _size("zeros", size), 0, dtype, device, requires_grad, dev)
+
+
+@overload
+def ones(
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def ones(
+    *size: *Ts,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[*Ts], NoneTape]: ...
+def ones(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+    *size: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """Ones of shape ``size`` (``torch.ones``), float32 by default; dtypes and errors as
+    :func:`zeros`."""
+    return _full("ones", _size("ones", size), 1, dtype, device, requires_grad, dev)
+
+
+@overload
+def empty(
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def empty(
+    *size: *Ts,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[*Ts], NoneTape]: ...
+def empty(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+    *size: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """A tensor of shape ``size`` to be overwritten (``torch.empty``). Its values are zeros:
+    gradtape does not hand out uninitialised memory (a read of it gives the same numbers on
+    every run). Dtypes and errors as :func:`zeros`."""
+    return _full("empty", _size("empty", size), 0, dtype, device, requires_grad, dev)
+
+
+def full(
+    size: Sequence[int],
+    fill_value: float,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """A tensor of shape ``size`` filled with ``fill_value`` (``torch.full``), float32 by
+    default; ``dtype`` float32, float64, bool or an integer dtype.
+
+    Raises:
+        TypeError: ``size`` is not non-negative ints, ``fill_value`` not a real number; a bad
+            ``device``.
+        DTypeError: another dtype; ``requires_grad`` for a non-float dtype.
+    """
+    return _full("full", _size("full", (size,)), fill_value, dtype, device, requires_grad, dev)
+
+
+def _full(
+    op: str,
+    size: tuple[int, ...],
+    fill_value: float,
+    dtype: npt.DTypeLike | None,
+    device: Device,
+    requires_grad: bool,
+    dev: Cpu | None,
+) -> Tensor[Any, NoneTape]:
+    t = _device(op, device, dev).full(size, fill_value, _float_dtype(dtype))
+    return _finish(op, t, requires_grad)
+
+
+@overload
+def randn(
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def randn(
+    *size: *Ts,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[*Ts], NoneTape]: ...
+def randn(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+    *size: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """Samples of the standard normal N(0, 1) of shape ``size`` (``torch.randn``), from the
+    device's generator; float32 by default, or float64.
+
+    Raises:
+        TypeError: ``size`` is not non-negative ints; a bad ``device``.
+        DTypeError: a dtype other than float32/float64.
+    """
+    d = _device("randn", device, dev)
+    return _finish("randn", d.randn(_size("randn", size), _float_dtype(dtype)), requires_grad)
+
+
+@overload
+def rand(
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def rand(
+    *size: *Ts,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[*Ts], NoneTape]: ...
+def rand(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+    *size: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """Samples of the uniform distribution on ``[0, 1)`` of shape ``size`` (``torch.rand``),
+    from the device's generator; float32 by default, or float64.
+
+    Raises:
+        TypeError: ``size`` is not non-negative ints; a bad ``device``.
+        DTypeError: a dtype other than float32/float64.
+    """
+    d = _device("rand", device, dev)
+    return _finish("rand", d.rand(_size("rand", size), 0.0, 1.0, _float_dtype(dtype)), requires_grad)
+
+
+@overload
+def randint(
+    high: int,
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+@overload
+def randint(
+    low: int,
+    high: int,
+    size: SI,
+    /,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    dev: Cpu | None = None,
+) -> Tensor[SI, NoneTape]: ...
+def randint(
+    *args: Any,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    dev: Cpu | None = None,
+) -> Tensor[Any, NoneTape]:
+    """Integers drawn uniformly from ``[low, high)`` (``torch.randint(high, size)`` or
+    ``torch.randint(low, high, size)``; ``low`` 0 by default), of shape ``size`` (a tuple),
+    int64 by default, from the device's generator.
+
+    Raises:
+        TypeError: other than two or three positional arguments; ``low``/``high`` not ints,
+            ``size`` not a tuple of ints; a bad ``device``.
+        ValueError: ``high <= low``.
+    """
+    if len(args) == 2:
+        low, (high, size) = 0, args
+    elif len(args) == 3:
+        low, high, size = args
+    else:
+        raise TypeError(f"randint: expected (high, size) or (low, high, size), got {len(args)} positional arguments")
+    d = _device("randint", device, dev)
+    return d.randint(low, high, _size("randint", (size,)), np.int64 if dtype is None else dtype)
+
+
+def arange(
+    start: float,
+    end: float | None = None,
+    step: float = 1,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[int], NoneTape]:
+    """``[start, end)`` in steps of ``step`` (``torch.arange(end)`` or ``torch.arange(start,
+    end, step)``): int64 when every bound is an int, float32 otherwise, unless ``dtype`` says.
+    See :meth:`Cpu.arange` for the errors."""
+    t = _device("arange", device, dev).arange(start, end, step, dtype)
+    return _finish("arange", t, requires_grad)
+
+
+def linspace(
+    start: float,
+    end: float,
+    steps: int,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[int], NoneTape]:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included
+    (``torch.linspace``), float32 by default.
+
+    Raises:
+        TypeError: ``steps`` is not a non-negative int; ``start``/``end`` not real numbers.
+        DTypeError: a dtype other than float32/float64.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise TypeError(f"linspace: steps must be a non-negative int, got {steps!r}")
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"linspace: {name} must be a real number, got {type(v).__name__} {v!r}")
+    d = _device("linspace", device, dev)
+    dt = np.dtype(_float_dtype(dtype))
+    if dt.kind != "f":
+        raise DTypeError(f"linspace: dtype must be float32 or float64, got {dt}")
+    t = d.tensor(np.linspace(float(start), float(end), int(steps), dtype=np.float64).astype(dt), dt)
+    return _finish("linspace", t, requires_grad)
+
+
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[tuple[int, int], NoneTape]:
+    """The ``(n, m)`` identity (``torch.eye``; ``m`` defaults to ``n``), float32 by default;
+    ``dtype`` float32, float64, bool or an integer dtype.
+
+    Raises:
+        TypeError: ``n`` or ``m`` is not a non-negative int.
+    """
+    cols = n if m is None else m
+    for name, v in (("n", n), ("m", cols)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise TypeError(f"eye: {name} must be a non-negative int, got {v!r}")
+    d = _device("eye", device, dev)
+    return _finish("eye", d.tensor(np.eye(int(n), int(cols)), _float_dtype(dtype)), requires_grad)
+
+
+def _like(op: str, t: Tensor[Any, Any], dtype: npt.DTypeLike | None, device: Device, dev: Cpu | None) -> Cpu:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
+    if dev is None and device is None:
+        d = t.device
+        return d if isinstance(d, Cpu) else get_default_device()
+    return _device(op, device, dev)
+
+
+def zeros_like(
+    input: Tensor[S, Any],
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """Zeros of ``input``'s shape and dtype (``torch.zeros_like``), on its device unless
+    ``device``/``dev`` says. Raises TypeError when ``input`` is not a tensor."""
+    return _full_like("zeros_like", input, 0, dtype, device, requires_grad, dev)
+
+
+def ones_like(
+    input: Tensor[S, Any],
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """Ones of ``input``'s shape and dtype (``torch.ones_like``); as :func:`zeros_like`."""
+    return _full_like("ones_like", input, 1, dtype, device, requires_grad, dev)
+
+
+def empty_like(
+    input: Tensor[S, Any],
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """A tensor of ``input``'s shape and dtype to be overwritten (``torch.empty_like``):
+    zeros, as :func:`empty`."""
+    return _full_like("empty_like", input, 0, dtype, device, requires_grad, dev)
+
+
+def full_like(
+    input: Tensor[S, Any],
+    fill_value: float,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """``fill_value`` in ``input``'s shape and dtype (``torch.full_like``), on its device
+    unless ``device``/``dev`` says.
+
+    Raises:
+        TypeError: ``input`` is not a tensor; ``fill_value`` not a real number.
+        DTypeError: ``requires_grad`` for a non-float dtype.
+    """
+    return _full_like("full_like", input, fill_value, dtype, device, requires_grad, dev)
+
+
+def _full_like(
+    op: str,
+    input: Tensor[S, Any],
+    fill_value: float,
+    dtype: npt.DTypeLike | None,
+    device: Device,
+    requires_grad: bool,
+    dev: Cpu | None,
+) -> Tensor[S, NoneTape]:
+    d = _like(op, input, dtype, device, dev)
+    t = d.full(tuple(input.shape), fill_value, input.dtype if dtype is None else dtype)
+    return _finish(op, t, requires_grad)
+
+
+def randn_like(
+    input: Tensor[S, Any],
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """N(0, 1) samples in ``input``'s shape and float dtype (``torch.randn_like``), from the
+    generator of ``input``'s device unless ``device``/``dev`` says.
+
+    Raises:
+        TypeError: ``input`` is not a tensor.
+        DTypeError: a non-float dtype.
+    """
+    d = _like("randn_like", input, dtype, device, dev)
+    t = d.randn(tuple(input.shape), input.dtype if dtype is None else dtype)
+    return _finish("randn_like", t, requires_grad)
+
+
+def rand_like(
+    input: Tensor[S, Any],
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+    dev: Cpu | None = None,
+) -> Tensor[S, NoneTape]:
+    """Uniform ``[0, 1)`` samples in ``input``'s shape and float dtype (``torch.rand_like``);
+    as :func:`randn_like`."""
+    d = _like("rand_like", input, dtype, device, dev)
+    t = d.rand(tuple(input.shape), 0.0, 1.0, input.dtype if dtype is None else dtype)
+    return _finish("rand_like", t, requires_grad)

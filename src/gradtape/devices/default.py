@@ -1,0 +1,106 @@
+"""The default device: what PyTorch's global generator and default device are to a PyTorch
+program, for code that names no device.
+
+PyTorch programs build layers and tensors without naming a device (``nn.Linear(784, 128)``,
+``torch.randn(8, 3)``) and seed them with ``torch.manual_seed(1)``. gradtape's devices carry
+their own seeded generator (dfdx's ``Cpu::seed_from_u64``), and every layer and factory still
+takes one (``dev=``); where none is given they use the process's default device, a
+:class:`~gradtape.devices.cpu.Cpu` made on first use with seed 0. :func:`manual_seed` reseeds
+it, :func:`set_default_device` replaces it.
+
+The default device is one object for the whole process (as PyTorch's default generator is one
+for all threads): two threads that draw from it without a lock of their own get their numbers
+in whatever order they run. Give each thread its own ``Cpu(seed=...)`` for reproducible
+parallel draws.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from gradtape.devices.cpu import Cpu
+
+__all__ = ["get_default_device", "initial_seed", "manual_seed", "set_default_device"]
+
+_LOCK = threading.Lock()
+_DEFAULT: list[Cpu] = []
+
+
+def get_default_device() -> Cpu:
+    """The device layers, factories and data loaders use when given none (PyTorch's
+    ``torch.get_default_device``): a ``Cpu`` made with seed 0 on first use, or the one
+    :func:`set_default_device` set. The same object on every call until it is replaced."""
+    if not _DEFAULT:
+        from gradtape.devices.cpu import Cpu
+
+        with _LOCK:
+            if not _DEFAULT:
+                _DEFAULT.append(Cpu())
+    return _DEFAULT[0]
+
+
+def set_default_device(device: Cpu | str | None) -> None:
+    """Make ``device`` the default device (PyTorch's ``torch.set_default_device``).
+
+    Args:
+        device: a ``Cpu``; the string ``"cpu"`` (a no-op when the default is already a ``Cpu``,
+            as it always is today); or ``None``, which drops the current default so that the
+            next use makes a fresh ``Cpu()`` with seed 0.
+
+    Raises:
+        ValueError: a string other than ``"cpu"`` (gradtape has no other device yet; the
+            message names it).
+        TypeError: anything else that is not a ``Cpu``.
+    """
+    from gradtape.devices.cpu import Cpu
+
+    if isinstance(device, str):
+        if device.split(":")[0] != "cpu":
+            raise ValueError(f"set_default_device: unknown device {device!r}; gradtape runs on 'cpu' only")
+        get_default_device()
+        return
+    if device is not None and not isinstance(device, Cpu):
+        raise TypeError(f"set_default_device: expected a Cpu, 'cpu' or None, got {type(device).__name__}")
+    with _LOCK:
+        _DEFAULT.clear()
+        if device is not None:
+            _DEFAULT.append(device)
+
+
+def manual_seed(seed: int) -> Cpu:
+    """Reseed the default device's generator (PyTorch's ``torch.manual_seed``): the layers,
+    ``randn``/``rand``/``randint`` factories, dropout masks and shuffling loaders that use the
+    default device draw the same numbers after the same seed. The device object stays the
+    same, so layers and tensors made before keep using it.
+
+    Args:
+        seed: an int; numpy's PCG64 generator is seeded with it (``numpy.random.default_rng``).
+            gradtape's numbers differ from PyTorch's for the same seed (another generator).
+
+    Returns:
+        The default device (PyTorch returns its ``Generator``; the device is gradtape's).
+
+    Raises:
+        TypeError: ``seed`` is not an int (a bool or float included).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__} {seed!r}")
+    dev = get_default_device()
+    dev.seed = int(seed)
+    dev.rng = np.random.default_rng(int(seed))
+    return dev
+
+
+def initial_seed() -> int:
+    """The seed the default device's generator was last seeded with (PyTorch's
+    ``torch.initial_seed``)."""
+    return int(get_default_device().seed)
+
+
+def _resolve(dev: Cpu | None) -> Cpu:
+    """``dev``, or the default device where it is None (the layers' and factories' rule)."""
+    return get_default_device() if dev is None else dev

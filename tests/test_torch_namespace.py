@@ -1,0 +1,357 @@
+"""Issue 27, "a PyTorch program ports by renaming": ``torch.<op>`` and ``torch.nn.functional``
+spelled ``gradtape.<op>`` and ``gradtape.nn.functional``.
+
+Each row is a call written as a PyTorch user writes it (PyTorch's positional order, ``dim``,
+its defaults) and evaluated twice: with ``L``/``F`` bound to ``torch`` /
+``torch.nn.functional`` on float64 tensors that require grad, and bound to ``gradtape`` /
+``gradtape.nn.functional`` on the same values. The results must agree (tuples and lists
+element by element), and so must the gradients of ``sum(out * w)`` (``w`` fixed weights) with
+respect to every float input. A name whose gradtape meaning differed from PyTorch's (numpy's
+``var`` default, ``max(x, 1)`` as ``amax``) would fail here; those follow PyTorch at the top of
+the package (:mod:`gradtape._torch_ops`) and keep numpy's in ``gradtape.ops``.
+
+The last tests check that every exported name has a row, that the exported lists match
+PyTorch's names, and that ``gradtape.ops`` keeps its own defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gradtape
+import gradtape.nn.functional as gF
+from gradtape import ops
+
+torch: Any = pytest.importorskip("torch")
+tF: Any = torch.nn.functional
+
+_R = np.random.default_rng(27)
+INPUTS: dict[str, np.ndarray[Any, Any]] = {
+    "A": _R.standard_normal((3, 4)),
+    "B": _R.standard_normal((3, 4)),
+    "C": _R.standard_normal((3, 4)),
+    "P": np.abs(_R.standard_normal((3, 4))) + 0.5,
+    "U": np.tanh(_R.standard_normal((3, 4))) * 0.9,
+    "Q": _R.uniform(0.05, 0.95, (3, 4)),
+    "M": _R.standard_normal((4, 5)),
+    "V": _R.standard_normal((4,)),
+    "X4": _R.standard_normal((2, 3, 6, 6)),
+    "W4": _R.standard_normal((4, 3, 3, 3)),
+    "WT": _R.standard_normal((3, 4, 3, 3)),
+    "X3": _R.standard_normal((2, 3, 7)),
+    "W3": _R.standard_normal((4, 3, 3)),
+    "X4P": _R.standard_normal((2, 8, 4, 4)),
+    "QKV": _R.standard_normal((2, 2, 5, 4)),
+    "IDX": np.array([2, 0, 1]),
+    "IDX3": np.array([3, 0, 1]),
+    "IDX2": np.array([[0, 1, 0, 2], [1, 0, 2, 1], [2, 2, 1, 0]]),
+    "MASK": _R.standard_normal((3, 4)) > 0,
+    "Y01": (_R.uniform(size=(3, 4)) > 0.5).astype(np.float64),
+    "YPM": np.array([1.0, -1.0, 1.0]),
+    "YPM4": np.where(_R.uniform(size=(3, 4)) > 0.5, 1.0, -1.0),
+}
+CONSTANT = {"IDX", "IDX3", "IDX2", "MASK", "Y01", "YPM", "YPM4"}
+
+# torch.<name>(...) as L.<name>(...)
+TOP: dict[str, list[str]] = {
+    "abs": ["L.abs(A)"],
+    "acos": ["L.acos(U)"],
+    "add": ["L.add(A, B)", "L.add(A, 2.0)"],
+    "argmax": ["L.argmax(A, 1)", "L.argmax(A, dim=0, keepdim=True)"],
+    "argmin": ["L.argmin(A, dim=0)"],
+    "argsort": ["L.argsort(A, 1)", "L.argsort(A, dim=0, descending=True)"],
+    "asin": ["L.asin(U)"],
+    "atan": ["L.atan(A)"],
+    "atan2": ["L.atan2(A, B)"],
+    "broadcast_to": ["L.broadcast_to(V, (3, 4))"],
+    "cat": ["L.cat([A, B], 1)", "L.cat((A, B))", "L.cat([A, B], dim=-1)"],
+    "cdist": ["L.cdist(A, B)"],
+    "chunk": ["L.chunk(A, 2, 1)", "L.chunk(A, 3)"],
+    "clamp": ["L.clamp(A, -0.5, 0.5)", "L.clamp(A, min=0.1)", "L.clamp(A, max=0.2)"],
+    "concat": ["L.concat([A, B], 1)"],
+    "conv1d": ["L.conv1d(X3, W3, None, 1, 1)"],
+    "conv2d": ["L.conv2d(X4, W4, None, 2, 1)", "L.conv2d(X4, W4, stride=1, padding=1)"],
+    "conv_transpose2d": ["L.conv_transpose2d(X4, WT, None, 2, 1)"],
+    "cos": ["L.cos(A)"],
+    "cosh": ["L.cosh(A)"],
+    "cosine_similarity": ["L.cosine_similarity(A, B)", "L.cosine_similarity(A, B, 0)"],
+    "cumprod": ["L.cumprod(A, 1)", "L.cumprod(A, dim=0)"],
+    "cumsum": ["L.cumsum(A, 0)", "L.cumsum(A, dim=1)"],
+    "div": ["L.div(A, P)", "L.div(A, 2.0)"],
+    "dropout": ["L.dropout(A, 0.5, False)"],
+    "einsum": ["L.einsum('ij,jk->ik', A, M)", "L.einsum('ij,ij->i', A, B)"],
+    "eq": ["L.eq(A, A)"],
+    "erf": ["L.erf(A)"],
+    "erfc": ["L.erfc(A)"],
+    "exp": ["L.exp(A)"],
+    "expm1": ["L.expm1(A)"],
+    "flatten": ["L.flatten(X4)", "L.flatten(X4, 1)", "L.flatten(X4, 1, 2)"],
+    "flip": ["L.flip(A, (1,))", "L.flip(A, [0, 1])"],
+    "gather": ["L.gather(A, 1, IDX2[:, :2])", "L.gather(A, 0, IDX2)"],
+    "ge": ["L.ge(A, B)"],
+    "group_norm": ["L.group_norm(X4P, 4)"],
+    "gt": ["L.gt(A, B)"],
+    "index_add": ["L.index_add(A, 0, IDX, B)"],
+    "index_select": ["L.index_select(A, 0, IDX)", "L.index_select(A, 1, IDX)"],
+    "layer_norm": ["L.layer_norm(A, (4,))"],
+    "le": ["L.le(A, B)"],
+    "lerp": ["L.lerp(A, B, 0.3)"],
+    "log": ["L.log(P)"],
+    "log1p": ["L.log1p(P)"],
+    "log_softmax": ["L.log_softmax(A, 1)", "L.log_softmax(A, dim=0)"],
+    "logsumexp": ["L.logsumexp(A, 1)", "L.logsumexp(A, dim=0, keepdim=True)"],
+    "lt": ["L.lt(A, B)"],
+    "masked_fill": ["L.masked_fill(A, MASK, 0.0)"],
+    "matmul": ["L.matmul(A, M)", "L.matmul(A, V)"],
+    "max": ["L.max(A)", "L.max(A, 1)", "L.max(A, 0, True)", "L.max(A, dim=1)", "L.max(A, B)"],
+    "max_pool2d": ["L.max_pool2d(X4, 2)"],
+    "maximum": ["L.maximum(A, B)"],
+    "mean": ["L.mean(A)", "L.mean(A, 1)", "L.mean(A, 1, True)", "L.mean(A, dim=(0, 1))"],
+    "min": ["L.min(A)", "L.min(A, 0)", "L.min(A, dim=1, keepdim=True)", "L.min(A, B)"],
+    "minimum": ["L.minimum(A, B)"],
+    "mul": ["L.mul(A, B)", "L.mul(A, 3.0)"],
+    "ne": ["L.ne(A, B)"],
+    "neg": ["L.neg(A)"],
+    "norm": ["L.norm(A)", "L.norm(A, dim=1)", "L.norm(A, 1, 1)"],
+    "outer": ["L.outer(V, V)"],
+    "pairwise_distance": ["L.pairwise_distance(A, B)"],
+    "permute": ["L.permute(X4, (0, 2, 3, 1))"],
+    "pixel_shuffle": ["L.pixel_shuffle(X4P, 2)"],
+    "pixel_unshuffle": ["L.pixel_unshuffle(X4, 2)"],
+    "pow": ["L.pow(P, 1.5)", "L.pow(P, B)"],
+    "prelu": ["L.prelu(A, P[0, :1])"],
+    "prod": ["L.prod(A, 1)", "L.prod(A)"],
+    "relu": ["L.relu(A)"],
+    "reshape": ["L.reshape(A, (2, 6))", "L.reshape(A, (-1,))"],
+    "rms_norm": ["L.rms_norm(A, (4,))", "L.rms_norm(A, (4,), V)"],
+    "roll": ["L.roll(A, 1, 1)", "L.roll(A, -1, 0)"],
+    "scatter_add": ["L.scatter_add(A, 1, IDX2, B)"],
+    "selu": ["L.selu(A)"],
+    "sigmoid": ["L.sigmoid(A)"],
+    "sin": ["L.sin(A)"],
+    "sinh": ["L.sinh(A)"],
+    "softmax": ["L.softmax(A, 1)", "L.softmax(A, dim=0)"],
+    "sort": ["L.sort(A, 1)", "L.sort(A, 1, True)", "L.sort(A, dim=0, descending=True)"],
+    "split": ["L.split(A, 2, 1)", "L.split(A, [1, 3], 1)", "L.split(A, 2)"],
+    "sqrt": ["L.sqrt(P)"],
+    "square": ["L.square(A)"],
+    "squeeze": ["L.squeeze(A[:1], 0)", "L.squeeze(A[:1])"],
+    "stack": ["L.stack([A, B])", "L.stack([A, B], 1)", "L.stack((A, B), dim=-1)"],
+    "std": [
+        "L.std(A)",
+        "L.std(A, 1)",
+        "L.std(A, dim=0, keepdim=True)",
+        "L.std(A, unbiased=False)",
+        "L.std(A, correction=0)",
+    ],
+    "sub": ["L.sub(A, B)"],
+    "sum": ["L.sum(A)", "L.sum(A, 1)", "L.sum(A, (0, 1), True)", "L.sum(A, dim=0)"],
+    "tan": ["L.tan(U)"],
+    "tanh": ["L.tanh(A)"],
+    "tile": ["L.tile(A, (2, 1))"],
+    "topk": ["L.topk(A, 2)", "L.topk(A, 2, 0)", "L.topk(A, 2, largest=False)"],
+    "transpose": ["L.transpose(X4, 1, 3)", "L.transpose(A, 0, 1)"],
+    "tril": ["L.tril(A)", "L.tril(A, 1)"],
+    "triu": ["L.triu(A, -1)"],
+    "unsqueeze": ["L.unsqueeze(A, 1)", "L.unsqueeze(A, -1)"],
+    "var": [
+        "L.var(A)",
+        "L.var(A, 1)",
+        "L.var(A, dim=0, keepdim=True)",
+        "L.var(A, unbiased=False)",
+        "L.var(A, correction=0)",
+    ],
+    "where": ["L.where(MASK, A, B)"],
+}
+
+# torch.nn.functional.<name>(...) as F.<name>(...)
+FUNCTIONAL: dict[str, list[str]] = {
+    "adaptive_avg_pool2d": ["F.adaptive_avg_pool2d(X4, (3, 3))", "F.adaptive_avg_pool2d(X4, 1)"],
+    "adaptive_max_pool2d": ["F.adaptive_max_pool2d(X4, 2)"],
+    "avg_pool2d": ["F.avg_pool2d(X4, 2)", "F.avg_pool2d(X4, 3, 1, 1)"],
+    "binary_cross_entropy": ["F.binary_cross_entropy(Q, Y01)", "F.binary_cross_entropy(Q, Y01, reduction='sum')"],
+    "binary_cross_entropy_with_logits": ["F.binary_cross_entropy_with_logits(A, Y01)"],
+    "conv1d": ["F.conv1d(X3, W3, None, 1, 1)"],
+    "conv2d": ["F.conv2d(X4, W4, None, 1, 1)", "F.conv2d(X4, W4, V, stride=2)"],
+    "conv_transpose2d": ["F.conv_transpose2d(X4, WT, None, 2, 1)"],
+    "cosine_embedding_loss": ["F.cosine_embedding_loss(A, B, YPM)"],
+    "cosine_similarity": ["F.cosine_similarity(A, B)", "F.cosine_similarity(A, B, dim=0)"],
+    "cross_entropy": [
+        "F.cross_entropy(A, IDX3)",
+        "F.cross_entropy(A, IDX3, reduction='none')",
+        "F.cross_entropy(A, IDX3, label_smoothing=0.1)",
+        "F.cross_entropy(A, IDX3, ignore_index=0)",
+        "F.cross_entropy(X4[:, :3, 0, :4], IDX2[:2])",
+    ],
+    "dropout": ["F.dropout(A, 0.5, False)", "F.dropout(A, p=0.2, training=False)"],
+    "elu": ["F.elu(A)", "F.elu(A, 0.5)"],
+    "embedding": ["F.embedding(IDX, M)"],
+    "gaussian_nll_loss": ["F.gaussian_nll_loss(A, B, P)"],
+    "gelu": ["F.gelu(A)", "F.gelu(A, approximate='tanh')"],
+    "group_norm": ["F.group_norm(X4P, 4)", "F.group_norm(X4P, 2, X4P[0, :, 0, 0], X4P[1, :, 0, 0])"],
+    "hardsigmoid": ["F.hardsigmoid(A)"],
+    "hardswish": ["F.hardswish(A)"],
+    "hinge_embedding_loss": ["F.hinge_embedding_loss(A, YPM4)"],
+    "huber_loss": ["F.huber_loss(A, B)", "F.huber_loss(A, B, delta=0.5)"],
+    "instance_norm": ["F.instance_norm(X4)"],
+    "interpolate": [
+        "F.interpolate(X4, scale_factor=2, mode='nearest')",
+        "F.interpolate(X4, size=(9, 9), mode='bilinear', align_corners=False)",
+    ],
+    "kl_div": ["F.kl_div(F.log_softmax(A, 1), F.softmax(B, 1), reduction='batchmean')"],
+    "l1_loss": ["F.l1_loss(A, B)"],
+    "layer_norm": ["F.layer_norm(A, (4,))", "F.layer_norm(A, (4,), V, V)"],
+    "leaky_relu": ["F.leaky_relu(A)", "F.leaky_relu(A, 0.2)"],
+    "linear": ["F.linear(A, M.T)", "F.linear(M.T, A, C[:, 0])"],
+    "log_softmax": ["F.log_softmax(A, dim=1)", "F.log_softmax(A, 0)"],
+    "logsigmoid": ["F.logsigmoid(A)"],
+    "margin_ranking_loss": ["F.margin_ranking_loss(A[:, 0], B[:, 0], YPM)"],
+    "max_pool2d": ["F.max_pool2d(X4, 2)", "F.max_pool2d(X4, 3, 2, 1)"],
+    "mish": ["F.mish(A)"],
+    "mse_loss": ["F.mse_loss(A, B)", "F.mse_loss(A, B, reduction='sum')"],
+    "nll_loss": ["F.nll_loss(F.log_softmax(A, 1), IDX3)", "F.nll_loss(F.log_softmax(A, 1), IDX3, reduction='sum')"],
+    "normalize": ["F.normalize(A)", "F.normalize(A, dim=0)", "F.normalize(A, p=1.0, dim=1)"],
+    "one_hot": ["F.one_hot(IDX3, 5)", "F.one_hot(IDX3)"],
+    "pad": ["F.pad(A, (1, 2))", "F.pad(A, (1, 1, 2, 0), value=0.5)", "F.pad(X4, (1, 1, 1, 1), mode='reflect')"],
+    "pairwise_distance": ["F.pairwise_distance(A, B)"],
+    "pixel_shuffle": ["F.pixel_shuffle(X4P, 2)"],
+    "pixel_unshuffle": ["F.pixel_unshuffle(X4, 2)"],
+    "poisson_nll_loss": ["F.poisson_nll_loss(A, P)"],
+    "prelu": ["F.prelu(A, P[0, :1])"],
+    "relu": ["F.relu(A)"],
+    "rms_norm": ["F.rms_norm(A, (4,))", "F.rms_norm(A, [4], V, 1e-5)"],
+    "scaled_dot_product_attention": [
+        "F.scaled_dot_product_attention(QKV, QKV * 0.5, QKV[:, :, :, :3])",
+        "F.scaled_dot_product_attention(QKV, QKV * 0.5, QKV, is_causal=True)",
+    ],
+    "selu": ["F.selu(A)"],
+    "sigmoid": ["F.sigmoid(A)"],
+    "silu": ["F.silu(A)"],
+    "smooth_l1_loss": ["F.smooth_l1_loss(A, B)", "F.smooth_l1_loss(A, B, beta=0.5)"],
+    "softmax": ["F.softmax(A, dim=1)", "F.softmax(A, 0)"],
+    "softplus": ["F.softplus(A)", "F.softplus(A, 2.0)"],
+    "tanh": ["F.tanh(A)"],
+    "triplet_margin_loss": ["F.triplet_margin_loss(A, B, C)"],
+}
+
+
+def _leaves(lib: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in INPUTS.items():
+        if lib == "torch":
+            out[k] = torch.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f")
+        else:
+            out[k] = gradtape.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f")
+    return out
+
+
+def _flat(r: Any) -> list[Any]:
+    """The tensors of a result: itself, or the members of a tuple/list (values, indices)."""
+    if isinstance(r, (tuple, list)):
+        return [x for item in r for x in _flat(item)]
+    return [r]
+
+
+def _np(t: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(t.detach().numpy() if hasattr(t, "detach") else t.numpy())
+
+
+def _compare(expr: str) -> None:
+    envs = []
+    for lib in ("torch", "gradtape"):
+        leaves = _leaves(lib)
+        ns = {"L": torch, "F": tF} if lib == "torch" else {"L": gradtape, "F": gF}
+        out = eval(expr, {**ns, **leaves})
+        envs.append((leaves, _flat(out)))
+    (t_leaves, t_out), (g_leaves, g_out) = envs
+    assert len(t_out) == len(g_out), f"{expr}: torch gives {len(t_out)} tensors, gradtape {len(g_out)}"
+    for i, (t, g) in enumerate(zip(t_out, g_out, strict=True)):
+        tv, gv = _np(t), _np(g)
+        assert tv.shape == gv.shape, f"{expr} [{i}]: torch shape {tv.shape}, gradtape {gv.shape}"
+        if tv.dtype.kind == "f":
+            np.testing.assert_allclose(gv, tv, rtol=1e-6, atol=1e-9, err_msg=f"{expr} [{i}]")
+        else:
+            np.testing.assert_array_equal(gv.astype(tv.dtype), tv, err_msg=f"{expr} [{i}]")
+    # gradients of sum(out * w) over the float results, w fixed
+    w_rng = np.random.default_rng(1)
+    t_loss: Any = 0.0
+    g_loss: Any = 0.0
+    for t, g in zip(t_out, g_out, strict=True):
+        if t.dtype.is_floating_point and t.requires_grad:
+            w = w_rng.standard_normal(tuple(t.shape))
+            t_loss = t_loss + (t * torch.tensor(w)).sum()
+            g_loss = g_loss + (g * gradtape.tensor(w)).sum()
+    if isinstance(t_loss, float):
+        return
+    t_loss.backward()
+    g_loss.backward()
+    for k, tl in t_leaves.items():
+        if tl.grad is None:
+            continue
+        gg = g_leaves[k].grad
+        assert gg is not None, f"{expr}: no gradient for {k} (torch has one)"
+        np.testing.assert_allclose(gg.numpy(), tl.grad.numpy(), rtol=1e-6, atol=1e-9, err_msg=f"{expr}: d/d{k}")
+
+
+@pytest.mark.parametrize("expr", [e for calls in TOP.values() for e in calls])
+def test_torch_ops_spelled_gradtape(expr: str) -> None:
+    _compare(expr)
+
+
+@pytest.mark.parametrize("expr", [e for calls in FUNCTIONAL.values() for e in calls])
+def test_torch_nn_functional_spelled_gradtape(expr: str) -> None:
+    _compare(expr)
+
+
+def test_every_export_has_a_row_and_is_pytorchs_name() -> None:
+    """The ops at the package's top and in gradtape.nn.functional are exactly the rows above,
+    and each is PyTorch's name there."""
+    exported_ops = {n for n in dir(gradtape) if callable(getattr(gradtape, n)) and hasattr(torch, n)}
+    exported_ops -= {n for n in dir(gradtape) if isinstance(getattr(gradtape, n), type)}  # classes
+    creation = {
+        *("tensor", "from_numpy", "zeros", "ones", "empty", "full", "randn", "rand", "randint", "arange"),
+        *("linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"),
+        *("manual_seed", "initial_seed", "get_default_device", "set_default_device"),
+        *("no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled"),
+        *("is_inference_mode_enabled", "from_dlpack"),
+    }
+    random = {"multinomial"}  # test_multinomial
+    assert exported_ops - creation - random == set(TOP), sorted((exported_ops - creation) ^ set(TOP))
+    assert set(gF.__all__) == set(FUNCTIONAL), sorted(set(gF.__all__) ^ set(FUNCTIONAL))
+    assert all(hasattr(tF, n) for n in gF.__all__)
+    assert all(hasattr(torch, n) for n in TOP)
+
+
+def test_gradtape_ops_keep_their_own_defaults() -> None:
+    """``gradtape.ops`` keeps numpy's conventions (documented there); only the PyTorch-named
+    exports change them."""
+    a = gradtape.tensor(INPUTS["A"])
+    np.testing.assert_allclose(ops.var(a).numpy(), INPUTS["A"].var())
+    np.testing.assert_allclose(gradtape.var(a).numpy(), INPUTS["A"].var(ddof=1))
+    np.testing.assert_allclose(ops.max(a, 1).numpy(), INPUTS["A"].max(1))
+    assert gradtape.max(a, 1).indices.dtype == np.int64
+
+
+def test_pytorch_named_wrappers_refuse_bad_input() -> None:
+    a = gradtape.tensor(INPUTS["A"])
+    with pytest.raises(ValueError, match="dropout: inplace=True is not supported"):
+        gF.dropout(a, 0.5, True, True)
+    with pytest.raises(gradtape.ShapeError, match=r"rms_norm: normalized_shape \(3, 4\) must be the input's last dim"):
+        gF.rms_norm(a, (3, 4))
+    with pytest.raises(gradtape.ShapeError, match="max"):
+        gradtape.max(a, 5)
+
+
+def test_multinomial() -> None:
+    """``torch.multinomial(probs, n, replacement=False)``: distinct class indices per row, drawn
+    from the default device's generator (random: checked by its properties, not PyTorch's
+    numbers)."""
+    gradtape.manual_seed(0)
+    probs = gradtape.tensor(INPUTS["P"])
+    got = gradtape.multinomial(probs, 3).numpy()
+    assert got.shape == (3, 3) and got.dtype == np.int64
+    assert all(len(set(row)) == 3 for row in got) and got.min() >= 0 and got.max() < 4
+    assert gradtape.multinomial(probs, 6, replacement=True).shape == (3, 6)
