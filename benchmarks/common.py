@@ -286,6 +286,14 @@ def _onednn_info() -> str:
     return onednn.info()
 
 
+def _matmul_info() -> str:
+    """gradtape's large float32 product line: oneDNN or OpenBLAS, and why (decided once per
+    machine, ``gradtape.devices.kernels.onednn_matmul.choice``)."""
+    from gradtape.devices.kernels import blas
+
+    return blas.matmul_info()
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -386,6 +394,8 @@ def machine_facts(threads: int) -> dict[str, Any]:
         "gradtape_path": str(Path(gradtape.__file__).parent),
         # float32 convolutions run on oneDNN when the optional wheel is installed
         "onednn": _onednn_info(),
+        # large float32 products: oneDNN where OpenBLAS's kernels are older than the CPU
+        "matmul": _matmul_info(),
         "threads": {
             "numba": numba.get_num_threads(),
             "blas": blas_info(),

@@ -154,6 +154,7 @@ def machine_lines(facts: dict[str, Any]) -> list[str]:
             else ""
         ),
         f"convolutions (float32): {facts.get('onednn') or 'numba + BLAS'}",
+        f"matrix products (float32): {facts.get('matmul') or 'numpy BLAS'}",
     ]
 
 

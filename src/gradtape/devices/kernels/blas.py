@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices.kernels import onednn_matmul as _onednn_mm
+
 __all__ = ["OPENBLAS_SERIAL_MACS", "SMALL_MACS", "matmul", "thread_timeout"]
 
 Array = np.ndarray[Any, Any]
@@ -102,17 +104,60 @@ _SET: Callable[[int], int] | None = None if _SETTER is None or _SETTER[1] == 1 e
 _THREADS = 1 if _SETTER is None else _SETTER[1]
 
 
+_F32 = np.dtype(np.float32)
+
+
+def openblas_core() -> str | None:
+    """The core name numpy's OpenBLAS loaded its kernels for (``Haswell``, ``SkylakeX``, ...;
+    ``openblas_get_corename``), or ``None`` with another BLAS."""
+    for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+        fn = getattr(_LIB, name, None) if _LIB is not None else None
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+            core = fn()
+            return core.decode() if core else None
+    return None
+
+
+_ONEDNN_MM: bool | None = None  # large float32 products on oneDNN (decided at the first one)
+
+
+def matmul_info() -> str:
+    """Which library runs large float32 products on this machine, and why (one line, for the
+    benchmarks' header): :func:`gradtape.devices.kernels.onednn_matmul.choice`."""
+    return _onednn_mm.choice(openblas_core())[1]
+
+
+def _use_onednn() -> bool:
+    global _ONEDNN_MM
+    if _ONEDNN_MM is None:
+        _ONEDNN_MM = _onednn_mm.choice(openblas_core())[0]
+    return _ONEDNN_MM
+
+
 def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     """``np.matmul(a, b, out=out)``, on one BLAS thread when each 2-D product has fewer than
-    :data:`SMALL_MACS` multiply-adds (see the module docstring). numpy runs a batched product
+    :data:`SMALL_MACS` multiply-adds (see the module docstring). A float32 product of
+    ``onednn_matmul.MIN_MACS`` multiply-adds or more runs on oneDNN instead where
+    :func:`~gradtape.devices.kernels.onednn_matmul.choice` picks it (a machine whose OpenBLAS
+    kernels are older than its CPU), into ``out`` where given. numpy runs a batched product
     as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
     the batch's. Same shapes, dtypes and errors as numpy's."""
-    if _SET is None or a.ndim == 0 or b.ndim == 0:
+    if a.ndim == 0 or b.ndim == 0:
         res: Array = np.matmul(a, b, out=out)
         return res
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
     macs = m * a.shape[-1] * n
+    if a.dtype is _F32 and b.dtype is _F32 and a.ndim > 1 and b.ndim > 1 and macs:
+        batch = max(a.size // (m * a.shape[-1]), b.size // (b.shape[-2] * n))
+        if macs * batch >= _onednn_mm.MIN_MACS and _use_onednn():  # oneDNN where it wins
+            res_d = _onednn_mm.matmul(a, b, out)
+            if res_d is not None:
+                return res_d
+    if _SET is None:
+        res = np.matmul(a, b, out=out)
+        return res
     if macs >= SMALL_MACS or macs <= OPENBLAS_SERIAL_MACS:
         res = np.matmul(a, b, out=out)
         return res
