@@ -29,9 +29,9 @@ One section of this file per module, in the order of ``TARGETS``:
 - ``ops/shape.py``: ``transpose`` and ``permute`` (ranks 2 to 4, one overload per axis pair
   or permutation, each axis accepted as a non-negative or negative ``Literal``) and the tape
   overloads of ``concat`` and ``stack`` (tuples of 2 to 4 tensors, one of which owns a tape);
-- ``ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum`` and ``pow``
-  (a number, a tensor of the same shape, or a broadcast of :func:`broadcast_pairs`: a
-  rank-0 tensor, trailing dims, one size-1 dim; the tape-kind rule);
+- ``ops/binary.py``: ``add``, ``sub``, ``mul``, ``div``, ``maximum``, ``minimum``, ``pow``,
+  ``remainder``, ``fmod`` and ``floor_divide`` (a number, a tensor of the same shape, or a
+  broadcast of :func:`broadcast_pairs`: a rank-0 tensor, trailing dims, one size-1 dim; the tape-kind rule);
 - ``ops/compare.py``: ``lt``, ``le``, ``gt``, ``ge``, ``eq`` and ``ne`` (same shape or a
   broadcast of :func:`broadcast_pairs`; the output is an untraced mask);
 - ``ops/reduce.py``: the reductions ``sum``, ``mean``, ``max``, ``min``, ``var``, ``std`` and
@@ -336,7 +336,7 @@ def sequence_block(name: str) -> str:
 
 # ----- ops/binary.py -----------------------------------------------------------------------
 
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainder", "fmod", "floor_divide")
 """The elementwise binary ops that share one overload table."""
 
 

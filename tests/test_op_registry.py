@@ -284,6 +284,7 @@ def _readme_second_rules_block() -> str:
     masks = {"eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: their masks carry no gradient
     masks |= {"multinomial"}  # sampling: integer draws
     masks |= {"argmax", "argmin", "argsort", "one_hot"}  # int64 indices: no gradient either
+    masks |= {"floor_divide"}  # not differentiable, as in PyTorch
     names = sorted(set(gradtape.ops.__all__) - masks) + sorted(gradtape.losses.__all__)
     return "\n".join(textwrap.wrap(", ".join(f"`{n}`" for n in names), 100, break_on_hyphens=False))
 
@@ -320,6 +321,8 @@ BINARY_TABLE: dict[str, Row2] = {
     "minimum": Row2(_t("minimum")),
     "pow": Row2(_t("pow"), a=positive),
     "atan2": Row2(_t("atan2")),  # issue 27
+    "remainder": Row2(_t("remainder"), b=away),
+    "fmod": Row2(_t("fmod"), b=away),
 }
 
 SHAPES = [((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3), (2, 3))]

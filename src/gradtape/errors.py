@@ -6,7 +6,14 @@ bad call is diagnosed from the message alone.
 
 from __future__ import annotations
 
-__all__ = ["DTypeError", "GradtapeError", "NumericalInstabilityError", "ShapeError", "TapeError"]
+__all__ = [
+    "DTypeError",
+    "DivisionByZeroError",
+    "GradtapeError",
+    "NumericalInstabilityError",
+    "ShapeError",
+    "TapeError",
+]
 
 
 class GradtapeError(Exception):
@@ -23,6 +30,13 @@ class ShapeError(GradtapeError, ValueError):
 class DTypeError(GradtapeError, TypeError):
     """Tensors of different or unsupported dtypes met in one op (float32 and float64 never mix
     silently; the message names the op, the dtypes and the shapes)."""
+
+
+class DivisionByZeroError(GradtapeError, ZeroDivisionError, RuntimeError):
+    """An integer ``//``, ``%``, ``floor_divide``, ``remainder`` or ``fmod`` met a zero divisor
+    (the message names the op, the dtypes and the shapes). PyTorch raises a ``RuntimeError``
+    there, Python a ``ZeroDivisionError``: this is both. Float division by zero is not an
+    error (``inf``/``nan``, as in PyTorch)."""
 
 
 class TapeError(GradtapeError, RuntimeError):

@@ -6,7 +6,21 @@ are functions only."""
 from gradtape.ops import binary as _binary
 from gradtape.ops import unary as _unary
 from gradtape.ops.attention import scaled_dot_product_attention
-from gradtape.ops.binary import add, atan2, div, lerp, maximum, minimum, mul, outer, pow, sub
+from gradtape.ops.binary import (
+    add,
+    atan2,
+    div,
+    floor_divide,
+    fmod,
+    lerp,
+    maximum,
+    minimum,
+    mul,
+    outer,
+    pow,
+    remainder,
+    sub,
+)
 from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pairwise_distance
@@ -122,6 +136,7 @@ __all__ += ["adaptive_avg_pool2d", "adaptive_max_pool2d", "interpolate", "pad", 
 __all__ += ["group_norm", "instance_norm"]
 __all__ += ["cdist", "cosine_similarity", "norm", "normalize", "pairwise_distance"]
 __all__ += ["atan2", "lerp", "outer"]
+__all__ += ["floor_divide", "fmod", "remainder"]  # integer arithmetic, PyTorch's %, // and fmod
 # issue 27: PyTorch's spellings of shape ops
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 

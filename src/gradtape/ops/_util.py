@@ -93,6 +93,7 @@ DTYPE_AGNOSTIC = frozenset(
     | {"concat", "stack", "roll", "tril", "triu", "gather", "index_select", "embedding"}
     | {"argmax", "argmin", "argsort", "sort", "topk", "take_along_axis", "scatter_add", "index_add"}  # issue 27
     | {"masked_fill", "one_hot", "split", "chunk", "flip", "repeat", "tile", "cumsum", "cumprod", "prod"}
+    | {"remainder", "fmod", "floor_divide"}  # exact on integers (a zero divisor raises)
 )
 """Ops that take tensors of any kind gradtape has (float, int, bool): those whose result on
 integers is exact. Every other op is a float op: its tensor arguments must be float32 or
@@ -108,8 +109,40 @@ or promotes them to float32; gradtape computes in float32/float64 only, so conve
 
 _OWN_DTYPE_RULE = frozenset({"div"})
 """Float ops with a rule of their own for integers, so the functional API's check leaves them
-to it: ``div`` by a number promotes integer and bool tensors to float32 (PyTorch's true
-division); between two tensors it still refuses them (:func:`tensor_operand`)."""
+to it: ``div`` promotes integer and bool tensors to float32 (PyTorch's true division), by a
+number and between two tensors."""
+
+
+def promote(op: str, a: Tensor[Any, Any], b: Tensor[Any, Any]) -> tuple[Tensor[Any, Any], Tensor[Any, Any]]:
+    """PyTorch's type promotion for two tensors of different dtypes where one is an integer or
+    bool tensor: an integer or bool tensor meeting a float tensor becomes that float dtype
+    (``int64 + float32`` is float32); two integer or bool tensors both become numpy's (and
+    PyTorch's) common integer dtype (``int32 + int64`` is int64, ``uint8 + int8`` int16,
+    ``bool + int32`` int32). The converted tensor is a new untraced tensor (integers are never
+    differentiated); the float one is returned as it is, so its gradient flows.
+
+    Float32 meeting float64 is left alone: :func:`tensor_operand` raises its
+    :class:`~gradtape.errors.DTypeError` (gradtape never mixes float precisions silently), as
+    it does for the op's other dtype errors (complex). ``op`` names the op for those errors.
+    """
+    da, db = a.data.dtype, b.data.dtype
+    ka, kb = da.kind, db.kind
+    a_int, b_int = ka in "iub", kb in "iub"
+    if da == db or not (a_int or b_int):
+        return a, b
+    if a_int and b_int:
+        dt = np.result_type(da, db)
+        return _cast(a, dt), _cast(b, dt)
+    if ka == "f":
+        return a, _cast(b, da)
+    if kb == "f":
+        return _cast(a, db), b
+    return a, b  # complex: tensor_operand names it
+
+
+def _cast(t: Tensor[Any, Any], dtype: np.dtype[Any]) -> Tensor[Any, Any]:
+    """``t``'s values as ``dtype``, a new untraced tensor (for :func:`promote`)."""
+    return t._from_op(t.data.astype(dtype), NONE_TAPE)  # type: ignore[no-any-return]
 
 
 def refuse_non_float(a: Tensor[Any, Any], op: str | None = None) -> None:

@@ -29,8 +29,17 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import A, B, S, T, typed_as
 from gradtape.devices.kernels import elementwise as _k
+from gradtape.errors import DivisionByZeroError, DTypeError, TapeError
 from gradtape.ops._signatures import binary as _sig
-from gradtape.ops._util import SCALARS, float_data, record_entry, refuse_non_float, tensor_operand, vector_pair
+from gradtape.ops._util import (
+    SCALARS,
+    float_data,
+    promote,
+    record_entry,
+    refuse_non_float,
+    tensor_operand,
+    vector_pair,
+)
 from gradtape.ops.declare import NUMPY, binary
 from gradtape.shapes import broadcast_shapes
 from gradtape.tape import (
@@ -58,6 +67,8 @@ __all__ = [
     "add",
     "atan2",
     "div",
+    "floor_divide",
+    "fmod",
     "lerp",
     "maximum",
     "minimum",
@@ -67,8 +78,11 @@ __all__ = [
     "radd",
     "rdiv",
     "record_scalar",
+    "remainder",
+    "rfloor_divide",
     "rmul",
     "rpow",
+    "rremainder",
     "rsub",
     "sub",
 ]
@@ -172,6 +186,59 @@ def _scalar(b: object, op: str = "op") -> float:
     return float(b)
 
 
+_I64 = np.dtype(np.int64)
+
+
+def _number(b: object, op: str) -> bool | int | float:
+    """``b`` as a Python bool, int or float (numpy scalars too), keeping its kind: PyTorch's
+    promotion for an integer tensor depends on it.
+
+    Raises:
+        TypeError: ``b`` is not a real number (:func:`_scalar`).
+    """
+    if isinstance(b, (bool, np.bool_)):
+        return bool(b)
+    if isinstance(b, (int, np.integer)):
+        return int(b)
+    return _scalar(b, op)
+
+
+def _int_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, reverse: bool = False) -> Any:
+    """``ufunc(a, b)`` (``ufunc(b, a)`` if ``reverse``) for an integer or bool tensor ``a`` and a
+    number ``b``, with PyTorch's type promotion: an integer tensor with an int keeps its dtype
+    (``idx + 1`` is int64, a uint8 wraps around as PyTorch's does), a bool tensor with an int
+    becomes int64, any of them with a float becomes float32 (PyTorch's default float dtype).
+    Untraced, as :func:`_int_true_div`: integers carry no gradient.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor and ``op`` subtracts (PyTorch refuses it), or ``a``
+            is neither integer, bool nor float (complex).
+        DivisionByZeroError: an integer ``remainder``/``fmod``/``floor_divide`` by zero.
+        TypeError: ``b`` is not a real number.
+    """
+    x = a.data
+    dt = x.dtype
+    if dt.kind not in "iub":
+        raise DTypeError(f"{op}: a has dtype {dt} (shape {x.shape}); {op} takes float, integer or bool tensors")
+    if dt.kind == "b" and op in ("sub", "rsub"):
+        raise DTypeError(
+            f"{op}: subtraction with a bool tensor (shape {x.shape}) is not supported, as in PyTorch "
+            "(use ~a or a.logical_xor(b), or convert with a.long())"
+        )
+    s = _number(b, op)
+    out_dt = _F32 if s.__class__ is float else (_I64 if dt.kind == "b" and s.__class__ is not bool else dt)
+    x = x if out_dt is dt else x.astype(out_dt)
+    c = np.float32(s) if out_dt is _F32 else np.asarray(s).astype(out_dt)  # astype wraps, as PyTorch
+    if out_dt.kind != "f" and op in _INT_DIVIDING and not (np.all(x) if reverse else c):
+        raise DivisionByZeroError(f"{op}: integer division by zero ({out_dt} {x.shape} and a number)")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        y = ufunc(c, x) if reverse else ufunc(x, c)
+    return a._from_op(np.asarray(y), NONE_TAPE)
+
+
+_INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide"})
+
+
 # ----- add -------------------------------------------------------------------------------
 
 
@@ -200,7 +267,10 @@ def add(a: Any, b: Any) -> Any:
                 tape._record((oid, _add_backward, a.id, b.id))
             return out
     elif isinstance(b, SCALARS):
-        return record_scalar(a, a.data + weak_const(_scalar(b), a.data.dtype), 1.0)
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":  # (an unpickled float dtype goes on)
+            return _int_scalar(a, b, np.add, "add")
+        return record_scalar(a, a.data + weak_const(_scalar(b), dt), 1.0)
     return _add(a, b)
 
 
@@ -231,7 +301,10 @@ def sub(a: Any, b: Any) -> Any:
     Gradients: ``d/da = 1``, ``d/db = -1`` (summed back over broadcast dims).
     """
     if isinstance(b, SCALARS):
-        return record_scalar(a, a.data - weak_const(_scalar(b), a.data.dtype), 1.0)
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            return _int_scalar(a, b, np.subtract, "sub")
+        return record_scalar(a, a.data - weak_const(_scalar(b), dt), 1.0)
     return _sub(a, b)
 
 
@@ -243,6 +316,9 @@ def _sub(a: Array, b: Array) -> Array:
 
 def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     """``b - a`` for a Python number ``b``. Gradient: ``d/da = -1``."""
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+        return _int_scalar(a, b, np.subtract, "rsub", reverse=True)  # type: ignore[no-any-return]
     return record_scalar(a, weak_const(_scalar(b, "rsub"), a.data.dtype) - a.data, -1.0)  # type: ignore[no-any-return]
 
 
@@ -260,9 +336,15 @@ def mul(a: Any, b: Any) -> Any:
         ad = a.data
         c = _CONST32.get(b) if ad.dtype is _F32 else None  # weak_const's lookup, inlined
         if c is None:
-            c = weak_const(b, ad.dtype)
+            dt = ad.dtype
+            if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+                return _int_scalar(a, b, np.multiply, "mul")
+            c = weak_const(b, dt)
         return record_scalar(a, _np_mul(ad, c), b, c)
     if isinstance(b, SCALARS):
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            return _int_scalar(a, b, np.multiply, "mul")
         s = _scalar(b)
         c = weak_const(s, a.data.dtype)
         return record_scalar(a, a.data * c, s, c)
@@ -307,6 +389,10 @@ def div(a: Any, b: Any) -> Any:
 
     Gradients: ``d/da = 1 / b``, ``d/db = -a / b**2 = -y / b``. Division by zero gives
     ``inf``/``nan`` as in numpy.
+
+    Dtypes (PyTorch's ``torch.div``): integer and bool operands, tensors or numbers, divide in
+    float32 (PyTorch's default float dtype); an integer tensor meeting a float tensor takes the
+    float's dtype; float32 meeting float64 raises ``DTypeError``.
     """
     if isinstance(b, SCALARS):
         dt = a.data.dtype
@@ -315,6 +401,10 @@ def div(a: Any, b: Any) -> Any:
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
         return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
+    if b.__class__ is a.__class__ and a.data.dtype.kind in "iub" and b.data.dtype.kind in "iub":
+        # two integer or bool tensors: PyTorch's true division, in float32 (its default dtype)
+        f = a._from_op(a.data.astype(_F32), NONE_TAPE)
+        return _div(f, f._from_op(b.data.astype(_F32), NONE_TAPE))
     return _div(a, b)
 
 
@@ -653,4 +743,156 @@ def outer(input: Tensor[Rank1[A], T], vec2: Tensor[Rank1[B], T]) -> Tensor[Rank2
     """
     v = vector_pair("outer", input, vec2, "input", "vec2")
     out: Tensor[Rank2[A, B], T] = input.reshape((-1, 1)) * v.reshape((1, -1))
+    return out
+
+
+# ----- remainder, fmod, floor_divide (PyTorch's %, torch.fmod, //) ---------------------------
+
+
+def _dividing(op: str, ufunc: Any, a: Array, b: Array) -> Array:
+    """``ufunc(a, b)`` for two arrays of one dtype: on integers a zero divisor raises (numpy
+    would warn and give 0) and bool meets bool is refused (PyTorch has no such kernel); on
+    floats a zero divisor gives ``nan``/``inf`` without numpy's warning, as PyTorch."""
+    if b.dtype.kind in "iub":
+        if b.dtype.kind == "b":
+            raise DTypeError(f"{op}: two bool tensors {a.shape} and {b.shape}; convert one with .long()")
+        if not np.all(b):
+            raise DivisionByZeroError(f"{op}: integer division by zero ({a.dtype} {a.shape} and {b.dtype} {b.shape})")
+        return ufunc(a, b)  # type: ignore[no-any-return]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ufunc(a, b)  # type: ignore[no-any-return]
+
+
+@binary(vjp=lambda xp, g, a, b, y: (g, -g * xp.floor(a / b)), name="remainder")
+def _remainder(a: Array, b: Array) -> Array:
+    """``a % b`` with broadcasting (:func:`remainder`'s tensor path)."""
+    return _dividing("remainder", np.remainder, a, b)
+
+
+@binary(vjp=lambda xp, g, a, b, y: (g, -g * xp.trunc(a / b)), name="fmod")
+def _fmod(a: Array, b: Array) -> Array:
+    """C's ``fmod(a, b)`` with broadcasting (:func:`fmod`'s tensor path)."""
+    return _dividing("fmod", np.fmod, a, b)
+
+
+def _divmod_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str) -> Any:
+    """``ufunc(a, b)`` for a tensor ``a`` and a number ``b`` (gradient ``d/da = 1`` on floats)."""
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+        return _int_scalar(a, b, ufunc, op)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = ufunc(a.data, weak_const(_scalar(b, op), dt))
+    return record_scalar(a, np.asarray(y), 1.0)
+
+
+def _divmod_rscalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, quotient: Any) -> Any:
+    """``ufunc(b, a)`` for a number ``b`` and a tensor divisor ``a``: ``d/da = -quotient(b / a)``
+    on floats (piecewise constant)."""
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+        return _int_scalar(a, b, ufunc, op, reverse=True)
+    x, c = a.data, weak_const(_scalar(b, op), dt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y, slope = np.asarray(ufunc(c, x)), np.asarray(-quotient(c / x), dt)
+    return _record_with_constant(a, y, slope)
+
+
+@typed_as(_sig.remainder)
+def remainder(a: Any, b: Any) -> Any:
+    """``a % b`` elementwise with Python's sign convention: the result has the sign of ``b``
+    (PyTorch's ``torch.remainder`` / ``Tensor.__mod__``, numpy's ``np.remainder``):
+    ``a - floor(a / b) * b``; numpy broadcasting; ``b`` may be a Python number.
+    ``-7 % 3 == 2``, ``7 % -3 == -2``.
+
+    Dtypes (PyTorch's promotion): an integer tensor with an int or an integer tensor stays an
+    integer tensor; with a float (number or tensor) the result is float (float32 for a Python
+    float). Gradients (floats): ``d/da = 1``, ``d/db = -floor(a / b)``, summed back over
+    broadcast dims, differentiable again. A zero divisor gives ``nan`` on floats.
+
+    Raises:
+        DivisionByZeroError: an integer tensor divided by zero (PyTorch raises too).
+        ShapeError: the shapes do not broadcast. DTypeError: float32 meets float64, or two
+        bool tensors. TypeError: ``b`` is neither a tensor nor a number.
+    """
+    if isinstance(b, SCALARS):
+        return _divmod_scalar(a, b, np.remainder, "remainder")
+    return _remainder(a, b)
+
+
+def rremainder(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b % a`` for a Python number ``b`` (``Tensor.__rmod__``; see :func:`remainder`).
+    Gradient (floats): ``d/da = -floor(b / a)``."""
+    return _divmod_rscalar(a, b, np.remainder, "remainder", np.floor)  # type: ignore[no-any-return]
+
+
+@typed_as(_sig.fmod)
+def fmod(a: Any, b: Any) -> Any:
+    """C's ``fmod`` elementwise: the remainder of ``a / b`` truncated toward zero, with the sign
+    of ``a`` (PyTorch's ``torch.fmod``, numpy's ``np.fmod``): ``a - trunc(a / b) * b``; numpy
+    broadcasting; ``b`` may be a Python number. ``fmod(-7, 3) == -1``.
+
+    Dtypes, zero divisors, errors: as :func:`remainder`. Gradients (floats): ``d/da = 1``,
+    ``d/db = -trunc(a / b)``, summed back over broadcast dims, differentiable again.
+    """
+    if isinstance(b, SCALARS):
+        return _divmod_scalar(a, b, np.fmod, "fmod")
+    return _fmod(a, b)
+
+
+@typed_as(_sig.floor_divide)
+def floor_divide(a: Any, b: Any) -> Any:
+    """``a // b`` elementwise: ``floor(a / b)`` (PyTorch's ``torch.floor_divide`` /
+    ``Tensor.__floordiv__``, numpy's ``np.floor_divide``), numpy broadcasting; ``b`` may be a
+    Python number. ``-7 // 2 == -4``.
+
+    Dtypes: as :func:`remainder` (integers stay integers). Not differentiable, as in PyTorch:
+    the forward records when an input takes part, and ``backward()`` through it raises
+    ``TapeError`` (PyTorch: "derivative for aten::floor_divide is not implemented"); detach
+    the inputs first. A zero divisor gives ``inf``/``nan`` on floats.
+
+    Raises:
+        DivisionByZeroError: an integer tensor divided by zero. ShapeError, DTypeError,
+        TypeError: as :func:`remainder`. TapeError: at backward, through a recorded result.
+    """
+    if isinstance(b, SCALARS):
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            return _int_scalar(a, b, np.floor_divide, "floor_divide")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.asarray(np.floor_divide(a.data, weak_const(_scalar(b, "floor_divide"), dt)))
+        return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")
+    if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
+        a, b = promote("floor_divide", a, b)
+    bt = tensor_operand("floor_divide", a, b)
+    ad, bd = a.data, bt.data
+    if ad.shape != bd.shape:
+        broadcast_shapes("floor_divide", ad.shape, bd.shape)
+    y = np.asarray(_dividing("floor_divide", np.floor_divide, ad, bd))
+    return _record_not_differentiable(a._from_op(y, op_tape(a, bt)), "floor_divide")
+
+
+def rfloor_divide(a: Tensor[S, T], b: float) -> Tensor[S, T]:
+    """``b // a`` for a Python number ``b`` (``Tensor.__rfloordiv__``; see :func:`floor_divide`)."""
+    dt = a.data.dtype
+    if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+        return _int_scalar(a, b, np.floor_divide, "floor_divide", reverse=True)  # type: ignore[no-any-return]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.asarray(np.floor_divide(weak_const(_scalar(b, "floor_divide"), dt), a.data))
+    return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")  # type: ignore[no-any-return]
+
+
+def _record_not_differentiable(out: Any, op: str) -> Any:
+    """Record ``out`` (made on its inputs' tape) with rules that raise: the op has no
+    derivative (PyTorch's ``NotImplemented`` grad_fn), so a gradient through it is an error,
+    never a silent zero."""
+    tape = out.tape
+    if tape is not NONE_TAPE:
+
+        def not_differentiable(*_: Any) -> Any:
+            raise TapeError(
+                f"{op}: not differentiable (PyTorch: derivative for aten::{op} is not implemented); "
+                "detach its inputs first (a.detach() // b.detach())"
+            )
+
+        record(tape, out, not_differentiable, not_differentiable)
     return out

@@ -50,7 +50,7 @@ from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
-from gradtape.ops._util import _F32, _F64, SCALARS, float_data, sum_to, tensor_operand
+from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, sum_to, tensor_operand
 from gradtape.ops.compare import where as _where
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
@@ -389,6 +389,8 @@ def binary(
         label = decl.public
 
         def op(a: Any, b: Any) -> Any:
+            if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
+                a, b = promote(label, a, b)  # an integer tensor meets another dtype: PyTorch's promotion
             bt = tensor_operand(label, a, b)
             ad, bd = a.data, bt.data
             if ad.shape != bd.shape:
@@ -455,6 +457,8 @@ class _Numpy:
     cosh = staticmethod(np.cosh)
     sqrt = staticmethod(np.sqrt)
     sign = staticmethod(np.sign)
+    floor = staticmethod(np.floor)
+    trunc = staticmethod(np.trunc)
     isnan = staticmethod(np.isnan)
     logical_and = staticmethod(np.logical_and)
     where = staticmethod(np.where)
@@ -484,8 +488,8 @@ NUMPY: Any = _Numpy()
 
 class _Tensors:
     """The array namespace on gradtape tensors (the second rule): every function is a recorded
-    gradtape op, except the piecewise-constant ones (``sign``, ``isnan``, ``logical_and``,
-    comparisons, a ``where`` of two numbers), which give constant tensors: their derivative is 0."""
+    gradtape op, except the piecewise-constant ones (``sign``, ``floor``, ``trunc``, ``isnan``,
+    ``logical_and``, comparisons, a ``where`` of two numbers), which give constant tensors: their derivative is 0."""
 
     def __init__(self, dtype: np.dtype[Any]) -> None:
         self.dtype = dtype
@@ -501,6 +505,12 @@ class _Tensors:
 
     def isnan(self, x: Any) -> Any:
         return x._like(np.isnan(x.data))
+
+    def floor(self, x: Any) -> Any:
+        return x._like(np.floor(x.data))
+
+    def trunc(self, x: Any) -> Any:
+        return x._like(np.trunc(x.data))
 
     def logical_and(self, a: Any, b: Any) -> Any:
         return a._like(np.logical_and(a.data, b.data))
