@@ -121,6 +121,9 @@ def promote(op: str, a: Tensor[Any, Any], b: Tensor[Any, Any]) -> tuple[Tensor[A
     ``bool + int32`` int32). The converted tensor is a new untraced tensor (integers are never
     differentiated); the float one is returned as it is, so its gradient flows.
 
+    Raises:
+        DTypeError: ``op`` is ``sub`` and one tensor is bool (PyTorch refuses it).
+
     Float32 meeting float64 is left alone: :func:`tensor_operand` raises its
     :class:`~gradtape.errors.DTypeError` (gradtape never mixes float precisions silently), as
     it does for the op's other dtype errors (complex). ``op`` names the op for those errors.
@@ -130,6 +133,11 @@ def promote(op: str, a: Tensor[Any, Any], b: Tensor[Any, Any]) -> tuple[Tensor[A
     a_int, b_int = ka in "iub", kb in "iub"
     if da == db or not (a_int or b_int):
         return a, b
+    if op == "sub" and "b" in (ka, kb):
+        raise DTypeError(
+            f"sub: subtraction with a bool tensor ({da} {a.data.shape} and {db} {b.data.shape}) is not "
+            "supported, as in PyTorch (use ~a or a.logical_xor(b), or convert with a.long())"
+        )
     if a_int and b_int:
         dt = np.result_type(da, db)
         return _cast(a, dt), _cast(b, dt)
