@@ -14,6 +14,8 @@ c: Tensor[Rank3[L[2], L[3], L[4]], NoneTape] = dev.zeros((2, 3, 4))
 # a (3,) row does not broadcast against 4 columns
 a * v3  # E: arg-type
 a.sub(v3)  # E: arg-type
+a.remainder(v3)  # E: arg-type
+ops.fmod(a, v3)  # E: misc
 c + v3  # E: arg-type
 b1: Tensor[Rank2[L[3], L[4]], NoneTape] = v4.broadcast_to((4, 3))  # E: arg-type
 b2: Tensor[Rank3[L[2], L[3], L[4]], NoneTape] = a.broadcast_to((2, 4, 3))  # E: arg-type

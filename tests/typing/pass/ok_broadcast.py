@@ -26,6 +26,11 @@ total = a.sum()
 reveal_type(a / total)  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
 reveal_type(total * a)  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
 reveal_type(a.maximum(total))  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
+reveal_type(a % total)  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
+reveal_type(a // 2)  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
+reveal_type(7 % a)  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
+reveal_type(ops.fmod(a, total))  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
+reveal_type(a.floor_divide(a))  # R: Tensor[tuple[Literal[8], Literal[5]], gradtape.tape.NoneTape]
 reveal_type(x > bias)  # R: Tensor[tuple[Literal[2], Literal[5], Literal[8]], gradtape.tape.NoneTape]
 
 # keepdims=True keeps the reduced dim as Literal[1]
