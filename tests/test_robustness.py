@@ -105,7 +105,10 @@ def _first(make: Callable[[], Any]) -> Callable[[], Call]:
 
 CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     # name: (subject shape, call taking the subject)
-    **{name: ((2, 3), _with(ops, name, ROW)) for name in ("add", "sub", "mul", "div", "maximum", "minimum")},
+    **{
+        name: ((2, 3), _with(ops, name, ROW))
+        for name in ("add", "sub", "mul", "div", "maximum", "minimum", "remainder", "fmod")
+    },
     **{name: ((2, 3), _with(ops, name, ROW)) for name in ("eq", "ne", "lt", "le", "gt", "ge")},
     "pow": ((2, 3), lambda x: ops.pow(x, 2.0)),
     "to_dtype": ((2, 3), lambda x: ops.to_dtype(x, np.float64)),
@@ -195,6 +198,9 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "cosine_similarity": ((2, 3), lambda x: ops.cosine_similarity(x, ROW[0], dim=1)),
     "pairwise_distance": ((2, 3), lambda x: ops.pairwise_distance(x, ROW)),
     "atan2": ((2, 3), lambda x: ops.atan2(x, ROW)),
+    # not differentiable (PyTorch's floor_divide has no derivative; backward raises TapeError):
+    # its values on every layout
+    "floor_divide": ((2, 3), lambda x: ops.floor_divide(x.detach() if isinstance(x, Tensor) else x, ROW)),
     "lerp": ((2, 3), lambda x: ops.lerp(x, ROW, 0.25)),
     "outer": ((3,), lambda x: ops.outer(x, ROW[0])),
 }

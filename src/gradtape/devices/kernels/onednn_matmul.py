@@ -11,8 +11,10 @@ few ctypes calls, about 10 microseconds) is more than it saves.
 Whether it is used is decided once per process (:func:`choice`): where oneDNN runs AVX-512
 kernels and numpy's OpenBLAS does not (its kernels for an older core, whether it picked them or
 the environment forced them), float32 products from :data:`MIN_MACS` go to oneDNN; elsewhere
-OpenBLAS keeps them (on an AVX2-only machine both run AVX2 kernels, and OpenBLAS's are
-measured as fast). ``GRADTAPE_MATMUL=onednn`` or ``=openblas`` forces the choice.
+OpenBLAS keeps them (on an AVX2-only machine both run AVX2 kernels: with oneDNN capped at
+AVX2, ``ONEDNN_MAX_CPU_ISA=AVX2`` on the AVX-512 VM, its large products ran at OpenBLAS's rate,
+230-259 GFLOP/s against 230-257, and products of 4-17M multiply-adds 10-16% faster).
+``GRADTAPE_MATMUL=onednn`` or ``=openblas`` forces the choice.
 
 One cached plan per geometry (:func:`plan`, LRU of :data:`CACHE_SIZE`): the operands' shapes
 and element strides, so transposed and sliced views (``w.T`` in ``linear``, a head's slice)
