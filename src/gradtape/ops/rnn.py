@@ -278,10 +278,15 @@ def recurrent_stack(
         c0s.append(a["c0"][k] if "c0" in a else zero)
     ws_a = [(a[(k, 0)], a[(k, 1)], a.get((k, 2)), a.get((k, 3))) for k in range(nk)]
     m_a = [None if m is None else np.ascontiguousarray(m, dt) for m in masks]
-    stack_ = _kr.Stack(kind, a["input"], h0s, c0s if kind == "lstm" else None, ws_a, nd, m_a)
+    tape = op_tape(*given.values())
+    c0s_ = c0s if kind == "lstm" else None
+    stack_: _kr.Stack | _kr.OneDNNStack | None = _kr.onednn_stack(
+        kind, a["input"], h0s, c0s_, ws_a, nd, m_a, tape is not NONE_TAPE
+    )
+    if stack_ is None:
+        stack_ = _kr.Stack(kind, a["input"], h0s, c0s_, ws_a, nd, m_a)
     output, hs, cs = stack_.forward()
     arrays = [output, np.stack(hs)] + ([np.stack(cs)] if cs else [])
-    tape = op_tape(*given.values())
     outs: list[Tensor[Any, Any]] = [input._from_op(arr, tape) for arr in arrays]
     result = (outs[0], outs[1], outs[2] if len(outs) > 2 else None)
     if tape is NONE_TAPE:

@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["CACHE_SIZE", "Conv2d", "OneDNNError", "available", "conv2d_plan", "info"]
+__all__ = ["CACHE_SIZE", "Conv2d", "Lstm", "LstmRun", "OneDNNError", "available", "conv2d_plan", "info", "lstm_plan"]
 
 Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
@@ -65,11 +65,19 @@ _CPU = 1  # dnnl_cpu
 _IN_ORDER = 1  # dnnl_stream_in_order
 _FORWARD_TRAINING = 64
 _FORWARD_INFERENCE = 96
+_BACKWARD = 128
 _CONVOLUTION_DIRECT = 1
+_VANILLA_LSTM = 0x2FFF
+_LEFT2RIGHT, _BIDIRECTIONAL_CONCAT = 1, 3  # dnnl_rnn_direction_t
+_DIFF_WEIGHTS_OVERWRITE = 1  # dnnl_rnn_flags_diff_weights_overwrite
 _QUERY_IMPL_INFO = 8  # dnnl_query_impl_info_str
 _QUERY_EXEC_ARG_MD = 255
 _SRC, _DST, _WEIGHTS, _BIAS, _SCRATCHPAD = 1, 17, 33, 41, 80
 _DIFF_SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS = 129, 145, 161, 169
+_SRC_LAYER, _SRC_ITER, _SRC_ITER_C = 1, 2, 3  # the recurrent primitives' names of the same numbers
+_DST_LAYER, _DST_ITER, _DST_ITER_C = 17, 18, 19
+_WEIGHTS_LAYER, _WEIGHTS_ITER, _WORKSPACE = 33, 34, 64
+_DIFF = 128  # DNNL_ARG_DIFF_x = DNNL_ARG_x | _DIFF
 
 _P = ctypes.c_void_p
 _Dims = ctypes.c_int64 * 12  # dnnl_dims_t (DNNL_MAX_NDIMS = 12)
@@ -119,7 +127,15 @@ class _Lib:
         self.path = path
         lib = ctypes.CDLL(path)
         self.lib = lib
-        for name in ("dnnl_status2str", "dnnl_prop_kind2str", "dnnl_fmt_tag2str", "dnnl_alg_kind2str"):
+        names = (
+            "dnnl_status2str",
+            "dnnl_prop_kind2str",
+            "dnnl_fmt_tag2str",
+            "dnnl_alg_kind2str",
+            "dnnl_rnn_direction2str",
+            "dnnl_rnn_flags2str",
+        )
+        for name in names:
             getattr(lib, name).restype = ctypes.c_char_p
         lib.dnnl_primitive_desc_query_md.restype = _P
         lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
@@ -135,6 +151,11 @@ class _Lib:
             (lib.dnnl_prop_kind2str(_FORWARD_INFERENCE), b"forward_inference"),
             (lib.dnnl_fmt_tag2str(_TAG_ANY), b"any"),
             (lib.dnnl_alg_kind2str(_CONVOLUTION_DIRECT), b"convolution_direct"),
+            (lib.dnnl_prop_kind2str(_BACKWARD), b"backward"),
+            (lib.dnnl_alg_kind2str(_VANILLA_LSTM), b"vanilla_lstm"),
+            (lib.dnnl_rnn_direction2str(_LEFT2RIGHT), b"unidirectional_left2right"),
+            (lib.dnnl_rnn_direction2str(_BIDIRECTIONAL_CONCAT), b"bidirectional_concat"),
+            (lib.dnnl_rnn_flags2str(_DIFF_WEIGHTS_OVERWRITE), b"rnn_flags_diff_weights_overwrite"),
         )
         if any(got != want for got, want in checks):
             raise OneDNNError(f"oneDNN at {path}: enum values differ from oneDNN 3.x's ({checks})")
@@ -263,15 +284,22 @@ class _Buffer:
 
 class _Side:
     """One argument ``arg`` (a ``DNNL_ARG_*``) of one primitive, of ``shape`` in oneDNN's view:
-    a memory over the caller's C-contiguous array (its handle set per call) and, where the
-    primitive chose another layout, a buffer in that layout and the reorder into it
-    (``into_chosen``: an input) or out of it (an output)."""
+    a memory over the caller's array (C-contiguous, or of the element ``strides`` given; its
+    handle set per call) and, where the primitive chose another layout, a buffer in that layout
+    and the reorder into it (``into_chosen``: an input) or out of it (an output)."""
 
     def __init__(
-        self, lib: _Lib, own: list[tuple[str, _P]], arg: int, shape: tuple[int, ...], chosen: _P, into_chosen: bool
+        self,
+        lib: _Lib,
+        own: list[tuple[str, _P]],
+        arg: int,
+        shape: tuple[int, ...],
+        chosen: _P,
+        into_chosen: bool,
+        strides: Sequence[int] | None = None,
     ) -> None:
         self.arg, self.shape = arg, shape
-        plain = lib.md(own, shape, _c_strides(shape))
+        plain = lib.md(own, shape, _c_strides(shape) if strides is None else strides)
         self.user = lib.memory(own, plain)
         self.buffer: _Buffer | None = None
         self.reorder: _P | None = None
@@ -286,6 +314,33 @@ class _Side:
     def memory(self) -> _P:
         """The memory the primitive itself reads or writes."""
         return self.user if self.buffer is None else self.buffer.memory
+
+
+def _execute(
+    lib: _Lib,
+    prim: _P,
+    reads: Sequence[tuple[_Side, Array]],
+    writes: Sequence[tuple[_Side, Array]],
+    extra: Sequence[tuple[int, _P]] = (),
+) -> None:
+    """Run ``prim``: each read side over its array (of the side's layout, alive until the call
+    returns), reordered into the primitive's layout where it chose another; each write side
+    into its array, reordered out of the primitive's layout after the run; ``extra`` are
+    further ``(DNNL_ARG_*, memory)`` pairs (bias, scratch, workspace). The caller holds the
+    plan's lock."""
+    args = list(extra)
+    for sd, arr in reads:
+        lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
+        if sd.reorder is not None:
+            lib.run(sd.reorder, [(_SRC, sd.user), (_DST, sd.memory())])
+        args.append((sd.arg, sd.memory()))
+    for sd, arr in writes:
+        lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
+        args.append((sd.arg, sd.memory()))
+    lib.run(prim, args)
+    for sd, _ in writes:
+        if sd.reorder is not None:
+            lib.run(sd.reorder, [(_SRC, sd.memory()), (_DST, sd.user)])
 
 
 class _Pass(NamedTuple):
@@ -390,20 +445,12 @@ class Conv2d:
         where they are not, reordered into the primitive's layouts where it chose others) and
         return its result as a new C-contiguous array of the output side's shape. The caller
         holds the lock."""
-        lib = self.lib
-        args, alive = list(extra), []  # the inputs' C-contiguous copies live until the run ends
-        for given, sd in zip((a, b), p.reads, strict=True):
-            arr = np.ascontiguousarray(given, np.float32).reshape(sd.shape)
-            alive.append(arr)
-            lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
-            if sd.reorder is not None:
-                lib.run(sd.reorder, [(_SRC, sd.user), (_DST, sd.memory())])
-            args.append((sd.arg, sd.memory()))
+        arrays = [
+            np.ascontiguousarray(given, np.float32).reshape(sd.shape) for given, sd in zip((a, b), p.reads, strict=True)
+        ]
         res = np.empty(p.out.shape, np.float32)
-        lib.lib.dnnl_memory_set_data_handle(p.out.user, _P(res.ctypes.data))
-        lib.run(p.prim, [*args, (p.out.arg, p.out.memory()), (_SCRATCHPAD, p.scratch.memory)])
-        if p.out.reorder is not None:
-            lib.run(p.out.reorder, [(_SRC, p.out.memory()), (_DST, p.out.user)])
+        scratch = ((_SCRATCHPAD, p.scratch.memory),)
+        _execute(self.lib, p.prim, list(zip(p.reads, arrays, strict=True)), [(p.out, res)], (*extra, *scratch))
         return res
 
     def forward(self, x: Array, w: Array, b: Array | None) -> Array:
@@ -425,6 +472,252 @@ class Conv2d:
             return self._run(self.w, x, g).reshape(self.w_shape)
 
 
+class _Workspace:
+    """A training forward's workspace, handed back to its plan's free list (at most
+    :data:`KEEP_WORKSPACES`) when the last reference to it goes: the LSTM's is tens of megabytes
+    (42 MB a layer at T=64, N=32, H=256), above glibc's largest ``mmap`` threshold (32 MB), so a
+    new one every step would be fresh pages, faulted in and zeroed by the kernel each time."""
+
+    def __init__(self, free: list[Array], size: int) -> None:
+        self.free = free
+        self.array = free.pop() if free else np.empty(max(size, 1), np.uint8)
+
+    def __del__(self) -> None:
+        free = getattr(self, "free", None)
+        if free is not None and len(free) < KEEP_WORKSPACES:
+            free.append(self.array)
+
+
+KEEP_WORKSPACES = 2
+"""Idle workspaces an :class:`Lstm` plan keeps for its next forwards."""
+
+
+class LstmRun(NamedTuple):
+    """What :meth:`Lstm.forward` computed and its backward reads: the float32 C-contiguous
+    arguments (``x (T, N, I)``, ``h0, c0 (D, N, H)``, ``w_ih (D, 4H, I)``, ``w_hh (D, 4H, H)``,
+    ``b (D, 4H)``), the results ``y (T, N, D H)``, ``hn, cn (D, N, H)``, and oneDNN's workspace
+    (training plans; ``None`` for inference)."""
+
+    x: Array
+    h0: Array
+    c0: Array
+    w_ih: Array
+    w_hh: Array
+    b: Array
+    y: Array
+    hn: Array
+    cn: Array
+    workspace: _Workspace | None
+
+
+class Lstm:
+    """A planned float32 LSTM layer, one or both directions (oneDNN's ``vanilla_lstm``, Graves
+    2013 without peepholes: PyTorch's ``torch.nn.LSTM`` equations and gate order ``i, f, g, o``),
+    over a time-major sequence of ``T`` steps, batch ``N``, input width ``I``, hidden size ``H``,
+    ``D`` directions (2: ``bidirectional_concat``, the reverse direction's outputs after the
+    forward one's on the feature axis, as PyTorch).
+
+    Arguments in PyTorch's layouts: ``w_ih (D, 4H, I)`` and ``w_hh (D, 4H, H)`` (each direction's
+    ``weight_ih``/``weight_hh``; oneDNN's ``ldgoi``, described by strides and reordered into the
+    layout the primitive picks), one bias per gate ``b (D, 4H)`` (PyTorch's ``b_ih + b_hh``:
+    oneDNN has one; its gradient is that of both), states ``(D, N, H)``.
+
+    ``training``: a ``forward_training`` primitive, whose workspace :meth:`backward` reads, and
+    the backward primitive; else ``forward_inference`` only. Methods copy their arguments to
+    C-contiguous float32 where they are not and return new arrays. A plan is used by one thread
+    at a time (a lock; :func:`lstm_plan` hands out the cached plans).
+
+    Raises:
+        OneDNNError: oneDNN refuses the shapes (the message names ``lstm`` and the shapes).
+        ValueError: :meth:`forward`/:meth:`backward` given arrays of other shapes than planned.
+    """
+
+    def __init__(self, lib: _Lib, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> None:
+        self.lib = lib
+        self.lock = threading.Lock()
+        self.dims = (nt, nb, ni, nh, ndir)
+        self.training = training
+        self.what = f"lstm (T={nt}, N={nb}, I={ni}, H={nh}, directions={ndir}, training={training})"
+        self._own: list[tuple[str, _P]] = []
+        try:
+            self._plan(nt, nb, ni, nh, ndir)
+        except OneDNNError as e:
+            lib.destroy(self._own)
+            raise OneDNNError(f"{self.what}: {e}") from None
+
+    def _plan(self, nt: int, nb: int, ni: int, nh: int, nd: int) -> None:
+        lib, own = self.lib, self._own
+
+        def md(shape: Sequence[int], strides: Sequence[int] | None) -> _P:
+            return lib.md(own, shape, strides)
+
+        # oneDNN's views (dims) and PyTorch's layouts (element strides) of every argument
+        self.shapes: dict[int, tuple[tuple[int, ...], list[int] | None]] = {
+            _SRC_LAYER: ((nt, nb, ni), None),
+            _SRC_ITER: ((1, nd, nb, nh), None),
+            _WEIGHTS_LAYER: ((1, nd, ni, 4, nh), [nd * 4 * nh * ni, 4 * nh * ni, 1, nh * ni, ni]),
+            _WEIGHTS_ITER: ((1, nd, nh, 4, nh), [nd * 4 * nh * nh, 4 * nh * nh, 1, nh * nh, nh]),
+            _BIAS: ((1, nd, 4, nh), None),
+            _DST_LAYER: ((nt, nb, nd * nh), None),
+        }
+        for a, b in ((_SRC_ITER, _SRC_ITER_C), (_SRC_ITER, _DST_ITER), (_SRC_ITER, _DST_ITER_C)):
+            self.shapes[b] = self.shapes[a]
+        for a in list(self.shapes):
+            self.shapes[a | _DIFF] = self.shapes[a]  # DNNL_ARG_DIFF_x = DNNL_ARG_x | 128
+
+        def desc(arg: int) -> _P:
+            shape = self.shapes[arg & ~_DIFF][0]
+            if arg & ~_DIFF in (_WEIGHTS_LAYER, _WEIGHTS_ITER):
+                return md(shape, None)  # any: the primitive's choice
+            return md(shape, _c_strides(shape))
+
+        fwd_args = (_SRC_LAYER, _SRC_ITER, _SRC_ITER_C, _WEIGHTS_LAYER, _WEIGHTS_ITER)
+        out_args = (_BIAS, _DST_LAYER, _DST_ITER, _DST_ITER_C)
+        fd = [desc(a) for a in fwd_args] + [None, None] + [desc(a) for a in out_args]
+        direction = _BIDIRECTIONAL_CONCAT if nd == 2 else _LEFT2RIGHT
+        prop = _FORWARD_TRAINING if self.training else _FORWARD_INFERENCE
+        fwd = _P()
+        lib.call(
+            "dnnl_lstm_forward_primitive_desc_create", ctypes.byref(fwd), lib.engine, prop, direction, *fd, 0, None
+        )
+        own.append(("dnnl_primitive_desc_destroy", fwd))
+        self.impls = [lib.impl(fwd)]
+        """oneDNN's implementation names of the forward (and backward) primitive."""
+
+        def side(pd: _P, arg: int, into: bool) -> _Side:
+            shape, strides = self.shapes[arg]
+            return _Side(lib, own, arg, shape, lib.query_md(pd, arg), into, strides)
+
+        self.f_prim = lib.primitive(own, fwd)
+        self.f_reads = [side(fwd, a, True) for a in (*fwd_args, _BIAS)]
+        self.f_writes = [side(fwd, a, False) for a in (_DST_LAYER, _DST_ITER, _DST_ITER_C)]
+        self.f_scratch = _Buffer(lib, own, lib.query_md(fwd, _SCRATCHPAD))
+        if not self.training:
+            return
+        ws_md = lib.query_md(fwd, _WORKSPACE)
+        self.ws_size = int(lib.lib.dnnl_memory_desc_get_size(ws_md))
+        self.f_ws = lib.memory(own, ws_md)
+        self._free: list[Array] = []
+        all_args = (*fwd_args, *out_args)
+        diffs = (*fwd_args, _BIAS, _DST_LAYER, _DST_ITER, _DST_ITER_C)
+        bd = [desc(a) for a in fwd_args] + [None, None] + [desc(a) for a in out_args]
+        bd += [desc(a | _DIFF) for a in fwd_args] + [None, None] + [desc(a | _DIFF) for a in diffs[5:]]
+        bwd = _P()
+        lib.call(
+            "dnnl_lstm_backward_primitive_desc_create",
+            ctypes.byref(bwd), lib.engine, _BACKWARD, direction, *bd, _DIFF_WEIGHTS_OVERWRITE, fwd, None,
+        )  # fmt: skip
+        own.append(("dnnl_primitive_desc_destroy", bwd))
+        self.impls.append(lib.impl(bwd))
+        self.b_prim = lib.primitive(own, bwd)
+        self.b_reads = [side(bwd, a, True) for a in all_args] + [
+            side(bwd, a | _DIFF, True) for a in (_DST_LAYER, _DST_ITER, _DST_ITER_C)
+        ]
+        self.b_writes = [side(bwd, a | _DIFF, False) for a in (*fwd_args, _BIAS)]
+        self.b_scratch = _Buffer(lib, own, lib.query_md(bwd, _SCRATCHPAD))
+        self.b_ws = lib.memory(own, lib.query_md(bwd, _WORKSPACE))
+
+    def __del__(self) -> None:
+        own = getattr(self, "_own", None)
+        if own:
+            self.lib.destroy(own)
+
+    def _arrays(self, call: str, names: Sequence[str], given: Sequence[Array], sides: Sequence[_Side]) -> list[Array]:
+        """The arguments as C-contiguous float32 arrays, checked against the planned shapes."""
+        out = []
+        for nm, a, sd in zip(names, given, sides, strict=True):
+            want = self.torch_shape(sd.arg & ~_DIFF)
+            if tuple(a.shape) != want:
+                raise ValueError(f"{self.what}.{call}: {nm} must have shape {want}, got {tuple(a.shape)}")
+            out.append(np.ascontiguousarray(a, np.float32))
+        return out
+
+    def torch_shape(self, arg: int) -> tuple[int, ...]:
+        """The shape of argument ``arg`` (a ``DNNL_ARG_*``) in the layout the methods take."""
+        nt, nb, ni, nh, nd = self.dims
+        return {
+            _SRC_LAYER: (nt, nb, ni),
+            _WEIGHTS_LAYER: (nd, 4 * nh, ni),
+            _WEIGHTS_ITER: (nd, 4 * nh, nh),
+            _BIAS: (nd, 4 * nh),
+            _DST_LAYER: (nt, nb, nd * nh),
+        }.get(arg, (nd, nb, nh))
+
+    def forward(self, x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array, b: Array) -> LstmRun:
+        """Run the layer: ``y (T, N, D H)`` every step's hidden state (both directions'
+        concatenated), ``hn, cn (D, N, H)`` the states after each direction's last step, in an
+        :class:`LstmRun` with the arguments and, training, the workspace."""
+        names = ("x", "h0", "c0", "w_ih", "w_hh", "b")
+        args = self._arrays("forward", names, (x, h0, c0, w_ih, w_hh, b), self.f_reads)
+        outs = [np.empty(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
+        extra = [(_SCRATCHPAD, self.f_scratch.memory)]
+        with self.lock:
+            ws = _Workspace(self._free, self.ws_size) if self.training else None
+            if ws is not None:
+                self.lib.lib.dnnl_memory_set_data_handle(self.f_ws, _P(ws.array.ctypes.data))
+                extra.append((_WORKSPACE, self.f_ws))
+            reads, writes = zip(self.f_reads, args, strict=True), zip(self.f_writes, outs, strict=True)
+            _execute(self.lib, self.f_prim, list(reads), list(writes), extra)
+        x, h0, c0, w_ih, w_hh, b = args
+        y, hn, cn = outs
+        return LstmRun(x, h0, c0, w_ih, w_hh, b, y, hn, cn, ws)
+
+    def backward(self, run: LstmRun, gy: Array, ghn: Array, gcn: Array) -> tuple[Array, ...]:
+        """Gradients from those of ``y (T, N, D H)``, ``hn`` and ``cn (D, N, H)`` (zeros for
+        none) after :meth:`forward` gave ``run``: ``(dx (T, N, I), dh0, dc0 (D, N, H), dw_ih
+        (D, 4H, I), dw_hh (D, 4H, H), db (D, 4H))``. The primitive overwrites its weight
+        gradients (``rnn_flags_diff_weights_overwrite``; oneDNN's default adds into them).
+
+        Raises:
+            OneDNNError: an inference plan, or a run without workspace.
+        """
+        if not self.training or run.workspace is None:
+            raise OneDNNError(f"{self.what}.backward: the plan or the run is not a training one")
+        grads = self._arrays("backward", ("gy", "ghn", "gcn"), (gy, ghn, gcn), self.b_reads[-3:])
+        outs = [np.empty(self.torch_shape(sd.arg & ~_DIFF), np.float32) for sd in self.b_writes]
+        saved = (run.x, run.h0, run.c0, run.w_ih, run.w_hh, run.b, run.y, run.hn, run.cn)
+        extra = [(_SCRATCHPAD, self.b_scratch.memory), (_WORKSPACE, self.b_ws)]
+        with self.lock:
+            self.lib.lib.dnnl_memory_set_data_handle(self.b_ws, _P(run.workspace.array.ctypes.data))
+            reads = list(zip(self.b_reads, [*saved, *grads], strict=True))
+            _execute(self.lib, self.b_prim, reads, list(zip(self.b_writes, outs, strict=True)), extra)
+        return tuple(outs)
+
+
+def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any) -> Any:
+    """``cache[key]``, made by ``make()`` on a miss (``None`` when oneDNN refuses: remembered, not
+    asked again), the least recently used dropped beyond :data:`CACHE_SIZE`."""
+    with _PLANS_LOCK:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    try:
+        plan = make()
+    except OneDNNError:
+        plan = None
+    with _PLANS_LOCK:
+        cache[key] = plan
+        while len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
+    return plan
+
+
+_LSTM_PLANS: OrderedDict[tuple[Any, ...], Lstm | None] = OrderedDict()
+
+
+def lstm_plan(nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> Lstm | None:
+    """The cached :class:`Lstm` plan for ``T`` steps, batch ``N``, input ``I``, hidden ``H``,
+    ``D`` directions, training or inference; ``None`` when oneDNN is not :func:`available` or
+    refused the shapes (remembered)."""
+    if not available():
+        return None
+    lib = _load()
+    assert lib is not None
+    key = (nt, nb, ni, nh, ndir, training)
+    plan: Lstm | None = _cached(_LSTM_PLANS, key, lambda: Lstm(lib, *key))
+    return plan
+
+
 _PLANS: OrderedDict[tuple[Any, ...], Conv2d | None] = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 
@@ -441,19 +734,8 @@ def conv2d_plan(
     :func:`available` or refused the geometry (remembered: it is not asked again)."""
     if not available():
         return None
-    key = (x_shape, w_shape, stride, pads, dilation, groups)
-    with _PLANS_LOCK:
-        if key in _PLANS:
-            _PLANS.move_to_end(key)
-            return _PLANS[key]
     lib = _load()
     assert lib is not None
-    try:
-        plan: Conv2d | None = Conv2d(lib, x_shape, w_shape, stride, pads, dilation, groups)
-    except OneDNNError:
-        plan = None
-    with _PLANS_LOCK:
-        _PLANS[key] = plan
-        while len(_PLANS) > CACHE_SIZE:
-            _PLANS.popitem(last=False)
+    key = (x_shape, w_shape, stride, pads, dilation, groups)
+    plan: Conv2d | None = _cached(_PLANS, key, lambda: Conv2d(lib, *key))
     return plan

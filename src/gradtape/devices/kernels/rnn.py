@@ -57,9 +57,22 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 from gradtape.devices.kernels import blas
+from gradtape.devices.kernels import onednn as _od
 from gradtape.devices.kernels._jit import serial_and_parallel
 
-__all__ = ["CHUNK", "GATES", "KINDS", "PARALLEL_THRESHOLD", "PIPELINE_MACS", "Recurrence", "Stack", "bias_sum"]
+__all__ = [
+    "CHUNK",
+    "GATES",
+    "KINDS",
+    "ONEDNN_MIN_MACS",
+    "PARALLEL_THRESHOLD",
+    "PIPELINE_MACS",
+    "OneDNNStack",
+    "Recurrence",
+    "Stack",
+    "bias_sum",
+    "onednn_stack",
+]
 
 Array = np.ndarray[Any, Any]
 
@@ -1047,3 +1060,132 @@ def _call(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
         fn(*args)
 
     return task
+
+
+# ----- float32 LSTM stacks on oneDNN ----------------------------------------------------------
+
+ONEDNN_MIN_MACS = 0
+"""Multiply-adds per step of one layer's recurrent product (``batch * 4 hidden * hidden``) from
+which a float32 LSTM stack runs on oneDNN (:func:`onednn_stack`) when it is available."""
+
+
+class OneDNNStack:
+    """A float32 stacked, optionally bidirectional LSTM (``torch.nn.LSTM``) on oneDNN's LSTM
+    primitive (:class:`gradtape.devices.kernels.onednn.Lstm`, one primitive per layer, both
+    directions in one), with :class:`Stack`'s interface and values (up to float rounding):
+    layer ``l + 1`` reads layer ``l``'s output ``(T, B, D H)`` times ``masks[l]``.
+
+    Made by :func:`onednn_stack`, which decides whether oneDNN runs the stack. ``training``:
+    the forward keeps oneDNN's workspace for :meth:`backward` (any number of backwards);
+    otherwise an inference primitive runs and :meth:`backward` raises.
+    """
+
+    def __init__(
+        self,
+        plans: list[_od.Lstm],
+        x: Array,
+        h0s: list[Array],
+        c0s: list[Array],
+        weights: list[tuple[Array, Array, Array | None, Array | None]],
+        ndir: int,
+        masks: list[Array | None],
+    ) -> None:
+        nd = ndir
+        self.plans, self.x, self.ndir, self.masks = plans, x, nd, masks
+        self.given_bias = [(w[2] is not None, w[3] is not None) for w in weights]
+        ng = weights[0][1].shape[0]
+
+        def per_layer(arrays: list[Array], layer: int) -> Array:
+            part = arrays[layer * nd : (layer + 1) * nd]
+            return part[0][None] if nd == 1 else np.stack(part)
+
+        self.args = []
+        for layer in range(len(plans)):
+            ws = weights[layer * nd : (layer + 1) * nd]
+            biases = [bias_sum(b_ih, b_hh) for _, _, b_ih, b_hh in ws]
+            b = [np.zeros(ng, np.float32) if v is None else v for v in biases]
+            self.args.append(
+                (
+                    per_layer(h0s, layer),
+                    per_layer(c0s, layer),
+                    per_layer([w[0] for w in ws], 0),
+                    per_layer([w[1] for w in ws], 0),
+                    per_layer(b, 0),
+                )
+            )
+        self.runs: list[_od.LstmRun] = []
+
+    def forward(self) -> tuple[Array, list[Array], list[Array]]:
+        """Run every layer: ``(output (T, B, D H), h_n per k, c_n per k)`` as :meth:`Stack.forward`."""
+        inp = self.x
+        self.runs = []
+        for layer, plan in enumerate(self.plans):
+            run = plan.forward(inp, *self.args[layer])
+            self.runs.append(run)
+            m = self.masks[layer] if layer < len(self.plans) - 1 else None
+            inp = run.y if m is None else run.y * m
+        hs = [r.hn[d] for r in self.runs for d in range(self.ndir)]
+        cs = [r.cn[d] for r in self.runs for d in range(self.ndir)]
+        return self.runs[-1].y, hs, cs
+
+    def backward(
+        self, g_out: Array | None, g_hn: Array | None, g_cn: Array | None, want_x: bool
+    ) -> tuple[Array | None, list[dict[str, Array]]]:
+        """Gradients as :meth:`Stack.backward`: ``(dx or None, per k`` a dict of ``h0``, ``c0``,
+        ``weight_ih``, ``weight_hh`` and the given biases' gradients ``)``; a gradient given as
+        ``None`` is zero. oneDNN's one bias gradient is both ``bias_ih``'s and ``bias_hh``'s."""
+        nl, nd = len(self.plans), self.ndir
+        nt, nb, _ = self.x.shape
+        nh = self.args[0][0].shape[2]
+        zero = np.zeros((nd, nb, nh), np.float32)
+        g = np.zeros((nt, nb, nd * nh), np.float32) if g_out is None else g_out
+        res: dict[int, dict[str, Array]] = {}
+        dx: Array | None = None
+        for layer in range(nl - 1, -1, -1):
+            part = slice(layer * nd, (layer + 1) * nd)
+            ghn = zero if g_hn is None else g_hn[part]
+            gcn = zero if g_cn is None else g_cn[part]
+            dxl, dh0, dc0, dwih, dwhh, db = self.plans[layer].backward(self.runs[layer], g, ghn, gcn)
+            for d in range(nd):
+                k = layer * nd + d
+                one = {"h0": dh0[d], "c0": dc0[d], "weight_ih": dwih[d], "weight_hh": dwhh[d]}
+                if self.given_bias[k][0]:
+                    one["bias_ih"] = db[d]
+                if self.given_bias[k][1]:
+                    one["bias_hh"] = db[d].copy() if self.given_bias[k][0] else db[d]
+                res[k] = one
+            if layer > 0:
+                m = self.masks[layer - 1]
+                g = dxl if m is None else dxl * m
+            elif want_x:
+                dx = dxl
+        return dx, [res[k] for k in range(nl * nd)]
+
+
+def onednn_stack(
+    kind: str,
+    x: Array,
+    h0s: list[Array],
+    c0s: list[Array] | None,
+    weights: list[tuple[Array, Array, Array | None, Array | None]],
+    ndir: int,
+    masks: list[Array | None],
+    training: bool,
+) -> OneDNNStack | None:
+    """A :class:`OneDNNStack` for :class:`Stack`'s arguments (checked by the caller: C-contiguous
+    arrays of one dtype) when oneDNN runs it: an LSTM, float32, a step product of at least
+    :data:`ONEDNN_MIN_MACS` multiply-adds, oneDNN available in this process (installed, not
+    turned off by ``GRADTAPE_ONEDNN=0``, not a forked child) and accepting the shapes; else
+    ``None`` (the caller runs :class:`Stack`). ``training``: plans whose forward keeps what the
+    backward needs."""
+    nt, nb, ni = x.shape
+    nh = weights[0][1].shape[1]
+    if kind != "lstm" or c0s is None or x.dtype != np.float32 or nb * 4 * nh * nh < ONEDNN_MIN_MACS:
+        return None
+    plans = []
+    for layer in range(len(weights) // ndir):
+        plan = _od.lstm_plan(nt, nb, ni if layer == 0 else ndir * nh, nh, ndir, training)
+        if plan is None:
+            return None
+        plans.append(plan)
+    return OneDNNStack(plans, x, h0s, c0s, weights, ndir, masks)
