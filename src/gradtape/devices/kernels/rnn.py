@@ -1064,9 +1064,14 @@ def _call(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
 
 # ----- float32 LSTM stacks on oneDNN ----------------------------------------------------------
 
-ONEDNN_MIN_MACS = 0
-"""Multiply-adds per step of one layer's recurrent product (``batch * 4 hidden * hidden``) from
-which a float32 LSTM stack runs on oneDNN (:func:`onednn_stack`) when it is available."""
+ONEDNN_MIN_MACS = 1 << 21
+"""Multiply-adds of the first layer's products over the whole sequence (``T * B * 4H * (I +
+H)``) from which a float32 LSTM stack runs on oneDNN (:func:`onednn_stack`), when available.
+oneDNN costs about 0.1-0.15 ms a call whatever the size, the numba path some microseconds a
+step. Measured on the 2-core AVX-512 VM, a 2-layer training step (forward and backward), oneDNN
+over numba: 1.17x at T=8, B=16, H=I=32 (1M), 1.03x at T=64, B=4, H=16 (0.5M), 0.75x at T=64,
+B=8, H=32 (4M), 0.61x at T=8, B=32, H=64 (8M), 0.44-0.48x from 67M on (1.94x -> ~1.0x torch at
+the benchmark's T=64, B=32, H=I=256)."""
 
 
 class OneDNNStack:
@@ -1173,14 +1178,14 @@ def onednn_stack(
     training: bool,
 ) -> OneDNNStack | None:
     """A :class:`OneDNNStack` for :class:`Stack`'s arguments (checked by the caller: C-contiguous
-    arrays of one dtype) when oneDNN runs it: an LSTM, float32, a step product of at least
-    :data:`ONEDNN_MIN_MACS` multiply-adds, oneDNN available in this process (installed, not
+    arrays of one dtype) when oneDNN runs it: an LSTM, float32, a first layer of at least
+    :data:`ONEDNN_MIN_MACS` multiply-adds over the sequence, oneDNN available in this process (installed, not
     turned off by ``GRADTAPE_ONEDNN=0``, not a forked child) and accepting the shapes; else
     ``None`` (the caller runs :class:`Stack`). ``training``: plans whose forward keeps what the
     backward needs."""
     nt, nb, ni = x.shape
     nh = weights[0][1].shape[1]
-    if kind != "lstm" or c0s is None or x.dtype != np.float32 or nb * 4 * nh * nh < ONEDNN_MIN_MACS:
+    if kind != "lstm" or c0s is None or x.dtype != np.float32 or nt * nb * 4 * nh * (ni + nh) < ONEDNN_MIN_MACS:
         return None
     plans = []
     for layer in range(len(weights) // ndir):
