@@ -1,10 +1,13 @@
-"""oneDNN's convolution primitives through its C API (ctypes), an optional float32 backend.
+"""oneDNN's convolution and LSTM primitives through its C API (ctypes), an optional float32
+backend.
 
 oneDNN (https://github.com/uxlfoundation/oneDNN) is the library PyTorch itself runs CPU
-convolutions with. When the optional wheel ``onednn-cpu-gomp`` is installed (``pip install
-gradtape[onednn]``), float32 ``conv2d``/``conv1d``/``conv_transpose2d`` run their forward
-and both backward passes here; without it, or for float64 (oneDNN has no float64
-convolution on CPU), :mod:`gradtape.devices.kernels.conv`'s numba + BLAS kernels run them.
+convolutions and LSTMs with. When the optional wheel ``onednn-cpu-gomp`` is installed (``pip
+install gradtape[onednn]``), float32 ``conv2d``/``conv1d``/``conv_transpose2d`` run their
+forward and both backward passes here, and so do float32 ``nn.LSTM`` stacks (:class:`Lstm`, from
+:func:`gradtape.devices.kernels.rnn.onednn_stack`); without it, or for float64 (oneDNN has no
+float64 convolution or RNN on CPU), :mod:`gradtape.devices.kernels.conv`'s and
+:mod:`gradtape.devices.kernels.rnn`'s numba + BLAS kernels run them.
 
 What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
 
@@ -16,6 +19,15 @@ What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
 * per call: the inputs are described with numpy's own strides (any positive strides, no
   copy), reordered into oneDNN's layout where it differs, the primitive runs, and the result
   is reordered into a new C-contiguous array.
+
+An :class:`Lstm` plan per ``(T, N, I, H, directions, training)`` (its own LRU cache of
+:data:`CACHE_SIZE`) holds one layer's forward (``forward_training`` or ``forward_inference``)
+and backward primitives, following PyTorch's ``aten/src/ATen/native/mkldnn/RNN.cpp``: one
+primitive per layer (so dropout can sit between layers), both directions in one
+(``bidirectional_concat``), PyTorch's weights described by strides (oneDNN's ``ldgoi``) and
+reordered into the layouts the primitives pick (the forward's and the backward's differ: oneDNN
+accepts neither for the other), one bias per gate (``b_ih + b_hh``), the forward's workspace
+kept for the backward.
 
 Formulas (``G`` groups, ``g(o)`` the group of output channel ``o``; oneDNN's dilation is
 ``d - 1``)::
@@ -33,8 +45,8 @@ Switches: ``GRADTAPE_ONEDNN=0`` turns the backend off; ``GRADTAPE_ONEDNN_LIB`` n
 instruction set for the benchmarks' header.
 
 Errors: a failing oneDNN call raises :class:`OneDNNError` naming the call and oneDNN's
-status (``invalid_arguments``, ``unimplemented``...); shapes are checked before, by the
-convolution ops.
+status (``invalid_arguments``, ``unimplemented``...), for an LSTM plan also the shapes; shapes
+are checked before, by the convolution and recurrent ops.
 """
 
 from __future__ import annotations
@@ -251,7 +263,7 @@ def _load() -> _Lib | None:
 
 
 def available() -> bool:
-    """Whether float32 convolutions run on oneDNN in this process: the library loaded, not
+    """Whether float32 convolutions and LSTMs run on oneDNN in this process: the library loaded, not
     turned off, and this is the process that loaded it (a forked child falls back, see the
     module docstring)."""
     lib = _load()
