@@ -484,26 +484,6 @@ class Conv2d:
             return self._run(self.w, x, g).reshape(self.w_shape)
 
 
-class _Workspace:
-    """A training forward's workspace, handed back to its plan's free list (at most
-    :data:`KEEP_WORKSPACES`) when the last reference to it goes: the LSTM's is tens of megabytes
-    (42 MB a layer at T=64, N=32, H=256), above glibc's largest ``mmap`` threshold (32 MB), so a
-    new one every step would be fresh pages, faulted in and zeroed by the kernel each time."""
-
-    def __init__(self, free: list[Array], size: int) -> None:
-        self.free = free
-        self.array = free.pop() if free else np.empty(max(size, 1), np.uint8)
-
-    def __del__(self) -> None:
-        free = getattr(self, "free", None)
-        if free is not None and len(free) < KEEP_WORKSPACES:
-            free.append(self.array)
-
-
-KEEP_WORKSPACES = 2
-"""Idle workspaces an :class:`Lstm` plan keeps for its next forwards."""
-
-
 class LstmRun(NamedTuple):
     """What :meth:`Lstm.forward` computed and its backward reads: the float32 C-contiguous
     arguments (``x (T, N, I)``, ``h0, c0 (D, N, H)``, ``w_ih (D, 4H, I)``, ``w_hh (D, 4H, H)``,
@@ -519,7 +499,7 @@ class LstmRun(NamedTuple):
     y: Array
     hn: Array
     cn: Array
-    workspace: _Workspace | None
+    workspace: Array | None
 
 
 class Lstm:
@@ -609,7 +589,6 @@ class Lstm:
         ws_md = lib.query_md(fwd, _WORKSPACE)
         self.ws_size = int(lib.lib.dnnl_memory_desc_get_size(ws_md))
         self.f_ws = lib.memory(own, ws_md)
-        self._free: list[Array] = []
         all_args = (*fwd_args, *out_args)
         diffs = (*fwd_args, _BIAS, _DST_LAYER, _DST_ITER, _DST_ITER_C)
         bd = [desc(a) for a in fwd_args] + [None, None] + [desc(a) for a in out_args]
@@ -662,11 +641,13 @@ class Lstm:
         names = ("x", "h0", "c0", "w_ih", "w_hh", "b")
         args = self._arrays("forward", names, (x, h0, c0, w_ih, w_hh, b), self.f_reads)
         outs = [np.empty(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
+        # tens of MB (42 a layer at T=64, N=32, H=256): reused from the heap without page faults
+        # below gradtape's malloc settings' 64 MB mmap threshold (devices/kernels/_malloc.py)
+        ws = np.empty(max(self.ws_size, 1), np.uint8) if self.training else None
         extra = [(_SCRATCHPAD, self.f_scratch.memory)]
         with self.lock:
-            ws = _Workspace(self._free, self.ws_size) if self.training else None
             if ws is not None:
-                self.lib.lib.dnnl_memory_set_data_handle(self.f_ws, _P(ws.array.ctypes.data))
+                self.lib.lib.dnnl_memory_set_data_handle(self.f_ws, _P(ws.ctypes.data))
                 extra.append((_WORKSPACE, self.f_ws))
             reads, writes = zip(self.f_reads, args, strict=True), zip(self.f_writes, outs, strict=True)
             _execute(self.lib, self.f_prim, list(reads), list(writes), extra)
@@ -690,7 +671,7 @@ class Lstm:
         saved = (run.x, run.h0, run.c0, run.w_ih, run.w_hh, run.b, run.y, run.hn, run.cn)
         extra = [(_SCRATCHPAD, self.b_scratch.memory), (_WORKSPACE, self.b_ws)]
         with self.lock:
-            self.lib.lib.dnnl_memory_set_data_handle(self.b_ws, _P(run.workspace.array.ctypes.data))
+            self.lib.lib.dnnl_memory_set_data_handle(self.b_ws, _P(run.workspace.ctypes.data))
             reads = list(zip(self.b_reads, [*saved, *grads], strict=True))
             _execute(self.lib, self.b_prim, reads, list(zip(self.b_writes, outs, strict=True)), extra)
         return tuple(outs)
