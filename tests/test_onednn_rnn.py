@@ -244,9 +244,10 @@ def test_second_order_gradients_equal_the_numba_path_and_torch(plans: Plans, mon
 
 
 def test_plan_backward_twice_and_bad_shapes(plans: Plans) -> None:
-    """The plan itself: a second backward of one forward gives the same gradients (oneDNN
-    overwrites its weight gradients, it does not add to them), and arrays of other shapes than
-    planned are refused naming the op and the shapes."""
+    """The plan itself: its outputs and workspace start on a cache line, a second backward of
+    one forward gives the same gradients (oneDNN overwrites its weight gradients, it does not
+    add to them), and arrays of other shapes than planned are refused naming the op and the
+    shapes."""
     plan = onednn.lstm_plan(3, 2, 4, 5, 1, True)
     assert plan is not None
     rng = np.random.default_rng(1)
@@ -255,8 +256,11 @@ def test_plan_backward_twice_and_bad_shapes(plans: Plans) -> None:
         return rng.standard_normal(shape).astype(np.float32)
 
     run = plan.forward(r(3, 2, 4), r(1, 2, 5), r(1, 2, 5), r(1, 20, 4), r(1, 20, 5), r(1, 20))
+    assert run.workspace is not None
+    assert all(a.ctypes.data % onednn.ALIGN == 0 for a in (run.y, run.hn, run.cn, run.workspace))
     g = (r(3, 2, 5), r(1, 2, 5), r(1, 2, 5))
     first, second = plan.backward(run, *g), plan.backward(run, *g)
+    assert all(a.ctypes.data % onednn.ALIGN == 0 for a in first)
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match=r"lstm \(T=3, N=2, I=4, H=5, directions=1.*x must have shape \(3, 2, 4\)"):

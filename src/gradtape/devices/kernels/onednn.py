@@ -286,11 +286,30 @@ def _c_strides(shape: Sequence[int]) -> list[int]:
     return out
 
 
+ALIGN = 64
+"""Bytes the arrays oneDNN reads and writes here start on (a cache line, as oneDNN's own
+allocations and PyTorch's): numpy's large arrays start where malloc puts them, 16 bytes apart,
+and AVX-512 loads across two cache lines. Measured on the AVX-512 VM: an LSTM training step's
+primitives (2 layers, hidden 256) took 2-4% longer on 16-byte-aligned workspaces, weights and
+outputs."""
+
+
+def _aligned(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> Array:
+    """``np.empty(shape, dtype)`` starting on an :data:`ALIGN`-byte boundary (a view into a
+    slightly larger buffer)."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape)) * dt.itemsize
+    raw = np.empty(n + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    out: Array = raw[start : start + n].view(dt).reshape(shape)
+    return out
+
+
 class _Buffer:
     """An array in the layout a primitive chose for one argument, and its oneDNN memory."""
 
     def __init__(self, lib: _Lib, own: list[tuple[str, _P]], md: _P) -> None:
-        self.array = np.empty(max(int(lib.lib.dnnl_memory_desc_get_size(md)), 1), np.uint8)
+        self.array = _aligned(max(int(lib.lib.dnnl_memory_desc_get_size(md)), 1))
         self.memory = lib.memory(own, md, self.array.ctypes.data)
 
 
@@ -640,10 +659,10 @@ class Lstm:
         :class:`LstmRun` with the arguments and, training, the workspace."""
         names = ("x", "h0", "c0", "w_ih", "w_hh", "b")
         args = self._arrays("forward", names, (x, h0, c0, w_ih, w_hh, b), self.f_reads)
-        outs = [np.empty(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
+        outs = [_aligned(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
         # tens of MB (42 a layer at T=64, N=32, H=256): reused from the heap without page faults
         # below gradtape's malloc settings' 64 MB mmap threshold (devices/kernels/_malloc.py)
-        ws = np.empty(max(self.ws_size, 1), np.uint8) if self.training else None
+        ws = _aligned(max(self.ws_size, 1)) if self.training else None
         extra = [(_SCRATCHPAD, self.f_scratch.memory)]
         with self.lock:
             if ws is not None:
@@ -667,7 +686,7 @@ class Lstm:
         if not self.training or run.workspace is None:
             raise OneDNNError(f"{self.what}.backward: the plan or the run is not a training one")
         grads = self._arrays("backward", ("gy", "ghn", "gcn"), (gy, ghn, gcn), self.b_reads[-3:])
-        outs = [np.empty(self.torch_shape(sd.arg & ~_DIFF), np.float32) for sd in self.b_writes]
+        outs = [_aligned(self.torch_shape(sd.arg & ~_DIFF), np.float32) for sd in self.b_writes]
         saved = (run.x, run.h0, run.c0, run.w_ih, run.w_hh, run.b, run.y, run.hn, run.cn)
         extra = [(_SCRATCHPAD, self.b_scratch.memory), (_WORKSPACE, self.b_ws)]
         with self.lock:
