@@ -52,6 +52,7 @@ are checked before, by the convolution and recurrent ops.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -298,7 +299,7 @@ def _aligned(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> Array:
     """``np.empty(shape, dtype)`` starting on an :data:`ALIGN`-byte boundary (a view into a
     slightly larger buffer)."""
     dt = np.dtype(dtype)
-    n = int(np.prod(shape)) * dt.itemsize
+    n = (shape if isinstance(shape, int) else math.prod(shape)) * dt.itemsize
     raw = np.empty(n + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN
     out: Array = raw[start : start + n].view(dt).reshape(shape)
@@ -549,6 +550,15 @@ class Lstm:
         self.dims = (nt, nb, ni, nh, ndir)
         self.training = training
         self.what = f"lstm (T={nt}, N={nb}, I={ni}, H={nh}, directions={ndir}, training={training})"
+        nd = ndir
+        self._torch_shapes = {
+            _SRC_LAYER: (nt, nb, ni),
+            _SRC_ITER: (nd, nb, nh),
+            _WEIGHTS_LAYER: (nd, 4 * nh, ni),
+            _WEIGHTS_ITER: (nd, 4 * nh, nh),
+            _BIAS: (nd, 4 * nh),
+            _DST_LAYER: (nt, nb, nd * nh),
+        }
         self._own: list[tuple[str, _P]] = []
         try:
             self._plan(nt, nb, ni, nh, ndir)
@@ -644,14 +654,7 @@ class Lstm:
 
     def torch_shape(self, arg: int) -> tuple[int, ...]:
         """The shape of argument ``arg`` (a ``DNNL_ARG_*``) in the layout the methods take."""
-        nt, nb, ni, nh, nd = self.dims
-        return {
-            _SRC_LAYER: (nt, nb, ni),
-            _WEIGHTS_LAYER: (nd, 4 * nh, ni),
-            _WEIGHTS_ITER: (nd, 4 * nh, nh),
-            _BIAS: (nd, 4 * nh),
-            _DST_LAYER: (nt, nb, nd * nh),
-        }.get(arg, (nd, nb, nh))
+        return self._torch_shapes.get(arg, self._torch_shapes[_SRC_ITER])
 
     def forward(self, x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array, b: Array) -> LstmRun:
         """Run the layer: ``y (T, N, D H)`` every step's hidden state (both directions'
