@@ -4,7 +4,7 @@ backend.
 oneDNN (https://github.com/uxlfoundation/oneDNN) is the library PyTorch itself runs CPU
 convolutions and LSTMs with. When the optional wheel ``onednn-cpu-gomp`` is installed (``pip
 install gradtape[onednn]``), float32 ``conv2d``/``conv1d``/``conv_transpose2d`` run their
-forward and both backward passes here, and so do float32 ``nn.LSTM`` stacks (:class:`Lstm`, from
+forward and both backward passes here, and so do float32 ``nn.LSTM`` stacks (:class:`Rnn`, from
 :func:`gradtape.devices.kernels.rnn.onednn_stack`); without it, or for float64 (oneDNN has no
 float64 convolution or RNN on CPU), :mod:`gradtape.devices.kernels.conv`'s and
 :mod:`gradtape.devices.kernels.rnn`'s numba + BLAS kernels run them.
@@ -20,7 +20,7 @@ What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
   copy), reordered into oneDNN's layout where it differs, the primitive runs, and the result
   is reordered into a new C-contiguous array.
 
-An :class:`Lstm` plan per ``(T, N, I, H, directions, training)`` (its own LRU cache of
+An :class:`Rnn` plan per ``(cell, T, N, I, H, directions, training)`` (its own LRU cache of
 :data:`CACHE_SIZE`) holds one layer's forward (``forward_training`` or ``forward_inference``)
 and backward primitives, following PyTorch's ``aten/src/ATen/native/mkldnn/RNN.cpp``: one
 primitive per layer (so dropout can sit between layers), both directions in one
@@ -61,7 +61,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["CACHE_SIZE", "Conv2d", "Lstm", "LstmRun", "OneDNNError", "available", "conv2d_plan", "info", "lstm_plan"]
+__all__ = [
+    "CACHE_SIZE",
+    "CELLS",
+    "Conv2d",
+    "OneDNNError",
+    "Rnn",
+    "RnnRun",
+    "available",
+    "conv2d_plan",
+    "info",
+    "rnn_plan",
+]
 
 Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
@@ -81,6 +92,7 @@ _FORWARD_INFERENCE = 96
 _BACKWARD = 128
 _CONVOLUTION_DIRECT = 1
 _VANILLA_LSTM = 0x2FFF
+_LBR_GRU = 0x4FFF
 _LEFT2RIGHT, _BIDIRECTIONAL_CONCAT = 1, 3  # dnnl_rnn_direction_t
 _DIFF_WEIGHTS_OVERWRITE = 1  # dnnl_rnn_flags_diff_weights_overwrite
 _QUERY_IMPL_INFO = 8  # dnnl_query_impl_info_str
@@ -166,6 +178,7 @@ class _Lib:
             (lib.dnnl_alg_kind2str(_CONVOLUTION_DIRECT), b"convolution_direct"),
             (lib.dnnl_prop_kind2str(_BACKWARD), b"backward"),
             (lib.dnnl_alg_kind2str(_VANILLA_LSTM), b"vanilla_lstm"),
+            (lib.dnnl_alg_kind2str(_LBR_GRU), b"lbr_gru"),
             (lib.dnnl_rnn_direction2str(_LEFT2RIGHT), b"unidirectional_left2right"),
             (lib.dnnl_rnn_direction2str(_BIDIRECTIONAL_CONCAT), b"bidirectional_concat"),
             (lib.dnnl_rnn_flags2str(_DIFF_WEIGHTS_OVERWRITE), b"rnn_flags_diff_weights_overwrite"),
@@ -504,58 +517,75 @@ class Conv2d:
             return self._run(self.w, x, g).reshape(self.w_shape)
 
 
-class LstmRun(NamedTuple):
-    """What :meth:`Lstm.forward` computed and its backward reads: the float32 C-contiguous
-    arguments (``x (T, N, I)``, ``h0, c0 (D, N, H)``, ``w_ih (D, 4H, I)``, ``w_hh (D, 4H, H)``,
-    ``b (D, 4H)``), the results ``y (T, N, D H)``, ``hn, cn (D, N, H)``, and oneDNN's workspace
-    (training plans; ``None`` for inference)."""
+class RnnRun(NamedTuple):
+    """What :meth:`Rnn.forward` computed and its backward reads: the float32 C-contiguous
+    arguments (``x (T, N, I)``, ``h0, c0 (D, N, H)``, the weights in oneDNN's gate order
+    ``w_ih (D, G H, I)``, ``w_hh (D, G H, H)``, oneDNN's bias ``b (D, 4H)``), the results ``y (T,
+    N, D H)``, ``hn, cn (D, N, H)`` (``c0`` and ``cn`` ``None`` for the GRU), and oneDNN's
+    workspace (training plans; ``None`` for inference)."""
 
     x: Array
     h0: Array
-    c0: Array
+    c0: Array | None
     w_ih: Array
     w_hh: Array
     b: Array
     y: Array
     hn: Array
-    cn: Array
+    cn: Array | None
     workspace: Array | None
 
 
-class Lstm:
-    """A planned float32 LSTM layer, one or both directions (oneDNN's ``vanilla_lstm``, Graves
-    2013 without peepholes: PyTorch's ``torch.nn.LSTM`` equations and gate order ``i, f, g, o``),
-    over a time-major sequence of ``T`` steps, batch ``N``, input width ``I``, hidden size ``H``,
-    ``D`` directions (2: ``bidirectional_concat``, the reverse direction's outputs after the
-    forward one's on the feature axis, as PyTorch).
+CELLS = {"lstm": 4, "gru": 3}
+"""The cells a :class:`Rnn` plan runs, and their gates ``G``."""
 
-    Arguments in PyTorch's layouts: ``w_ih (D, 4H, I)`` and ``w_hh (D, 4H, H)`` (each direction's
-    ``weight_ih``/``weight_hh``; oneDNN's ``ldgoi``, described by strides and reordered into the
-    layout the primitive picks), one bias per gate ``b (D, 4H)`` (PyTorch's ``b_ih + b_hh``:
-    oneDNN has one; its gradient is that of both), states ``(D, N, H)``.
+_GRU_ORDER = [1, 0, 2]
+"""oneDNN's ``lbr_gru`` gate blocks ``u, r, o`` are PyTorch's ``z, r, n`` blocks 1, 0, 2 (and
+back: the permutation is its own inverse)."""
+
+
+class Rnn:
+    """A planned float32 recurrent layer, one or both directions, over a time-major sequence of
+    ``T`` steps, batch ``N``, input width ``I``, hidden size ``H``, ``D`` directions (2:
+    ``bidirectional_concat``, the reverse direction's outputs after the forward one's on the
+    feature axis, as PyTorch). ``cell``:
+
+    * ``"lstm"``: oneDNN's ``vanilla_lstm`` (no peepholes, no projection), PyTorch's
+      ``torch.nn.LSTM`` equations and gate order ``i, f, g, o``; one bias per gate ``b (D, 4H)``,
+      PyTorch's ``b_ih + b_hh`` (its gradient is that of both);
+    * ``"gru"``: oneDNN's ``lbr_gru`` ("linear before reset": ``n = tanh(W_in x + b_in + r (W_hn
+      h + b_hn))``, PyTorch's ``torch.nn.GRU``); oneDNN's gates ``u, r, o`` are PyTorch's ``z, r,
+      n`` (the plan permutes the weights' blocks both ways); its bias ``b (D, 4H)`` is ``[b_iz +
+      b_hz, b_ir + b_hr, b_in, b_hn]``.
+
+    Arguments in PyTorch's layouts: ``w_ih (D, G H, I)`` and ``w_hh (D, G H, H)`` (each direction's
+    ``weight_ih``/``weight_hh``, oneDNN's ``ldgoi``, described by strides and reordered into the
+    layout the primitive picks), states ``(D, N, H)``.
 
     ``training``: a ``forward_training`` primitive, whose workspace :meth:`backward` reads, and
     the backward primitive; else ``forward_inference`` only. Methods copy their arguments to
     C-contiguous float32 where they are not and return new arrays. A plan is used by one thread
-    at a time (a lock; :func:`lstm_plan` hands out the cached plans).
+    at a time (a lock; :func:`rnn_plan` hands out the cached plans).
 
     Raises:
-        OneDNNError: oneDNN refuses the shapes (the message names ``lstm`` and the shapes).
+        OneDNNError: oneDNN refuses the shapes (the message names the cell and the shapes).
         ValueError: :meth:`forward`/:meth:`backward` given arrays of other shapes than planned.
     """
 
-    def __init__(self, lib: _Lib, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> None:
+    def __init__(self, lib: _Lib, cell: str, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> None:
         self.lib = lib
         self.lock = threading.Lock()
+        self.cell = cell
+        self.gates = CELLS[cell]
         self.dims = (nt, nb, ni, nh, ndir)
         self.training = training
-        self.what = f"lstm (T={nt}, N={nb}, I={ni}, H={nh}, directions={ndir}, training={training})"
-        nd = ndir
+        self.what = f"{cell} (T={nt}, N={nb}, I={ni}, H={nh}, directions={ndir}, training={training})"
+        nd, ng = ndir, self.gates * nh
         self._torch_shapes = {
             _SRC_LAYER: (nt, nb, ni),
             _SRC_ITER: (nd, nb, nh),
-            _WEIGHTS_LAYER: (nd, 4 * nh, ni),
-            _WEIGHTS_ITER: (nd, 4 * nh, nh),
+            _WEIGHTS_LAYER: (nd, ng, ni),
+            _WEIGHTS_ITER: (nd, ng, nh),
             _BIAS: (nd, 4 * nh),
             _DST_LAYER: (nt, nb, nd * nh),
         }
@@ -567,7 +597,7 @@ class Lstm:
             raise OneDNNError(f"{self.what}: {e}") from None
 
     def _plan(self, nt: int, nb: int, ni: int, nh: int, nd: int) -> None:
-        lib, own = self.lib, self._own
+        lib, own, g = self.lib, self._own, self.gates
 
         def md(shape: Sequence[int], strides: Sequence[int] | None) -> _P:
             return lib.md(own, shape, strides)
@@ -576,9 +606,9 @@ class Lstm:
         self.shapes: dict[int, tuple[tuple[int, ...], list[int] | None]] = {
             _SRC_LAYER: ((nt, nb, ni), None),
             _SRC_ITER: ((1, nd, nb, nh), None),
-            _WEIGHTS_LAYER: ((1, nd, ni, 4, nh), [nd * 4 * nh * ni, 4 * nh * ni, 1, nh * ni, ni]),
-            _WEIGHTS_ITER: ((1, nd, nh, 4, nh), [nd * 4 * nh * nh, 4 * nh * nh, 1, nh * nh, nh]),
-            _BIAS: ((1, nd, 4, nh), None),
+            _WEIGHTS_LAYER: ((1, nd, ni, g, nh), [nd * g * nh * ni, g * nh * ni, 1, nh * ni, ni]),
+            _WEIGHTS_ITER: ((1, nd, nh, g, nh), [nd * g * nh * nh, g * nh * nh, 1, nh * nh, nh]),
+            _BIAS: ((1, nd, 4, nh), None),  # the LSTM's 4 gates; the GRU's 3 and b_hn
             _DST_LAYER: ((nt, nb, nd * nh), None),
         }
         for a, b in ((_SRC_ITER, _SRC_ITER_C), (_SRC_ITER, _DST_ITER), (_SRC_ITER, _DST_ITER_C)):
@@ -592,14 +622,29 @@ class Lstm:
                 return md(shape, None)  # any: the primitive's choice
             return md(shape, _c_strides(shape))
 
-        fwd_args = (_SRC_LAYER, _SRC_ITER, _SRC_ITER_C, _WEIGHTS_LAYER, _WEIGHTS_ITER)
-        out_args = (_BIAS, _DST_LAYER, _DST_ITER, _DST_ITER_C)
-        fd = [desc(a) for a in fwd_args] + [None, None] + [desc(a) for a in out_args]
+        lstm = self.cell == "lstm"
+        # the C functions' argument order: inputs, (peephole, projection: the LSTM's, none), bias, outputs
+        ins = (_SRC_LAYER, _SRC_ITER, _SRC_ITER_C) if lstm else (_SRC_LAYER, _SRC_ITER)
+        ins = (*ins, _WEIGHTS_LAYER, _WEIGHTS_ITER)
+        outs = (_DST_LAYER, _DST_ITER, _DST_ITER_C) if lstm else (_DST_LAYER, _DST_ITER)
+        unused: list[None] = [None, None] if lstm else []
+
+        def descs(diff: int) -> list[_P | None]:
+            return [desc(a | diff) for a in ins] + unused + [desc(_BIAS | diff)] + [desc(a | diff) for a in outs]
+
+        name = "lstm" if lstm else "lbr_gru"
         direction = _BIDIRECTIONAL_CONCAT if nd == 2 else _LEFT2RIGHT
         prop = _FORWARD_TRAINING if self.training else _FORWARD_INFERENCE
         fwd = _P()
         lib.call(
-            "dnnl_lstm_forward_primitive_desc_create", ctypes.byref(fwd), lib.engine, prop, direction, *fd, 0, None
+            f"dnnl_{name}_forward_primitive_desc_create",
+            ctypes.byref(fwd),
+            lib.engine,
+            prop,
+            direction,
+            *descs(0),
+            0,
+            None,
         )
         own.append(("dnnl_primitive_desc_destroy", fwd))
         self.impls = [lib.impl(fwd)]
@@ -610,30 +655,26 @@ class Lstm:
             return _Side(lib, own, arg, shape, lib.query_md(pd, arg), into, strides)
 
         self.f_prim = lib.primitive(own, fwd)
-        self.f_reads = [side(fwd, a, True) for a in (*fwd_args, _BIAS)]
-        self.f_writes = [side(fwd, a, False) for a in (_DST_LAYER, _DST_ITER, _DST_ITER_C)]
+        self.f_reads = [side(fwd, a, True) for a in (*ins, _BIAS)]
+        self.f_writes = [side(fwd, a, False) for a in outs]
         self.f_scratch = _Buffer(lib, own, lib.query_md(fwd, _SCRATCHPAD))
         if not self.training:
             return
         ws_md = lib.query_md(fwd, _WORKSPACE)
         self.ws_size = int(lib.lib.dnnl_memory_desc_get_size(ws_md))
         self.f_ws = lib.memory(own, ws_md)
-        all_args = (*fwd_args, *out_args)
-        diffs = (*fwd_args, _BIAS, _DST_LAYER, _DST_ITER, _DST_ITER_C)
-        bd = [desc(a) for a in fwd_args] + [None, None] + [desc(a) for a in out_args]
-        bd += [desc(a | _DIFF) for a in fwd_args] + [None, None] + [desc(a | _DIFF) for a in diffs[5:]]
         bwd = _P()
         lib.call(
-            "dnnl_lstm_backward_primitive_desc_create",
-            ctypes.byref(bwd), lib.engine, _BACKWARD, direction, *bd, _DIFF_WEIGHTS_OVERWRITE, fwd, None,
+            f"dnnl_{name}_backward_primitive_desc_create",
+            ctypes.byref(bwd), lib.engine, _BACKWARD, direction, *descs(0), *descs(_DIFF),
+            _DIFF_WEIGHTS_OVERWRITE, fwd, None,
         )  # fmt: skip
         own.append(("dnnl_primitive_desc_destroy", bwd))
         self.impls.append(lib.impl(bwd))
         self.b_prim = lib.primitive(own, bwd)
-        self.b_reads = [side(bwd, a, True) for a in all_args] + [
-            side(bwd, a | _DIFF, True) for a in (_DST_LAYER, _DST_ITER, _DST_ITER_C)
-        ]
-        self.b_writes = [side(bwd, a | _DIFF, False) for a in (*fwd_args, _BIAS)]
+        self.b_reads = [side(bwd, a, True) for a in (*ins, _BIAS, *outs)]
+        self.b_reads += [side(bwd, a | _DIFF, True) for a in outs]
+        self.b_writes = [side(bwd, a | _DIFF, False) for a in (*ins, _BIAS)]
         self.b_scratch = _Buffer(lib, own, lib.query_md(bwd, _SCRATCHPAD))
         self.b_ws = lib.memory(own, lib.query_md(bwd, _WORKSPACE))
 
@@ -656,12 +697,27 @@ class Lstm:
         """The shape of argument ``arg`` (a ``DNNL_ARG_*``) in the layout the methods take."""
         return self._torch_shapes.get(arg, self._torch_shapes[_SRC_ITER])
 
-    def forward(self, x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array, b: Array) -> LstmRun:
+    def _gate_order(self, w: Array) -> Array:
+        """A ``(D, G H, K)`` weight (or its gradient) between PyTorch's and oneDNN's gate order:
+        the GRU's blocks permuted (a copy), the LSTM's as they are."""
+        if self.cell != "gru":
+            return w
+        nd, ng, k = w.shape
+        out: Array = w.reshape(nd, 3, ng // 3, k)[:, _GRU_ORDER].reshape(nd, ng, k)
+        return out
+
+    def forward(self, x: Array, h0: Array, c0: Array | None, w_ih: Array, w_hh: Array, b: Array) -> RnnRun:
         """Run the layer: ``y (T, N, D H)`` every step's hidden state (both directions'
-        concatenated), ``hn, cn (D, N, H)`` the states after each direction's last step, in an
-        :class:`LstmRun` with the arguments and, training, the workspace."""
-        names = ("x", "h0", "c0", "w_ih", "w_hh", "b")
-        args = self._arrays("forward", names, (x, h0, c0, w_ih, w_hh, b), self.f_reads)
+        concatenated), ``hn`` (and the LSTM's ``cn``) ``(D, N, H)`` the states after each
+        direction's last step, in an :class:`RnnRun` with the arguments and, training, the
+        workspace. ``c0``: the LSTM's initial cell state, ``None`` for the GRU."""
+        lstm = self.cell == "lstm"
+        names = ("x", "h0", "c0", "w_ih", "w_hh", "b") if lstm else ("x", "h0", "w_ih", "w_hh", "b")
+        given = (x, h0, c0, w_ih, w_hh, b) if lstm else (x, h0, w_ih, w_hh, b)
+        if any(a is None for a in given):
+            raise ValueError(f"{self.what}.forward: c0 is the LSTM's: an array for it, None for the GRU")
+        args = self._arrays("forward", names, [a for a in given if a is not None], self.f_reads)
+        args[-3], args[-2] = self._gate_order(args[-3]), self._gate_order(args[-2])
         outs = [_aligned(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
         # tens of MB (42 a layer at T=64, N=32, H=256): reused from the heap without page faults
         # below gradtape's malloc settings' 64 MB mmap threshold (devices/kernels/_malloc.py)
@@ -673,30 +729,45 @@ class Lstm:
                 extra.append((_WORKSPACE, self.f_ws))
             reads, writes = zip(self.f_reads, args, strict=True), zip(self.f_writes, outs, strict=True)
             _execute(self.lib, self.f_prim, list(reads), list(writes), extra)
-        x, h0, c0, w_ih, w_hh, b = args
-        y, hn, cn = outs
-        return LstmRun(x, h0, c0, w_ih, w_hh, b, y, hn, cn, ws)
+        if lstm:
+            x, h0, c0, w_ih, w_hh, b = args
+            y, hn, cn = outs
+            return RnnRun(x, h0, c0, w_ih, w_hh, b, y, hn, cn, ws)
+        x, h0, w_ih, w_hh, b = args
+        y, hn = outs
+        return RnnRun(x, h0, None, w_ih, w_hh, b, y, hn, None, ws)
 
-    def backward(self, run: LstmRun, gy: Array, ghn: Array, gcn: Array) -> tuple[Array, ...]:
-        """Gradients from those of ``y (T, N, D H)``, ``hn`` and ``cn (D, N, H)`` (zeros for
-        none) after :meth:`forward` gave ``run``: ``(dx (T, N, I), dh0, dc0 (D, N, H), dw_ih
-        (D, 4H, I), dw_hh (D, 4H, H), db (D, 4H))``. The primitive overwrites its weight
-        gradients (``rnn_flags_diff_weights_overwrite``; oneDNN's default adds into them).
+    def backward(self, run: RnnRun, gy: Array, ghn: Array, gcn: Array | None) -> tuple[Array | None, ...]:
+        """Gradients from those of ``y (T, N, D H)``, ``hn`` and the LSTM's ``cn (D, N, H)``
+        (zeros for none; ``gcn`` ``None`` for the GRU) after :meth:`forward` gave ``run``: ``(dx
+        (T, N, I), dh0, dc0 (D, N, H; None for the GRU), dw_ih (D, G H, I), dw_hh (D, G H, H), db
+        (D, 4H))``, the weights' in PyTorch's gate order, the bias's in oneDNN's (see the class).
+        The primitive overwrites its weight gradients (``rnn_flags_diff_weights_overwrite``;
+        oneDNN's default adds into them).
 
         Raises:
             OneDNNError: an inference plan, or a run without workspace.
         """
         if not self.training or run.workspace is None:
             raise OneDNNError(f"{self.what}.backward: the plan or the run is not a training one")
-        grads = self._arrays("backward", ("gy", "ghn", "gcn"), (gy, ghn, gcn), self.b_reads[-3:])
+        lstm = self.cell == "lstm"
+        names, given = (("gy", "ghn", "gcn"), (gy, ghn, gcn)) if lstm else (("gy", "ghn"), (gy, ghn))
+        if any(a is None for a in given):
+            raise ValueError(f"{self.what}.backward: gcn is the LSTM's: an array for it, None for the GRU")
+        nouts = len(names)
+        grads = self._arrays("backward", names, [a for a in given if a is not None], self.b_reads[-nouts:])
         outs = [_aligned(self.torch_shape(sd.arg & ~_DIFF), np.float32) for sd in self.b_writes]
-        saved = (run.x, run.h0, run.c0, run.w_ih, run.w_hh, run.b, run.y, run.hn, run.cn)
+        saved = [a for a in run[:9] if a is not None]
         extra = [(_SCRATCHPAD, self.b_scratch.memory), (_WORKSPACE, self.b_ws)]
         with self.lock:
             self.lib.lib.dnnl_memory_set_data_handle(self.b_ws, _P(run.workspace.ctypes.data))
             reads = list(zip(self.b_reads, [*saved, *grads], strict=True))
             _execute(self.lib, self.b_prim, reads, list(zip(self.b_writes, outs, strict=True)), extra)
-        return tuple(outs)
+        outs[-3], outs[-2] = self._gate_order(outs[-3]), self._gate_order(outs[-2])
+        if lstm:
+            return tuple(outs)
+        dx, dh0, dw_ih, dw_hh, db = outs
+        return dx, dh0, None, dw_ih, dw_hh, db
 
 
 def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any) -> Any:
@@ -717,19 +788,19 @@ def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make
     return plan
 
 
-_LSTM_PLANS: OrderedDict[tuple[Any, ...], Lstm | None] = OrderedDict()
+_RNN_PLANS: OrderedDict[tuple[Any, ...], Rnn | None] = OrderedDict()
 
 
-def lstm_plan(nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> Lstm | None:
-    """The cached :class:`Lstm` plan for ``T`` steps, batch ``N``, input ``I``, hidden ``H``,
-    ``D`` directions, training or inference; ``None`` when oneDNN is not :func:`available` or
-    refused the shapes (remembered)."""
+def rnn_plan(cell: str, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> Rnn | None:
+    """The cached :class:`Rnn` plan of ``cell`` (``"lstm"`` or ``"gru"``) for ``T`` steps, batch
+    ``N``, input ``I``, hidden ``H``, ``D`` directions, training or inference; ``None`` when
+    oneDNN is not :func:`available` or refused the shapes (remembered)."""
     if not available():
         return None
     lib = _load()
     assert lib is not None
-    key = (nt, nb, ni, nh, ndir, training)
-    plan: Lstm | None = _cached(_LSTM_PLANS, key, lambda: Lstm(lib, *key))
+    key = (cell, nt, nb, ni, nh, ndir, training)
+    plan: Rnn | None = _cached(_RNN_PLANS, key, lambda: Rnn(lib, *key))
     return plan
 
 
