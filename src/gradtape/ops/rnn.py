@@ -17,8 +17,8 @@ n``), and records one entry with both rules (CONTRIBUTING "The second rule"):
 :func:`recurrent_stack` is a whole stacked, optionally bidirectional network as one op (the
 layers of :mod:`gradtape.nn.rnn` call it), so that its kernels can overlap the layers on
 threads (:class:`gradtape.devices.kernels.rnn.Stack`); its rules chain the per-layer ones. A
-float32 LSTM stack runs its forward and first rule on oneDNN's LSTM primitive instead, when
-available and large enough (:func:`gradtape.devices.kernels.rnn.onednn_stack`); its second rule
+float32 LSTM or GRU stack runs its forward and first rule on oneDNN's LSTM/GRU primitive
+instead, when available and large enough (:func:`gradtape.devices.kernels.rnn.onednn_stack`); its second rule
 is the same gradtape-ops rule either way.
 """
 
@@ -192,10 +192,11 @@ def recurrent_stack(
     :class:`gradtape.devices.kernels.rnn.Stack`: a unidirectional stack runs as a wavefront,
     layer ``l + 1`` one chunk of steps behind layer ``l``, forward and backward; a
     bidirectional layer runs its two directions side by side). The values are the per-layer
-    ops' up to float rounding. A float32 LSTM from
-    :data:`gradtape.devices.kernels.rnn.ONEDNN_MIN_MACS` multiply-adds runs on oneDNN's LSTM
-    primitive (forward, and the first rule from its workspace; an inference primitive when
-    nothing is recorded) when oneDNN is available in the process.
+    ops' up to float rounding. A float32 LSTM or GRU from
+    :data:`gradtape.devices.kernels.rnn.ONEDNN_MIN_MACS` (``ONEDNN_MIN_MACS_GRU``) multiply-adds
+    runs on oneDNN's ``vanilla_lstm``/``lbr_gru`` primitive (forward, and the first rule from its
+    workspace; an inference primitive when nothing is recorded) when oneDNN is available in the
+    process.
 
     Args:
         mode: ``"LSTM"``, ``"GRU"``, ``"RNN_TANH"`` or ``"RNN_RELU"``.

@@ -33,11 +33,12 @@ inlined, both vectorize over a row. float64 keeps libm's ``exp`` and ``tanh``.
 Work is split over the batch rows with ``numba.prange`` from :data:`PARALLEL_THRESHOLD` gate
 elements per step on (each row is independent), serially below.
 
-float32 LSTM stacks from :data:`ONEDNN_MIN_MACS` multiply-adds run instead on oneDNN's LSTM
-primitive when its optional wheel is installed (:class:`OneDNNStack`, over
-:class:`gradtape.devices.kernels.onednn.Rnn`): at hidden 256 it took a 2-layer training step
-from 1.94x PyTorch's time to about 1.0x (PyTorch runs its LSTM on oneDNN too). The GRU, the
-Elman RNN, float64 and everything oneDNN is not available for run here.
+float32 LSTM and GRU stacks from :data:`ONEDNN_MIN_MACS` (:data:`ONEDNN_MIN_MACS_GRU`)
+multiply-adds run instead on oneDNN's ``vanilla_lstm``/``lbr_gru`` primitives when its optional
+wheel is installed (:class:`OneDNNStack`, over :class:`gradtape.devices.kernels.onednn.Rnn`): at
+hidden 256 that took a 2-layer training step from 1.94x PyTorch's time to about 1.0x for the
+LSTM (PyTorch runs its LSTM on oneDNN too) and from 0.93x to about 0.4x for the GRU. The Elman
+RNN, float64, small layers and everything oneDNN is not available for run here.
 
 Threads: the time loop's products are small and each waits for the previous step, so they run
 on one BLAS thread below :data:`LOOP_PARALLEL_MACS` multiply-adds per step (see there); the
@@ -1070,7 +1071,7 @@ def _call(fn: Callable[..., None], *args: Any) -> Callable[[], None]:
     return task
 
 
-# ----- float32 LSTM stacks on oneDNN ----------------------------------------------------------
+# ----- float32 LSTM and GRU stacks on oneDNN --------------------------------------------------
 
 ONEDNN_MIN_MACS = 1 << 21
 """Multiply-adds of the first layer's products over the whole sequence (``T * B * 4H * (I +
