@@ -280,7 +280,7 @@ def version_of(dist: str) -> str | None:
 
 
 def _onednn_info() -> str:
-    """gradtape's convolution library line (oneDNN's version and instruction set, or why not)."""
+    """gradtape's float32 convolution, LSTM and GRU library line (oneDNN's version and instruction set, or why not)."""
     from gradtape.devices.kernels import onednn
 
     return onednn.info()
@@ -392,7 +392,7 @@ def machine_facts(threads: int) -> dict[str, Any]:
         # how long OpenBLAS's workers spin after a product (2**N cycles), as numpy loaded it
         "openblas_thread_timeout": _openblas_thread_timeout(),
         "gradtape_path": str(Path(gradtape.__file__).parent),
-        # float32 convolutions run on oneDNN when the optional wheel is installed
+        # float32 convolutions, LSTMs and GRUs run on oneDNN when the optional wheel is installed
         "onednn": _onednn_info(),
         # large float32 products: oneDNN where OpenBLAS's kernels are older than the CPU
         "matmul": _matmul_info(),

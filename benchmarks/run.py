@@ -153,7 +153,7 @@ def machine_lines(facts: dict[str, Any]) -> list[str]:
             if facts.get("openblas_thread_timeout") is not None
             else ""
         ),
-        f"convolutions (float32): {facts.get('onednn') or 'numba + BLAS'}",
+        f"convolutions, LSTMs and GRUs (float32): {facts.get('onednn') or 'numba + BLAS'}",
         f"matrix products (float32): {facts.get('matmul') or 'numpy BLAS'}",
     ]
 

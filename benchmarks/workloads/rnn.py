@@ -7,11 +7,12 @@ both libraries (PyTorch's own ``torch.nn.LSTM``/``GRU`` on the CPU, from the sam
 Milliseconds per step, medians over blocks of repeats (both libraries use every core, so the
 blocks keep their thread pools from alternating); the gradients are checked against each
 other first. Target: gradtape at most 1.0x PyTorch's time (PyTorch on as many threads as
-numba; a second peer, ``torch-1thread``, runs PyTorch on one thread). gradtape runs the two
-layers as a wavefront on two threads, each doing its own small products on one BLAS thread
-(``gradtape.devices.kernels.rnn.Stack``), where PyTorch splits each step's product over its
-threads; on a loaded machine such a two-thread product waits for the second core at every
-step.
+numba; a second peer, ``torch-1thread``, runs PyTorch on one thread). Both libraries run the
+float32 LSTM on oneDNN's LSTM primitive, one per layer (PyTorch's bundled oneDNN, gradtape's the
+optional ``onednn-cpu-gomp`` wheel's: ``gradtape.devices.kernels.rnn.OneDNNStack``); gradtape runs
+the GRU on oneDNN's ``lbr_gru`` too, PyTorch on its own kernels. Without the wheel gradtape runs
+both on its numba path: the two layers as a wavefront on two threads, each doing its own small
+products on one BLAS thread (``gradtape.devices.kernels.rnn.Stack``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ n``), and records one entry with both rules (CONTRIBUTING "The second rule"):
 
 :func:`recurrent_stack` is a whole stacked, optionally bidirectional network as one op (the
 layers of :mod:`gradtape.nn.rnn` call it), so that its kernels can overlap the layers on
-threads (:class:`gradtape.devices.kernels.rnn.Stack`); its rules chain the per-layer ones.
+threads (:class:`gradtape.devices.kernels.rnn.Stack`); its rules chain the per-layer ones. A
+float32 LSTM or GRU stack runs its forward and first rule on oneDNN's LSTM/GRU primitive
+instead, when available and large enough (:func:`gradtape.devices.kernels.rnn.onednn_stack`); its second rule
+is the same gradtape-ops rule either way.
 """
 
 from __future__ import annotations
@@ -189,7 +192,11 @@ def recurrent_stack(
     :class:`gradtape.devices.kernels.rnn.Stack`: a unidirectional stack runs as a wavefront,
     layer ``l + 1`` one chunk of steps behind layer ``l``, forward and backward; a
     bidirectional layer runs its two directions side by side). The values are the per-layer
-    ops' up to float rounding.
+    ops' up to float rounding. A float32 LSTM or GRU from
+    :data:`gradtape.devices.kernels.rnn.ONEDNN_MIN_MACS` (``ONEDNN_MIN_MACS_GRU``) multiply-adds
+    runs on oneDNN's ``vanilla_lstm``/``lbr_gru`` primitive (forward, and the first rule from its
+    workspace; an inference primitive when nothing is recorded) when oneDNN is available in the
+    process.
 
     Args:
         mode: ``"LSTM"``, ``"GRU"``, ``"RNN_TANH"`` or ``"RNN_RELU"``.
@@ -278,10 +285,15 @@ def recurrent_stack(
         c0s.append(a["c0"][k] if "c0" in a else zero)
     ws_a = [(a[(k, 0)], a[(k, 1)], a.get((k, 2)), a.get((k, 3))) for k in range(nk)]
     m_a = [None if m is None else np.ascontiguousarray(m, dt) for m in masks]
-    stack_ = _kr.Stack(kind, a["input"], h0s, c0s if kind == "lstm" else None, ws_a, nd, m_a)
+    tape = op_tape(*given.values())
+    c0s_ = c0s if kind == "lstm" else None
+    stack_: _kr.Stack | _kr.OneDNNStack | None = _kr.onednn_stack(
+        kind, a["input"], h0s, c0s_, ws_a, nd, m_a, tape is not NONE_TAPE
+    )
+    if stack_ is None:
+        stack_ = _kr.Stack(kind, a["input"], h0s, c0s_, ws_a, nd, m_a)
     output, hs, cs = stack_.forward()
     arrays = [output, np.stack(hs)] + ([np.stack(cs)] if cs else [])
-    tape = op_tape(*given.values())
     outs: list[Tensor[Any, Any]] = [input._from_op(arr, tape) for arr in arrays]
     result = (outs[0], outs[1], outs[2] if len(outs) > 2 else None)
     if tape is NONE_TAPE:

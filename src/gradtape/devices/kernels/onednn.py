@@ -1,10 +1,14 @@
-"""oneDNN's convolution primitives through its C API (ctypes), an optional float32 backend.
+"""oneDNN's convolution, LSTM and GRU primitives through its C API (ctypes), an optional
+float32 backend.
 
 oneDNN (https://github.com/uxlfoundation/oneDNN) is the library PyTorch itself runs CPU
-convolutions with. When the optional wheel ``onednn-cpu-gomp`` is installed (``pip install
-gradtape[onednn]``), float32 ``conv2d``/``conv1d``/``conv_transpose2d`` run their forward
-and both backward passes here; without it, or for float64 (oneDNN has no float64
-convolution on CPU), :mod:`gradtape.devices.kernels.conv`'s numba + BLAS kernels run them.
+convolutions and LSTMs with (its GRU runs on PyTorch's own kernels). When the optional wheel
+``onednn-cpu-gomp`` is installed (``pip install gradtape[onednn]``), float32
+``conv2d``/``conv1d``/``conv_transpose2d`` run their forward and both backward passes here, and
+so do float32 ``nn.LSTM`` and ``nn.GRU`` stacks (:class:`Rnn`, from
+:func:`gradtape.devices.kernels.rnn.onednn_stack`); without it, or for float64 (oneDNN has no
+float64 convolution or RNN on CPU), :mod:`gradtape.devices.kernels.conv`'s and
+:mod:`gradtape.devices.kernels.rnn`'s numba + BLAS kernels run them.
 
 What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
 
@@ -17,6 +21,15 @@ What a call does (oneDNN 3.x C API, the ``dnnl_*`` functions):
   copy), reordered into oneDNN's layout where it differs, the primitive runs, and the result
   is reordered into a new C-contiguous array.
 
+An :class:`Rnn` plan per ``(cell, T, N, I, H, directions, training)`` (its own LRU cache of
+:data:`CACHE_SIZE`) holds one layer's forward (``forward_training`` or ``forward_inference``)
+and backward primitives (``vanilla_lstm``, or ``lbr_gru`` for PyTorch's GRU), following
+PyTorch's ``aten/src/ATen/native/mkldnn/RNN.cpp``: one primitive per layer (so dropout can sit
+between layers), both directions in one (``bidirectional_concat``), PyTorch's weights described
+by strides (oneDNN's ``ldgoi``) and reordered into the layouts the primitives pick (the
+forward's and the backward's differ: oneDNN accepts neither for the other), one bias per gate
+(``b_ih + b_hh``; the GRU's ``b_hn`` apart), the forward's workspace kept for the backward.
+
 Formulas (``G`` groups, ``g(o)`` the group of output channel ``o``; oneDNN's dilation is
 ``d - 1``)::
 
@@ -26,20 +39,25 @@ Formulas (``G`` groups, ``g(o)`` the group of output channel ``o``; oneDNN's dil
 
 Threads: oneDNN runs on its own OpenMP (GNU) pool, ``OMP_NUM_THREADS`` threads (default: all
 cores). GNU OpenMP's pool does not survive ``fork``: a forked child (a data-loader worker)
-falls back to the numba kernels (:func:`available` is false there).
+falls back to the numba kernels (:func:`available` is false there). The recurrent primitives
+synchronise their threads at every step: with ``OMP_WAIT_POLICY=PASSIVE`` (which gradtape sets
+where numba runs on OpenMP rather than TBB, see ``kernels/_jit.py``) the LSTM's 2-layer step took
+66 ms against 33 (default and ``ACTIVE`` alike) on the 2-vCPU VM. With a busy loop in another
+process its two threads still beat one (72-147 against 124-178 ms; numba 142-162).
 
 Switches: ``GRADTAPE_ONEDNN=0`` turns the backend off; ``GRADTAPE_ONEDNN_LIB`` names a
 ``libdnnl.so`` to load instead of the wheel's. :func:`info` reports the library, version and
 instruction set for the benchmarks' header.
 
 Errors: a failing oneDNN call raises :class:`OneDNNError` naming the call and oneDNN's
-status (``invalid_arguments``, ``unimplemented``...); shapes are checked before, by the
-convolution ops.
+status (``invalid_arguments``, ``unimplemented``...), for a recurrent plan also the shapes; shapes
+are checked before, by the convolution and recurrent ops.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -48,7 +66,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["CACHE_SIZE", "Conv2d", "OneDNNError", "available", "conv2d_plan", "info"]
+__all__ = [
+    "CACHE_SIZE",
+    "CELLS",
+    "Conv2d",
+    "OneDNNError",
+    "Rnn",
+    "RnnRun",
+    "available",
+    "conv2d_plan",
+    "info",
+    "rnn_plan",
+]
 
 Array = np.ndarray[Any, Any]
 Pair = tuple[int, int]
@@ -65,11 +94,20 @@ _CPU = 1  # dnnl_cpu
 _IN_ORDER = 1  # dnnl_stream_in_order
 _FORWARD_TRAINING = 64
 _FORWARD_INFERENCE = 96
+_BACKWARD = 128
 _CONVOLUTION_DIRECT = 1
+_VANILLA_LSTM = 0x2FFF
+_LBR_GRU = 0x4FFF
+_LEFT2RIGHT, _BIDIRECTIONAL_CONCAT = 1, 3  # dnnl_rnn_direction_t
+_DIFF_WEIGHTS_OVERWRITE = 1  # dnnl_rnn_flags_diff_weights_overwrite
 _QUERY_IMPL_INFO = 8  # dnnl_query_impl_info_str
 _QUERY_EXEC_ARG_MD = 255
 _SRC, _DST, _WEIGHTS, _BIAS, _SCRATCHPAD = 1, 17, 33, 41, 80
 _DIFF_SRC, _DIFF_DST, _DIFF_WEIGHTS, _DIFF_BIAS = 129, 145, 161, 169
+_SRC_LAYER, _SRC_ITER, _SRC_ITER_C = 1, 2, 3  # the recurrent primitives' names of the same numbers
+_DST_LAYER, _DST_ITER, _DST_ITER_C = 17, 18, 19
+_WEIGHTS_LAYER, _WEIGHTS_ITER, _WORKSPACE = 33, 34, 64
+_DIFF = 128  # DNNL_ARG_DIFF_x = DNNL_ARG_x | _DIFF
 
 _P = ctypes.c_void_p
 _Dims = ctypes.c_int64 * 12  # dnnl_dims_t (DNNL_MAX_NDIMS = 12)
@@ -119,7 +157,15 @@ class _Lib:
         self.path = path
         lib = ctypes.CDLL(path)
         self.lib = lib
-        for name in ("dnnl_status2str", "dnnl_prop_kind2str", "dnnl_fmt_tag2str", "dnnl_alg_kind2str"):
+        names = (
+            "dnnl_status2str",
+            "dnnl_prop_kind2str",
+            "dnnl_fmt_tag2str",
+            "dnnl_alg_kind2str",
+            "dnnl_rnn_direction2str",
+            "dnnl_rnn_flags2str",
+        )
+        for name in names:
             getattr(lib, name).restype = ctypes.c_char_p
         lib.dnnl_primitive_desc_query_md.restype = _P
         lib.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
@@ -135,6 +181,12 @@ class _Lib:
             (lib.dnnl_prop_kind2str(_FORWARD_INFERENCE), b"forward_inference"),
             (lib.dnnl_fmt_tag2str(_TAG_ANY), b"any"),
             (lib.dnnl_alg_kind2str(_CONVOLUTION_DIRECT), b"convolution_direct"),
+            (lib.dnnl_prop_kind2str(_BACKWARD), b"backward"),
+            (lib.dnnl_alg_kind2str(_VANILLA_LSTM), b"vanilla_lstm"),
+            (lib.dnnl_alg_kind2str(_LBR_GRU), b"lbr_gru"),
+            (lib.dnnl_rnn_direction2str(_LEFT2RIGHT), b"unidirectional_left2right"),
+            (lib.dnnl_rnn_direction2str(_BIDIRECTIONAL_CONCAT), b"bidirectional_concat"),
+            (lib.dnnl_rnn_flags2str(_DIFF_WEIGHTS_OVERWRITE), b"rnn_flags_diff_weights_overwrite"),
         )
         if any(got != want for got, want in checks):
             raise OneDNNError(f"oneDNN at {path}: enum values differ from oneDNN 3.x's ({checks})")
@@ -230,7 +282,7 @@ def _load() -> _Lib | None:
 
 
 def available() -> bool:
-    """Whether float32 convolutions run on oneDNN in this process: the library loaded, not
+    """Whether float32 convolutions, LSTMs and GRUs run on oneDNN in this process: the library loaded, not
     turned off, and this is the process that loaded it (a forked child falls back, see the
     module docstring)."""
     lib = _load()
@@ -253,25 +305,51 @@ def _c_strides(shape: Sequence[int]) -> list[int]:
     return out
 
 
+ALIGN = 64
+"""Bytes the arrays oneDNN reads and writes here start on (a cache line, as oneDNN's own
+allocations and PyTorch's): numpy's large arrays start where malloc puts them, 16 bytes apart,
+and AVX-512 loads across two cache lines. Measured on the AVX-512 VM: an LSTM training step's
+primitives (2 layers, hidden 256) took 2-4% longer on 16-byte-aligned workspaces, weights and
+outputs."""
+
+
+def _aligned(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> Array:
+    """``np.empty(shape, dtype)`` starting on an :data:`ALIGN`-byte boundary (a view into a
+    slightly larger buffer)."""
+    dt = np.dtype(dtype)
+    n = (shape if isinstance(shape, int) else math.prod(shape)) * dt.itemsize
+    raw = np.empty(n + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    out: Array = raw[start : start + n].view(dt).reshape(shape)
+    return out
+
+
 class _Buffer:
     """An array in the layout a primitive chose for one argument, and its oneDNN memory."""
 
     def __init__(self, lib: _Lib, own: list[tuple[str, _P]], md: _P) -> None:
-        self.array = np.empty(max(int(lib.lib.dnnl_memory_desc_get_size(md)), 1), np.uint8)
+        self.array = _aligned(max(int(lib.lib.dnnl_memory_desc_get_size(md)), 1))
         self.memory = lib.memory(own, md, self.array.ctypes.data)
 
 
 class _Side:
     """One argument ``arg`` (a ``DNNL_ARG_*``) of one primitive, of ``shape`` in oneDNN's view:
-    a memory over the caller's C-contiguous array (its handle set per call) and, where the
-    primitive chose another layout, a buffer in that layout and the reorder into it
-    (``into_chosen``: an input) or out of it (an output)."""
+    a memory over the caller's array (C-contiguous, or of the element ``strides`` given; its
+    handle set per call) and, where the primitive chose another layout, a buffer in that layout
+    and the reorder into it (``into_chosen``: an input) or out of it (an output)."""
 
     def __init__(
-        self, lib: _Lib, own: list[tuple[str, _P]], arg: int, shape: tuple[int, ...], chosen: _P, into_chosen: bool
+        self,
+        lib: _Lib,
+        own: list[tuple[str, _P]],
+        arg: int,
+        shape: tuple[int, ...],
+        chosen: _P,
+        into_chosen: bool,
+        strides: Sequence[int] | None = None,
     ) -> None:
         self.arg, self.shape = arg, shape
-        plain = lib.md(own, shape, _c_strides(shape))
+        plain = lib.md(own, shape, _c_strides(shape) if strides is None else strides)
         self.user = lib.memory(own, plain)
         self.buffer: _Buffer | None = None
         self.reorder: _P | None = None
@@ -286,6 +364,33 @@ class _Side:
     def memory(self) -> _P:
         """The memory the primitive itself reads or writes."""
         return self.user if self.buffer is None else self.buffer.memory
+
+
+def _execute(
+    lib: _Lib,
+    prim: _P,
+    reads: Sequence[tuple[_Side, Array]],
+    writes: Sequence[tuple[_Side, Array]],
+    extra: Sequence[tuple[int, _P]] = (),
+) -> None:
+    """Run ``prim``: each read side over its array (of the side's layout, alive until the call
+    returns), reordered into the primitive's layout where it chose another; each write side
+    into its array, reordered out of the primitive's layout after the run; ``extra`` are
+    further ``(DNNL_ARG_*, memory)`` pairs (bias, scratch, workspace). The caller holds the
+    plan's lock."""
+    args = list(extra)
+    for sd, arr in reads:
+        lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
+        if sd.reorder is not None:
+            lib.run(sd.reorder, [(_SRC, sd.user), (_DST, sd.memory())])
+        args.append((sd.arg, sd.memory()))
+    for sd, arr in writes:
+        lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
+        args.append((sd.arg, sd.memory()))
+    lib.run(prim, args)
+    for sd, _ in writes:
+        if sd.reorder is not None:
+            lib.run(sd.reorder, [(_SRC, sd.memory()), (_DST, sd.user)])
 
 
 class _Pass(NamedTuple):
@@ -390,20 +495,12 @@ class Conv2d:
         where they are not, reordered into the primitive's layouts where it chose others) and
         return its result as a new C-contiguous array of the output side's shape. The caller
         holds the lock."""
-        lib = self.lib
-        args, alive = list(extra), []  # the inputs' C-contiguous copies live until the run ends
-        for given, sd in zip((a, b), p.reads, strict=True):
-            arr = np.ascontiguousarray(given, np.float32).reshape(sd.shape)
-            alive.append(arr)
-            lib.lib.dnnl_memory_set_data_handle(sd.user, _P(arr.ctypes.data))
-            if sd.reorder is not None:
-                lib.run(sd.reorder, [(_SRC, sd.user), (_DST, sd.memory())])
-            args.append((sd.arg, sd.memory()))
+        arrays = [
+            np.ascontiguousarray(given, np.float32).reshape(sd.shape) for given, sd in zip((a, b), p.reads, strict=True)
+        ]
         res = np.empty(p.out.shape, np.float32)
-        lib.lib.dnnl_memory_set_data_handle(p.out.user, _P(res.ctypes.data))
-        lib.run(p.prim, [*args, (p.out.arg, p.out.memory()), (_SCRATCHPAD, p.scratch.memory)])
-        if p.out.reorder is not None:
-            lib.run(p.out.reorder, [(_SRC, p.out.memory()), (_DST, p.out.user)])
+        scratch = ((_SCRATCHPAD, p.scratch.memory),)
+        _execute(self.lib, p.prim, list(zip(p.reads, arrays, strict=True)), [(p.out, res)], (*extra, *scratch))
         return res
 
     def forward(self, x: Array, w: Array, b: Array | None) -> Array:
@@ -425,6 +522,293 @@ class Conv2d:
             return self._run(self.w, x, g).reshape(self.w_shape)
 
 
+class RnnRun(NamedTuple):
+    """What :meth:`Rnn.forward` computed and its backward reads: the float32 C-contiguous
+    arguments (``x (T, N, I)``, ``h0, c0 (D, N, H)``, the weights in oneDNN's gate order
+    ``w_ih (D, G H, I)``, ``w_hh (D, G H, H)``, oneDNN's bias ``b (D, 4H)``), the results ``y (T,
+    N, D H)``, ``hn, cn (D, N, H)`` (``c0`` and ``cn`` ``None`` for the GRU), and oneDNN's
+    workspace (training plans; ``None`` for inference)."""
+
+    x: Array
+    h0: Array
+    c0: Array | None
+    w_ih: Array
+    w_hh: Array
+    b: Array
+    y: Array
+    hn: Array
+    cn: Array | None
+    workspace: Array | None
+
+
+CELLS = {"lstm": 4, "gru": 3}
+"""The cells a :class:`Rnn` plan runs, and their gates ``G``."""
+
+_GRU_ORDER = [1, 0, 2]
+"""oneDNN's ``lbr_gru`` gate blocks ``u, r, o`` are PyTorch's ``z, r, n`` blocks 1, 0, 2 (and
+back: the permutation is its own inverse)."""
+
+
+class Rnn:
+    """A planned float32 recurrent layer, one or both directions, over a time-major sequence of
+    ``T`` steps, batch ``N``, input width ``I``, hidden size ``H``, ``D`` directions (2:
+    ``bidirectional_concat``, the reverse direction's outputs after the forward one's on the
+    feature axis, as PyTorch). ``cell``:
+
+    * ``"lstm"``: oneDNN's ``vanilla_lstm`` (no peepholes, no projection), PyTorch's
+      ``torch.nn.LSTM`` equations and gate order ``i, f, g, o``; one bias per gate ``b (D, 4H)``,
+      PyTorch's ``b_ih + b_hh`` (its gradient is that of both);
+    * ``"gru"``: oneDNN's ``lbr_gru`` ("linear before reset": ``n = tanh(W_in x + b_in + r (W_hn
+      h + b_hn))``, PyTorch's ``torch.nn.GRU``); oneDNN's gates ``u, r, o`` are PyTorch's ``z, r,
+      n`` (the plan permutes the weights' blocks both ways); its bias ``b (D, 4H)`` is ``[b_iz +
+      b_hz, b_ir + b_hr, b_in, b_hn]``.
+
+    Arguments in PyTorch's layouts: ``w_ih (D, G H, I)`` and ``w_hh (D, G H, H)`` (each direction's
+    ``weight_ih``/``weight_hh``, oneDNN's ``ldgoi``, described by strides and reordered into the
+    layout the primitive picks), states ``(D, N, H)``.
+
+    ``training``: a ``forward_training`` primitive, whose workspace :meth:`backward` reads, and
+    the backward primitive; else ``forward_inference`` only. Methods copy their arguments to
+    C-contiguous float32 where they are not and return new arrays. A plan is used by one thread
+    at a time (a lock; :func:`rnn_plan` hands out the cached plans).
+
+    Raises:
+        OneDNNError: oneDNN refuses the shapes (the message names the cell and the shapes).
+        ValueError: :meth:`forward`/:meth:`backward` given arrays of other shapes than planned.
+    """
+
+    def __init__(self, lib: _Lib, cell: str, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> None:
+        self.lib = lib
+        self.lock = threading.Lock()
+        self.cell = cell
+        self.gates = CELLS[cell]
+        self.dims = (nt, nb, ni, nh, ndir)
+        self.training = training
+        self.what = f"{cell} (T={nt}, N={nb}, I={ni}, H={nh}, directions={ndir}, training={training})"
+        nd, ng = ndir, self.gates * nh
+        self._torch_shapes = {
+            _SRC_LAYER: (nt, nb, ni),
+            _SRC_ITER: (nd, nb, nh),
+            _WEIGHTS_LAYER: (nd, ng, ni),
+            _WEIGHTS_ITER: (nd, ng, nh),
+            _BIAS: (nd, 4 * nh),
+            _DST_LAYER: (nt, nb, nd * nh),
+        }
+        self._own: list[tuple[str, _P]] = []
+        try:
+            self._plan(nt, nb, ni, nh, ndir)
+        except OneDNNError as e:
+            lib.destroy(self._own)
+            raise OneDNNError(f"{self.what}: {e}") from None
+
+    def _plan(self, nt: int, nb: int, ni: int, nh: int, nd: int) -> None:
+        lib, own, g = self.lib, self._own, self.gates
+
+        def md(shape: Sequence[int], strides: Sequence[int] | None) -> _P:
+            return lib.md(own, shape, strides)
+
+        # oneDNN's views (dims) and PyTorch's layouts (element strides) of every argument
+        self.shapes: dict[int, tuple[tuple[int, ...], list[int] | None]] = {
+            _SRC_LAYER: ((nt, nb, ni), None),
+            _SRC_ITER: ((1, nd, nb, nh), None),
+            _WEIGHTS_LAYER: ((1, nd, ni, g, nh), [nd * g * nh * ni, g * nh * ni, 1, nh * ni, ni]),
+            _WEIGHTS_ITER: ((1, nd, nh, g, nh), [nd * g * nh * nh, g * nh * nh, 1, nh * nh, nh]),
+            _BIAS: ((1, nd, 4, nh), None),  # the LSTM's 4 gates; the GRU's 3 and b_hn
+            _DST_LAYER: ((nt, nb, nd * nh), None),
+        }
+        for a, b in ((_SRC_ITER, _SRC_ITER_C), (_SRC_ITER, _DST_ITER), (_SRC_ITER, _DST_ITER_C)):
+            self.shapes[b] = self.shapes[a]
+        for a in list(self.shapes):
+            self.shapes[a | _DIFF] = self.shapes[a]  # DNNL_ARG_DIFF_x = DNNL_ARG_x | 128
+
+        def desc(arg: int) -> _P:
+            shape = self.shapes[arg & ~_DIFF][0]
+            if arg & ~_DIFF in (_WEIGHTS_LAYER, _WEIGHTS_ITER):
+                return md(shape, None)  # any: the primitive's choice
+            return md(shape, _c_strides(shape))
+
+        lstm = self.cell == "lstm"
+        # the C functions' argument order: inputs, (peephole, projection: the LSTM's, none), bias, outputs
+        ins = (_SRC_LAYER, _SRC_ITER, _SRC_ITER_C) if lstm else (_SRC_LAYER, _SRC_ITER)
+        ins = (*ins, _WEIGHTS_LAYER, _WEIGHTS_ITER)
+        outs = (_DST_LAYER, _DST_ITER, _DST_ITER_C) if lstm else (_DST_LAYER, _DST_ITER)
+        unused: list[None] = [None, None] if lstm else []
+
+        def descs(diff: int) -> list[_P | None]:
+            return [desc(a | diff) for a in ins] + unused + [desc(_BIAS | diff)] + [desc(a | diff) for a in outs]
+
+        name = "lstm" if lstm else "lbr_gru"
+        direction = _BIDIRECTIONAL_CONCAT if nd == 2 else _LEFT2RIGHT
+        prop = _FORWARD_TRAINING if self.training else _FORWARD_INFERENCE
+        fwd = _P()
+        lib.call(
+            f"dnnl_{name}_forward_primitive_desc_create",
+            ctypes.byref(fwd),
+            lib.engine,
+            prop,
+            direction,
+            *descs(0),
+            0,
+            None,
+        )
+        own.append(("dnnl_primitive_desc_destroy", fwd))
+        self.impls = [lib.impl(fwd)]
+        """oneDNN's implementation names of the forward (and backward) primitive."""
+
+        def side(pd: _P, arg: int, into: bool) -> _Side:
+            shape, strides = self.shapes[arg]
+            return _Side(lib, own, arg, shape, lib.query_md(pd, arg), into, strides)
+
+        self.f_prim = lib.primitive(own, fwd)
+        self.f_reads = [side(fwd, a, True) for a in (*ins, _BIAS)]
+        self.f_writes = [side(fwd, a, False) for a in outs]
+        self.f_scratch = _Buffer(lib, own, lib.query_md(fwd, _SCRATCHPAD))
+        if not self.training:
+            return
+        ws_md = lib.query_md(fwd, _WORKSPACE)
+        self.ws_size = int(lib.lib.dnnl_memory_desc_get_size(ws_md))
+        self.f_ws = lib.memory(own, ws_md)
+        bwd = _P()
+        lib.call(
+            f"dnnl_{name}_backward_primitive_desc_create",
+            ctypes.byref(bwd), lib.engine, _BACKWARD, direction, *descs(0), *descs(_DIFF),
+            _DIFF_WEIGHTS_OVERWRITE, fwd, None,
+        )  # fmt: skip
+        own.append(("dnnl_primitive_desc_destroy", bwd))
+        self.impls.append(lib.impl(bwd))
+        self.b_prim = lib.primitive(own, bwd)
+        self.b_reads = [side(bwd, a, True) for a in (*ins, _BIAS, *outs)]
+        self.b_reads += [side(bwd, a | _DIFF, True) for a in outs]
+        self.b_writes = [side(bwd, a | _DIFF, False) for a in (*ins, _BIAS)]
+        self.b_scratch = _Buffer(lib, own, lib.query_md(bwd, _SCRATCHPAD))
+        self.b_ws = lib.memory(own, lib.query_md(bwd, _WORKSPACE))
+
+    def __del__(self) -> None:
+        own = getattr(self, "_own", None)
+        if own:
+            self.lib.destroy(own)
+
+    def _arrays(self, call: str, names: Sequence[str], given: Sequence[Array], sides: Sequence[_Side]) -> list[Array]:
+        """The arguments as C-contiguous float32 arrays, checked against the planned shapes."""
+        out = []
+        for nm, a, sd in zip(names, given, sides, strict=True):
+            want = self.torch_shape(sd.arg & ~_DIFF)
+            if tuple(a.shape) != want:
+                raise ValueError(f"{self.what}.{call}: {nm} must have shape {want}, got {tuple(a.shape)}")
+            out.append(np.ascontiguousarray(a, np.float32))
+        return out
+
+    def torch_shape(self, arg: int) -> tuple[int, ...]:
+        """The shape of argument ``arg`` (a ``DNNL_ARG_*``) in the layout the methods take."""
+        return self._torch_shapes.get(arg, self._torch_shapes[_SRC_ITER])
+
+    def _gate_order(self, w: Array) -> Array:
+        """A ``(D, G H, K)`` weight (or its gradient) between PyTorch's and oneDNN's gate order:
+        the GRU's blocks permuted (a copy), the LSTM's as they are."""
+        if self.cell != "gru":
+            return w
+        nd, ng, k = w.shape
+        out: Array = w.reshape(nd, 3, ng // 3, k)[:, _GRU_ORDER].reshape(nd, ng, k)
+        return out
+
+    def forward(self, x: Array, h0: Array, c0: Array | None, w_ih: Array, w_hh: Array, b: Array) -> RnnRun:
+        """Run the layer: ``y (T, N, D H)`` every step's hidden state (both directions'
+        concatenated), ``hn`` (and the LSTM's ``cn``) ``(D, N, H)`` the states after each
+        direction's last step, in an :class:`RnnRun` with the arguments and, training, the
+        workspace. ``c0``: the LSTM's initial cell state, ``None`` for the GRU."""
+        lstm = self.cell == "lstm"
+        names = ("x", "h0", "c0", "w_ih", "w_hh", "b") if lstm else ("x", "h0", "w_ih", "w_hh", "b")
+        given = (x, h0, c0, w_ih, w_hh, b) if lstm else (x, h0, w_ih, w_hh, b)
+        if any(a is None for a in given):
+            raise ValueError(f"{self.what}.forward: c0 is the LSTM's: an array for it, None for the GRU")
+        args = self._arrays("forward", names, [a for a in given if a is not None], self.f_reads)
+        args[-3], args[-2] = self._gate_order(args[-3]), self._gate_order(args[-2])
+        outs = [_aligned(self.torch_shape(sd.arg), np.float32) for sd in self.f_writes]
+        # tens of MB (42 a layer at T=64, N=32, H=256): reused from the heap without page faults
+        # below gradtape's malloc settings' 64 MB mmap threshold (devices/kernels/_malloc.py)
+        ws = _aligned(max(self.ws_size, 1)) if self.training else None
+        extra = [(_SCRATCHPAD, self.f_scratch.memory)]
+        with self.lock:
+            if ws is not None:
+                self.lib.lib.dnnl_memory_set_data_handle(self.f_ws, _P(ws.ctypes.data))
+                extra.append((_WORKSPACE, self.f_ws))
+            reads, writes = zip(self.f_reads, args, strict=True), zip(self.f_writes, outs, strict=True)
+            _execute(self.lib, self.f_prim, list(reads), list(writes), extra)
+        if lstm:
+            x, h0, c0, w_ih, w_hh, b = args
+            y, hn, cn = outs
+            return RnnRun(x, h0, c0, w_ih, w_hh, b, y, hn, cn, ws)
+        x, h0, w_ih, w_hh, b = args
+        y, hn = outs
+        return RnnRun(x, h0, None, w_ih, w_hh, b, y, hn, None, ws)
+
+    def backward(self, run: RnnRun, gy: Array, ghn: Array, gcn: Array | None) -> tuple[Array | None, ...]:
+        """Gradients from those of ``y (T, N, D H)``, ``hn`` and the LSTM's ``cn (D, N, H)``
+        (zeros for none; ``gcn`` ``None`` for the GRU) after :meth:`forward` gave ``run``: ``(dx
+        (T, N, I), dh0, dc0 (D, N, H; None for the GRU), dw_ih (D, G H, I), dw_hh (D, G H, H), db
+        (D, 4H))``, the weights' in PyTorch's gate order, the bias's in oneDNN's (see the class).
+        The primitive overwrites its weight gradients (``rnn_flags_diff_weights_overwrite``;
+        oneDNN's default adds into them).
+
+        Raises:
+            OneDNNError: an inference plan, or a run without workspace.
+        """
+        if not self.training or run.workspace is None:
+            raise OneDNNError(f"{self.what}.backward: the plan or the run is not a training one")
+        lstm = self.cell == "lstm"
+        names, given = (("gy", "ghn", "gcn"), (gy, ghn, gcn)) if lstm else (("gy", "ghn"), (gy, ghn))
+        if any(a is None for a in given):
+            raise ValueError(f"{self.what}.backward: gcn is the LSTM's: an array for it, None for the GRU")
+        nouts = len(names)
+        grads = self._arrays("backward", names, [a for a in given if a is not None], self.b_reads[-nouts:])
+        outs = [_aligned(self.torch_shape(sd.arg & ~_DIFF), np.float32) for sd in self.b_writes]
+        saved = [a for a in run[:9] if a is not None]
+        extra = [(_SCRATCHPAD, self.b_scratch.memory), (_WORKSPACE, self.b_ws)]
+        with self.lock:
+            self.lib.lib.dnnl_memory_set_data_handle(self.b_ws, _P(run.workspace.ctypes.data))
+            reads = list(zip(self.b_reads, [*saved, *grads], strict=True))
+            _execute(self.lib, self.b_prim, reads, list(zip(self.b_writes, outs, strict=True)), extra)
+        outs[-3], outs[-2] = self._gate_order(outs[-3]), self._gate_order(outs[-2])
+        if lstm:
+            return tuple(outs)
+        dx, dh0, dw_ih, dw_hh, db = outs
+        return dx, dh0, None, dw_ih, dw_hh, db
+
+
+def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any) -> Any:
+    """``cache[key]``, made by ``make()`` on a miss (``None`` when oneDNN refuses: remembered, not
+    asked again), the least recently used dropped beyond :data:`CACHE_SIZE`."""
+    with _PLANS_LOCK:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    try:
+        plan = make()
+    except OneDNNError:
+        plan = None
+    with _PLANS_LOCK:
+        cache[key] = plan
+        while len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
+    return plan
+
+
+_RNN_PLANS: OrderedDict[tuple[Any, ...], Rnn | None] = OrderedDict()
+
+
+def rnn_plan(cell: str, nt: int, nb: int, ni: int, nh: int, ndir: int, training: bool) -> Rnn | None:
+    """The cached :class:`Rnn` plan of ``cell`` (``"lstm"`` or ``"gru"``) for ``T`` steps, batch
+    ``N``, input ``I``, hidden ``H``, ``D`` directions, training or inference; ``None`` when
+    oneDNN is not :func:`available` or refused the shapes (remembered)."""
+    if not available():
+        return None
+    lib = _load()
+    assert lib is not None
+    key = (cell, nt, nb, ni, nh, ndir, training)
+    plan: Rnn | None = _cached(_RNN_PLANS, key, lambda: Rnn(lib, *key))
+    return plan
+
+
 _PLANS: OrderedDict[tuple[Any, ...], Conv2d | None] = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 
@@ -441,19 +825,8 @@ def conv2d_plan(
     :func:`available` or refused the geometry (remembered: it is not asked again)."""
     if not available():
         return None
-    key = (x_shape, w_shape, stride, pads, dilation, groups)
-    with _PLANS_LOCK:
-        if key in _PLANS:
-            _PLANS.move_to_end(key)
-            return _PLANS[key]
     lib = _load()
     assert lib is not None
-    try:
-        plan: Conv2d | None = Conv2d(lib, x_shape, w_shape, stride, pads, dilation, groups)
-    except OneDNNError:
-        plan = None
-    with _PLANS_LOCK:
-        _PLANS[key] = plan
-        while len(_PLANS) > CACHE_SIZE:
-            _PLANS.popitem(last=False)
+    key = (x_shape, w_shape, stride, pads, dilation, groups)
+    plan: Conv2d | None = _cached(_PLANS, key, lambda: Conv2d(lib, *key))
     return plan
