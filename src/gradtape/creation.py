@@ -22,8 +22,8 @@ The random numbers are numpy's (PCG64), not PyTorch's: the same seed gives other
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,7 @@ from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
 __all__ = [
+    "SizeFactory",
     "arange",
     "empty",
     "empty_like",
@@ -61,6 +62,40 @@ S = TypeVar("S")
 Ts = TypeVarTuple("Ts")
 
 Device = Cpu | str | None
+
+
+class SizeFactory(Protocol):
+    """The type of PyTorch's size-taking creation functions (:func:`zeros`, :func:`ones`,
+    :func:`empty`, :func:`randn`, :func:`rand`): sizes as one tuple (its literal dims kept under
+    every checker) or as separate ints (kept under mypy; pyright and pyrefly widen them to
+    ``int``), and the keywords ``dtype``, ``device``, ``requires_grad``, ``dev``."""
+
+    @overload
+    def __call__(
+        self,
+        size: SI,
+        /,
+        *,
+        dtype: npt.DTypeLike | None = None,
+        device: Device = None,
+        requires_grad: bool = False,
+        dev: Cpu | None = None,
+    ) -> Tensor[SI, NoneTape]: ...
+    @overload
+    def __call__(
+        self,
+        *size: *Ts,
+        dtype: npt.DTypeLike | None = None,
+        device: Device = None,
+        requires_grad: bool = False,
+        dev: Cpu | None = None,
+    ) -> Tensor[tuple[*Ts], NoneTape]: ...
+
+
+def _public(fn: Callable[..., Tensor[Any, NoneTape]], name: str) -> SizeFactory:
+    """``fn`` under its public name, typed as a :class:`SizeFactory`."""
+    fn.__name__ = fn.__qualname__ = name
+    return cast(SizeFactory, fn)
 
 
 def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
@@ -128,25 +163,7 @@ def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[Any, NoneTape]:
     return get_default_device().from_numpy(array)
 
 
-@overload
-def zeros(
-    size: SI,
-    /,
-    *,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[SI, NoneTape]: ...
-@overload
-def zeros(
-    *size: *Ts,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[tuple[*Ts], NoneTape]: ...
-def zeros(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+def _zeros(
     *size: Any,
     dtype: npt.DTypeLike | None = None,
     device: Device = None,
@@ -163,25 +180,10 @@ def zeros(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation
     return _full("zeros", _size("zeros", size), 0, dtype, device, requires_grad, dev)
 
 
-@overload
-def ones(
-    size: SI,
-    /,
-    *,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[SI, NoneTape]: ...
-@overload
-def ones(
-    *size: *Ts,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[tuple[*Ts], NoneTape]: ...
-def ones(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+zeros: SizeFactory = _public(_zeros, "zeros")
+
+
+def _ones(
     *size: Any,
     dtype: npt.DTypeLike | None = None,
     device: Device = None,
@@ -193,25 +195,10 @@ def ones(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation 
     return _full("ones", _size("ones", size), 1, dtype, device, requires_grad, dev)
 
 
-@overload
-def empty(
-    size: SI,
-    /,
-    *,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[SI, NoneTape]: ...
-@overload
-def empty(
-    *size: *Ts,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[tuple[*Ts], NoneTape]: ...
-def empty(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+ones: SizeFactory = _public(_ones, "ones")
+
+
+def _empty(
     *size: Any,
     dtype: npt.DTypeLike | None = None,
     device: Device = None,
@@ -222,6 +209,9 @@ def empty(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation
     gradtape does not hand out uninitialised memory (a read of it gives the same numbers on
     every run). Dtypes and errors as :func:`zeros`."""
     return _full("empty", _size("empty", size), 0, dtype, device, requires_grad, dev)
+
+
+empty: SizeFactory = _public(_empty, "empty")
 
 
 def full(
@@ -257,25 +247,7 @@ def _full(
     return _finish(op, t, requires_grad)
 
 
-@overload
-def randn(
-    size: SI,
-    /,
-    *,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[SI, NoneTape]: ...
-@overload
-def randn(
-    *size: *Ts,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[tuple[*Ts], NoneTape]: ...
-def randn(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+def _randn(
     *size: Any,
     dtype: npt.DTypeLike | None = None,
     device: Device = None,
@@ -293,25 +265,10 @@ def randn(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation
     return _finish("randn", d.randn(_size("randn", size), _float_dtype(dtype)), requires_grad)
 
 
-@overload
-def rand(
-    size: SI,
-    /,
-    *,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[SI, NoneTape]: ...
-@overload
-def rand(
-    *size: *Ts,
-    dtype: npt.DTypeLike | None = None,
-    device: Device = None,
-    requires_grad: bool = False,
-    dev: Cpu | None = None,
-) -> Tensor[tuple[*Ts], NoneTape]: ...
-def rand(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation of a *Ts overload
+randn: SizeFactory = _public(_randn, "randn")
+
+
+def _rand(
     *size: Any,
     dtype: npt.DTypeLike | None = None,
     device: Device = None,
@@ -327,6 +284,9 @@ def rand(  # type: ignore[misc]  # mypy 2.4 rejects a *size: Any implementation 
     """
     d = _device("rand", device, dev)
     return _finish("rand", d.rand(_size("rand", size), 0.0, 1.0, _float_dtype(dtype)), requires_grad)
+
+
+rand: SizeFactory = _public(_rand, "rand")
 
 
 @overload

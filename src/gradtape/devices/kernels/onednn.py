@@ -775,9 +775,9 @@ class Rnn:
         return dx, dh0, None, dw_ih, dw_hh, db
 
 
-def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any) -> Any:
+def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any, size: int = 0) -> Any:
     """``cache[key]``, made by ``make()`` on a miss (``None`` when oneDNN refuses: remembered, not
-    asked again), the least recently used dropped beyond :data:`CACHE_SIZE`."""
+    asked again), the least recently used dropped beyond ``size`` plans (0: :data:`CACHE_SIZE`)."""
     with _PLANS_LOCK:
         if key in cache:
             cache.move_to_end(key)
@@ -788,7 +788,7 @@ def _cached(cache: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], make
         plan = None
     with _PLANS_LOCK:
         cache[key] = plan
-        while len(cache) > CACHE_SIZE:
+        while len(cache) > (size or CACHE_SIZE):
             cache.popitem(last=False)
     return plan
 

@@ -187,7 +187,6 @@ class Matmul:
 
 
 _PLANS: OrderedDict[tuple[Any, ...], Matmul | None] = OrderedDict()
-_PLANS_LOCK = threading.Lock()
 
 
 def plan(a: Array, b: Array, out: Array | None = None) -> Matmul | None:
@@ -220,20 +219,11 @@ def plan(a: Array, b: Array, out: Array | None = None) -> Matmul | None:
         if so is None or _overlaps(out, a) or _overlaps(out, b):
             return None
     key = (a_shape, sa, b_shape, sb, so)
-    with _PLANS_LOCK:
-        if key in _PLANS:
-            _PLANS.move_to_end(key)
-            return _PLANS[key]
     lib = _od._load()
     assert lib is not None
-    try:
-        p: Matmul | None = Matmul(lib, a_shape, sa, b_shape, sb, out_shape, so)
-    except _od.OneDNNError:
-        p = None
-    with _PLANS_LOCK:
-        _PLANS[key] = p
-        while len(_PLANS) > CACHE_SIZE:
-            _PLANS.popitem(last=False)
+    p: Matmul | None = _od._cached(
+        _PLANS, key, lambda: Matmul(lib, a_shape, sa, b_shape, sb, out_shape, so), CACHE_SIZE
+    )
     return p
 
 
