@@ -30,7 +30,7 @@ import numpy.typing as npt
 from typing_extensions import TypeVarTuple
 
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import get_default_device
+from gradtape.devices.default import _check_cpu_name, get_default_device
 from gradtape.errors import DTypeError
 from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
@@ -107,8 +107,7 @@ def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
     if d is None:
         return get_default_device()
     if isinstance(d, str):
-        if d.split(":")[0] != "cpu":
-            raise ValueError(f"{op}: unknown device {d!r}; gradtape runs on 'cpu' only")
+        _check_cpu_name(op, d)
         return get_default_device()
     if not isinstance(d, Cpu):
         raise TypeError(f"{op}: device must be a Cpu or 'cpu', got {type(d).__name__}")

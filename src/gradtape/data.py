@@ -85,7 +85,7 @@ class TensorDataset(Dataset[tuple[Tensor[Any, Any], ...]]):
         self.device: Device | None = devs[0] if devs else None
 
     def __getitem__(self, index: int) -> tuple[Tensor[Any, Any], ...]:
-        dev = self.device if self.device is not None else _default_device()
+        dev = self.device if self.device is not None else get_default_device()
         return tuple(dev.tensor(a[index]) for a in self.arrays)
 
     def __len__(self) -> int:
@@ -160,10 +160,6 @@ def random_split(
     return out
 
 
-def _default_device() -> Device:
-    return get_default_device()
-
-
 def default_collate(batch: Sequence[Any], dev: Device | None = None) -> Any:
     """Stack a list of samples into a batch (PyTorch's ``default_collate``): tensors, numpy
     arrays and numbers into one tensor with a new first dim (numbers: float32 for Python floats,
@@ -175,7 +171,7 @@ def default_collate(batch: Sequence[Any], dev: Device | None = None) -> Any:
         ValueError: tensors or arrays of different shapes (the message gives them).
     """
     elem = batch[0]
-    d = dev if dev is not None else (elem.device if isinstance(elem, Tensor) else _default_device())
+    d = dev if dev is not None else (elem.device if isinstance(elem, Tensor) else get_default_device())
     if isinstance(elem, (Tensor, np.ndarray, np.generic, int, float, bool)) and not isinstance(elem, str):
         arrays = [_array(b) for b in batch]
         shapes = {a.shape for a in arrays}
@@ -282,15 +278,15 @@ class DataLoader(Generic[Item]):
         """The arrays of a TensorDataset (a Subset's indices mapped through) when batches can be
         cut from them directly, and the device to make them on."""
         if self.collate_fn is not None:
-            return None, _default_device()
+            return None, get_default_device()
         ds: Any = self.dataset
         maps: list[npt.NDArray[np.int64]] = []
         while isinstance(ds, Subset):
             maps.append(ds.indices)
             ds = ds.dataset
         if type(ds) is not TensorDataset:
-            return None, _default_device()
-        dev = self.dev or ds.device or _default_device()
+            return None, get_default_device()
+        dev = self.dev or ds.device or get_default_device()
         if not maps:
             return ds.arrays, dev
         # compose the subsets' index maps (outermost applied last): fancy-index each array once

@@ -59,8 +59,7 @@ def set_default_device(device: Cpu | str | None) -> None:
     from gradtape.devices.cpu import Cpu
 
     if isinstance(device, str):
-        if device.split(":")[0] != "cpu":
-            raise ValueError(f"set_default_device: unknown device {device!r}; gradtape runs on 'cpu' only")
+        _check_cpu_name("set_default_device", device)
         get_default_device()
         return
     if device is not None and not isinstance(device, Cpu):
@@ -99,6 +98,16 @@ def initial_seed() -> int:
     """The seed the default device's generator was last seeded with (PyTorch's
     ``torch.initial_seed``)."""
     return int(get_default_device().seed)
+
+
+def _check_cpu_name(op: str, name: str) -> None:
+    """Accept PyTorch's device string ``"cpu"`` (``"cpu:0"`` too) for ``op``.
+
+    Raises:
+        ValueError: any other device name (the message names ``op`` and it).
+    """
+    if name.split(":")[0] != "cpu":
+        raise ValueError(f"{op}: unknown device {name!r}; gradtape runs on 'cpu' only")
 
 
 def _resolve(dev: Cpu | None) -> Cpu:

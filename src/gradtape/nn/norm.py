@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.default import get_default_device
+from gradtape.devices.default import _resolve
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.module import Module
@@ -49,10 +49,6 @@ def _ones(shape: tuple[int, ...], dtype: npt.DTypeLike, dev: Any) -> Tensor[Any,
 
 def _zeros(shape: tuple[int, ...], dtype: npt.DTypeLike, dev: Any) -> Tensor[Any, NoneTape]:
     return Tensor(np.zeros(shape, dtype), dev, NONE_TAPE)
-
-
-def _device(dev: Any) -> Any:
-    return get_default_device() if dev is None else dev
 
 
 # Order of the forward overloads: a run-time-width layer (``self: LayerNorm[int]``) first, then
@@ -144,7 +140,7 @@ class LayerNorm(_LastDimNorm[D]):
     ) -> None:
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        dev = _device(dev)
+        dev = _resolve(dev)
         self.weight = _ones(shape, dtype, dev) if elementwise_affine else None
         self.bias = _zeros(shape, dtype, dev) if elementwise_affine and bias else None
 
@@ -184,7 +180,7 @@ class RMSNorm(_LastDimNorm[D]):
     ) -> None:
         d = cast(int, dim)  # D names the width at type level; an int at run time
         self.dim, self.eps = d, eps
-        self.weight = _ones((d,), dtype, _device(dev)) if elementwise_affine else None
+        self.weight = _ones((d,), dtype, _resolve(dev)) if elementwise_affine else None
 
     def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         if x.shape[-1:] != (self.dim,):
@@ -219,7 +215,7 @@ class _RunningNorm(Module):
     ) -> None:
         """Stores the options and creates the parameters (``bias`` only with ``affine`` and
         ``bias``) and buffers on ``dev`` (``None``: a new ``Cpu()``)."""
-        dev = _device(dev)
+        dev = _resolve(dev)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = _ones((num_features,), dtype, dev) if affine else None
@@ -470,7 +466,7 @@ class GroupNorm(Module, Generic[D]):
         if num_groups <= 0 or nc % num_groups:
             raise ValueError(f"GroupNorm: num_channels={nc} must be divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, nc, eps, affine
-        dev = _device(dev)
+        dev = _resolve(dev)
         self.weight = _ones((nc,), dtype, dev) if affine else None
         self.bias = _zeros((nc,), dtype, dev) if affine and bias else None
 
