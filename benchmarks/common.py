@@ -288,7 +288,7 @@ def _onednn_info() -> str:
 
 def _matmul_info() -> str:
     """gradtape's large float32 product line: oneDNN or OpenBLAS, and why (decided once per
-    machine, ``gradtape.devices.kernels.onednn_matmul.choice``)."""
+    machine, ``gradtape.devices.kernels.blas.matmul_choice``)."""
     from gradtape.devices.kernels import blas
 
     return blas.matmul_info()

@@ -36,12 +36,12 @@ def f32(*shape: int) -> np.ndarray[Any, Any]:
 @pytest.fixture
 def forced() -> Iterator[None]:
     """oneDNN takes every eligible product from a low bound, whatever the machine's rule says."""
-    saved, bound = blas._ONEDNN_MM, om.MIN_MACS
-    blas._ONEDNN_MM, om.MIN_MACS = True, 1
+    saved, bound = blas._MATMUL_CHOICE, om.MIN_MACS
+    blas._MATMUL_CHOICE, om.MIN_MACS = (True, "forced by the test"), 1
     try:
         yield
     finally:
-        blas._ONEDNN_MM, om.MIN_MACS = saved, bound
+        blas._MATMUL_CHOICE, om.MIN_MACS = saved, bound
 
 
 Pair = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
@@ -161,21 +161,20 @@ def test_a_transformer_layer_trains_as_pytorch_float64(forced: None) -> None:
 def test_the_choice_rule_and_its_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     lib = _od._load()
     assert lib is not None
-    monkeypatch.setattr(om, "_CHOICE", None)
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", None)
     core = blas.openblas_core()
-    use, why = om.choice(core)
-    assert use == ("avx512" in lib.isa and core not in om.AVX512_CORES), why
-    assert om.info() == why
+    use, why = blas.matmul_choice()
+    assert use == ("avx512" in lib.isa and core not in blas.AVX512_CORES), why
     assert blas.matmul_info() == why
     for forced_value, expect in (("onednn", True), ("openblas", False)):
-        monkeypatch.setattr(om, "_CHOICE", None)
+        monkeypatch.setattr(blas, "_MATMUL_CHOICE", None)
         monkeypatch.setenv("GRADTAPE_MATMUL", forced_value)
-        assert om.choice(core)[0] is expect
-    monkeypatch.setattr(om, "_CHOICE", None)
+        assert blas.matmul_choice()[0] is expect
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", None)
     monkeypatch.setenv("GRADTAPE_MATMUL", "mkl")
     with pytest.raises(ValueError, match="GRADTAPE_MATMUL='mkl'"):
-        om.choice(core)
-    monkeypatch.setattr(om, "_CHOICE", None)
+        blas.matmul_choice()
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", None)
 
 
 def test_products_into_out_and_its_slices(forced: None) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices.kernels import onednn as _onednn
 from gradtape.devices.kernels import onednn_matmul as _onednn_mm
 
 __all__ = ["OPENBLAS_SERIAL_MACS", "SMALL_MACS", "matmul", "thread_timeout"]
@@ -119,27 +120,53 @@ def openblas_core() -> str | None:
     return None
 
 
-_ONEDNN_MM: bool | None = None  # large float32 products on oneDNN (decided at the first one)
+AVX512_CORES = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids", "Zen4", "Zen5"})
+"""OpenBLAS core names whose kernels use AVX-512 (:func:`openblas_core`): with these,
+OpenBLAS keeps the large float32 products."""
+
+_MATMUL_CHOICE: tuple[bool, str] | None = None  # (large float32 products on oneDNN, why)
+
+
+def matmul_choice() -> tuple[bool, str]:
+    """``(use oneDNN, why)`` for large float32 products, decided at the first call and kept
+    for the process: ``GRADTAPE_MATMUL`` if set (``onednn``/``openblas``), else oneDNN where it
+    runs AVX-512 kernels and OpenBLAS's core (:func:`openblas_core`) is not one of
+    :data:`AVX512_CORES` (:mod:`gradtape.devices.kernels.onednn_matmul` has the measurements).
+
+    Raises:
+        ValueError: ``GRADTAPE_MATMUL`` is set to something else (the message names it).
+    """
+    global _MATMUL_CHOICE
+    if _MATMUL_CHOICE is None:
+        forced = os.environ.get("GRADTAPE_MATMUL", "")
+        if forced not in ("", "onednn", "openblas"):
+            raise ValueError(f"GRADTAPE_MATMUL={forced!r}: expected 'onednn' or 'openblas'")
+        lib, core = _onednn._load(), openblas_core()
+        if lib is None:
+            _MATMUL_CHOICE = (False, f"OpenBLAS ({core} kernels); {_onednn.info()}")
+        elif forced:
+            _MATMUL_CHOICE = (forced == "onednn", f"{forced} (GRADTAPE_MATMUL); OpenBLAS core {core}, oneDNN {lib.isa}")
+        elif "avx512" in lib.isa and core not in AVX512_CORES:
+            _MATMUL_CHOICE = (
+                True,
+                f"oneDNN {lib.isa} from {_onednn_mm.MIN_MACS} multiply-adds (OpenBLAS runs {core} kernels)",
+            )
+        else:
+            _MATMUL_CHOICE = (False, f"OpenBLAS ({core} kernels; oneDNN would run {lib.isa})")
+    return _MATMUL_CHOICE
 
 
 def matmul_info() -> str:
     """Which library runs large float32 products on this machine, and why (one line, for the
-    benchmarks' header): :func:`gradtape.devices.kernels.onednn_matmul.choice`."""
-    return _onednn_mm.choice(openblas_core())[1]
-
-
-def _use_onednn() -> bool:
-    global _ONEDNN_MM
-    if _ONEDNN_MM is None:
-        _ONEDNN_MM = _onednn_mm.choice(openblas_core())[0]
-    return _ONEDNN_MM
+    benchmarks' header): :func:`matmul_choice`'s reason."""
+    return matmul_choice()[1]
 
 
 def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     """``np.matmul(a, b, out=out)``, on one BLAS thread when each 2-D product has fewer than
     :data:`SMALL_MACS` multiply-adds (see the module docstring). A float32 product of
     ``onednn_matmul.MIN_MACS`` multiply-adds or more runs on oneDNN instead where
-    :func:`~gradtape.devices.kernels.onednn_matmul.choice` picks it (a machine whose OpenBLAS
+    :func:`matmul_choice` picks it (a machine whose OpenBLAS
     kernels are older than its CPU), into ``out`` where given. numpy runs a batched product
     as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
     the batch's. Same shapes, dtypes and errors as numpy's."""
@@ -151,7 +178,7 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     macs = m * a.shape[-1] * n
     if a.dtype is _F32 and b.dtype is _F32 and a.ndim > 1 and b.ndim > 1 and macs:
         batch = max(a.size // (m * a.shape[-1]), b.size // (b.shape[-2] * n))
-        if macs * batch >= _onednn_mm.MIN_MACS and _use_onednn():  # oneDNN where it wins
+        if macs * batch >= _onednn_mm.MIN_MACS and (_MATMUL_CHOICE or matmul_choice())[0]:  # oneDNN where it wins
             res_d = _onednn_mm.matmul(a, b, out)
             if res_d is not None:
                 return res_d

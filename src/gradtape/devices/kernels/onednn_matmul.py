@@ -8,7 +8,8 @@ on such a machine a large float32 product runs at up to twice OpenBLAS's rate. I
 from a few million multiply-adds a product (:data:`MIN_MACS`): below, a call's fixed cost (a
 few ctypes calls, about 10 microseconds) is more than it saves.
 
-Whether it is used is decided once per process (:func:`choice`): where oneDNN runs AVX-512
+Whether it is used is decided once per process, by the caller
+(:func:`gradtape.devices.kernels.blas.matmul_choice`): where oneDNN runs AVX-512
 kernels and numpy's OpenBLAS does not (its kernels for an older core, whether it picked them or
 the environment forced them), float32 products from :data:`MIN_MACS` go to oneDNN; elsewhere
 OpenBLAS keeps them (on an AVX2-only machine both run AVX2 kernels: with oneDNN capped at
@@ -32,7 +33,6 @@ float32 products accumulated in float32 with FMA, as PyTorch's are.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -41,7 +41,7 @@ import numpy as np
 
 from gradtape.devices.kernels import onednn as _od
 
-__all__ = ["AVX512_CORES", "CACHE_SIZE", "MIN_MACS", "Matmul", "choice", "info", "matmul", "plan"]
+__all__ = ["CACHE_SIZE", "MIN_MACS", "Matmul", "matmul", "plan"]
 
 Array = np.ndarray[Any, Any]
 
@@ -57,46 +57,8 @@ on two threads against OpenBLAS's 250-265 (and PyTorch's own products, MKL, 220-
 CACHE_SIZE = 128
 """Matmul plans kept (one per geometry); the least recently used is dropped beyond."""
 
-AVX512_CORES = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids", "Zen4", "Zen5"})
-"""OpenBLAS core names whose kernels use AVX-512 (``openblas_get_corename``): with these,
-OpenBLAS keeps the products."""
-
 _P = ctypes.c_void_p
 _F4 = 4  # bytes per float32
-_CHOICE: tuple[bool, str] | None = None
-
-
-def choice(core: str | None = None) -> tuple[bool, str]:
-    """``(use oneDNN, why)``, decided at the first call and kept for the process:
-    ``GRADTAPE_MATMUL`` if set (``onednn``/``openblas``), else oneDNN where it runs AVX-512
-    kernels and OpenBLAS's ``core`` (the name its kernels were loaded for, which
-    :func:`gradtape.devices.kernels.blas.openblas_core` reads; ``None``: another BLAS) is not one
-    of :data:`AVX512_CORES`.
-
-    Raises:
-        ValueError: ``GRADTAPE_MATMUL`` is set to something else (the message names it).
-    """
-    global _CHOICE
-    if _CHOICE is None:
-        forced = os.environ.get("GRADTAPE_MATMUL", "")
-        lib = _od._load()
-        if forced not in ("", "onednn", "openblas"):
-            raise ValueError(f"GRADTAPE_MATMUL={forced!r}: expected 'onednn' or 'openblas'")
-        if lib is None:
-            _CHOICE = (False, f"OpenBLAS ({core} kernels); {_od.info()}")
-        elif forced:
-            _CHOICE = (forced == "onednn", f"{forced} (GRADTAPE_MATMUL); OpenBLAS core {core}, oneDNN {lib.isa}")
-        elif "avx512" in lib.isa and core not in AVX512_CORES:
-            _CHOICE = (True, f"oneDNN {lib.isa} from {MIN_MACS} multiply-adds (OpenBLAS runs {core} kernels)")
-        else:
-            _CHOICE = (False, f"OpenBLAS ({core} kernels; oneDNN would run {lib.isa})")
-    return _CHOICE
-
-
-def info() -> str:
-    """One line for reports: which library runs large float32 products, and why (once
-    :func:`choice` has been made; ``blas.matmul_info`` makes it)."""
-    return choice()[1]
 
 
 def _elem_strides(a: Array, ndim: int) -> tuple[int, ...] | None:
