@@ -7,6 +7,7 @@
     python benchmarks/run.py --only distributed   # data-parallel over MPI, 1 vs 2 ranks (workload 10)
     python benchmarks/run.py --only rnn           # nn.LSTM / nn.GRU training steps vs PyTorch (workload 11)
     python benchmarks/run.py --only einsum        # einsum vs the equivalent matmul chain (workload 12)
+    python benchmarks/run.py --only gpu           # the Cuda device vs PyTorch CUDA (workload 13; needs a GPU)
     python benchmarks/run.py --json out.json      # JSON elsewhere (default: benchmarks/results/latest.json)
     python benchmarks/run.py --profile            # also cProfile gradtape in workloads 1 and 2
 
@@ -54,6 +55,7 @@ WORKLOADS = (
     "distributed",
     "rnn",
     "einsum",
+    "gpu",
 )
 PEER_ORDER = ("torch", "torch.func", "torch-import", "autograd", "numpy", "python")
 

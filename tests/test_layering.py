@@ -39,8 +39,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Every module of src/gradtape must match exactly one entry (a new module gets a place here).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # errors raised everywhere; the shape types and run-time shape checks; the OpenBLAS
-    # thread settings the package sets before numpy loads; PyTorch's dtype names
-    ("leaves", ("gradtape.errors", "gradtape.shapes", "gradtape._openblas_env", "gradtape.dtypes")),
+    # thread settings the package sets before numpy loads; PyTorch's dtype names; which memory
+    # an array lives in (numpy or CuPy: devices._arrays)
+    (
+        "leaves",
+        ("gradtape.errors", "gradtape.shapes", "gradtape._openblas_env", "gradtape.dtypes", "gradtape.devices._arrays"),
+    ),
     # the Cpu device's numba kernels: arrays in, arrays out (the gradient store runs some)
     ("kernels", ("gradtape.devices.kernels.*",)),
     # the core: tape kinds and their record/append/merge, the entry format, the recording rule
@@ -57,8 +61,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Tensor[S, T] and its method table (bound to the ops)
     ("tensor", ("gradtape.tensor",)),
     # the Device protocol and Cpu, which make tensors (Cpu's kernels are the second layer);
-    # the default device (PyTorch's manual_seed and default device)
-    ("devices", ("gradtape.devices", "gradtape.devices.base", "gradtape.devices.cpu", "gradtape.devices.default")),
+    # the default device (PyTorch's manual_seed and default device); the Cuda device
+    (
+        "devices",
+        (
+            "gradtape.devices",
+            "gradtape.devices.base",
+            "gradtape.devices.cpu",
+            "gradtape.devices.cuda",
+            "gradtape.devices.default",
+        ),
+    ),
     # the front ends: PyTorch's autograd (grad, Function), TensorFlow's context tape, Burn's
     # autodiff, functional transforms, gradcheck; PyTorch's creation functions and the ops
     # whose torch.* spelling differs from gradtape.ops' (the package's top re-exports them)

@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from gradtape import Cpu, Tensor, nn
+from gradtape.devices.cuda import cuda_available
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.losses import cross_entropy
 from gradtape.testing import gradcheck
@@ -389,8 +390,11 @@ def test_to_double_converts_parameters_and_float_buffers(dev: Cpu) -> None:
     m.to(other, np.float64)
     assert lin.weight.device is other and lin.weight.dtype == F64
     assert m.to("cpu") is m and m.cpu() is m
-    with pytest.raises(ValueError, match="not 'cuda'"):
-        m.to("cuda")
+    if not cuda_available():  # without CuPy or a GPU, "cuda" says what is missing (tests/gpu move models there)
+        with pytest.raises(RuntimeError, match=r"Cuda: .*(pip install 'gradtape\[cuda\]'|no GPU)"):
+            m.to("cuda")
+    with pytest.raises(ValueError, match="not 'mps'"):
+        m.to("mps")
     with pytest.raises(TypeError, match="expected a dtype, a device or a tensor"):
         m.to(3)
     with pytest.raises(DTypeError):

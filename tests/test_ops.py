@@ -397,10 +397,11 @@ def test_scalar_constant_cache_is_bounded_and_read_only() -> None:
     for i in range(1, 2000):
         x * (1.0 + i * 1e-3)
     assert 0 < len(binary._CONST32) <= binary._CONST_LIMIT
-    c = binary.weak_const(0.25, np.dtype(np.float32))
+    like = np.ones(2, np.float32)
+    c = binary.weak_const(0.25, like)
     assert c.shape == () and c.dtype == np.float32 and not c.flags.writeable
-    assert binary.weak_const(0.25, np.dtype(np.float32)) is c
-    assert binary.weak_const(0.0, np.dtype(np.float32)) is not binary.weak_const(-0.0, np.dtype(np.float32))
+    assert binary.weak_const(0.25, like) is c
+    assert binary.weak_const(0.0, like) is not binary.weak_const(-0.0, like)
 
 
 def test_square_via_reuse() -> None:

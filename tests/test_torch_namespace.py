@@ -250,13 +250,13 @@ FUNCTIONAL: dict[str, list[str]] = {
 }
 
 
-def _leaves(lib: str) -> dict[str, Any]:
+def _leaves(lib: str, device: str = "cpu") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in INPUTS.items():
         if lib == "torch":
-            out[k] = torch.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f")
+            out[k] = torch.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f", device=device)
         else:
-            out[k] = gradtape.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f")
+            out[k] = gradtape.tensor(v, requires_grad=k not in CONSTANT and v.dtype.kind == "f", device=device)
     return out
 
 
@@ -268,13 +268,15 @@ def _flat(r: Any) -> list[Any]:
 
 
 def _np(t: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(t.detach().numpy() if hasattr(t, "detach") else t.numpy())
+    return np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t.cpu().numpy())
 
 
-def _compare(expr: str) -> None:
+def _compare(expr: str, device: str = "cpu", torch_device: str = "cpu") -> None:
+    """Evaluate ``expr`` with torch (tensors on ``torch_device``) and gradtape (on ``device``:
+    tests/test_cuda.py runs every row on a GPU) and compare values and gradients."""
     envs = []
     for lib in ("torch", "gradtape"):
-        leaves = _leaves(lib)
+        leaves = _leaves(lib, torch_device if lib == "torch" else device)
         ns = {"L": torch, "F": tF} if lib == "torch" else {"L": gradtape, "F": gF}
         out = eval(expr, {**ns, **leaves})
         envs.append((leaves, _flat(out)))
@@ -294,8 +296,8 @@ def _compare(expr: str) -> None:
     for t, g in zip(t_out, g_out, strict=True):
         if t.dtype.is_floating_point and t.requires_grad:
             w = w_rng.standard_normal(tuple(t.shape))
-            t_loss = t_loss + (t * torch.tensor(w)).sum()
-            g_loss = g_loss + (g * gradtape.tensor(w)).sum()
+            t_loss = t_loss + (t * torch.tensor(w, device=torch_device)).sum()
+            g_loss = g_loss + (g * gradtape.tensor(w, device=device)).sum()
     if isinstance(t_loss, float):
         return
     t_loss.backward()
@@ -305,7 +307,8 @@ def _compare(expr: str) -> None:
             continue
         gg = g_leaves[k].grad
         assert gg is not None, f"{expr}: no gradient for {k} (torch has one)"
-        np.testing.assert_allclose(gg.numpy(), tl.grad.numpy(), rtol=1e-6, atol=1e-9, err_msg=f"{expr}: d/d{k}")
+        assert gg.device == g_leaves[k].device, f"{expr}: d/d{k} on {gg.device}, the tensor on {g_leaves[k].device}"
+        np.testing.assert_allclose(_np(gg), _np(tl.grad), rtol=1e-6, atol=1e-9, err_msg=f"{expr}: d/d{k}")
 
 
 @pytest.mark.parametrize("expr", [e for calls in TOP.values() for e in calls])

@@ -13,6 +13,7 @@ from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensor
 from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
+from gradtape.devices.cuda import Cuda
 from gradtape.devices.default import get_default_device, initial_seed, manual_seed, set_default_device
 from gradtape.creation import (
     arange,
@@ -137,7 +138,7 @@ from gradtape.dtypes import double, float32, float64, int8, int16, int32, int64,
 from gradtape.dtypes import bool as bool
 from gradtape.dtypes import float as float
 from gradtape.dtypes import int as int
-from gradtape.errors import DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
+from gradtape.errors import DeviceError, DTypeError, GradtapeError, NumericalInstabilityError, ShapeError, TapeError
 from gradtape.grad_mode import (
     enable_grad,
     inference_mode,
@@ -155,6 +156,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cpu",
+    "Cuda",
+    "DeviceError",
     "DTypeError",
     "Device",
     "GradientTape",

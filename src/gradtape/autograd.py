@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from gradtape.devices import _arrays
 from gradtape.engine import backprop, seed_array
 from gradtape.errors import TapeError
 from gradtape.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -121,7 +122,7 @@ def grad(
                     f"grad: outputs[{k}] has shape {o.shape}: a gradient can be implied only for a scalar "
                     "output; pass grad_outputs"
                 )
-            seeds.append((o, np.ones((), o.dtype)))
+            seeds.append((o, _arrays.ones((), o.dtype, o.data)))
         else:
             seeds.append((o, seed_array(op, o, g, f"grad_outputs[{k}]")))
     assert tape is not None
@@ -151,5 +152,5 @@ def grad(
         elif create_graph:
             result.append(cast("Tensor[Any, Any]", g))  # recorded on the outputs' tape: differentiable again
         else:
-            result.append(t._like(np.array(g, dtype=t.dtype, copy=True)))
+            result.append(t._like(_arrays.copy(g, t.dtype)))
     return tuple(result)

@@ -24,9 +24,8 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from gradtape import tape as _tp
+from gradtape.devices import _arrays
 from gradtape.engine import _flatten, _seeds, _unflatten, backprop
 from gradtape.errors import TapeError
 from gradtape.gradients import Gradients
@@ -160,11 +159,13 @@ def gradient(tape: GradientTape, target: Any, sources: Any, output_gradients: An
         # even when it is an operand of a recorded op
         gs = found.get(t.id) if watched is None or not t._leaf or t.id in watched else None
         if gs is None:
-            results.append(t._like(np.zeros(t.shape, t.dtype)) if unconnected_gradients == "zero" else None)
+            results.append(
+                t._like(_arrays.zeros(t.shape, t.dtype, t.data)) if unconnected_gradients == "zero" else None
+            )
         elif outer:
             results.append(gs)  # a recorded tensor: differentiable again
         else:
-            results.append(t._like(np.array(gs, dtype=t.dtype, copy=True)))
+            results.append(t._like(_arrays.copy(gs, t.dtype)))
     return _unflatten(sources, iter(results))
 
 

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from typing_extensions import TypeVarTuple
 
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _check_cpu_name, get_default_device
+from gradtape.devices.default import _check_cpu_name, as_device, get_default_device
 from gradtape.errors import DTypeError
 from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
@@ -107,10 +107,13 @@ def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
     if d is None:
         return get_default_device()
     if isinstance(d, str):
+        if d.split(":")[0] == "cuda":  # the Cuda device (typed as the Device protocol's Cpu for now)
+            cuda: Cpu = as_device(op, d)
+            return cuda
         _check_cpu_name(op, d)
         return get_default_device()
-    if not isinstance(d, Cpu):
-        raise TypeError(f"{op}: device must be a Cpu or 'cpu', got {type(d).__name__}")
+    if not isinstance(d, Cpu) and getattr(d, "type", None) != "cuda":
+        raise TypeError(f"{op}: device must be a Cpu, a Cuda, 'cpu' or 'cuda', got {type(d).__name__}")
     return d
 
 
@@ -409,7 +412,10 @@ def _like(op: str, t: Tensor[Any, Any], dtype: npt.DTypeLike | None, device: Dev
         raise TypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
     if dev is None and device is None:
         d = t.device
-        return d if isinstance(d, Cpu) else get_default_device()
+        if isinstance(d, Cpu) or getattr(d, "type", None) == "cuda":
+            same: Cpu = d  # type: ignore[assignment]  # a Cuda: typed as the Cpu it stands in for
+            return same
+        return get_default_device()
     return _device(op, device, dev)
 
 

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from gradtape import tape as _tp
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.gradients import Gradients
 from gradtape.tape import (
@@ -354,7 +356,7 @@ def _differentiable(
     tensor_cls = _tensor_class()
     # a seed given as a tensor stays one: the result is then a function of it too (jvp
     # through the double-vjp construction differentiates with respect to it)
-    seed_t = {t.id: g if isinstance(g, tensor_cls) else like._like(np.array(g, copy=True)) for t, g in seeds}
+    seed_t = {t.id: g if isinstance(g, tensor_cls) else like._like(_arrays.copy(g)) for t, g in seeds}
     return _run_entries_diff(ops, seed_t, keep, rebuild, op)
 
 
@@ -491,7 +493,7 @@ def _run_entries_diff(
                     )
                 like = next(p for p in pending if p is not None)
                 g_ts = [
-                    p if p is not None else like._like(np.zeros(shape, dtype))
+                    p if p is not None else like._like(_arrays.zeros(shape, dtype, like.data))
                     for p, (_, shape, dtype) in zip(pending, out_ids, strict=True)
                 ]
                 for i, gi in differentiable(g_ts, rebuild):
@@ -565,7 +567,7 @@ def grad_array_mut(t: Tensor[Any, Any], values: bool = True) -> Array | None:
         return None
     if gt.id in _BORROWED:
         _BORROWED.discard(gt.id)
-        gt.data = np.array(gt.data, copy=True) if values else np.empty_like(gt.data)
+        gt.data = _arrays.copy(gt.data) if values else np.empty_like(gt.data)
     data: Array = gt.data
     return data
 
@@ -603,23 +605,23 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
             # the output's buffer) is copied, so accumulating into one .grad never moves another
             gt = _new_tensor(t.__class__)
             gid = next_id()
-            if owned and tid not in shared and g.flags.writeable:
+            if owned and tid not in shared and _arrays.writeable(g):
                 shared.add(tid)
                 _BORROWED.add(gid)
                 arr = g
             else:
-                arr = np.array(g, copy=True)
+                arr = _arrays.copy(g)
             gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
             t._grad = gt
         elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
-            t._grad = cur._like(np.asarray(cur.data + g, dtype=t.dtype))
+            t._grad = cur._like(_as_array(cur.data + g, dtype=t.dtype))
         else:
             old = cur.data
-            if old.flags.writeable and old.shape == g.shape and old.dtype == g.dtype:
+            if _arrays.writeable(old) and old.shape == g.shape and old.dtype == g.dtype:
                 # in place, or (a borrowed array) into a new one: one pass either way
                 np.add(old, g, out=grad_array_mut(t, values=False))
             else:
-                cur.data = np.asarray(old + g, dtype=t.dtype)
+                cur.data = _as_array(old + g, dtype=t.dtype)
 
 
 def _run_into_stores(
@@ -703,21 +705,21 @@ def seed_array(op: str, t: Tensor[Any, Any], g: Any, what: str) -> Array:
         ShapeError: the shapes differ (the message names ``op``, ``what`` and both shapes).
         DTypeError: ``g`` is not numeric (bool, object, complex, strings).
     """
-    arr = np.asarray(getattr(g, "data", g))
+    arr = _as_array(getattr(g, "data", g))
     if arr.dtype.kind not in "fiu":
         raise DTypeError(f"{op}: {what} must be a float array or tensor, got dtype {arr.dtype} (shape {arr.shape})")
     if arr.shape != t.shape:
         raise ShapeError(f"{op}: {what} has shape {arr.shape}, the tensor it seeds has shape {t.shape}")
-    return np.array(arr, dtype=t.dtype, copy=True)
+    return _arrays.copy(arr, t.dtype)
 
 
 def _seeds(op: str, targets: list[Tensor[Any, Any]], output_gradients: Any) -> list[Array]:
     if output_gradients is None:
-        return [np.ones(t.shape, t.dtype) for t in targets]
+        return [_arrays.ones(t.shape, t.dtype, t.data) for t in targets]
     given = output_gradients if isinstance(output_gradients, (list, tuple)) else [output_gradients]
     if len(given) != len(targets):
         raise ValueError(f"{op}: {len(given)} output gradients for {len(targets)} targets")
     return [
-        np.ones(t.shape, t.dtype) if g is None else seed_array(op, t, g, f"output_gradients[{k}]")
+        _arrays.ones(t.shape, t.dtype, t.data) if g is None else seed_array(op, t, g, f"output_gradients[{k}]")
         for k, (t, g) in enumerate(zip(targets, given, strict=True))
     ]

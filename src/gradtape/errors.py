@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "DTypeError",
+    "DeviceError",
     "DivisionByZeroError",
     "GradtapeError",
     "NumericalInstabilityError",
@@ -30,6 +31,12 @@ class ShapeError(GradtapeError, ValueError):
 class DTypeError(GradtapeError, TypeError):
     """Tensors of different or unsupported dtypes met in one op (float32 and float64 never mix
     silently; the message names the op, the dtypes and the shapes)."""
+
+
+class DeviceError(GradtapeError, RuntimeError):
+    """Tensors on different devices met in one op (a GPU tensor and a CPU tensor, or two
+    GPUs): the message names the op and both devices. Move one first (``x.to(y.device)``,
+    ``x.cuda()``, ``x.cpu()``), as in PyTorch, whose error is a ``RuntimeError`` too."""
 
 
 class DivisionByZeroError(GradtapeError, ZeroDivisionError, RuntimeError):

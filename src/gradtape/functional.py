@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gradtape.autograd import grad
+from gradtape.devices import _arrays
 from gradtape.errors import ShapeError
 from gradtape.ops.shape import stack
 from gradtape.tensor import Tensor
@@ -52,7 +53,9 @@ def _vs(op: str, v: Any, like: list[Tensor[Any, Any]], what: str) -> list[Tensor
 
 
 def _zeros_for_none(gs: tuple[Tensor[Any, Any] | None, ...], like: list[Tensor[Any, Any]]) -> list[Tensor[Any, Any]]:
-    return [g if g is not None else x._like(np.zeros(x.shape, x.dtype)) for g, x in zip(gs, like, strict=True)]
+    return [
+        g if g is not None else x._like(_arrays.zeros(x.shape, x.dtype, x.data)) for g, x in zip(gs, like, strict=True)
+    ]
 
 
 def _out(values: list[Any], single: bool) -> Any:
@@ -116,11 +119,11 @@ def jvp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> t
     if v is None:
         if len(xs) != 1 or xs[0].size != 1:
             raise TypeError("jvp: v can be omitted only for a single one-element input")
-        vs = [xs[0]._like(np.ones(xs[0].shape, xs[0].dtype))]
+        vs = [xs[0]._like(_arrays.ones(xs[0].shape, xs[0].dtype, xs[0].data))]
     else:
         vs = _vs("jvp", v, xs, "inputs")
     outs, single_out = _outputs("jvp", func, xs)
-    us = [o._like(np.zeros(o.shape, o.dtype)).leaky_trace() for o in outs]  # dummy cotangents
+    us = [o._like(_arrays.zeros(o.shape, o.dtype, o.data)).leaky_trace() for o in outs]  # dummy cotangents
     gs = grad(outs, xs, grad_outputs=us, create_graph=True, allow_unused=True)
     dot = None
     for g, vv in zip(gs, vs, strict=True):
@@ -128,7 +131,7 @@ def jvp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False) -> t
             term = (g * vv).sum()
             dot = term if dot is None else dot + term
     if dot is None:
-        jv = [o._like(np.zeros(o.shape, o.dtype)) for o in outs]
+        jv = [o._like(_arrays.zeros(o.shape, o.dtype, o.data)) for o in outs]
     else:
         jv = _zeros_for_none(grad(dot, us, create_graph=create_graph, allow_unused=True), us)
     return _out([o.detach() for o in outs], single_out), _out(jv, single_out)
@@ -160,7 +163,7 @@ def hvp(func: Func, inputs: Any, v: Any, create_graph: bool = False) -> tuple[An
             term = (g * vv).sum()
             dot = term if dot is None else dot + term
     hv = (
-        [x._like(np.zeros(x.shape, x.dtype)) for x in xs]
+        [x._like(_arrays.zeros(x.shape, x.dtype, x.data)) for x in xs]
         if dot is None
         else _zeros_for_none(grad(dot, xs, create_graph=create_graph, allow_unused=True), xs)
     )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from gradtape import tape as _tp
+from gradtape.devices import _arrays
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.tape import NONE_TAPE, _tensor_class
@@ -65,6 +66,8 @@ def _check_taking_part(op: str, t: Tensor[Any, Any], parts: set[int]) -> None:
 
 
 def _readonly(a: Array) -> Array:
+    if a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__"):
+        return a  # CuPy arrays have no read-only flag
     v = a.view()
     v.flags.writeable = False
     return v
@@ -131,7 +134,7 @@ class Gradients:
                 return recorded
         _check_taking_part("Gradients.get", t, self._parts)
         g = self._data.get(t.id)
-        data = np.zeros(t.shape, dtype=t.dtype) if g is None else np.array(g, copy=True)
+        data = _arrays.zeros(t.shape, t.dtype, t.data) if g is None else _arrays.copy(g)
         out: Tensor[S, NoneTape] = t._like(data)
         return out
 
@@ -148,7 +151,7 @@ class Gradients:
         ``t`` even when ``t`` does not require grad.
         """
         self._parts.add(t.id)
-        return self._mut(t.id, t.shape, t.dtype)
+        return self._mut(t.id, t.shape, t.dtype, getattr(t, "data", None))
 
     def mut_and_ref(self, l: Tensorlike, r: Tensorlike) -> tuple[Array, Array]:
         """Return ``(l's gradient to update in place, r's gradient read-only)``.
@@ -162,7 +165,7 @@ class Gradients:
         """
         if l.id == r.id:
             raise ValueError(f"mut_and_ref: l and r are the same tensor (id {l.id})")
-        return self._mut(l.id, l.shape, l.dtype), self._ref(r)
+        return self._mut(l.id, l.shape, l.dtype, getattr(l, "data", None)), self._ref(r)
 
     def muts_and_ref(self, l1: Tensorlike, l2: Tensorlike, r: Tensorlike) -> tuple[Array, Array, Array]:
         """Return ``(l1's gradient, l2's gradient, r's gradient read-only)`` (binary ops).
@@ -173,7 +176,11 @@ class Gradients:
         ids = (l1.id, l2.id, r.id)
         if len(set(ids)) != 3:
             raise ValueError(f"muts_and_ref: tensors must be distinct, got ids {ids}")
-        return self._mut(l1.id, l1.shape, l1.dtype), self._mut(l2.id, l2.shape, l2.dtype), self._ref(r)
+        return (
+            self._mut(l1.id, l1.shape, l1.dtype, getattr(l1, "data", None)),
+            self._mut(l2.id, l2.shape, l2.dtype, getattr(l2, "data", None)),
+            self._ref(r),
+        )
 
     def many_and_ref(self, ls: Iterable[Tensorlike], r: Tensorlike) -> tuple[list[Array], Array]:
         """Return ``([each l's gradient], r's gradient read-only)`` (ops with many inputs).
@@ -185,7 +192,7 @@ class Gradients:
         ids = [t.id for t in ls] + [r.id]
         if len(set(ids)) != len(ids):
             raise ValueError(f"many_and_ref: tensors must be distinct, got ids {ids}")
-        return [self._mut(t.id, t.shape, t.dtype) for t in ls], self._ref(r)
+        return [self._mut(t.id, t.shape, t.dtype, getattr(t, "data", None)) for t in ls], self._ref(r)
 
     # ----- Burn's AutodiffBackend accessors (tensors in, tensors out) ------------------------
 
@@ -209,7 +216,7 @@ class Gradients:
         g = self._data.get(t.id)
         if g is None:
             return None
-        out: Tensor[S, NoneTape] = t._like(np.array(g, copy=True))
+        out: Tensor[S, NoneTape] = t._like(_arrays.copy(g))
         return out
 
     def _drop(self, i: int) -> None:
@@ -242,7 +249,7 @@ class Gradients:
         shared = self._shared
         if i in shared:
             shared.discard(i)
-            g = np.array(g, copy=True)
+            g = _arrays.copy(g)
         out: Tensor[S, NoneTape] = t._like(g)
         return out
 
@@ -267,7 +274,7 @@ class Gradients:
             arr: Array = grad.data
             what = "gradient tensor"
         else:
-            arr = np.asarray(grad)
+            arr = _arrays.as_array(grad)
             what = "gradient"
         if arr.shape != t.shape:
             raise ShapeError(f"grad_replace: {what} shape {arr.shape} != tensor shape {t.shape}")
@@ -355,21 +362,23 @@ class Gradients:
 
     def _ref(self, r: Tensorlike) -> Array:
         g = self._data.get(r.id)
-        return _readonly(np.zeros(r.shape, r.dtype) if g is None else g)
+        return _readonly(_arrays.zeros(r.shape, r.dtype, getattr(r, "data", None)) if g is None else g)
 
-    def _mut(self, i: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    def _mut(self, i: int, shape: tuple[int, ...], dtype: np.dtype[Any], like: Any = None) -> Array:
+        """Gradient ``i``'s buffer to write, allocated as zeros in ``like``'s memory (the
+        tensor's array: numpy or CuPy; ``None`` for the CPU) if absent, copied if shared."""
         g = self._data.get(i)
         if g is None:
-            g = self._data[i] = np.zeros(shape, dtype)
+            g = self._data[i] = _arrays.zeros(shape, dtype, like)
         elif i in self._shared:
-            g = self._data[i] = np.array(g, copy=True)
+            g = self._data[i] = _arrays.copy(g)
             self._shared.discard(i)
         return g
 
     def _accum(self, i: int, value: Array) -> None:
         """Add ``value`` (a fresh array this store may own) into ``i``'s gradient."""
-        if value.__class__ is not np.ndarray:  # a numpy scalar from a 0-d computation
-            value = np.asarray(value)
+        if value.__class__ is not np.ndarray:  # a numpy scalar from a 0-d computation, or a GPU array
+            value = _arrays.as_array(value)
         data = self._data
         cur = data.get(i)
         if cur is None:
@@ -391,7 +400,7 @@ class Gradients:
             if shared:
                 self._shared.add(i)
         elif i in self._shared:
-            data[i] = np.asarray(cur + value)
+            data[i] = _arrays.as_array(cur + value)
             self._shared.discard(i)
         else:
             _np_add(cur, value, cur)
@@ -413,7 +422,7 @@ class Gradients:
             if src in data:
                 self._shared.add(src)
         elif i in self._shared:
-            data[i] = np.asarray(cur + value)
+            data[i] = _arrays.as_array(cur + value)
             self._shared.discard(i)
         else:
             _np_add(cur, value, cur)
@@ -432,7 +441,7 @@ class Gradients:
         if cur is not None and i not in self._shared:
             kernel(cur, a, b)
         else:
-            self._take(i, np.asarray(ufunc(a, b)), False)
+            self._take(i, _arrays.as_array(ufunc(a, b)), False)
 
     def _fused_args(
         self,
@@ -454,7 +463,7 @@ class Gradients:
         if fresh is not None:
             value = fresh(s, g, *args)
         else:
-            value = np.zeros(g.shape, g.dtype)
+            value = _arrays.zeros(g.shape, g.dtype, g)
             kernel(value, s, g, *args)
         if cur is None:
             data[i] = value
@@ -486,7 +495,7 @@ class Gradients:
         if cur is None:
             data[i] = np.broadcast_to(g, shape).copy()
         elif i in self._shared:
-            data[i] = np.asarray(cur + g)
+            data[i] = _arrays.as_array(cur + g)
             self._shared.discard(i)
         else:
             _np_add(cur, g, cur)
@@ -498,9 +507,9 @@ class Gradients:
         cur = data.get(i)
         if cur is None:
             r = _np_mul(x, alpha if alpha_c is None else alpha_c)
-            data[i] = r if r.__class__ is np.ndarray else np.asarray(r)
+            data[i] = r if r.__class__ is np.ndarray else _arrays.as_array(r)
         elif i in self._shared:
-            data[i] = np.asarray(cur + _np_mul(x, alpha if alpha_c is None else alpha_c))
+            data[i] = _arrays.as_array(cur + _np_mul(x, alpha if alpha_c is None else alpha_c))
             self._shared.discard(i)
         else:
             _k.axpy(cur, alpha, x)

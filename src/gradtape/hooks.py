@@ -32,6 +32,8 @@ import numpy as np
 
 from gradtape import engine as _eng
 from gradtape import tape as _tp
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _array_of
 from gradtape.errors import DTypeError, NumericalInstabilityError, ShapeError
 from gradtape.grad_mode import ModeSwitch
 from gradtape.gradients import Gradients
@@ -224,9 +226,9 @@ class _Checked(Gradients):
         super().__init__()
         self.touched: set[int] = set()
 
-    def _mut(self, i: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    def _mut(self, i: int, shape: tuple[int, ...], dtype: np.dtype[Any], like: Any = None) -> Array:
         self.touched.add(i)
-        return super()._mut(i, shape, dtype)
+        return super()._mut(i, shape, dtype, like)
 
     def _accum(self, i: int, value: Array) -> None:
         self.touched.add(i)
@@ -263,12 +265,12 @@ def working_store() -> Gradients:
 
 
 def _as_array(op: str, r: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
-    arr = np.asarray(getattr(r, "data", r))
+    arr = _array_of(getattr(r, "data", r))
     if arr.dtype.kind not in "fiub":  # complex (its imaginary part would be dropped), objects, strings
         raise DTypeError(f"{op}: the hook returned a gradient of dtype {arr.dtype}; the tensor's dtype is {dtype}")
     if arr.shape != shape:
         raise ShapeError(f"{op}: the hook returned a gradient of shape {arr.shape}, the tensor has shape {shape}")
-    return np.array(arr, dtype=dtype, copy=True)
+    return _arrays.copy(arr, dtype)
 
 
 def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:

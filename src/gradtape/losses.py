@@ -29,9 +29,11 @@ import numpy.typing as npt
 
 from gradtape._signatures import losses as _sig
 from gradtape._typing import typed_as
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import int_indices
+from gradtape.ops._util import check_same_device, int_indices
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.tape import NONE_TAPE, op_tape, record
 
@@ -113,7 +115,7 @@ def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "targe
             )
         tensor: Any = target
     else:
-        t = np.asarray(target.data if _is_tensor(target, input) else target)  # type: ignore[attr-defined]
+        t = _as_array(target.data if _is_tensor(target, input) else target)  # type: ignore[attr-defined]
         if t.dtype.kind not in "biuf":
             raise DTypeError(f"{op}: {what} must be numeric, got dtype {t.dtype} (shape {t.shape})")
         t = t.astype(x.dtype, copy=False)
@@ -134,7 +136,7 @@ def _constant(op: str, value: object, what: str, x: Array, shape: tuple[int, ...
     """
     if getattr(value, "tape", NONE_TAPE) is not NONE_TAPE:
         raise ValueError(f"{op}: {what} is a constant; pass an untraced tensor or an array")
-    w = np.asarray(getattr(value, "data", value))
+    w = _as_array(getattr(value, "data", value))
     if w.dtype.kind not in "biuf":
         raise DTypeError(f"{op}: {what} must be numeric, got dtype {w.dtype} (shape {w.shape})")
     w = w.astype(x.dtype, copy=False)
@@ -186,7 +188,7 @@ def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff
     main = operands[0]
     x = main.data
     tape = op_tape(*(t for t in operands if t is not None))
-    out = main._from_op(np.asarray(value, dtype=x.dtype), tape)
+    out = main._from_op(_as_array(value, dtype=x.dtype), tape)
     if tape is not NONE_TAPE:
         ids = [(t.id, t._leaf) if t is not None else (-1, True) for t in operands]
         s = x.dtype.type(scale)
@@ -198,7 +200,7 @@ def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff
                 if grads.wants(xid, x_leaf):
                     gx = rule(np.multiply(g, s), only)[0]
                     if gx is not None:
-                        grads._accum(xid, np.asarray(gx))
+                        grads._accum(xid, _as_array(gx))
 
             def one_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
                 return [(xid, diff(g, rebuild)[0])]  # type: ignore[misc]  # recorded only when diff is given
@@ -211,7 +213,7 @@ def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff
             gs = rule(np.multiply(g, s), needs)
             for (i, _), need, gi in zip(ids, needs, gs, strict=True):
                 if need and gi is not None:
-                    grads._accum(i, np.asarray(gi))
+                    grads._accum(i, _as_array(gi))
 
         def loss_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             gs = diff(g, rebuild)  # type: ignore[misc]  # recorded only when diff is given
@@ -243,7 +245,7 @@ def _elementwise_loss(
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
         return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
 
-    return _record([input, tt], _total(np.asarray(elems), reduction, scale), scale, rule, diff)
+    return _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
 
 
 # ----- regression losses -------------------------------------------------------------------
@@ -348,7 +350,7 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
         else:
             dtt = rebuild(input.id, x) - _rebuilt(tt, t, rebuild, g)
             band = dtt * (1.0 / float(k)) if divide else dtt
-            sl = where(ad < k, band, g._like(np.asarray(slope, dtype=x.dtype)))
+            sl = where(ad < k, band, g._like(_as_array(slope, dtype=x.dtype)))
         gx = sl * float(scale) * g
         return gx, -gx
 
@@ -419,7 +421,7 @@ def _batch_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
 def _per_row(c: Any, batch: tuple[int, ...]) -> Array:
     """The scaled output gradient ``c`` (a scalar, or an array of the batch shape) as a column
     of one value per row."""
-    return np.broadcast_to(np.asarray(c), batch).reshape(-1, 1)
+    return np.broadcast_to(_as_array(c), batch).reshape(-1, 1)
 
 
 def _class_axis_grad(g: Any, ndim: int) -> Any:
@@ -443,10 +445,14 @@ def _class_target(op: str, input: Tensor[Any, Any], target: object, probs: bool)
     if x.ndim == 0:
         raise ShapeError(f"{op}: input must have shape (C,), (N, C) or (N, C, d1, ...), got shape ()")
     is_tensor = _is_tensor(target, input)
-    t: Array = target.data if is_tensor else np.asarray(target)  # type: ignore[attr-defined]
+    t: Array = target.data if is_tensor else _as_array(target)  # type: ignore[attr-defined]
+    if is_tensor:
+        check_same_device(op, input, target)
+    elif x.__class__ is not np.ndarray and t.__class__ is np.ndarray:  # numpy targets for GPU logits: copied there
+        t = input.device._put(t)  # type: ignore[attr-defined]
     batch = _batch_shape(x.shape)
     if t.dtype.kind == "f" and t.size == 0 and not is_tensor and t.ndim == 1 and x.ndim <= 2:
-        t = t.astype(np.intp)  # np.asarray([]) is float64: no targets, as indices
+        t = t.astype(np.intp)  # _as_array([]) is float64: no targets, as indices
     if t.dtype.kind == "f":
         if not probs:
             raise DTypeError(
@@ -512,7 +518,7 @@ def _index_rows(op: str, t: Array, classes: int, ignore_index: int, w: Array | N
             f"{wrong.min()} and max {wrong.max()} among them (targets of shape {t.shape}, input of shape {x.shape})"
         )
     safe = np.where(keep, flat, 0)
-    wrow = (w[safe] if w is not None else np.ones(flat.shape, x.dtype)) * keep
+    wrow = (w[safe] if w is not None else _arrays.ones(flat.shape, x.dtype, x)) * keep
     return safe, wrow.astype(x.dtype, copy=False)
 
 
@@ -580,10 +586,10 @@ def nll_loss(
     w = _class_weight(op, weight, x, classes)
     rows = _rows(x)
     safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
-    at = np.arange(rows.shape[0])
+    at = _arrays.arange(rows.shape[0], x)
     batch = _batch_shape(x.shape)
     value, scale = _class_reduce(op, (-(wrow * rows[at, safe])).reshape(batch), reduction, wrow.sum(), x)
-    q = np.zeros(rows.shape, x.dtype)  # the weighted one-hot rows: the gradient is -q * c
+    q = _arrays.zeros(rows.shape, x.dtype, x)  # the weighted one-hot rows: the gradient is -q * c
     q[at, safe] = wrow
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
@@ -689,8 +695,8 @@ def cross_entropy(
         denom: Any = rows.shape[0]
     else:
         safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
-        q = np.zeros(rows.shape, x.dtype)
-        q[np.arange(rows.shape[0]), safe] = wrow * dt(1.0 - eps)
+        q = _arrays.zeros(rows.shape, x.dtype, x)
+        q[_arrays.arange(rows.shape[0], x), safe] = wrow * dt(1.0 - eps)
         if eps:
             q += (wrow != 0)[:, None] * (dt(eps / classes) if w is None else w * dt(eps / classes))
         denom = wrow.sum()
@@ -752,8 +758,8 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> 
         return (_ks.cross_entropy_backward(q, t, float(cg)),)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any]:  # (softmax(x) - onehot) scale g
-        onehot = np.zeros(x.shape, x.dtype)
-        onehot[np.arange(n), t] = 1
+        onehot = _arrays.zeros(x.shape, x.dtype, x)
+        onehot[_arrays.arange(n, x), t] = 1
         return ((rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g,)
 
     return _record([logits], total * scale, scale, rule, diff)
@@ -884,7 +890,7 @@ def binary_cross_entropy_with_logits(
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # (1 - t) - lw sigmoid(-x); the target's
         xt = rebuild(input.id, x)
         tv = _rebuilt(tt, t, rebuild, g)
-        ge = g * float(scale) if w is None else g * g._like(np.asarray(w * dt(scale)))
+        ge = g * float(scale) if w is None else g * g._like(_as_array(w * dt(scale)))
         neg_sig = (-xt).sigmoid()
         gx = ((1.0 - tv) - (neg_sig if pw is None else (tv * g._like(pw - 1) + 1.0) * neg_sig)) * ge
         if tt is None:
@@ -985,7 +991,7 @@ def _sample_target(op: str, target: object, like: Tensor[Any, Any], shape: tuple
         DTypeError: a non-numeric target.
         ShapeError: not of ``shape`` (names it and the input's).
     """
-    y = np.asarray(target.data if _is_tensor(target, like) else target)  # type: ignore[attr-defined]
+    y = _as_array(target.data if _is_tensor(target, like) else target)  # type: ignore[attr-defined]
     if y.dtype.kind not in "biuf":
         raise DTypeError(f"{op}: target must be numeric (1 or -1), got dtype {y.dtype} (shape {y.shape})")
     if y.shape != shape:
@@ -1287,7 +1293,7 @@ def gaussian_nll_loss(
     x = input.data
     dt = x.dtype.type
     if isinstance(var, (int, float)) and not isinstance(var, bool):
-        vd: Array = np.full(x.shape, var, x.dtype)
+        vd: Array = _arrays.full(x.shape, var, x.dtype, x)
         vt = None
     elif _is_tensor(var, input) and var.data.dtype.kind == "f":
         vd, vt = var.data, var

@@ -19,6 +19,8 @@ import numpy as np
 from gradtape import engine as _engine
 from gradtape import hooks as _hooks
 from gradtape import tape as _tape_mod
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
@@ -30,6 +32,7 @@ from gradtape.ops import reduce as _reduce
 from gradtape.ops import sampling as _sampling
 from gradtape.ops import select as _select
 from gradtape.ops import shape as _shape
+from gradtape.ops import transfer as _transfer
 from gradtape.ops import unary as _unary
 from gradtape.ops.softmax import log_softmax as _log_softmax
 from gradtape.ops.softmax import softmax as _softmax_op
@@ -175,7 +178,7 @@ class Tensor(Generic[S, T_co]):
         """A new tensor (fresh id, this tensor's device) holding an op's output."""
         t = _new(Tensor)
         # numpy returns scalars, not 0-d arrays, from ufuncs on 0-d arrays
-        t.data = data if data.__class__ is np.ndarray else np.asarray(data)
+        t.data = data if data.__class__ is np.ndarray else _as_array(data)
         t.device = self.device
         t.tape = tape
         t.id = next_id()
@@ -228,8 +231,19 @@ class Tensor(Generic[S, T_co]):
         return Size(self.data.shape)
 
     def numpy(self) -> Array:
-        """The tensor's values as a numpy array (the tensor's own buffer; copy before mutating)."""
-        return self.data
+        """The tensor's values as a numpy array (the tensor's own buffer; copy before mutating).
+
+        Raises:
+            TypeError: the tensor is on a GPU (PyTorch's rule): copy it to the host first with
+                ``t.cpu().numpy()``.
+        """
+        data = self.data
+        if data.__class__ is not np.ndarray and hasattr(data, "__cuda_array_interface__"):
+            raise TypeError(
+                f"numpy: the tensor (shape {self.shape}) is on {self.device}; "
+                "copy it to the host first: t.cpu().numpy()"
+            )
+        return data
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python float.
@@ -242,6 +256,7 @@ class Tensor(Generic[S, T_co]):
         return float(self.data.reshape(-1)[0])
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        self.numpy()  # refuses a GPU tensor: no silent copy to the host
         if dtype is not None and np.dtype(dtype) != self.data.dtype:
             return self.data.astype(dtype)
         return self.data.copy() if copy else self.data
@@ -366,8 +381,12 @@ class Tensor(Generic[S, T_co]):
             if tape is WATCHED
             else "NoneTape"
         )
-        body = np.array2string(self.data, precision=4, separator=", ", threshold=20)
-        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}, {kind}, id={self.id})"
+        data = self.data
+        on = ""
+        if data.__class__ is not np.ndarray and hasattr(data, "__cuda_array_interface__"):
+            data, on = data.get(), f", device='{self.device}'"  # type: ignore[attr-defined]  # a CuPy array
+        body = np.array2string(data, precision=4, separator=", ", threshold=20)
+        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}{on}, {kind}, id={self.id})"
 
     # ----- tapes (dfdx's trace / split_tape / put_tape / retaped / backward) ---------------
 
@@ -492,7 +511,7 @@ class Tensor(Generic[S, T_co]):
         writeable array: writing into it changes this tensor's values too.
         """
         data = self.data
-        if self.tape.OWNS_TAPE:
+        if self.tape.OWNS_TAPE and data.__class__ is np.ndarray:  # (a GPU array has no read-only flag)
             data = data.view()
             data.flags.writeable = False
             _SHARED_WITH_TAPE[id(data)] = data
@@ -914,19 +933,62 @@ class Tensor(Generic[S, T_co]):
         tape: integers have no gradient."""
         return self._like(self.data.astype(np.int64))  # type: ignore[no-any-return]
 
-    def to(self, dtype: Any) -> Tensor[S, Any]:
-        """PyTorch's ``to(dtype)`` for a dtype (numpy's, or its name: ``np.float64``,
-        ``"float32"``, ``np.int64``): float32/float64 as :meth:`float` / :meth:`double`, an
-        integer or bool dtype as :meth:`long` (no tape). Devices are not taken (gradtape's
-        tensors live on their device).
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False) -> Tensor[S, Any]:
+        """PyTorch's ``to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+        ``to(other_tensor)`` (its device and dtype) and the keywords ``dtype=``/``device=``.
+
+        A dtype is numpy's or its name (``np.float64``, ``"float32"``, ``np.int64``):
+        float32/float64 as :meth:`float` / :meth:`double`, an integer or bool dtype as
+        :meth:`long` (no tape). A device is a ``Cpu`` or ``Cuda`` object or PyTorch's string
+        (``"cpu"``, ``"cuda"``, ``"cuda:1"``): a differentiable copy to that device
+        (:func:`gradtape.ops.to_device`; the gradient flows back to this tensor's device),
+        or this tensor itself when it is there already, as PyTorch's.
 
         Raises:
-            TypeError: ``dtype`` is not a dtype (a device, a string that names none).
+            TypeError: an argument is neither a dtype nor a device.
+            ValueError: a device string gradtape does not know. RuntimeError: ``"cuda"``
+                without CuPy or a GPU (:class:`gradtape.devices.cuda.Cuda`).
         """
+        del non_blocking
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif _arrays.is_device_spec(a):
+                device = a
+            else:
+                dtype = a
+        out: Tensor[S, Any] = self
+        if device is not None:
+            out = _transfer.to_device(out, _arrays.resolve_device("to", device))
+        if dtype is not None:
+            out = out._to_dtype(dtype)
+        return out
+
+    def cuda(self, device: Any = None) -> Tensor[S, T_co]:
+        """PyTorch's ``cuda()``: this tensor on a GPU (``device``: an index, ``"cuda:1"`` or a
+        ``Cuda``; GPU 0 by default), a differentiable copy (:meth:`to`).
+
+        Raises:
+            RuntimeError: CuPy, numba-cuda or a GPU is missing (the message says which).
+        """
+        spec = f"cuda:{device}" if isinstance(device, int) else ("cuda" if device is None else device)
+        return self.to(spec)
+
+    def cpu(self) -> Tensor[S, T_co]:
+        """PyTorch's ``cpu()``: this tensor in host memory, a differentiable copy from a GPU
+        (:meth:`to`); a CPU tensor is returned as it is."""
+        return self.to("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a GPU (PyTorch's ``is_cuda``)."""
+        return getattr(self.device, "type", "cpu") == "cuda"
+
+    def _to_dtype(self, dtype: Any) -> Tensor[S, Any]:
         try:
             target = np.dtype(dtype)
         except TypeError:
-            raise TypeError(f"to: expects a dtype (np.float32, np.int64, ...), got {dtype!r}") from None
+            raise TypeError(f"to: expects a dtype (np.float32, np.int64, ...) or a device, got {dtype!r}") from None
         if target.kind == "f":
             return self._cast(target)
         if target.kind in "biu":
@@ -968,7 +1030,7 @@ class Tensor(Generic[S, T_co]):
         try:
             self.data[key] = value
         except ValueError as e:
-            if not self.data.flags.writeable:
+            if not _arrays.writeable(self.data):
                 raise self._read_only("__setitem__") from e
             raise
         _tape_mod.note_writes(self.data)
@@ -1060,7 +1122,7 @@ class Tensor(Generic[S, T_co]):
         if isinstance(data, Tensor):
             data = data.data
         try:
-            arr = np.array(data, dtype=target, copy=True)
+            arr = _arrays.copy(data, target)
         except (TypeError, ValueError) as e:
             raise TypeError(f"new_tensor: data must be numeric (a number, lists, an array or a tensor): {e}") from e
         return self._new_leaf(arr, requires_grad)
@@ -1122,7 +1184,7 @@ class Tensor(Generic[S, T_co]):
             value = value.data[()]
         if not isinstance(value, (builtins.int, builtins.float, bool, np.number, np.bool_)):
             raise TypeError(f"fill_: value must be a number, got {type(value).__name__} (tensor of shape {self.shape})")
-        if not self.data.flags.writeable:
+        if not _arrays.writeable(self.data):
             raise self._read_only("fill_")
         self.data.fill(value)
         _tape_mod.note_writes(self.data)
@@ -1135,7 +1197,7 @@ class Tensor(Generic[S, T_co]):
             TapeError, ValueError: as :meth:`fill_`.
         """
         self._check_inplace("zero_", "use x.new_zeros(x.shape) (out of place) instead")
-        if not self.data.flags.writeable:
+        if not _arrays.writeable(self.data):
             raise self._read_only("zero_")
         self.data.fill(0)
         _tape_mod.note_writes(self.data)
@@ -1179,7 +1241,7 @@ class Tensor(Generic[S, T_co]):
             raise ShapeError(
                 f"copy_: src of shape {arr.shape} does not broadcast to the tensor's shape {self.shape}"
             ) from None
-        if not self.data.flags.writeable:
+        if not _arrays.writeable(self.data):
             raise self._read_only("copy_")
         np.copyto(self.data, arr, casting="unsafe")
         _tape_mod.note_writes(self.data)
@@ -1205,6 +1267,8 @@ def _check_array(data: object) -> Array:
     (a memmap, say) is viewed as a plain array; anything else is refused."""
     if isinstance(data, np.ndarray):
         return data.view(np.ndarray)
+    if hasattr(data, "__cuda_array_interface__") and hasattr(data, "dtype"):  # a CuPy array (the Cuda device)
+        return data  # type: ignore[return-value]
     raise TypeError(
         f"Tensor: data must be a numpy array, got {type(data).__name__}; create tensors with dev.tensor(...)"
     )
@@ -1235,7 +1299,7 @@ def _backward_create_graph(loss: Tensor[Any, Any], tape: GradientTape, gradient:
         if i in keep:
             prev = grads._graph.get(i)
             grads._graph[i] = g if prev is None else prev + g
-            grads._accum(i, np.array(g.data, copy=True))
+            grads._accum(i, _arrays.copy(g.data))
     for i, leaf in root._leaves.items():  # PyTorch's .grad: the recorded gradient, differentiable again
         g = found.get(i)
         if leaf is None or g is None:

@@ -178,8 +178,23 @@ class Cpu:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
+    type = "cpu"
+    """PyTorch's ``device.type``."""
+
     def __repr__(self) -> str:
         return f"Cpu(seed={self.seed})"
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    @staticmethod
+    def _put(arr: Any) -> Array:
+        """``arr`` in host memory: a GPU (CuPy) array is copied to a numpy array; a numpy
+        array is returned as it is."""
+        if arr.__class__ is not np.ndarray and hasattr(arr, "__cuda_array_interface__"):
+            host: Array = arr.get()
+            return host
+        return arr  # type: ignore[no-any-return]
 
     def _wrap(self, data: Array) -> Tensor[Any, NoneTape]:
         return Tensor(data, self, NONE_TAPE)
@@ -218,6 +233,8 @@ class Cpu:
                 return t.requires_grad_() if requires_grad else t
         if isinstance(data, Tensor):
             data = data.data
+        if hasattr(data, "__cuda_array_interface__"):  # a GPU array (CuPy's): copied to the host
+            data = self._put(data)
         # an array or a numpy scalar carries its own dtype; Python numbers and lists do not
         typed = isinstance(data, np.generic) or not isinstance(data, (list, tuple, int, float, bool))
         try:

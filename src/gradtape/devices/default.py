@@ -17,9 +17,11 @@ parallel draws.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradtape.devices import _arrays
 
 if TYPE_CHECKING:
     from gradtape.devices.cpu import Cpu
@@ -107,9 +109,53 @@ def _check_cpu_name(op: str, name: str) -> None:
         ValueError: any other device name (the message names ``op`` and it).
     """
     if name.split(":")[0] != "cpu":
-        raise ValueError(f"{op}: unknown device {name!r}; gradtape runs on 'cpu' only")
+        raise ValueError(
+            f"{op}: unknown device {name!r}; {op} takes 'cpu' only (move tensors and models with .to('cuda'))"
+        )
 
 
 def _resolve(dev: Cpu | None) -> Cpu:
     """``dev``, or the default device where it is None (the layers' and factories' rule)."""
     return get_default_device() if dev is None else dev
+
+
+_CUDA: dict[int, object] = {}
+
+
+def as_device(op: str, spec: object) -> Any:
+    """The device object ``spec`` names (:func:`is_device_spec`): ``"cpu"`` is the default
+    device when that is a ``Cpu`` (else a new ``Cpu()``), ``"cuda"`` and ``"cuda:N"`` one
+    shared ``Cuda(N)`` per GPU; a device object is returned as it is.
+
+    Raises:
+        ValueError: a string naming another device (the message names ``op`` and it).
+        TypeError: ``spec`` names no device.
+        RuntimeError: a CUDA device without CuPy, numba-cuda or a GPU.
+    """
+    from gradtape.devices.cpu import Cpu
+
+    if isinstance(spec, Cpu) or (spec.__class__.__name__ == "Cuda" and hasattr(spec, "_put")):
+        return spec
+    kind = spec if isinstance(spec, str) else getattr(spec, "type", None)
+    if not isinstance(kind, str):
+        raise TypeError(f"{op}: expects a device ('cpu', 'cuda', 'cuda:0', a Cpu or a Cuda), got {spec!r}")
+    name, _, idx = kind.partition(":")
+    index = getattr(spec, "index", None) if not isinstance(spec, str) else None
+    if name == "cpu":
+        dev = get_default_device()
+        return dev if isinstance(dev, Cpu) else Cpu()
+    if name != "cuda":
+        raise ValueError(f"{op}: unknown device {spec!r}; gradtape knows 'cpu' and 'cuda' ('cuda:N')")
+    try:
+        n = int(idx) if idx else (int(index) if index is not None else 0)
+    except ValueError:
+        raise ValueError(f"{op}: bad device index in {spec!r}") from None
+    dev_cuda = _CUDA.get(n)
+    if dev_cuda is None:
+        from gradtape.devices.cuda import Cuda
+
+        dev_cuda = _CUDA[n] = Cuda(n)
+    return dev_cuda
+
+
+_arrays._RESOLVER[:] = [as_device]

@@ -195,8 +195,9 @@ def evaluate(model: MLP | CNN, dev: Cpu, x: Array, y: Array, batch_size: int = 5
         xb: Tensor[Rank2[int, Pixels], Any] = dev.tensor(x[lo : lo + batch_size])
         logits = model(xb)
         yb = y[lo : lo + batch_size]
-        total += cross_entropy(logits, yb, reduction="sum").item()
-        correct += int((logits.numpy().argmax(axis=1) == yb).sum())
+        on_gpu = logits.is_cuda
+        total += cross_entropy(logits, dev.tensor(yb) if on_gpu else yb, reduction="sum").item()
+        correct += int(((logits.cpu() if on_gpu else logits).numpy().argmax(axis=1) == yb).sum())
     model.train(was_training)
     return total / len(x), correct / len(x)
 
@@ -223,6 +224,7 @@ def train(
     verbose: bool = True,
     progress: bool | None = None,
     distributed: bool = False,
+    device: str = "cpu",
 ) -> tuple[MLP | CNN, History]:
     """Train a model on the digits; return ``(model, history)``.
 
@@ -240,11 +242,15 @@ def train(
         distributed: data-parallel over MPI's world (see the module docstring); ``batch_size``
             is the global batch. Only rank 0 prints and shows progress. The history's
             training loss is the global mean.
+        device: ``"cpu"``, or ``"cuda"`` (``"cuda:N"``) to train on a GPU: the model is built
+            on the CPU from ``seed`` and moved with ``model.to(device)``, as a PyTorch program
+            does, and each batch is copied to the GPU (needs ``gradtape[cuda]``).
 
     Raises:
         ValueError: an unknown model or optimizer, or ``epochs``/``batch_size``/``hidden`` < 1,
             or (distributed) a ``batch_size`` that is not a multiple of the number of ranks.
         gradtape.distributed.DistributedError: (distributed) no MPI, or a peer rank failed.
+        RuntimeError: ``device="cuda"`` without CuPy, numba-cuda or a GPU.
     """
     epochs = DEFAULT_EPOCHS.get(model_name, 1) if epochs is None else epochs
     lr = DEFAULT_LR.get(optimizer, 0.0) if lr is None else lr
@@ -256,6 +262,12 @@ def train(
     x_tr, y_tr, x_te, y_te = load_digits_split()
     dev = Cpu(seed=seed)
     model = build_model(model_name, dev, hidden)
+    data_dev: Any = dev
+    if device != "cpu":
+        from gradtape.devices.default import as_device
+
+        data_dev = as_device("digits", device)
+        model.to(data_dev)
     ddp = None
     local_batch = batch_size
     if distributed:
@@ -291,8 +303,9 @@ def train(
         with bar:
             for step in range(steps):
                 idx = order[step * local_batch : (step + 1) * local_batch]
-                x: Tensor[Rank2[int, Pixels], Any] = dev.tensor(x_tr[idx])
-                loss = cross_entropy(model(x.trace(grads)), y_tr[idx])
+                x: Tensor[Rank2[int, Pixels], Any] = data_dev.tensor(x_tr[idx])
+                y = y_tr[idx] if data_dev is dev else data_dev.tensor(y_tr[idx])
+                loss = cross_entropy(model(x.trace(grads)), y)
                 grads = loss.backward()
                 if ddp is not None:
                     ddp.synchronize(grads)  # the mean over the ranks (mostly done during backward)
@@ -308,7 +321,7 @@ def train(
         else:  # the mean over every rank's shard (padding included)
             both = dist.allreduce_(np.array([total, len(order)], np.float64), ddp.world, average=False)
             history.train_loss.append(float(both[0] / both[1]))
-        test_loss, test_acc = evaluate(model, dev, x_te, y_te)
+        test_loss, test_acc = evaluate(model, data_dev, x_te, y_te)
         history.test_loss.append(test_loss)
         history.test_acc.append(test_acc)
         history.seconds.append(time.perf_counter() - started)
@@ -378,6 +391,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="data-parallel over MPI: launch with mpiexec -n N (needs gradtape[distributed])",
     )
+    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda / cuda:N to train on a GPU")
     args = ap.parse_args(argv)
     if args.no_save and args.out:
         ap.error("--out and --no-save exclude each other")
@@ -399,6 +413,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.seed,
         progress=False if args.no_progress else None,
         distributed=args.distributed,
+        device=args.device,
     )
     if args.distributed:
         from gradtape import distributed as dist

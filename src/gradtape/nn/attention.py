@@ -10,6 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import typed_as
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
@@ -71,14 +73,15 @@ def split_heads(
         full = len(which) == parts
 
         def split_heads_backward(grads: Gradients, gs: list[Array | None]) -> None:
-            buf = (np.empty if full and all(g is not None for g in gs) else np.zeros)(y5.shape, yd.dtype)
+            alloc = _arrays.empty if full and all(g is not None for g in gs) else _arrays.zeros
+            buf = alloc(y5.shape, yd.dtype, yd)
             for i, g in zip(which, gs, strict=True):
                 if g is not None:
                     np.copyto(buf[:, :, i], g.transpose(inv))
             grads._accum(yid, buf.reshape(yd.shape))
 
         def split_heads_diff(gs: list[Any], rebuild: Any) -> list[tuple[int, Any]]:
-            zero = gs[0]._like(np.zeros(outs[0].shape, yd.dtype))
+            zero = gs[0]._like(_arrays.zeros(outs[0].shape, yd.dtype, yd))
             pieces = [zero] * parts
             for i, g in zip(which, gs, strict=True):
                 pieces[i] = g
@@ -279,7 +282,7 @@ class MultiHeadAttention(Module, Generic[E]):
             qh, kh, vh = self._heads(q, (0,))[0], self._heads(k, (1,))[0], self._heads(v, (2,))[0]
         mask: Array | None = None
         if attn_mask is not None:
-            m = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+            m = _as_array(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
             if m.dtype.kind not in "bf":  # a 0/1 int mask would be added, not applied
                 raise DTypeError(
                     f"MultiHeadAttention: attn_mask must be bool (True blocks a key) or float (added to "
@@ -315,7 +318,7 @@ def _mask_data(op: str, name: str, m: Any) -> Array:
     Raises:
         DTypeError: another dtype (an int or uint8 0/1 mask, which PyTorch rejects too).
     """
-    a = np.asarray(m.data if isinstance(m, Tensor) else m)
+    a = _as_array(m.data if isinstance(m, Tensor) else m)
     if a.dtype.kind not in "bf":
         raise DTypeError(
             f"{op}: {name} must be bool (True blocks a key) or float (added to the scores), got dtype "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast, overload
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import _resolve
 from gradtape.nn._init import kaiming_uniform
@@ -222,7 +223,7 @@ def _padding_without_gradient(y: Any, x: Any, w: Tensor[Any, Any], pad: int) -> 
     ``padding_idx``): ``y * keep + c``, where ``keep`` is 0 at the padding positions and 1
     elsewhere and the constant ``c`` puts the padding row's value back (it is zero unless the
     row was changed). Nothing is added when no index is ``pad``."""
-    idx = np.asarray(x.data if isinstance(x, Tensor) else x)
+    idx = _as_array(x.data if isinstance(x, Tensor) else x)
     at_pad = idx == pad
     if not at_pad.any():
         return y

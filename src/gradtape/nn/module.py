@@ -37,6 +37,9 @@ from typing import Any, ClassVar, NamedTuple, Self
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices._arrays import same_device
 from gradtape.devices.cpu import as_float_dtype
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.gradients import Gradients
@@ -581,7 +584,7 @@ class Module:
             if g is None:
                 continue
             grad_array_mut(p, values=False)  # zeroed below: a shared array is not copied first
-            if not g.data.flags.writeable:
+            if not _arrays.writeable(g.data):
                 name = next(n for n, q in self.named_parameters() if q is p)
                 raise ValueError(
                     f"{type(self).__name__}.zero_grad: the .grad of {name!r} (shape {p.shape}) holds a read-only "
@@ -720,7 +723,7 @@ class Module:
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {cls}:\n\t" + "\n\t".join(errors))
         for t, _ in plan:
-            if not t.data.flags.writeable:
+            if not _arrays.writeable(t.data):
                 raise RuntimeError(f"{cls}.load_state_dict: the tensor of shape {t.shape} is read-only")
         for t, arr in plan:
             if arr is not t.data:
@@ -742,8 +745,12 @@ class Module:
 
         Args:
             args: a dtype (a numpy dtype or its name, ``"float64"``; a torch dtype's name,
-                ``"torch.float64"``, is read too), a gradtape device (a ``Cpu``), the string
-                ``"cpu"`` (no move), or a gradtape tensor (its device and dtype), in any order.
+                ``"torch.float64"``, is read too), a gradtape device (a ``Cpu`` or ``Cuda``),
+                PyTorch's device strings (``"cpu"``, ``"cuda"``, ``"cuda:1"``), or a gradtape
+                tensor (its device and dtype), in any order. Moving copies each array to the
+                device's memory (the tensors keep their ids); the optimizer's state moves
+                with the first step that meets it only if it is built after the move, as in
+                PyTorch: build the optimizer after ``model.to(device)``.
             dtype: the float dtype, float32 or float64.
             device: the device.
             non_blocking: accepted for PyTorch compatibility; ignored.
@@ -751,26 +758,27 @@ class Module:
         Raises:
             TypeError: an argument is none of these; DTypeError (through the dtype check): a
                 dtype other than float32/float64.
-            ValueError: a device string other than ``"cpu"``.
+            ValueError: a device string other than ``"cpu"``/``"cuda"``. RuntimeError: ``"cuda"``
+                without CuPy, numba-cuda or a GPU.
         """
         del non_blocking
+        from gradtape.devices._arrays import is_device_spec
+        from gradtape.devices.default import as_device
+
         cls = type(self).__name__
         for a in args:
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
-            elif isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "mps", "meta", "xla"):
-                if a != "cpu":
-                    raise ValueError(f"{cls}.to: gradtape computes on the CPU (a Cpu device), not {a!r}")
+            elif is_device_spec(a) or (hasattr(a, "rng") and hasattr(a, "randn")):
+                device = a
+            elif isinstance(a, str) and a.split(":")[0] in ("mps", "meta", "xla"):
+                raise ValueError(f"{cls}.to: gradtape computes on 'cpu' and 'cuda', not {a!r}")
             elif isinstance(a, (str, np.dtype, type)) or hasattr(a, "is_floating_point"):
                 dtype = _dtype_arg(cls, a)
-            elif hasattr(a, "rng") and hasattr(a, "randn"):
-                device = a
             else:
                 raise TypeError(f"{cls}.to: expected a dtype, a device or a tensor, got {type(a).__name__} {a!r}")
-        if isinstance(device, str):
-            if device != "cpu":
-                raise ValueError(f"{cls}.to: gradtape computes on the CPU (a Cpu device), not {device!r}")
-            device = None
+        if device is not None:
+            device = as_device(f"{cls}.to", device)
         dt = None if dtype is None else as_float_dtype(_dtype_arg(cls, dtype), f"{cls}.to")
         seen: set[int] = set()
         for m in self.modules():
@@ -778,14 +786,29 @@ class Module:
                 if id(t) in seen:
                     continue
                 seen.add(id(t))
+                g = getattr(t, "_grad", None)
                 if dt is not None and t.data.dtype.kind == "f" and t.data.dtype != dt:
                     t.data = t.data.astype(dt)
-                    g = getattr(t, "_grad", None)
                     if g is not None:
                         g.data = g.data.astype(dt)
+                if device is not None and not same_device(t.device, device):
+                    t.data = device._put(t.data)
+                    if g is not None:
+                        g.data = device._put(g.data)
+                        g.device = device
                 if device is not None:
                     t.device = device
         return self
+
+    def cuda(self, device: Any = None) -> Self:
+        """Move every parameter and buffer to a GPU in place and return ``self`` (PyTorch's
+        ``Module.cuda``; ``device``: an index, ``"cuda:1"`` or a ``Cuda``; GPU 0 by default).
+
+        Raises:
+            RuntimeError: CuPy, numba-cuda or a GPU is missing (the message says which).
+        """
+        spec = f"cuda:{device}" if isinstance(device, int) else ("cuda" if device is None else device)
+        return self.to(spec)
 
     def double(self) -> Self:
         """Convert the float parameters and buffers to float64 (``to(np.float64)``); returns self."""
@@ -796,8 +819,9 @@ class Module:
         return self.to(dtype=np.float32)
 
     def cpu(self) -> Self:
-        """Returns self: gradtape's tensors are on the CPU already (PyTorch's ``Module.cpu``)."""
-        return self
+        """Move every parameter and buffer to host memory in place and return ``self``
+        (PyTorch's ``Module.cpu``; a no-op for a model on the CPU)."""
+        return self.to("cpu")
 
     def requires_grad_(self, requires_grad: bool = True) -> Self:
         """Set ``requires_grad`` on every parameter (:meth:`Tensor.requires_grad_`) and return
@@ -851,13 +875,13 @@ def _state_array(cls: str, key: str, value: Any) -> Array:
         arr = value
     else:
         try:
-            arr = np.asarray(value)
+            arr = _as_array(value)
         except (TypeError, ValueError, RuntimeError):
             detach = getattr(value, "detach", None)
             if detach is None:
-                arr = np.asarray(None)
+                arr = _as_array(None)
             else:  # a torch tensor that requires grad: numpy reads it once detached
-                arr = np.asarray(detach().cpu())
+                arr = _as_array(detach().cpu())
     if arr.dtype.kind not in "biuf":
         raise TypeError(
             f"{cls}.load_state_dict: the value for {key!r} is a {type(value).__name__} that numpy reads as dtype "

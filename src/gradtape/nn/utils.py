@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.engine import grad_array_mut
 from gradtape.errors import ShapeError
 from gradtape.optim.clip import _check_clip_args, _clip_norm
@@ -67,7 +69,7 @@ def _grads_of(fn: str, ps: list[Tensor[Any, Any]]) -> list[tuple[Tensor[Any, Any
             continue
         seen.add(id(p))
         g = gt.data
-        if not g.flags.writeable:
+        if not _arrays.writeable(g):
             raise ValueError(f"{fn}: parameters[{i}].grad (shape {g.shape}) is read-only; cannot clip it in place")
         out.append((p, g))
     return out
@@ -133,7 +135,7 @@ def clip_grad_norm_(
     total = _clip_norm(fn, arrays, max_norm, norm_type, error_if_nonfinite, writable=lambda i: _own(present[i][0]))
     dtype = np.result_type(*arrays) if arrays else np.dtype(np.float32)
     like = present[0][0] if present else (ps[0] if ps else None)
-    value = np.asarray(total, dtype=dtype)
+    value = _as_array(total, dtype=dtype)
     if like is None:
         from gradtape.devices.cpu import Cpu
 
@@ -199,7 +201,7 @@ def parameters_to_vector(parameters: Tensor[Any, Any] | Iterable[Tensor[Any, Any
     ps = _param_list("parameters_to_vector", parameters)
     if not ps:
         raise ValueError("parameters_to_vector: parameters is empty")
-    flat = np.concatenate([np.asarray(p.data).reshape(-1) for p in ps])
+    flat = np.concatenate([_as_array(p.data).reshape(-1) for p in ps])
     out: Tensor[Any, Any] = ps[0]._like(flat)
     return out
 
@@ -241,7 +243,7 @@ def vector_to_parameters(
     if v.ndim != 1 or v.shape[0] != total:
         raise ShapeError(f"{fn}: vec has shape {v.shape}; the parameters need a 1-D vector of {total} elements")
     for i, p in enumerate(ps):
-        if not p.data.flags.writeable:
+        if not _arrays.writeable(p.data):
             raise ValueError(f"{fn}: parameters[{i}] (shape {p.data.shape}) is read-only")
     start = 0
     for p in ps:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.grad_mode import no_grad
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
@@ -142,7 +144,7 @@ class Function:
                     g = res_t[k]
                     if g is None:
                         continue
-                    arr = np.asarray(g.data if isinstance(g, tensor_cls) else g)
+                    arr = _as_array(g.data if isinstance(g, tensor_cls) else g)
                     if arr.dtype.kind not in "fiu":
                         raise DTypeError(f"{name}.backward: gradient {k} has dtype {arr.dtype}, not a number")
                     if arr.shape != shape:
@@ -154,14 +156,14 @@ class Function:
 
             def function_backward(grads: Gradients, gs: list[np.ndarray[Any, Any] | None]) -> None:
                 grad_outputs = [
-                    like._like(np.zeros(shape, dtype) if g is None else np.array(g, copy=True))
+                    like._like(_arrays.zeros(shape, dtype, like.data) if g is None else _arrays.copy(g))
                     for g, (_, shape, dtype) in zip(gs, out_ids, strict=True)
                 ]
                 with no_grad():
                     res = cls.backward(ctx, *grad_outputs)
                 for _, i, g, dtype in results(res):
-                    arr = np.asarray(g.data if isinstance(g, tensor_cls) else g)
-                    grads._accum(i, np.array(arr, dtype=dtype, copy=True))
+                    arr = _as_array(g.data if isinstance(g, tensor_cls) else g)
+                    grads._accum(i, _arrays.copy(arr, dtype))
 
             def differentiable(
                 grad_outputs: list[Tensor[Any, Any]], rebuild: Any

@@ -12,7 +12,10 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape._typing import S, T
-from gradtape.errors import DTypeError, ShapeError
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices._arrays import same_device
+from gradtape.errors import DeviceError, DTypeError, ShapeError
 from gradtape.tape import NONE_TAPE, GradientTape, _tensor_class, next_id, op_tape, record
 
 if TYPE_CHECKING:
@@ -44,6 +47,8 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
     """
     if b.__class__ is a.__class__:
         bd = b.data
+        if b.device is not a.device:
+            check_same_device(op, a, b)
     else:
         bd = _foreign_data(op, b)
     dt = a.data.dtype
@@ -55,6 +60,22 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
             "(convert one with dev.tensor(x, dtype=...))"
         )
     return b  # type: ignore[return-value]
+
+
+def check_same_device(op: str, *ts: Any) -> None:
+    """Check that the tensors ``ts`` live in one memory (the CPU, or one GPU).
+
+    Raises:
+        DeviceError: two of them are on different devices; the message names ``op`` and both
+            devices (PyTorch's "Expected all tensors to be on the same device").
+    """
+    first = ts[0].device
+    for t in ts[1:]:
+        if not same_device(first, t.device):
+            raise DeviceError(
+                f"{op}: tensors on different devices: {first} (shape {ts[0].shape}) and {t.device} (shape {t.shape}); "
+                f"move one first, e.g. x.to(y.device)"
+            )
 
 
 def _foreign_data(op: str, b: object) -> Array:
@@ -206,14 +227,14 @@ def int_indices(op: str, indices: object, context: str, what: str = "indices") -
             which would be read as 0/1, complex, objects); the message names the op and dtype.
     """
     data = getattr(indices, "data", None) if hasattr(indices, "tape") else None
-    idx = np.asarray(indices if data is None else data)
-    if idx.size == 0 and idx.dtype.kind == "f" and data is None:  # np.asarray([]) is float64
+    idx = _as_array(indices if data is None else data)
+    if idx.size == 0 and idx.dtype.kind == "f" and data is None:  # _as_array([]) is float64
         idx = idx.astype(np.intp)
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"{op}: {what} must be integers, got dtype {idx.dtype} of shape {idx.shape} ({context})")
     if idx.ndim == 0:  # a scalar index stays 0-d (np.ascontiguousarray would make it (1,)): take drops the axis
-        return np.asarray(idx, dtype=np.intp)
-    return np.ascontiguousarray(idx, dtype=np.intp)
+        return _as_array(idx, dtype=np.intp)
+    return _arrays.contiguous(idx, np.intp)
 
 
 def normalize_axes(op: str, axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -401,7 +422,7 @@ def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: A
     if tape is not NONE_TAPE and (tape.__class__ is not GradientTape or not _tp.direct):
         tape = op_tape(a)  # parameters, watched tensors, grad modes, context tapes
     out: Tensor[S, T] = _new(a.__class__)
-    out.data = data if data.__class__ is np.ndarray else np.asarray(data)  # 0-d: a scalar
+    out.data = data if data.__class__ is np.ndarray else _as_array(data)  # 0-d: a scalar; CuPy arrays pass
     out.device = a.device
     out.tape = tape
     out.id = oid = next_id()

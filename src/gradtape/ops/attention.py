@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from gradtape._typing import typed_as
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import attention as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
@@ -139,7 +141,7 @@ def _check_inputs(op: str, qd: Array, kd: Array, vd: Array) -> None:
 
 def _mask_array(op: str, attn_mask: Any, dt: np.dtype[Any], full: tuple[int, ...]) -> Array:
     """The mask as a bool or ``dt`` array viewed (zero strides) at the scores' shape ``full``."""
-    m = np.asarray(attn_mask.data if isinstance(attn_mask, _tensor_class()) else attn_mask)
+    m = _as_array(attn_mask.data if isinstance(attn_mask, _tensor_class()) else attn_mask)
     if m.dtype.kind not in "bf":
         raise DTypeError(
             f"{op}: attn_mask must be bool (True takes part) or float (added to the scores), got dtype "
@@ -200,10 +202,10 @@ def sdpa(
     pf = float(dropout_p)
     if pf > 0.0:
         if pf == 1.0:
-            drop = np.zeros(p.shape, dt)
+            drop = _arrays.zeros(p.shape, dt, p)
         else:
             gen = _generator(rng, q)
-            keep = np.asarray(gen.random(p.shape, dtype=dt)) >= dt.type(pf)
+            keep = _as_array(gen.random(p.shape, dtype=dt)) >= dt.type(pf)
             drop = np.multiply(keep, dt.type(1.0 / (1.0 - pf)), dtype=dt)
         pd = p * drop
     y = _mm_rows(pd, v4, blocks, keys_of_a=True)
@@ -279,7 +281,7 @@ def _mm_rows(a: Array, b: Array, blocks: list[tuple[int, int, int]], keys_of_a: 
     if len(blocks) == 1:
         full: Array = _blas.matmul(a, b)
         return full
-    out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
+    out = _arrays.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b), a)
     for r0, r1, c in blocks:
         if keys_of_a:
             _blas.matmul(a[..., r0:r1, :c], b[..., :c, :], out=out[..., r0:r1, :])
@@ -296,7 +298,7 @@ def _mm_keys(a: Array, b: Array, blocks: list[tuple[int, int, int]]) -> Array:
     if len(blocks) == 1:
         full: Array = _blas.matmul(np.swapaxes(a, -1, -2), b)
         return full
-    out = np.empty((*a.shape[:-2], a.shape[-1], b.shape[-1]), np.result_type(a, b))
+    out = _arrays.empty((*a.shape[:-2], a.shape[-1], b.shape[-1]), np.result_type(a, b), a)
     for r0, _, c in blocks:
         k0 = min(r0, c)
         if k0 < c:

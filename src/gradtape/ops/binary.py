@@ -28,6 +28,7 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape._typing import A, B, S, T, typed_as
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DivisionByZeroError, DTypeError, TapeError
 from gradtape.ops._signatures import binary as _sig
@@ -103,7 +104,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any =
     if tape is not NONE_TAPE and (tape.__class__ is not GradientTape or not _tp.direct):
         tape = op_tape(a)
     out = _new(a.__class__)
-    out.data = data if data.__class__ is np.ndarray else np.asarray(data)
+    out.data = data if data.__class__ is np.ndarray else _as_array(data)
     out.device = a.device
     out.tape = tape
     out.id = oid = next_id()
@@ -113,7 +114,7 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any =
             tape._record((oid, _identity_backward, a.id))
         else:
             if alpha_c is None:
-                alpha_c = weak_const(alpha, data.dtype)
+                alpha_c = weak_const(alpha, data)
             tape._record((oid, _scale_backward, a.id, alpha, alpha_c))
     return out
 
@@ -140,9 +141,11 @@ _CONST64: dict[float, Array] = {}
 _CONST_LIMIT = 256
 
 
-def weak_const(b: float, dtype: np.dtype[Any]) -> Any:
-    """``b`` as a read-only 0-d array of ``dtype`` (float32/float64; ``b`` itself otherwise),
-    cached per value, to pass to a ufunc in place of the Python float.
+def weak_const(b: float, x: Array) -> Any:
+    """``b`` as a read-only 0-d array of ``x``'s dtype (float32/float64; ``b`` itself
+    otherwise), cached per value, to pass to a ufunc with ``x`` in place of the Python float.
+    For a GPU array ``x`` (CuPy's, which takes numpy scalars but no numpy arrays) it is the
+    numpy scalar of that dtype.
 
     Same result: numpy casts a Python float operand to the array's dtype ("weak" scalar,
     NEP 50), and a 0-d array of that dtype is that cast value. Faster: numpy resolves a
@@ -152,6 +155,9 @@ def weak_const(b: float, dtype: np.dtype[Any]) -> Any:
     256 values per dtype and is emptied when full, so a changing scalar (a schedule's
     learning rate) costs one small array per call.
     """
+    dtype = x.dtype
+    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        return dtype.type(b) if dtype is _F32 or dtype is _F64 else b
     if dtype is _F32:
         table = _CONST32
     elif dtype is _F64:
@@ -228,12 +234,12 @@ def _int_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, reverse: bo
     s = _number(b, op)
     out_dt = _F32 if s.__class__ is float else (_I64 if dt.kind == "b" and s.__class__ is not bool else dt)
     x = x if out_dt is dt else x.astype(out_dt)
-    c = np.float32(s) if out_dt is _F32 else np.asarray(s).astype(out_dt)  # astype wraps, as PyTorch
+    c = np.float32(s) if out_dt is _F32 else np.asarray(s).astype(out_dt)[()]  # astype wraps, as PyTorch; a scalar
     if out_dt.kind != "f" and op in _INT_DIVIDING and not (np.all(x) if reverse else c):
         raise DivisionByZeroError(f"{op}: integer division by zero ({out_dt} {x.shape} and a number)")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         y = ufunc(c, x) if reverse else ufunc(x, c)
-    return a._from_op(np.asarray(y), NONE_TAPE)
+    return a._from_op(_as_array(y), NONE_TAPE)
 
 
 _INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide"})
@@ -251,14 +257,14 @@ def add(a: Any, b: Any) -> Any:
     """
     if b.__class__ is a.__class__:
         ad, bd = a.data, b.data
-        if ad.shape == bd.shape and ad.dtype is bd.dtype:  # the common case, kept lean
+        if ad.shape == bd.shape and ad.dtype is bd.dtype and a.device is b.device:  # the common case, lean
             ta, tb = a.tape, b.tape
             tape = ta if tb is ta or tb is NONE_TAPE else (tb if ta is NONE_TAPE else None)
             if tape is not NONE_TAPE and (tape is None or tape.__class__ is not GradientTape or not _tp.direct):
                 tape = op_tape(a, b)
             y = _np_add(ad, bd)
             out = _new(a.__class__)  # Tensor._from_op, inlined on this hot path
-            out.data = y if y.__class__ is np.ndarray else np.asarray(y)  # 0-d: numpy gives a scalar
+            out.data = y if y.__class__ is np.ndarray else _as_array(y)  # 0-d: numpy gives a scalar
             out.device = a.device
             out.tape = tape
             out.id = oid = next_id()
@@ -270,7 +276,7 @@ def add(a: Any, b: Any) -> Any:
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":  # (an unpickled float dtype goes on)
             return _int_scalar(a, b, np.add, "add")
-        return record_scalar(a, a.data + weak_const(_scalar(b), dt), 1.0)
+        return record_scalar(a, a.data + weak_const(_scalar(b), a.data), 1.0)
     return _add(a, b)
 
 
@@ -304,7 +310,7 @@ def sub(a: Any, b: Any) -> Any:
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, np.subtract, "sub")
-        return record_scalar(a, a.data - weak_const(_scalar(b), dt), 1.0)
+        return record_scalar(a, a.data - weak_const(_scalar(b), a.data), 1.0)
     return _sub(a, b)
 
 
@@ -319,7 +325,7 @@ def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     dt = a.data.dtype
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, np.subtract, "rsub", reverse=True)  # type: ignore[no-any-return]
-    return record_scalar(a, weak_const(_scalar(b, "rsub"), a.data.dtype) - a.data, -1.0)  # type: ignore[no-any-return]
+    return record_scalar(a, weak_const(_scalar(b, "rsub"), a.data) - a.data, -1.0)  # type: ignore[no-any-return]
 
 
 # ----- mul -------------------------------------------------------------------------------
@@ -339,18 +345,18 @@ def mul(a: Any, b: Any) -> Any:
             dt = ad.dtype
             if dt is not _F32 and dt is not _F64 and dt.kind != "f":
                 return _int_scalar(a, b, np.multiply, "mul")
-            c = weak_const(b, dt)
+            c = weak_const(b, a.data)
         return record_scalar(a, _np_mul(ad, c), b, c)
     if isinstance(b, SCALARS):
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, np.multiply, "mul")
         s = _scalar(b)
-        c = weak_const(s, a.data.dtype)
+        c = weak_const(s, a.data)
         return record_scalar(a, a.data * c, s, c)
     if b.__class__ is a.__class__:
         ad, bd = a.data, b.data
-        if ad.shape == bd.shape and ad.dtype is bd.dtype:  # no broadcast: the lean path
+        if ad.shape == bd.shape and ad.dtype is bd.dtype and a.device is b.device:  # no broadcast: lean
             ta, tb = a.tape, b.tape
             tape = ta if tb is ta or tb is NONE_TAPE else (tb if ta is NONE_TAPE else None)
             if tape is not NONE_TAPE and (tape is None or tape.__class__ is not GradientTape or not _tp.direct):
@@ -400,7 +406,7 @@ def div(a: Any, b: Any) -> Any:
             return _int_true_div(a, b, reverse=False)
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
-        return record_scalar(a, a.data / weak_const(s, a.data.dtype), inv)
+        return record_scalar(a, a.data / weak_const(s, a.data), inv)
     if b.__class__ is a.__class__ and a.data.dtype.kind in "iub" and b.data.dtype.kind in "iub":
         # two integer or bool tensors: PyTorch's true division, in float32 (its default dtype)
         f = a._from_op(a.data.astype(_F32), NONE_TAPE)
@@ -419,10 +425,10 @@ def _int_true_div(a: Tensor[Any, Any], b: object, reverse: bool) -> Any:
     """
     if a.data.dtype.kind not in "iub":
         refuse_non_float(a, "div")
-    x, s = np.asarray(a.data, dtype=np.float32), np.float32(_scalar(b, "div"))
+    x, s = _as_array(a.data, dtype=np.float32), np.float32(_scalar(b, "div"))
     with np.errstate(divide="ignore", invalid="ignore"):
         y = s / x if reverse else x / s
-    return a._from_op(np.asarray(y, dtype=np.float32), NONE_TAPE)
+    return a._from_op(_as_array(y, dtype=np.float32), NONE_TAPE)
 
 
 @binary(vjp=lambda xp, g, a, b, y: (g / b, -(g * y) / b), name="div")
@@ -487,7 +493,7 @@ def maximum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "maximum"), a.data
-        split = np.asarray(_tie_mask(NUMPY, x, s, operator.gt), x.dtype)
+        split = _as_array(_tie_mask(NUMPY, x, s, operator.gt), x.dtype)
         return _record_with_constant(a, np.maximum(x, s), split)
     return _maximum(a, b)
 
@@ -521,7 +527,7 @@ def minimum(a: Any, b: Any) -> Any:
     """
     if isinstance(b, SCALARS):
         s, x = _scalar(b, "minimum"), a.data
-        split = np.asarray(_tie_mask(NUMPY, x, s, operator.lt), x.dtype)
+        split = _as_array(_tie_mask(NUMPY, x, s, operator.lt), x.dtype)
         return _record_with_constant(a, np.minimum(x, s), split)
     return _minimum(a, b)
 
@@ -611,7 +617,7 @@ def rpow(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     base = _scalar(b, "rpow")
     x = a.data
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        y = np.asarray(np.power(weak_const(base, x.dtype), x))
+        y = _as_array(np.power(weak_const(base, x), x))
     logb = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
     return record_entry(a, y, _rpow_backward, y, logb)
 
@@ -781,8 +787,8 @@ def _divmod_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str) -> Any:
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, ufunc, op)
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = ufunc(a.data, weak_const(_scalar(b, op), dt))
-    return record_scalar(a, np.asarray(y), 1.0)
+        y = ufunc(a.data, weak_const(_scalar(b, op), a.data))
+    return record_scalar(a, _as_array(y), 1.0)
 
 
 def _divmod_rscalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, quotient: Any) -> Any:
@@ -791,9 +797,9 @@ def _divmod_rscalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, quotien
     dt = a.data.dtype
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, ufunc, op, reverse=True)
-    x, c = a.data, weak_const(_scalar(b, op), dt)
+    x, c = a.data, weak_const(_scalar(b, op), a.data)
     with np.errstate(divide="ignore", invalid="ignore"):
-        y, slope = np.asarray(ufunc(c, x)), np.asarray(-quotient(c / x), dt)
+        y, slope = _as_array(ufunc(c, x)), _as_array(-quotient(c / x), dt)
     return _record_with_constant(a, y, slope)
 
 
@@ -859,7 +865,7 @@ def floor_divide(a: Any, b: Any) -> Any:
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, np.floor_divide, "floor_divide")
         with np.errstate(divide="ignore", invalid="ignore"):
-            y = np.asarray(np.floor_divide(a.data, weak_const(_scalar(b, "floor_divide"), dt)))
+            y = _as_array(np.floor_divide(a.data, weak_const(_scalar(b, "floor_divide"), a.data)))
         return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")
     if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
         a, b = promote("floor_divide", a, b)
@@ -867,7 +873,7 @@ def floor_divide(a: Any, b: Any) -> Any:
     ad, bd = a.data, bt.data
     if ad.shape != bd.shape:
         broadcast_shapes("floor_divide", ad.shape, bd.shape)
-    y = np.asarray(_dividing("floor_divide", np.floor_divide, ad, bd))
+    y = _as_array(_dividing("floor_divide", np.floor_divide, ad, bd))
     return _record_not_differentiable(a._from_op(y, op_tape(a, bt)), "floor_divide")
 
 
@@ -877,7 +883,7 @@ def rfloor_divide(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, np.floor_divide, "floor_divide", reverse=True)  # type: ignore[no-any-return]
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.asarray(np.floor_divide(weak_const(_scalar(b, "floor_divide"), dt), a.data))
+        y = _as_array(np.floor_divide(weak_const(_scalar(b, "floor_divide"), a.data), a.data))
     return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")  # type: ignore[no-any-return]
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import S, T, typed_as
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
 from gradtape.ops._util import SCALARS, sum_to, tensor_operand
@@ -49,7 +50,7 @@ def _compare(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: 
                 np.broadcast_shapes(x.shape, other.shape)
             except ValueError:
                 raise ShapeError(f"{op}: shapes {x.shape} and {other.shape} do not broadcast") from None
-    return a._like(np.asarray(ufunc(x, other)))
+    return a._like(_as_array(ufunc(x, other)))
 
 
 # One overload set for all six comparisons (the output is always an untraced mask).
@@ -136,7 +137,7 @@ def truth(a: Tensor[Any, Any]) -> bool:
 
 
 def _mask(cond: object) -> Array:
-    c = np.asarray(cond.data if hasattr(cond, "tape") else cond)  # type: ignore[attr-defined]
+    c = _as_array(cond.data if hasattr(cond, "tape") else cond)  # type: ignore[attr-defined]
     if c.dtype != np.bool_:
         raise DTypeError(
             f"where: cond must be a bool mask (a comparison's result or a bool array), got dtype {c.dtype} "
@@ -200,7 +201,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
         ) from None
     operands = [(x, sel) for x, sel, is_t in ((a, True, a_is_t), (b, False, b_is_t)) if is_t]
     tape = op_tape(*(x for x, _ in operands))
-    out = (a if a_is_t else b)._from_op(np.asarray(np.where(c, ad, bd)), tape)
+    out = (a if a_is_t else b)._from_op(_as_array(np.where(c, ad, bd)), tape)
     if tape is not NONE_TAPE:
         # (id, shape, leaf?, take where cond holds?) of each tensor operand: every one gets its
         # gradient, traced or not, as in every other binary op

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradtape._typing import S, T
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import ShapeError
 from gradtape.ops._util import (
     SCALARS,
@@ -66,16 +67,16 @@ def _norm_forward(x: Array, p: float, axes: tuple[int, ...]) -> Array:
     """The vector ``p``-norm of ``x`` over ``axes``, keepdims (numpy)."""
     ax = np.abs(x)
     if p == 2.0:
-        return np.asarray(np.sqrt(np.sum(x * x, axis=axes, keepdims=True)))
+        return _as_array(np.sqrt(np.sum(x * x, axis=axes, keepdims=True)))
     if p == math.inf:
-        return np.asarray(np.max(ax, axis=axes, keepdims=True))
+        return _as_array(np.max(ax, axis=axes, keepdims=True))
     if p == -math.inf:
-        return np.asarray(np.min(ax, axis=axes, keepdims=True))
+        return _as_array(np.min(ax, axis=axes, keepdims=True))
     if p == 0.0:
-        return np.asarray(np.sum(x != 0, axis=axes, keepdims=True)).astype(x.dtype)
+        return _as_array(np.sum(x != 0, axis=axes, keepdims=True)).astype(x.dtype)
     if p == 1.0:
-        return np.asarray(np.sum(ax, axis=axes, keepdims=True))
-    return np.asarray(np.sum(ax**p, axis=axes, keepdims=True) ** (1.0 / p))
+        return _as_array(np.sum(ax, axis=axes, keepdims=True))
+    return _as_array(np.sum(ax**p, axis=axes, keepdims=True) ** (1.0 / p))
 
 
 def _const(xp: Any, like: Any, a: Array) -> Any:
@@ -159,7 +160,7 @@ def norm(
         def norm_backward(grads: Gradients, g: Array) -> None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 gx = _norm_vjp(NUMPY, g.reshape(kshape), xd, yk, order, xd, yk, axes)
-            grads._accum(xid, np.asarray(gx, dtype=xd.dtype))  # x's shape: every term has a factor of x's
+            grads._accum(xid, _as_array(gx, dtype=xd.dtype))  # x's shape: every term has a factor of x's
 
         def norm_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             xt, yt = rebuild(xid, xd), rebuild(oid, y).reshape(kshape)
@@ -264,8 +265,8 @@ def _euclid(x1: Tensor[Any, Any], x2: Tensor[Any, Any]) -> Any:
         def euclid_backward(grads: Gradients, g: Array) -> None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 g1, g2 = _euclid_vjp(NUMPY, g, a, b, d, zero)
-            grads._accum(aid, np.asarray(g1, dtype=a.dtype))
-            grads._accum(bid, np.asarray(g2, dtype=a.dtype))
+            grads._accum(aid, _as_array(g1, dtype=a.dtype))
+            grads._accum(bid, _as_array(g2, dtype=a.dtype))
 
         def euclid_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
             g1, g2 = _euclid_vjp(tensors(a.dtype), g, rebuild(aid, a), rebuild(bid, b), rebuild(oid, d), zero)

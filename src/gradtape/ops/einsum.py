@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import opt_einsum
 
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.shape import broadcast_to, expand_dims
@@ -325,7 +326,7 @@ def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
     tape = op_tape(*ts)
     if len(ts) > 2 and tape is not NONE_TAPE:
         return _pairwise(eq, subs, out, ts)
-    y = np.asarray(_contract_arrays(eq, *arrays), dtype=arrays[0].dtype)
+    y = _as_array(_contract_arrays(eq, *arrays), dtype=arrays[0].dtype)
     res: Tensor[Any, Any] = ts[0]._from_op(y, tape)
     if tape is not NONE_TAPE:
         ids = [t.id for t in ts]
@@ -333,7 +334,7 @@ def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
 
         def einsum_backward(grads: Gradients, g: Array) -> None:
             for i, tid in enumerate(ids):
-                r = np.asarray(_vjp(_contract_arrays, _expand_array, g, arrays, subs, out, sizes, i))
+                r = _as_array(_vjp(_contract_arrays, _expand_array, g, arrays, subs, out, sizes, i))
                 # the store keeps ``r``: copy it only when it is (a view of) g or an input
                 base = _root(r)
                 grads._accum(tid, r.copy() if any(base is x for x in (_root(g), *roots)) else r)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 import numpy as np
 
 from gradtape._typing import A, B, C, D, T
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
@@ -149,7 +150,7 @@ def _advanced(k: Any, shape: tuple[int, ...]) -> Array:
             truncated).
     """
     data = k.data if hasattr(k, "tape") else k
-    arr = np.asarray(data)
+    arr = _as_array(data)
     if arr.dtype == np.bool_:
         return arr
     return int_indices("getitem", arr, f"tensor of shape {shape}", what="index")

@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import A, B, S, T, typed_as
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.devices.kernels import norm as _norm
 from gradtape.devices.kernels import scatter as _scatter
@@ -100,7 +102,7 @@ def dropout_mask(shape: tuple[int, ...], dtype: np.dtype[Any], p: float, gen: np
     from ``gen`` (one ``gen.random(shape, dtype)`` call, so a layer drawing its masks with it
     consumes the generator as :func:`dropout` would). ``shape``, ``dtype`` (float32/float64):
     the mask's; ``0 <= p < 1`` (unchecked: :func:`dropout` checks it)."""
-    keep = np.asarray(gen.random(shape, dtype=dtype)) >= dtype.type(p)
+    keep = _as_array(gen.random(shape, dtype=dtype)) >= dtype.type(p)
     m: Array = np.multiply(keep, dtype.type(1.0 / (1.0 - p)), dtype=dtype)
     return m
 
@@ -600,7 +602,7 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
         _scatter.scatter_add(cur, 0, ix, g)
 
     def scatter_fresh(ix: Array, g: Array) -> Array:
-        out = np.zeros(wshape, dt)
+        out = _arrays.zeros(wshape, dt, g)
         _scatter.scatter_add(out, 0, ix, g)
         return out
 
@@ -662,7 +664,7 @@ def prelu(x: Any, weight: Any) -> Any:
 
         def prelu_backward(grads: Gradients, g: Array) -> None:
             if grads.wants(wid, w_leaf):
-                grads._accum(wid, np.asarray(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
+                grads._accum(wid, _as_array(np.where(pos, zero, xd * g).sum(axis=axes)).reshape(wd.shape))
             grads._accum(xid, np.where(pos, g, wb * g))
 
         def prelu_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from gradtape._typing import S, T, typed_as
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
@@ -44,11 +45,11 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
         float_data(op, a, "a")
     axes = normalize_axes(op, axis, x.ndim)
     n = math.prod(x.shape[ax] for ax in axes)
-    y = np.asarray(np.sum(x, axis=axes, keepdims=keepdims))
+    y = _as_array(np.sum(x, axis=axes, keepdims=keepdims))
     if scale:
         if n == 0:
             raise ShapeError(f"{op}: mean over {n} elements (shape {x.shape}, axes {axes}) is undefined")
-        y = np.multiply(y, x.dtype.type(1.0 / n), out=y) if y.ndim else np.asarray(y * x.dtype.type(1.0 / n))
+        y = np.multiply(y, x.dtype.type(1.0 / n), out=y) if y.ndim else _as_array(y * x.dtype.type(1.0 / n))
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
@@ -170,7 +171,7 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
     axes, n, kept = _plan(op, x, axis)
     if n == 0:
         raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) has no {op}imum")
-    yk = np.asarray((np.max if op == "max" else np.min)(x, axis=axes, keepdims=True))
+    yk = _as_array((np.max if op == "max" else np.min)(x, axis=axes, keepdims=True))
     y = _out(yk, axes, keepdims)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
@@ -314,7 +315,7 @@ def _moment(
     m2 = np.maximum(ss - s1 * s1 / n, 0.0)
     dof = dt(builtins.max(n - c, 0.0))  # numpy's max(n - ddof, 0): 0 gives inf / nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        v64 = np.asarray(m2 / float(dof))
+        v64 = _as_array(m2 / float(dof))
         if op == "var":
             yk = v64.astype(x.dtype)
 
@@ -449,9 +450,9 @@ def logsumexp(
     if not np.isfinite(m).all():
         m = np.where(np.isfinite(m), m, x.dtype.type(0))
     e = np.exp(x - m)
-    s = np.asarray(np.sum(e, axis=axes, keepdims=True))
+    s = _as_array(np.sum(e, axis=axes, keepdims=True))
     with np.errstate(divide="ignore"):
-        yk = np.asarray(np.log(s) + m)
+        yk = _as_array(np.log(s) + m)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
         scale = np.zeros(kept, x.dtype)
@@ -515,14 +516,14 @@ def _cumprod_grad(x: Array, y: Array, g: Array, d: int) -> Array:
     zero = x == 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if not zero.any():
-            return np.asarray(w / x)
+            return _as_array(w / x)
         one = x.dtype.type(1)
         seen = np.cumsum(zero, axis=d)
         before = seen == 0
         first = zero & (seen == 1)
         out = np.where(before, w / np.where(before, x, one), x.dtype.type(0))
         y_first = np.cumprod(np.where(first, one, x), axis=d)
-        return np.asarray(np.where(first, _rcumsum(g * y_first, d), out))
+        return _as_array(np.where(first, _rcumsum(g * y_first, d), out))
 
 
 def _cumprod_diff(xt: Any, g: Any, d: int) -> Any:
@@ -650,10 +651,10 @@ def prod(
             one_dim("prod", k, x.shape)
         ax = None
     axes, _, kept = _plan("prod", x, ax)
-    yk = np.asarray(np.prod(x, axis=axes, keepdims=True))
+    yk = _as_array(np.prod(x, axis=axes, keepdims=True))
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
-        grads._accum(aid, np.asarray(gk * _others(x, axes)))
+        grads._accum(aid, _as_array(gk * _others(x, axes)))
 
     def diff(gk: Any, xt: Any) -> Any:
         return gk * _others_t(xt, axes)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from gradtape._typing import typed_as
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import scan as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import scan as _sig
@@ -117,7 +118,7 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
     zid, z_leaf = (z.id, z._leaf) if z is not None else (-1, True)
 
     def scan_backward(grads: Gradients, g: Array) -> None:
-        g = np.asarray(g, dtype)
+        g = _as_array(g, dtype)
         if zd is not None and sig is not None:
             gy = g * zd * sig
             if grads.wants(zid, z_leaf):

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, overload
 import numpy as np
 
 from gradtape._typing import S, T
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, dim_or_axis, int_indices, is_int, one_dim, record_unary
 from gradtape.ops.compare import where
@@ -164,7 +165,7 @@ def _bincount(lin: Array, g: Array, shape: tuple[int, ...], dtype: Any) -> Array
     """Zeros of ``shape`` with ``g`` added at the flat positions ``lin`` (repeats accumulate,
     in float64)."""
     n = math.prod(shape)
-    out = np.bincount(lin.reshape(-1), weights=np.asarray(g, np.float64).reshape(-1), minlength=n)
+    out = np.bincount(lin.reshape(-1), weights=_as_array(g, np.float64).reshape(-1), minlength=n)
     return out.astype(dtype, copy=False).reshape(shape)
 
 
@@ -214,17 +215,17 @@ def _arg_extremum(op: str, a: Tensor[Any, Any], dim: Any, keepdim: bool) -> Any:
     if dim is None:
         if x.size == 0:
             raise ShapeError(f"{op}: input of shape {x.shape} has no elements; give a dim whose size is not 0")
-        r = np.asarray(find(x))
+        r = _as_array(find(x))
         if keepdim:
             r = r.reshape((1,) * x.ndim)
     else:
         d = one_dim(op, dim, x.shape)
         if x.ndim == 0:
-            r = np.asarray(0)
+            r = _as_array(0)
         else:
             if x.shape[d] == 0:
                 raise ShapeError(f"{op}: dim {d} of the input of shape {x.shape} has size 0")
-            r = np.asarray(find(x, axis=d, keepdims=bool(keepdim)))
+            r = _as_array(find(x, axis=d, keepdims=bool(keepdim)))
     return a._like(r.astype(np.int64))
 
 
@@ -582,7 +583,7 @@ def masked_fill(input: Tensor[S, T], mask: Any, value: Any) -> Tensor[S, T]:
     """
     x = input.data
     is_t = hasattr(mask, "tape") and hasattr(mask, "data")
-    m = np.asarray(mask.data if is_t else mask)
+    m = _as_array(mask.data if is_t else mask)
     if m.dtype != np.bool_:
         raise DTypeError(
             f"masked_fill: mask must be bool, got dtype {m.dtype} of shape {m.shape} (input of shape {x.shape})"
@@ -603,7 +604,7 @@ def masked_fill(input: Tensor[S, T], mask: Any, value: Any) -> Tensor[S, T]:
     if x.dtype.kind != "f":  # integers and bools: exact, never differentiated
         v = value.data if value_is_t else value
         try:
-            fill = np.asarray(v).astype(x.dtype) if np.isfinite(v) else None
+            fill = _as_array(v).astype(x.dtype) if np.isfinite(v) else None
         except (TypeError, ValueError):
             fill = None
         if fill is None:
@@ -794,7 +795,7 @@ def _tiled(op: str, a: Tensor[Any, Any], reps: tuple[int, ...]) -> Any:
     in_shape = x.shape
 
     def rule(grads: Gradients, aid: int, g: Array) -> None:
-        grads._accum(aid, np.asarray(g.reshape(inter).sum(axis=copies)).reshape(in_shape))
+        grads._accum(aid, _as_array(g.reshape(inter).sum(axis=copies)).reshape(in_shape))
 
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         gi = g.reshape(inter)

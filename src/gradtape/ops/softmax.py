@@ -113,7 +113,7 @@ def softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None)
         _ks.softmax_backward(out, y_, g, ax)
 
     def fresh(y_: Array, g: Array) -> Array:
-        out = np.zeros(y_.shape, y_.dtype)
+        out = np.zeros_like(y_)
         _ks.softmax_backward(out, y_, g, ax)
         return out
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import optim as _k
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.errors import DTypeError, ShapeError
@@ -113,7 +115,7 @@ class Optimizer:
                     raise DTypeError(
                         f"{self.name}: params[{i}] has dtype {p.dtype}; optimizers take float32 or float64"
                     )
-                if not p.data.flags.writeable:
+                if not _arrays.writeable(p.data):
                     raise ValueError(f"{self.name}: params[{i}] (shape {p.shape}) is read-only")
                 if p.id in seen:
                     raise ValueError(f"{self.name}: params[{i}] (id {p.id}) appears more than once")
@@ -196,7 +198,7 @@ class Optimizer:
                     if g.shape != pd.shape:
                         raise ShapeError(f"{name}.step: {what}: gradient shape {g.shape} != parameter shape {pd.shape}")
                     raise DTypeError(f"{name}.step: {what}: gradient dtype {g.dtype} != parameter dtype {pd.dtype}")
-                if not pd.flags.writeable:
+                if not _arrays.writeable(pd):
                     raise ValueError(f"{name}.step: params[{i}] (shape {pd.shape}) is read-only")
                 if maximize:  # PyTorch's maximize: ascend, i.e. the rule applied to -g
                     g = np.negative(g)
@@ -231,7 +233,7 @@ class Optimizer:
             g = grad_array_mut(p, values=False)  # zeroed below: a shared array is not copied first
             if g is None:
                 continue
-            if not g.flags.writeable:
+            if not _arrays.writeable(g):
                 raise ValueError(
                     f"{self.name}.zero_grad: params[{i}].grad (shape {g.shape}) is read-only and cannot be zeroed "
                     "in place; use zero_grad(set_to_none=True)"
@@ -247,7 +249,7 @@ class Optimizer:
         """The state buffer ``state[key]``, created as zeros of ``p``'s shape and dtype when absent."""
         buf = state.get(key)
         if buf is None:
-            buf = state[key] = np.zeros(p.shape, p.dtype)  # C-contiguous, whatever p's layout
+            buf = state[key] = _arrays.zeros(p.shape, p.dtype, p)  # C-contiguous, whatever p's layout; p's memory
         return buf
 
     def _next_step(self, state: dict[str, Any]) -> int:
@@ -292,7 +294,7 @@ class Optimizer:
     def _copy_states(self) -> dict[int, dict[str, Any]]:
         """``state_dict()["state"]``: each non-empty state, its arrays copied."""
         return {
-            i: {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+            i: {k: (_arrays.copy(v) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
             for i, s in enumerate(self.state)
             if s
         }
@@ -349,7 +351,7 @@ class Optimizer:
                 if k in self._scalar_state:
                     new[i][k] = self._scalar_state[k](v)
                     continue
-                arr = np.asarray(v)
+                arr = _as_array(v)
                 if arr.shape != p.shape:
                     raise ShapeError(
                         f"{self.name}.load_state_dict: {k} of parameter {i} has shape {arr.shape}, "

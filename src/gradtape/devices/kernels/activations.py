@@ -475,6 +475,18 @@ def _big(n: int) -> bool:
     return n >= PARALLEL_THRESHOLD
 
 
+def _on_gpu(x: Any) -> bool:
+    """Whether ``x`` is a GPU array (the ``Cuda`` device's): its activations run in
+    :mod:`gradtape.devices.kernels.cuda`."""
+    return x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__")
+
+
+def _cuda() -> Any:
+    from gradtape.devices.kernels import cuda
+
+    return cuda
+
+
 def _input(op: str, x: Array) -> Array:
     """``x`` as a flat C-contiguous float32/float64 array (a view when it already is one).
 
@@ -523,6 +535,8 @@ def relu(x: npt.ArrayLike) -> Array:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().relu(x)  # type: ignore[no-any-return]
     xa: Array = x if type(x) is np.ndarray else np.asarray(x)
     dt = xa.dtype
     if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
@@ -545,6 +559,8 @@ def sigmoid(x: Array) -> Array:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().sigmoid(x)  # type: ignore[no-any-return]
     x1 = _input("sigmoid", x)
     e = _neg_exp_abs(x1)
     (_sigmoid_from_exp_parallel if _big(x1.shape[0]) else _sigmoid_from_exp_serial)(e, x1, e)
@@ -562,6 +578,8 @@ def erf(x: Array, complement: bool = False) -> Array:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().erf(x, complement)  # type: ignore[no-any-return]
     x1 = _input("erfc" if complement else "erf", x)
     out = np.empty_like(x1)
     big = _big(x1.shape[0])
@@ -584,6 +602,8 @@ def gelu(x: Array) -> tuple[Array, Array]:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().gelu(x)  # type: ignore[no-any-return]
     x1 = _input("gelu", x)
     y, cdf = np.empty_like(x1), np.empty_like(x1)
     big = _big(x1.shape[0])
@@ -607,6 +627,8 @@ def gelu_tanh(x: Array) -> tuple[Array, Array]:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().gelu_tanh(x)  # type: ignore[no-any-return]
     x1 = _input("gelu_tanh", x)
     big = _big(x1.shape[0])
     s = np.empty_like(x1)
@@ -629,6 +651,8 @@ def softplus(x: Array, beta: float, threshold: float) -> tuple[Array, Array]:
     Raises:
         DTypeError: ``x`` is not float32 or float64.
     """
+    if _on_gpu(x):
+        return _cuda().softplus(x, beta, threshold)  # type: ignore[no-any-return]
     x1 = _input("softplus", x)
     e = _neg_exp_abs(np.multiply(x1, x1.dtype.type(beta)))
     y = np.log1p(e)

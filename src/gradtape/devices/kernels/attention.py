@@ -236,6 +236,11 @@ def attention_softmax(
         DTypeError: ``p`` is not float32/float64, or a float ``mask`` has another dtype.
         ValueError: ``p`` is not writable and C-contiguous.
     """
+    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        res: Array = cuda.attention_softmax(p, mask, causal, scale, nan_rows)
+        return res
     _check("attention_softmax", p)
     if mask is None:
         kind = KIND_NONE
@@ -285,6 +290,11 @@ def attention_softmax_backward(
         ShapeError: the shapes differ or are not 4-D. DTypeError: dtypes differ or are not
         float32/float64. ValueError: ``d`` is not writable and C-contiguous.
     """
+    if d.__class__ is not np.ndarray and hasattr(d, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        res: Array = cuda.attention_softmax_backward(d, p, drop, causal, scale)
+        return res
     _check("attention_softmax_backward", d)
     for name, a in (("p", p), ("drop", drop)):
         if a is None:

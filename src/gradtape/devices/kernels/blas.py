@@ -169,8 +169,9 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     :func:`matmul_choice` picks it (a machine whose OpenBLAS
     kernels are older than its CPU), into ``out`` where given. numpy runs a batched product
     as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
-    the batch's. Same shapes, dtypes and errors as numpy's."""
-    if a.ndim == 0 or b.ndim == 0:
+    the batch's. Same shapes, dtypes and errors as numpy's. GPU (CuPy) arrays go to
+    ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
+    if a.ndim == 0 or b.ndim == 0 or (a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")):
         res: Array = np.matmul(a, b, out=out)
         return res
     m = a.shape[-2] if a.ndim > 1 else 1

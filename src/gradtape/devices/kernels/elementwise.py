@@ -98,12 +98,12 @@ _ND = np.ndarray
 
 
 def _check_out(op: str, out: Array) -> None:
-    if out.__class__ is not np.ndarray and not isinstance(out, np.ndarray):
+    if out.__class__ is not np.ndarray and not isinstance(out, np.ndarray) and not _on_gpu(out):
         raise TypeError(f"{op}: out must be a numpy array, got {type(out).__name__}")
     dt = out.dtype
     if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
         raise DTypeError(f"{op}: out has dtype {out.dtype}; kernels take float32 or float64")
-    if not out.flags.writeable:
+    if not _on_gpu(out) and not out.flags.writeable:
         raise ValueError(f"{op}: out (shape {out.shape}) is read-only")
 
 
@@ -205,7 +205,7 @@ def _fallback_shape(op: str, out: Array, *ins: Array) -> None:
         shapes = ", ".join(str(np.shape(x)) for x in ins)
         raise ShapeError(f"{op}: operands of shapes {shapes} broadcast to {shape}, not out's {out.shape}")
     for x in ins:
-        dt = np.asarray(x).dtype
+        dt = x.dtype if _on_gpu(x) else np.asarray(x).dtype
         if dt != out.dtype:
             raise DTypeError(f"{op}: operand dtype {dt} mixed with out's {out.dtype}")
 
@@ -220,6 +220,8 @@ def _fused(op: str, kernels: tuple[Any, Any], out: Array, *ins: Array) -> bool:
         ValueError: ``out`` is read-only. ShapeError, DTypeError: ``ins`` do not broadcast to
             ``out``, or dtypes differ (messages name ``op``).
     """
+    if _on_gpu(out):
+        return _gpu_kernel(op)(out, *ins) is None  # the GPU kernel ran (or its array expression)
     _check_out(op, out)
     if _fast(out, *ins):
         o = _flat(out)
@@ -227,6 +229,18 @@ def _fused(op: str, kernels: tuple[Any, Any], out: Array, *ins: Array) -> bool:
         return True
     _fallback_shape(op, out, *ins)
     return False
+
+
+def _on_gpu(a: Any) -> bool:
+    """Whether ``a`` is a GPU array (CuPy's: ``__cuda_array_interface__``), which the
+    ``Cuda`` device's kernels take (:mod:`gradtape.devices.kernels.cuda`)."""
+    return a.__class__ is not _ND and hasattr(a, "__cuda_array_interface__")
+
+
+def _gpu_kernel(op: str) -> Any:
+    from gradtape.devices.kernels import cuda as _cuda
+
+    return getattr(_cuda, op)
 
 
 # ----- public wrappers -------------------------------------------------------------------
@@ -259,6 +273,9 @@ def axpy(out: Array, alpha: float, x: Array) -> None:
     Raises:
         ShapeError, DTypeError, ValueError: as :func:`addmul`.
     """
+    if _on_gpu(out):
+        _gpu_kernel("axpy")(out, alpha, x)
+        return
     _check_out("axpy", out)
     if _fast(out, x):
         o = _flat(out)
@@ -301,6 +318,9 @@ def relu_grad(x: Array, g: Array) -> Array:
         ShapeError: the shapes differ. DTypeError: the dtypes differ or are not float.
     """
     if x.__class__ is not np.ndarray or g.__class__ is not np.ndarray:
+        if _on_gpu(x):
+            res_gpu: Array = _gpu_kernel("relu_grad")(x, g)
+            return res_gpu
         x, g = np.asarray(x), np.asarray(g)
     if x.shape != g.shape:
         raise ShapeError(f"relu_grad: x {x.shape} and g {g.shape} must have one shape")
@@ -329,11 +349,16 @@ def sum_rows(x: npt.ArrayLike) -> Array:
     Raises:
         ShapeError: ``x`` is not 2-D.
     """
-    xa: Array = x if type(x) is np.ndarray else np.asarray(x)
+    xa: Array = x if type(x) is np.ndarray or _on_gpu(x) else np.asarray(x)  # type: ignore[assignment]
     if xa.ndim != 2:
         raise ShapeError(f"sum_rows: expected a 2-D array, got shape {xa.shape}")
     dt = xa.dtype
-    if (dt is not _F32 and dt is not _F64) or not xa.flags.c_contiguous or xa.size >= PARALLEL_THRESHOLD:
+    if (
+        (dt is not _F32 and dt is not _F64)
+        or xa.__class__ is not _ND
+        or not xa.flags.c_contiguous
+        or xa.size >= PARALLEL_THRESHOLD
+    ):
         res: Array = xa.sum(axis=0)
         return res
     out = np.empty(xa.shape[1], dt)

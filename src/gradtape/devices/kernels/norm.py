@@ -357,6 +357,11 @@ def norm_forward(
         ShapeError: ``k`` is out of range, or ``w``/``b`` do not have the trailing shape.
         DTypeError: a dtype is not ``x``'s, or not float32/float64.
     """
+    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        y_, mean_, rstd_ = cuda.norm_forward(x, k, w, b, eps, centered)
+        return y_, mean_, rstd_
     n = _check("norm_forward", x, k, w, b)
     dt = x.dtype
     lead = x.shape[: x.ndim - k]
@@ -434,6 +439,13 @@ def norm_backward(
         ShapeError, DTypeError: as :func:`norm_forward`, or ``g`` differs from ``x`` in
             shape or dtype, or ``mean``/``rstd`` do not have the leading shape.
     """
+    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        gpu: tuple[Array | None, Array | None, Array | None] = cuda.norm_backward(
+            g, x, k, w, mean, rstd, centered, need_dx, need_dw, need_db
+        )
+        return gpu
     n = _check("norm_backward", x, k, w)
     if g.shape != x.shape or g.dtype != x.dtype:
         raise ShapeError(f"norm_backward: gradient {g.shape} {g.dtype} does not match x {x.shape} {x.dtype}")

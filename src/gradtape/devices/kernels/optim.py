@@ -210,7 +210,13 @@ def _sgd_apply(
     first: bool,
 ) -> None:
     """:func:`sgd_step` without the validation, for callers that own ``buf`` and checked
-    ``p`` and ``g`` (:class:`gradtape.optim.SGD`)."""
+    ``p`` and ``g`` (:class:`gradtape.optim.SGD`). GPU arrays go to the ``Cuda`` device's
+    kernel (:func:`gradtape.devices.kernels.cuda.sgd_step`, the same formula)."""
+    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda as _cuda
+
+        _cuda.sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, first)
+        return
     use_buf = buf is not None
     if _fast_same(p, g, *([buf] if buf is not None else [])):
         pf = _flat(p)
@@ -297,7 +303,14 @@ def _adam_apply(
     decoupled: bool,
 ) -> None:
     """:func:`adam_step` without the validation, for callers that own the state buffers and
-    checked ``p``, ``g`` and ``step`` (:class:`gradtape.optim.Adam`)."""
+    checked ``p``, ``g`` and ``step`` (:class:`gradtape.optim.Adam`). GPU arrays go to the
+    ``Cuda`` device's kernel (:func:`gradtape.devices.kernels.cuda.adam_step`, the same
+    formula)."""
+    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda as _cuda
+
+        _cuda.adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, step, weight_decay, decoupled)
+        return
     step_size = lr / (1.0 - beta1**step)
     bc2_sqrt = (1.0 - beta2**step) ** 0.5
     decay = 1.0 - lr * weight_decay if decoupled else 1.0

@@ -71,7 +71,8 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
         raise DTypeError(f"scatter_add: g's dtype {g.dtype} differs from out's {out.dtype}")
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"scatter_add: indices must be integers, got dtype {idx.dtype}")
-    if not out.flags.writeable:
+    gpu = out.__class__ is not np.ndarray and hasattr(out, "__cuda_array_interface__")
+    if not gpu and not out.flags.writeable:
         raise ValueError(f"scatter_add: out (shape {out.shape}) is read-only")
     if not 0 <= axis < out.ndim:
         raise ShapeError(f"scatter_add: axis {axis} is out of range for out of shape {out.shape}")
@@ -82,6 +83,11 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError(f"scatter_add: indices must lie in [0, {n}), got min {idx.min()} and max {idx.max()}")
     if idx.size == 0 or out.size == 0:
+        return
+    if gpu:  # the Cuda device: CuPy's scatter-add (atomic adds; repeated indices accumulate)
+        import cupyx
+
+        cupyx.scatter_add(out, (*(slice(None),) * axis, idx), g)
         return
     if not out.flags.c_contiguous or np.may_share_memory(out, g):
         key: tuple[Any, ...] = (*(slice(None),) * axis, idx)

@@ -226,6 +226,10 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
         DTypeError: ``x`` is not float32/float64, or ``t`` not integers.
         ValueError: a class index lies outside ``[0, C)`` (names the range and the extremes).
     """
+    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        return cuda.cross_entropy_forward(x, t)  # a 0-d GPU array, not a float: typed Any
     _check_ce("cross_entropy_forward", x, t)
     x = np.ascontiguousarray(x)
     p = np.empty_like(x)
@@ -261,6 +265,11 @@ def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
         ShapeError, DTypeError: as :func:`cross_entropy_forward`.
         ValueError: a class index lies outside ``[0, C)``; ``p`` is then left unchanged.
     """
+    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        res: Array = cuda.cross_entropy_backward(p, t, k)
+        return res
     _check_ce("cross_entropy_backward", p, t)
     if not p.flags.c_contiguous or not p.flags.writeable:
         raise ValueError(f"cross_entropy_backward: p (shape {p.shape}) must be a writable C-contiguous array")

@@ -1,0 +1,554 @@
+"""Fused elementwise kernels for the ``Cuda`` device, written with numba-cuda.
+
+The CPU wrappers in :mod:`gradtape.devices.kernels.elementwise` (and the optimizers') hand a
+GPU array here when they meet one, so an op's backward closure calls the same function on both
+devices. Each kernel is one grid-stride pass over the flattened arrays (``out``, ``a``, ``b``
+C-contiguous, one shape and dtype); anything else (broadcast operands, strided views) runs as
+the equivalent array expression, which CuPy evaluates on the GPU and which gives the same
+result.
+
+The kernels take any array exposing ``__cuda_array_interface__`` (CuPy arrays, numba device
+arrays) and, under numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``), numpy arrays: the
+tests run every kernel there on the CPU. The simulator runs each thread as a Python thread,
+so it checks indexing and arithmetic, not speed or warp-level behaviour (it has no warps).
+
+numba-cuda is imported on the first call, never by ``import gradtape``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gradtape.errors import DTypeError, ShapeError
+
+__all__ = [
+    "adam_step",
+    "adddiv",
+    "addmul",
+    "axpy",
+    "relu_backward",
+    "relu_grad",
+    "sgd_step",
+]
+
+Array = Any
+
+THREADS = 256
+"""Threads per block of the 1-D kernels."""
+MAX_BLOCKS = 8192
+"""At most this many blocks: larger arrays are covered by the grid-stride loop."""
+
+# numba-cuda 0.30.4 overloads np.row_stack when it loads, and numpy 2.5 removed that alias of
+# vstack: seen on the H100 image (numpy 2.5.2), where ``from numba import cuda`` failed
+np.__dict__.setdefault("row_stack", np.vstack)
+
+from numba import cuda  # noqa: E402  (numba-cuda; this module loads only when a GPU array or the simulator needs it)
+
+# ----- the kernels (compiled for the GPU at their first launch) ---------------------------
+
+
+@cuda.jit(cache=False)
+def addmul_kernel(out: Any, a: Any, b: Any) -> None:  # pragma: no cover - runs on the device
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        out[i] += a[i] * b[i]
+
+
+@cuda.jit(cache=False)
+def adddiv_kernel(out: Any, a: Any, b: Any) -> None:  # pragma: no cover
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        out[i] += a[i] / b[i]
+
+
+@cuda.jit(cache=False)
+def axpy_kernel(out: Any, alpha: Any, x: Any) -> None:  # pragma: no cover
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        out[i] += alpha * x[i]
+
+
+@cuda.jit(cache=False)
+def relu_backward_kernel(out: Any, x: Any, g: Any) -> None:  # pragma: no cover
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        if x[i] > 0:
+            out[i] += g[i]
+
+
+@cuda.jit(cache=False)
+def relu_grad_kernel(out: Any, x: Any, g: Any) -> None:  # pragma: no cover
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        out[i] = g[i] if x[i] > 0 else 0.0  # (not g * 0: an infinite g would give NaN)
+
+
+@cuda.jit(cache=False)
+def sgd_step_kernel(
+    p: Any, g: Any, buf: Any, lr: Any, wd: Any, mom: Any, keep: Any, nesterov: int, first: int, use_buf: int
+) -> None:  # pragma: no cover
+    # the CPU kernel's formula (kernels/optim.py _sgd); the scalars in p's dtype, keep = 1 - dampening
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, p.shape[0], stride):
+        d = g[i] + wd * p[i] if wd != 0 else g[i]
+        if use_buf != 0:
+            b = d if first != 0 else mom * buf[i] + keep * d
+            buf[i] = b
+            d = d + mom * b if nesterov != 0 else b
+        p[i] -= lr * d
+
+
+@cuda.jit(cache=False)
+def adam_step_kernel(
+    p: Any, g: Any, m: Any, v: Any, vmax: Any,
+    a1: Any, b2: Any, a2: Any, eps: Any, wd: Any, decay: Any, ss: Any, bc: Any, amsgrad: int,
+) -> None:  # fmt: skip  # pragma: no cover
+    # the CPU kernel's formula (kernels/optim.py _adam), the scalars in p's dtype: a1 = 1 - b1,
+    # a2 = 1 - b2, ss = lr / (1 - b1**t), bc = sqrt(1 - b2**t)
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, p.shape[0], stride):
+        x = p[i] * decay
+        gi = g[i] + wd * x if wd != 0 else g[i]
+        mi = m[i] + a1 * (gi - m[i])
+        vi = b2 * v[i] + a2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if amsgrad != 0:
+            vi = max(vmax[i], vi)
+            vmax[i] = vi
+        p[i] = x - ss * (mi / (math.sqrt(vi) / bc + eps))
+
+
+_K: dict[str, Any] = {
+    "addmul": addmul_kernel,
+    "adddiv": adddiv_kernel,
+    "axpy": axpy_kernel,
+    "relu_backward": relu_backward_kernel,
+    "relu_grad": relu_grad_kernel,
+    "sgd_step": sgd_step_kernel,
+    "adam_step": adam_step_kernel,
+}
+
+
+def _kernels() -> dict[str, Any]:
+    return _K
+
+
+def _launch(n: int) -> tuple[int, int]:
+    """``(blocks, threads)`` for ``n`` elements: whole warps, at most :data:`THREADS` a block."""
+    threads = min(THREADS, max(32, (n + 31) // 32 * 32))
+    return max(1, min(MAX_BLOCKS, (n + threads - 1) // threads)), threads
+
+
+def _flat_ok(out: Array, *ins: Array) -> bool:
+    """Whether ``out`` and ``ins`` go to a 1-D kernel: one shape and dtype, C-contiguous.
+
+    Raises:
+        DTypeError: an input of ``out``'s shape has another dtype.
+    """
+    shape, dt = out.shape, out.dtype
+    for x in ins:
+        if getattr(x, "shape", None) != shape:
+            return False
+        if x.dtype != dt:
+            raise DTypeError(f"kernel: dtype {x.dtype} (shape {x.shape}) mixed with out's {dt} (shape {shape})")
+    return bool(out.flags.c_contiguous and all(x.flags.c_contiguous for x in ins))
+
+
+def _check_float(op: str, out: Array) -> None:
+    if out.dtype not in (np.float32, np.float64):
+        raise DTypeError(f"{op}: out has dtype {out.dtype}; kernels take float32 or float64")
+
+
+def _check_broadcast(op: str, out: Array, *ins: Array) -> None:
+    shapes = [getattr(x, "shape", ()) for x in ins]
+    listed = ", ".join(map(str, shapes))
+    try:
+        shape = np.broadcast_shapes(out.shape, *shapes)
+    except ValueError:
+        raise ShapeError(f"{op}: operands of shapes {listed} do not broadcast to out's {out.shape}") from None
+    if shape != out.shape:
+        raise ShapeError(f"{op}: operands of shapes {listed} broadcast to {shape}, not out's {out.shape}")
+
+
+def _run3(op: str, out: Array, a: Array, b: Array) -> bool:
+    _check_float(op, out)
+    if out.size and _flat_ok(out, a, b):
+        blocks, threads = _launch(out.size)
+        _kernels()[op][blocks, threads](out.reshape(-1), a.reshape(-1), b.reshape(-1))
+        return True
+    _check_broadcast(op, out, a, b)
+    return False
+
+
+def addmul(out: Array, a: Array, b: Array) -> None:
+    """``out += a * b`` in one pass on the GPU (the CPU's
+    :func:`~gradtape.devices.kernels.elementwise.addmul`).
+
+    Args:
+        out: a float32 or float64 GPU array, updated in place.
+        a, b: GPU arrays of ``out``'s dtype broadcasting to ``out.shape``.
+
+    Raises:
+        ShapeError: ``a * b`` does not have ``out``'s shape. DTypeError: dtypes differ.
+    """
+    if not _run3("addmul", out, a, b):
+        out += a * b
+
+
+def adddiv(out: Array, a: Array, b: Array) -> None:
+    """``out += a / b`` in one pass on the GPU (``log``'s and ``div``'s backward).
+
+    Raises:
+        ShapeError, DTypeError: as :func:`addmul`.
+    """
+    if not _run3("adddiv", out, a, b):
+        out += a / b
+
+
+def relu_backward(out: Array, x: Array, g: Array) -> None:
+    """``out += g * (x > 0)`` in one pass on the GPU (ReLU's backward).
+
+    Raises:
+        ShapeError, DTypeError: as :func:`addmul`.
+    """
+    if not _run3("relu_backward", out, x, g):
+        out += (x > 0) * g
+
+
+def relu_grad(x: Array, g: Array) -> Array:
+    """``g * (x > 0)`` as a new GPU array, one pass (ReLU's backward into a fresh gradient).
+
+    Raises:
+        ShapeError: the shapes differ. DTypeError: the dtypes differ or are not float.
+    """
+    if x.shape != g.shape:
+        raise ShapeError(f"relu_grad: x {x.shape} and g {g.shape} must have one shape")
+    _check_float("relu_grad", x)
+    out = _empty_like(g)
+    if not _run3("relu_grad", out, x, g):
+        out[...] = (x > 0) * g
+    return out
+
+
+def axpy(out: Array, alpha: float, x: Array) -> None:
+    """``out += alpha * x`` in one pass on the GPU (BLAS's ``axpy``).
+
+    Args:
+        out: a float32 or float64 GPU array, updated in place.
+        alpha: a real number, converted to ``out``'s dtype.
+        x: a GPU array of ``out``'s dtype broadcasting to ``out.shape``.
+
+    Raises:
+        ShapeError, DTypeError: as :func:`addmul`.
+    """
+    _check_float("axpy", out)
+    if out.size and _flat_ok(out, x):
+        blocks, threads = _launch(out.size)
+        _kernels()["axpy"][blocks, threads](out.reshape(-1), out.dtype.type(alpha), x.reshape(-1))
+        return
+    _check_broadcast("axpy", out, x)
+    out += out.dtype.type(alpha) * x
+
+
+def _empty_like(a: Array) -> Array:
+    if isinstance(a, np.ndarray):  # the simulator's arrays
+        return np.empty_like(a)
+    import cupy
+
+    return cupy.empty_like(a)
+
+
+def sgd_step(
+    p: Array,
+    g: Array,
+    buf: Array | None,
+    lr: float,
+    momentum: float,
+    dampening: float,
+    weight_decay: float,
+    nesterov: bool,
+    first: bool,
+) -> None:
+    """One SGD update of ``p`` in place on the GPU: the CPU kernel's formula
+    (:func:`gradtape.devices.kernels.optim.sgd_step`, PyTorch's ``torch.optim.SGD``) in one
+    pass: ``d = g + weight_decay * p``; with momentum ``buf = momentum * buf + (1 -
+    dampening) * d`` (``buf = d`` on the first step), then ``d = d + momentum * buf``
+    (Nesterov) or ``buf``; ``p -= lr * d``. The scalars are rounded to ``p``'s dtype first, as
+    on the CPU, so float32 parameters get the CPU's float32 arithmetic.
+
+    Args:
+        p, g: the parameter and its gradient, GPU arrays of one shape and float dtype.
+        buf: the momentum buffer (``p``'s shape and dtype), or ``None`` without momentum.
+
+    Raises:
+        ShapeError, DTypeError: the arrays differ in shape or dtype.
+    """
+    _check_float("sgd_step", p)
+    b = buf if buf is not None else g  # never read without momentum (not p: no array passed twice)
+    if not _flat_ok(p, g, b):
+        raise ShapeError(f"sgd_step: parameter {p.shape}, gradient {g.shape} and buffer {b.shape} must match")
+    t = p.dtype.type
+    blocks, threads = _launch(p.size)
+    _kernels()["sgd_step"][blocks, threads](
+        p.reshape(-1), g.reshape(-1), b.reshape(-1), t(lr), t(weight_decay), t(momentum), t(1) - t(dampening),
+        int(nesterov), int(first), int(buf is not None),
+    )  # fmt: skip
+
+
+def adam_step(
+    p: Array,
+    g: Array,
+    m: Array,
+    v: Array,
+    vmax: Array | None,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    weight_decay: float,
+    decoupled: bool,
+) -> None:
+    """One Adam (``decoupled=False``) or AdamW (``decoupled=True``) update of ``p`` in place on
+    the GPU: the CPU kernel's formula (:func:`gradtape.devices.kernels.optim.adam_step`,
+    Kingma & Ba 2015; Loshchilov & Hutter 2019; AMSGrad with ``vmax``), in one pass, with the
+    scalars rounded to ``p``'s dtype as on the CPU.
+
+    Args:
+        p, g, m, v: parameter, gradient and the two moment buffers: GPU arrays of one shape
+            and float dtype. ``vmax``: AMSGrad's running maximum, or ``None``. ``step``: the
+            step number ``t`` (1 on the first).
+
+    Raises:
+        ShapeError, DTypeError: the arrays differ in shape or dtype.
+    """
+    _check_float("adam_step", p)
+    vm = vmax if vmax is not None else g  # never read or written without AMSGrad
+    if not _flat_ok(p, g, m, v, vm):
+        raise ShapeError(
+            f"adam_step: parameter {p.shape}, gradient {g.shape} and moments {m.shape}, {v.shape} must match"
+        )
+    t = p.dtype.type
+    step_size = lr / (1.0 - beta1**step)
+    bc2_sqrt = (1.0 - beta2**step) ** 0.5
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    wd = 0.0 if decoupled else weight_decay
+    one = t(1)
+    blocks, threads = _launch(p.size)
+    kernel = _kernels()["adam_step"]
+    kernel[blocks, threads](
+        p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), vm.reshape(-1),
+        one - t(beta1), t(beta2), one - t(beta2), t(eps), t(wd), t(decay), t(step_size), t(bc2_sqrt),
+        int(vmax is not None),
+    )  # fmt: skip
+
+
+# ----- forwards of the activations whose CPU kernels are numba's (array expressions on CuPy) --
+
+
+def _special() -> Any:
+    """CuPy's ``cupyx.scipy.special`` (erf, erfc)."""
+    from cupyx.scipy import special
+
+    return special
+
+
+def relu(x: Array) -> Array:
+    """``max(x, 0)`` on the GPU, NaN propagating (the CPU kernel's rule)."""
+    return np.maximum(x, x.dtype.type(0))
+
+
+def sigmoid(x: Array) -> Array:
+    """``1 / (1 + exp(-x))`` on the GPU, the CPU kernel's stable form: ``e = exp(-|x|)``, then
+    ``1 / (1 + e)`` where ``x >= 0`` and ``e / (1 + e)`` elsewhere."""
+    e = np.exp(-np.abs(x))
+    one = x.dtype.type(1)
+    return np.where(x >= 0, one / (one + e), e / (one + e))
+
+
+def erf(x: Array, complement: bool = False) -> Array:
+    """``erf(x)`` (or ``erfc(x)``) on the GPU (CuPy's ``cupyx.scipy.special``)."""
+    sp = _special()
+    return sp.erfc(x) if complement else sp.erf(x)
+
+
+def gelu(x: Array) -> tuple[Array, Array]:
+    """Exact GELU ``(x * Phi(x), Phi(x))``, ``Phi(x) = erfc(-x / sqrt(2)) / 2``, on the GPU."""
+    t = x.dtype.type
+    cdf = _special().erfc(x * t(-0.7071067811865476)) * t(0.5)
+    return x * cdf, cdf
+
+
+def gelu_tanh(x: Array) -> tuple[Array, Array]:
+    """GELU's tanh approximation ``(x * s, s)``, ``s = sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))``,
+    on the GPU (the CPU kernel's form)."""
+    t = x.dtype.type
+    s = sigmoid(t(2 * 0.7978845608028654) * (x + t(0.044715) * x * x * x))
+    return x * s, s
+
+
+def softplus(x: Array, beta: float, threshold: float) -> tuple[Array, Array]:
+    """PyTorch's softplus ``(y, dy/dx)`` on the GPU: ``y = x`` where ``beta x > threshold``,
+    else ``(log1p(exp(-|z|)) + max(z, 0)) / beta`` with ``z = beta x``."""
+    t = x.dtype.type
+    z = x * t(beta)
+    e = np.exp(-np.abs(z))
+    lin = z > t(threshold)
+    y = np.where(lin, x, (np.log1p(e) + np.maximum(z, t(0))) / t(beta))
+    s = np.where(lin, t(1), np.where(z >= 0, t(1) / (t(1) + e), e / (t(1) + e)))
+    return y, s
+
+
+# ----- softmax cross-entropy with class indices (array expressions on CuPy) ---------------
+
+
+def cross_entropy_forward(x: Array, t: Array) -> tuple[Array, Array]:
+    """The GPU's :func:`gradtape.devices.kernels.softmax.cross_entropy_forward`: logits ``x``
+    ``(N, C)`` and class indices ``t`` ``(N,)`` give ``(sum_n log(sum_j exp(z[n, j])) - z[n,
+    t[n]], softmax(x))`` with ``z = x - rowmax(x)``. The loss is a 0-d float64 GPU array (no
+    wait for the GPU); the softmax a new array of ``x``'s dtype.
+
+    Raises:
+        ShapeError: ``x`` not 2-D or ``t`` not ``(N,)``. ValueError: an index outside ``[0, C)``.
+    """
+    if x.ndim != 2 or t.shape != (x.shape[0],):
+        raise ShapeError(f"cross_entropy_forward: logits {x.shape} and targets {t.shape} must be (N, C) and (N,)")
+    c = x.shape[1]
+    if bool(((t < 0) | (t >= c)).any()):
+        raise ValueError(
+            f"cross_entropy: class indices must lie in [0, {c}), got min {int(t.min())} and max {int(t.max())}"
+        )
+    rows = _arange_like(x.shape[0], t)
+    z = x - x.max(axis=1, keepdims=True)
+    picked = z[rows, t]
+    p = np.exp(z)
+    s = p.sum(axis=1, keepdims=True)
+    p /= s
+    loss = (np.log(s[:, 0]).astype(np.float64) - picked.astype(np.float64)).sum()
+    return loss, p
+
+
+def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
+    """``(softmax - onehot(t)) * k`` written over ``p`` and returned, on the GPU."""
+    p[_arange_like(p.shape[0], t), t] -= p.dtype.type(1)
+    p *= p.dtype.type(k)
+    return p
+
+
+def _arange_like(n: int, like: Array) -> Array:
+    from gradtape.devices import _arrays
+
+    return _arrays.arange(n, like)
+
+
+# ----- layer norm / RMS norm over the trailing dims (array expressions on CuPy) ---------
+
+
+def norm_forward(x: Array, k: int, w: Array | None, b: Array | None, eps: float, centered: bool) -> tuple[Array, ...]:
+    """The GPU's :func:`gradtape.devices.kernels.norm.norm_forward`: ``(y, mean, rstd)`` with
+    ``mu = mean(x)`` over the last ``k`` dims (0 if not ``centered``),
+    ``rstd = 1 / sqrt(mean((x - mu)**2) + eps)``, ``y = (x - mu) * rstd * w + b``."""
+    axes = tuple(range(x.ndim - k, x.ndim))
+    t = x.dtype.type
+    mean = x.mean(axis=axes, keepdims=True) if centered else _zeros_like_shape(x, x.shape[: x.ndim - k] + (1,) * k)
+    xc = x - mean
+    rstd = t(1) / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + t(eps))
+    y = xc * rstd
+    if w is not None:
+        y *= w
+    if b is not None:
+        y += b
+    lead = x.shape[: x.ndim - k]
+    return y, mean.reshape(lead), rstd.reshape(lead)
+
+
+def norm_backward(
+    g: Array,
+    x: Array,
+    k: int,
+    w: Array | None,
+    mean: Array,
+    rstd: Array,
+    centered: bool,
+    need_dx: bool = True,
+    need_dw: bool = True,
+    need_db: bool = True,
+) -> tuple[Array | None, Array | None, Array | None]:
+    """The GPU's :func:`gradtape.devices.kernels.norm.norm_backward`: ``x_hat = (x - mean) *
+    rstd``, ``gw = g * w``, ``dx = rstd * (gw - mean(gw) - x_hat * mean(gw * x_hat))`` (no
+    ``mean(gw)`` term if not ``centered``), ``dw = sum(g * x_hat)``, ``db = sum(g)`` over the
+    leading dims."""
+    axes = tuple(range(x.ndim - k, x.ndim))
+    lead_axes = tuple(range(x.ndim - k))
+    bshape = mean.shape + (1,) * k
+    m, r = mean.reshape(bshape), rstd.reshape(bshape)
+    xh = (x - m) * r
+    dx = dw = db = None
+    if need_dx:
+        gw = g * w if w is not None else g
+        inner = gw - xh * (gw * xh).mean(axis=axes, keepdims=True)
+        if centered:
+            inner = inner - gw.mean(axis=axes, keepdims=True)
+        dx = r * inner
+    if need_dw:
+        dw = (g * xh).sum(axis=lead_axes)
+    if need_db:
+        db = g.sum(axis=lead_axes)
+    return dx, dw, db
+
+
+def _zeros_like_shape(like: Array, shape: tuple[int, ...]) -> Array:
+    from gradtape.devices import _arrays
+
+    return _arrays.zeros(shape, like.dtype, like)
+
+
+# ----- attention's masked softmax (array expressions on CuPy) -----------------------------
+
+
+def attention_softmax(p: Array, mask: Array | None, causal: bool, scale: float, nan_rows: bool = False) -> Array:
+    """The GPU's :func:`gradtape.devices.kernels.attention.attention_softmax`, in place on the
+    4-D scores ``p``: ``softmax_j(scale * p + mask)`` (a bool mask blocks where ``False``,
+    ``causal`` blocks keys ``j > i``), probabilities below the dtype's ``tiny`` written as 0,
+    rows with every key blocked 0 (NaN with ``nan_rows``), a row holding NaN or ``+inf`` NaN."""
+    t = p.dtype.type
+    neg = t(-np.inf)
+    z = p * t(scale)
+    if mask is not None:
+        z = np.where(mask, z, neg) if mask.dtype == np.bool_ else z + mask
+    if causal:
+        from gradtape.devices import _arrays
+
+        n_q, n_k = p.shape[-2], p.shape[-1]
+        blocked = _arrays.arange(n_k, p)[None, :] > _arrays.arange(n_q, p)[:, None]
+        z = np.where(blocked, neg, z)
+    m = z.max(axis=-1, keepdims=True)
+    empty = m == neg
+    e = np.exp(z - np.where(empty, t(0), m))
+    probs = e / e.sum(axis=-1, keepdims=True)
+    probs = np.where(probs < t(np.finfo(p.dtype).tiny), t(0), probs)
+    probs = np.where(empty, t(np.nan) if nan_rows else t(0), probs)
+    p[...] = probs
+    return p
+
+
+def attention_softmax_backward(d: Array, p: Array, drop: Array | None, causal: bool, scale: float) -> Array:
+    """The GPU's :func:`gradtape.devices.kernels.attention.attention_softmax_backward`, in place
+    on ``d = dP``: ``d = scale * p * (d' - rowsum(d' * p))`` with ``d' = d * drop``, values
+    below the dtype's ``tiny`` in magnitude written as 0."""
+    t = p.dtype.type
+    dd = d * drop if drop is not None else d
+    r = t(scale) * p * (dd - (dd * p).sum(axis=-1, keepdims=True))
+    d[...] = np.where(np.abs(r) < t(np.finfo(p.dtype).tiny), t(0), r)
+    return d
