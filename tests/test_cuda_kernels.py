@@ -57,6 +57,10 @@ def test_the_gpu_suite_on_cupys_cpu_stand_in() -> None:
     if SIMULATED:
         pytest.skip("this is the child run")
     pytest.importorskip("numba.cuda")
+    from gradtape.devices.cuda import cuda_available
+
+    if cuda_available():
+        pytest.skip("a real GPU is here: tests/test_cuda.py runs on it instead")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "GRADTAPE_FAKE_CUPY": "1"}
     test = str(Path(__file__).with_name("test_cuda.py"))
     r = subprocess.run(

@@ -580,7 +580,7 @@ def _others(x: Array, axes: tuple[int, ...]) -> Array:
     ``prod_{j < k} x[j] * prod_{j > k} x[j]`` along the flattened axes (no division, so exact
     with zeros)."""
     if x.size == 0:
-        return np.zeros(x.shape, x.dtype)
+        return np.zeros_like(x)
     rest = [k for k in range(x.ndim) if k not in axes]
     perm = rest + list(axes)
     moved = x.transpose(perm)
@@ -590,7 +590,7 @@ def _others(x: Array, axes: tuple[int, ...]) -> Array:
     np.cumprod(xs[..., :-1], axis=-1, out=pre[..., 1:])
     suf = np.ones_like(xs)
     np.cumprod(xs[..., :0:-1], axis=-1, out=suf[..., -2::-1])
-    return np.multiply(pre, suf).reshape(moved.shape).transpose(np.argsort(perm))
+    return np.multiply(pre, suf).reshape(moved.shape).transpose(tuple(int(k) for k in np.argsort(perm)))
 
 
 def _others_t(xt: Any, axes: tuple[int, ...]) -> Any:

@@ -45,7 +45,12 @@ MAX_BLOCKS = 8192
 # vstack: seen on the H100 image (numpy 2.5.2), where ``from numba import cuda`` failed
 np.__dict__.setdefault("row_stack", np.vstack)
 
+from numba import config as _numba_config  # noqa: E402
 from numba import cuda  # noqa: E402  (numba-cuda; this module loads only when a GPU array or the simulator needs it)
+
+# small tensors launch small grids by design: numba-cuda's low-occupancy warning would fire on
+# every bias and layer-norm weight
+_numba_config.CUDA_LOW_OCCUPANCY_WARNINGS = False
 
 # ----- the kernels (compiled for the GPU at their first launch) ---------------------------
 
