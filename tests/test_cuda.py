@@ -51,56 +51,19 @@ NOT_YET_ON_THE_GPU = frozenset(
         "F.conv2d(X4, W4, None, 1, 1)",
         "F.conv2d(X4, W4, V, stride=2)",
         "F.conv_transpose2d(X4, WT, None, 2, 1)",
-        "F.cross_entropy(X4[:, :3, 0, :4], IDX2[:2])",
         "F.group_norm(X4P, 2, X4P[0, :, 0, 0], X4P[1, :, 0, 0])",
         "F.interpolate(X4, scale_factor=2, mode='nearest')",
         "F.interpolate(X4, size=(9, 9), mode='bilinear', align_corners=False)",
-        "F.linear(M.T, A, C[:, 0])",
-        "F.margin_ranking_loss(A[:, 0], B[:, 0], YPM)",
         "F.max_pool2d(X4, 2)",
         "F.max_pool2d(X4, 3, 2, 1)",
-        "F.one_hot(IDX3)",
-        "F.one_hot(IDX3, 5)",
         "F.pad(A, (1, 1, 2, 0), value=0.5)",
         "F.pad(A, (1, 2))",
         "F.pad(X4, (1, 1, 1, 1), mode='reflect')",
-        "F.prelu(A, P[0, :1])",
-        "L.chunk(A, 2, 1)",
-        "L.chunk(A, 3)",
         "L.conv1d(X3, W3, None, 1, 1)",
         "L.conv2d(X4, W4, None, 2, 1)",
         "L.conv2d(X4, W4, stride=1, padding=1)",
         "L.conv_transpose2d(X4, WT, None, 2, 1)",
-        "L.cumprod(A, 1)",
-        "L.cumprod(A, dim=0)",
-        "L.cumsum(A, 0)",
-        "L.cumsum(A, dim=1)",
-        "L.gather(A, 0, IDX2)",
-        "L.gather(A, 1, IDX2[:, :2])",
-        "L.index_add(A, 0, IDX, B)",
-        "L.index_select(A, 0, IDX)",
-        "L.index_select(A, 1, IDX)",
-        "L.logsumexp(A, 1)",
-        "L.logsumexp(A, dim=0, keepdim=True)",
-        "L.max(A, 0, True)",
-        "L.max(A, 1)",
-        "L.max(A, dim=1)",
         "L.max_pool2d(X4, 2)",
-        "L.min(A, 0)",
-        "L.min(A, dim=1, keepdim=True)",
-        "L.prelu(A, P[0, :1])",
-        "L.scatter_add(A, 1, IDX2, B)",
-        "L.sort(A, 1)",
-        "L.sort(A, 1, True)",
-        "L.sort(A, dim=0, descending=True)",
-        "L.split(A, 2)",
-        "L.split(A, 2, 1)",
-        "L.split(A, [1, 3], 1)",
-        "L.squeeze(A[:1])",
-        "L.squeeze(A[:1], 0)",
-        "L.topk(A, 2)",
-        "L.topk(A, 2, 0)",
-        "L.topk(A, 2, largest=False)",
     }
 )
 """Rows whose op still calls a CPU-only path (a numba CPU kernel, a host allocation) on a GPU
@@ -202,3 +165,39 @@ def test_errors_a_user_meets() -> None:
         gradtape.Cuda(99)
     assert "device='cuda:0'" in repr(g)
     assert g.sum().item() == 3.0
+
+
+def test_readme_gpu_example_runs() -> None:
+    """README's GPU example, as written (a GPU run; on the stand-in in CI)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if '.to("cuda")' in b)
+    ns: dict[str, Any] = {"print": lambda *a: None}
+    exec(compile(block, "README.md:gpu", "exec"), ns)
+    assert all(p.is_cuda and p.grad is not None and p.grad.is_cuda for p in ns["model"].parameters())
+    assert np.isfinite(ns["loss"].item())
+
+
+def test_checkpoints_move_between_devices(tmp_path: Any) -> None:
+    """A checkpoint saved from a GPU model loads onto the CPU and back (safetensors files and
+    load_state_dict), values intact."""
+    gpu = _mlp(3, np.float32).to("cuda")
+    path = tmp_path / "gpu.safetensors"
+    nn.save(gpu, path)
+    cpu = _mlp(4, np.float32)
+    nn.load(cpu, path)
+    for a, b in zip(cpu.parameters(), gpu.parameters(), strict=True):
+        assert not a.is_cuda and b.is_cuda
+        np.testing.assert_array_equal(a.numpy(), b.cpu().numpy())
+    again = _mlp(5, np.float32).to("cuda")
+    nn.load(again, path)
+    other = _mlp(6, np.float32).to("cuda")
+    other.load_state_dict(cpu.state_dict())
+    for a, b, c in zip(again.parameters(), other.parameters(), cpu.parameters(), strict=True):
+        assert a.is_cuda and b.is_cuda
+        np.testing.assert_array_equal(a.cpu().numpy(), c.numpy())
+        np.testing.assert_array_equal(b.cpu().numpy(), c.numpy())
+    cpu.load_state_dict(gpu.state_dict())
+    np.testing.assert_array_equal(cpu.parameters()[0].numpy(), gpu.parameters()[0].cpu().numpy())

@@ -409,7 +409,7 @@ def _unrows(r: Array, shape: tuple[int, ...]) -> Array:
     """The inverse of :func:`_rows`: rows back to an array of ``shape`` (C-contiguous)."""
     if len(shape) <= 2:
         return r.reshape(shape)
-    return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0], *shape[2:], shape[1])), -1, 1))
+    return _arrays.contiguous(np.moveaxis(r.reshape((shape[0], *shape[2:], shape[1])), -1, 1))
 
 
 def _batch_shape(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -169,3 +169,18 @@ def empty(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
 
     with like.device:
         return cupy.empty(shape, dtype)  # type: ignore[no-any-return]
+
+
+def into_memory_of(a: Any, like: Any) -> Array:
+    """``a`` in the memory ``like`` lives in: a host array copied to ``like``'s GPU, a GPU
+    array copied to the host, or ``a`` itself when it is there already."""
+    host_like = like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__")
+    host_a = a.__class__ is _nd or not hasattr(a, "__cuda_array_interface__")
+    if host_like == host_a:
+        return a  # type: ignore[no-any-return]
+    if host_like:
+        return a.get()  # type: ignore[no-any-return]
+    import cupy
+
+    with like.device:
+        return cupy.asarray(a)  # type: ignore[no-any-return]

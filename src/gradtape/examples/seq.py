@@ -337,7 +337,7 @@ def generate(model: CharModel, dev: Cpu, prompt: Array, n: int, temperature: flo
     out: list[int] = []
     for _ in range(n):
         window = np.asarray(codes[-model.context :], np.int64)[None, :]
-        logits = model(dev.tensor(window)).numpy()[0, -1].astype(np.float64)
+        logits = model(dev.tensor(window)).cpu().numpy()[0, -1].astype(np.float64)
         if temperature == 0:
             nxt = int(logits.argmax())
         else:
@@ -392,6 +392,7 @@ def train(
     log_every: int = 50,
     checkpoint: bool = False,
     model: str = "transformer",
+    device: str = "cpu",
 ) -> Result:
     """Train a :class:`CharTransformer` (``model="transformer"``) or a :class:`CharMamba`
     (``model="mamba"``) with ``layers`` blocks on ``text`` (default :func:`load_text`).
@@ -400,7 +401,10 @@ def train(
     ``no_weight_decay`` names: :func:`param_groups`) with the learning rate warmed up linearly over
     the first 10% of steps then cosine-annealed to 10% of ``lr``; gradients clipped to
     global norm 1 (:func:`gradtape.optim.clip_grad_norm_`). ``checkpoint``: activation
-    checkpointing of each block (:class:`CharTransformer`).
+    checkpointing of each block (:class:`CharTransformer`). ``device``: ``"cpu"``, or ``"cuda"``
+    to train on a GPU (the model is built on the CPU from ``seed`` and moved with
+    ``model.to(device)``, the batches copied there; the transformer only: the Mamba scan has no
+    GPU kernel yet).
 
     Raises:
         ValueError: ``steps``, ``batch_size``, ``context`` or ``layers`` < 1, a text too
@@ -422,6 +426,11 @@ def train(
         net = CharMamba(len(corpus.vocab), context, layers=layers, dev=dev, checkpoint=checkpoint)
     else:
         net = CharTransformer(len(corpus.vocab), context, layers=layers, dev=dev, checkpoint=checkpoint)
+    if device != "cpu":
+        from gradtape.devices.default import as_device
+
+        dev = as_device("seq", device)
+        net.to(dev)
     params = net.parameters()
     opt = optim.AdamW(param_groups(net), lr=lr, betas=(0.9, 0.99), weight_decay=0.01)
     rng = np.random.default_rng(seed)
@@ -475,6 +484,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--checkpoint", action="store_true", help="activation checkpointing of each block (less memory, slower)"
     )
+    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda / cuda:N (the transformer)")
     ap.add_argument("--model", choices=MODELS, default="transformer", help="the architecture (default: transformer)")
     args = ap.parse_args(argv)
     if args.out is not None:
@@ -491,6 +501,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         progress=False if args.no_progress else None,
         checkpoint=args.checkpoint,
         model=args.model,
+        device=args.device,
     )
     bits_per_nat = 1.0 / math.log(2.0)
     held_bits = res.held_out_loss * bits_per_nat
@@ -509,7 +520,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"saved checkpoint to {os.fspath(args.out)}")
     if args.sample:
         prompt = res.corpus.held_out[: min(args.context, 40)]
-        dev = Cpu(seed=args.seed)
+        dev: Any = res.model.parameters()[0].device  # the model's device (a Cpu or a Cuda)
         sample = generate(res.model, dev, prompt, args.sample, args.temperature, args.seed)
         print("--- sample (prompt from the held-out text, then the model) ---")
         print(res.corpus.decode(prompt) + res.corpus.decode(sample))

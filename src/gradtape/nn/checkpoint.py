@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn.module import Module
 from gradtape.tensor import Tensor
@@ -39,7 +40,9 @@ def save(module: Module, path: str | os.PathLike[str]) -> None:
     from safetensors.numpy import save_file
 
     # np.require keeps a 0-d array (num_batches_tracked) 0-d; np.ascontiguousarray makes it 1-d
-    save_file({k: np.require(t.data, requirements="C") for k, t in state_dict(module).items()}, os.fspath(path))
+    # (a GPU tensor's array is copied to the host first: the file is written from host memory)
+    arrays = {k: _arrays.into_memory_of(t.data, None) for k, t in state_dict(module).items()}
+    save_file({k: np.require(a, requirements="C") for k, a in arrays.items()}, os.fspath(path))
 
 
 def load(module: Module, path: str | os.PathLike[str], strict: bool = True) -> None:
@@ -81,4 +84,4 @@ def load(module: Module, path: str | os.PathLike[str], strict: bool = True) -> N
         if extra:
             raise KeyError(f"load: {p} has keys the module does not: {extra}")
     for name, t in targets.items():
-        t.data[...] = stored[name]
+        t.data[...] = _arrays.into_memory_of(stored[name], t.data)  # onto the tensor's device

@@ -38,7 +38,6 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices import _arrays
-from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices._arrays import same_device
 from gradtape.devices.cpu import as_float_dtype
 from gradtape.engine import clear_grad, grad_array_mut
@@ -726,8 +725,8 @@ class Module:
             if not _arrays.writeable(t.data):
                 raise RuntimeError(f"{cls}.load_state_dict: the tensor of shape {t.shape} is read-only")
         for t, arr in plan:
-            if arr is not t.data:
-                np.copyto(t.data, arr, casting="unsafe")
+            if arr is not t.data:  # from either device's memory into the tensor's own
+                np.copyto(t.data, _arrays.into_memory_of(arr, t.data), casting="unsafe")
         return _IncompatibleKeys(missing, unexpected)
 
     def to(
@@ -875,13 +874,13 @@ def _state_array(cls: str, key: str, value: Any) -> Array:
         arr = value
     else:
         try:
-            arr = _as_array(value)
+            arr = np.asarray(value)  # (numpy refuses a GPU array: a torch CUDA tensor goes the detach way)
         except (TypeError, ValueError, RuntimeError):
             detach = getattr(value, "detach", None)
             if detach is None:
-                arr = _as_array(None)
-            else:  # a torch tensor that requires grad: numpy reads it once detached
-                arr = _as_array(detach().cpu())
+                arr = np.asarray(None)
+            else:  # a torch tensor that requires grad, or on a GPU: numpy reads it once detached, on the host
+                arr = np.asarray(detach().cpu())
     if arr.dtype.kind not in "biuf":
         raise TypeError(
             f"{cls}.load_state_dict: the value for {key!r} is a {type(value).__name__} that numpy reads as dtype "

@@ -341,7 +341,7 @@ def _second_rule(
         if dead.any():
             addf = np.where(dead, dt.type(0), addf)
             valid = np.where(dead, dt.type(np.nan) if nan_rows else dt.type(0), dt.type(1))
-        add = np.ascontiguousarray(addf, dtype=dt)
+        add = _arrays.contiguous(addf, dtype=dt)
     s = (qt @ _swap(kt)) * sc
     if add is not None:
         s = s + qt._like(add)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import opt_einsum
 
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
@@ -147,7 +148,7 @@ def _blasable(x: Array) -> Array:
     inner = x.strides[-2:]
     if x.itemsize in inner and 0 not in inner:
         return x
-    return np.ascontiguousarray(x)
+    return _arrays.contiguous(x)
 
 
 class _PairPlan(NamedTuple):
@@ -241,7 +242,7 @@ def _contract_arrays(eq: str, *arrays: Array) -> Array:
                 (sa, a), (sb, b) = picked
                 ops.append(_pair(sa, a, sb, b, need))
     s, x = _single(ops[0][0], out, ops[0][1])
-    return np.ascontiguousarray(x.transpose([s.index(c) for c in out])) if s != out else x
+    return _arrays.contiguous(x.transpose([s.index(c) for c in out])) if s != out else x
 
 
 def _vjp(
@@ -269,7 +270,7 @@ def _vjp(
 
 
 def _expand_array(x: Array, axes: tuple[int, ...], shape: tuple[int, ...]) -> Array:
-    return np.ascontiguousarray(np.broadcast_to(np.expand_dims(x, axes), shape))
+    return _arrays.contiguous(np.broadcast_to(np.expand_dims(x, axes), shape))
 
 
 def _expand_tensor(x: Any, axes: tuple[int, ...], shape: tuple[int, ...]) -> Any:

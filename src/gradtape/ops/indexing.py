@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 import numpy as np
 
 from gradtape._typing import A, B, C, D, T
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
@@ -222,12 +223,12 @@ def getitem(a: Any, key: Any) -> Any:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
         def getitem_backward(grads: Gradients, g: Array) -> None:
-            buf = grads._mut(aid, shape, dtype)  # owned by aid: never the output's buffer
+            buf = grads._mut(aid, shape, dtype, x)  # owned by aid: never the output's buffer; x's memory
             if advanced:
                 np.add.at(buf, k, g)  # repeated picks accumulate
                 return
             part = buf[k]
-            if part.__class__ is np.ndarray:
+            if part.__class__ is np.ndarray or part.ndim:  # (CuPy gives 0-d arrays where numpy gives scalars)
                 np.add(part, g, out=part)
             else:  # every dim indexed by an int: numpy gives a scalar
                 buf[k] = part + g
@@ -243,7 +244,7 @@ def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
     class PutAt(Function):
         @staticmethod
         def forward(ctx: FunctionCtx, t: Any) -> Any:
-            out = np.zeros(shape, t.dtype)
+            out = _arrays.zeros(shape, t.dtype, t.data)
             np.add.at(out, k, t.data)
             return t._like(out)
 
@@ -293,7 +294,7 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
         def gather_backward(grads: Gradients, g: Array) -> None:
-            scatter_add(grads._mut(aid, shape, dtype), ax, idx, g)
+            scatter_add(grads._mut(aid, shape, dtype, x), ax, idx, g)
 
         record(tape, out, gather_backward, lambda g, rebuild: [(aid, scatter_into(g, shape, ax, idx))])
     return out
@@ -307,8 +308,8 @@ def scatter_into(g: Any, shape: tuple[int, ...], axis: int, idx: Array) -> Any:
     class ScatterAdd(Function):
         @staticmethod
         def forward(ctx: FunctionCtx, t: Any) -> Any:
-            out = np.zeros(shape, t.dtype)
-            scatter_add(out, axis, idx, np.ascontiguousarray(t.data))
+            out = _arrays.zeros(shape, t.dtype, t.data)
+            scatter_add(out, axis, idx, _arrays.contiguous(t.data))
             return t._like(out)
 
         @staticmethod

@@ -175,7 +175,7 @@ def _record_norm(
     gradients the store wants (``grads.wants``) of ``x``, ``w`` and ``b``."""
     xd = x.data
     if not xd.flags.c_contiguous:  # one copy, used by the forward and saved for the backward
-        xd = np.ascontiguousarray(xd)
+        xd = _arrays.contiguous(xd)
     wd = None if w is None else w.data
     bd = None if b is None else b.data
     y, mean, rstd = _norm.norm_forward(xd, k, wd, bd, eps, centered)
@@ -325,7 +325,7 @@ def _record_group_norm(
     :func:`~gradtape.devices.kernels.norm.channel_affine_backward`; each only if wanted."""
     xd = x.data
     if not xd.flags.c_contiguous:
-        xd = np.ascontiguousarray(xd)
+        xd = _arrays.contiguous(xd)
     shape = xd.shape
     n, c = shape[0], shape[1]
     rows = (n, groups, (c // groups) * math.prod(shape[2:]))

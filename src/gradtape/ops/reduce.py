@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from gradtape._typing import S, T, typed_as
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
@@ -203,7 +204,7 @@ def _extremum_or_pair(
     if x.ndim and x.shape[d] == 0:
         raise ShapeError(f"{op}: dim {dim} of the input of shape {x.shape} has size 0; there is no {op}imum")
     if not x.ndim:  # PyTorch: a 0-d input is its own maximum, at index 0
-        return ValuesIndices(_extremum(op, a, None, False), a._like(np.zeros((), np.int64)))
+        return ValuesIndices(_extremum(op, a, None, False), a._like(_arrays.zeros((), np.int64, a.data)))
     idx = (argmax if op == "max" else argmin)(a, d, keepdim=True)
     values = take_along_axis(a, idx, d)  # the gradient goes to the index found, as PyTorch's
     if not keep:
@@ -444,7 +445,7 @@ def logsumexp(
     x = float_data("logsumexp", a, "a")
     axes, n, kept = _plan("logsumexp", x, axis)
     if n == 0:
-        yk = np.full(kept, -np.inf, dtype=x.dtype)
+        yk = _arrays.full(kept, -np.inf, x.dtype, x)
         return _record_reduction(a, _out(yk, axes, keepdims), kept, lambda grads, aid, gk: None)
     m = np.max(x, axis=axes, keepdims=True)
     if not np.isfinite(m).all():
@@ -455,8 +456,12 @@ def logsumexp(
         yk = _as_array(np.log(s) + m)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
-        scale = np.zeros(kept, x.dtype)
-        np.divide(gk, s, out=scale, where=s != 0)  # an all -inf slice (s == 0) gets 0
+        nonzero = s != 0
+        if x.__class__ is np.ndarray:
+            scale = np.zeros(kept, x.dtype)
+            np.divide(gk, s, out=scale, where=nonzero)  # an all -inf slice (s == 0) gets 0
+        else:  # CuPy's ufuncs take no where=
+            scale = np.where(nonzero, gk / np.where(nonzero, s, x.dtype.type(1)), x.dtype.type(0))
         with np.errstate(invalid="ignore"):  # inf * 0 in a slice holding +inf: NaN, as PyTorch
             grads._fused(aid, _k.addmul, np.multiply, e, scale)
 
@@ -479,7 +484,7 @@ def _cum_dim(op: str, x: Array, dim: Any, axis: Any) -> int:
 
 def _rcumsum(v: Array, d: int) -> Array:
     """Reversed cumulative sum along ``d``: ``out[k] = sum(v[k:])``."""
-    return np.ascontiguousarray(np.flip(np.cumsum(np.flip(v, d), axis=d), d))
+    return _arrays.contiguous(np.flip(np.cumsum(np.flip(v, d), axis=d), d))
 
 
 def cumsum(input: Tensor[S, T], dim: int | None = None, *, axis: int | None = None) -> Tensor[S, T]:
@@ -541,7 +546,7 @@ def _cumprod_diff(xt: Any, g: Any, d: int) -> Any:
     xm, gm = (xt, g) if d == last else (xt.transpose(d, last), g.transpose(d, last))
     n = x.shape[d]
     rows = where(np.eye(n, dtype=bool), 1.0, xm.unsqueeze(-2))  # (..., k, i)
-    upper = xt._like(np.triu(np.ones((n, n), x.dtype)))  # i >= k
+    upper = xt._like(np.triu(_arrays.ones((n, n), x.dtype, x)))  # i >= k
     gk = (rows.cumprod(-1) * upper * gm.unsqueeze(-2)).sum(axis=-1)
     return gk if d == last else gk.transpose(d, last)
 
@@ -597,13 +602,13 @@ def _others_t(xt: Any, axes: tuple[int, ...]) -> Any:
     """:func:`_others` in gradtape ops (prod's second rule; ``cumprod`` keeps it exact at zeros)."""
     x = xt.data
     if x.size == 0:
-        return xt._like(np.zeros(x.shape, x.dtype))
+        return xt._like(_arrays.zeros(x.shape, x.dtype, x))
     rest = [k for k in range(x.ndim) if k not in axes]
     perm = rest + list(axes)
     moved_shape = tuple(x.shape[k] for k in perm)
     n = math.prod(x.shape[k] for k in axes)
     xs = xt.permute(tuple(perm)).reshape((*moved_shape[: len(rest)], n))
-    ones = xt._like(np.ones((*moved_shape[: len(rest)], 1), x.dtype))
+    ones = xt._like(_arrays.ones((*moved_shape[: len(rest)], 1), x.dtype, x))
     pre = concat([ones, xs[..., :-1].cumprod(-1)], axis=-1)
     suf = concat([xs[..., 1:].flip(-1).cumprod(-1).flip(-1), ones], axis=-1)
     return (pre * suf).reshape(moved_shape).permute(tuple(int(k) for k in np.argsort(perm)))

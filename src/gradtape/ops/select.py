@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, overload
 import numpy as np
 
 from gradtape._typing import S, T
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, dim_or_axis, int_indices, is_int, one_dim, record_unary
@@ -141,14 +142,15 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return out
 
 
-def _grid(sub: tuple[int, ...], shape: tuple[int, ...], dim: int | None = None) -> Array:
+def _grid(sub: tuple[int, ...], shape: tuple[int, ...], dim: int | None = None, like: Any = None) -> Array:
     """Flat (C-order) positions in an array of ``shape`` of the block ``sub`` at its origin
-    (``sub[k] <= shape[k]``), skipping the coordinate ``dim`` (added by the caller)."""
+    (``sub[k] <= shape[k]``), skipping the coordinate ``dim`` (added by the caller); in the
+    memory ``like`` lives in (the index array's: host or GPU)."""
     st = _strides(shape)
-    lin = np.zeros(sub, np.intp)
+    lin = _arrays.zeros(sub, np.intp, like)
     for k, n in enumerate(sub):
         if k != dim and n > 1:
-            lin = lin + (np.arange(n, dtype=np.intp) * st[k]).reshape((n,) + (1,) * (len(sub) - k - 1))
+            lin = lin + (_arrays.arange(n, like, np.intp) * st[k]).reshape((n,) + (1,) * (len(sub) - k - 1))
     return lin
 
 
@@ -156,9 +158,9 @@ def _along(idx: Array, dim: int, shape: tuple[int, ...]) -> Array:
     """Flat positions in an array of ``shape`` of ``x[..., idx[p], ...]`` (PyTorch's gather):
     position ``p`` of ``idx`` with its coordinate ``dim`` replaced by ``idx[p]``."""
     if not shape:
-        return np.ascontiguousarray(idx, dtype=np.intp)
-    lin = _grid(idx.shape, shape, dim) + idx * _strides(shape)[dim]
-    return np.ascontiguousarray(lin, dtype=np.intp)
+        return _arrays.contiguous(idx, np.intp)
+    lin = _grid(idx.shape, shape, dim, idx) + idx * _strides(shape)[dim]
+    return _arrays.contiguous(lin, np.intp)
 
 
 def _bincount(lin: Array, g: Array, shape: tuple[int, ...], dtype: Any) -> Array:
@@ -506,7 +508,7 @@ def scatter_add(input: Tensor[S, T], dim: int, index: Any, src: Tensor[Any, Any]
     _fits("scatter_add", idx.shape, s.shape, None, "src")
     _fits("scatter_add", idx.shape, x.shape, d, "input")
     lin = _along(idx, d, x.shape)
-    part = src if s.shape == idx.shape else _take_lin(src, _grid(idx.shape, s.shape))
+    part = src if s.shape == idx.shape else _take_lin(src, _grid(idx.shape, s.shape, like=idx))
     return _add_at(input, part, lin)  # type: ignore[no-any-return]
 
 
@@ -646,7 +648,7 @@ def one_hot(tensor: Tensor[Any, Any], num_classes: int = -1) -> Tensor[Any, None
         if lo < 0 or hi >= c:
             bad = lo if lo < 0 else hi
             raise IndexError(f"one_hot: class index {bad} is out of range for {c} classes (tensor of shape {x.shape})")
-    out = (x[..., None] == np.arange(c)).astype(np.int64)
+    out = (x[..., None] == _arrays.arange(c, x)).astype(np.int64)
     return tensor._like(out)  # type: ignore[no-any-return]
 
 
@@ -668,7 +670,7 @@ def _split(op: str, a: Tensor[Any, Any], sizes: list[int], d: int) -> tuple[Any,
 
         def split_backward(grads: Gradients, gs: list[Array | None]) -> None:
             full = all(g is not None for g in gs)
-            buf = (np.empty if full else np.zeros)(shape, dtype)
+            buf = (_arrays.empty if full else _arrays.zeros)(shape, dtype, x)
             for k, g in zip(keys, gs, strict=True):
                 if g is not None:
                     buf[k] = g

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import numpy as np
 
 from gradtape._typing import SI, A, B, S, T, typed_as
+from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
 from gradtape.ops._util import one_dim, sum_to
@@ -631,7 +632,7 @@ def _tri(op: str, a: Tensor[Any, Any], k: int, f: Callable[..., Array]) -> Any:
         raise ShapeError(f"{op}: needs a tensor of at least 2 dims (the last two are the matrix), got shape {x.shape}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"{op}: k must be an int, got {k!r}")
-    keep = f(np.ones(x.shape[-2:], x.dtype), k)  # the kept triangle: a constant mask
+    keep = f(_arrays.ones(x.shape[-2:], x.dtype, x), k)  # the kept triangle: a constant mask
     return _record(a, f(x, k), lambda grads, i, oid, g: grads._accum(i, f(g, k)), lambda g: g * g._like(keep))
 
 

@@ -84,10 +84,9 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
         raise IndexError(f"scatter_add: indices must lie in [0, {n}), got min {idx.min()} and max {idx.max()}")
     if idx.size == 0 or out.size == 0:
         return
-    if gpu:  # the Cuda device: CuPy's scatter-add (atomic adds; repeated indices accumulate)
-        import cupyx
-
-        cupyx.scatter_add(out, (*(slice(None),) * axis, idx), g)
+    if gpu:  # the Cuda device: CuPy's add.at (atomic adds; repeated indices accumulate)
+        gpu_key: Any = (*(slice(None),) * axis, idx)
+        np.add.at(out, gpu_key, g)
         return
     if not out.flags.c_contiguous or np.may_share_memory(out, g):
         key: tuple[Any, ...] = (*(slice(None),) * axis, idx)
