@@ -201,3 +201,34 @@ def test_checkpoints_move_between_devices(tmp_path: Any) -> None:
         np.testing.assert_array_equal(b.cpu().numpy(), c.numpy())
     cpu.load_state_dict(gpu.state_dict())
     np.testing.assert_array_equal(cpu.parameters()[0].numpy(), gpu.parameters()[0].cpu().numpy())
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "g + c",
+        "g @ c.T",
+        "gradtape.maximum(g, c)",
+        "g < c",
+        "gradtape.cat([g, c])",
+        "gradtape.stack([c, g])",
+        "gradtape.where(c > 0, g, g)",
+        "F.linear(g, c)",
+        "F.mse_loss(g, c)",
+        "F.binary_cross_entropy(g.sigmoid(), c)",
+        "F.cross_entropy(g, gradtape.tensor([0, 1]))",
+        "F.cosine_embedding_loss(g, c, gradtape.tensor([1.0, -1.0]))",
+    ],
+)
+def test_ops_mixing_devices_name_both(expr: str) -> None:
+    """Tensors on two devices in one op: DeviceError naming the op and both devices (PyTorch's
+    RuntimeError, "Expected all tensors to be on the same device"), never CuPy's TypeError."""
+    import gradtape.nn.functional as F
+
+    g = gradtape.tensor(np.ones((2, 3), np.float32), device="cuda", requires_grad=True)
+    c = gradtape.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    op = expr.split("(")[0].split(".")[-1] if "(" in expr.split(" ")[0] else None
+    with pytest.raises(
+        gradtape.DeviceError, match=rf"{op or ''}.*: tensors on different devices: .*(cuda:0.*cpu|cpu.*cuda:0)"
+    ):
+        eval(expr, {"gradtape": gradtape, "F": F, "g": g, "c": c})

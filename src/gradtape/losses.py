@@ -104,8 +104,12 @@ def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "targe
     Raises:
         DTypeError: a float tensor of another dtype, or a non-numeric target.
         ShapeError: the shapes differ (names both).
+        DeviceError: a target tensor on another device (names both); a numpy target for a GPU
+            input is copied to the GPU.
     """
     x = input.data
+    if _is_tensor(target, input):
+        check_same_device(op, input, target)
     if _is_tensor(target, input) and target.data.dtype.kind == "f":  # type: ignore[attr-defined]
         t: Array = target.data  # type: ignore[attr-defined]
         if t.dtype != x.dtype:
@@ -118,7 +122,7 @@ def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "targe
         t = _as_array(target.data if _is_tensor(target, input) else target)  # type: ignore[attr-defined]
         if t.dtype.kind not in "biuf":
             raise DTypeError(f"{op}: {what} must be numeric, got dtype {t.dtype} (shape {t.shape})")
-        t = t.astype(x.dtype, copy=False)
+        t = _arrays.into_memory_of(t.astype(x.dtype, copy=False), x)
         tensor = None
     if t.shape != x.shape:
         raise ShapeError(f"{op}: {what} of shape {t.shape} does not match input of shape {x.shape}")
@@ -136,7 +140,7 @@ def _constant(op: str, value: object, what: str, x: Array, shape: tuple[int, ...
     """
     if getattr(value, "tape", NONE_TAPE) is not NONE_TAPE:
         raise ValueError(f"{op}: {what} is a constant; pass an untraced tensor or an array")
-    w = _as_array(getattr(value, "data", value))
+    w = _arrays.into_memory_of(_as_array(getattr(value, "data", value)), x)  # a numpy weight goes to x's GPU
     if w.dtype.kind not in "biuf":
         raise DTypeError(f"{op}: {what} must be numeric, got dtype {w.dtype} (shape {w.shape})")
     w = w.astype(x.dtype, copy=False)
@@ -972,6 +976,8 @@ def _same_inputs(op: str, names: Sequence[str], tensors: Sequence[Tensor[Any, An
     """
     first = tensors[0].data
     for name, t in zip(names[1:], tensors[1:], strict=True):
+        if t.device is not tensors[0].device:
+            check_same_device(op, tensors[0], t)
         if t.data.dtype != first.dtype:
             raise DTypeError(
                 f"{op}: {name} dtype {t.data.dtype} (shape {t.data.shape}) differs from {names[0]} dtype "
@@ -991,7 +997,9 @@ def _sample_target(op: str, target: object, like: Tensor[Any, Any], shape: tuple
         DTypeError: a non-numeric target.
         ShapeError: not of ``shape`` (names it and the input's).
     """
-    y = _as_array(target.data if _is_tensor(target, like) else target)  # type: ignore[attr-defined]
+    if _is_tensor(target, like):
+        check_same_device(op, like, target)
+    y = _arrays.into_memory_of(_as_array(target.data if _is_tensor(target, like) else target), like.data)  # type: ignore[attr-defined]
     if y.dtype.kind not in "biuf":
         raise DTypeError(f"{op}: target must be numeric (1 or -1), got dtype {y.dtype} (shape {y.shape})")
     if y.shape != shape:

@@ -531,7 +531,8 @@ def checked(fn: Callable[P, R], op: str | None = None, require_float: bool | Non
     Which arguments must be tensors is read from ``fn``'s own typed signatures (see
     :func:`_tensor_params`), so a new op is covered when it is exported. A list, a raw numpy
     array or a number where a tensor is required raises ``TypeError`` naming the op and the
-    argument, instead of an ``AttributeError`` from inside the op. The functional API
+    argument, instead of an ``AttributeError`` from inside the op, and tensors on two devices
+    raise ``DeviceError`` naming both (:func:`check_same_device`). The functional API
     (``gradtape.ops.relu``, ``gradtape.losses.mse_loss``) is wrapped; the ``Tensor`` methods,
     whose ``self`` is a tensor by construction, call the unwrapped functions.
 
@@ -557,6 +558,7 @@ def checked(fn: Callable[P, R], op: str | None = None, require_float: bool | Non
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         Tensor = _tensor_class()
         n = len(args)
+        first: Any = None  # the first tensor argument: every other must share its device
         for pos, arg, kind in params:
             value: Any = args[pos] if pos < n else kwargs.get(arg, _MISSING)
             if value is _MISSING:
@@ -567,12 +569,20 @@ def checked(fn: Callable[P, R], op: str | None = None, require_float: bool | Non
                 for i, item in enumerate(value):
                     if item.__class__ is not Tensor:
                         raise bad(f"{arg}[{i}]", item, "a Tensor")
+                    if first is None:
+                        first = item
+                    elif item.device is not first.device:
+                        check_same_device(name, first, item)
                 continue
             if value.__class__ is not Tensor:
                 if value is None and kind == "optional":
                     continue
                 raise bad(arg, value, "a Tensor")
             tensor: Any = value
+            if first is None:
+                first = tensor
+            elif tensor.device is not first.device:
+                check_same_device(name, first, tensor)
             if floats and tensor.data.dtype.kind != "f":
                 float_data(name, tensor, arg)
         return fn(*args, **kwargs)

@@ -23,10 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import S, T, typed_as
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
-from gradtape.ops._util import SCALARS, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, check_same_device, sum_to, tensor_operand
 from gradtape.shapes import sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
@@ -192,6 +193,11 @@ def where(cond: Any, a: Any, b: Any) -> Any:
         raise TypeError(f"where: a or b must be a tensor, got two numbers ({a!r}, {b!r})")
     ad = a.data if a_is_t else _weak(a)
     bd = b.data if b_is_t else _weak(b)
+    operand = a if a_is_t else b
+    if hasattr(cond, "tape"):  # a mask tensor must be on the operands' device
+        check_same_device("where", operand, cond)
+    else:  # a numpy mask for GPU operands is copied to their GPU
+        c = _arrays.into_memory_of(c, operand.data)
     shapes = (c.shape, np.shape(ad), np.shape(bd))
     try:
         np.broadcast_shapes(*shapes)
