@@ -204,3 +204,31 @@ def test_kernels_refuse_bad_input() -> None:
         kc.relu_grad(np.zeros(3), np.zeros(4))
     with pytest.raises(ShapeError, match="sgd_step"):
         kc.sgd_step(np.zeros(3), np.zeros(4), None, 0.1, 0.0, 0.0, 0.0, False, True)
+
+
+def test_without_cupy_the_cuda_device_says_what_is_missing() -> None:
+    """Without CuPy (CI, a CPU-only install), Cuda() and every spelling of "cuda" raise one
+    RuntimeError that names the missing extra; the rest of gradtape is unchanged."""
+    if SIMULATED:
+        pytest.skip("the child run installs CuPy's stand-in")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("CuPy is installed here")
+    import gradtape
+    from gradtape.devices.cuda import cuda_available
+
+    assert not cuda_available()
+    want = r"Cuda: the CUDA device needs CuPy and numba-cuda, which are not installed: pip install 'gradtape\[cuda\]'"
+    for make in (
+        lambda: gradtape.Cuda(),
+        lambda: gradtape.tensor([1.0]).cuda(),
+        lambda: gradtape.tensor([1.0]).to("cuda:0"),
+        lambda: gradtape.zeros(2, device="cuda"),
+        lambda: gradtape.nn.Linear(2, 2).to("cuda"),
+    ):
+        with pytest.raises(RuntimeError, match=want):
+            make()
+    assert gradtape.tensor([1.0]).cpu().numpy().tolist() == [1.0]
