@@ -57,7 +57,7 @@ def main() -> None:
     t = np.float32
 
     def numba_cupy() -> None:
-        kc.adam_step(p, g, m, v, None, 1e-3, 0.9, 0.999, 1e-8, 3, 0.0, False)
+        kc.adam_step(p, g, m, v, None, 1e-3 / (1 - 0.9**3), 0.9, 0.999, 1e-8, 0.0, 1.0, (1 - 0.999**3) ** 0.5)
 
     views = [ncuda.as_cuda_array(a) for a in (p, m, v)]
     kernel = kc.adam_step_kernel

@@ -184,8 +184,9 @@ def test_adam_step_equals_the_cpu_kernel(dtype: Any, decoupled: bool, amsgrad: b
         ko._adam_apply(
             cpu[0], gs, cpu[1], cpu[2], cpu[3] if amsgrad else None, 1e-2, 0.9, 0.999, 1e-8, step, wd, decoupled
         )
+        step_size, bc2_sqrt, decay, wd_ = ko.adam_scalars(1e-2, 0.9, 0.999, step, wd, decoupled)
         kc.adam_step(
-            gpu[0], gs, gpu[1], gpu[2], gpu[3] if amsgrad else None, 1e-2, 0.9, 0.999, 1e-8, step, wd, decoupled
+            gpu[0], gs, gpu[1], gpu[2], gpu[3] if amsgrad else None, step_size, 0.9, 0.999, 1e-8, wd_, decay, bc2_sqrt
         )
     for a, b in zip(gpu, cpu, strict=True):
         _ulp_equal(a, b, 1)

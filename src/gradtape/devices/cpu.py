@@ -153,6 +153,36 @@ def from_dlpack(x: SupportsDLPack, device: Device | None = None) -> Tensor[Any, 
     return Tensor(data, device, NONE_TAPE)
 
 
+def _randint_args(low: object, high: object, dtype: npt.DTypeLike) -> np.dtype[Any]:
+    """Check ``randint``'s bounds and dtype (every device's) and return the dtype.
+
+    Raises:
+        TypeError: ``low``/``high`` not ints. ValueError: ``high <= low``.
+        DTypeError: ``dtype`` is not an integer dtype.
+    """
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"randint: {name} must be an int, got {type(v).__name__} {v!r}")
+    if high <= low:  # type: ignore[operator]
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu":
+        raise DTypeError(f"randint: dtype {dt} is not an integer dtype")
+    return dt
+
+
+def _rand_args(low: object, high: object, dtype: npt.DTypeLike) -> np.dtype[Any]:
+    """Check ``rand``'s bounds and dtype (every device's) and return the float dtype.
+
+    Raises:
+        TypeError: ``low`` or ``high`` is not a real number. DTypeError: not float32/float64.
+    """
+    for name, v in (("low", low), ("high", high)):
+        if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
+            raise TypeError(f"rand: {name} must be a real number, got {type(v).__name__} {v!r}")
+    return as_float_dtype(dtype, "rand")
+
+
 def _shape(op: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     if not isinstance(shape, tuple) or not all(isinstance(n, (int, np.integer)) and n >= 0 for n in shape):
         raise TypeError(f"{op}: shape must be a tuple of non-negative ints, got {shape!r}")
@@ -327,10 +357,7 @@ class Cpu:
             TypeError: ``low`` or ``high`` is not a real number (a complex, a string).
             DTypeError: ``dtype`` is not float32 or float64.
         """
-        for name, v in (("low", low), ("high", high)):
-            if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
-                raise TypeError(f"rand: {name} must be a real number, got {type(v).__name__} {v!r}")
-        dt = as_float_dtype(dtype, "rand")
+        dt = _rand_args(low, high, dtype)
         u = self.rng.random(_shape("rand", shape), dtype=dt)
         if low != 0.0 or high != 1.0:
             u = (u * dt.type(high - low) + dt.type(low)).astype(dt, copy=False)
@@ -346,14 +373,7 @@ class Cpu:
             ValueError: ``high <= low``.
             DTypeError: ``dtype`` is not an integer dtype.
         """
-        for name, v in (("low", low), ("high", high)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"randint: {name} must be an int, got {type(v).__name__} {v!r}")
-        if high <= low:
-            raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-        dt = np.dtype(dtype)
-        if dt.kind not in "iu":
-            raise DTypeError(f"randint: dtype {dt} is not an integer dtype")
+        dt = _randint_args(low, high, dtype)
         return self._wrap(self.rng.integers(low, high, _shape("randint", size), dtype=dt))
 
     def arange(

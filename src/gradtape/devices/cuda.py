@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.errors import DTypeError
 from gradtape.tape import NONE_TAPE, NoneTape
 from gradtape.tensor import Tensor
 
@@ -197,12 +196,9 @@ class Cuda:
         Raises:
             TypeError: ``low`` or ``high`` is not a real number. DTypeError: not a float dtype.
         """
-        from gradtape.devices.cpu import _shape, as_float_dtype
+        from gradtape.devices.cpu import _rand_args, _shape
 
-        for name, v in (("low", low), ("high", high)):
-            if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
-                raise TypeError(f"rand: {name} must be a real number, got {type(v).__name__} {v!r}")
-        dt = as_float_dtype(dtype, "rand")
+        dt = _rand_args(low, high, dtype)
         with self._device:
             u = self.rng.random(_shape("rand", shape), dtype=dt)
             if low != 0.0 or high != 1.0:
@@ -215,16 +211,9 @@ class Cuda:
         Raises:
             TypeError, ValueError, DTypeError: as :meth:`gradtape.devices.cpu.Cpu.randint`.
         """
-        from gradtape.devices.cpu import _shape
+        from gradtape.devices.cpu import _randint_args, _shape
 
-        for name, v in (("low", low), ("high", high)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"randint: {name} must be an int, got {type(v).__name__} {v!r}")
-        if high <= low:
-            raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-        dt = np.dtype(dtype)
-        if dt.kind not in "iu":
-            raise DTypeError(f"randint: dtype {dt} is not an integer dtype")
+        dt = _randint_args(low, high, dtype)
         with self._device:
             return self._wrap(self.rng.integers(low, high, _shape("randint", size), dtype=dt))
 

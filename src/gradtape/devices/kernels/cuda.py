@@ -317,23 +317,24 @@ def adam_step(
     m: Array,
     v: Array,
     vmax: Array | None,
-    lr: float,
+    step_size: float,
     beta1: float,
     beta2: float,
     eps: float,
-    step: int,
-    weight_decay: float,
-    decoupled: bool,
+    wd: float,
+    decay: float,
+    bc2_sqrt: float,
 ) -> None:
-    """One Adam (``decoupled=False``) or AdamW (``decoupled=True``) update of ``p`` in place on
-    the GPU: the CPU kernel's formula (:func:`gradtape.devices.kernels.optim.adam_step`,
-    Kingma & Ba 2015; Loshchilov & Hutter 2019; AMSGrad with ``vmax``), in one pass, with the
-    scalars rounded to ``p``'s dtype as on the CPU.
+    """One Adam/AdamW update of ``p`` in place on the GPU, in one pass: the CPU kernel's
+    formula (:func:`gradtape.devices.kernels.optim.adam_step`: Kingma & Ba 2015, Loshchilov &
+    Hutter 2019; AMSGrad with ``vmax``) with the scalars :func:`~gradtape.devices.kernels.optim._adam_apply`
+    derives (``step_size = lr / (1 - beta1**t)``, ``bc2_sqrt = sqrt(1 - beta2**t)``, ``decay``
+    and ``wd`` for the decoupled or coupled weight decay), each rounded to ``p``'s dtype as on
+    the CPU.
 
     Args:
         p, g, m, v: parameter, gradient and the two moment buffers: GPU arrays of one shape
-            and float dtype. ``vmax``: AMSGrad's running maximum, or ``None``. ``step``: the
-            step number ``t`` (1 on the first).
+            and float dtype. ``vmax``: AMSGrad's running maximum, or ``None``.
 
     Raises:
         ShapeError, DTypeError: the arrays differ in shape or dtype.
@@ -345,10 +346,6 @@ def adam_step(
             f"adam_step: parameter {p.shape}, gradient {g.shape} and moments {m.shape}, {v.shape} must match"
         )
     t = p.dtype.type
-    step_size = lr / (1.0 - beta1**step)
-    bc2_sqrt = (1.0 - beta2**step) ** 0.5
-    decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    wd = 0.0 if decoupled else weight_decay
     one = t(1)
     blocks, threads = _launch(p.size)
     kernel = _kernels()["adam_step"]

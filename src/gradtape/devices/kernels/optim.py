@@ -288,6 +288,21 @@ def adam_step(
     )
 
 
+def adam_scalars(
+    lr: float, beta1: float, beta2: float, step: int, weight_decay: float, decoupled: bool
+) -> tuple[float, float, float, float]:
+    """The per-step scalars of the Adam/AdamW update at step ``t = step``, shared by the CPU
+    and GPU kernels: ``(step_size, bc2_sqrt, decay, wd)`` with ``step_size = lr / (1 -
+    beta1**t)``, ``bc2_sqrt = sqrt(1 - beta2**t)``, and the weight decay either decoupled
+    (AdamW: ``decay = 1 - lr * weight_decay``, ``wd = 0``) or added to the gradient (Adam:
+    ``decay = 1``, ``wd = weight_decay``)."""
+    step_size = lr / (1.0 - beta1**step)
+    bc2_sqrt = (1.0 - beta2**step) ** 0.5
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    wd = 0.0 if decoupled else weight_decay
+    return step_size, bc2_sqrt, decay, wd
+
+
 def _adam_apply(
     p: Array,
     g: Array,
@@ -306,15 +321,12 @@ def _adam_apply(
     checked ``p``, ``g`` and ``step`` (:class:`gradtape.optim.Adam`). GPU arrays go to the
     ``Cuda`` device's kernel (:func:`gradtape.devices.kernels.cuda.adam_step`, the same
     formula)."""
+    step_size, bc2_sqrt, decay, wd = adam_scalars(lr, beta1, beta2, step, weight_decay, decoupled)
     if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
         from gradtape.devices.kernels import cuda as _cuda
 
-        _cuda.adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, step, weight_decay, decoupled)
+        _cuda.adam_step(p, g, m, v, vmax, step_size, beta1, beta2, eps, wd, decay, bc2_sqrt)
         return
-    step_size = lr / (1.0 - beta1**step)
-    bc2_sqrt = (1.0 - beta2**step) ** 0.5
-    decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    wd = 0.0 if decoupled else weight_decay
     amsgrad = vmax is not None
     ins = [g, m, v] + ([vmax] if vmax is not None else [])
     if _fast_same(p, *ins):
