@@ -2,7 +2,7 @@
 
     python -m gradtape.examples.digits [--model mlp|cnn] [--optimizer sgd|adam|adamw|rmsprop]
         [--epochs N] [--batch-size B] [--lr LR] [--hidden H] [--seed S]
-        [--out FILE | --no-save] [--plot FILE] [--no-progress] [--distributed]
+        [--out FILE | --no-save] [--plot FILE] [--no-progress] [--distributed] [--device cpu|cuda]
 
 The data set (1797 8x8 grey-level images of the digits 0-9, UCI's optdigits test set)
 ships with scikit-learn, so nothing is downloaded. A fixed stratified 75/25 train/test

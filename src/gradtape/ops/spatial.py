@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 import numpy as np
 
 from gradtape._typing import T
+from gradtape.devices import _arrays
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
@@ -102,7 +103,7 @@ def _index_adjoint(g: Array, maps: list[Array], pairs: list[tuple[int, int]], si
     for j, (src, (lo, _), n) in enumerate(zip(maps, pairs, sizes, strict=True)):
         ax = g.ndim - k + j
         gm = np.moveaxis(g, ax, 0)
-        out = np.zeros((n, *gm.shape[1:]), g.dtype)
+        out = _arrays.zeros((n, *gm.shape[1:]), g.dtype, g)
         a, b = max(lo, 0), min(lo + n, src.size)  # the interior run of the output
         if b > a:
             out[a - lo : b - lo] = gm[a:b]
@@ -147,7 +148,7 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     lead = len(shape) - k
     out_trail = tuple(n + lo + hi for n, (lo, hi) in zip(shape[lead:], pairs, strict=True))
     if mode == "constant":
-        out = np.full(shape[:lead] + out_trail, value, xd.dtype)
+        out = _arrays.full(shape[:lead] + out_trail, value, xd.dtype, xd)
         spans = [(max(-lo, 0), n - max(-hi, 0), max(lo, 0)) for n, (lo, hi) in zip(shape[lead:], pairs, strict=True)]
         src: Any = (Ellipsis, *(slice(a, b) for a, b, _ in spans))
         dst: Any = (Ellipsis, *(slice(d, d + b - a) for a, b, d in spans))
@@ -157,7 +158,7 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
         neg = tuple(-int(v) for v in pad)
 
         def constant_rule(grads: Gradients, i: int, g: Array) -> None:
-            gx = np.zeros(shape, g.dtype)
+            gx = _arrays.zeros(shape, g.dtype, g)
             if overlap:
                 gx[src] = g[dst]
             grads._accum(i, gx)
@@ -177,12 +178,13 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     maps = [
         _source_index(op, mode, n, lo, hi, shape, tuple(pad)) for n, (lo, hi) in zip(shape[lead:], pairs, strict=True)
     ]
+    maps = [_arrays.into_memory_of(m, xd) for m in maps]  # the index maps go where x is
     where: Any = (Ellipsis, *np.ix_(*maps))
     y = xd[where]
     sizes = shape[lead:]
 
     def adjoint(gd: Array) -> Array:
-        return np.ascontiguousarray(_index_adjoint(gd, maps, pairs, sizes))
+        return _arrays.contiguous(_index_adjoint(gd, maps, pairs, sizes))
 
     def index_rule(grads: Gradients, i: int, g: Array) -> None:
         grads._accum(i, adjoint(g))
@@ -190,7 +192,7 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     def index_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _linear_vjp(lambda a: _pad(a, pad, mode), adjoint, g)
 
-    return record_unary(input, np.ascontiguousarray(y), index_rule, diff=index_diff)
+    return record_unary(input, _arrays.contiguous(y), index_rule, diff=index_diff)
 
 
 _pad = pad  # for the rules above: inside pad, the name is its argument
@@ -297,6 +299,7 @@ def interpolate(
         ih = _nearest_index(h, oh, sh)
         # PyTorch's 1-D kernel has no shortcut for equal or doubled sizes: floor(dst * scale) always
         iw = _nearest_index(w, ow, sw) if xd.ndim == 4 else _nearest_1d(w, ow, sw)
+        ih, iw = _arrays.into_memory_of(ih, xd), _arrays.into_memory_of(iw, xd)  # where x is
         y = planes[:, ih[:, None], iw[None, :]]
 
         def nearest_adjoint(gd: Array) -> Array:
@@ -322,7 +325,7 @@ def interpolate(
             lambda a: interpolate(a, size, scale_factor, mode, align_corners, recompute_scale_factor), adjoint, g
         )
 
-    return record_unary(input, np.ascontiguousarray(y).reshape(out_shape), rule, diff=diff)
+    return record_unary(input, _arrays.contiguous(y).reshape(out_shape), rule, diff=diff)
 
 
 # ----- adaptive pooling --------------------------------------------------------------------
@@ -395,7 +398,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     op = "adaptive_avg_pool2d"
     xd = float_data(op, input)
     p, h, w, oh, ow = _adaptive_geometry(op, xd, output_size)
-    ah, aw = _averaging(h, oh, xd.dtype), _averaging(w, ow, xd.dtype)
+    ah, aw = (_arrays.into_memory_of(_averaging(n, m, xd.dtype), xd) for n, m in ((h, oh), (w, ow)))
     lead = xd.shape[:-2]
     planes = xd.reshape(p, h, w)
     y = _blas.matmul(ah, _blas.matmul(planes, aw.T))
@@ -410,7 +413,7 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _linear_vjp(lambda a: adaptive_avg_pool2d(a, output_size), adjoint, g)
 
-    return record_unary(input, np.ascontiguousarray(y).reshape(*lead, oh, ow), rule, diff=diff)
+    return record_unary(input, _arrays.contiguous(y).reshape(*lead, oh, ow), rule, diff=diff)
 
 
 class MaxIndices(NamedTuple):
@@ -460,9 +463,9 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
     p, h, w, oh, ow = _adaptive_geometry(op, xd, output_size)
     lead = xd.shape[:-2]
     planes = xd.reshape(p, h, w)
-    y = np.empty((p, oh, ow), xd.dtype)
-    idx = np.empty((p, oh, ow), np.int64)
-    rows = np.arange(p)
+    y = _arrays.empty((p, oh, ow), xd.dtype, xd)
+    idx = _arrays.empty((p, oh, ow), np.int64, xd)
+    rows = _arrays.arange(p, xd)
     for i, (hs, he) in enumerate(_bins(h, oh)):
         for j, (ws, we) in enumerate(_bins(w, ow)):
             win = planes[:, hs:he, ws:we].reshape(p, (he - hs) * (we - ws))
@@ -480,7 +483,7 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
         # recorded scatter whose own backward gathers
         from gradtape.ops.indexing import scatter_into
 
-        flat = (idx.reshape(p, -1) + (np.arange(p) * (h * w))[:, None]).reshape(-1)
+        flat = (idx.reshape(p, -1) + (_arrays.arange(p, idx) * (h * w))[:, None]).reshape(-1)
         return scatter_into(g.reshape((-1,)), (p * h * w,), 0, flat).reshape(xd.shape)
 
     values = record_unary(input, y.reshape(*lead, oh, ow), rule, diff=diff)

@@ -571,6 +571,17 @@ def _rows(stride: Pair, out_hw: Pair, wp: int, flat: bool) -> Rows:
     return oh, ow, stride[0] * wp, ow, stride[1]
 
 
+def _on_gpu(a: Any) -> bool:
+    """Whether ``a`` is a GPU array (the ``Cuda`` device's CuPy arrays)."""
+    return a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")
+
+
+def _gpu() -> Any:
+    from gradtape.devices.kernels import cuda
+
+    return cuda
+
+
 def _pad(x: Array, pads: Pads) -> Array:
     """``x`` zero padded by ``pads`` (``x`` itself without padding): the direct kernels' input."""
     if any(pads[0] + pads[1]):
@@ -809,6 +820,8 @@ def bias_grad(g: Array) -> Array:
     order (one thread per channel in the parallel variant), so results do not vary from run
     to run. numpy's ``g.sum(axis=(0, 2, 3))`` took 22-31 us on the digits CNN's small maps and
     270 us on the conv block's (32, 64, 32, 32)."""
+    if _on_gpu(g):
+        return _gpu().bias_grad(g)  # type: ignore[no-any-return]
     g3 = _c(g).reshape(g.shape[0], g.shape[1], math.prod(g.shape[2:]))
     out = np.empty(g.shape[1], g.dtype)
     (_bias_grad_parallel if g3.size >= PARALLEL_COPY else _bias_grad_serial)(g3, out)
@@ -868,8 +881,11 @@ def forward(
     every window lies inside the padded input). Returns ``(out, cols)``: a new C-contiguous
     ``(N, O, OH, OW)`` array of ``x``'s dtype, and the im2col chunks' columns when
     ``keep_cols`` asked for them, im2col ran and they take at most :data:`COLS_MAX_BYTES`
-    (else ``None``); pass them on to :func:`backward`.
+    (else ``None``); pass them on to :func:`backward`. GPU arrays go to
+    :func:`gradtape.devices.kernels.cuda.conv_forward`.
     """
+    if _on_gpu(x):
+        return _gpu().conv_forward(x, w, stride, pads, dilation, groups, out_hw, bias), None
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     oh, ow = out_hw
@@ -934,8 +950,12 @@ def backward(
     ``gx[n, g*C/G + c, i*sh + a*dh - pt, j*sw + b*dw - pl] += w[o, c, a, b] * g[n, o, i, j]``
     (terms landing in the padding dropped) and ``gw[o, c, a, b] = sum_{n, i, j} g[n, o, i, j]
     * xpad[n, g*C/G + c, i*sh + a*dh, j*sw + b*dw]``. ``cols``: :func:`forward`'s kept columns
-    (else rebuilt per chunk when the weight gradient runs im2col).
+    (else rebuilt per chunk when the weight gradient runs im2col). GPU arrays go to
+    :func:`gradtape.devices.kernels.cuda.conv_backward`.
     """
+    if _on_gpu(g):
+        gx_, gw_ = _gpu().conv_backward(g, x, w, stride, pads, dilation, groups, want_x, want_w)
+        return gx_, gw_
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]

@@ -554,3 +554,245 @@ def attention_softmax_backward(d: Array, p: Array, drop: Array | None, causal: b
     r = t(scale) * p * (dd - (dd * p).sum(axis=-1, keepdims=True))
     d[...] = np.where(np.abs(r) < t(np.finfo(p.dtype).tiny), t(0), r)
     return d
+
+
+# ----- 2-D convolution (im2col by strided slices, products on cuBLAS) ----------------------
+
+
+def _conv_taps(kh: int, kw: int, stride: tuple[int, int], dilation: tuple[int, int], out_hw: tuple[int, int]) -> Any:
+    """For each tap ``(a, b)`` of the kernel, the slices of the padded input it reads for every
+    output position: rows ``a*dh + i*sh`` and columns ``b*dw + j*sw``."""
+    (sh, sw), (dh, dw), (oh, ow) = stride, dilation, out_hw
+    for a in range(kh):
+        for b in range(kw):
+            rows = slice(a * dh, a * dh + sh * (oh - 1) + 1, sh)
+            cols = slice(b * dw, b * dw + sw * (ow - 1) + 1, sw)
+            yield a, b, rows, cols
+
+
+def _im2col(xp: Array, kh: int, kw: int, stride: Any, dilation: Any, out_hw: Any) -> Array:
+    """The columns ``(N, C, KH, KW, OH, OW)`` of the padded input ``xp (N, C, Hp, Wp)``: one
+    strided copy per kernel tap."""
+    from gradtape.devices import _arrays
+
+    n, c = xp.shape[:2]
+    cols = _arrays.empty((n, c, kh, kw, *out_hw), xp.dtype, xp)
+    for a, b, rows, cs in _conv_taps(kh, kw, stride, dilation, out_hw):
+        cols[:, :, a, b] = xp[:, :, rows, cs]
+    return cols
+
+
+def _pad2(x: Array, pads: Any) -> Array:
+    return np.pad(x, [(0, 0), (0, 0), pads[0], pads[1]]) if any(pads[0] + pads[1]) else x
+
+
+def conv_forward(
+    x: Array, w: Array, stride: Any, pads: Any, dilation: Any, groups: int, out_hw: Any, bias: Array | None
+) -> Array:
+    """The GPU's :func:`gradtape.devices.kernels.conv.forward`: the cross-correlation of ``x (N,
+    C, H, W)`` zero padded by ``pads`` with ``w (O, C/G, KH, KW)`` plus ``bias``, as im2col
+    columns times the weight, one batched cuBLAS product over samples and groups."""
+    n = x.shape[0]
+    o, cg, kh, kw = w.shape
+    p = out_hw[0] * out_hw[1]
+    cols = _im2col(_pad2(x, pads), kh, kw, stride, dilation, out_hw).reshape(n, groups, cg * kh * kw, p)
+    out = np.matmul(w.reshape(groups, o // groups, cg * kh * kw), cols).reshape(n, o, *out_hw)
+    if bias is not None:
+        out += bias.reshape(1, o, 1, 1)
+    return out
+
+
+def conv_backward(
+    g: Array,
+    x: Array,
+    w: Array,
+    stride: Any,
+    pads: Any,
+    dilation: Any,
+    groups: int,
+    want_x: bool,
+    want_w: bool,
+) -> tuple[Array | None, Array | None]:
+    """The GPU's :func:`gradtape.devices.kernels.conv.backward`: ``gx`` as the weight's
+    transpose times ``g``, its columns added back onto the padded input tap by tap (col2im)
+    and the padding cut off; ``gw`` as ``g`` times the input's columns, summed over samples.
+    ``x`` is read only for ``gw`` (``backward_input`` passes a placeholder of its shape)."""
+    from gradtape.devices import _arrays
+
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh, ow = g.shape[2], g.shape[3]
+    kg, og, p = cg * kh * kw, o // groups, oh * ow
+    g4 = g.reshape(n, groups, og, p)
+    gx = gw = None
+    if want_w:
+        cols = _im2col(_pad2(x, pads), kh, kw, stride, dilation, (oh, ow)).reshape(n, groups, kg, p)
+        gw = np.matmul(g4, cols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+    if want_x:
+        dcols = np.matmul(w.reshape(groups, og, kg).swapaxes(-1, -2), g4).reshape(n, c, kh, kw, oh, ow)
+        (pt, pb), (pl, pr) = pads
+        gxp = _arrays.zeros((n, c, h + pt + pb, wd + pl + pr), g.dtype, g)
+        for a, b, rows, cs in _conv_taps(kh, kw, stride, dilation, (oh, ow)):
+            gxp[:, :, rows, cs] += dcols[:, :, a, b]
+        gx = gxp[:, :, pt : pt + h, pl : pl + wd]
+        if any(pads[0] + pads[1]):
+            gx = _arrays.contiguous(gx)
+    return gx, gw
+
+
+def bias_grad(g: Array) -> Array:
+    """A convolution bias's gradient on the GPU: ``g (N, O, ...)`` summed over every axis but 1."""
+    return g.sum(axis=(0, *range(2, g.ndim)))
+
+
+# ----- pooling and resampling of planes (P, H, W) ------------------------------------------
+
+
+def _pool_taps(k: Any, stride: Any, padding: Any, out_hw: Any, in_hw: Any, like: Array) -> Any:
+    """For each tap ``(a, b)`` of a pooling window, in the CPU kernels' scan order: the input
+    rows and columns it reads for every output position (clipped into the input), and whether
+    each is inside the input (a padded position is never read)."""
+    from gradtape.devices import _arrays
+
+    rows0 = _arrays.arange(out_hw[0], like) * stride[0] - padding[0]
+    cols0 = _arrays.arange(out_hw[1], like) * stride[1] - padding[1]
+    for a in range(k[0]):
+        r = rows0 + a
+        vr = (r >= 0) & (r < in_hw[0])
+        for b in range(k[1]):
+            c = cols0 + b
+            vc = (c >= 0) & (c < in_hw[1])
+            yield np.clip(r, 0, in_hw[0] - 1), np.clip(c, 0, in_hw[1] - 1), vr[:, None] & vc[None, :]
+
+
+def pool_maxmin(x: Array, k: Any, stride: Any, padding: Any, out_hw: Any, is_min: bool) -> tuple[Array, Array]:
+    """The GPU's :func:`gradtape.devices.kernels.pool.pool_maxmin`: ``(out, idx)`` for planes
+    ``x (P, H, W)``, the CPU kernel's rule: in scan order, the first element of the window,
+    then any strictly larger (smaller) value or any NaN replaces it; ``idx`` its flat index
+    ``h * W + w`` (int32)."""
+    h, w = x.shape[1], x.shape[2]
+    best: Any = None
+    have: Any = None
+    idx: Any = None
+    for r, c, valid in _pool_taps(k, stride, padding, out_hw, (h, w), x):
+        v = x[:, r[:, None], c[None, :]]
+        flat = (r[:, None] * w + c[None, :]).astype(np.int32)
+        if best is None:  # the first tap: taken even where padded, replaced by the first valid one
+            best, idx, have = v, np.broadcast_to(flat, v.shape), np.broadcast_to(valid, v.shape)
+            continue
+        better = (v < best) if is_min else (v > best)
+        take = valid & (~have | better | (v != v))
+        best = np.where(take, v, best)
+        idx = np.where(take, flat, idx)
+        have = have | valid
+    return best, idx.astype(np.int32)
+
+
+def pool_scatter_add(g: Array, idx: Array, in_hw: Any) -> Array:
+    """``(P, H, W)`` zeros with ``g[p, i]`` added at flat index ``idx[p, i]`` (repeats add up)."""
+    from gradtape.devices import _arrays
+
+    p = g.shape[0]
+    gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
+    planes = _arrays.arange(p, g)[:, None]
+    np.add.at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
+    return gx.reshape(p, *in_hw)
+
+
+def pool_avg(x: Array, k: Any, stride: Any, padding: Any, out_hw: Any) -> Array:
+    """Average pooling of planes ``x (P, H, W)``, zero padding counted (divisor ``kh * kw``),
+    the window's elements added in the CPU kernel's order."""
+    from gradtape.devices import _arrays
+
+    h, w = x.shape[1], x.shape[2]
+    acc = _arrays.zeros((x.shape[0], *out_hw), x.dtype, x)
+    zero = x.dtype.type(0)
+    for r, c, valid in _pool_taps(k, stride, padding, out_hw, (h, w), x):
+        acc = acc + np.where(valid, x[:, r[:, None], c[None, :]], zero)
+    return acc / x.dtype.type(k[0] * k[1])
+
+
+def pool_avg_backward(g: Array, k: Any, stride: Any, padding: Any, in_hw: Any) -> Array:
+    """The gradient ``(P, H, W)`` of :func:`pool_avg`: each output's gradient over ``kh * kw``
+    added to its window's inputs."""
+    from gradtape.devices import _arrays
+
+    p = g.shape[0]
+    gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
+    d = g / g.dtype.type(k[0] * k[1])
+    planes = _arrays.arange(p, g)[:, None, None]
+    zero = g.dtype.type(0)
+    for r, c, valid in _pool_taps(k, stride, padding, g.shape[1:], in_hw, g):
+        flat = r[:, None] * in_hw[1] + c[None, :]
+        np.add.at(gx, (planes, flat[None]), np.where(valid, d, zero))
+    return gx.reshape(p, *in_hw)
+
+
+def bilinear(x: Array, th: Any, tw: Any) -> Array:
+    """Bilinear resampling of planes ``x (P, H, W)`` on the taps ``th = (h0, h1, lh0, lh1)``,
+    ``tw``: ``la0 * (lb0 * x[a0, b0] + lb1 * x[a0, b1]) + la1 * (lb0 * x[a1, b0] + lb1 * x[a1, b1])``,
+    the CPU kernel's expression."""
+    from gradtape.devices import _arrays
+
+    h0, h1, lh0, lh1 = (_arrays.into_memory_of(a, x) for a in th)
+    w0, w1, lw0, lw1 = (_arrays.into_memory_of(a, x) for a in tw)
+    la0, la1, lb0, lb1 = lh0[:, None], lh1[:, None], lw0[None, :], lw1[None, :]
+
+    def at(r: Array, c: Array) -> Array:
+        return x[:, r[:, None], c[None, :]]
+
+    return la0 * (lb0 * at(h0, w0) + lb1 * at(h0, w1)) + la1 * (lb0 * at(h1, w0) + lb1 * at(h1, w1))
+
+
+def bilinear_backward(g: Array, th: Any, tw: Any, in_hw: Any) -> Array:
+    """The gradient ``(P, H, W)`` of :func:`bilinear`: each output gradient spread over its four
+    taps with their weights."""
+    from gradtape.devices import _arrays
+
+    h0, h1, lh0, lh1 = (_arrays.into_memory_of(a, g) for a in th)
+    w0, w1, lw0, lw1 = (_arrays.into_memory_of(a, g) for a in tw)
+    gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
+    for r, lr in ((h0, lh0), (h1, lh1)):
+        for c, lc in ((w0, lw0), (w1, lw1)):
+            key: Any = (slice(None), r[:, None], c[None, :])
+            np.add.at(gx, key, lr[:, None] * lc[None, :] * g)
+    return gx
+
+
+def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Any) -> Array:
+    """The gradient ``(P, H, W)`` of ``x[:, ih[:, None], iw]`` given the output's gradient ``g``."""
+    from gradtape.devices import _arrays
+
+    ih, iw = _arrays.into_memory_of(ih, g), _arrays.into_memory_of(iw, g)
+    gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
+    key: Any = (slice(None), ih[:, None], iw[None, :])
+    np.add.at(gx, key, g)
+    return gx
+
+
+def channel_affine(y: Array, w: Array | None, b: Array | None) -> None:
+    """``y[:, c] = y[:, c] * w[c] + b[c]`` in place on the GPU (a grouped norm's affine)."""
+    shape = (1, y.shape[1]) + (1,) * (y.ndim - 2)
+    if w is not None:
+        y *= w.reshape(shape)
+    if b is not None:
+        y += b.reshape(shape)
+
+
+def channel_affine_backward(
+    g: Array, x: Array, mean: Array, rstd: Array, need_dw: bool, need_db: bool
+) -> tuple[Array | None, Array | None]:
+    """The GPU's :func:`gradtape.devices.kernels.norm.channel_affine_backward`: with ``G``
+    groups, ``x_hat[n, c] = (x[n, c] - mean[n, c // (C/G)]) * rstd[n, c // (C/G)]``,
+    ``dw[c] = sum(g[:, c] * x_hat[:, c])`` and ``db[c] = sum(g[:, c])``."""
+    n, c = x.shape[:2]
+    groups = mean.shape[1]
+    x4 = x.reshape(n, groups, c // groups, -1)
+    g4 = g.reshape(n, groups, c // groups, -1)
+    dw = db = None
+    if need_dw:
+        xh = (x4 - mean[:, :, None, None]) * rstd[:, :, None, None]
+        dw = (g4 * xh).sum(axis=(0, 3)).reshape(c)
+    if need_db:
+        db = g4.sum(axis=(0, 3)).reshape(c)
+    return dw, db

@@ -548,6 +548,11 @@ def channel_affine(y: Array, w: Array | None, b: Array | None) -> None:
     """
     if w is None and b is None:
         return
+    if y.__class__ is not np.ndarray and hasattr(y, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        cuda.channel_affine(y, w, b)
+        return
     if y.ndim < 2 or not y.flags.c_contiguous:
         raise ShapeError(f"channel_affine: needs a C-contiguous (N, C, *) array, got shape {y.shape}")
     c = y.shape[1]
@@ -585,6 +590,11 @@ def channel_affine_backward(
     dt = x.dtype
     if not (need_dw or need_db):
         return None, None
+    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+        from gradtape.devices.kernels import cuda
+
+        gpu: tuple[Array | None, Array | None] = cuda.channel_affine_backward(g, x, mean, rstd, need_dw, need_db)
+        return gpu
     dw = np.empty(c if need_dw else 0, dt)
     db = np.empty(c if need_db else 0, dt)
     m = math.prod(x.shape[2:])

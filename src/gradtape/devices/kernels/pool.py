@@ -307,6 +307,18 @@ _nearest_serial, _nearest_parallel = serial_and_parallel(_nearest)
 # ----- wrappers (arrays are (P, H, W) planes; callers reshape NCHW tensors) -----------------
 
 
+def _on_gpu(a: Any) -> bool:
+    """Whether ``a`` is a GPU array: the ``Cuda`` device's planes go to
+    :mod:`gradtape.devices.kernels.cuda` (same rules, array expressions on CuPy)."""
+    return a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")
+
+
+def _gpu() -> Any:
+    from gradtape.devices.kernels import cuda
+
+    return cuda
+
+
 def _c(a: Array) -> Array:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
@@ -320,6 +332,8 @@ def pool_maxmin(
     """Max (or min) pooling of planes ``x (P, H, W)``: returns ``(out (P, OH, OW), idx)``,
     ``idx`` the int32 flat index ``h * W + w`` of each output's source in its plane (``None``
     when not ``want_idx`` and the window is the common 2x2, stride-2, unpadded one)."""
+    if _on_gpu(x):
+        return _gpu().pool_maxmin(x, k, stride, padding, out_hw, is_min)  # type: ignore[no-any-return]
     p = x.shape[0]
     out = np.empty((p, *out_hw), x.dtype)
     big = out.size * k[0] * k[1] >= PARALLEL_WORK
@@ -349,6 +363,8 @@ def pool_maxmin(
 
 def scatter_add(g: Array, idx: Array, in_hw: Pair) -> Array:
     """A new ``(P, H, W)`` array of zeros with ``g[p, i]`` added at flat index ``idx[p, i]``."""
+    if _on_gpu(g):
+        return _gpu().pool_scatter_add(g, idx, in_hw)  # type: ignore[no-any-return]
     p = g.shape[0]
     gx = np.zeros((p, in_hw[0] * in_hw[1]), g.dtype)
     kernel = _scatter_parallel if g.size >= PARALLEL_WORK else _scatter_serial
@@ -358,6 +374,8 @@ def scatter_add(g: Array, idx: Array, in_hw: Pair) -> Array:
 
 def pool_avg(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair) -> Array:
     """Average pooling of planes ``x (P, H, W)`` with zero padding counted: a new ``(P, OH, OW)``."""
+    if _on_gpu(x):
+        return _gpu().pool_avg(x, k, stride, padding, out_hw)  # type: ignore[no-any-return]
     out = np.empty((x.shape[0], *out_hw), x.dtype)
     kernel = _avg_parallel if out.size * k[0] * k[1] >= PARALLEL_WORK else _avg_serial
     kernel(_c(x), out, k[0], k[1], stride[0], stride[1], padding[0], padding[1], False)
@@ -366,6 +384,8 @@ def pool_avg(x: Array, k: Pair, stride: Pair, padding: Pair, out_hw: Pair) -> Ar
 
 def pool_avg_backward(g: Array, k: Pair, stride: Pair, padding: Pair, in_hw: Pair) -> Array:
     """The gradient ``(P, H, W)`` of :func:`pool_avg` given the output's gradient ``g``."""
+    if _on_gpu(g):
+        return _gpu().pool_avg_backward(g, k, stride, padding, in_hw)  # type: ignore[no-any-return]
     gx = np.zeros((g.shape[0], *in_hw), g.dtype)
     kernel = _avg_parallel if g.size * k[0] * k[1] >= PARALLEL_WORK else _avg_serial
     kernel(gx, _c(g), k[0], k[1], stride[0], stride[1], padding[0], padding[1], True)
@@ -374,6 +394,8 @@ def pool_avg_backward(g: Array, k: Pair, stride: Pair, padding: Pair, in_hw: Pai
 
 def bilinear(x: Array, th: Taps, tw: Taps) -> Array:
     """Bilinear resampling of planes ``x (P, H, W)`` to ``(P, len(th[0]), len(tw[0]))``."""
+    if _on_gpu(x):
+        return _gpu().bilinear(x, th, tw)  # type: ignore[no-any-return]
     y = np.empty((x.shape[0], th[0].shape[0], tw[0].shape[0]), x.dtype)
     kernel = _bilinear_parallel if y.size >= PARALLEL_WORK else _bilinear_serial
     kernel(_c(x), y, th, tw, False)
@@ -382,6 +404,8 @@ def bilinear(x: Array, th: Taps, tw: Taps) -> Array:
 
 def bilinear_backward(g: Array, th: Taps, tw: Taps, in_hw: Pair) -> Array:
     """The gradient ``(P, H, W)`` of :func:`bilinear` given the output's gradient ``g``."""
+    if _on_gpu(g):
+        return _gpu().bilinear_backward(g, th, tw, in_hw)  # type: ignore[no-any-return]
     gx = np.zeros((g.shape[0], *in_hw), g.dtype)
     kernel = _bilinear_parallel if g.size >= PARALLEL_WORK else _bilinear_serial
     kernel(gx, _c(g), th, tw, True)
@@ -390,6 +414,8 @@ def bilinear_backward(g: Array, th: Taps, tw: Taps, in_hw: Pair) -> Array:
 
 def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Pair) -> Array:
     """The gradient ``(P, H, W)`` of ``x[:, ih[:, None], iw]`` given the output's gradient ``g``."""
+    if _on_gpu(g):
+        return _gpu().nearest_backward(g, ih, iw, in_hw)  # type: ignore[no-any-return]
     gx = np.zeros((g.shape[0], *in_hw), g.dtype)
     kernel = _nearest_parallel if g.size >= PARALLEL_WORK else _nearest_serial
     kernel(gx, _c(g), ih, iw)
