@@ -32,22 +32,31 @@ SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 Array = np.ndarray[Any, Any]
 
 
+def _child_pytest(test: Path, **env: str) -> str:
+    """Run the test file ``test`` in a child pytest with ``env`` added; return its summary line
+    after checking that it passed (a module skipped whole, for want of numba-cuda or the
+    stand-in, would report no test passed)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=str(test.parent),
+    )
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    summary = r.stdout.strip().splitlines()[-1]
+    assert " passed" in summary, r.stdout[-2000:]
+    return summary
+
+
 def test_the_kernels_under_the_simulator() -> None:
     """Run this file's kernel tests in a child process under numba-cuda's simulator."""
     if SIMULATED:
         pytest.skip("this is the child run")
     pytest.importorskip("numba.cuda")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and "skipped" not in r.stdout.split("passed")[0][-40:], r.stdout[-2000:]
+    _child_pytest(Path(__file__), NUMBA_ENABLE_CUDASIM="1")
 
 
 def test_the_gpu_suite_on_cupys_cpu_stand_in() -> None:
@@ -61,19 +70,8 @@ def test_the_gpu_suite_on_cupys_cpu_stand_in() -> None:
 
     if cuda_available():
         pytest.skip("a real GPU is here: tests/test_cuda.py runs on it instead")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "GRADTAPE_FAKE_CUPY": "1"}
-    test = str(Path(__file__).with_name("test_cuda.py"))
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=str(Path(__file__).parent),
-    )
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and "skipped" not in r.stdout.splitlines()[-1], r.stdout[-2000:]
+    summary = _child_pytest(Path(__file__).with_name("test_cuda.py"), NUMBA_ENABLE_CUDASIM="1", GRADTAPE_FAKE_CUPY="1")
+    assert "skipped" not in summary, summary
 
 
 sim = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator child process")

@@ -77,24 +77,26 @@ def writeable(a: Any) -> bool:
     return bool(a.flags.writeable)
 
 
-def zeros(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
-    """Zeros of ``shape`` and ``dtype`` in the memory ``like`` lives in (``None``: the CPU)."""
-    if like is None or like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__"):
-        return np.zeros(shape, dtype)
+def _on_gpu(like: Any) -> bool:
+    return like is not None and like.__class__ is not _nd and hasattr(like, "__cuda_array_interface__")
+
+
+def _gpu_call(like: Any, name: str, *args: Any, **kwargs: Any) -> Array:
+    """CuPy's ``name(*args, **kwargs)`` on ``like``'s GPU."""
     import cupy
 
     with like.device:
-        return cupy.zeros(shape, dtype)  # type: ignore[no-any-return]
+        return getattr(cupy, name)(*args, **kwargs)  # type: ignore[no-any-return]
+
+
+def zeros(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
+    """Zeros of ``shape`` and ``dtype`` in the memory ``like`` lives in (``None``: the CPU)."""
+    return _gpu_call(like, "zeros", shape, dtype) if _on_gpu(like) else np.zeros(shape, dtype)
 
 
 def ones(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
     """Ones of ``shape`` and ``dtype`` in the memory ``like`` lives in (``None``: the CPU)."""
-    if like is None or like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__"):
-        return np.ones(shape, dtype)
-    import cupy
-
-    with like.device:
-        return cupy.ones(shape, dtype)  # type: ignore[no-any-return]
+    return _gpu_call(like, "ones", shape, dtype) if _on_gpu(like) else np.ones(shape, dtype)
 
 
 def same_device(a: Any, b: Any) -> bool:
@@ -143,32 +145,17 @@ def contiguous(a: Any, dtype: Any = None) -> Array:
 def arange(n: int, like: Any, dtype: Any = None) -> Array:
     """``np.arange(n, dtype)`` in the memory ``like`` lives in (numpy's ``like=`` does not
     reach CuPy 14 under numpy 2.5: it passes a ``device`` argument CuPy refuses)."""
-    if like is None or like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__"):
-        return np.arange(n, dtype=dtype)
-    import cupy
-
-    with like.device:
-        return cupy.arange(n, dtype=dtype)  # type: ignore[no-any-return]
+    return _gpu_call(like, "arange", n, dtype=dtype) if _on_gpu(like) else np.arange(n, dtype=dtype)
 
 
 def full(shape: tuple[int, ...], value: Any, dtype: Any, like: Any) -> Array:
     """``np.full(shape, value, dtype)`` in the memory ``like`` lives in."""
-    if like is None or like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__"):
-        return np.full(shape, value, dtype)
-    import cupy
-
-    with like.device:
-        return cupy.full(shape, value, dtype)  # type: ignore[no-any-return]
+    return _gpu_call(like, "full", shape, value, dtype) if _on_gpu(like) else np.full(shape, value, dtype)
 
 
 def empty(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
     """``np.empty(shape, dtype)`` in the memory ``like`` lives in (``None``: the CPU)."""
-    if like is None or like.__class__ is _nd or not hasattr(like, "__cuda_array_interface__"):
-        return np.empty(shape, dtype)
-    import cupy
-
-    with like.device:
-        return cupy.empty(shape, dtype)  # type: ignore[no-any-return]
+    return _gpu_call(like, "empty", shape, dtype) if _on_gpu(like) else np.empty(shape, dtype)
 
 
 def into_memory_of(a: Any, like: Any) -> Array:
