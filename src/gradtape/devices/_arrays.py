@@ -22,10 +22,11 @@ __all__ = [
     "copy",
     "is_device_spec",
     "is_host",
-    "writeable",
+    "on_gpu",
     "ones",
     "resolve_device",
     "same_device",
+    "writeable",
     "xp_of",
     "zeros",
 ]
@@ -77,8 +78,11 @@ def writeable(a: Any) -> bool:
     return bool(a.flags.writeable)
 
 
-def _on_gpu(like: Any) -> bool:
-    return like is not None and like.__class__ is not _nd and hasattr(like, "__cuda_array_interface__")
+def on_gpu(a: Any) -> bool:
+    """Whether ``a`` is a GPU array (CuPy's: it exposes ``__cuda_array_interface__``), the
+    test every CPU kernel wrapper makes before handing the array to the ``Cuda`` device's
+    kernels (:mod:`gradtape.devices.kernels.cuda`)."""
+    return a is not None and a.__class__ is not _nd and hasattr(a, "__cuda_array_interface__")
 
 
 def _gpu_call(like: Any, name: str, *args: Any, **kwargs: Any) -> Array:
@@ -91,12 +95,12 @@ def _gpu_call(like: Any, name: str, *args: Any, **kwargs: Any) -> Array:
 
 def zeros(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
     """Zeros of ``shape`` and ``dtype`` in the memory ``like`` lives in (``None``: the CPU)."""
-    return _gpu_call(like, "zeros", shape, dtype) if _on_gpu(like) else np.zeros(shape, dtype)
+    return _gpu_call(like, "zeros", shape, dtype) if on_gpu(like) else np.zeros(shape, dtype)
 
 
 def ones(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
     """Ones of ``shape`` and ``dtype`` in the memory ``like`` lives in (``None``: the CPU)."""
-    return _gpu_call(like, "ones", shape, dtype) if _on_gpu(like) else np.ones(shape, dtype)
+    return _gpu_call(like, "ones", shape, dtype) if on_gpu(like) else np.ones(shape, dtype)
 
 
 def same_device(a: Any, b: Any) -> bool:
@@ -145,17 +149,17 @@ def contiguous(a: Any, dtype: Any = None) -> Array:
 def arange(n: int, like: Any, dtype: Any = None) -> Array:
     """``np.arange(n, dtype)`` in the memory ``like`` lives in (numpy's ``like=`` does not
     reach CuPy 14 under numpy 2.5: it passes a ``device`` argument CuPy refuses)."""
-    return _gpu_call(like, "arange", n, dtype=dtype) if _on_gpu(like) else np.arange(n, dtype=dtype)
+    return _gpu_call(like, "arange", n, dtype=dtype) if on_gpu(like) else np.arange(n, dtype=dtype)
 
 
 def full(shape: tuple[int, ...], value: Any, dtype: Any, like: Any) -> Array:
     """``np.full(shape, value, dtype)`` in the memory ``like`` lives in."""
-    return _gpu_call(like, "full", shape, value, dtype) if _on_gpu(like) else np.full(shape, value, dtype)
+    return _gpu_call(like, "full", shape, value, dtype) if on_gpu(like) else np.full(shape, value, dtype)
 
 
 def empty(shape: tuple[int, ...], dtype: Any, like: Any) -> Array:
     """``np.empty(shape, dtype)`` in the memory ``like`` lives in (``None``: the CPU)."""
-    return _gpu_call(like, "empty", shape, dtype) if _on_gpu(like) else np.empty(shape, dtype)
+    return _gpu_call(like, "empty", shape, dtype) if on_gpu(like) else np.empty(shape, dtype)
 
 
 def into_memory_of(a: Any, like: Any) -> Array:

@@ -49,6 +49,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
 from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, sum_to, tensor_operand
@@ -312,10 +313,6 @@ def _accum_other(grads: Gradients, g: Array, i: int, s: Array, d: Any) -> None:
         grads._addmul_scratch(i, d, g)
     else:  # a number, a numpy scalar of a 0-d input, a view, another dtype, a GPU array
         grads._accum(i, np.multiply(g, d, dtype=g.dtype))
-
-
-def _on_gpu(a: Any) -> bool:
-    return hasattr(a, "__cuda_array_interface__")
 
 
 # ----- the second rule: g * f'(s) in gradtape ops --------------------------------------------

@@ -35,6 +35,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import (
     _F32,
@@ -473,12 +474,6 @@ a kernel call plus an ``np.empty`` there); from it the kernel (measured on 64x12
 
 def _big(n: int) -> bool:
     return n >= PARALLEL_THRESHOLD
-
-
-def _on_gpu(x: Any) -> bool:
-    """Whether ``x`` is a GPU array (the ``Cuda`` device's): its activations run in
-    :mod:`gradtape.devices.kernels.cuda`."""
-    return x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__")
 
 
 def _cuda() -> Any:

@@ -106,6 +106,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import onednn as _od
 from gradtape.devices.kernels._jit import REASSOC, jit, serial_and_parallel
@@ -569,11 +570,6 @@ def _rows(stride: Pair, out_hw: Pair, wp: int, flat: bool) -> Rows:
     if flat:
         return 1, (oh - 1) * wp + ow, 0, 0, 1
     return oh, ow, stride[0] * wp, ow, stride[1]
-
-
-def _on_gpu(a: Any) -> bool:
-    """Whether ``a`` is a GPU array (the ``Cuda`` device's CuPy arrays)."""
-    return a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")
 
 
 def _gpu() -> Any:

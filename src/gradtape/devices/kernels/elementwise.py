@@ -21,6 +21,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.errors import DTypeError, ShapeError
 
@@ -229,12 +230,6 @@ def _fused(op: str, kernels: tuple[Any, Any], out: Array, *ins: Array) -> bool:
         return True
     _fallback_shape(op, out, *ins)
     return False
-
-
-def _on_gpu(a: Any) -> bool:
-    """Whether ``a`` is a GPU array (CuPy's: ``__cuda_array_interface__``), which the
-    ``Cuda`` device's kernels take (:mod:`gradtape.devices.kernels.cuda`)."""
-    return a.__class__ is not _ND and hasattr(a, "__cuda_array_interface__")
 
 
 def _gpu_kernel(op: str) -> Any:

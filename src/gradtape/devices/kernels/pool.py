@@ -23,6 +23,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 
 __all__ = [
@@ -305,12 +306,6 @@ _nearest_serial, _nearest_parallel = serial_and_parallel(_nearest)
 
 
 # ----- wrappers (arrays are (P, H, W) planes; callers reshape NCHW tensors) -----------------
-
-
-def _on_gpu(a: Any) -> bool:
-    """Whether ``a`` is a GPU array: the ``Cuda`` device's planes go to
-    :mod:`gradtape.devices.kernels.cuda` (same rules, array expressions on CuPy)."""
-    return a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")
 
 
 def _gpu() -> Any:
