@@ -209,3 +209,18 @@ def test_ops_mixing_devices_name_both(expr: str) -> None:
         gradtape.DeviceError, match=rf"{op or ''}.*: tensors on different devices: .*(cuda:0.*cpu|cpu.*cuda:0)"
     ):
         eval(expr, {"gradtape": gradtape, "F": F, "g": g, "c": c})
+
+
+def test_deepcopy_and_pickle_keep_the_device() -> None:
+    """copy.deepcopy(model) (an EMA or target network) and pickling keep GPU tensors on the GPU."""
+    import copy
+    import pickle
+
+    model = _mlp(7, np.float32).to("cuda")
+    twin = copy.deepcopy(model)
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        assert b.is_cuda and a.id != b.id
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    t = gradtape.tensor([[1.0, 2.0]], device="cuda")
+    back = pickle.loads(pickle.dumps(t))
+    assert back.is_cuda and back.cpu().numpy().tolist() == [[1.0, 2.0]]
