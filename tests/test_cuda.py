@@ -224,3 +224,39 @@ def test_deepcopy_and_pickle_keep_the_device() -> None:
     t = gradtape.tensor([[1.0, 2.0]], device="cuda")
     back = pickle.loads(pickle.dumps(t))
     assert back.is_cuda and back.cpu().numpy().tolist() == [[1.0, 2.0]]
+
+
+@pytest.mark.parametrize(
+    ("kind", "kwargs"),
+    [
+        ("LSTM", {"num_layers": 2, "bidirectional": True}),
+        ("GRU", {"num_layers": 2, "batch_first": True}),
+        ("RNN", {"nonlinearity": "relu"}),
+    ],
+)
+def test_recurrent_layers_on_the_gpu_match_pytorch(kind: str, kwargs: dict[str, Any]) -> None:
+    """nn.LSTM/GRU/RNN moved to the GPU: outputs, final states and every parameter's gradient
+    against PyTorch float64 from the same weights (the GPU runs the recurrence as recorded ops)."""
+    gradtape.manual_seed(11)
+    g_layer = getattr(nn, kind)(3, 4, **kwargs).to(np.float64).to("cuda")
+    t_layer = getattr(torch.nn, kind)(3, 4, **kwargs).double()
+    t_layer.load_state_dict({k: torch.from_numpy(v.cpu().numpy().copy()) for k, v in g_layer.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 2, 3))
+    if kwargs.get("batch_first"):
+        x = x.transpose(1, 0, 2).copy()
+    gx = gradtape.tensor(x, device="cuda", requires_grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    g_out, g_state = g_layer(gx)
+    t_out, t_state = t_layer(tx)
+    g_h = g_state[0] if kind == "LSTM" else g_state
+    t_h = t_state[0] if kind == "LSTM" else t_state
+    assert g_out.is_cuda and g_h.is_cuda
+    np.testing.assert_allclose(g_out.cpu().numpy(), t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g_h.cpu().numpy(), t_h.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (g_out.sum() + g_h.sum()).backward()
+    (t_out.sum() + t_h.sum()).backward()
+    assert gx.grad is not None and gx.grad.is_cuda
+    np.testing.assert_allclose(gx.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+    for (name, p), tp in zip(g_layer.named_parameters(), t_layer.parameters(), strict=True):
+        assert p.grad is not None and p.grad.is_cuda, name
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)

@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import rnn as _kr
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import float_data
+from gradtape.ops._util import check_same_device, float_data
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -278,6 +280,9 @@ def recurrent_stack(
         raise ValueError(
             f"recurrent_stack: dropout_masks must be {nl - 1} arrays of shape {(nt, nb, nd * nh)} or None, got {shapes}"
         )
+    if _on_gpu(xd):  # the Cuda device: the layers in recorded gradtape ops
+        check_same_device(op, *given.values())
+        return _stack_on_gpu(op, kind, input, h0, c0, weights, nd, nl, masks)
     a = {key: np.ascontiguousarray(d, dt) for key, d in datas.items()}
     zero = np.zeros((nb, nh), dt)
     for k in range(nk):
@@ -322,6 +327,63 @@ def recurrent_stack(
 
     record(tape, list(outs), stack_backward, stack_diff)
     return result
+
+
+def _stack_on_gpu(
+    op: str,
+    kind: str,
+    input: Tensor[Any, Any],
+    h0: Tensor[Any, Any] | None,
+    c0: Tensor[Any, Any] | None,
+    weights: Sequence[Sequence[Tensor[Any, Any] | None]],
+    nd: int,
+    nl: int,
+    masks: Sequence[Array | None],
+) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
+    """:func:`recurrent_stack` on the ``Cuda`` device: each layer and direction is
+    :func:`_forward_ops` (the per-layer equations in recorded gradtape ops, whose backward the
+    tape then runs: a Python loop over time, correct but slow; the fused GPU recurrence is still
+    to come), directions concatenated on the feature axis, dropout's masks applied between
+    layers. Same outputs as the CPU path."""
+    from gradtape.ops.shape import concat, stack
+
+    xd = input.data
+    nb = xd.shape[1]
+    lstm = kind == "lstm"
+    relu = kind == "rnn_relu"
+    layer_in = input
+    hs: list[Tensor[Any, Any]] = []
+    cs: list[Tensor[Any, Any]] = []
+    for layer in range(nl):
+        outs = []
+        for d in range(nd):
+            k = layer * nd + d
+            w_ih, w_hh, b_ih, b_hh = weights[k]
+            assert w_ih is not None and w_hh is not None
+            nh = w_hh.shape[1]
+            zero = input._like(_arrays.zeros((nb, nh), xd.dtype, xd))
+            ts: dict[str, Any] = {
+                "input": layer_in,
+                "h0": h0[k] if h0 is not None else zero,
+                "weight_ih": w_ih,
+                "weight_hh": w_hh,
+            }
+            if lstm:
+                ts["c0"] = c0[k] if c0 is not None else zero
+            if b_ih is not None:
+                ts["bias_ih"] = b_ih
+            if b_hh is not None:
+                ts["bias_hh"] = b_hh
+            order, outs_t, last, _, _ = _forward_ops(op, ts, d == 1, relu)
+            outs.append(stack([outs_t[t] for t in range(len(order))], axis=0))
+            hs.append(last["h"])
+            if lstm:
+                cs.append(last["c"])
+        layer_in = outs[0] if nd == 1 else concat(outs, axis=2)
+        mask = masks[layer] if layer < nl - 1 else None
+        if mask is not None:
+            layer_in = layer_in * input._like(_arrays.into_memory_of(mask.astype(xd.dtype, copy=False), xd))
+    return layer_in, stack(hs, axis=0), stack(cs, axis=0) if lstm else None
 
 
 def _stack_vjp_ops(
@@ -459,6 +521,13 @@ def _run(
     given = {nm: t for nm, t in tensors.items() if t is not None}
     datas = {nm: float_data(op, t, nm) for nm, t in given.items()}
     dt = _check(op, datas)
+    if _on_gpu(x.data):  # the Cuda device: the recurrence in recorded gradtape ops
+        check_same_device(op, *given.values())
+        from gradtape.ops.shape import stack
+
+        order, outs_t, last, _, _ = _forward_ops(op, given, reverse, relu)
+        out = stack([outs_t[t] for t in range(len(order))], axis=0)
+        return [out, last["h"]] if c0 is None else [out, last["h"], last["c"]]
     a = {nm: np.ascontiguousarray(d, dt) for nm, d in datas.items()}
     run = _kr.Recurrence(
         _kind(op, relu),
@@ -497,21 +566,22 @@ def _run(
     return outs
 
 
-def _vjp_ops(op: str, gs: list[Any], ts: dict[str, Any], reverse: bool, relu: bool) -> dict[str, Any]:
-    """The op's gradients for every given input (``ts``: the rebuilt input tensors by argument
-    name), from the outputs' gradients ``gs`` (tensors), in gradtape ops, so that they are
-    recorded and can be differentiated again: the forward recurrence recomputed, then the
-    adjoint recurrence, each a Python loop over time."""
-    from gradtape.ops.compare import where
-    from gradtape.ops.shape import concat, stack
-
+def _forward_ops(
+    op: str, ts: dict[str, Any], reverse: bool, relu: bool
+) -> tuple[list[int], dict[int, Any], dict[str, Any], dict[int, Any], dict[int, tuple[Any, ...]]]:
+    """The op's forward recurrence in gradtape ops (recorded, so differentiable to any order;
+    a Python loop over time): ``(order, outs, last, prev, keep)``, the steps in the order run,
+    each step's hidden state ``outs[t]``, the final states ``last["h"]`` (and ``last["c"]``
+    for the LSTM), each step's previous hidden state and what the adjoint needs. The second
+    rules build on it, and so does the ``Cuda`` device's forward (whose backward is then the
+    recorded ops')."""
     x, h, w_ih, w_hh = ts["input"], ts["h0"], ts["weight_ih"], ts["weight_hh"]
     b_ih, b_hh = ts.get("bias_ih"), ts.get("bias_hh")
-    nt, nb, ni = x.shape
+    nt = x.shape[0]
     nh = w_hh.shape[1]
-    ng = w_hh.shape[0]
     order = list(range(nt - 1, -1, -1) if reverse else range(nt))
     xp = x @ w_ih.transpose(0, 1)  # (T, B, G)
+    outs: dict[int, Any] = {}
     if b_ih is not None:
         xp = xp + b_ih
     w_t = w_hh.transpose(0, 1)
@@ -528,7 +598,7 @@ def _vjp_ops(op: str, gs: list[Any], ts: dict[str, Any], reverse: bool, relu: bo
             hn = hp[:, 2 * nh :]
             n = (xp[t][:, 2 * nh :] + r * hn).tanh()
             keep[t] = (r, z, n, hn)
-            h = (1.0 - z) * n + z * h
+            h = outs[t] = (1.0 - z) * n + z * h
             continue
         pre = xp[t] + hp if b_hh is None else xp[t] + hp + b_hh
         if op == "lstm_layer":
@@ -540,10 +610,26 @@ def _vjp_ops(op: str, gs: list[Any], ts: dict[str, Any], reverse: bool, relu: bo
             c = f * c + i * g
             tc = c.tanh()
             keep[t] = (*keep[t], tc)
-            h = o * tc
+            h = outs[t] = o * tc
         else:
-            h = pre.relu() if relu else pre.tanh()
+            h = outs[t] = pre.relu() if relu else pre.tanh()
             keep[t] = (h,)
+    last = {"h": h, "c": c}
+    return order, outs, last, prev, keep
+
+
+def _vjp_ops(op: str, gs: list[Any], ts: dict[str, Any], reverse: bool, relu: bool) -> dict[str, Any]:
+    """The op's gradients for every given input (``ts``: the rebuilt input tensors by argument
+    name), from the outputs' gradients ``gs`` (tensors), in gradtape ops, so that they are
+    recorded and can be differentiated again: the forward recurrence recomputed, then the
+    adjoint recurrence, each a Python loop over time."""
+    from gradtape.ops.compare import where
+    from gradtape.ops.shape import concat, stack
+
+    x, w_ih, w_hh = ts["input"], ts["weight_ih"], ts["weight_hh"]
+    nt, nb, ni = x.shape
+    ng, nh = w_hh.shape
+    order, _, _, prev, keep = _forward_ops(op, ts, reverse, relu)
     g_out = gs[0]
     rec = gs[1]
     dc = gs[2] if op == "lstm_layer" else None
