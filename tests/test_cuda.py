@@ -260,3 +260,27 @@ def test_recurrent_layers_on_the_gpu_match_pytorch(kind: str, kwargs: dict[str, 
     for (name, p), tp in zip(g_layer.named_parameters(), t_layer.parameters(), strict=True):
         assert p.grad is not None and p.grad.is_cuda, name
         np.testing.assert_allclose(p.grad.cpu().numpy(), tp.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_selective_scan_on_the_gpu_matches_pytorch(gated: bool) -> None:
+    """Mamba's selective scan on the GPU (recorded ops): output and every input's gradient
+    against PyTorch float64's sequential recurrence."""
+    import test_ops_scan as ts
+
+    from gradtape import ops
+
+    arrays: list[Any] = ts._inputs(2, 6, 3, 2)
+    if not gated:
+        arrays[6] = None
+    w = np.random.default_rng(3).standard_normal((2, 6, 3))
+    want_y, want_g = ts._reference(arrays, w)
+    leaves: list[Any] = [None if a is None else gradtape.tensor(a, device="cuda", requires_grad=True) for a in arrays]
+    y = ops.selective_scan(*leaves)
+    assert y.is_cuda
+    (y * gradtape.tensor(w, device="cuda")).sum().backward()
+    np.testing.assert_allclose(y.cpu().numpy(), want_y, rtol=1e-10, atol=1e-12)
+    for leaf, want in zip(leaves, want_g, strict=True):
+        if leaf is not None and want is not None:
+            assert leaf.grad is not None and leaf.grad.is_cuda
+            np.testing.assert_allclose(leaf.grad.cpu().numpy(), want, rtol=1e-9, atol=1e-11)

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from gradtape._typing import typed_as
+from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import scan as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import scan as _sig
-from gradtape.ops._util import float_data
+from gradtape.ops._util import check_same_device, float_data
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -97,6 +99,12 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
         raise DTypeError(f"{_OP}: all inputs must be float32, or all float64; got {desc}")
     dtype = np.dtype(f"f{dtypes.pop()}")  # native byte order
     _check_shapes({nm: d.shape for nm, d in datas.items()})
+    if _on_gpu(datas["x"]):  # the Cuda device: the recurrence in recorded gradtape ops (slow, correct)
+        from gradtape.ops.shape import stack
+
+        check_same_device(_OP, *(t for _, t in given))
+        y_t = stack(_scan_forward_ops(x, dt, A, B, C, D)[2], axis=1)
+        return y_t * z * z.sigmoid() if z is not None else y_t
     xd, dtd, ad, bd, cd = (np.ascontiguousarray(datas[nm], dtype) for nm in ("x", "dt", "A", "B", "C"))
     nch = xd.shape[2]
     dd = np.ascontiguousarray(datas["D"], dtype) if D is not None else np.zeros(nch, dtype)
@@ -190,6 +198,30 @@ def _check_shapes(shapes: dict[str, tuple[int, ...]]) -> None:
         raise ShapeError(f"{_OP}: length 0 (x {shapes['x']}): the scan needs at least one step")
 
 
+def _scan_forward_ops(
+    x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any, outputs: bool = True
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The scan's forward recurrence in gradtape ops (recorded; a Python loop over time):
+    ``(hs, decays, ys)``, each step's state ``h_t`` ``(batch, channels, state)``, decay
+    ``exp(dt_t A)`` and (with ``outputs``) pre-gate output ``y_t = C_t . h_t + D x_t``
+    ``(batch, channels)``. The second rule builds on it, and so does the ``Cuda`` device's
+    forward (whose backward the tape then runs)."""
+    nb, length, nch = x.shape
+    nst = A.shape[1]
+    h = x._like(_arrays.zeros((nb, nch, nst), x.dtype, x.data))
+    hs, decays, ys = [], [], []
+    for t in range(length):
+        dtt, xt = dt[:, t, :], x[:, t, :]
+        a_t = (dtt.reshape((nb, nch, 1)) * A).exp()
+        h = a_t * h + (dtt * xt).reshape((nb, nch, 1)) * B[:, t, :].reshape((nb, 1, nst))
+        hs.append(h)
+        decays.append(a_t)
+        if outputs:
+            yt = (h * C[:, t, :].reshape((nb, 1, nst))).sum(axis=-1)
+            ys.append(yt + D * xt if D is not None else yt)
+    return hs, decays, ys
+
+
 def _scan_vjp_ops(
     g: Any, x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any, z: Any
 ) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
@@ -201,18 +233,8 @@ def _scan_vjp_ops(
 
     nb, length, nch = x.shape
     nst = A.shape[1]
-    zeros = g._like(np.zeros((nb, nch, nst), g.dtype))
-    h = zeros
-    hs, decays, ys = [], [], []
-    for t in range(length):
-        dtt, xt = dt[:, t, :], x[:, t, :]
-        a_t = (dtt.reshape((nb, nch, 1)) * A).exp()
-        h = a_t * h + (dtt * xt).reshape((nb, nch, 1)) * B[:, t, :].reshape((nb, 1, nst))
-        hs.append(h)
-        decays.append(a_t)
-        if z is not None:
-            yt = (h * C[:, t, :].reshape((nb, 1, nst))).sum(axis=-1)
-            ys.append(yt + D * xt if D is not None else yt)
+    zeros = g._like(_arrays.zeros((nb, nch, nst), g.dtype, g.data))
+    hs, decays, ys = _scan_forward_ops(x, dt, A, B, C, D, outputs=z is not None)
     gz = None
     if z is not None:
         sig = z.sigmoid()
