@@ -96,6 +96,8 @@ class ndarray(NDArrayOperatorsMixin):  # CuPy's name
         raise TypeError(_MSG_IMPLICIT)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "at":  # not relied on: gradtape calls cupy.add.at itself (devices/_arrays.add_at)
+            return NotImplemented
         args = _unwrap(inputs)
         kw = _unwrap(kwargs)
         out = kwargs.get("out")
@@ -251,6 +253,11 @@ def install() -> types.ModuleType:
     cp.asarray = asarray  # type: ignore[attr-defined]
     cp.asnumpy = lambda x: _host(x).copy()  # type: ignore[attr-defined]
     cp.get_array_module = lambda *a: cp  # type: ignore[attr-defined]
+
+    def add_at(a: ndarray, key: Any, values: Any) -> None:  # cupy.add.at
+        np.add.at(a._a, _unwrap(key), _unwrap(values))
+
+    cp.add = types.SimpleNamespace(at=add_at)  # type: ignore[attr-defined]
     for name in ("float32", "float64", "int64", "int32", "bool_"):
         setattr(cp, name, getattr(np, name))
 

@@ -225,7 +225,7 @@ def getitem(a: Any, key: Any) -> Any:
         def getitem_backward(grads: Gradients, g: Array) -> None:
             buf = grads._mut(aid, shape, dtype, x)  # owned by aid: never the output's buffer; x's memory
             if advanced:
-                np.add.at(buf, k, g)  # repeated picks accumulate
+                _arrays.add_at(buf, k, g)  # repeated picks accumulate
                 return
             part = buf[k]
             if part.__class__ is np.ndarray or part.ndim:  # (CuPy gives 0-d arrays where numpy gives scalars)
@@ -245,7 +245,7 @@ def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
         @staticmethod
         def forward(ctx: FunctionCtx, t: Any) -> Any:
             out = _arrays.zeros(shape, t.dtype, t.data)
-            np.add.at(out, k, t.data)
+            _arrays.add_at(out, k, t.data)
             return t._like(out)
 
         @staticmethod

@@ -517,7 +517,7 @@ def _add_at(input: Tensor[Any, Any], part: Tensor[Any, Any], lin: Array) -> Any:
     x = input.data
     if x.dtype.kind != "f":  # integers: exact, and never differentiated
         out = x.copy()
-        np.add.at(out.reshape(-1), lin.reshape(-1), part.data.reshape(-1))
+        _arrays.add_at(out.reshape(-1), lin.reshape(-1), part.data.reshape(-1))
         return input._like(out)
     return input + _put_lin(part, lin, x.shape)
 

@@ -448,6 +448,12 @@ def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
     return p
 
 
+def _add_at(a: Array, key: Any, values: Array) -> None:
+    from gradtape.devices import _arrays
+
+    _arrays.add_at(a, key, values)
+
+
 def _arange_like(n: int, like: Array) -> Array:
     from gradtape.devices import _arrays
 
@@ -695,7 +701,7 @@ def pool_scatter_add(g: Array, idx: Array, in_hw: Any) -> Array:
     p = g.shape[0]
     gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
     planes = _arrays.arange(p, g)[:, None]
-    np.add.at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
+    _add_at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
     return gx.reshape(p, *in_hw)
 
 
@@ -724,7 +730,7 @@ def pool_avg_backward(g: Array, k: Any, stride: Any, padding: Any, in_hw: Any) -
     zero = g.dtype.type(0)
     for r, c, valid in _pool_taps(k, stride, padding, g.shape[1:], in_hw, g):
         flat = r[:, None] * in_hw[1] + c[None, :]
-        np.add.at(gx, (planes, flat[None]), np.where(valid, d, zero))
+        _add_at(gx, (planes, flat[None]), np.where(valid, d, zero))
     return gx.reshape(p, *in_hw)
 
 
@@ -755,7 +761,7 @@ def bilinear_backward(g: Array, th: Any, tw: Any, in_hw: Any) -> Array:
     for r, lr in ((h0, lh0), (h1, lh1)):
         for c, lc in ((w0, lw0), (w1, lw1)):
             key: Any = (slice(None), r[:, None], c[None, :])
-            np.add.at(gx, key, lr[:, None] * lc[None, :] * g)
+            _add_at(gx, key, lr[:, None] * lc[None, :] * g)
     return gx
 
 
@@ -766,7 +772,7 @@ def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Any) -> Array:
     ih, iw = _arrays.into_memory_of(ih, g), _arrays.into_memory_of(iw, g)
     gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
     key: Any = (slice(None), ih[:, None], iw[None, :])
-    np.add.at(gx, key, g)
+    _add_at(gx, key, g)
     return gx
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from gradtape.devices import _arrays
 from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD
 from gradtape.errors import DTypeError, ShapeError
@@ -86,7 +87,7 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
         return
     if gpu:  # the Cuda device: CuPy's add.at (atomic adds; repeated indices accumulate)
         gpu_key: Any = (*(slice(None),) * axis, idx)
-        np.add.at(out, gpu_key, g)
+        _arrays.add_at(out, gpu_key, g)
         return
     if not out.flags.c_contiguous or np.may_share_memory(out, g):
         key: tuple[Any, ...] = (*(slice(None),) * axis, idx)
