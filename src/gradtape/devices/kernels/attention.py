@@ -33,6 +33,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from gradtape.devices import _arrays
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.softmax import _attention_backward_parallel, _attention_backward_serial
 from gradtape.errors import DTypeError, ShapeError
@@ -195,11 +197,13 @@ def _fwd_parallel(
 
 
 def _check(op: str, p: Array) -> None:
-    if p.__class__ is not np.ndarray or p.ndim != 4:
-        raise ShapeError(f"{op}: expects a 4-D score array (B0, B1, L, S), got shape {np.shape(p)}")
+    """The scores every device's kernel takes: a writable, C-contiguous 4-D float array (a
+    numpy array, or a GPU array of the ``Cuda`` device)."""
+    if not (isinstance(p, np.ndarray) or _on_gpu(p)) or p.ndim != 4:
+        raise ShapeError(f"{op}: expects a 4-D score array (B0, B1, L, S), got shape {getattr(p, 'shape', None)}")
     if p.dtype != np.float32 and p.dtype != np.float64:
         raise DTypeError(f"{op}: scores have dtype {p.dtype} (shape {p.shape}); kernels take float32 or float64")
-    if not (p.flags.c_contiguous and p.flags.writeable):
+    if not (p.flags.c_contiguous and _arrays.writeable(p)):
         raise ValueError(f"{op}: scores (shape {p.shape}) must be a writable C-contiguous array")
 
 
@@ -236,11 +240,6 @@ def attention_softmax(
         DTypeError: ``p`` is not float32/float64, or a float ``mask`` has another dtype.
         ValueError: ``p`` is not writable and C-contiguous.
     """
-    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
-        from gradtape.devices.kernels import cuda
-
-        res: Array = cuda.attention_softmax(p, mask, causal, scale, nan_rows)
-        return res
     _check("attention_softmax", p)
     if mask is None:
         kind = KIND_NONE
@@ -254,6 +253,11 @@ def attention_softmax(
             kind, mb, mf = KIND_FLOAT, None, mask
         else:
             raise DTypeError(f"attention_softmax: mask dtype {mask.dtype} is neither bool nor the scores' {p.dtype}")
+    if _on_gpu(p):
+        from gradtape.devices.kernels import cuda
+
+        res: Array = cuda.attention_softmax(p, mask, causal, scale, nan_rows)
+        return res
     if mb is None:  # unused operands: zero-stride views at p's shape (one signature per dtype)
         mb = np.broadcast_to(np.zeros((), np.bool_), p.shape)
     if mf is None:
@@ -290,11 +294,6 @@ def attention_softmax_backward(
         ShapeError: the shapes differ or are not 4-D. DTypeError: dtypes differ or are not
         float32/float64. ValueError: ``d`` is not writable and C-contiguous.
     """
-    if d.__class__ is not np.ndarray and hasattr(d, "__cuda_array_interface__"):
-        from gradtape.devices.kernels import cuda
-
-        res: Array = cuda.attention_softmax_backward(d, p, drop, causal, scale)
-        return res
     _check("attention_softmax_backward", d)
     for name, a in (("p", p), ("drop", drop)):
         if a is None:
@@ -303,6 +302,11 @@ def attention_softmax_backward(
             raise ShapeError(f"attention_softmax_backward: {name} {a.shape} must have d's shape {d.shape}")
         if a.dtype != d.dtype:
             raise DTypeError(f"attention_softmax_backward: {name} has dtype {a.dtype}, d has {d.dtype}")
+    if _on_gpu(d):
+        from gradtape.devices.kernels import cuda
+
+        res: Array = cuda.attention_softmax_backward(d, p, drop, causal, scale)
+        return res
     if d.size == 0:
         return d
     n = d.shape[-1]

@@ -65,6 +65,7 @@ from typing import Any, Literal, overload
 import numba
 import numpy as np
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD as ELEMENTWISE_THRESHOLD
 from gradtape.errors import DTypeError, ShapeError
@@ -357,12 +358,12 @@ def norm_forward(
         ShapeError: ``k`` is out of range, or ``w``/``b`` do not have the trailing shape.
         DTypeError: a dtype is not ``x``'s, or not float32/float64.
     """
-    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+    n = _check("norm_forward", x, k, w, b)
+    if _on_gpu(x):
         from gradtape.devices.kernels import cuda
 
         y_, mean_, rstd_ = cuda.norm_forward(x, k, w, b, eps, centered)
         return y_, mean_, rstd_
-    n = _check("norm_forward", x, k, w, b)
     dt = x.dtype
     lead = x.shape[: x.ndim - k]
     y = np.empty(x.shape, dt)
@@ -439,13 +440,6 @@ def norm_backward(
         ShapeError, DTypeError: as :func:`norm_forward`, or ``g`` differs from ``x`` in
             shape or dtype, or ``mean``/``rstd`` do not have the leading shape.
     """
-    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
-        from gradtape.devices.kernels import cuda
-
-        gpu: tuple[Array | None, Array | None, Array | None] = cuda.norm_backward(
-            g, x, k, w, mean, rstd, centered, need_dx, need_dw, need_db
-        )
-        return gpu
     n = _check("norm_backward", x, k, w)
     if g.shape != x.shape or g.dtype != x.dtype:
         raise ShapeError(f"norm_backward: gradient {g.shape} {g.dtype} does not match x {x.shape} {x.dtype}")
@@ -454,6 +448,13 @@ def norm_backward(
     nshape = x.shape[x.ndim - k :]
     if mean.shape != lead or rstd.shape != lead:
         raise ShapeError(f"norm_backward: mean {mean.shape} / rstd {rstd.shape} must have x's leading shape {lead}")
+    if _on_gpu(x):
+        from gradtape.devices.kernels import cuda
+
+        gpu: tuple[Array | None, Array | None, Array | None] = cuda.norm_backward(
+            g, x, k, w, mean, rstd, centered, need_dx, need_dw, need_db
+        )
+        return gpu
     rows = math.prod(lead)
     if n == 0 or rows == 0:
         return (
@@ -548,7 +549,7 @@ def channel_affine(y: Array, w: Array | None, b: Array | None) -> None:
     """
     if w is None and b is None:
         return
-    if y.__class__ is not np.ndarray and hasattr(y, "__cuda_array_interface__"):
+    if _on_gpu(y):
         from gradtape.devices.kernels import cuda
 
         cuda.channel_affine(y, w, b)
@@ -590,7 +591,7 @@ def channel_affine_backward(
     dt = x.dtype
     if not (need_dw or need_db):
         return None, None
-    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+    if _on_gpu(x):
         from gradtape.devices.kernels import cuda
 
         gpu: tuple[Array | None, Array | None] = cuda.channel_affine_backward(g, x, mean, rstd, need_dw, need_db)

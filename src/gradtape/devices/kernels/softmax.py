@@ -22,6 +22,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import _F32, _F64, PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
 from gradtape.errors import DTypeError, ShapeError
@@ -226,11 +227,13 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
         DTypeError: ``x`` is not float32/float64, or ``t`` not integers.
         ValueError: a class index lies outside ``[0, C)`` (names the range and the extremes).
     """
-    if x.__class__ is not np.ndarray and hasattr(x, "__cuda_array_interface__"):
+    _check_ce("cross_entropy_forward", x, t)
+    if _on_gpu(x):  # the loss a 0-d GPU array, not a float (no wait for the GPU)
         from gradtape.devices.kernels import cuda
 
-        return cuda.cross_entropy_forward(x, t)  # a 0-d GPU array, not a float: typed Any
-    _check_ce("cross_entropy_forward", x, t)
+        if bool(((t < 0) | (t >= x.shape[1])).any()):
+            raise _bad_index(t, x.shape[1])
+        return cuda.cross_entropy_forward(x, t)
     x = np.ascontiguousarray(x)
     p = np.empty_like(x)
     bad, picked = _ce_shift(p, x, t)
@@ -242,11 +245,11 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
 
 def _check_ce(op: str, x: Array, t: Array) -> None:
     """The kernels index rows of ``x`` by ``t`` without bounds checks: shapes and dtypes first."""
-    if x.__class__ is not np.ndarray or x.ndim != 2:
-        raise ShapeError(f"{op}: logits must be a 2-D array (N, C), got shape {np.shape(x)}")
+    if not (x.__class__ is np.ndarray or _on_gpu(x)) or x.ndim != 2:
+        raise ShapeError(f"{op}: logits must be a 2-D array (N, C), got shape {getattr(x, 'shape', None)}")
     if x.dtype != _F32 and x.dtype != _F64:
         raise DTypeError(f"{op}: logits have dtype {x.dtype} (shape {x.shape}); kernels take float32 or float64")
-    if t.__class__ is not np.ndarray or t.dtype.kind not in "iu":
+    if not (t.__class__ is np.ndarray or _on_gpu(t)) or t.dtype.kind not in "iu":
         raise DTypeError(f"{op}: targets must be an integer array, got {getattr(t, 'dtype', type(t).__name__)}")
     if t.shape != (x.shape[0],):
         raise ShapeError(f"{op}: targets of shape {t.shape} do not match logits of shape {x.shape}")
@@ -265,12 +268,12 @@ def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
         ShapeError, DTypeError: as :func:`cross_entropy_forward`.
         ValueError: a class index lies outside ``[0, C)``; ``p`` is then left unchanged.
     """
-    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+    _check_ce("cross_entropy_backward", p, t)
+    if _on_gpu(p):
         from gradtape.devices.kernels import cuda
 
         res: Array = cuda.cross_entropy_backward(p, t, k)
         return res
-    _check_ce("cross_entropy_backward", p, t)
     if not p.flags.c_contiguous or not p.flags.writeable:
         raise ValueError(f"cross_entropy_backward: p (shape {p.shape}) must be a writable C-contiguous array")
     if _ce_backward(p, t, k) >= 0:
