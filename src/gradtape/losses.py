@@ -452,8 +452,8 @@ def _class_target(op: str, input: Tensor[Any, Any], target: object, probs: bool)
     t: Array = target.data if is_tensor else _as_array(target)  # type: ignore[attr-defined]
     if is_tensor:
         check_same_device(op, input, target)
-    elif x.__class__ is not np.ndarray and t.__class__ is np.ndarray:  # numpy targets for GPU logits: copied there
-        t = input.device._put(t)  # type: ignore[attr-defined]
+    else:  # numpy targets for GPU logits: copied there
+        t = _arrays.into_memory_of(t, x)
     batch = _batch_shape(x.shape)
     if t.dtype.kind == "f" and t.size == 0 and not is_tensor and t.ndim == 1 and x.ndim <= 2:
         t = t.astype(np.intp)  # _as_array([]) is float64: no targets, as indices

@@ -238,7 +238,7 @@ class Tensor(Generic[S, T_co]):
                 ``t.cpu().numpy()``.
         """
         data = self.data
-        if data.__class__ is not np.ndarray and hasattr(data, "__cuda_array_interface__"):
+        if _arrays.on_gpu(data):
             raise TypeError(
                 f"numpy: the tensor (shape {self.shape}) is on {self.device}; "
                 "copy it to the host first: t.cpu().numpy()"
@@ -383,7 +383,7 @@ class Tensor(Generic[S, T_co]):
         )
         data = self.data
         on = ""
-        if data.__class__ is not np.ndarray and hasattr(data, "__cuda_array_interface__"):
+        if _arrays.on_gpu(data):
             data, on = data.get(), f", device='{self.device}'"  # type: ignore[attr-defined]  # a CuPy array
         body = np.array2string(data, precision=4, separator=", ", threshold=20)
         return f"Tensor({body}, shape={self.shape}, dtype={self.dtype}{on}, {kind}, id={self.id})"

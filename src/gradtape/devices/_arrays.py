@@ -12,7 +12,6 @@ gradtape and CuPy only when a CuPy array is met.
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,33 +21,16 @@ __all__ = [
     "as_array",
     "copy",
     "is_device_spec",
-    "is_host",
     "on_gpu",
     "ones",
     "resolve_device",
     "same_device",
     "writeable",
-    "xp_of",
     "zeros",
 ]
 
 Array = np.ndarray[Any, Any]
 _nd = np.ndarray
-
-
-def is_host(a: object) -> bool:
-    """Whether ``a`` is a numpy array or scalar (CPU memory), not a GPU array."""
-    return a.__class__ is _nd or not hasattr(a, "__cuda_array_interface__")
-
-
-def xp_of(a: object) -> ModuleType:
-    """The array module of ``a``: ``numpy``, or ``cupy`` for a CuPy array."""
-    if a.__class__ is _nd or not hasattr(a, "__cuda_array_interface__"):
-        return np
-    import cupy
-
-    module: ModuleType = cupy
-    return module
 
 
 def as_array(v: Any, dtype: Any = None) -> Array:

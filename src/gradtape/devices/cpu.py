@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices import _arrays
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
 from gradtape.tape import NONE_TAPE, NoneTape
@@ -221,10 +222,7 @@ class Cpu:
     def _put(arr: Any) -> Array:
         """``arr`` in host memory: a GPU (CuPy) array is copied to a numpy array; a numpy
         array is returned as it is."""
-        if arr.__class__ is not np.ndarray and hasattr(arr, "__cuda_array_interface__"):
-            host: Array = arr.get()
-            return host
-        return arr  # type: ignore[no-any-return]
+        return _arrays.into_memory_of(arr, None)
 
     def _wrap(self, data: Array) -> Tensor[Any, NoneTape]:
         return Tensor(data, self, NONE_TAPE)
@@ -263,7 +261,7 @@ class Cpu:
                 return t.requires_grad_() if requires_grad else t
         if isinstance(data, Tensor):
             data = data.data
-        if hasattr(data, "__cuda_array_interface__"):  # a GPU array (CuPy's): copied to the host
+        if _arrays.on_gpu(data):  # a GPU array (CuPy's): copied to the host
             data = self._put(data)
         # an array or a numpy scalar carries its own dtype; Python numbers and lists do not
         typed = isinstance(data, np.generic) or not isinstance(data, (list, tuple, int, float, bool))

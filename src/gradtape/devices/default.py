@@ -133,8 +133,9 @@ def as_device(op: str, spec: object) -> Any:
         RuntimeError: a CUDA device without CuPy, numba-cuda or a GPU.
     """
     from gradtape.devices.cpu import Cpu
+    from gradtape.devices.cuda import Cuda
 
-    if isinstance(spec, Cpu) or (spec.__class__.__name__ == "Cuda" and hasattr(spec, "_put")):
+    if isinstance(spec, (Cpu, Cuda)):
         return spec
     kind = spec if isinstance(spec, str) else getattr(spec, "type", None)
     if not isinstance(kind, str):
@@ -152,8 +153,6 @@ def as_device(op: str, spec: object) -> Any:
         raise ValueError(f"{op}: bad device index in {spec!r}") from None
     dev_cuda = _CUDA.get(n)
     if dev_cuda is None:
-        from gradtape.devices.cuda import Cuda
-
         dev_cuda = _CUDA[n] = Cuda(n)
     return dev_cuda
 

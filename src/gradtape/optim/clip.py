@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
 from gradtape.gradients import Gradients
 from gradtape.tensor import Tensor
 
@@ -79,7 +80,7 @@ def _clip_norm(
     if not arrays:
         return 0.0
     norms: list[float] = []
-    if norm_type == 2.0 and hasattr(arrays[0], "__cuda_array_interface__"):  # GPU arrays: one wait, not one a tensor
+    if norm_type == 2.0 and _arrays.on_gpu(arrays[0]):  # GPU arrays: one wait, not one a tensor
         squares = [np.vdot(g, g).astype(np.float64) for g in arrays if g.size]
         norms = [math.sqrt(float(sum(squares[1:], squares[0]))) if squares else 0.0]
         arrays_norms: list[Array] = []

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError
 
 __all__ = [
@@ -145,10 +146,6 @@ _K: dict[str, Any] = {
 }
 
 
-def _kernels() -> dict[str, Any]:
-    return _K
-
-
 def _launch(n: int) -> tuple[int, int]:
     """``(blocks, threads)`` for ``n`` elements: whole warps, at most :data:`THREADS` a block."""
     threads = min(THREADS, max(32, (n + 31) // 32 * 32))
@@ -190,7 +187,7 @@ def _run3(op: str, out: Array, a: Array, b: Array) -> bool:
     _check_float(op, out)
     if out.size and _flat_ok(out, a, b):
         blocks, threads = _launch(out.size)
-        _kernels()[op][blocks, threads](out.reshape(-1), a.reshape(-1), b.reshape(-1))
+        _K[op][blocks, threads](out.reshape(-1), a.reshape(-1), b.reshape(-1))
         return True
     _check_broadcast(op, out, a, b)
     return False
@@ -240,7 +237,7 @@ def relu_grad(x: Array, g: Array) -> Array:
     if x.shape != g.shape:
         raise ShapeError(f"relu_grad: x {x.shape} and g {g.shape} must have one shape")
     _check_float("relu_grad", x)
-    out = _empty_like(g)
+    out = _arrays.empty(g.shape, g.dtype, g)
     if not _run3("relu_grad", out, x, g):
         out[...] = (x > 0) * g
     return out
@@ -260,18 +257,10 @@ def axpy(out: Array, alpha: float, x: Array) -> None:
     _check_float("axpy", out)
     if out.size and _flat_ok(out, x):
         blocks, threads = _launch(out.size)
-        _kernels()["axpy"][blocks, threads](out.reshape(-1), out.dtype.type(alpha), x.reshape(-1))
+        _K["axpy"][blocks, threads](out.reshape(-1), out.dtype.type(alpha), x.reshape(-1))
         return
     _check_broadcast("axpy", out, x)
     out += out.dtype.type(alpha) * x
-
-
-def _empty_like(a: Array) -> Array:
-    if isinstance(a, np.ndarray):  # the simulator's arrays
-        return np.empty_like(a)
-    import cupy
-
-    return cupy.empty_like(a)
 
 
 def sgd_step(
@@ -305,7 +294,7 @@ def sgd_step(
         raise ShapeError(f"sgd_step: parameter {p.shape}, gradient {g.shape} and buffer {b.shape} must match")
     t = p.dtype.type
     blocks, threads = _launch(p.size)
-    _kernels()["sgd_step"][blocks, threads](
+    _K["sgd_step"][blocks, threads](
         p.reshape(-1), g.reshape(-1), b.reshape(-1), t(lr), t(weight_decay), t(momentum), t(1) - t(dampening),
         int(nesterov), int(first), int(buf is not None),
     )  # fmt: skip
@@ -348,7 +337,7 @@ def adam_step(
     t = p.dtype.type
     one = t(1)
     blocks, threads = _launch(p.size)
-    kernel = _kernels()["adam_step"]
+    kernel = _K["adam_step"]
     kernel[blocks, threads](
         p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), vm.reshape(-1),
         one - t(beta1), t(beta2), one - t(beta2), t(eps), t(wd), t(decay), t(step_size), t(bc2_sqrt),
@@ -422,7 +411,7 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[Array, Array]:
     wait for the GPU); the softmax a new array of ``x``'s dtype. The CPU wrapper checked the
     shapes, dtypes and class indices.
     """
-    rows = _arange_like(x.shape[0], t)
+    rows = _arrays.arange(x.shape[0], t)
     z = x - x.max(axis=1, keepdims=True)
     picked = z[rows, t]
     p = np.exp(z)
@@ -434,21 +423,9 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[Array, Array]:
 
 def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
     """``(softmax - onehot(t)) * k`` written over ``p`` and returned, on the GPU."""
-    p[_arange_like(p.shape[0], t), t] -= p.dtype.type(1)
+    p[_arrays.arange(p.shape[0], t), t] -= p.dtype.type(1)
     p *= p.dtype.type(k)
     return p
-
-
-def _add_at(a: Array, key: Any, values: Array) -> None:
-    from gradtape.devices import _arrays
-
-    _arrays.add_at(a, key, values)
-
-
-def _arange_like(n: int, like: Array) -> Array:
-    from gradtape.devices import _arrays
-
-    return _arrays.arange(n, like)
 
 
 # ----- layer norm / RMS norm over the trailing dims (array expressions on CuPy) ---------
@@ -460,7 +437,7 @@ def norm_forward(x: Array, k: int, w: Array | None, b: Array | None, eps: float,
     ``rstd = 1 / sqrt(mean((x - mu)**2) + eps)``, ``y = (x - mu) * rstd * w + b``."""
     axes = tuple(range(x.ndim - k, x.ndim))
     t = x.dtype.type
-    mean = x.mean(axis=axes, keepdims=True) if centered else _zeros_like_shape(x, x.shape[: x.ndim - k] + (1,) * k)
+    mean = x.mean(axis=axes, keepdims=True) if centered else _arrays.zeros(x.shape[: x.ndim - k] + (1,) * k, x.dtype, x)
     xc = x - mean
     rstd = t(1) / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + t(eps))
     y = xc * rstd
@@ -507,12 +484,6 @@ def norm_backward(
     return dx, dw, db
 
 
-def _zeros_like_shape(like: Array, shape: tuple[int, ...]) -> Array:
-    from gradtape.devices import _arrays
-
-    return _arrays.zeros(shape, like.dtype, like)
-
-
 # ----- attention's masked softmax (array expressions on CuPy) -----------------------------
 
 
@@ -527,8 +498,6 @@ def attention_softmax(p: Array, mask: Array | None, causal: bool, scale: float, 
     if mask is not None:
         z = np.where(mask, z, neg) if mask.dtype == np.bool_ else z + mask
     if causal:
-        from gradtape.devices import _arrays
-
         n_q, n_k = p.shape[-2], p.shape[-1]
         blocked = _arrays.arange(n_k, p)[None, :] > _arrays.arange(n_q, p)[:, None]
         z = np.where(blocked, neg, z)
@@ -570,8 +539,6 @@ def _conv_taps(kh: int, kw: int, stride: tuple[int, int], dilation: tuple[int, i
 def _im2col(xp: Array, kh: int, kw: int, stride: Any, dilation: Any, out_hw: Any) -> Array:
     """The columns ``(N, C, KH, KW, OH, OW)`` of the padded input ``xp (N, C, Hp, Wp)``: one
     strided copy per kernel tap."""
-    from gradtape.devices import _arrays
-
     n, c = xp.shape[:2]
     cols = _arrays.empty((n, c, kh, kw, *out_hw), xp.dtype, xp)
     for a, b, rows, cs in _conv_taps(kh, kw, stride, dilation, out_hw):
@@ -614,8 +581,6 @@ def conv_backward(
     transpose times ``g``, its columns added back onto the padded input tap by tap (col2im)
     and the padding cut off; ``gw`` as ``g`` times the input's columns, summed over samples.
     ``x`` is read only for ``gw`` (``backward_input`` passes a placeholder of its shape)."""
-    from gradtape.devices import _arrays
-
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
@@ -649,8 +614,6 @@ def _pool_taps(k: Any, stride: Any, padding: Any, out_hw: Any, in_hw: Any, like:
     """For each tap ``(a, b)`` of a pooling window, in the CPU kernels' scan order: the input
     rows and columns it reads for every output position (clipped into the input), and whether
     each is inside the input (a padded position is never read)."""
-    from gradtape.devices import _arrays
-
     rows0 = _arrays.arange(out_hw[0], like) * stride[0] - padding[0]
     cols0 = _arrays.arange(out_hw[1], like) * stride[1] - padding[1]
     for a in range(k[0]):
@@ -687,20 +650,16 @@ def pool_maxmin(x: Array, k: Any, stride: Any, padding: Any, out_hw: Any, is_min
 
 def pool_scatter_add(g: Array, idx: Array, in_hw: Any) -> Array:
     """``(P, H, W)`` zeros with ``g[p, i]`` added at flat index ``idx[p, i]`` (repeats add up)."""
-    from gradtape.devices import _arrays
-
     p = g.shape[0]
     gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
     planes = _arrays.arange(p, g)[:, None]
-    _add_at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
+    _arrays.add_at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
     return gx.reshape(p, *in_hw)
 
 
 def pool_avg(x: Array, k: Any, stride: Any, padding: Any, out_hw: Any) -> Array:
     """Average pooling of planes ``x (P, H, W)``, zero padding counted (divisor ``kh * kw``),
     the window's elements added in the CPU kernel's order."""
-    from gradtape.devices import _arrays
-
     h, w = x.shape[1], x.shape[2]
     acc = _arrays.zeros((x.shape[0], *out_hw), x.dtype, x)
     zero = x.dtype.type(0)
@@ -712,8 +671,6 @@ def pool_avg(x: Array, k: Any, stride: Any, padding: Any, out_hw: Any) -> Array:
 def pool_avg_backward(g: Array, k: Any, stride: Any, padding: Any, in_hw: Any) -> Array:
     """The gradient ``(P, H, W)`` of :func:`pool_avg`: each output's gradient over ``kh * kw``
     added to its window's inputs."""
-    from gradtape.devices import _arrays
-
     p = g.shape[0]
     gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
     d = g / g.dtype.type(k[0] * k[1])
@@ -721,7 +678,7 @@ def pool_avg_backward(g: Array, k: Any, stride: Any, padding: Any, in_hw: Any) -
     zero = g.dtype.type(0)
     for r, c, valid in _pool_taps(k, stride, padding, g.shape[1:], in_hw, g):
         flat = r[:, None] * in_hw[1] + c[None, :]
-        _add_at(gx, (planes, flat[None]), np.where(valid, d, zero))
+        _arrays.add_at(gx, (planes, flat[None]), np.where(valid, d, zero))
     return gx.reshape(p, *in_hw)
 
 
@@ -729,8 +686,6 @@ def bilinear(x: Array, th: Any, tw: Any) -> Array:
     """Bilinear resampling of planes ``x (P, H, W)`` on the taps ``th = (h0, h1, lh0, lh1)``,
     ``tw``: ``la0 * (lb0 * x[a0, b0] + lb1 * x[a0, b1]) + la1 * (lb0 * x[a1, b0] + lb1 * x[a1, b1])``,
     the CPU kernel's expression."""
-    from gradtape.devices import _arrays
-
     h0, h1, lh0, lh1 = (_arrays.into_memory_of(a, x) for a in th)
     w0, w1, lw0, lw1 = (_arrays.into_memory_of(a, x) for a in tw)
     la0, la1, lb0, lb1 = lh0[:, None], lh1[:, None], lw0[None, :], lw1[None, :]
@@ -744,26 +699,22 @@ def bilinear(x: Array, th: Any, tw: Any) -> Array:
 def bilinear_backward(g: Array, th: Any, tw: Any, in_hw: Any) -> Array:
     """The gradient ``(P, H, W)`` of :func:`bilinear`: each output gradient spread over its four
     taps with their weights."""
-    from gradtape.devices import _arrays
-
     h0, h1, lh0, lh1 = (_arrays.into_memory_of(a, g) for a in th)
     w0, w1, lw0, lw1 = (_arrays.into_memory_of(a, g) for a in tw)
     gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
     for r, lr in ((h0, lh0), (h1, lh1)):
         for c, lc in ((w0, lw0), (w1, lw1)):
             key: Any = (slice(None), r[:, None], c[None, :])
-            _add_at(gx, key, lr[:, None] * lc[None, :] * g)
+            _arrays.add_at(gx, key, lr[:, None] * lc[None, :] * g)
     return gx
 
 
 def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Any) -> Array:
     """The gradient ``(P, H, W)`` of ``x[:, ih[:, None], iw]`` given the output's gradient ``g``."""
-    from gradtape.devices import _arrays
-
     ih, iw = _arrays.into_memory_of(ih, g), _arrays.into_memory_of(iw, g)
     gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
     key: Any = (slice(None), ih[:, None], iw[None, :])
-    _add_at(gx, key, g)
+    _arrays.add_at(gx, key, g)
     return gx
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels._jit import serial_and_parallel
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast_same, _flat
 from gradtape.errors import DTypeError, ShapeError
@@ -212,7 +213,7 @@ def _sgd_apply(
     """:func:`sgd_step` without the validation, for callers that own ``buf`` and checked
     ``p`` and ``g`` (:class:`gradtape.optim.SGD`). GPU arrays go to the ``Cuda`` device's
     kernel (:func:`gradtape.devices.kernels.cuda.sgd_step`, the same formula)."""
-    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+    if _on_gpu(p):
         from gradtape.devices.kernels import cuda as _cuda
 
         _cuda.sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, first)
@@ -322,7 +323,7 @@ def _adam_apply(
     ``Cuda`` device's kernel (:func:`gradtape.devices.kernels.cuda.adam_step`, the same
     formula)."""
     step_size, bc2_sqrt, decay, wd = adam_scalars(lr, beta1, beta2, step, weight_decay, decoupled)
-    if p.__class__ is not np.ndarray and hasattr(p, "__cuda_array_interface__"):
+    if _on_gpu(p):
         from gradtape.devices.kernels import cuda as _cuda
 
         _cuda.adam_step(p, g, m, v, vmax, step_size, beta1, beta2, eps, wd, decay, bc2_sqrt)

@@ -72,7 +72,7 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
         raise DTypeError(f"scatter_add: g's dtype {g.dtype} differs from out's {out.dtype}")
     if idx.dtype.kind not in "iu":
         raise DTypeError(f"scatter_add: indices must be integers, got dtype {idx.dtype}")
-    gpu = out.__class__ is not np.ndarray and hasattr(out, "__cuda_array_interface__")
+    gpu = _arrays.on_gpu(out)
     if not gpu and not out.flags.writeable:
         raise ValueError(f"scatter_add: out (shape {out.shape}) is read-only")
     if not 0 <= axis < out.ndim:
