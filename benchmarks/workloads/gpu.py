@@ -23,7 +23,16 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import Config, Row, Target, WorkloadResult, load_torch, median
-from benchmarks.workloads.model import SEED, Case, Opt, _image_batches, conv_block_case, mlp_case, transformer_case
+from benchmarks.workloads.model import (
+    SEED,
+    Case,
+    Opt,
+    _image_batches,
+    conv_block_case,
+    make_optimizer,
+    mlp_case,
+    transformer_case,
+)
 
 NAME = "gpu"
 TITLE = "13. GPU: training steps on the Cuda device vs PyTorch CUDA, and kernel bandwidth (float32)"
@@ -75,14 +84,8 @@ class GradtapeGpu:
 
         self.case, self.model = case, model.to("cuda")
         ps = list(model.parameters())
-        opt = case.opt
-        assert opt is not None
-        if opt.kind == "sgd":
-            self.opt: Any = optim.SGD(ps, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-        elif opt.kind == "adam":
-            self.opt = optim.Adam(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
-        else:
-            self.opt = optim.AdamW(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+        assert case.opt is not None
+        self.opt: Any = make_optimizer(optim, ps, case.opt)
         self.params = ps
         dt = None if case.codes else np.float32
         self.xs = [gradtape.tensor(x, dtype=dt, device="cuda") for x, _ in case.batches]
@@ -114,15 +117,8 @@ class TorchGpu:
         self.model = case.torch_build(torch)
         self.model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in params.items()}, strict=True)
         self.model.to(dev)
-        opt = case.opt
-        assert opt is not None
-        ps = list(self.model.parameters())
-        if opt.kind == "sgd":
-            self.opt: Any = torch.optim.SGD(ps, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-        elif opt.kind == "adam":
-            self.opt = torch.optim.Adam(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
-        else:
-            self.opt = torch.optim.AdamW(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+        assert case.opt is not None
+        self.opt: Any = make_optimizer(torch.optim, list(self.model.parameters()), case.opt)
         self.xs = [torch.from_numpy(x if case.codes else x.astype(np.float32)).to(dev) for x, _ in case.batches]
         self.ys = [torch.from_numpy(y.reshape(-1)).to(dev) for _, y in case.batches]
         self.i = 0

@@ -119,6 +119,15 @@ class Opt:
     clip: float | None = None
 
 
+def make_optimizer(optim: Any, params: Any, opt: Opt) -> Any:
+    """``opt``'s optimizer over ``params`` from ``optim``: ``gradtape.optim`` or
+    ``torch.optim``, whose SGD, Adam and AdamW take the same arguments."""
+    if opt.kind == "sgd":
+        return optim.SGD(params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
+    cls = optim.Adam if opt.kind == "adam" else optim.AdamW
+    return cls(params, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+
+
 @dataclass(frozen=True)
 class Case:
     """One row: a model in three libraries, its batches and its optimizer (``None``: inference).
@@ -188,16 +197,11 @@ class GradtapeImpl:
         self.xs = [x if case.codes else x.astype(np.float32) for x, _ in case.batches]  # codes: int indices
         self.ys = [y.reshape(-1) for _, y in case.batches]
         self.i = 0
-        opt = case.opt
         self.opt: Any = None
-        if opt is None:
+        if case.opt is None:
             model.eval()
-        elif opt.kind == "sgd":
-            self.opt = optim.SGD(self.params, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-        elif opt.kind == "adam":
-            self.opt = optim.Adam(self.params, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
         else:
-            self.opt = optim.AdamW(self.params, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+            self.opt = make_optimizer(optim, self.params, case.opt)
 
     def step(self) -> Any:
         from gradtape import optim
@@ -243,17 +247,11 @@ class TorchImpl:
         self.ys = [torch.from_numpy(y.reshape(-1)) for _, y in case.batches]
         self.ys_np = [y.reshape(-1) for _, y in case.batches]
         self.i = 0
-        opt = case.opt
-        ps = list(self.model.parameters())
         self.opt: Any = None
-        if opt is None:
+        if case.opt is None:
             self.model.eval()
-        elif opt.kind == "sgd":
-            self.opt = torch.optim.SGD(ps, lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
-        elif opt.kind == "adam":
-            self.opt = torch.optim.Adam(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
         else:
-            self.opt = torch.optim.AdamW(ps, lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+            self.opt = make_optimizer(torch.optim, list(self.model.parameters()), case.opt)
 
     def step(self) -> Any:
         torch = self.torch
