@@ -376,14 +376,20 @@ def broadcast_pairs() -> list[tuple[str, str, str]]:
     return pairs
 
 
+BINARY_EXTRA: dict[str, Sequence[str]] = {"div": ("*", "rounding_mode: str | None = None")}
+"""The keyword-only parameters after ``b`` of the binary ops that have any (PyTorch's
+``torch.div(a, b, *, rounding_mode=None)``)."""
+
+
 def binary_block(name: str) -> str:
     """Overloads of an elementwise binary op ``name(a, b)``: ``b`` a Python number, a tensor
     of ``a``'s shape, or one of the broadcasts of :func:`broadcast_pairs`, each with the
-    tape-kind rule."""
-    same = tape_rule(name, [Arg("a", "S"), Arg("b", "S")], "S")
-    out = _overload(name, ["a: Tensor[S, T]", "b: float"], "Tensor[S, T]") + same
+    tape-kind rule (and the op's :data:`BINARY_EXTRA` parameters on every row)."""
+    extra = list(BINARY_EXTRA.get(name, ()))
+    same = tape_rule(name, [Arg("a", "S"), Arg("b", "S"), *extra], "S")
+    out = _overload(name, ["a: Tensor[S, T]", "b: float", *extra], "Tensor[S, T]") + same
     for a, b, ret in broadcast_pairs():
-        out += tape_rule(name, [Arg("a", a), Arg("b", b)], ret)
+        out += tape_rule(name, [Arg("a", a), Arg("b", b), *extra], ret)
     # equal shapes again, last (rows that never match): when nothing matches, mypy's message
     # cites the first tensor row and pyright's the last row whose `a` fitted; "expected a
     # tensor of a's shape" is the one that helps

@@ -23,6 +23,18 @@ EXPRS = [
     *("L.remainder(a, b)", "L.fmod(a, b)", "L.floor_divide(a, b)", "L.fmod(a, -3)", "a.remainder(3)"),
     *("a % 2.5", "a // 2.5", "f % b", "f // b", "L.fmod(f, b)"),
     *("a < 3", "a == b", "a >= b", "-a", "L.maximum(a, b)", "a + w", "w * a", "w // b"),
+    # PyTorch's integer kernels of abs, pow, square, clamp, sign and the rounding ops
+    *("abs(a)", "a.abs()", "a ** 2", "a ** 0", "a ** 3", "a ** -1", "a ** 2.5", "a ** -1.0", "L.pow(a, b)"),
+    *("2 ** a", "2.0 ** a", "L.pow(a, w)", "L.pow(a, f)", "L.square(a)", "a.square()"),
+    *("L.clamp(a, 0, 6)", "a.clamp(min=1)", "a.clamp(max=3)", "a.clamp(0.5)", "L.clip(a, 1, 5)", "a.clamp(-1, 300)"),
+    *("L.sign(a)", "a.sign()", "L.floor(a)", "a.ceil()", "L.round(a)", "a.trunc()", "L.fix(a)", "a.round(decimals=1)"),
+    *(
+        "L.div(a, 2, rounding_mode='floor')",
+        "L.div(a, -3, rounding_mode='trunc')",
+        "L.div(a, b, rounding_mode='trunc')",
+    ),
+    *("L.div(a, b, rounding_mode='floor')", "a.div(2.5, rounding_mode='floor')", "L.div(f, b, rounding_mode='trunc')"),
+    *("L.div(a, 0, rounding_mode='floor')", "a.div(b, rounding_mode='round')"),
 ]
 
 VALUES = {

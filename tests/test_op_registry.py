@@ -19,6 +19,7 @@ import pytest
 import gradtape
 from gradtape import Cpu, DTypeError
 from gradtape.ops.declare import ELEMENTWISE, NUMPY, OPS
+from gradtape.tape import NONE_TAPE
 from gradtape.testing import gradcheck
 
 Array = np.ndarray[Any, Any]
@@ -93,6 +94,11 @@ TABLE: dict[str, Row] = {
     "log": Row(_t("log"), positive),
     "expm1": Row(_t("expm1"), normal),
     "log1p": Row(_t("log1p"), lambda r, n: r.uniform(-0.7, 2.0, n)),
+    "exp2": Row(_t("exp2"), normal),
+    "log2": Row(_t("log2"), positive),
+    "log10": Row(_t("log10"), positive),
+    "rsqrt": Row(_t("rsqrt"), positive),
+    "_nan_to_num": Row(lambda t, n, p, m: _t("nan_to_num")(t, nan=n, posinf=p, neginf=m), normal, (2.5, 7.0, -7.0)),
     "erf": Row(_t("erf"), normal),
     "erfc": Row(_t("erfc"), normal),
     "sqrt": Row(_t("sqrt"), positive),
@@ -222,13 +228,31 @@ def test_fused_kernel_matches_the_declared_derivative(name: str, dtype: Any, n: 
         np.testing.assert_allclose(decl.fresh(s, g, *params, *extra), want - base, **tol)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if ELEMENTWISE[n].integer is None])
 def test_integer_and_bool_input_is_refused_naming_the_op(name: str) -> None:
     public = ELEMENTWISE[name].public
     assert not public.startswith("_")
     for data in (np.arange(3), np.array([True, False])):
         with pytest.raises(DTypeError, match=public):
             _apply(name, DEV.tensor(data))
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if ELEMENTWISE[n].integer is not None])
+@pytest.mark.parametrize("data", [[-3, 0, 2, 7], [True, False]], ids=["int64", "bool"])
+def test_an_op_with_an_integer_kernel_follows_pytorch_on_integers(name: str, data: list[int]) -> None:
+    """``abs``, ``square``: PyTorch's dtype and exact values on integers, untraced, or both refuse."""
+    import torch
+
+    try:
+        want = TABLE[name].torch(torch.tensor(data), *TABLE[name].params)
+    except (RuntimeError, NotImplementedError):  # PyTorch has no kernel for the dtype: neither has gradtape
+        with pytest.raises(DTypeError, match=ELEMENTWISE[name].public):
+            _apply(name, DEV.tensor(np.array(data)))
+        return
+    got = _apply(name, DEV.tensor(np.array(data)))
+    assert str(got.dtype) == str(want.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert got.tape is NONE_TAPE
 
 
 @pytest.mark.parametrize("name", [n for n, d in ELEMENTWISE.items() if d.params])

@@ -21,15 +21,33 @@ from gradtape.ops.binary import (
     remainder,
     sub,
 )
-from gradtape.ops.compare import eq, ge, gt, le, lt, ne, where
+from gradtape.ops.compare import (
+    allclose,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    ne,
+    where,
+)
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
 from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pairwise_distance
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
-from gradtape.ops.linalg import linear, matmul
+from gradtape.ops.linalg import bmm, dot, linear, matmul, mm
 from gradtape.ops.nn import dropout, embedding, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
-from gradtape.ops.reduce import cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
+from gradtape.ops.reduce import all, amax, amin, any, cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
 from gradtape.ops.sampling import multinomial
 from gradtape.ops.scan import selective_scan
@@ -49,20 +67,25 @@ from gradtape.ops.select import (
     take_along_axis,
     tile,
     topk,
+    unbind,
 )
 from gradtape.ops.shape import (
     broadcast_to,
     concat,
     expand_dims,
+    hstack,
+    movedim,
     permute,
     reshape,
     roll,
     squeeze,
     stack,
+    swapaxes,
     transpose,
     tril,
     triu,
     unsqueeze,
+    vstack,
 )
 from gradtape.ops.softmax import log_softmax, softmax
 from gradtape.ops.spatial import (
@@ -78,28 +101,42 @@ from gradtape.ops.unary import (
     acos,
     asin,
     atan,
+    ceil,
     clamp,
+    clamp_max,
+    clamp_min,
+    clip,
     cos,
     cosh,
     elu,
     erf,
     erfc,
     exp,
+    exp2,
     expm1,
+    fix,
+    floor,
     gelu,
     hardsigmoid,
     hardswish,
     leaky_relu,
     log,
     log1p,
+    log2,
+    log10,
     logsigmoid,
     mish,
+    nan_to_num,
     nans_to,
     neg,
     recip,
+    reciprocal,
     relu,
+    round,
+    rsqrt,
     selu,
     sigmoid,
+    sign,
     silu,
     sin,
     sinh,
@@ -109,6 +146,7 @@ from gradtape.ops.unary import (
     tan,
     tanh,
     to_dtype,
+    trunc,
 )
 
 # binary.pow takes a number exponent to unary.pow; unary imports binary, so the package wires it
@@ -137,6 +175,12 @@ __all__ += ["group_norm", "instance_norm"]
 __all__ += ["cdist", "cosine_similarity", "norm", "normalize", "pairwise_distance"]
 __all__ += ["atan2", "lerp", "outer"]
 __all__ += ["floor_divide", "fmod", "remainder"]  # integer arithmetic, PyTorch's %, // and fmod
+__all__ += ["ceil", "clip", "fix", "floor", "round", "sign", "trunc"]  # rounding: gradient exactly 0
+# PyTorch's names for what its programs call most (issue 27)
+__all__ += ["clamp_max", "clamp_min", "exp2", "log10", "log2", "nan_to_num", "reciprocal", "rsqrt"]
+__all__ += ["allclose", "equal", "isclose", "isfinite", "isinf", "isnan", "logical_and", "logical_not"]
+__all__ += ["logical_or", "logical_xor", "all", "amax", "amin", "any", "bmm", "dot", "mm", "unbind"]
+__all__ += ["hstack", "movedim", "swapaxes", "vstack"]
 # issue 27: PyTorch's spellings of shape ops
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 

@@ -115,6 +115,23 @@ DTYPE_AGNOSTIC = frozenset(
     | {"argmax", "argmin", "argsort", "sort", "topk", "take_along_axis", "scatter_add", "index_add"}  # issue 27
     | {"masked_fill", "one_hot", "split", "chunk", "flip", "repeat", "tile", "cumsum", "cumprod", "prod"}
     | {"remainder", "fmod", "floor_divide"}  # exact on integers (a zero divisor raises)
+    | {"div"}  # PyTorch's promotion: true division in float32, rounding_mode= exact on integers
+    | {"amax", "amin", "any", "all", "unbind", "hstack", "vstack", "movedim", "swapaxes"}  # exact on any dtype
+    | {"isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"}  # masks
+    | {"isclose", "allclose", "equal"}
+    | {
+        "abs",
+        "square",
+        "pow",
+        "clamp",
+        "clip",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "fix",
+    }  # PyTorch's integer kernels
 )
 """Ops that take tensors of any kind gradtape has (float, int, bool): those whose result on
 integers is exact. Every other op is a float op: its tensor arguments must be float32 or
@@ -473,6 +490,29 @@ def record_unary(
             return [(aid, diff(g, rebuild, oid, aid))]  # type: ignore[misc]  # recorded only with a diff
 
         record(tape, out, backward, differentiable if diff is not None else None)
+    return out
+
+
+def record_zero_gradient(out: Tensor[S, T], *inputs: Tensor[Any, Any]) -> Tensor[S, T]:
+    """Record ``out`` (made on its inputs' tape, :func:`op_tape`) as the output of a piecewise-
+    constant op of ``inputs``: each float input that takes part gets a gradient of exactly
+    ``0`` of its own shape and dtype, in both rules, even where the output's gradient is
+    ``inf`` or NaN. PyTorch's rule for ``floor``, ``ceil``, ``round``, ``trunc``, ``sign`` and
+    ``div(..., rounding_mode=...)`` (``zeros_like(grad)`` in its ``derivatives.yaml``): the
+    input's gradient is defined and zero, never missing. An untraced ``out`` is returned as it is.
+    """
+    tape = out.tape
+    if tape is not NONE_TAPE:
+        metas = [(t.id, t.data.shape, t.data.dtype) for t in inputs if t.data.dtype.kind == "f"]
+
+        def zero_gradient_backward(grads: Gradients, g: Array) -> None:
+            for i, shape, dt in metas:
+                grads._accum(i, _arrays.zeros(shape, dt, g))
+
+        def zero_gradient_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            return [(i, g._like(_arrays.zeros(shape, dt, g.data))) for i, shape, dt in metas]
+
+        record(tape, out, zero_gradient_backward, zero_gradient_diff)
     return out
 
 

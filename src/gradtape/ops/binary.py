@@ -37,6 +37,7 @@ from gradtape.ops._util import (
     float_data,
     promote,
     record_entry,
+    record_zero_gradient,
     refuse_non_float,
     tensor_operand,
     vector_pair,
@@ -242,7 +243,7 @@ def _int_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, reverse: bo
     return a._from_op(_as_array(y), NONE_TAPE)
 
 
-_INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide"})
+_INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide", "div"})
 
 
 # ----- add -------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def rmul(a: Tensor[S, T], b: float) -> Tensor[S, T]:
 
 
 @typed_as(_sig.div)
-def div(a: Any, b: Any) -> Any:
+def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
     """``a / b`` elementwise (true division), with numpy broadcasting; ``b`` may be a number.
 
     Gradients: ``d/da = 1 / b``, ``d/db = -a / b**2 = -y / b``. Division by zero gives
@@ -399,7 +400,19 @@ def div(a: Any, b: Any) -> Any:
     Dtypes (PyTorch's ``torch.div``): integer and bool operands, tensors or numbers, divide in
     float32 (PyTorch's default float dtype); an integer tensor meeting a float tensor takes the
     float's dtype; float32 meeting float64 raises ``DTypeError``.
+
+    ``rounding_mode`` (PyTorch's): ``"trunc"`` rounds the quotient toward zero (C's integer
+    division), ``"floor"`` toward minus infinity (Python's ``//``, :func:`floor_divide`).
+    Integer operands then stay integers (exact, also beyond 2**53) and a zero divisor raises
+    ``DivisionByZeroError``; on floats the quotient is ``trunc(a / b)`` or numpy's
+    ``floor_divide(a, b)`` (``inf`` divided is ``nan`` in floor mode, as PyTorch). Its
+    gradient is exactly ``0`` for both operands (PyTorch's), not missing.
+
+    Raises:
+        ValueError: ``rounding_mode`` is neither ``None``, ``"trunc"`` nor ``"floor"``.
     """
+    if rounding_mode is not None:
+        return _rounded_div(a, b, rounding_mode)
     if isinstance(b, SCALARS):
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":  # (an unpickled float dtype goes on)
@@ -554,24 +567,63 @@ def pow(a: Any, b: Any) -> Any:
     - ``b == 0``: ``d/da = 0`` (``a**0`` is constant, even at ``a == 0``);
     - ``a == 0``: ``d/db = 0`` where ``b >= 0``; ``d/da`` is ``b * 0**(b-1)``: ``0`` for
       ``b > 1``, ``1`` for ``b == 1``, ``inf`` for ``0 < b < 1``;
-    - ``a < 0``: the forward is ``nan`` for a non-integer ``b`` (numpy warns), and ``d/db``
+    - ``a < 0``: the forward is ``nan`` for a non-integer ``b`` (without a warning), and ``d/db``
       is ``nan`` (``log`` of a negative number) even for an integer ``b``, where ``d/da`` is
       still the finite ``b * a**(b-1)``.
 
+    Integer and bool tensors follow PyTorch's type promotion, untraced: an integer base to an
+    integer exponent (number or tensor) stays an integer (a bool base becomes int64; a negative
+    exponent tensor as :func:`int_power`, a negative exponent number raises ``ValueError`` as
+    in PyTorch), a float exponent number makes it float32, a float exponent tensor its dtype.
+
     Raises:
         ShapeError: the shapes do not broadcast.
-        DTypeError: ``a`` is an integer or bool tensor (``pow`` is a float op), or a tensor
-            ``b`` has another dtype than ``a``.
+        DTypeError: a float tensor ``b`` of another float dtype than ``a``.
         TypeError: ``b`` is neither a tensor nor a real number (a complex, a list, an array).
     """
     dt = a.data.dtype
-    if dt is not _F32 and dt is not _F64:
-        float_data("pow", a, "a")  # pow is a float op: an integer or bool tensor raises
+    if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+        return _int_pow(a, b)
     cls = b.__class__
     if cls is float or cls is int or (cls is not a.__class__ and not (hasattr(b, "tape") and hasattr(b, "data"))):
         # a number (t ** 2, np.float32, a bool) or junk: the scalar op, which validates it
         return _scalar_pow(a, b)
     return _pow(a, b)
+
+
+def _int_pow(a: Any, b: Any) -> Any:
+    """:func:`pow` of an integer or bool tensor ``a`` (see there)."""
+    if not (hasattr(b, "tape") and hasattr(b, "data")):
+        return _scalar_pow(a, b)  # a number exponent: gradtape.ops.unary.pow's integer path
+    if a.data.dtype.kind not in "iub":
+        refuse_non_float(a, "pow")
+    if b.data.dtype.kind == "f":  # an integer base to a float exponent: the exponent's dtype
+        return _pow(a._from_op(a.data.astype(b.data.dtype), NONE_TAPE), b)
+    if a.data.dtype.kind == "b" and b.data.dtype.kind == "b":
+        raise DTypeError(
+            f"pow: two bool tensors {a.data.shape} and {b.data.shape} (PyTorch has no such kernel); "
+            "convert one with .long()"
+        )
+    if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
+        a, b = promote("pow", a, b)
+    bt = tensor_operand("pow", a, b)
+    x, e = (t.data.astype(np.int64) if t.data.dtype.kind == "b" else t.data for t in (a, bt))
+    if x.shape != e.shape:
+        broadcast_shapes("pow", x.shape, e.shape)
+    return a._from_op(_as_array(int_power(x, e)), NONE_TAPE)
+
+
+def int_power(x: Array, e: Array) -> Array:
+    """``x ** e`` on integer arrays as PyTorch's integer ``pow`` computes it: numpy's power
+    (wrapping around on overflow) for ``e >= 0``; for ``e < 0`` the integer part of ``1 /
+    x**-e``: ``1`` for ``x == 1``, ``+-1`` for ``x == -1`` (by ``e``'s parity), else ``0``."""
+    e = np.asarray(e)
+    with np.errstate(over="ignore"):
+        y = np.power(x, np.maximum(e, 0))
+    if e.dtype.kind == "i" and (e < 0).any():
+        neg = np.where(x == 1, 1, np.where(x == -1, np.where(e % 2 == 0, 1, -1), 0)).astype(y.dtype)
+        y = np.where(e < 0, neg, y)
+    return y  # type: ignore[no-any-return]
 
 
 def _unary_not_loaded(a: Any, p: Any) -> Any:
@@ -593,8 +645,10 @@ def _pow_vjp(xp: Any, g: Any, a: Any, b: Any, y: Any) -> tuple[Any, Any]:
 
 @binary(vjp=_pow_vjp, name="pow")
 def _pow(a: Array, b: Array) -> Array:
-    """``a ** b`` for two tensors, with broadcasting (:func:`pow`'s tensor path)."""
-    return np.power(a, b)
+    """``a ** b`` for two tensors, with broadcasting (:func:`pow`'s tensor path); ``nan`` and
+    ``inf`` results without numpy's warnings, as PyTorch."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.power(a, b)
 
 
 def rpow(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -608,18 +662,34 @@ def rpow(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     ``0`` where ``a >= 0``; for ``b < 0`` the forward is ``nan`` for a non-integer ``a`` and
     the gradient ``nan`` (``log`` of a negative number).
 
+    An integer or bool exponent tensor (PyTorch's promotion, untraced): an int base gives the
+    exponent's integer dtype (``2 ** torch.arange(4)``; negative exponents as
+    :func:`int_power`), a float base float32.
+
     Raises:
         TypeError: ``b`` is not a real number (a complex, an array).
-        DTypeError: ``a`` is an integer or bool tensor.
     """
     if a.data.dtype.kind != "f":
-        float_data("rpow", a, "exponent")
+        return _int_rpow(a, b)
     base = _scalar(b, "rpow")
     x = a.data
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         y = _as_array(np.power(weak_const(base, x), x))
     logb = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
     return record_entry(a, y, _rpow_backward, y, logb)
+
+
+def _int_rpow(a: Tensor[S, T], b: object) -> Tensor[S, T]:
+    """:func:`rpow` with an integer or bool exponent tensor ``a`` (see there)."""
+    x = a.data
+    if x.dtype.kind not in "iub":
+        refuse_non_float(a, "rpow")
+    base = _number(b, "rpow")
+    if base.__class__ is float:
+        return rpow(a._from_op(x.astype(_F32), NONE_TAPE), base)
+    dt = _I64 if x.dtype.kind == "b" or base.__class__ is bool else x.dtype
+    y = int_power(np.asarray(int(base)).astype(dt), x.astype(dt))
+    return a._from_op(_as_array(y), NONE_TAPE)  # type: ignore[no-any-return]
 
 
 def _rpow_slope(y: Array, logb: float) -> Array:
@@ -885,6 +955,43 @@ def rfloor_divide(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     with np.errstate(divide="ignore", invalid="ignore"):
         y = _as_array(np.floor_divide(weak_const(_scalar(b, "floor_divide"), a.data), a.data))
     return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")  # type: ignore[no-any-return]
+
+
+def _trunc_divide(a: Array, b: Array) -> Array:
+    """``a / b`` rounded toward zero: exact on integers (``a - fmod(a, b)`` is a multiple of
+    ``b``), ``trunc(a / b)`` on floats."""
+    if a.dtype.kind in "iu" and np.result_type(a, b).kind in "iu":
+        out: Array = np.floor_divide(a - np.fmod(a, b), b)
+    else:
+        out = np.trunc(np.true_divide(a, b))
+    return out
+
+
+_ROUNDED: dict[str, Callable[..., Any]] = {"trunc": _trunc_divide, "floor": np.floor_divide}
+"""``div``'s rounding modes and their quotient."""
+
+
+def _rounded_div(a: Any, b: Any, mode: object) -> Any:
+    """``div(a, b, rounding_mode=mode)`` (see :func:`div`): the dtypes and zero-divisor rules
+    of :func:`floor_divide`, the gradient exactly 0."""
+    ufunc = _ROUNDED.get(mode) if isinstance(mode, str) else None
+    if ufunc is None:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
+    if isinstance(b, SCALARS):
+        dt = a.data.dtype
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            return _int_scalar(a, b, ufunc, "div")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = _as_array(ufunc(a.data, weak_const(_scalar(b, "div"), a.data)))
+        return record_zero_gradient(a._from_op(y, op_tape(a)), a)
+    if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
+        a, b = promote("div", a, b)
+    bt = tensor_operand("div", a, b)
+    ad, bd = a.data, bt.data
+    if ad.shape != bd.shape:
+        broadcast_shapes("div", ad.shape, bd.shape)
+    y = _as_array(_dividing("div", ufunc, ad, bd))
+    return record_zero_gradient(a._from_op(y, op_tape(a, bt)), a, bt)
 
 
 def _record_not_differentiable(out: Any, op: str) -> Any:

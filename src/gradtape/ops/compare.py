@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from gradtape.tensor import Tensor
 
 __all__ = ["eq", "ge", "gt", "le", "lt", "ne", "tensor_where", "where"]
+__all__ += ["allclose", "equal", "isclose", "isfinite", "isinf", "isnan", "logical_and", "logical_not", "logical_or"]
+__all__ += ["logical_xor"]
 
 Array = np.ndarray[Any, Any]
 
@@ -258,3 +260,144 @@ def tensor_where(self: Any, cond: Any, other: Any) -> Any:
     """``Tensor.where(cond, other)``: ``where(cond, self, other)`` (PyTorch's ``Tensor.where``
     argument order: keep ``self`` where ``cond`` holds, take ``other`` elsewhere)."""
     return where(cond, self, other)
+
+
+# ----- tests of values and logical ops (PyTorch's names): untraced masks ----------------------
+
+
+def _values(op: str, a: object) -> Array:
+    """``a``'s data for a value test: any tensor (an integer or bool one has no NaN or
+    infinity), checked to be a tensor.
+
+    Raises:
+        TypeError: ``a`` is not a tensor.
+    """
+    if not (hasattr(a, "data") and hasattr(a, "tape")):
+        raise TypeError(f"{op}: input must be a Tensor, got {type(a).__name__} (wrap arrays with dev.tensor(...))")
+    data: Array = a.data
+    return data
+
+
+def isnan(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.isnan``: a bool mask of ``a``'s shape, True where an element is NaN (never for
+    an integer or bool tensor). Untraced, as every mask.
+
+    Raises:
+        TypeError: ``a`` is not a tensor.
+    """
+    x = _values("isnan", a)
+    return a._like(_as_array(np.isnan(x) if x.dtype.kind in "fc" else _arrays.zeros(x.shape, bool, x)))  # type: ignore[no-any-return]
+
+
+def isinf(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.isinf``: True where an element is ``inf`` or ``-inf`` (bool mask, untraced).
+
+    Raises:
+        TypeError: ``a`` is not a tensor.
+    """
+    x = _values("isinf", a)
+    return a._like(_as_array(np.isinf(x) if x.dtype.kind in "fc" else _arrays.zeros(x.shape, bool, x)))  # type: ignore[no-any-return]
+
+
+def isfinite(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.isfinite``: True where an element is neither NaN nor infinite (always for an
+    integer or bool tensor); bool mask, untraced.
+
+    Raises:
+        TypeError: ``a`` is not a tensor.
+    """
+    x = _values("isfinite", a)
+    return a._like(_as_array(np.isfinite(x) if x.dtype.kind in "fc" else _arrays.ones(x.shape, bool, x)))  # type: ignore[no-any-return]
+
+
+def logical_not(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.logical_not``: True where an element is zero (False, 0, 0.0); bool mask,
+    untraced.
+
+    Raises:
+        TypeError: ``a`` is not a tensor.
+    """
+    return a._like(_as_array(np.logical_not(_values("logical_not", a))))  # type: ignore[no-any-return]
+
+
+def _logical(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: object) -> Any:
+    x = _values(op, a)
+    y = _values(op, b)
+    check_same_device(op, a, b)
+    if x.shape != y.shape:
+        try:
+            np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise ShapeError(f"{op}: shapes {x.shape} and {y.shape} do not broadcast") from None
+    return a._like(_as_array(ufunc(x, y)))
+
+
+def logical_and(a: Tensor[S, Any], b: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.logical_and``: True where both elements are nonzero; any dtypes, numpy
+    broadcasting; bool mask, untraced.
+
+    Raises:
+        TypeError: an operand is not a tensor. ShapeError: the shapes do not broadcast.
+        DeviceError: the tensors are on different devices.
+    """
+    return _logical("logical_and", np.logical_and, a, b)  # type: ignore[no-any-return]
+
+
+def logical_or(a: Tensor[S, Any], b: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.logical_or``: True where either element is nonzero (see :func:`logical_and`).
+
+    Raises:
+        TypeError, ShapeError, DeviceError: as :func:`logical_and`.
+    """
+    return _logical("logical_or", np.logical_or, a, b)  # type: ignore[no-any-return]
+
+
+def logical_xor(a: Tensor[S, Any], b: Tensor[S, Any]) -> Tensor[S, NoneTape]:
+    """``torch.logical_xor``: True where exactly one element is nonzero (see
+    :func:`logical_and`).
+
+    Raises:
+        TypeError, ShapeError, DeviceError: as :func:`logical_and`.
+    """
+    return _logical("logical_xor", np.logical_xor, a, b)  # type: ignore[no-any-return]
+
+
+def isclose(
+    a: Tensor[S, Any], b: Tensor[S, Any], rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Tensor[S, NoneTape]:
+    """``torch.isclose``: True where ``|a - b| <= atol + rtol * |b|`` (numpy's and PyTorch's
+    formula; equal infinities are close, NaN is close to NaN only with ``equal_nan``); numpy
+    broadcasting; bool mask, untraced.
+
+    Raises:
+        TypeError: an operand is not a tensor. ShapeError: the shapes do not broadcast.
+        DeviceError: the tensors are on different devices.
+    """
+    return _isclose("isclose", a, b, rtol, atol, equal_nan)  # type: ignore[no-any-return]
+
+
+def _isclose(op: str, a: Tensor[Any, Any], b: object, rtol: float, atol: float, equal_nan: bool) -> Any:
+    return _logical(op, lambda x, y: np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
+
+
+def allclose(
+    a: Tensor[Any, Any], b: Tensor[Any, Any], rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> bool:
+    """``torch.allclose``: whether :func:`isclose` holds for every element (a Python bool).
+
+    Raises:
+        TypeError, ShapeError, DeviceError: as :func:`isclose`.
+    """
+    return bool(_isclose("allclose", a, b, rtol, atol, equal_nan).data.all())
+
+
+def equal(a: Tensor[Any, Any], b: Tensor[Any, Any]) -> bool:
+    """``torch.equal``: whether ``a`` and ``b`` have the same shape and the same elements (a
+    Python bool; NaN is never equal, as PyTorch).
+
+    Raises:
+        TypeError: an operand is not a tensor. DeviceError: the tensors are on different devices.
+    """
+    x, y = _values("equal", a), _values("equal", b)
+    check_same_device("equal", a, b)
+    return x.shape == y.shape and bool((x == y).all())

@@ -95,6 +95,10 @@ class Elementwise:
         kernel: optional fused ``kernel(out, s, g, *params[, aux])``: ``out += f'(s) * g``.
         fresh: optional ``fresh(s, g, *params[, aux]) -> f'(s) * g`` as a new array.
         aux: whether the forward returns ``(y, aux)``.
+        integer: optional ``integer(x, *params) -> y`` on an integer or bool array: the op's
+            exact result on integer tensors (``abs``, ``square``: PyTorch keeps their dtype),
+            returned untraced (integers carry no gradient); it raises ``DTypeError`` for a
+            dtype PyTorch refuses too. ``None``: integer and bool tensors are refused.
     """
 
     name: str
@@ -108,6 +112,7 @@ class Elementwise:
     aux: bool = False
     public: str = ""
     """The public op's name in messages (``"gelu"`` for ``_gelu``); default ``name``."""
+    integer: Callable[..., Array] | None = None
 
 
 ELEMENTWISE: dict[str, Elementwise] = {}
@@ -139,12 +144,14 @@ def elementwise(
     aux: bool = False,
     name: str | None = None,
     public: str | None = None,
+    integer: Callable[..., Array] | None = None,
 ) -> Callable[[Callable[Concatenate[Array, P], Any]], Callable[Concatenate[Tensor[S, T], P], Tensor[S, T]]]:
     """Declare an elementwise op from its numpy forward (the decorated function) and its
     derivative; see the module docstring. Returns the public op, registered in :data:`ELEMENTWISE`.
 
     ``name`` overrides the registry name (default: the forward's ``__name__``); ``public`` is the
-    name messages give (default: ``name``).
+    name messages give (default: ``name``); ``integer`` the forward on integer and bool arrays,
+    for an op PyTorch also runs on them (see :class:`Elementwise`).
 
     Raises:
         ValueError: ``uses`` is neither ``"x"`` nor ``"y"``, the name is taken, or ``aux`` is
@@ -171,6 +178,7 @@ def elementwise(
             fresh,
             aux,
             public or op_name,
+            integer,
         )
         ELEMENTWISE[op_name] = decl
         fn = OPS[op_name] = _make_op(decl, forward)
@@ -205,6 +213,7 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "_asarray": _as_array,
         "_on_gpu": _on_gpu,
         "_next_id": next_id,
+        "_integer": _integer_op,
     }
     params = []
     for k, (p, d) in enumerate(zip(decl.params, decl.defaults, strict=True)):
@@ -221,7 +230,9 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "    x = a.data",
         "    dt = x.dtype",
         "    if dt is not _F32 and dt is not _F64 and dt.kind != 'f':",
-        f"        _not_float({label!r}, a)",
+        f"        return _integer(_decl, a{''.join(', ' + p for p in decl.params)})"
+        if decl.integer is not None
+        else f"        _not_float({label!r}, a)",
         f"    params = ({conv})",
     ]
     if decl.aux:
@@ -260,15 +271,34 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
     return fn
 
 
+def _integer_op(decl: Elementwise, a: Tensor[Any, Any], *params: Any) -> Any:
+    """A declared op on an integer or bool tensor ``a``: ``decl.integer``'s exact result,
+    untraced (integers carry no gradient).
+
+    Raises:
+        DTypeError: ``a`` is neither integer nor bool (complex), or ``decl.integer`` refuses
+            its dtype.
+    """
+    if a.data.dtype.kind not in "iub":
+        float_data(decl.public, a)
+    assert decl.integer is not None
+    return a._from_op(_as_array(decl.integer(a.data, *params)), NONE_TAPE)
+
+
 def _contract(decl: Elementwise) -> str:
     """What every declared op promises, appended to its docstring from the declaration."""
     params = ""
     if decl.params:
         names = ", ".join(f"``{p}``" for p in decl.params)
         params = f"; {names} not a real number raises ``TypeError`` naming the op"
+    ints = (
+        "An integer ``a`` gives the exact result untraced, as PyTorch's"
+        if decl.integer is not None
+        else "An integer or bool ``a`` raises ``DTypeError`` naming the op"
+    )
     text = (
         "Shape and dtype: ``Tensor[S, T] -> Tensor[S, T]``, ``a``'s shape and dtype, float32 or "
-        f"float64 (float32 stays float32). An integer or bool ``a`` raises ``DTypeError`` naming the op{params}."
+        f"float64 (float32 stays float32). {ints}{params}."
     )
     return "\n\n" + textwrap.fill(text, 96, initial_indent="    ", subsequent_indent="    ") + "\n"
 
@@ -468,6 +498,7 @@ class _Numpy:
     floor = staticmethod(np.floor)
     trunc = staticmethod(np.trunc)
     isnan = staticmethod(np.isnan)
+    isfinite = staticmethod(np.isfinite)
     logical_and = staticmethod(np.logical_and)
     where = staticmethod(np.where)
     minimum = staticmethod(np.minimum)
@@ -496,7 +527,7 @@ NUMPY: Any = _Numpy()
 
 class _Tensors:
     """The array namespace on gradtape tensors (the second rule): every function is a recorded
-    gradtape op, except the piecewise-constant ones (``sign``, ``floor``, ``trunc``, ``isnan``,
+    gradtape op, except the piecewise-constant ones (``sign``, ``floor``, ``trunc``, ``isnan``, ``isfinite``,
     ``logical_and``, comparisons, a ``where`` of two numbers), which give constant tensors: their derivative is 0."""
 
     def __init__(self, dtype: np.dtype[Any]) -> None:
@@ -513,6 +544,9 @@ class _Tensors:
 
     def isnan(self, x: Any) -> Any:
         return x._like(np.isnan(x.data))
+
+    def isfinite(self, x: Any) -> Any:
+        return x._like(np.isfinite(x.data))
 
     def floor(self, x: Any) -> Any:
         return x._like(np.floor(x.data))

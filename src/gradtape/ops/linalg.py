@@ -12,24 +12,24 @@ The output owns a tape if any input does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
-from gradtape._typing import typed_as
+from gradtape._typing import A, B, C, T, typed_as
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import linalg as _sig
 from gradtape.ops._util import sum_to, tensor_operand
-from gradtape.shapes import sum_to_shape
-from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
+from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, sum_to_shape
+from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["linear", "matmul"]
+__all__ = ["bmm", "dot", "linear", "matmul", "mm"]
 
 Array = np.ndarray[Any, Any]
 
@@ -242,3 +242,76 @@ def _d_linear(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 
 register_diff(_linear_backward, _d_linear)
+
+
+# ----- PyTorch's fixed-rank products: mm, bmm, dot ----------------------------------------------
+
+
+def _ranked_product(op: str, a: Tensor[Any, Any], b: object, rank: int) -> Any:
+    """``matmul(a, b)`` after PyTorch's checks of ``op``: both operands of rank ``rank``, the
+    inner dims equal (and for ``bmm`` the batch dims), no broadcasting.
+
+    Raises:
+        ShapeError: a rank or a dim does not fit; the message names the op and both shapes.
+        TypeError: ``b`` is not a tensor.
+    """
+    bt = tensor_operand(op, a, b)
+    x, y = a.data.shape, bt.data.shape
+    what = {1: "1-D vectors", 2: "2-D matrices", 3: "3-D batches of matrices"}[rank]
+    if len(x) != rank or len(y) != rank:
+        raise ShapeError(f"{op}: takes two {what}, got shapes {x} and {y}")
+    if (rank == 1 and x != y) or (rank > 1 and x[-1] != y[-2]) or (rank == 3 and x[0] != y[0]):
+        raise ShapeError(f"{op}: shapes {x} and {y} cannot be multiplied")
+    return matmul(a, bt)
+
+
+@overload
+def mm(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank2[A, C], T]: ...
+@overload
+def mm(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[B, C], OwnedTape]) -> Tensor[Rank2[A, C], OwnedTape]: ...
+@overload
+def mm(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank2[A, C], T]: ...
+def mm(a: Any, b: Any) -> Any:
+    """``torch.mm``: the product of two matrices ``(n, k) @ (k, m) -> (n, m)`` (no
+    broadcasting; :func:`matmul` is the general product). Gradients as :func:`matmul`:
+    ``g @ b.T`` and ``a.T @ g``.
+
+    Raises:
+        ShapeError: an operand is not 2-D, or the inner dims differ (naming both shapes).
+        TypeError: ``b`` is not a tensor.
+    """
+    return _ranked_product("mm", a, b, 2)
+
+
+@overload
+def bmm(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank3[D, B, C], NoneTape]) -> Tensor[Rank3[D, A, C], T]: ...
+@overload
+def bmm(a: Tensor[Rank3[D, A, B], Tape], b: Tensor[Rank3[D, B, C], OwnedTape]) -> Tensor[Rank3[D, A, C], OwnedTape]: ...
+@overload
+def bmm(a: Tensor[Rank3[D, A, B], T], b: Tensor[Rank3[D, B, C], T]) -> Tensor[Rank3[D, A, C], T]: ...
+def bmm(a: Any, b: Any) -> Any:
+    """``torch.bmm``: batched matrix products ``(b, n, k) @ (b, k, m) -> (b, n, m)``, one per
+    batch element (no broadcasting). Gradients as :func:`matmul`.
+
+    Raises:
+        ShapeError: an operand is not 3-D, or the batch or inner dims differ (naming both shapes).
+        TypeError: ``b`` is not a tensor.
+    """
+    return _ranked_product("bmm", a, b, 3)
+
+
+@overload
+def dot(a: Tensor[Rank1[A], T], b: Tensor[Rank1[A], NoneTape]) -> Tensor[Rank0, T]: ...
+@overload
+def dot(a: Tensor[Rank1[A], Tape], b: Tensor[Rank1[A], OwnedTape]) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def dot(a: Tensor[Rank1[A], T], b: Tensor[Rank1[A], T]) -> Tensor[Rank0, T]: ...
+def dot(a: Any, b: Any) -> Any:
+    """``torch.dot``: the inner product ``sum(a * b)`` of two vectors of one length, a rank-0
+    tensor. Gradients: ``g * b`` and ``g * a``.
+
+    Raises:
+        ShapeError: an operand is not 1-D, or the lengths differ (naming both shapes).
+        TypeError: ``b`` is not a tensor.
+    """
+    return _ranked_product("dot", a, b, 1)

@@ -29,13 +29,14 @@ from gradtape.ops.compare import where
 from gradtape.ops.select import ValuesIndices, argmax, argmin, take_along_axis
 from gradtape.ops.shape import concat
 from gradtape.shapes import Rank0
-from gradtape.tape import NONE_TAPE, op_tape, record, register_diff
+from gradtape.tape import NONE_TAPE, NoneTape, op_tape, record, register_diff
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
 __all__ = ["cumprod", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
+__all__ += ["all", "amax", "amin", "any"]
 
 Array = np.ndarray[Any, Any]
 
@@ -171,8 +172,9 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
     x = a.data
     axes, n, kept = _plan(op, x, axis)
     if n == 0:
-        raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) has no {op}imum")
-    yk = _as_array((np.max if op == "max" else np.min)(x, axis=axes, keepdims=True))
+        what = op.removeprefix("a")
+        raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) has no {what}imum")
+    yk = _as_array((np.max if op in ("max", "amax") else np.min)(x, axis=axes, keepdims=True))
     y = _out(yk, axes, keepdims)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
@@ -665,3 +667,66 @@ def prod(
         return gk * _others_t(xt, axes)
 
     return _record_reduction(input, _out(yk, axes, keep), kept, grad, diff)
+
+
+# ----- PyTorch's amax / amin and the logical reductions -----------------------------------------
+
+
+def amax(a: Tensor[Any, T], dim: int | tuple[int, ...] = (), keepdim: bool = False) -> Tensor[Any, T]:
+    """``torch.amax``: the largest element over ``dim`` (an int or a tuple of ints; ``()``, the
+    default, reduces every dim), ``keepdim`` keeping the reduced dims as size 1. NaN
+    propagates. Gradient (PyTorch's): split evenly among the elements equal to the maximum, as
+    :func:`max` with ``axis=`` (which is this op in gradtape's spelling).
+
+    Raises:
+        ShapeError: a dim is out of range or repeated, or a reduced dim has size 0.
+    """
+    return _extremum("amax", a, None if dim == () else dim, bool(keepdim))  # type: ignore[no-any-return]
+
+
+def amin(a: Tensor[Any, T], dim: int | tuple[int, ...] = (), keepdim: bool = False) -> Tensor[Any, T]:
+    """``torch.amin``: the smallest element over ``dim`` (see :func:`amax`; gradient split
+    evenly among ties).
+
+    Raises:
+        ShapeError: as :func:`amax`.
+    """
+    return _extremum("amin", a, None if dim == () else dim, bool(keepdim))  # type: ignore[no-any-return]
+
+
+def _logical_reduce(op: str, a: Tensor[Any, Any], dim: Any, keepdim: bool) -> Any:
+    x = a.data
+    axes = normalize_axes(op, dim, x.ndim) if dim is not None else None
+    reduce = np.any if op == "any" else np.all
+    return a._like(_as_array(reduce(x, axis=axes, keepdims=bool(keepdim))))
+
+
+@overload
+def any(a: Tensor[Any, Any], dim: None = None, keepdim: Literal[False] = False) -> Tensor[Rank0, NoneTape]: ...
+@overload
+def any(
+    a: Tensor[Any, Any], dim: int | tuple[int, ...] | None = None, keepdim: bool = False
+) -> Tensor[Any, NoneTape]: ...
+def any(a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``torch.any``: whether any element over ``dim`` (None: all; an int or a tuple of ints)
+    is nonzero, as a bool tensor (untraced; rank 0 over all dims). Any dtype.
+
+    Raises:
+        ShapeError: a dim is out of range or repeated.
+    """
+    return _logical_reduce("any", a, dim, keepdim)
+
+
+@overload
+def all(a: Tensor[Any, Any], dim: None = None, keepdim: Literal[False] = False) -> Tensor[Rank0, NoneTape]: ...
+@overload
+def all(
+    a: Tensor[Any, Any], dim: int | tuple[int, ...] | None = None, keepdim: bool = False
+) -> Tensor[Any, NoneTape]: ...
+def all(a: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``torch.all``: whether every element over ``dim`` is nonzero (see :func:`any`).
+
+    Raises:
+        ShapeError: a dim is out of range or repeated.
+    """
+    return _logical_reduce("all", a, dim, keepdim)

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ValuesIndices",
+    "unbind",
     "argmax",
     "argmin",
     "argsort",
@@ -843,3 +844,21 @@ def tile(input: Tensor[Any, T], dims: int | Sequence[int], *more: int) -> Tensor
     reps = _ints("tile", (dims, *more), "dims")
     reps = (1,) * (x.ndim - len(reps)) + reps
     return _tiled("tile", input, reps)  # type: ignore[no-any-return]
+
+
+def unbind(input: Tensor[Any, T], dim: int = 0) -> tuple[Tensor[Any, T], ...]:
+    """``torch.unbind``: the slices of ``input`` along ``dim``, each without that dim (``n``
+    tensors of rank ``r - 1`` for a dim of size ``n``). Gradient: one recorded op (as
+    :func:`split`); each slice's gradient goes back to its place, zeros for slices that got none.
+
+    Raises:
+        ShapeError: ``dim`` is out of range, or ``input`` is 0-d.
+        TypeError: ``dim`` is not an int.
+    """
+    x = input.data
+    if x.ndim == 0:
+        raise ShapeError("unbind: a 0-d tensor has no dim to unbind")
+    d = one_dim("unbind", dim, x.shape)
+    if x.shape[d] == 0:
+        return ()
+    return tuple(p.squeeze(d) for p in split(input, 1, d))

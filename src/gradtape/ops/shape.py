@@ -53,15 +53,19 @@ __all__ = [
     "concat",
     "expand_dims",
     "flatten",
+    "hstack",
+    "movedim",
     "permute",
     "reshape",
     "roll",
     "squeeze",
     "stack",
+    "swapaxes",
     "transpose",
     "tril",
     "triu",
     "unsqueeze",
+    "vstack",
 ]
 
 Array = np.ndarray[Any, Any]
@@ -658,3 +662,77 @@ def triu(a: Tensor[S, T], k: int = 0) -> Tensor[S, T]:
         ShapeError: ``a`` has fewer than 2 dims (names the shape).
     """
     return _tri("triu", a, k, np.triu)  # type: ignore[no-any-return]
+
+
+# ----- PyTorch's hstack, vstack, movedim, swapaxes ---------------------------------------------
+
+
+def hstack(tensors: Sequence[Tensor[Any, T]]) -> Tensor[Any, T]:
+    """``torch.hstack``: 1-D tensors joined end to end (dim 0), others along dim 1 (columns).
+    Gradient: as :func:`concat`.
+
+    Raises:
+        ShapeError: the tensors' other dims differ, or the sequence is empty.
+    """
+    ts = list(tensors)
+    if not ts:
+        raise ShapeError("hstack: expected a non-empty sequence of tensors")
+    return _joined("hstack", ts, 0 if ts[0].data.ndim == 1 else 1)  # type: ignore[no-any-return]
+
+
+def _joined(op: str, ts: list[Any], axis: int) -> Any:
+    """:func:`concat` for ``op`` (``hstack``, ``vstack``): its errors say ``op``."""
+    try:
+        return concat(ts, axis)
+    except (ShapeError, DTypeError, TypeError) as e:
+        raise type(e)(f"{op}: {str(e).removeprefix('concat: ')}") from None
+
+
+def vstack(tensors: Sequence[Tensor[Any, T]]) -> Tensor[Any, T]:
+    """``torch.vstack``: tensors joined along dim 0 (rows), a 1-D tensor of length ``n`` taken
+    as one row ``(1, n)`` (and a 0-d one as ``(1, 1)``). Gradient: as :func:`concat`.
+
+    Raises:
+        ShapeError: the tensors' other dims differ, or the sequence is empty.
+    """
+    ts = list(tensors)
+    if not ts:
+        raise ShapeError("vstack: expected a non-empty sequence of tensors")
+    rows = [t.reshape((1, -1)) if hasattr(t, "data") and t.data.ndim < 2 else t for t in ts]
+    return _joined("vstack", rows, 0)  # type: ignore[no-any-return]
+
+
+def movedim(input: Tensor[Any, T], source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor[Any, T]:
+    """``torch.movedim`` (numpy's ``moveaxis``): the dims ``source`` moved to the positions
+    ``destination`` (ints or sequences of ints of one length; negative ones count from the
+    end), the other dims keeping their order. Gradient: the inverse permutation (as
+    :func:`permute`).
+
+    Raises:
+        ShapeError: a dim is out of range or repeated, or the two sequences differ in length.
+        TypeError: a dim is not an int.
+    """
+    nd = input.data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ShapeError(f"movedim: source {source!r} and destination {destination!r} differ in length")
+    s = [_axis("movedim", d, input.data.shape, nd) for d in src]
+    t = [_axis("movedim", d, input.data.shape, nd) for d in dst]
+    if len(set(s)) != len(s) or len(set(t)) != len(t):
+        raise ShapeError(f"movedim: repeated dim in source {source!r} or destination {destination!r}")
+    rest = iter(d for d in range(nd) if d not in s)
+    placed = dict(zip(t, s, strict=True))
+    order = tuple(placed[k] if k in placed else next(rest) for k in range(nd))
+    return permute(input, order)
+
+
+def swapaxes(input: Tensor[Any, T], axis0: int, axis1: int) -> Tensor[Any, T]:
+    """``torch.swapaxes`` (``swapdims``, numpy's ``swapaxes``): :func:`transpose` of the two
+    dims.
+
+    Raises:
+        ShapeError: a dim is out of range. TypeError: a dim is not an int.
+    """
+    shape = input.data.shape
+    return transpose(input, _axis("swapaxes", axis0, shape), _axis("swapaxes", axis1, shape))

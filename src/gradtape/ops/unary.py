@@ -21,12 +21,14 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape._typing import S, T
+from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import float_data, record_unary
+from gradtape.ops._util import float_data, record_unary, record_zero_gradient
 from gradtape.ops.binary import record_scalar
 from gradtape.ops.declare import elementwise, number
+from gradtape.tape import NONE_TAPE, op_tape
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -37,29 +39,43 @@ __all__ = [
     "acos",
     "asin",
     "atan",
+    "ceil",
     "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
     "cos",
     "cosh",
     "elu",
     "erf",
     "erfc",
     "exp",
+    "exp2",
     "expm1",
+    "fix",
+    "floor",
     "gelu",
     "hardsigmoid",
     "hardswish",
     "leaky_relu",
     "log",
+    "log10",
     "log1p",
+    "log2",
     "logsigmoid",
     "mish",
+    "nan_to_num",
     "nans_to",
     "neg",
     "pow",
     "recip",
+    "reciprocal",
     "relu",
+    "round",
+    "rsqrt",
     "selu",
     "sigmoid",
+    "sign",
     "silu",
     "sin",
     "sinh",
@@ -69,6 +85,7 @@ __all__ = [
     "tan",
     "tanh",
     "to_dtype",
+    "trunc",
 ]
 
 Array = np.ndarray[Any, Any]
@@ -147,6 +164,33 @@ def expm1(x: Array) -> Array:
     return np.expm1(x)
 
 
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+@elementwise(uses="y", derivative=lambda xp, y: y * _LN2)
+def exp2(x: Array) -> Array:
+    """``2 ** a`` elementwise (``torch.exp2``). Gradient: ``ln(2) * 2**a = ln(2) * y`` from the
+    saved output."""
+    return np.exp2(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / (x * _LN2))
+def log2(x: Array) -> Array:
+    """Base-2 logarithm elementwise (``torch.log2``; ``-inf`` at 0, NaN below, without
+    numpy's warning). Gradient: ``1 / (a ln 2)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / (x * _LN10))
+def log10(x: Array) -> Array:
+    """Base-10 logarithm elementwise (``torch.log10``; ``-inf`` at 0, NaN below, without
+    numpy's warning). Gradient: ``1 / (a ln 10)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log10(x)
+
+
 @elementwise(uses="x", derivative=lambda xp, x: 1.0 / (x + 1.0))
 def log1p(x: Array) -> Array:
     """``log(1 + a)`` elementwise, accurate near 0 (numpy's ``log1p``; NaN below -1, ``-inf`` at
@@ -184,10 +228,37 @@ def sqrt(x: Array) -> Array:
     return np.sqrt(x)
 
 
-@elementwise(uses="x", derivative=lambda xp, x: 2.0 * x, kernel=_ka.square_backward)
+def _int_square(x: Array) -> Array:
+    """``square`` on integers: the dtype kept (wrapping around as PyTorch's), bools as int64."""
+    return np.square(x.astype(np.int64) if x.dtype.kind == "b" else x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 2.0 * x, kernel=_ka.square_backward, integer=_int_square)
 def square(x: Array) -> Array:
-    """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``."""
+    """``a ** 2`` elementwise. Gradient: ``2 a``; fused ``grad += 2 * a * g``. Integer tensors
+    stay integers (a bool tensor gives int64), untraced, as PyTorch's."""
     return np.square(x)
+
+
+@elementwise(uses="y", derivative=lambda xp, y: y * y * y * -0.5)
+def rsqrt(x: Array) -> Array:
+    """Reciprocal square root ``y = 1 / sqrt(a)`` elementwise (``torch.rsqrt``; ``inf`` at 0,
+    NaN below, without numpy's warning). Gradient: ``-1 / (2 a**1.5) = -y**3 / 2`` from the
+    saved output."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.reciprocal(np.sqrt(x))
+
+
+def reciprocal(a: Tensor[S, T]) -> Tensor[S, T]:
+    """``torch.reciprocal``: ``1 / a`` elementwise, :func:`recip` (dfdx's name) under
+    PyTorch's; same gradient ``-1 / a**2``.
+
+    Raises:
+        DTypeError: ``a`` is an integer or bool tensor (naming ``reciprocal``).
+    """
+    if a.data.dtype.kind != "f":
+        float_data("reciprocal", a)
+    return recip(a)
 
 
 @elementwise(uses="y", derivative=lambda xp, y: -(y * y), kernel=_ka.recip_backward)
@@ -203,8 +274,10 @@ def recip(x: Array) -> Array:
     uses="x", derivative=lambda xp, x, p: x ** (p - 1.0) * p, kernel=_ka.pow_backward, name="_pow", public="pow"
 )
 def _pow(x: Array, p: float) -> Array:
-    """``a ** p`` for a real ``p`` other than 0, 1 and 2 (:func:`pow` sends those elsewhere)."""
-    return np.power(x, p)
+    """``a ** p`` for a real ``p`` other than 0, 1 and 2 (:func:`pow` sends those elsewhere);
+    ``nan`` and ``inf`` results without numpy's warnings, as PyTorch."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.power(x, p)
 
 
 def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
@@ -215,9 +288,18 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
     from numpy in backward; ``p == 2`` is :func:`square`'s, ``p == 1`` passes ``g`` through,
     and ``p == 0`` gives exactly ``0`` (also where ``a`` is 0 or NaN), as PyTorch.
 
+    Integer and bool tensors (PyTorch's type promotion): an integer exponent keeps an integer
+    tensor's dtype (wrapping around on overflow, as PyTorch's) and makes a bool tensor int64; a
+    float exponent gives float32 (PyTorch's default float dtype). Untraced: integers carry no
+    gradient.
+
     Raises:
         TypeError: ``p`` is not a real number (tensor exponents are not supported).
+        ValueError: an integer tensor to a negative integer power (PyTorch's "Integers to
+            negative integer powers are not allowed").
     """
+    if a.data.dtype.kind in "iub":
+        return _int_pow(a, p)
     p = number("pow", "exponent p", p)
     x = float_data("pow", a)
     if p == 2.0:
@@ -232,6 +314,126 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
             diff=lambda g, r, o, i: g * 0.0,
         )
     return _pow(a, p)
+
+
+def _int_pow(a: Tensor[S, T], p: object) -> Tensor[S, T]:
+    """:func:`pow` of an integer or bool tensor (see there)."""
+    x = a.data
+    if isinstance(p, (bool, int, np.integer)):
+        if p < 0:
+            raise ValueError(
+                f"pow: integers to negative integer powers are not allowed ({x.dtype} tensor {x.shape} ** {p}); "
+                "convert with .float() first"
+            )
+        base = x.astype(np.int64) if x.dtype.kind == "b" else x
+        with np.errstate(over="ignore"):
+            y = np.power(base, np.asarray(int(p)).astype(base.dtype)[()])
+        return a._from_op(_as_array(y), NONE_TAPE)  # type: ignore[no-any-return]
+    q = number("pow", "exponent p", p)
+    return pow(a._from_op(x.astype(np.float32), NONE_TAPE), q)
+
+
+# ----- rounding: piecewise constant, gradient exactly 0 ----------------------------------------
+
+
+def _rounding(op: str, a: Tensor[S, T], y: Any) -> Tensor[S, T]:
+    """The output ``y`` of the rounding op ``op`` of a float tensor ``a``, recorded with
+    gradient exactly 0 (:func:`gradtape.ops._util.record_zero_gradient`)."""
+    return record_zero_gradient(a._from_op(_as_array(y), op_tape(a)), a)
+
+
+def _integer_rounding(op: str, a: Tensor[S, T]) -> Tensor[S, T]:
+    """``floor``/``ceil``/``round``/``trunc`` of an integer tensor: a copy, untraced (PyTorch's).
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (PyTorch has no such kernel).
+    """
+    x = a.data
+    if x.dtype.kind == "b":
+        raise DTypeError(f"{op}: not defined on bool tensors (shape {x.shape}), as in PyTorch; convert with .long()")
+    if x.dtype.kind not in "iu":
+        float_data(op, a)
+    return a._from_op(x.copy(), NONE_TAPE)  # type: ignore[no-any-return]
+
+
+def floor(a: Tensor[S, T]) -> Tensor[S, T]:
+    """The largest integer not above each element, as a float of ``a``'s dtype (``torch.floor``;
+    ``inf`` and NaN pass through). Gradient: exactly ``0`` (PyTorch's), also where the output's
+    gradient is ``inf`` or NaN. An integer tensor gives a copy, untraced.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (as PyTorch).
+    """
+    if a.data.dtype.kind != "f":
+        return _integer_rounding("floor", a)
+    return _rounding("floor", a, np.floor(a.data))
+
+
+def ceil(a: Tensor[S, T]) -> Tensor[S, T]:
+    """The smallest integer not below each element (``torch.ceil``); gradient and dtypes as
+    :func:`floor`.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (as PyTorch).
+    """
+    if a.data.dtype.kind != "f":
+        return _integer_rounding("ceil", a)
+    return _rounding("ceil", a, np.ceil(a.data))
+
+
+def trunc(a: Tensor[S, T]) -> Tensor[S, T]:
+    """Each element rounded toward zero (``torch.trunc``, ``torch.fix``); gradient and dtypes
+    as :func:`floor`.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (as PyTorch).
+    """
+    if a.data.dtype.kind != "f":
+        return _integer_rounding("trunc", a)
+    return _rounding("trunc", a, np.trunc(a.data))
+
+
+def fix(a: Tensor[S, T]) -> Tensor[S, T]:
+    """PyTorch's ``torch.fix``, an alias of :func:`trunc` (same rules and gradient; errors
+    name ``fix``).
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor (as PyTorch).
+    """
+    if a.data.dtype.kind != "f":
+        return _integer_rounding("fix", a)
+    return _rounding("fix", a, np.trunc(a.data))
+
+
+def round(a: Tensor[S, T], decimals: int = 0) -> Tensor[S, T]:
+    """Each element rounded to the nearest integer, halves to even (``torch.round``: ``2.5 ->
+    2``, ``-0.5 -> -0``), or to ``decimals`` decimal digits: ``round(a * 10**d) / 10**d`` in
+    ``a``'s dtype (negative ``decimals`` round to tens, hundreds, ...), as PyTorch and numpy
+    compute it. Gradient and dtypes as :func:`floor`.
+
+    Raises:
+        DTypeError: ``a`` is a bool tensor, or an integer tensor with ``decimals`` (as PyTorch).
+        TypeError: ``decimals`` is not an int.
+    """
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    if a.data.dtype.kind != "f":
+        if decimals:
+            raise DTypeError(f"round: decimals={decimals} on an integer tensor ({a.data.dtype}), as in PyTorch")
+        return _integer_rounding("round", a)
+    return _rounding("round", a, np.round(a.data, int(decimals)))
+
+
+def sign(a: Tensor[S, T]) -> Tensor[S, T]:
+    """The sign of each element: ``-1``, ``0`` or ``1`` (``torch.sign``; ``0`` for NaN and
+    ``-0.0``, as PyTorch). Gradient: exactly ``0``. An integer tensor keeps its dtype and a
+    bool tensor stays bool, untraced."""
+    x = a.data
+    if x.dtype.kind != "f":
+        if x.dtype.kind not in "iub":
+            float_data("sign", a)
+        return a._from_op(x.copy() if x.dtype.kind == "b" else np.sign(x), NONE_TAPE)  # type: ignore[no-any-return]
+    return _rounding("sign", a, np.where(np.isnan(x), x.dtype.type(0), np.sign(x)))
 
 
 # ----- trigonometric and hyperbolic -----------------------------------------------------------
@@ -523,9 +725,17 @@ def softplus(x: Array, beta: float = 1.0, threshold: float = 20.0) -> tuple[Arra
     return _ka.softplus(x, beta, threshold)
 
 
-@elementwise(uses="x", derivative=lambda xp, x: xp.sign(x), kernel=_ka.abs_backward)
+def _int_abs(x: Array) -> Array:
+    """``abs`` on integers (dtype kept; PyTorch refuses bools)."""
+    if x.dtype.kind == "b":
+        raise DTypeError(f"abs: not defined on bool tensors (shape {x.shape}), as in PyTorch; convert with .long()")
+    return np.abs(x)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.sign(x), kernel=_ka.abs_backward, integer=_int_abs)
 def abs(x: Array) -> Array:
-    """``|a|`` elementwise (also ``abs(t)``).
+    """``|a|`` elementwise (also ``abs(t)``). Integer tensors keep their dtype, untraced (bool
+    tensors raise ``DTypeError``, as PyTorch).
 
     Gradient: ``sign(a)``: ``1`` where ``a > 0``, ``-1`` where ``a < 0``, ``0`` at ``a == 0``
     (PyTorch's choice of subgradient), NaN at NaN; fused ``grad += sign(a) * g``.
@@ -549,19 +759,105 @@ def clamp(a: Tensor[S, T], min: float | None = None, max: float | None = None) -
     Gradient: ``1`` where ``min <= a <= max`` (bounds included, as PyTorch), else ``0`` (also at
     NaN); fused ``grad += g`` on that mask.
 
+    Integer and bool tensors (PyTorch's): integer bounds keep an integer tensor's dtype and make
+    a bool tensor int64; a float bound gives float32. Untraced: integers carry no gradient.
+    :func:`clip` is its alias (``torch.clip``).
+
     Raises:
-        ValueError: neither bound is given, a bound is NaN, or ``min > max``.
+        ValueError: neither bound is given, a bound is NaN, ``min > max``, or an integer bound
+            does not fit an integer tensor's dtype (``uint8`` clamped to 300).
         TypeError: a bound is not a real number (or None).
     """
-    if min is None and max is None:
-        raise ValueError("clamp: give at least one of min and max")
-    lo = -math.inf if min is None else number("clamp", "min", min)
-    hi = math.inf if max is None else number("clamp", "max", max)
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"clamp: bounds must not be NaN, got min={min!r}, max={max!r}")
-    if lo > hi:
-        raise ValueError(f"clamp: min ({min!r}) is greater than max ({max!r})")
-    return _clamp(a, lo, hi)
+    return _clamp_op("clamp", a, min, max)
+
+
+def clip(a: Tensor[S, T], min: float | None = None, max: float | None = None) -> Tensor[S, T]:
+    """PyTorch's ``torch.clip``, an alias of :func:`clamp` (same rules, gradient and errors,
+    which name ``clip``)."""
+    return _clamp_op("clip", a, min, max)
+
+
+def _clamp_op(op: str, a: Tensor[S, T], lo: Any, hi: Any) -> Tensor[S, T]:
+    """:func:`clamp` (``op`` names it in the errors: ``"clamp"`` or ``"clip"``)."""
+    if lo is None and hi is None:
+        raise ValueError(f"{op}: give at least one of min and max")
+    if a.data.dtype.kind in "iub":
+        return _int_clamp(op, a, lo, hi)
+    low = -math.inf if lo is None else number(op, "min", lo)
+    high = math.inf if hi is None else number(op, "max", hi)
+    if math.isnan(low) or math.isnan(high):
+        raise ValueError(f"{op}: bounds must not be NaN, got min={lo!r}, max={hi!r}")
+    if low > high:
+        raise ValueError(f"{op}: min ({lo!r}) is greater than max ({hi!r})")
+    return _clamp(a, low, high)
+
+
+def _int_clamp(op: str, a: Tensor[S, T], lo: Any, hi: Any) -> Tensor[S, T]:
+    """:func:`clamp` of an integer or bool tensor (see there)."""
+    bounds = [b for b in (lo, hi) if b is not None]
+    for b in bounds:
+        number(op, "min" if b is lo else "max", b)
+    x = a.data
+    if any(not isinstance(b, (int, np.integer)) for b in bounds):  # a float bound: float32, as PyTorch
+        return _clamp_op(op, a._from_op(x.astype(np.float32), NONE_TAPE), lo, hi)
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"{op}: min ({lo!r}) is greater than max ({hi!r})")
+    base = x.astype(np.int64) if x.dtype.kind == "b" else x
+    info = np.iinfo(base.dtype)
+    for b in bounds:
+        if not info.min <= int(b) <= info.max:
+            raise ValueError(f"{op}: bound {b!r} does not fit the tensor's dtype {base.dtype} (as PyTorch refuses it)")
+    low = info.min if lo is None else int(lo)
+    high = info.max if hi is None else int(hi)
+    return a._from_op(np.clip(base, base.dtype.type(low), base.dtype.type(high)), NONE_TAPE)  # type: ignore[no-any-return]
+
+
+def clamp_min(a: Tensor[S, T], min: float) -> Tensor[S, T]:
+    """``torch.clamp_min``: :func:`clamp` with only a lower bound (errors name ``clamp_min``).
+
+    Raises:
+        ValueError, TypeError: as :func:`clamp`.
+    """
+    return _clamp_op("clamp_min", a, min, None)
+
+
+def clamp_max(a: Tensor[S, T], max: float) -> Tensor[S, T]:
+    """``torch.clamp_max``: :func:`clamp` with only an upper bound (errors name ``clamp_max``).
+
+    Raises:
+        ValueError, TypeError: as :func:`clamp`.
+    """
+    return _clamp_op("clamp_max", a, None, max)
+
+
+@elementwise(
+    uses="x",
+    derivative=lambda xp, x, nan, posinf, neginf: xp.where(xp.isfinite(x), 1.0, 0.0),
+    name="_nan_to_num",
+    public="nan_to_num",
+)
+def _nan_to_num(x: Array, nan: float, posinf: float, neginf: float) -> Array:
+    """``nan_to_num`` with every replacement given (see :func:`nan_to_num`)."""
+    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def nan_to_num(
+    a: Tensor[S, T], nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Tensor[S, T]:
+    """``torch.nan_to_num``: NaN replaced by ``nan``, ``inf`` by ``posinf`` and ``-inf`` by
+    ``neginf`` (by default the largest and the most negative finite value of ``a``'s dtype);
+    finite elements pass through. Gradient (PyTorch's): ``1`` where ``a`` is finite, ``0``
+    where it was replaced.
+
+    Raises:
+        DTypeError: ``a`` is an integer or bool tensor. TypeError: a replacement is not a real number.
+    """
+    if a.data.dtype.kind != "f":
+        float_data("nan_to_num", a)
+    info = np.finfo(a.data.dtype)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    return _nan_to_num(a, nan, hi, lo)
 
 
 def _nans_to_kernel(out: Array, x: Array, g: Array, value: float) -> None:

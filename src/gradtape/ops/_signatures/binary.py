@@ -743,241 +743,404 @@ def mul(*args: Any, **kwargs: Any) -> Any: ...
 
 # ----- BEGIN GENERATED div -----
 @overload
-def div(a: Tensor[S, T], b: float) -> Tensor[S, T]: ...
+def div(a: Tensor[S, T], b: float, *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
-def div(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+def div(a: Tensor[S, T], b: Tensor[S, NoneTape], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
-def div(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+def div(a: Tensor[S, Tape], b: Tensor[S, OwnedTape], *, rounding_mode: str | None = None) -> Tensor[S, OwnedTape]: ...
 @overload
-def div(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+def div(a: Tensor[S, T], b: Tensor[S, T], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
-def div(a: Tensor[S, T], b: Tensor[Rank0, NoneTape]) -> Tensor[S, T]: ...
-@overload
-def div(a: Tensor[S, Tape], b: Tensor[Rank0, OwnedTape]) -> Tensor[S, OwnedTape]: ...
-@overload
-def div(a: Tensor[S, T], b: Tensor[Rank0, T]) -> Tensor[S, T]: ...
-@overload
-def div(a: Tensor[Rank0, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
-@overload
-def div(a: Tensor[Rank0, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank0, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], T]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank1[C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank1[C], OwnedTape]) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank1[C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank2[B, C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank2[B, C], OwnedTape]) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank2[B, C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank1[D], NoneTape]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank1[D], OwnedTape]) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank1[D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank2[C, D], NoneTape]) -> Tensor[Rank4[A, B, C, D], T]: ...
+def div(a: Tensor[S, T], b: Tensor[Rank0, NoneTape], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
 def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank2[C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+    a: Tensor[S, Tape], b: Tensor[Rank0, OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[S, OwnedTape]: ...
 @overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank2[C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
+def div(a: Tensor[S, T], b: Tensor[Rank0, T], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank3[B, C, D], NoneTape]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank3[B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank3[B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[Literal[1], B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[Literal[1], B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[Literal[1], B], T]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[Literal[1], B], T], b: Tensor[Rank2[A, B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[Literal[1], B], Tape], b: Tensor[Rank2[A, B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank2[Literal[1], B], T], b: Tensor[Rank2[A, B], T]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[A, Literal[1]], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[A, Literal[1]], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[A, Literal[1]], T]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[A, B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, Literal[1]], Tape], b: Tensor[Rank2[A, B], OwnedTape]) -> Tensor[Rank2[A, B], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[A, B], T]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[Literal[1], B, C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
+def div(a: Tensor[Rank0, T], b: Tensor[S, NoneTape], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
 def div(
-    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[Literal[1], B, C], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+    a: Tensor[Rank0, Tape], b: Tensor[S, OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[S, OwnedTape]: ...
 @overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[Literal[1], B, C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[Literal[1], B, C], T], b: Tensor[Rank3[A, B, C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
+def div(a: Tensor[Rank0, T], b: Tensor[S, T], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 @overload
 def div(
-    a: Tensor[Rank3[Literal[1], B, C], Tape], b: Tensor[Rank3[A, B, C], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[Literal[1], B, C], T], b: Tensor[Rank3[A, B, C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, Literal[1], C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def div(
-    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[A, Literal[1], C], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, Literal[1], C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, Literal[1], C], T], b: Tensor[Rank3[A, B, C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(
-    a: Tensor[Rank3[A, Literal[1], C], Tape], b: Tensor[Rank3[A, B, C], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, Literal[1], C], T], b: Tensor[Rank3[A, B, C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, B, Literal[1]], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(
-    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[A, B, Literal[1]], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, B, Literal[1]], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, B, C], NoneTape]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(
-    a: Tensor[Rank3[A, B, Literal[1]], Tape], b: Tensor[Rank3[A, B, C], OwnedTape]
-) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, B, C], T]) -> Tensor[Rank3[A, B, C], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[Literal[1], B, C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank4[Literal[1], B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[Literal[1], B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[Literal[1], B, C, D], T], b: Tensor[Rank4[A, B, C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[Literal[1], B, C, D], Tape], b: Tensor[Rank4[A, B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[Literal[1], B, C, D], T], b: Tensor[Rank4[A, B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, Literal[1], C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank4[A, Literal[1], C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, Literal[1], C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, Literal[1], C, D], T], b: Tensor[Rank4[A, B, C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, Literal[1], C, D], Tape], b: Tensor[Rank4[A, B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, Literal[1], C, D], T], b: Tensor[Rank4[A, B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, Literal[1], D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank4[A, B, Literal[1], D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, Literal[1], D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, Literal[1], D], T], b: Tensor[Rank4[A, B, C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, Literal[1], D], Tape], b: Tensor[Rank4[A, B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, Literal[1], D], T], b: Tensor[Rank4[A, B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, C, Literal[1]], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank4[A, B, C, Literal[1]], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, C, Literal[1]], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, Literal[1]], T], b: Tensor[Rank4[A, B, C, D], NoneTape]
-) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(
-    a: Tensor[Rank4[A, B, C, Literal[1]], Tape], b: Tensor[Rank4[A, B, C, D], OwnedTape]
-) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
-@overload
-def div(a: Tensor[Rank4[A, B, C, Literal[1]], T], b: Tensor[Rank4[A, B, C, D], T]) -> Tensor[Rank4[A, B, C, D], T]: ...
-@overload
-def div(a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[Literal[1], B], NoneTape]) -> Tensor[Rank2[A, B], T]: ...
-@overload
-def div(
-    a: Tensor[Rank2[A, Literal[1]], Tape], b: Tensor[Rank2[Literal[1], B], OwnedTape]
+    a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank1[B], OwnedTape], *, rounding_mode: str | None = None
 ) -> Tensor[Rank2[A, B], OwnedTape]: ...
 @overload
-def div(a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[Literal[1], B], T]) -> Tensor[Rank2[A, B], T]: ...
+def div(
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank1[B], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
 @overload
 def div(
-    a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, Literal[1], C], NoneTape]
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank1[C], NoneTape], *, rounding_mode: str | None = None
 ) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
 def div(
-    a: Tensor[Rank3[A, B, Literal[1]], Tape], b: Tensor[Rank3[A, Literal[1], C], OwnedTape]
+    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank1[C], OwnedTape], *, rounding_mode: str | None = None
 ) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
 @overload
-def div(a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, Literal[1], C], T]) -> Tensor[Rank3[A, B, C], T]: ...
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank1[C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
-def div(a: Tensor[S, T], b: Tensor[S, NoneTape]) -> Tensor[S, T]: ...
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank2[B, C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
 @overload
-def div(a: Tensor[S, Tape], b: Tensor[S, OwnedTape]) -> Tensor[S, OwnedTape]: ...
+def div(
+    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank2[B, C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
 @overload
-def div(a: Tensor[S, T], b: Tensor[S, T]) -> Tensor[S, T]: ...
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank2[B, C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank1[D], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank1[D], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank1[D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank2[C, D], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank2[C, D], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank2[C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank3[B, C, D], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape], b: Tensor[Rank3[B, C, D], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank3[B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[Literal[1], B], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[Literal[1], B], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[Literal[1], B], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[Literal[1], B], T], b: Tensor[Rank2[A, B], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[Literal[1], B], Tape], b: Tensor[Rank2[A, B], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank2[Literal[1], B], T], b: Tensor[Rank2[A, B], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[A, Literal[1]], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], Tape], b: Tensor[Rank2[A, Literal[1]], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, B], T], b: Tensor[Rank2[A, Literal[1]], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[A, B], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], Tape], b: Tensor[Rank2[A, B], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[A, B], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[Literal[1], B, C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[Literal[1], B, C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[Literal[1], B, C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[Literal[1], B, C], T], b: Tensor[Rank3[A, B, C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[Literal[1], B, C], Tape], b: Tensor[Rank3[A, B, C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[Literal[1], B, C], T], b: Tensor[Rank3[A, B, C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, Literal[1], C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[A, Literal[1], C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, Literal[1], C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, Literal[1], C], T], b: Tensor[Rank3[A, B, C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, Literal[1], C], Tape], b: Tensor[Rank3[A, B, C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, Literal[1], C], T], b: Tensor[Rank3[A, B, C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, B, Literal[1]], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], Tape], b: Tensor[Rank3[A, B, Literal[1]], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, C], T], b: Tensor[Rank3[A, B, Literal[1]], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, B, C], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], Tape], b: Tensor[Rank3[A, B, C], OwnedTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, B, C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T],
+    b: Tensor[Rank4[Literal[1], B, C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape],
+    b: Tensor[Rank4[Literal[1], B, C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[Literal[1], B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[Literal[1], B, C, D], T],
+    b: Tensor[Rank4[A, B, C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[Literal[1], B, C, D], Tape],
+    b: Tensor[Rank4[A, B, C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[Literal[1], B, C, D], T], b: Tensor[Rank4[A, B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T],
+    b: Tensor[Rank4[A, Literal[1], C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape],
+    b: Tensor[Rank4[A, Literal[1], C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, Literal[1], C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, Literal[1], C, D], T],
+    b: Tensor[Rank4[A, B, C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, Literal[1], C, D], Tape],
+    b: Tensor[Rank4[A, B, C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, Literal[1], C, D], T], b: Tensor[Rank4[A, B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T],
+    b: Tensor[Rank4[A, B, Literal[1], D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape],
+    b: Tensor[Rank4[A, B, Literal[1], D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, Literal[1], D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, Literal[1], D], T],
+    b: Tensor[Rank4[A, B, C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, Literal[1], D], Tape],
+    b: Tensor[Rank4[A, B, C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, Literal[1], D], T], b: Tensor[Rank4[A, B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T],
+    b: Tensor[Rank4[A, B, C, Literal[1]], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], Tape],
+    b: Tensor[Rank4[A, B, C, Literal[1]], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, D], T], b: Tensor[Rank4[A, B, C, Literal[1]], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, Literal[1]], T],
+    b: Tensor[Rank4[A, B, C, D], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, Literal[1]], Tape],
+    b: Tensor[Rank4[A, B, C, D], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank4[A, B, C, D], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank4[A, B, C, Literal[1]], T], b: Tensor[Rank4[A, B, C, D], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank4[A, B, C, D], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[Literal[1], B], NoneTape], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], Tape],
+    b: Tensor[Rank2[Literal[1], B], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank2[A, B], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank2[A, Literal[1]], T], b: Tensor[Rank2[Literal[1], B], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank2[A, B], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], T],
+    b: Tensor[Rank3[A, Literal[1], C], NoneTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], Tape],
+    b: Tensor[Rank3[A, Literal[1], C], OwnedTape],
+    *,
+    rounding_mode: str | None = None,
+) -> Tensor[Rank3[A, B, C], OwnedTape]: ...
+@overload
+def div(
+    a: Tensor[Rank3[A, B, Literal[1]], T], b: Tensor[Rank3[A, Literal[1], C], T], *, rounding_mode: str | None = None
+) -> Tensor[Rank3[A, B, C], T]: ...
+@overload
+def div(a: Tensor[S, T], b: Tensor[S, NoneTape], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
+@overload
+def div(a: Tensor[S, Tape], b: Tensor[S, OwnedTape], *, rounding_mode: str | None = None) -> Tensor[S, OwnedTape]: ...
+@overload
+def div(a: Tensor[S, T], b: Tensor[S, T], *, rounding_mode: str | None = None) -> Tensor[S, T]: ...
 # ----- END GENERATED div -----
 def div(*args: Any, **kwargs: Any) -> Any: ...
 
