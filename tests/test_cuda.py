@@ -284,3 +284,40 @@ def test_selective_scan_on_the_gpu_matches_pytorch(gated: bool) -> None:
         if leaf is not None and want is not None:
             assert leaf.grad is not None and leaf.grad.is_cuda
             np.testing.assert_allclose(leaf.grad.cpu().numpy(), want, rtol=1e-9, atol=1e-11)
+
+
+INDEX_KEYS: dict[str, Any] = {
+    "bool mask": lambda x, dev: x > 0,
+    "int tensors": lambda x, dev: (
+        gradtape.tensor(np.array([0, 2, 2]), device=dev),
+        gradtape.tensor(np.array([1, 3, 3]), device=dev),
+    ),
+    "row picks (logits[arange(B), targets])": lambda x, dev: (
+        gradtape.arange(3, device=dev),
+        gradtape.tensor(np.array([3, 0, 3]), device=dev),
+    ),
+    "slice and int tensor": lambda x, dev: (slice(1, None), gradtape.tensor(np.array([0, 0, 2]), device=dev)),
+    "list": lambda x, dev: [2, 0, 2],
+    "mask over rows": lambda x, dev: gradtape.tensor(np.array([True, False, True]), device=dev),
+}
+
+
+@pytest.mark.parametrize("key", list(INDEX_KEYS))
+def test_advanced_indexing_on_the_gpu_gets_its_gradient(key: str) -> None:
+    """``x[mask]`` and ``x[idx_tensor, ...]`` on the GPU used to take the basic-index path
+    (the key's GPU arrays were not recognized as index arrays), whose backward added into a
+    copy: the right values with a silently zero gradient. Values and gradients (repeated
+    picks accumulating) against the CPU's."""
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    got = []
+    for dev in ("cpu", "cuda"):
+        x = gradtape.tensor(a, device=dev, requires_grad=True)
+        y = x[INDEX_KEYS[key](x, dev)]
+        w = gradtape.tensor(np.linspace(0.5, 1.5, y.numel()).reshape(y.shape), device=dev)
+        (y * w).sum().backward()
+        assert x.grad is not None
+        got.append((y.cpu().numpy(), x.grad.cpu().numpy()))
+    (cy, cg), (gy, gg) = got
+    np.testing.assert_allclose(gy, cy, rtol=1e-12)
+    np.testing.assert_allclose(gg, cg, rtol=1e-12)
+    assert np.abs(gg).sum() > 0

@@ -109,7 +109,7 @@ def _basic_key(key: object, shape: tuple[int, ...]) -> tuple[Any, ...]:
             dim = len(shape) - sum(_consumes(j) for j in out[pos + 1 :])
         elif k is None:
             continue
-        elif isinstance(k, np.ndarray) and k.dtype == np.bool_:
+        elif _is_array(k) and k.dtype == np.bool_:
             covered = shape[dim : dim + k.ndim]
             if k.shape != covered:
                 raise IndexError(
@@ -138,7 +138,7 @@ def _consumes(k: Any) -> int:
     ndim, else 1."""
     if k is None or k is Ellipsis:
         return 0
-    if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+    if _is_array(k) and k.dtype == np.bool_:
         return int(k.ndim)
     return 1
 
@@ -157,8 +157,15 @@ def _advanced(k: Any, shape: tuple[int, ...]) -> Array:
     return int_indices("getitem", arr, f"tensor of shape {shape}", what="index")
 
 
+def _is_array(k: Any) -> bool:
+    """Whether ``k`` (an item of a checked key) is an index array: numpy's, or a GPU array
+    (an index tensor on the ``Cuda`` device). Missing the GPU's made ``x[mask]`` on the GPU
+    take the basic-index path, whose backward added into a copy: a silently zero gradient."""
+    return isinstance(k, np.ndarray) or _arrays.on_gpu(k)
+
+
 def _is_advanced(k: tuple[Any, ...]) -> bool:
-    return any(isinstance(j, np.ndarray) for j in k)
+    return any(_is_array(j) for j in k)
 
 
 @overload
@@ -207,6 +214,8 @@ def getitem(a: Any, key: Any) -> Any:
     """
     x = a.data
     k = _basic_key(key, x.shape)
+    if x.__class__ is not np.ndarray and _arrays.on_gpu(x):  # a list or numpy index of a GPU tensor: onto its GPU
+        k = tuple(_arrays.into_memory_of(j, x) if isinstance(j, np.ndarray) else j for j in k)
     advanced = _is_advanced(k)
     if advanced:
         try:
