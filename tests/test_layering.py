@@ -74,12 +74,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     # the front ends: PyTorch's autograd (grad, Function), TensorFlow's context tape, Burn's
     # autodiff, functional transforms, gradcheck; PyTorch's creation functions and the ops
-    # whose torch.* spelling differs from gradtape.ops' (the package's top re-exports them)
+    # whose torch.* spelling differs from gradtape.ops', and torch's functions composed of
+    # gradtape ops (the package's top re-exports them)
     (
         "front ends",
         (
             "gradtape.creation",
             "gradtape._torch_ops",
+            "gradtape._torch_more",
             "gradtape.autograd",
             "gradtape.context_tape",
             "gradtape.autodiff",

@@ -125,6 +125,16 @@ TABLE: dict[str, Row] = {
     "hardswish": Row(_t("hardswish"), around(-3.0, 3.0)),
     # PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float32, also in float64
     "hardsigmoid": Row(_t("hardsigmoid"), around(-3.0, 3.0), f64_rtol=1e-7, piecewise_linear=True),
+    "hardtanh": Row(_t("hardtanh"), around(-0.5, 0.8), (-0.5, 0.8), piecewise_linear=True),
+    "relu6": Row(
+        _t("relu6"), lambda r, n: r.uniform(0.1, 5.9, n) * np.where(r.random(n) < 0.8, 1.0, -1.0), piecewise_linear=True
+    ),
+    "softsign": Row(_t("softsign"), away),
+    "tanhshrink": Row(_t("tanhshrink"), normal),
+    "softshrink": Row(_t("softshrink"), around(-0.4, 0.4), (0.4,), piecewise_linear=True),
+    "hardshrink": Row(_t("hardshrink"), around(-0.4, 0.4), (0.4,), piecewise_linear=True),
+    "threshold": Row(_t("threshold"), around(0.1), (0.1, 2.5), piecewise_linear=True),
+    "celu": Row(_t("celu"), away, (0.5,)),  # PyTorch rounds alpha to float32: 0.5 is exact there
     "_gelu": Row(_t("gelu"), wide),
     "_gelu_tanh": Row(lambda t: _t("gelu")(t, approximate="tanh"), wide),
     "softplus": Row(lambda t, b, th: _t("softplus")(t, beta=b, threshold=th), around(2.0), (1.5, 3.0)),
@@ -275,6 +285,12 @@ def test_the_functional_api_refuses_a_list_naming_the_op() -> None:
     [
         ("hardswish", [-3.0, 3.0, 0.0]),
         ("hardsigmoid", [-3.0, 3.0]),
+        ("hardtanh", [-0.5, 0.8]),
+        ("relu6", [0.0, 6.0]),
+        ("softshrink", [-0.4, 0.4]),
+        ("hardshrink", [-0.4, 0.4]),
+        ("threshold", [0.1]),
+        ("celu", [0.0]),
         ("elu", [0.0]),
         ("selu", [0.0]),
         ("relu", [0.0]),

@@ -57,6 +57,43 @@ CONSTANT = {"IDX", "IDX3", "IDX2", "MASK", "Y01", "YPM", "YPM4"}
 
 # torch.<name>(...) as L.<name>(...)
 TOP: dict[str, list[str]] = {
+    # session 19: gradtape._torch_more, PyTorch's functions composed of gradtape ops
+    "addcdiv": ["L.addcdiv(A, B, P, value=0.5)"],
+    "addcmul": ["L.addcmul(A, B, C)", "L.addcmul(A, B, V, value=-2.0)"],
+    "broadcast_tensors": ["L.broadcast_tensors(A, V)", "L.broadcast_tensors(A[:, :1], V)"],
+    "clone": ["L.clone(A)"],
+    "concatenate": ["L.concatenate([A, B])", "L.concatenate((A, B), axis=1)"],
+    "cross": ["L.cross(A[:, :3], B[:, :3], dim=1)", "L.cross(A[:, :3], B[:, :3])", "L.cross(A[:3], B[:3], dim=0)"],
+    "detach": ["L.detach(A) * A"],
+    "diag": [
+        "L.diag(V)",
+        "L.diag(V, 1)",
+        "L.diag(V, -2)",
+        "L.diag(A)",
+        "L.diag(A, 1)",
+        "L.diag(A, -1)",
+        "L.diag(M, 2)",
+    ],
+    "logaddexp": ["L.logaddexp(A, B)", "L.logaddexp(A, A)", "L.logaddexp(A, V)"],
+    "logit": ["L.logit(Q)", "L.logit(Q, eps=0.2)"],
+    "masked_select": ["L.masked_select(A, MASK)", "L.masked_select(A, V > 0)"],
+    "meshgrid": [
+        "L.meshgrid(V, A[0], indexing='ij')",
+        "L.meshgrid(V, A[0], indexing='xy')",
+        "L.meshgrid([V, V], indexing='ij')",
+    ],
+    "narrow": ["L.narrow(A, 1, 1, 2)", "L.narrow(A, 0, -2, 2)"],
+    "numel": ["L.tensor(L.numel(A))"],
+    "repeat_interleave": [
+        "L.repeat_interleave(A, 2)",
+        "L.repeat_interleave(A, 2, dim=1)",
+        "L.repeat_interleave(A, IDX, dim=0)",
+    ],
+    "std_mean": ["L.std_mean(A)", "L.std_mean(A, 1, keepdim=True)", "L.std_mean(A, dim=0, correction=0)"],
+    "t": ["L.t(A)", "L.t(V)"],
+    "take_along_dim": ["L.take_along_dim(A, IDX2, dim=1)", "L.take_along_dim(A, IDX)"],
+    "tensordot": ["L.tensordot(A, M, 1)", "L.tensordot(X3, X3, dims=([0, 1], [0, 1]))", "L.tensordot(A, B, dims=2)"],
+    "var_mean": ["L.var_mean(A)", "L.var_mean(A, 1)", "L.var_mean(A, dim=(0, 1), unbiased=False)"],
     # issue 27, session 19: what PyTorch programs call most, beyond the issue's list
     "all": ["L.all(A > 0)", "L.all(A > -1, dim=1)", "L.all(IDX2, 0, keepdim=True)"],
     "allclose": ["L.tensor(L.allclose(A, A + 1e-9))", "L.tensor(L.allclose(A, B))"],
@@ -223,6 +260,17 @@ TOP: dict[str, list[str]] = {
 
 # torch.nn.functional.<name>(...) as F.<name>(...)
 FUNCTIONAL: dict[str, list[str]] = {
+    # session 19: more of PyTorch's activations
+    "celu": ["F.celu(A)", "F.celu(A, 0.5)"],
+    "glu": ["F.glu(A)", "F.glu(X4P, 1)"],
+    "hardshrink": ["F.hardshrink(A)", "F.hardshrink(A, 0.3)"],
+    "hardtanh": ["F.hardtanh(A)", "F.hardtanh(A, -0.5, 0.25)"],
+    "relu6": ["F.relu6(A * 8)"],
+    "softmin": ["F.softmin(A, dim=1)", "F.softmin(A, 0)"],
+    "softshrink": ["F.softshrink(A)", "F.softshrink(A, 0.3)"],
+    "softsign": ["F.softsign(A)"],
+    "tanhshrink": ["F.tanhshrink(A)"],
+    "threshold": ["F.threshold(A, 0.1, 20.0)"],
     "adaptive_avg_pool2d": ["F.adaptive_avg_pool2d(X4, (3, 3))", "F.adaptive_avg_pool2d(X4, 1)"],
     "adaptive_max_pool2d": ["F.adaptive_max_pool2d(X4, 2)"],
     "avg_pool2d": ["F.avg_pool2d(X4, 2)", "F.avg_pool2d(X4, 3, 1, 1)"],
@@ -412,3 +460,26 @@ def test_multinomial() -> None:
     assert got.shape == (3, 3) and got.dtype == np.int64
     assert all(len(set(row)) == 3 for row in got) and got.min() >= 0 and got.max() < 4
     assert gradtape.multinomial(probs, 6, replacement=True).shape == (3, 6)
+
+
+def test_composed_functions_refuse_a_list_naming_themselves() -> None:
+    """gradtape._torch_more's functions check their tensor arguments (a list where a tensor
+    belongs raises TypeError naming the function, not an AttributeError from inside it)."""
+    from gradtape import _torch_more
+
+    a = gradtape.tensor(INPUTS["A"])
+    extra: dict[str, tuple[Any, ...]] = {
+        "addcdiv": (a, a),
+        "addcmul": (a, a),
+        "cross": (a,),
+        "logaddexp": (a,),
+        "masked_select": (a > 0,),
+        "narrow": (0, 0, 1),
+        "repeat_interleave": (2,),
+        "take_along_dim": (gradtape.tensor(INPUTS["IDX2"]),),
+        "tensordot": (a,),
+    }
+    for name in _torch_more.__all__:
+        fn = getattr(_torch_more, name)
+        with pytest.raises(TypeError, match=f"^{name}: "):
+            fn([[1.0, 2.0]], *extra.get(name, ()))

@@ -1,7 +1,8 @@
-"""Parameter-free layers: activations (:class:`ReLU`, :class:`LeakyReLU`, :class:`ELU`,
-:class:`GELU`, :class:`Tanh`, :class:`Sigmoid`, :class:`SiLU`, :class:`Softmax`,
-:class:`LogSoftmax`), :class:`Identity`, :class:`Dropout`, :class:`Dropout2d`,
-:class:`Flatten` and :class:`Unflatten`, with PyTorch's constructor arguments.
+"""Activation layers (:class:`ReLU`, :class:`LeakyReLU`, :class:`ELU`, :class:`GELU`,
+:class:`Tanh`, :class:`Sigmoid`, :class:`SiLU`, :class:`Softmax`, :class:`LogSoftmax`, and
+PyTorch's other ``nn`` activations: :class:`ReLU6`, :class:`Hardtanh`, :class:`Softplus`,
+:class:`PReLU` (the one with a parameter), ...), :class:`Identity`, :class:`Dropout`,
+:class:`Dropout2d`, :class:`Flatten` and :class:`Unflatten`, with PyTorch's constructor arguments.
 
 The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``);
 :class:`Flatten` types ``(N, ...) -> (N, int)`` for inputs of rank 2 to 4.
@@ -21,29 +22,71 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 import numpy as np
 
+from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
 from gradtape.nn.module import Module
-from gradtape.ops.nn import _generator, dropout  # the unwrapped ops: Module.__call__ checked x
-from gradtape.ops.softmax import log_softmax, softmax
-from gradtape.ops.unary import elu, gelu, leaky_relu, relu, sigmoid, silu, tanh
-from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
+from gradtape.ops.nn import _generator, dropout, glu, prelu  # the unwrapped ops: Module.__call__ checked x
+from gradtape.ops.softmax import log_softmax, softmax, softmin
+from gradtape.ops.unary import (
+    celu,
+    elu,
+    gelu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softplus,
+    softshrink,
+    softsign,
+    tanh,
+    tanhshrink,
+    threshold,
+)
+from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3, Rank4
+from gradtape.tape import NONE_TAPE, NoneTape
 from gradtape.tensor import Tensor
 
 __all__ = [
-    "ELU",
-    "GELU",
+    "CELU",
     "Dropout",
     "Dropout2d",
+    "ELU",
     "Flatten",
+    "GELU",
+    "GLU",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
     "Identity",
     "LeakyReLU",
+    "LogSigmoid",
     "LogSoftmax",
+    "Mish",
+    "PReLU",
     "ReLU",
+    "ReLU6",
+    "SELU",
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softmax2d",
+    "Softmin",
+    "Softplus",
+    "Softshrink",
+    "Softsign",
     "Tanh",
+    "Tanhshrink",
+    "Threshold",
     "Unflatten",
 ]
 
@@ -482,3 +525,363 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+# ----- more of PyTorch's activation layers --------------------------------------------------
+
+
+class ReLU6(_Activation):
+    """``y = min(max(x, 0), 6)`` (PyTorch's ``nn.ReLU6``, :func:`gradtape.ops.relu6`);
+    gradient ``1`` for ``0 < x < 6``, else ``0``.
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
+
+    _op = staticmethod(relu6)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class Softsign(_Activation):
+    """``y = x / (1 + |x|)`` (PyTorch's ``nn.Softsign``, :func:`gradtape.ops.softsign`)."""
+
+    _op = staticmethod(softsign)
+
+
+class Tanhshrink(_Activation):
+    """``y = x - tanh(x)`` (PyTorch's ``nn.Tanhshrink``, :func:`gradtape.ops.tanhshrink`)."""
+
+    _op = staticmethod(tanhshrink)
+
+
+class LogSigmoid(_Activation):
+    """``y = log(sigmoid(x))`` computed without overflow (PyTorch's ``nn.LogSigmoid``,
+    :func:`gradtape.ops.logsigmoid`)."""
+
+    _op = staticmethod(logsigmoid)
+
+
+class Mish(_Activation):
+    """``y = x * tanh(softplus(x))`` (Misra 2019; PyTorch's ``nn.Mish``, :func:`gradtape.ops.mish`).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
+
+    _op = staticmethod(mish)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class SELU(_Activation):
+    """Scaled ELU (Klambauer et al. 2017; PyTorch's ``nn.SELU``, :func:`gradtape.ops.selu`).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
+
+    _op = staticmethod(selu)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class Hardswish(_Activation):
+    """``y = x * relu6(x + 3) / 6`` (MobileNetV3; PyTorch's ``nn.Hardswish``,
+    :func:`gradtape.ops.hardswish`).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
+
+    _op = staticmethod(hardswish)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class Hardsigmoid(_Activation):
+    """``y = relu6(x + 3) / 6`` (PyTorch's ``nn.Hardsigmoid``, :func:`gradtape.ops.hardsigmoid`).
+
+    Args:
+        inplace: accepted for PyTorch compatibility; changes nothing.
+    """
+
+    _op = staticmethod(hardsigmoid)
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class Hardtanh(Module):
+    """``x`` clamped into ``[min_val, max_val]`` (PyTorch's ``nn.Hardtanh``,
+    :func:`gradtape.ops.hardtanh`); gradient ``1`` strictly inside, else ``0``. Shape, dtype
+    and tape kind of ``x``.
+
+    Args:
+        min_val, max_val: the bounds (default ``-1``, ``1``).
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: a bound is not a real number. ValueError: ``min_val > max_val``.
+    """
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        self.min_val = _real("Hardtanh", "min_val", min_val)
+        self.max_val = _real("Hardtanh", "max_val", max_val)
+        if self.min_val > self.max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.hardtanh` of ``x``."""
+        return hardtanh(x, self.min_val, self.max_val)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class Softshrink(Module):
+    """Soft thresholding (PyTorch's ``nn.Softshrink``, :func:`gradtape.ops.softshrink`):
+    ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else ``0``.
+
+    Args:
+        lambd: the threshold, ``>= 0`` (default ``0.5``).
+
+    Raises:
+        TypeError: ``lambd`` is not a real number. ValueError: it is negative.
+    """
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        self.lambd = _real("Softshrink", "lambd", lambd)
+        if not self.lambd >= 0.0:
+            raise ValueError(f"Softshrink: lambda must be greater or equal to 0, but found to be {lambd}")
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.softshrink` of ``x``."""
+        return softshrink(x, self.lambd)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Hardshrink(Module):
+    """Hard thresholding (PyTorch's ``nn.Hardshrink``, :func:`gradtape.ops.hardshrink`): ``x``
+    where ``|x| > lambd``, else ``0``.
+
+    Args:
+        lambd: the threshold, ``>= 0`` (default ``0.5``).
+
+    Raises:
+        TypeError: ``lambd`` is not a real number. ValueError: it is negative.
+    """
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        self.lambd = _real("Hardshrink", "lambd", lambd)
+        if not self.lambd >= 0.0:
+            raise ValueError(f"Hardshrink: lambda must be greater or equal to 0, but found to be {lambd}")
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.hardshrink` of ``x``."""
+        return hardshrink(x, self.lambd)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value`` (PyTorch's ``nn.Threshold``,
+    :func:`gradtape.ops.threshold`).
+
+    Args:
+        threshold: the level. value: what replaces elements at or below it.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: ``threshold`` or ``value`` is not a real number.
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        self.threshold = _real("Threshold", "threshold", threshold)
+        self.value = _real("Threshold", "value", value)
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.threshold` of ``x``."""
+        return threshold(x, self.threshold, self.value)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class CELU(Module):
+    """Continuously differentiable ELU (Barron 2017; PyTorch's ``nn.CELU``,
+    :func:`gradtape.ops.celu`): ``x`` where ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``.
+
+    Args:
+        alpha: the scale (default ``1.0``; not 0).
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: ``alpha`` is not a real number. ValueError: it is 0.
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        self.alpha = _real("CELU", "alpha", alpha)
+        if self.alpha == 0.0:
+            raise ValueError("CELU: alpha must not be 0")
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.celu` of ``x``."""
+        return celu(x, self.alpha)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` where ``beta * x > threshold`` (PyTorch's
+    ``nn.Softplus``, :func:`gradtape.ops.softplus`).
+
+    Args:
+        beta: the sharpness (default ``1.0``). threshold: the linear region's start (default ``20``).
+
+    Raises:
+        TypeError: ``beta`` or ``threshold`` is not a real number (ValueError on forward for a
+            0 or infinite ``beta``, as :func:`gradtape.ops.softplus`).
+    """
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        self.beta = _real("Softplus", "beta", beta)
+        self.threshold = _real("Softplus", "threshold", threshold)
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.softplus` of ``x``."""
+        return softplus(x, self.beta, self.threshold)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class GLU(Module):
+    """The gated linear unit (Dauphin et al. 2017; PyTorch's ``nn.GLU``, :func:`gradtape.ops.glu`):
+    ``x`` halved along ``dim`` into ``a, b``, ``a * sigmoid(b)``.
+
+    Args:
+        dim: the dim to halve (default ``-1``).
+
+    Raises (on forward): ShapeError when ``dim`` is out of range or its size is odd.
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """:func:`gradtape.ops.glu` of ``x``."""
+        return glu(x, self.dim)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """Softmax of ``-x`` along ``dim`` (PyTorch's ``nn.Softmin``, :func:`gradtape.ops.softmin`);
+    ``dim=None`` as :class:`Softmax`.
+
+    Raises (on forward): ShapeError when ``dim`` is out of range for ``x``.
+    """
+
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``softmin(x, dim)``."""
+        return softmin(x, _softmax_dim("Softmin", self.dim, x.ndim))
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """Parametric ReLU (He et al. 2015; PyTorch's ``nn.PReLU``, :func:`gradtape.ops.prelu`):
+    ``x`` where ``x > 0``, else ``weight * x``, with a learnable slope per channel (dim 1 of
+    ``x``) or one slope shared by all.
+
+    Args:
+        num_parameters: ``1`` (one slope) or the number of channels.
+        init: the slopes' initial value (default ``0.25``, PyTorch's).
+        dtype: the weight's dtype (default float32). dev: its device (default the default device).
+
+    Attributes:
+        weight: ``(num_parameters,)``, a parameter.
+        slopes: ``num_parameters`` (PyTorch's attribute of that name; gradtape's
+            ``Module.num_parameters()`` counts parameters).
+
+    Raises:
+        ValueError: ``num_parameters`` is not a positive int. TypeError: ``init`` is not a real number.
+    """
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, dtype: Any = np.float32, dev: Any = None, device: Any = None
+    ) -> None:
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
+        value = _real("PReLU", "init", init)
+        device_ = _resolve(dev if dev is not None else device)
+        self.slopes = num_parameters  # PyTorch's num_parameters; that name is Module's method here
+        self.weight: Tensor[Rank1[int], NoneTape] = Tensor(np.full((num_parameters,), value, dtype), device_, NONE_TAPE)
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """:func:`gradtape.ops.prelu` of ``x`` with :attr:`weight`."""
+        return prelu(x, self.weight)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.slopes}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of each position (PyTorch's ``nn.Softmax2d``): ``softmax(x,
+    dim=-3)`` on ``(N, C, H, W)`` or ``(C, H, W)`` inputs.
+
+    Raises (on forward): ShapeError when ``x`` is not 3-D or 4-D.
+    """
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``softmax(x, -3)``."""
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: needs a 3-D or 4-D input, got shape {x.shape}")
+        return softmax(x, -3)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward

@@ -45,7 +45,7 @@ from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pai
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import bmm, dot, linear, matmul, mm
-from gradtape.ops.nn import dropout, embedding, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
+from gradtape.ops.nn import dropout, embedding, glu, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
 from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import all, amax, amin, any, cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
@@ -87,7 +87,7 @@ from gradtape.ops.shape import (
     unsqueeze,
     vstack,
 )
-from gradtape.ops.softmax import log_softmax, softmax
+from gradtape.ops.softmax import log_softmax, softmax, softmin
 from gradtape.ops.spatial import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -102,6 +102,7 @@ from gradtape.ops.unary import (
     asin,
     atan,
     ceil,
+    celu,
     clamp,
     clamp_max,
     clamp_min,
@@ -117,8 +118,10 @@ from gradtape.ops.unary import (
     fix,
     floor,
     gelu,
+    hardshrink,
     hardsigmoid,
     hardswish,
+    hardtanh,
     leaky_relu,
     log,
     log1p,
@@ -132,6 +135,7 @@ from gradtape.ops.unary import (
     recip,
     reciprocal,
     relu,
+    relu6,
     round,
     rsqrt,
     selu,
@@ -141,10 +145,14 @@ from gradtape.ops.unary import (
     sin,
     sinh,
     softplus,
+    softshrink,
+    softsign,
     sqrt,
     square,
     tan,
     tanh,
+    tanhshrink,
+    threshold,
     to_dtype,
     trunc,
 )
@@ -181,6 +189,8 @@ __all__ += ["clamp_max", "clamp_min", "exp2", "log10", "log2", "nan_to_num", "re
 __all__ += ["allclose", "equal", "isclose", "isfinite", "isinf", "isnan", "logical_and", "logical_not"]
 __all__ += ["logical_or", "logical_xor", "all", "amax", "amin", "any", "bmm", "dot", "mm", "unbind"]
 __all__ += ["hstack", "movedim", "swapaxes", "vstack"]
+__all__ += ["celu", "glu", "hardshrink", "hardtanh", "relu6", "softmin", "softshrink", "softsign", "tanhshrink"]
+__all__ += ["threshold"]
 # issue 27: PyTorch's spellings of shape ops
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 

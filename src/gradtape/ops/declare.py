@@ -488,6 +488,7 @@ class _Numpy:
 
     exp = staticmethod(np.exp)
     log = staticmethod(np.log)
+    abs = staticmethod(np.abs)
     sin = staticmethod(np.sin)
     cos = staticmethod(np.cos)
     tanh = staticmethod(np.tanh)

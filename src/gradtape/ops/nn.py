@@ -35,6 +35,7 @@ from gradtape.ops._util import (
     float_data,
     group_count,
     int_indices,
+    one_dim,
     record_unary,
     sum_to,
     tensor_operand,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["dropout", "embedding", "layer_norm", "prelu", "rms_norm"]
+__all__ = ["dropout", "embedding", "glu", "layer_norm", "prelu", "rms_norm"]
 
 Array = np.ndarray[Any, Any]
 
@@ -676,3 +677,20 @@ def prelu(x: Any, weight: Any) -> Any:
 
         record(tape, out, prelu_backward, prelu_diff)
     return out
+
+
+def glu(input: Tensor[Any, T], dim: int = -1) -> Tensor[Any, T]:
+    """``F.glu``, the gated linear unit (Dauphin et al. 2017): ``input`` split in halves ``a, b``
+    along ``dim``, ``a * sigmoid(b)``; the output has half the size along ``dim``. Gradients:
+    ``g * sigmoid(b)`` to ``a`` and ``g * a * sigmoid(b) * (1 - sigmoid(b))`` to ``b``.
+
+    Raises:
+        ShapeError: ``dim`` is out of range, or its size is odd.
+        DTypeError: ``input`` is not a float tensor.
+    """
+    d = one_dim("glu", dim, input.data.shape)
+    if input.data.ndim == 0 or input.data.shape[d] % 2:
+        raise ShapeError(f"glu: halving dimension must be even, but dim {dim} of shape {input.data.shape} is odd")
+    float_data("glu", input)
+    a, b = input.chunk(2, d)
+    return a * b.sigmoid()

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["log_softmax", "log_softmax_array", "softmax", "softmax_array"]
+__all__ = ["log_softmax", "log_softmax_array", "softmax", "softmax_array", "softmin"]
 
 Array = np.ndarray[Any, Any]
 
@@ -122,3 +122,15 @@ def softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None)
         return yt * (g - (g * yt).sum(axis=ax, keepdims=True))
 
     return record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g), diff=diff)
+
+
+def softmin(a: Tensor[S, T], dim: int | None = None, *, axis: int | None = None) -> Tensor[S, T]:
+    """``F.softmin``: :func:`softmax` of ``-a`` along ``dim`` (default the last axis), weights
+    that favour the smallest elements. Gradient: softmax's, negated.
+
+    Raises:
+        ShapeError: ``dim`` is out of range, or has size 0.
+        TypeError: both ``axis`` and ``dim`` are given.
+    """
+    _, ax = _checked_axis("softmin", a, _axis_or_dim("softmin", axis, dim))
+    return softmax(-a, ax)

@@ -40,6 +40,7 @@ __all__ = [
     "asin",
     "atan",
     "ceil",
+    "celu",
     "clamp",
     "clamp_max",
     "clamp_min",
@@ -55,8 +56,10 @@ __all__ = [
     "fix",
     "floor",
     "gelu",
+    "hardshrink",
     "hardsigmoid",
     "hardswish",
+    "hardtanh",
     "leaky_relu",
     "log",
     "log10",
@@ -71,6 +74,7 @@ __all__ = [
     "recip",
     "reciprocal",
     "relu",
+    "relu6",
     "round",
     "rsqrt",
     "selu",
@@ -80,10 +84,14 @@ __all__ = [
     "sin",
     "sinh",
     "softplus",
+    "softshrink",
+    "softsign",
     "sqrt",
     "square",
     "tan",
     "tanh",
+    "tanhshrink",
+    "threshold",
     "to_dtype",
     "trunc",
 ]
@@ -633,6 +641,93 @@ def hardsigmoid(x: Array) -> Array:
     Gradient: ``1/6`` for ``-3 < a < 3``, else ``0`` (also at the kinks, as PyTorch).
     """
     return np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+# ----- more of PyTorch's activations (torch.nn.functional's names) ----------------------------
+
+
+@elementwise(uses="x", derivative=lambda xp, x, lo, hi: xp.where(xp.logical_and(x > lo, x < hi), 1.0, 0.0))
+def hardtanh(x: Array, min_val: float = -1.0, max_val: float = 1.0) -> Array:
+    """``F.hardtanh``: ``a`` clamped into ``[min_val, max_val]``.
+
+    Gradient (PyTorch's): ``1`` for ``min_val < a < max_val``, else ``0`` (also at the bounds,
+    where :func:`clamp`'s is 1).
+
+    Raises:
+        ValueError: ``min_val > max_val``.
+    """
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return np.clip(x, min_val, max_val)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.where(xp.logical_and(x > 0.0, x < 6.0), 1.0, 0.0))
+def relu6(x: Array) -> Array:
+    """``F.relu6``: ``min(max(a, 0), 6)``, :func:`hardtanh` into ``[0, 6]`` (MobileNet's
+    activation). Gradient: ``1`` for ``0 < a < 6``, else ``0`` (PyTorch's, at the kinks too)."""
+    return np.clip(x, 0.0, 6.0)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: 1.0 / ((xp.abs(x) + 1.0) * (xp.abs(x) + 1.0)))
+def softsign(x: Array) -> Array:
+    """``F.softsign``: ``a / (1 + |a|)``. Gradient: ``1 / (1 + |a|)**2``."""
+    return x / (np.abs(x) + 1.0)
+
+
+@elementwise(uses="x", derivative=lambda xp, x: xp.tanh(x) * xp.tanh(x))
+def tanhshrink(x: Array) -> Array:
+    """``F.tanhshrink``: ``a - tanh(a)``. Gradient: ``tanh(a)**2``."""
+    return x - np.tanh(x)
+
+
+def _shrink_lambda(op: str, lambd: float) -> None:
+    if not lambd >= 0.0:
+        raise ValueError(f"{op}: lambda must be greater or equal to 0, but found to be {lambd}")
+
+
+@elementwise(uses="x", derivative=lambda xp, x, lambd: xp.where(xp.abs(x) > lambd, 1.0, 0.0))
+def softshrink(x: Array, lambd: float = 0.5) -> Array:
+    """``F.softshrink`` (soft thresholding): ``a - lambd`` above ``lambd``, ``a + lambd`` below
+    ``-lambd``, else ``0``. Gradient: ``1`` where ``|a| > lambd``, else ``0``.
+
+    Raises:
+        ValueError: ``lambd`` is negative or NaN (PyTorch's).
+    """
+    _shrink_lambda("softshrink", lambd)
+    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x.dtype.type(0)))
+
+
+@elementwise(uses="x", derivative=lambda xp, x, lambd: xp.where(xp.abs(x) > lambd, 1.0, 0.0))
+def hardshrink(x: Array, lambd: float = 0.5) -> Array:
+    """``F.hardshrink``: ``a`` where ``|a| > lambd``, else ``0``. Gradient: ``1`` where
+    ``|a| > lambd``, else ``0``.
+
+    Raises:
+        ValueError: ``lambd`` is negative or NaN.
+    """
+    _shrink_lambda("hardshrink", lambd)
+    return np.where(np.abs(x) > lambd, x, x.dtype.type(0))
+
+
+@elementwise(uses="x", derivative=lambda xp, x, threshold, value: xp.where(x > threshold, 1.0, 0.0))
+def threshold(x: Array, threshold: float, value: float) -> Array:
+    """``F.threshold``: ``a`` where ``a > threshold``, else ``value``. Gradient: ``1`` where
+    ``a > threshold``, else ``0``."""
+    return np.where(x > threshold, x, x.dtype.type(value))
+
+
+@elementwise(uses="x", derivative=lambda xp, x, alpha: xp.where(x > 0.0, 1.0, xp.exp(x / alpha)))
+def celu(x: Array, alpha: float = 1.0) -> Array:
+    """``F.celu`` (continuously differentiable ELU, Barron 2017): ``a`` where ``a > 0``, else
+    ``alpha * (exp(a / alpha) - 1)``. Gradient: ``1`` where ``a > 0``, else ``exp(a / alpha)``.
+
+    Raises:
+        ValueError: ``alpha`` is 0 (PyTorch's "ZeroDivisionError").
+    """
+    if alpha == 0.0:
+        raise ValueError("celu: alpha must not be 0")
+    with np.errstate(over="ignore"):
+        return np.where(x > 0.0, x, np.expm1(x / alpha) * alpha)
 
 
 def _gelu_kernel(out: Array, x: Array, g: Array, cdf: Array) -> None:
