@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gradtape import Cpu, Tensor, nn
+from gradtape import Cpu, Tensor, nn, optim
 from gradtape.devices.cuda import cuda_available
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.losses import cross_entropy
@@ -472,6 +472,10 @@ ACTIVATIONS: dict[str, tuple[Callable[[], nn.Module], Callable[[], Any]]] = {
     "GLU": (lambda: nn.GLU(1), lambda: tnn.GLU(1)),
     "Softmin": (lambda: nn.Softmin(dim=2), lambda: tnn.Softmin(dim=2)),
     "Softmax2d": (lambda: nn.Softmax2d(), lambda: tnn.Softmax2d()),
+    "MaxPool1d": (lambda: nn.MaxPool1d(2), lambda: tnn.MaxPool1d(2)),
+    "AvgPool1d": (lambda: nn.AvgPool1d(3, 1, 1), lambda: tnn.AvgPool1d(3, 1, 1)),
+    "AdaptiveAvgPool1d": (lambda: nn.AdaptiveAvgPool1d(3), lambda: tnn.AdaptiveAvgPool1d(3)),
+    "AdaptiveMaxPool1d": (lambda: nn.AdaptiveMaxPool1d(2), lambda: tnn.AdaptiveMaxPool1d(2)),
 }
 
 
@@ -948,3 +952,57 @@ def test_clip_grad_value_and_parameter_vectors_are_torchs(dev: Cpu) -> None:
     tnn.utils.vector_to_parameters(torch.from_numpy(new), ref.parameters())
     for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         np.testing.assert_array_equal(_np(p), _np(q), err_msg=name)
+
+
+def test_parameter_list_and_dict_train_and_save_as_pytorchs(dev: Cpu) -> None:
+    """A model holding per-layer scales in nn.ParameterList and biases in nn.ParameterDict (a
+    list of tensors is refused: PyTorch needs these containers too): the same parameter names
+    and state_dict keys as PyTorch's, the same loss and gradients from identical weights, and
+    SGD steps that train every entry."""
+    rng = np.random.default_rng(11)
+    scales = [rng.standard_normal(4) for _ in range(3)]
+    biases = {"a": rng.standard_normal(4), "b": rng.standard_normal(4)}
+    x = rng.standard_normal((5, 4))
+
+    class Ours(nn.Module):
+        def __init__(self) -> None:
+            self.scales = nn.ParameterList([dev.tensor(s, dtype=F64) for s in scales])
+            self.biases = nn.ParameterDict({k: dev.tensor(v, dtype=F64) for k, v in biases.items()})
+
+        def forward(self, h: Any) -> Any:
+            for s in self.scales:
+                h = (h * s).tanh()
+            return h + self.biases["a"] - self.biases["b"]
+
+    class Ref(tnn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.scales = tnn.ParameterList([tnn.Parameter(torch.tensor(s)) for s in scales])
+            self.biases = tnn.ParameterDict({k: tnn.Parameter(torch.tensor(v)) for k, v in biases.items()})
+
+        def forward(self, h: Any) -> Any:
+            for s in self.scales:
+                h = (h * s).tanh()
+            return h + self.biases["a"] - self.biases["b"]
+
+    ours, ref = Ours(), Ref()
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    assert list(nn.state_dict(ours)) == list(ref.state_dict())
+    opt, topt = optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        topt.zero_grad()
+        loss, tloss = (ours(dev.tensor(x, dtype=F64)) ** 2).mean(), (ref(torch.tensor(x)) ** 2).mean()
+        loss.backward()
+        tloss.backward()
+        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-12)
+        for (name, p), (_, tp) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
+            assert p.grad is not None, name
+            np.testing.assert_allclose(_np(p.grad), _np(tp.grad), rtol=1e-10, err_msg=name)
+        opt.step()
+        topt.step()
+    assert len(ours.scales) == 3 and "a" in ours.biases and list(ours.biases) == ["a", "b"]
+    with pytest.raises(TypeError, match="ParameterList"):
+        nn.ParameterList([[1.0, 2.0]])  # type: ignore[list-item]
+    with pytest.raises(KeyError, match="cannot name a parameter"):
+        nn.ParameterDict({"a.b": dev.tensor(biases["a"])})

@@ -131,6 +131,8 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "unbind": ((2, 3), lambda x: ops.stack(list(ops.unbind(x, 1))[::-1], axis=0)),
     "threshold": ((2, 3), lambda x: ops.threshold(x, 0.1, 2.0)),
     "glu": ((2, 4), lambda x: ops.glu(x, 1)),
+    **{name: ((2, 3, 6), _with(ops, name, 2)) for name in ("max_pool1d", "avg_pool1d")},
+    **{name: ((2, 3, 6), _with(ops, name, 3)) for name in ("adaptive_avg_pool1d", "adaptive_max_pool1d")},
     "dropout": ((2, 3), lambda x: ops.dropout(x, 0.5, rng=0)),
     "where": ((2, 3), lambda x: ops.where(ROW.numpy() > 0, x, 0.0)),
     "broadcast_to": ((1, 3), lambda x: ops.broadcast_to(x, (2, 3))),
@@ -260,6 +262,10 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "GLU": ((2, 4), lambda: nn.GLU()),
     "PReLU": ((2, 3), lambda: nn.PReLU(3, dev=DEV)),
     "Softmax2d": ((2, 3, 2, 2), lambda: nn.Softmax2d()),
+    "MaxPool1d": ((2, 3, 6), lambda: nn.MaxPool1d(2)),
+    "AvgPool1d": ((2, 3, 6), lambda: nn.AvgPool1d(2)),
+    "AdaptiveAvgPool1d": ((2, 3, 6), lambda: nn.AdaptiveAvgPool1d(3)),
+    "AdaptiveMaxPool1d": ((2, 3, 6), lambda: nn.AdaptiveMaxPool1d(3)),
     "LogSoftmax": ((2, 3), lambda: nn.LogSoftmax(dim=-1)),
     "Unflatten": ((2, 6), lambda: nn.Unflatten(1, (2, 3))),
     **{name: ((2, 3, 4, 4), _pool(name)) for name in ("MaxPool2d", "AvgPool2d", "MinPool2d")},
@@ -325,6 +331,7 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
 # forward of their own; Parameter marks a tensor (tests/test_seed_pytorch.py); utils and init are modules
 NOT_LAYERS = {
     *("Module", "load", "save", "state_dict", "Embedding", "ModuleDict", "ModuleList", "Parameter", "utils"),
+    *("ParameterList", "ParameterDict"),  # containers of parameters, no forward
     "init",  # a module of initialisers (tests/test_nn_torch_port.py)
 }
 

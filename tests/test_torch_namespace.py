@@ -260,6 +260,11 @@ TOP: dict[str, list[str]] = {
 
 # torch.nn.functional.<name>(...) as F.<name>(...)
 FUNCTIONAL: dict[str, list[str]] = {
+    # session 19: 1-D pooling
+    "max_pool1d": ["F.max_pool1d(X3, 3)", "F.max_pool1d(X3, 3, 2, 1)", "F.max_pool1d(X3[0], 2)"],
+    "avg_pool1d": ["F.avg_pool1d(X3, 2)", "F.avg_pool1d(X3, 3, 2, 1)"],
+    "adaptive_avg_pool1d": ["F.adaptive_avg_pool1d(X3, 3)", "F.adaptive_avg_pool1d(X3, 5)"],
+    "adaptive_max_pool1d": ["F.adaptive_max_pool1d(X3, 3)", "F.adaptive_max_pool1d(X3[0], 2)"],
     # session 19: more of PyTorch's activations
     "celu": ["F.celu(A)", "F.celu(A, 0.5)"],
     "glu": ["F.glu(A)", "F.glu(X4P, 1)"],

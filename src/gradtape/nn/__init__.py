@@ -55,8 +55,8 @@ from gradtape.nn.activation import (
 )
 from gradtape.nn.attention import MultiHeadAttention, MultiheadAttention
 from gradtape.nn.checkpoint import load, save, state_dict
-from gradtape.nn.container import ModuleDict, ModuleList, Residual, Sequential
-from gradtape.nn.conv import AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, MinPool2d
+from gradtape.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Residual, Sequential
+from gradtape.nn.conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d, MinPool2d
 from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
 from gradtape.nn.linear import Embedding, Linear
 from gradtape.nn.loss import (
@@ -91,7 +91,9 @@ from gradtape.nn.parameter import Parameter
 from gradtape.nn.rearrange import Rearrange, Reduce
 from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from gradtape.nn.spatial import (
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     ConstantPad2d,
     PixelShuffle,
@@ -112,6 +114,9 @@ from gradtape.nn.transformer import (
 )
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveMaxPool1d",
+    "AvgPool1d",
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
@@ -149,6 +154,7 @@ __all__ = [
     "Mamba",
     "MambaBlock",
     "MarginRankingLoss",
+    "MaxPool1d",
     "MaxPool2d",
     "MinPool2d",
     "Mish",
@@ -159,6 +165,8 @@ __all__ = [
     "NLLLoss",
     "PReLU",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
     "PoissonNLLLoss",
     "RMSNorm",
     "ReLU",

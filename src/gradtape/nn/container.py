@@ -11,7 +11,7 @@ from gradtape.shapes import AnyShape
 from gradtape.tape import Tape
 from gradtape.tensor import Tensor
 
-__all__ = ["ModuleDict", "ModuleList", "Residual", "Sequential"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Residual", "Sequential"]
 
 S = TypeVar("S")
 T = TypeVar("T", bound=Tape)
@@ -423,3 +423,188 @@ class ModuleDict(Module):
                 f"but got {type(modules).__name__}"
             )
         self._modules.update(pairs)
+
+
+def _parameter(owner: str, value: object) -> Tensor[Any, Any]:
+    """``value`` if it is a tensor (it becomes a parameter when stored).
+
+    Raises:
+        TypeError: it is not.
+    """
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{owner}: a parameter must be a Tensor, got {type(value).__name__}")
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters (PyTorch's ``nn.ParameterList``): tensors held in a list are not
+    discovered (a plain ``list`` attribute of tensors raises, see :class:`Module`); held here,
+    each is a parameter named ``<index>``, so a model's ``self.scales = ParameterList(...)``
+    names them ``scales.0``, ``scales.1``, ... as PyTorch's ``state_dict`` does. An untraced
+    tensor becomes a trainable parameter when added (as an attribute does). Indices are
+    renumbered after ``del``. No ``forward``.
+
+    Raises:
+        TypeError: an item is not a tensor, or ``values`` is not iterable.
+    """
+
+    def __init__(self, values: Iterable[Tensor[Any, Any]] | None = None) -> None:
+        self._count = 0
+        if values is not None:
+            self.extend(values)
+
+    def _items(self) -> list[Tensor[Any, Any]]:
+        return [getattr(self, str(i)) for i in range(self._count)]
+
+    def append(self, value: Tensor[Any, Any]) -> Self:
+        """Add ``value`` at the end (as a parameter); returns self, as PyTorch's."""
+        setattr(self, str(self._count), _parameter("ParameterList.append", value))
+        self._count += 1
+        return self
+
+    def extend(self, values: Iterable[Tensor[Any, Any]]) -> Self:
+        """Add each of ``values`` at the end; returns self."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Tensor[Any, Any]]:
+        return iter(self._items())
+
+    @overload
+    def __getitem__(self, idx: int) -> Tensor[Any, Any]: ...
+    @overload
+    def __getitem__(self, idx: slice) -> ParameterList: ...
+    def __getitem__(self, idx: int | slice) -> Tensor[Any, Any] | ParameterList:
+        """The parameter at ``idx`` (negative counts from the end), or a ``ParameterList`` of
+        a slice (the same tensors).
+
+        Raises:
+            IndexError: ``idx`` is out of range.
+        """
+        if isinstance(idx, slice):
+            return ParameterList(self._items()[idx])
+        i = operator.index(idx)
+        if not -self._count <= i < self._count:
+            raise IndexError(f"ParameterList: index {idx} is out of range for {self._count} parameters")
+        return getattr(self, str(i % self._count))  # type: ignore[no-any-return]
+
+    def __setitem__(self, idx: int, value: Tensor[Any, Any]) -> None:
+        """Replace the parameter at ``idx``.
+
+        Raises:
+            IndexError: ``idx`` is out of range. TypeError: ``value`` is not a tensor.
+        """
+        i = operator.index(idx)
+        if not -self._count <= i < self._count:
+            raise IndexError(f"ParameterList: index {idx} is out of range for {self._count} parameters")
+        setattr(self, str(i % self._count), _parameter("ParameterList", value))
+
+    def __delitem__(self, idx: int) -> None:
+        """Remove the parameter at ``idx``; the ones after it move down one index."""
+        items = self._items()
+        del items[idx]
+        for i in range(self._count):
+            delattr(self, str(i))
+        self._count = 0
+        self.extend(items)
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {p.shape}]" for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (PyTorch's ``nn.ParameterDict``): each is a parameter
+    named ``<key>``, so ``self.bias = ParameterDict({"a": ...})`` names it ``bias.a`` in
+    ``state_dict``. Keys are non-empty strings without ``"."`` that are not already attributes
+    of the class (PyTorch's rules); insertion order is kept. No ``forward``.
+
+    Raises:
+        TypeError: a key is not a str, or a value is not a tensor.
+        KeyError: a key is empty, contains ``"."``, or names an attribute of the class.
+    """
+
+    def __init__(
+        self, parameters: Mapping[str, Tensor[Any, Any]] | Iterable[tuple[str, Tensor[Any, Any]]] | None = None
+    ) -> None:
+        self._keys: list[str] = []
+        if parameters is not None:
+            self.update(parameters)
+
+    def _check(self, key: object) -> str:
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict: keys must be str, got {type(key).__name__}")
+        if not key or "." in key or (key not in self._keys and hasattr(type(self), key)):
+            raise KeyError(f"ParameterDict: {key!r} cannot name a parameter (empty, holds '.', or a method's name)")
+        return key
+
+    def __setitem__(self, key: str, value: Tensor[Any, Any]) -> None:
+        """Add or replace the parameter ``key`` (a new key goes last)."""
+        k = self._check(key)
+        setattr(self, k, _parameter("ParameterDict", value))
+        if k not in self._keys:
+            self._keys.append(k)
+
+    def __getitem__(self, key: str) -> Tensor[Any, Any]:
+        """The parameter ``key``.
+
+        Raises:
+            KeyError: there is none.
+        """
+        if key not in self._keys:
+            raise KeyError(f"ParameterDict: no parameter {key!r} (keys: {self._keys})")
+        return getattr(self, key)  # type: ignore[no-any-return]
+
+    def __delitem__(self, key: str) -> None:
+        """Remove the parameter ``key``.
+
+        Raises:
+            KeyError: there is none.
+        """
+        if key not in self._keys:
+            raise KeyError(f"ParameterDict: no parameter {key!r} (keys: {self._keys})")
+        delattr(self, key)
+        self._keys.remove(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._keys))
+
+    def keys(self) -> list[str]:
+        """The keys, in insertion order."""
+        return list(self._keys)
+
+    def values(self) -> list[Tensor[Any, Any]]:
+        """The parameters, in insertion order."""
+        return [self[k] for k in self._keys]
+
+    def items(self) -> list[tuple[str, Tensor[Any, Any]]]:
+        """``(key, parameter)`` pairs, in insertion order."""
+        return [(k, self[k]) for k in self._keys]
+
+    def pop(self, key: str) -> Tensor[Any, Any]:
+        """Remove the parameter ``key`` and return it.
+
+        Raises:
+            KeyError: there is none.
+        """
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, parameters: Mapping[str, Tensor[Any, Any]] | Iterable[tuple[str, Tensor[Any, Any]]]) -> None:
+        """Add or replace each ``(key, parameter)`` of a mapping (in its order) or of pairs."""
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for k, v in pairs:
+            self[k] = v
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({k}): Parameter containing: [{v.dtype} of size {v.shape}]" for k, v in self.items())

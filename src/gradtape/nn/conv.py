@@ -16,12 +16,12 @@ from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
 from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d  # unwrapped: Module.__call__ checked x
-from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d
+from gradtape.ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, min_pool2d
 from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
-__all__ = ["AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool2d", "MinPool2d"]
+__all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MinPool2d"]
 
 Int2 = int | tuple[int, int]
 
@@ -331,3 +331,44 @@ class MinPool2d(_Pool2d):
     """
 
     _pool = staticmethod(min_pool2d)
+
+
+class _Pool1d(Module):
+    """A 1-D pooling layer: ``forward`` applies the class's ``_pool`` (``max_pool1d`` or
+    ``avg_pool1d`` of :mod:`gradtape.ops.pool`) with the layer's ``kernel_size``, ``stride``
+    and ``padding``."""
+
+    _pool: Callable[..., Tensor[Any, Any]]
+
+    def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The pooled windows of ``x (N, C, L)`` or ``(C, L)``, ``(..., L_out)``."""
+        return self._pool(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool1d(_Pool1d):
+    """Max pooling along the last dim (PyTorch's ``nn.MaxPool1d``; ``stride`` defaults to
+    ``kernel_size``): ``(N, C, L) -> (N, C, floor((L + 2p - k)/s) + 1)``. No parameters.
+
+    Raises (on forward): ShapeError / ValueError / TypeError from :func:`gradtape.ops.max_pool1d`.
+    """
+
+    _pool = staticmethod(max_pool1d)
+
+
+class AvgPool1d(_Pool1d):
+    """Average pooling along the last dim (PyTorch's ``nn.AvgPool1d`` defaults: zero padding
+    counted). No parameters.
+
+    Raises (on forward): as :func:`gradtape.ops.avg_pool1d`.
+    """
+
+    _pool = staticmethod(avg_pool1d)

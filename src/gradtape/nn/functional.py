@@ -29,8 +29,11 @@ from gradtape.losses import (
     triplet_margin_loss,
 )
 from gradtape.ops import (
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool1d,
     adaptive_max_pool2d,
+    avg_pool1d,
     avg_pool2d,
     celu,
     conv1d,
@@ -53,6 +56,7 @@ from gradtape.ops import (
     linear,
     log_softmax,
     logsigmoid,
+    max_pool1d,
     max_pool2d,
     mish,
     normalize,
@@ -79,8 +83,11 @@ from gradtape.ops import (
 )
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -114,6 +121,7 @@ __all__ = [
     "log_softmax",
     "logsigmoid",
     "margin_ranking_loss",
+    "max_pool1d",
     "max_pool2d",
     "mish",
     "mse_loss",

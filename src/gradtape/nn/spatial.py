@@ -14,7 +14,9 @@ from gradtape.nn.module import Module
 from gradtape.ops._util import is_int
 from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
     OutSize,
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool1d,
     adaptive_max_pool2d,
     interpolate,
     pad,
@@ -25,7 +27,9 @@ from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tensor import Tensor
 
 __all__ = [
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "ConstantPad2d",
     "PixelShuffle",
@@ -282,3 +286,45 @@ class PixelUnshuffle(_Shuffle):
 
     def __init__(self, downscale_factor: int) -> None:
         self.downscale_factor = downscale_factor
+
+
+class AdaptiveAvgPool1d(Module):
+    """Adaptive average pooling of the last dim to ``output_size`` bins (PyTorch's
+    ``nn.AdaptiveAvgPool1d``) of ``(N, C, L)`` or ``(C, L)``. No parameters.
+
+    Raises (on forward): the errors of :func:`gradtape.ops.adaptive_avg_pool1d`.
+    """
+
+    def __init__(self, output_size: int) -> None:
+        self.output_size = output_size
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The bin averages, ``(..., output_size)``."""
+        return adaptive_avg_pool1d(x, self.output_size)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(Module):
+    """Adaptive max pooling of the last dim to ``output_size`` bins (PyTorch's
+    ``nn.AdaptiveMaxPool1d``, its values) of ``(N, C, L)`` or ``(C, L)``. No parameters.
+
+    Raises (on forward): the errors of :func:`gradtape.ops.adaptive_max_pool1d`.
+    """
+
+    def __init__(self, output_size: int) -> None:
+        self.output_size = output_size
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The bin maxima, ``(..., output_size)``."""
+        return adaptive_max_pool1d(x, self.output_size)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

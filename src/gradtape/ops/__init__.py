@@ -46,7 +46,7 @@ from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import bmm, dot, linear, matmul, mm
 from gradtape.ops.nn import dropout, embedding, glu, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
-from gradtape.ops.pool import avg_pool2d, max_pool2d, min_pool2d, upscale2d
+from gradtape.ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, min_pool2d, upscale2d
 from gradtape.ops.reduce import all, amax, amin, any, cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
 from gradtape.ops.sampling import multinomial
@@ -89,7 +89,9 @@ from gradtape.ops.shape import (
 )
 from gradtape.ops.softmax import log_softmax, softmax, softmin
 from gradtape.ops.spatial import (
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool1d,
     adaptive_max_pool2d,
     interpolate,
     pad,
@@ -191,6 +193,7 @@ __all__ += ["logical_or", "logical_xor", "all", "amax", "amin", "any", "bmm", "d
 __all__ += ["hstack", "movedim", "swapaxes", "vstack"]
 __all__ += ["celu", "glu", "hardshrink", "hardtanh", "relu6", "softmin", "softshrink", "softsign", "tanhshrink"]
 __all__ += ["threshold"]
+__all__ += ["adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d"]
 # issue 27: PyTorch's spellings of shape ops
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["avg_pool2d", "max_pool2d", "min_pool2d", "upscale2d"]
+__all__ = ["avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d", "min_pool2d", "upscale2d"]
 
 Array = np.ndarray[Any, Any]
 N = TypeVar("N")
@@ -172,7 +172,11 @@ def avg_pool2d(
     Raises:
         ShapeError, ValueError, TypeError: as :func:`max_pool2d`.
     """
-    op = "avg_pool2d"
+    return _avg("avg_pool2d", x, kernel_size, stride, padding)  # type: ignore[no-any-return]
+
+
+def _avg(op: str, x: Any, kernel_size: object, stride: object, padding: object) -> Any:
+    """:func:`avg_pool2d` (``op`` names it in the errors)."""
     xd = x.data
     k, s, p, out_hw = _pool_geometry(op, xd, kernel_size, stride, padding)
     n, c, h, w = xd.shape
@@ -186,9 +190,63 @@ def avg_pool2d(
         return _kp.pool_avg_backward(gd.reshape(n * c, *out_hw), k, s, p, (h, w)).reshape(n, c, h, w)
 
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
-        return _linear_vjp(lambda a: avg_pool2d(a, kernel_size, stride, padding), adjoint, g)
+        return _linear_vjp(lambda a: _avg(op, a, kernel_size, stride, padding), adjoint, g)
 
     return record_unary(x, y.reshape(n, c, *out_hw), rule, diff=diff)
+
+
+# ----- 1-D pooling: the 2-D kernels over (N, C, 1, L) ---------------------------------------------
+
+
+def _pool1d(op: str, x: Any, kernel_size: object, stride: object, padding: object, is_avg: bool) -> Any:
+    """``max_pool1d`` / ``avg_pool1d``: ``x (N, C, L)`` or ``(C, L)`` pooled as ``(N, C, 1, L)``
+    with a ``(1, k)`` kernel.
+
+    Raises:
+        ShapeError: ``x`` is not 2-D or 3-D, or the kernel is larger than the padded input.
+        ValueError, TypeError: as :func:`max_pool2d` (for the 1-D arguments).
+    """
+    xd = x.data
+    if xd.ndim not in (2, 3):
+        raise ShapeError(f"{op}: expects a 2-D (C, L) or 3-D (N, C, L) input, got shape {xd.shape}")
+    for name, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+        if v is not None and not (isinstance(v, (int, np.integer)) and not isinstance(v, bool)):
+            if not (isinstance(v, (tuple, list)) and len(v) == 1):
+                raise TypeError(f"{op}: {name} must be an int (or a 1-tuple), got {v!r}")
+    one = [(v[0] if isinstance(v, (tuple, list)) else v) for v in (kernel_size, stride, padding)]
+    k, s, p = one
+    x4 = x.reshape((1, *xd.shape[:1], 1, xd.shape[-1]) if xd.ndim == 2 else (*xd.shape[:2], 1, xd.shape[-1]))
+    s2 = None if s is None else (1, s)
+    if is_avg:
+        y = _avg(op, x4, (1, k), s2, (0, p))
+    else:
+        y = _maxmin(op, x4, (1, k), s2, (0, p), False)
+    return y.reshape((*xd.shape[:-1], y.shape[-1]))
+
+
+def max_pool1d(x: Tensor[Any, T], kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor[Any, T]:
+    """Max over ``kernel_size`` windows along the last dim of ``x (N, C, L)`` or ``(C, L)``,
+    as ``torch.nn.functional.max_pool1d`` (no dilation, ``ceil_mode=False``): ``L_out =
+    floor((L + 2p - k) / s) + 1``, ``stride`` defaulting to ``kernel_size``. Gradient: routed to
+    each window's arg-max (the first on ties). Runs :func:`max_pool2d`'s kernels on ``(N, C, 1, L)``.
+
+    Raises:
+        ShapeError: ``x`` is not 2-D or 3-D, or the kernel is larger than the padded input.
+        ValueError: kernel/stride < 1, padding < 0 or more than half the kernel.
+        TypeError: an argument is not an int.
+    """
+    return _pool1d("max_pool1d", x, kernel_size, stride, padding, False)  # type: ignore[no-any-return]
+
+
+def avg_pool1d(x: Tensor[Any, T], kernel_size: int, stride: int | None = None, padding: int = 0) -> Tensor[Any, T]:
+    """Mean over ``kernel_size`` windows along the last dim of ``x (N, C, L)`` or ``(C, L)``, as
+    ``torch.nn.functional.avg_pool1d`` with its defaults (zero padding counted). Size formula
+    and errors of :func:`max_pool1d`; gradient ``g / k`` to every element of each window.
+
+    Raises:
+        ShapeError, ValueError, TypeError: as :func:`max_pool1d`.
+    """
+    return _pool1d("avg_pool1d", x, kernel_size, stride, padding, True)  # type: ignore[no-any-return]
 
 
 # ----- upscale2d ---------------------------------------------------------------------------

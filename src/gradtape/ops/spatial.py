@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from gradtape.tensor import Tensor
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "interpolate",
     "pad",
@@ -557,3 +559,51 @@ def pixel_unshuffle(input: Tensor[Any, T], downscale_factor: int) -> Tensor[Any,
     h, w, k = hr // r, wr // r, len(lead)
     perm = (*range(k), k, k + 2, k + 4, k + 1, k + 3)
     return _rearrange(input, (*lead, c, h, r, w, r), perm, (*lead, c * r * r, h, w))
+
+
+# ----- 1-D adaptive pooling: the 2-D ops over (N, C, 1, L) ----------------------------------------
+
+
+def _adaptive1d(op: str, input: Any, output_size: object, two_d: Any) -> Any:
+    """``two_d`` (the 2-D adaptive pool) of ``input (N, C, L)`` or ``(C, L)`` seen as ``(.., 1, L)``
+    with ``(1, output_size)`` bins; its errors name ``op``.
+
+    Raises:
+        ShapeError: ``input`` is not 2-D or 3-D (or as the 2-D op). TypeError, ValueError:
+            ``output_size`` is not an int >= 1 (or a 1-tuple of one).
+    """
+    xd = input.data
+    if xd.ndim not in (2, 3):
+        raise ShapeError(f"{op}: expects a 2-D (C, L) or 3-D (N, C, L) input, got shape {xd.shape}")
+    size = output_size[0] if isinstance(output_size, (tuple, list)) and len(output_size) == 1 else output_size
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise TypeError(f"{op}: output_size must be an int, got {output_size!r}")
+    try:
+        y = two_d(input.reshape((*xd.shape[:-1], 1, xd.shape[-1])), (1, int(size)))
+    except (ShapeError, TypeError, ValueError) as e:
+        raise type(e)(f"{op}: {str(e).split(': ', 1)[-1]}") from None
+    return y.reshape((*xd.shape[:-1], int(size)))
+
+
+def adaptive_avg_pool1d(input: Tensor[Any, T], output_size: int) -> Tensor[Any, T]:
+    """Average each of ``output_size`` adaptive bins of the last dim of ``input (N, C, L)`` or
+    ``(C, L)``, as ``torch.nn.functional.adaptive_avg_pool1d`` (the bins of
+    :func:`adaptive_avg_pool2d`: bin ``i`` covers ``[floor(i L / m), ceil((i + 1) L / m))``).
+    Gradient: each bin's gradient spread evenly over its elements.
+
+    Raises:
+        ShapeError: ``input`` is not 2-D or 3-D, or has length 0.
+        TypeError, ValueError: ``output_size`` is not an int >= 1.
+    """
+    return _adaptive1d("adaptive_avg_pool1d", input, output_size, adaptive_avg_pool2d)  # type: ignore[no-any-return]
+
+
+def adaptive_max_pool1d(input: Tensor[Any, T], output_size: int) -> Tensor[Any, T]:
+    """Maximum of each of ``output_size`` adaptive bins of the last dim of ``input (N, C, L)``
+    or ``(C, L)``, as ``torch.nn.functional.adaptive_max_pool1d`` (the values; ties go to the
+    first element, a NaN wins). Gradient: added at each bin's arg-max.
+
+    Raises:
+        ShapeError, TypeError, ValueError: as :func:`adaptive_avg_pool1d`.
+    """
+    return _adaptive1d("adaptive_max_pool1d", input, output_size, adaptive_max_pool2d)  # type: ignore[no-any-return]
