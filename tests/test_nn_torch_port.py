@@ -1006,3 +1006,23 @@ def test_parameter_list_and_dict_train_and_save_as_pytorchs(dev: Cpu) -> None:
         nn.ParameterList([[1.0, 2.0]])  # type: ignore[list-item]
     with pytest.raises(KeyError, match="cannot name a parameter"):
         nn.ParameterDict({"a.b": dev.tensor(biases["a"])})
+
+
+def test_conv_transpose1d_layer_equals_torchs(dev: Cpu) -> None:
+    """nn.ConvTranspose1d from PyTorch's weights: output and every gradient in float64."""
+    rng = np.random.default_rng(4)
+    ref = tnn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2).double()
+    ours = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2, dev=dev, dtype=F64)
+    assert ours.weight.shape == tuple(ref.weight.shape)
+    ours.load_state_dict({k: dev.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    a = rng.standard_normal((2, 4, 5))
+    x, tx = dev.tensor(a, requires_grad=True), torch.from_numpy(a.copy()).requires_grad_()
+    y, ty = ours(x), ref(tx)
+    np.testing.assert_allclose(_np(y), _np(ty), rtol=1e-12)
+    w = rng.standard_normal(y.shape)
+    (y * dev.tensor(w)).sum().backward()
+    (ty * torch.from_numpy(w)).sum().backward()
+    assert ours.bias is not None
+    for g, t in ((x.grad, tx.grad), (ours.weight.grad, ref.weight.grad), (ours.bias.grad, ref.bias.grad)):
+        assert g is not None
+        np.testing.assert_allclose(_np(g), _np(t), rtol=1e-11)

@@ -154,6 +154,7 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "conv2d": ((2, 3, 5, 5), lambda x: ops.conv2d(x, W_CONV2, padding=1)),
     "conv1d": ((2, 3, 5), lambda x: ops.conv1d(x, W_CONV1)),
     "conv_transpose2d": ((2, 3, 4, 4), lambda x: ops.conv_transpose2d(x, W_TCONV, stride=2)),
+    "conv_transpose1d": ((2, 3, 4), lambda x: ops.conv_transpose1d(x, W_TCONV[:, :, 0], stride=2)),
     "selective_scan": (
         (2, 3, 4),  # then dt, A, B, C, D, z
         lambda x: ops.selective_scan(
@@ -246,6 +247,7 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "Conv1d": ((2, 3, 5), lambda: nn.Conv1d(3, 4, 2, dev=DEV)),
     "Conv2d": ((2, 3, 5, 5), lambda: nn.Conv2d(3, 4, 3, padding=1, dev=DEV)),
     "ConvTranspose2d": ((2, 3, 4, 4), lambda: nn.ConvTranspose2d(3, 4, 2, stride=2, dev=DEV)),
+    "ConvTranspose1d": ((2, 3, 4), lambda: nn.ConvTranspose1d(3, 4, 2, stride=2, dev=DEV)),
     "BatchNorm1d": ((4, 3), lambda: nn.BatchNorm1d(3, dev=DEV)),
     "BatchNorm2d": ((2, 3, 4, 4), lambda: nn.BatchNorm2d(3, dev=DEV)),
     "LayerNorm": ((2, 3), lambda: nn.LayerNorm(3, dev=DEV)),

@@ -57,6 +57,7 @@ CONSTANT = {"IDX", "IDX3", "IDX2", "MASK", "Y01", "YPM", "YPM4"}
 
 # torch.<name>(...) as L.<name>(...)
 TOP: dict[str, list[str]] = {
+    "conv_transpose1d": ["L.conv_transpose1d(X3, W3.transpose(0, 1), None, 2, 1)"],
     # session 19: gradtape._torch_more, PyTorch's functions composed of gradtape ops
     "addcdiv": ["L.addcdiv(A, B, P, value=0.5)"],
     "addcmul": ["L.addcmul(A, B, C)", "L.addcmul(A, B, V, value=-2.0)"],
@@ -261,6 +262,11 @@ TOP: dict[str, list[str]] = {
 # torch.nn.functional.<name>(...) as F.<name>(...)
 FUNCTIONAL: dict[str, list[str]] = {
     # session 19: 1-D pooling
+    "conv_transpose1d": [
+        "F.conv_transpose1d(X3, W3.transpose(0, 1))",
+        "F.conv_transpose1d(X3, W3.transpose(0, 1)[:, :2], None, 2, 1, 1)",
+        "F.conv_transpose1d(X3, W3.transpose(0, 1), V, stride=2, dilation=2)",
+    ],
     "max_pool1d": ["F.max_pool1d(X3, 3)", "F.max_pool1d(X3, 3, 2, 1)", "F.max_pool1d(X3[0], 2)"],
     "avg_pool1d": ["F.avg_pool1d(X3, 2)", "F.avg_pool1d(X3, 3, 2, 1)"],
     "adaptive_avg_pool1d": ["F.adaptive_avg_pool1d(X3, 3)", "F.adaptive_avg_pool1d(X3, 5)"],
@@ -428,7 +434,7 @@ def test_every_export_has_a_row_and_is_pytorchs_name() -> None:
         *("no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled"),
         *("is_inference_mode_enabled", "from_dlpack"),
     }
-    random = {"multinomial"}  # test_multinomial
+    random = {"multinomial", "randperm", "bernoulli"}  # test_multinomial, test_randperm_and_bernoulli
     assert exported_ops - creation - random == set(TOP), sorted((exported_ops - creation) ^ set(TOP))
     assert set(gF.__all__) == set(FUNCTIONAL), sorted(set(gF.__all__) ^ set(FUNCTIONAL))
     assert all(hasattr(tF, n) for n in gF.__all__)
@@ -465,6 +471,34 @@ def test_multinomial() -> None:
     assert got.shape == (3, 3) and got.dtype == np.int64
     assert all(len(set(row)) == 3 for row in got) and got.min() >= 0 and got.max() < 4
     assert gradtape.multinomial(probs, 6, replacement=True).shape == (3, 6)
+
+
+def test_randperm_and_bernoulli() -> None:
+    """``torch.randperm(n)`` and ``torch.bernoulli(p)`` (random: checked by their properties
+    and by seeding, not PyTorch's numbers): a permutation, int64; draws of 0/1 in ``p``'s
+    dtype whose frequency is ``p``; ``manual_seed`` repeats both."""
+    gradtape.manual_seed(3)
+    perm = gradtape.randperm(500)
+    assert perm.dtype == np.int64 and sorted(perm.numpy().tolist()) == list(range(500))
+    assert perm.numpy().tolist() != list(range(500))
+    assert gradtape.randperm(0).shape == (0,) and gradtape.randperm(4, dtype=gradtape.int32).dtype == np.int32
+    probs = gradtape.full((4000,), 0.25, dtype=gradtape.float64)
+    draws = gradtape.bernoulli(probs)
+    assert draws.dtype == np.float64 and set(np.unique(draws.numpy())) <= {0.0, 1.0}
+    assert abs(draws.numpy().mean() - 0.25) < 0.03  # 4000 draws: the standard error is 0.007
+    assert not draws.requires_grad
+    np.testing.assert_array_equal(gradtape.bernoulli(gradtape.zeros(5), p=1.0).numpy(), np.ones(5))
+    gradtape.manual_seed(7)
+    first = (gradtape.randperm(10).numpy(), gradtape.bernoulli(probs).numpy())
+    gradtape.manual_seed(7)
+    np.testing.assert_array_equal(gradtape.randperm(10).numpy(), first[0])
+    np.testing.assert_array_equal(gradtape.bernoulli(probs).numpy(), first[1])
+    with pytest.raises(TypeError, match="randperm"):
+        gradtape.randperm(-1)
+    with pytest.raises(ValueError, match="bernoulli: probabilities"):
+        gradtape.bernoulli(gradtape.tensor([0.5, 1.5]))
+    with pytest.raises(gradtape.DTypeError, match="bernoulli"):
+        gradtape.bernoulli(gradtape.tensor([0, 1]))
 
 
 def test_composed_functions_refuse_a_list_naming_themselves() -> None:

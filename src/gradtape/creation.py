@@ -38,6 +38,7 @@ from gradtape.tensor import Tensor
 __all__ = [
     "SizeFactory",
     "arange",
+    "bernoulli",
     "empty",
     "empty_like",
     "eye",
@@ -51,6 +52,7 @@ __all__ = [
     "rand_like",
     "randint",
     "randn",
+    "randperm",
     "randn_like",
     "tensor",
     "zeros",
@@ -335,6 +337,54 @@ def randint(
         raise TypeError(f"randint: expected (high, size) or (low, high, size), got {len(args)} positional arguments")
     d = _device("randint", device, dev)
     return d.randint(low, high, _size("randint", (size,)), np.int64 if dtype is None else dtype)
+
+
+def randperm(
+    n: int, *, dtype: npt.DTypeLike | None = None, device: Device = None, dev: Cpu | None = None
+) -> Tensor[tuple[int], NoneTape]:
+    """A random permutation of ``0 .. n - 1`` (``torch.randperm(n)``), int64 by default, from
+    the device's generator (the ranks of ``n`` uniform float64 draws: every order equally
+    likely; not PyTorch's stream of numbers).
+
+    Raises:
+        TypeError: ``n`` is not a non-negative int; a bad ``device``.
+        DTypeError: ``dtype`` is not an integer dtype.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise TypeError(f"randperm: n must be a non-negative int, got {n!r}")
+    dt = np.dtype(np.int64 if dtype is None else dtype)
+    if dt.kind not in "iu":
+        raise DTypeError(f"randperm: dtype must be an integer dtype, got {dt}")
+    d = _device("randperm", device, dev)
+    keys = d.rand((int(n),), 0.0, 1.0, np.float64)
+    out: Tensor[tuple[int], NoneTape] = keys._like(keys.data.argsort().astype(dt))
+    return out
+
+
+def bernoulli(input: Tensor[S, Any], p: float | None = None) -> Tensor[S, NoneTape]:
+    """Independent 0/1 draws, ``1`` with probability ``input`` elementwise (``torch.bernoulli``;
+    or with the one probability ``p`` for every element), of ``input``'s shape and float dtype,
+    from its device's generator. Untraced, as in PyTorch (a draw has no gradient).
+
+    Raises:
+        TypeError: ``input`` is not a tensor. DTypeError: it is not a float tensor.
+        ValueError: a probability is outside ``[0, 1]``.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli: input must be a Tensor, got {type(input).__name__}")
+    x = input.data
+    if x.dtype.kind != "f":
+        raise DTypeError(f"bernoulli: input must be a float tensor of probabilities, got {x.dtype}")
+    probs: Any = x if p is None else float(p)
+    if p is not None:
+        lo = hi = float(p)
+    else:
+        lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
+    if not (0.0 <= lo and hi <= 1.0):
+        raise ValueError(f"bernoulli: probabilities must be in [0, 1], got values in [{lo}, {hi}]")
+    u = input.device.rand(x.shape, 0.0, 1.0, x.dtype).data
+    out: Tensor[S, NoneTape] = input._like((u < probs).astype(x.dtype))
+    return out
 
 
 def arange(

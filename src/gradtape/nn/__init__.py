@@ -56,7 +56,17 @@ from gradtape.nn.activation import (
 from gradtape.nn.attention import MultiHeadAttention, MultiheadAttention
 from gradtape.nn.checkpoint import load, save, state_dict
 from gradtape.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Residual, Sequential
-from gradtape.nn.conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, MaxPool1d, MaxPool2d, MinPool2d
+from gradtape.nn.conv import (
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    MaxPool1d,
+    MaxPool2d,
+    MinPool2d,
+)
 from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
 from gradtape.nn.linear import Embedding, Linear
 from gradtape.nn.loss import (
@@ -125,6 +135,7 @@ __all__ = [
     "CELU",
     "Conv1d",
     "Conv2d",
+    "ConvTranspose1d",
     "ConvTranspose2d",
     "CosineEmbeddingLoss",
     "CrossEntropyLoss",

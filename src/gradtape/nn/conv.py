@@ -15,13 +15,23 @@ from gradtape.devices.default import _resolve
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
-from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d  # unwrapped: Module.__call__ checked x
+from gradtape.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # unwrapped: Module.__call__ checked x
 from gradtape.ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, min_pool2d
 from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
-__all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "MinPool2d"]
+__all__ = [
+    "AvgPool1d",
+    "AvgPool2d",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MinPool2d",
+]
 
 Int2 = int | tuple[int, int]
 
@@ -372,3 +382,55 @@ class AvgPool1d(_Pool1d):
     """
 
     _pool = staticmethod(avg_pool1d)
+
+
+class ConvTranspose1d(_ConvNd[C, O]):
+    """1-D transposed convolution layer (PyTorch's ``nn.ConvTranspose1d``):
+    ``x (N, C_in, L) -> (N, C_out, L_out)``, ``L_out = (L - 1)s - 2p + d(K - 1) +
+    output_padding + 1`` (:func:`gradtape.ops.conv_transpose1d`).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as
+            ``torch.nn.ConvTranspose1d``; ``output_padding`` (keyword) as well.
+        bias: whether to learn a bias ``(C_out,)``.
+        dev, dtype: as :class:`Conv1d`.
+
+    Parameters: ``weight (C_in, C_out/groups, K)`` and ``bias (C_out,)``, both
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with PyTorch's ``fan_in = C_out/groups * K``.
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts. Forward raises what
+            :func:`gradtape.ops.conv_transpose1d` raises.
+    """
+
+    nd = 1
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: C,
+        out_channels: O,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        *,
+        output_padding: int | tuple[int, ...] = 0,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
+        )
+        self.output_padding: Any = output_padding
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, Any]:
+        """``(N, C_in, L) -> (N, C_out, L_out)``."""
+        return conv_transpose1d(
+            x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups, self.dilation
+        )
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward

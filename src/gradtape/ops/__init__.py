@@ -40,7 +40,7 @@ from gradtape.ops.compare import (
     ne,
     where,
 )
-from gradtape.ops.conv import conv1d, conv2d, conv_transpose2d
+from gradtape.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pairwise_distance
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
@@ -193,7 +193,7 @@ __all__ += ["logical_or", "logical_xor", "all", "amax", "amin", "any", "bmm", "d
 __all__ += ["hstack", "movedim", "swapaxes", "vstack"]
 __all__ += ["celu", "glu", "hardshrink", "hardtanh", "relu6", "softmin", "softshrink", "softsign", "tanhshrink"]
 __all__ += ["threshold"]
-__all__ += ["adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d"]
+__all__ += ["adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d", "conv_transpose1d"]
 # issue 27: PyTorch's spellings of shape ops
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 

@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
-from gradtape._typing import typed_as
+from gradtape._typing import T, typed_as
 from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.grad_mode import enable_grad
@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 Array = np.ndarray[Any, Any]
 # type variables of the overload tables (ops/_signatures/conv.py)
@@ -354,6 +354,60 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
         ShapeError, DTypeError, ValueError, TypeError: as :func:`conv2d` (with 3-D tensors).
     """
     return _conv("conv1d", 1, x, w, b, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(
+    x: Tensor[Any, T],
+    w: Tensor[Any, Any],
+    b: Tensor[Any, Any] | None = None,
+    stride: int = 1,
+    padding: int = 0,
+    output_padding: int = 0,
+    groups: int = 1,
+    dilation: int = 1,
+) -> Tensor[Any, Any]:
+    """1-D transposed convolution of ``x (N, C_in, L)`` with ``w (C_in, C_out/groups, K)`` plus
+    an optional bias ``(C_out,)``, as ``torch.nn.functional.conv_transpose1d``: ``L_out = (L -
+    1) s - 2p + d (K - 1) + output_padding + 1``. Runs :func:`conv_transpose2d` on ``(N, C_in,
+    1, L)`` with a ``(1, K)`` kernel; gradients as there.
+
+    Raises:
+        ShapeError: ``x`` is not 3-D or ``w`` not 3-D (or as :func:`conv_transpose2d`, whose
+            messages then name this op). ValueError, TypeError: as :func:`conv_transpose2d`.
+    """
+    op = "conv_transpose1d"
+    w = tensor_operand(op, x, w)
+    if x.data.ndim != 3 or w.data.ndim != 3:
+        raise ShapeError(
+            f"{op}: expects x (N, C_in, L) and w (C_in, C_out/groups, K), got {x.data.shape} and {w.data.shape}"
+        )
+    one = []
+    for name, v in (
+        ("stride", stride),
+        ("padding", padding),
+        ("output_padding", output_padding),
+        ("dilation", dilation),
+    ):
+        v1 = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+        if isinstance(v1, bool) or not isinstance(v1, (int, np.integer)):
+            raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+        one.append(int(v1))
+    s_, p_, o_, d_ = one
+    n, c, length = x.data.shape
+    try:
+        y = conv_transpose2d(
+            x.reshape((n, c, 1, length)),
+            w.reshape((*w.data.shape[:2], 1, w.data.shape[2])),
+            b,
+            (1, s_),
+            (0, p_),
+            (0, o_),
+            groups=groups,
+            dilation=(1, d_),
+        )
+    except (ShapeError, ValueError, TypeError) as e:
+        raise type(e)(f"{op}: {str(e).split(': ', 1)[-1]}") from None
+    return y.reshape((n, y.shape[1], y.shape[3]))
 
 
 # ----- transposed convolution --------------------------------------------------------------
