@@ -321,3 +321,55 @@ def test_advanced_indexing_on_the_gpu_gets_its_gradient(key: str) -> None:
     np.testing.assert_allclose(gy, cy, rtol=1e-12)
     np.testing.assert_allclose(gg, cg, rtol=1e-12)
     assert np.abs(gg).sum() > 0
+
+
+def test_a_write_into_a_saved_gpu_array_is_refused_at_backward() -> None:
+    """An optimizer step (or a tensor's in-place write) between the forward and backward
+    rewrites an array the forward saved: backward refuses (PyTorch's version-counter error).
+    The check looked for numpy arrays only, so on the GPU the gradient was silently computed
+    from the new values."""
+    for dev in ("cpu", "cuda"):
+        w = gradtape.tensor(np.array([1.0, 2.0, 3.0]), device=dev, requires_grad=True)
+        x = gradtape.tensor(np.array([4.0, 5.0, 6.0]), device=dev, requires_grad=True)
+        y = (w * x).sum()
+        w.grad = gradtape.ones(3, device=dev, dtype=gradtape.float64)
+        optim.SGD([w], lr=0.1).step()
+        with pytest.raises(gradtape.TapeError, match="written in place"):
+            y.backward()
+        z = (x * x).sum()
+        with gradtape.no_grad():
+            x.fill_(1.0)
+        with pytest.raises(gradtape.TapeError, match="written in place"):
+            z.backward()
+
+
+def test_optimizer_state_dict_on_the_gpu_is_a_snapshot_and_loads_on_either_device() -> None:
+    """Adam's state on the GPU: ``state_dict()`` copies the arrays (it held the live buffers,
+    which later steps changed in place); ``load_state_dict`` restores it onto GPU or CPU
+    parameters, and a resumed run continues as the uninterrupted one."""
+
+    def run(dev: str, steps: int, opt_state: Any = None) -> tuple[Any, Any, np.ndarray[Any, Any]]:
+        w = gradtape.tensor(np.array([1.0, -2.0, 3.0]), device=dev, requires_grad=True)
+        opt = optim.Adam([w], lr=0.1)
+        if opt_state is not None:
+            w.data[...] = opt_state[1]
+            opt.load_state_dict(opt_state[0])
+        for _ in range(steps):
+            opt.zero_grad()
+            (w * w * w).sum().backward()
+            opt.step()
+        return opt, w, w.cpu().numpy()
+
+    opt, w, _ = run("cuda", 2)
+    saved = opt.state_dict()
+    snapshot = {k: (v.get() if hasattr(v, "get") else v) for k, v in saved["state"][0].items()}
+    weights = w.data.copy()
+    opt.zero_grad()
+    (w * w * w).sum().backward()
+    opt.step()
+    for k, v in saved["state"][0].items():
+        np.testing.assert_array_equal(np.asarray(v.get() if hasattr(v, "get") else v), np.asarray(snapshot[k]))
+    _, _, straight = run("cuda", 5)
+    for dev in ("cuda", "cpu"):
+        _, _, resumed = run(dev, 3, (saved, weights if dev == "cuda" else weights.get()))
+        np.testing.assert_allclose(resumed, straight, rtol=1e-12)

@@ -223,9 +223,10 @@ def _check_writes(ops: list[_Entry], op: str) -> None:
 
 
 def _saved_arrays(obj: Any, depth: int, seen: set[int]) -> Iterator[np.ndarray[Any, Any]]:
-    """The numpy arrays an entry's saved state reaches (tuples, lists, dicts, tensors, closure
-    cells, bound methods' objects, objects' attributes), ``depth`` levels deep."""
-    if isinstance(obj, np.ndarray):
+    """The arrays (numpy's, or the GPU's: missing those switched the check off on the ``Cuda``
+    device, a silently wrong gradient) an entry's saved state reaches (tuples, lists, dicts,
+    tensors, closure cells, bound methods' objects, objects' attributes), ``depth`` levels deep."""
+    if isinstance(obj, np.ndarray) or _arrays.on_gpu(obj):
         yield obj
         return
     if depth == 0 or id(obj) in seen or obj is None or isinstance(obj, (int, float, str, type)):

@@ -132,10 +132,13 @@ than this may miss the oldest)."""
 
 
 def _buffer(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The array owning ``arr``'s memory (``arr`` itself, or the root of its chain of bases)."""
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
-    return arr
+    """The array owning ``arr``'s memory (``arr`` itself, or the root of its chain of bases),
+    a numpy or a GPU (CuPy) array."""
+    while True:
+        base = arr.base
+        if base is None or not (isinstance(base, np.ndarray) or hasattr(base, "__cuda_array_interface__")):
+            return arr
+        arr = base
 
 
 def note_writes(*arrays: np.ndarray[Any, Any]) -> None:

@@ -292,9 +292,10 @@ class Optimizer:
         return {"state": state, "hyperparams": self.hyperparams(), "param_groups": groups}
 
     def _copy_states(self) -> dict[int, dict[str, Any]]:
-        """``state_dict()["state"]``: each non-empty state, its arrays copied."""
+        """``state_dict()["state"]``: each non-empty state, its arrays copied (the GPU's too: a
+        state dict that held the live buffers would change with every later step)."""
         return {
-            i: {k: (_arrays.copy(v) if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+            i: {k: (_arrays.copy(v) if isinstance(v, np.ndarray) or _arrays.on_gpu(v) else v) for k, v in s.items()}
             for i, s in enumerate(self.state)
             if s
         }
@@ -362,7 +363,8 @@ class Optimizer:
                         f"{self.name}.load_state_dict: {k} of parameter {i} has dtype {arr.dtype}, "
                         f"parameter has {p.dtype}"
                     )
-                new[i][k] = np.array(arr, dtype=p.dtype, order="C", copy=True)
+                moved = _arrays.into_memory_of(arr, p.data)  # a checkpoint from the other device: onto the parameter's
+                new[i][k] = _arrays.contiguous(_arrays.copy(moved) if moved is arr else moved)
         return new
 
     def __repr__(self) -> str:
