@@ -57,6 +57,29 @@ CONSTANT = {"IDX", "IDX3", "IDX2", "MASK", "Y01", "YPM", "YPM4"}
 
 # torch.<name>(...) as L.<name>(...)
 TOP: dict[str, list[str]] = {
+    # session 19, batch 4: ordering, selection and shaping composed of gradtape ops
+    "nonzero": ["L.nonzero(A > 0)", "L.nonzero(A > 0, as_tuple=True)"],
+    "argwhere": ["L.argwhere(A > 0.5)"],
+    "unique": ["L.unique(IDX2)", "L.unique(IDX2, return_inverse=True, return_counts=True)"],
+    "searchsorted": ["L.searchsorted(YPM.sort().values, A)", "L.searchsorted(V.sort().values, A, right=True)"],
+    "bucketize": ["L.bucketize(A, V.sort().values)", "L.bucketize(A, V.sort().values, right=True)"],
+    "diff": ["L.diff(A)", "L.diff(A, 2, 0)", "L.diff(A, dim=0)"],
+    "cummax": ["L.cummax(A, 1)", "L.cummax(A, 0)"],
+    "cummin": ["L.cummin(A, 1)"],
+    "logcumsumexp": ["L.logcumsumexp(A, 1)", "L.logcumsumexp(A, 0)"],
+    "kthvalue": ["L.kthvalue(A, 2, 1)", "L.kthvalue(A, 3, 0, True)"],
+    "median": ["L.median(A)", "L.median(A, 1)", "L.median(A, 0, keepdim=True)"],
+    "nansum": ["L.nansum(L.log(A))", "L.nansum(L.log(A), 1)"],
+    "nanmean": ["L.nanmean(L.log(A))", "L.nanmean(L.log(P), 0)"],
+    "rot90": ["L.rot90(A)", "L.rot90(A, 2)", "L.rot90(A, 3, (1, 0))", "L.rot90(X3, 1, (1, 2))"],
+    "fliplr": ["L.fliplr(A)"],
+    "flipud": ["L.flipud(A)"],
+    "block_diag": ["L.block_diag(A, M, V)"],
+    "cartesian_prod": ["L.cartesian_prod(V, A[0, :2])", "L.cartesian_prod(V, V, A[1, :2])"],
+    "tensor_split": ["L.tensor_split(A, 3, 1)", "L.tensor_split(A, [1, 3], dim=1)", "L.tensor_split(A, 2)"],
+    "column_stack": ["L.column_stack([A, V[:3], B])"],
+    "dstack": ["L.dstack([A, B])", "L.dstack([V, V])"],
+    "take": ["L.take(A, IDX2)", "L.take(A, IDX - 3)"],
     "conv_transpose1d": ["L.conv_transpose1d(X3, W3.transpose(0, 1), None, 2, 1)"],
     # session 19: gradtape._torch_more, PyTorch's functions composed of gradtape ops
     "addcdiv": ["L.addcdiv(A, B, P, value=0.5)"],
@@ -517,6 +540,14 @@ def test_composed_functions_refuse_a_list_naming_themselves() -> None:
         "repeat_interleave": (2,),
         "take_along_dim": (gradtape.tensor(INPUTS["IDX2"]),),
         "tensordot": (a,),
+        "bucketize": (a,),
+        "searchsorted": (a,),
+        "cummax": (0,),
+        "cummin": (0,),
+        "logcumsumexp": (0,),
+        "kthvalue": (1,),
+        "take": (gradtape.tensor(INPUTS["IDX"]),),
+        "tensor_split": (2,),
     }
     for name in _torch_more.__all__:
         fn = getattr(_torch_more, name)

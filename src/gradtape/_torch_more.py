@@ -16,6 +16,7 @@ float64 by tests/test_torch_namespace.py.
 from __future__ import annotations
 
 import builtins
+import itertools
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -31,23 +32,45 @@ from gradtape.tensor import Tensor
 __all__ = [
     "addcdiv",
     "addcmul",
+    "argwhere",
+    "block_diag",
     "broadcast_tensors",
+    "bucketize",
+    "cartesian_prod",
     "clone",
+    "column_stack",
     "concatenate",
     "cross",
+    "cummax",
+    "cummin",
     "detach",
     "diag",
+    "diff",
+    "dstack",
+    "fliplr",
+    "flipud",
+    "kthvalue",
     "logaddexp",
+    "logcumsumexp",
     "logit",
     "masked_select",
+    "median",
     "meshgrid",
+    "nanmean",
+    "nansum",
     "narrow",
+    "nonzero",
     "numel",
     "repeat_interleave",
+    "rot90",
+    "searchsorted",
     "std_mean",
     "t",
+    "take",
     "take_along_dim",
+    "tensor_split",
     "tensordot",
+    "unique",
     "var_mean",
 ]
 
@@ -489,3 +512,414 @@ def std_mean(
     s = _torch_ops.std(x, dim=dim, correction=correction, unbiased=unbiased, keepdim=keepdim)
     m = _ops.mean(x, dim=dim, keepdim=keepdim)
     return s, m
+
+
+# ----- more selection, ordering and shaping (issue 27, batch 4) ------------------------------------
+
+
+def _host(x: Tensor[Any, Any]) -> Any:
+    """``x``'s data on the host (a GPU tensor's copied), for index computations."""
+    data = x.data
+    return data.get() if hasattr(data, "get") and not isinstance(data, np.ndarray) else data
+
+
+def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
+    """``torch.nonzero``: the indices of the nonzero elements, an int64 ``(n, ndim)`` tensor in
+    row-major order (``as_tuple=True``: one 1-D index tensor per dim, numpy's ``nonzero``).
+    Untraced (indices carry no gradient).
+
+    Raises:
+        TypeError: ``input`` is not a tensor.
+    """
+    x = _tensor("nonzero", input)
+    idx = np.nonzero(_host(x))
+    if as_tuple:
+        return tuple(_index(x, i) for i in idx)
+    return _index(x, np.stack(idx, axis=1) if idx else np.zeros((1 if x.data.size else 0, 0), np.int64))
+
+
+def argwhere(input: Tensor[Any, Any]) -> Tensor[Any, NoneTape]:
+    """``torch.argwhere``: :func:`nonzero` as an ``(n, ndim)`` int64 tensor.
+
+    Raises:
+        TypeError: ``input`` is not a tensor.
+    """
+    _tensor("argwhere", input)
+    out: Tensor[Any, NoneTape] = nonzero(input)
+    return out
+
+
+def unique(
+    input: Tensor[Any, Any],
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Any:
+    """``torch.unique``: the distinct elements of ``input`` (flattened), sorted; with
+    ``return_inverse`` also each element's index into them (``input``'s shape), with
+    ``return_counts`` how often each occurs. Untraced (a set of values has no gradient in
+    PyTorch either).
+
+    Raises:
+        TypeError: ``input`` is not a tensor. NotImplementedError: ``dim`` is given (unique rows
+            are not supported yet).
+    """
+    x = _tensor("unique", input)
+    if dim is not None:
+        raise NotImplementedError("unique: dim= (unique slices) is not supported; pass dim=None")
+    vals, inverse, counts = np.unique(_host(x), return_inverse=True, return_counts=True)
+    out = [x._like(_arrays.into_memory_of(vals.astype(x.dtype), x.data))]
+    if return_inverse:
+        out.append(_index(x, inverse.reshape(x.shape)))
+    if return_counts:
+        out.append(_index(x, counts))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def searchsorted(
+    sorted_sequence: Tensor[Any, Any], input: Tensor[Any, Any] | float, *, right: bool = False, side: str | None = None
+) -> Tensor[Any, NoneTape]:
+    """``torch.searchsorted``: for each value of ``input``, the index where it would be inserted
+    into the 1-D ``sorted_sequence`` to keep it sorted (the first such place, or the last with
+    ``right=True`` / ``side="right"``), int64 of ``input``'s shape. Untraced.
+
+    Raises:
+        TypeError: ``sorted_sequence`` is not a tensor. ShapeError: it is not 1-D (batched
+            sequences are not supported yet).
+    """
+    seq = _tensor("searchsorted", sorted_sequence, "sorted_sequence")
+    if seq.ndim != 1:
+        raise ShapeError(f"searchsorted: sorted_sequence must be 1-D here, got shape {seq.shape}")
+    which = side if side is not None else ("right" if right else "left")
+    vals = _host(input) if isinstance(input, Tensor) else np.asarray(input)
+    return _index(seq, np.searchsorted(_host(seq), vals, side=which))  # type: ignore[call-overload]
+
+
+def bucketize(input: Tensor[Any, Any], boundaries: Tensor[Any, Any], *, right: bool = False) -> Tensor[Any, NoneTape]:
+    """``torch.bucketize``: each value's bucket among the sorted 1-D ``boundaries``: ``i`` with
+    ``boundaries[i-1] < v <= boundaries[i]`` (``right=True``: ``boundaries[i-1] <= v <
+    boundaries[i]``), int64 of ``input``'s shape. Untraced.
+
+    Raises:
+        TypeError: an argument is not a tensor. ShapeError: ``boundaries`` is not 1-D.
+    """
+    x = _tensor("bucketize", input)
+    b = _tensor("bucketize", boundaries, "boundaries")
+    if b.ndim != 1:
+        raise ShapeError(f"bucketize: boundaries must be 1-D, got shape {b.shape}")
+    return _index(x, np.searchsorted(_host(b), _host(x), side="right" if right else "left"))
+
+
+def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:
+    """``torch.diff``: the ``n``-th forward difference along ``dim`` (``x[1:] - x[:-1]``, ``n``
+    times), one shorter per order. Gradient: the adjoint differences.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or ``n`` is not an int >= 0. ShapeError: ``dim``
+            is out of range.
+    """
+    x = _tensor("diff", input)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise TypeError(f"diff: n must be an int >= 0, got {n!r}")
+    d = _dim("diff", dim, max(x.ndim, 1))
+    out: Tensor[Any, T] = x
+    for _ in range(int(n)):
+        size = out.shape[d]
+        out = narrow(out, d, 1, builtins.max(size - 1, 0)) - narrow(out, d, 0, builtins.max(size - 1, 0))
+    return out
+
+
+def _cumextreme(op: str, x: Tensor[Any, T], dim: int, pick_max: bool) -> Any:
+    d = _dim(op, dim, builtins.max(x.ndim, 1))
+    data = _host(x)
+    acc = (np.maximum if pick_max else np.minimum).accumulate(data, axis=d) if data.size else data
+    n = data.shape[d] if data.ndim else 1
+    pos = np.arange(n).reshape((-1,) + (1,) * (data.ndim - d - 1)) if data.ndim else np.zeros(())
+    hit = np.where(data == acc, pos, -1)  # the latest position equal to the running extreme (PyTorch's)
+    idx = np.maximum.accumulate(hit, axis=d) if data.size else hit.astype(np.int64)
+    indices = _index(x, idx)
+    values = _ops.take_along_axis(x, indices, d) if x.ndim else x.clone()
+    from gradtape.ops.select import ValuesIndices
+
+    return ValuesIndices(values, indices)
+
+
+def cummax(input: Tensor[Any, T], dim: int) -> Any:
+    """``torch.cummax``: ``(values, indices)``, the running maximum along ``dim`` and where it
+    was taken (the latest position on ties, as PyTorch). Gradient: each output's to its index.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: ``dim`` is out of range.
+    """
+    return _cumextreme("cummax", _tensor("cummax", input), dim, True)
+
+
+def cummin(input: Tensor[Any, T], dim: int) -> Any:
+    """``torch.cummin``: the running minimum along ``dim`` and its indices (see :func:`cummax`).
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: ``dim`` is out of range.
+    """
+    return _cumextreme("cummin", _tensor("cummin", input), dim, False)
+
+
+def logcumsumexp(input: Tensor[Any, T], dim: int) -> Tensor[Any, T]:
+    """``torch.logcumsumexp``: ``log(cumsum(exp(x)))`` along ``dim``, computed stably (the
+    slice's maximum taken out first). Gradient: ``softmax`` weights over each prefix.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: ``dim`` is out of range.
+    """
+    x = _tensor("logcumsumexp", input)
+    d = _dim("logcumsumexp", dim, builtins.max(x.ndim, 1))
+    m = _ops.max(x, axis=d, keepdims=True).detach()
+    out: Tensor[Any, T] = _ops.log(_ops.cumsum(_ops.exp(x - m), d)) + m
+    return out
+
+
+def kthvalue(input: Tensor[Any, T], k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    """``torch.kthvalue``: ``(values, indices)``, the ``k``-th smallest element along ``dim``
+    (1-based) and its position. Gradient: to that element.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or ``k`` is not an int. ShapeError: ``dim`` is out
+            of range, or ``k`` is not in ``1 .. size``.
+    """
+    x = _tensor("kthvalue", input)
+    d = _dim("kthvalue", dim, builtins.max(x.ndim, 1))
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"kthvalue: k must be an int, got {k!r}")
+    size = x.shape[d] if x.ndim else 1
+    if not 1 <= k <= size:
+        raise ShapeError(f"kthvalue: k={k} is out of range for dim {dim} of size {size}")
+    order = _ops.argsort(x, dim=d)
+    idx = narrow(order, d, int(k) - 1, 1)
+    values = _ops.take_along_axis(x, idx, d)
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    from gradtape.ops.select import ValuesIndices
+
+    return ValuesIndices(values, idx)
+
+
+def median(input: Tensor[Any, T], dim: int | None = None, keepdim: bool = False) -> Any:
+    """``torch.median``: the lower median (the ``(n + 1) // 2``-th smallest, PyTorch's choice
+    for an even count), of all elements (a rank-0 tensor), or ``(values, indices)`` along
+    ``dim``. Gradient: to the median element.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: ``dim`` is out of range or empty.
+    """
+    x = _tensor("median", input)
+    if dim is None:
+        flat = x.reshape((-1,))
+        if not flat.shape[0]:
+            raise ShapeError("median: the input is empty")
+        out: Any = kthvalue(flat, (flat.shape[0] + 1) // 2, 0).values
+        return out
+    d = _dim("median", dim, builtins.max(x.ndim, 1))
+    return kthvalue(x, ((x.shape[d] if x.ndim else 1) + 1) // 2, d, keepdim)
+
+
+def nansum(input: Tensor[Any, T], dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[Any, T]:
+    """``torch.nansum``: the sum over ``dim`` (all by default) with NaNs counted as zero.
+    Gradient: ``g`` where the element was not NaN, ``0`` where it was.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: a dim is out of range.
+    """
+    x = _tensor("nansum", input)
+    out: Tensor[Any, T] = _ops.sum(_ops.where(_ops.isnan(x), 0.0, x), dim=dim, keepdim=keepdim)
+    return out
+
+
+def nanmean(input: Tensor[Any, T], dim: int | tuple[int, ...] | None = None, keepdim: bool = False) -> Tensor[Any, T]:
+    """``torch.nanmean``: the mean over ``dim`` of the elements that are not NaN (NaN where all
+    are). Gradient: ``g / count`` to each non-NaN element.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: a dim is out of range.
+    """
+    x = _tensor("nanmean", input)
+    keep = _ops.logical_not(_ops.isnan(x))
+    total = _ops.sum(_ops.where(keep, x, 0.0), dim=dim, keepdim=keepdim)
+    count = _ops.sum(keep.to(x.dtype), dim=dim, keepdim=keepdim)
+    out: Tensor[Any, T] = total / count
+    return out
+
+
+def rot90(input: Tensor[Any, T], k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor[Any, T]:
+    """``torch.rot90``: rotate by 90 degrees ``k`` times in the plane of ``dims``, from the
+    first towards the second. Gradient: the rotation back.
+
+    Raises:
+        TypeError: ``input`` is not a tensor or ``k`` not an int. ShapeError: ``dims`` are not
+            two distinct dims in range.
+    """
+    x = _tensor("rot90", input)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"rot90: k must be an int, got {k!r}")
+    if len(dims) != 2:
+        raise ShapeError(f"rot90: dims must be two dims, got {dims!r}")
+    a, b = (_dim("rot90", d, x.ndim) for d in dims)
+    if a == b:
+        raise ShapeError(f"rot90: dims must differ, got {dims!r}")
+    turns = int(k) % 4
+    out: Tensor[Any, T] = x
+    if turns == 1:
+        out = _ops.transpose(_ops.flip(x, b), a, b)
+    elif turns == 2:
+        out = _ops.flip(x, (a, b))
+    elif turns == 3:
+        out = _ops.flip(_ops.transpose(x, a, b), b)
+    return out
+
+
+def fliplr(input: Tensor[Any, T]) -> Tensor[Any, T]:
+    """``torch.fliplr``: the order of dim 1 (columns) reversed.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: it has fewer than 2 dims.
+    """
+    x = _tensor("fliplr", input)
+    if x.ndim < 2:
+        raise ShapeError(f"fliplr: needs at least 2 dims, got shape {x.shape}")
+    out: Tensor[Any, T] = _ops.flip(x, 1)
+    return out
+
+
+def flipud(input: Tensor[Any, T]) -> Tensor[Any, T]:
+    """``torch.flipud``: the order of dim 0 (rows) reversed.
+
+    Raises:
+        TypeError: ``input`` is not a tensor. ShapeError: it is 0-d.
+    """
+    x = _tensor("flipud", input)
+    if x.ndim < 1:
+        raise ShapeError("flipud: needs at least 1 dim, got a 0-d tensor")
+    out: Tensor[Any, T] = _ops.flip(x, 0)
+    return out
+
+
+def block_diag(*tensors: Tensor[Any, T]) -> Tensor[Any, T]:
+    """``torch.block_diag``: the 2-D tensors (0-d and 1-D ones taken as one row) on the
+    diagonal of one matrix, zeros elsewhere. Gradient: each block's part.
+
+    Raises:
+        TypeError: an argument is not a tensor. ShapeError: one has more than 2 dims.
+    """
+    ts = [_tensor("block_diag", t, "tensors") for t in tensors]
+    mats = []
+    for t in ts:
+        if t.ndim > 2:
+            raise ShapeError(f"block_diag: expects tensors of at most 2 dims, got shape {t.shape}")
+        mats.append(t.reshape((1, -1)) if t.ndim < 2 else t)
+    width = builtins.sum(m.shape[1] for m in mats)
+    rows = []
+    left = 0
+    for m in mats:
+        rows.append(_ops.pad(m, (left, width - left - m.shape[1])))
+        left += m.shape[1]
+    out: Tensor[Any, T] = _ops.concat(rows, 0)
+    return out
+
+
+def cartesian_prod(*tensors: Tensor[Any, T]) -> Tensor[Any, T]:
+    """``torch.cartesian_prod``: every combination of one element from each 1-D tensor, as
+    rows of an ``(n1 * ... * nk, k)`` tensor (a 1-D tensor for one input). Gradient: summed
+    back over the repetitions.
+
+    Raises:
+        TypeError: an argument is not a tensor. ShapeError: one is not 1-D.
+    """
+    ts = [_tensor("cartesian_prod", t, "tensors") for t in tensors]
+    for t in ts:
+        if t.ndim != 1:
+            raise ShapeError(f"cartesian_prod: expects 1-D tensors, got shape {t.shape}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = meshgrid(*ts, indexing="ij")
+    out: Tensor[Any, T] = _ops.stack([g.reshape((-1,)) for g in grids], 1)
+    return out
+
+
+def tensor_split(
+    input: Tensor[Any, T], indices_or_sections: int | Sequence[int], dim: int = 0
+) -> tuple[Tensor[Any, T], ...]:
+    """``torch.tensor_split``: an int ``n`` splits ``dim`` into ``n`` nearly equal parts (the
+    first ``size % n`` one longer), a list of indices splits before each. Gradient: each part's
+    into its place.
+
+    Raises:
+        TypeError: ``input`` is not a tensor, or the splits are neither an int nor ints.
+        ShapeError: ``dim`` is out of range. ValueError: ``n`` is below 1.
+    """
+    x = _tensor("tensor_split", input)
+    d = _dim("tensor_split", dim, builtins.max(x.ndim, 1))
+    size = x.shape[d]
+    if isinstance(indices_or_sections, bool):
+        raise TypeError(f"tensor_split: indices_or_sections must be an int or ints, got {indices_or_sections!r}")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = int(indices_or_sections)
+        if n < 1:
+            raise ValueError(f"tensor_split: the number of sections must be at least 1, got {n}")
+        q, r = divmod(size, n)
+        bounds = list(np.cumsum([0] + [q + 1] * r + [q] * (n - r)))
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+        bounds = [0, *(builtins.min(builtins.max(c if c >= 0 else c + size, 0), size) for c in cuts), size]
+    parts = []
+    for lo, hi in itertools.pairwise(bounds):
+        lo_, hi_ = int(lo), builtins.max(int(hi), int(lo))
+        parts.append(narrow(x, d, lo_, hi_ - lo_))
+    return tuple(parts)
+
+
+def column_stack(tensors: Sequence[Tensor[Any, T]]) -> Tensor[Any, T]:
+    """``torch.column_stack``: 0-d and 1-D tensors as columns ``(n, 1)``, joined with the 2-D
+    ones along dim 1. Gradient: as :func:`gradtape.ops.concat`.
+
+    Raises:
+        TypeError: an item is not a tensor. ShapeError: the row counts differ.
+    """
+    ts = [_tensor("column_stack", t, "tensors") for t in tensors]
+    cols = [t.reshape((-1, 1)) if t.ndim < 2 else t for t in ts]
+    out: Tensor[Any, T] = _ops.concat(cols, 1)
+    return out
+
+
+def dstack(tensors: Sequence[Tensor[Any, T]]) -> Tensor[Any, T]:
+    """``torch.dstack``: tensors joined along dim 2 (depth), 1-D ``(n,)`` taken as ``(1, n, 1)``
+    and 2-D ``(m, n)`` as ``(m, n, 1)``. Gradient: as :func:`gradtape.ops.concat`.
+
+    Raises:
+        TypeError: an item is not a tensor. ShapeError: the other dims differ.
+    """
+    ts = [_tensor("dstack", t, "tensors") for t in tensors]
+    deep = []
+    for t in ts:
+        if t.ndim == 0:
+            deep.append(t.reshape((1, 1, 1)))
+        elif t.ndim == 1:
+            deep.append(t.reshape((1, -1, 1)))
+        elif t.ndim == 2:
+            deep.append(t.reshape((t.shape[0], t.shape[1], 1)))
+        else:
+            deep.append(t)
+    out: Tensor[Any, T] = _ops.concat(deep, 2)
+    return out
+
+
+def take(input: Tensor[Any, T], index: Tensor[Any, Any]) -> Tensor[Any, T]:
+    """``torch.take``: the elements of the flattened ``input`` at ``index`` (of ``index``'s
+    shape; negative indices count from the end). Gradient: added back at the indices.
+
+    Raises:
+        TypeError: an argument is not a tensor. IndexError: an index is out of range.
+    """
+    x = _tensor("take", input)
+    idx = _tensor("take", index, "index")
+    flat = x.reshape((-1,))
+    out: Tensor[Any, T] = flat[idx.reshape((-1,))].reshape(idx.shape)
+    return out
