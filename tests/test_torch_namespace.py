@@ -553,3 +553,68 @@ def test_composed_functions_refuse_a_list_naming_themselves() -> None:
         fn = getattr(_torch_more, name)
         with pytest.raises(TypeError, match=f"^{name}: "):
             fn([[1.0, 2.0]], *extra.get(name, ()))
+
+
+METHODS = [
+    *("A.type_as(B)", "IDX2.type_as(A)", "A.view_as(B.T)", "A.reshape_as(B.T)", "V.expand_as(A)", "X3.mT"),
+    *("A.select(1, 2)", "A.select(0, -1)", "A.narrow(1, 1, 2)", "X4.unflatten(1, (3, 1))", "A.unflatten(1, (2, -1))"),
+    *("A.masked_select(A > 0)", "(A > 0).nonzero()"),
+]
+
+
+@pytest.mark.parametrize("expr", METHODS)
+def test_tensor_methods_spelled_as_pytorchs(expr: str) -> None:
+    """PyTorch's Tensor methods (conversions and shape helpers): values and gradients."""
+    _compare(expr)
+
+
+def test_tolist_and_is_contiguous() -> None:
+    a = INPUTS["A"]
+    assert gradtape.tensor(a).tolist() == torch.tensor(a).tolist()
+    assert gradtape.tensor(a).T.is_contiguous() is torch.tensor(a).T.is_contiguous() is False
+
+
+def test_in_place_arithmetic_in_a_pytorch_training_loop() -> None:
+    """A PyTorch program's hand-written loop: in-place init (``normal_``, ``uniform_``,
+    ``zero_``), SGD by ``p.sub_(p.grad, alpha=lr)`` and ``p.mul_`` weight decay under
+    ``no_grad``, ``clamp_`` of a constrained parameter, ``masked_fill_``; the same program text
+    runs on both libraries from identical starting values and gives the same parameters."""
+    program = """
+w = L.tensor(W0, requires_grad=True)
+s = L.tensor(S0, requires_grad=True)
+with L.no_grad():
+    w.mul_(0.5).add_(0.1)
+    s.clamp_(0.2, 1.5)
+for _ in range(3):
+    loss = ((X @ w) * s).pow(2).mean()
+    loss.backward()
+    with L.no_grad():
+        w.sub_(w.grad, alpha=0.1)
+        w.mul_(1 - 1e-3)
+        s.sub_(s.grad * 0.05).clamp_(0.2, 1.5)
+        w.masked_fill_(w.abs() < 1e-3, 0.0)
+    w.grad = None
+    s.grad = None
+"""
+    rng = np.random.default_rng(5)
+    env0 = {"W0": rng.standard_normal((4, 3)), "S0": rng.uniform(0.0, 2.0, 3), "X": rng.standard_normal((6, 4))}
+    out = []
+    for lib in (torch, gradtape):
+        env: dict[str, Any] = {"L": lib, **{k: (v if k != "X" else lib.tensor(v)) for k, v in env0.items()}}
+        exec(program, env)
+        out.append((env["w"].detach().numpy(), env["s"].detach().numpy()))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-12)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12)
+    w = gradtape.tensor(env0["W0"], requires_grad=True)
+    with pytest.raises(gradtape.TapeError, match="add_: in-place write"):
+        w.add_(1.0)  # outside no_grad: PyTorch refuses too
+    counts = gradtape.tensor([1, 2])
+    with pytest.raises(gradtape.DTypeError, match="add_"):
+        counts.add_(0.5)
+    with pytest.raises(gradtape.ShapeError, match="add_"):
+        gradtape.zeros(3).add_(gradtape.zeros(2, 3))
+    gradtape.manual_seed(0)
+    u = gradtape.zeros(2000).uniform_(-1.0, 3.0)
+    n = gradtape.zeros(2000, dtype=gradtape.float64).normal_(2.0, 0.5)
+    assert -1.0 <= u.min().item() and u.max().item() < 3.0 and abs(u.mean().item() - 1.0) < 0.1
+    assert abs(n.mean().item() - 2.0) < 0.05 and abs(n.std().item() - 0.5) < 0.05

@@ -26,6 +26,7 @@ from gradtape import _torch_ops
 from gradtape import ops as _ops
 from gradtape.devices import _arrays
 from gradtape.errors import ShapeError
+from gradtape.ops import select as _select
 from gradtape.tape import NoneTape, Tape
 from gradtape.tensor import Tensor
 
@@ -151,24 +152,14 @@ def t(input: Tensor[Any, T]) -> Tensor[Any, T]:
 
 
 def narrow(input: Tensor[Any, T], dim: int, start: int, length: int) -> Tensor[Any, T]:
-    """``torch.narrow``: the slice ``start : start + length`` of ``dim`` (``start`` may be
-    negative, counting from the end). Gradient: scattered back into the slice, zeros elsewhere.
+    """``torch.narrow`` (:func:`gradtape.ops.select.narrow`: the slice ``start : start + length``
+    of ``dim``).
 
     Raises:
         TypeError: ``input`` is not a tensor, or an argument is not an int.
         ShapeError: ``dim`` is out of range, or the slice does not fit the dim.
     """
-    x = _tensor("narrow", input)
-    d = _dim("narrow", dim, max(x.ndim, 1))
-    for name, v in (("start", start), ("length", length)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"narrow: {name} must be an int, got {v!r}")
-    size = x.shape[d]
-    s = start + size if start < 0 else start
-    if not (0 <= s <= size and 0 <= length and s + length <= size):
-        raise ShapeError(f"narrow: start {start} and length {length} do not fit dim {dim} of shape {x.shape}")
-    index = (slice(None),) * d + (slice(s, s + length),)
-    out: Tensor[Any, T] = x[index]
+    out: Tensor[Any, T] = _select.narrow(_tensor("narrow", input), dim, start, length)
     return out
 
 
@@ -255,20 +246,14 @@ def take_along_dim(input: Tensor[Any, T], indices: Tensor[Any, Any], dim: int | 
 
 
 def masked_select(input: Tensor[Any, T], mask: Tensor[Any, Any]) -> Tensor[Any, T]:
-    """``torch.masked_select``: the elements of ``input`` where the bool ``mask`` (broadcast
-    with ``input``) is True, as a 1-D tensor in row-major order. Gradient: scattered back to
-    the selected places, zeros elsewhere.
+    """``torch.masked_select`` (:func:`gradtape.ops.select.masked_select`: the elements where
+    the bool ``mask`` is True, 1-D).
 
     Raises:
         TypeError: ``input`` or ``mask`` is not a tensor, or ``mask`` is not bool.
         ShapeError: the shapes do not broadcast.
     """
-    x = _tensor("masked_select", input)
-    m = _tensor("masked_select", mask, "mask")
-    if m.dtype != np.bool_:
-        raise TypeError(f"masked_select: mask must be a bool tensor, got {m.dtype}")
-    xb, mb = broadcast_tensors(x, m) if x.shape != m.shape else (x, m)
-    out: Tensor[Any, T] = xb[mb]
+    out: Tensor[Any, T] = _select.masked_select(_tensor("masked_select", input), _tensor("masked_select", mask, "mask"))
     return out
 
 
@@ -524,18 +509,13 @@ def _host(x: Tensor[Any, Any]) -> Any:
 
 
 def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
-    """``torch.nonzero``: the indices of the nonzero elements, an int64 ``(n, ndim)`` tensor in
-    row-major order (``as_tuple=True``: one 1-D index tensor per dim, numpy's ``nonzero``).
-    Untraced (indices carry no gradient).
+    """``torch.nonzero`` (:func:`gradtape.ops.select.nonzero`: the indices of the nonzero
+    elements, int64, untraced).
 
     Raises:
         TypeError: ``input`` is not a tensor.
     """
-    x = _tensor("nonzero", input)
-    idx = np.nonzero(_host(x))
-    if as_tuple:
-        return tuple(_index(x, i) for i in idx)
-    return _index(x, np.stack(idx, axis=1) if idx else np.zeros((1 if x.data.size else 0, 0), np.int64))
+    return _select.nonzero(_tensor("nonzero", input), as_tuple=as_tuple)
 
 
 def argwhere(input: Tensor[Any, Any]) -> Tensor[Any, NoneTape]:

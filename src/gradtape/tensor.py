@@ -1282,6 +1282,204 @@ class Tensor(Generic[S, T_co]):
         _tape_mod.note_writes(self.data)
         return self
 
+    # ----- PyTorch's in-place arithmetic: out of place, then written into this tensor ---------
+
+    def _write_result(self, op: str, compute: Callable[[Tensor[Any, Any]], Any], instead: str) -> Tensor[S, T_co]:
+        """``self.data[...] = compute(self.detach()).data``: the rule of :meth:`_check_inplace`
+        (so under ``no_grad()`` on a parameter, or on a tensor without a tape), the result's
+        shape must be this tensor's (PyTorch's "output with shape ... doesn't match the
+        broadcast shape"), an integer tensor keeps integer results only, and the write is noted
+        for backward's check."""
+        self._check_inplace(op, instead)
+        if not _arrays.writeable(self.data):
+            raise self._read_only(op)
+        from gradtape.grad_mode import no_grad
+
+        with no_grad():
+            result = compute(self.detach())
+        data = result.data if isinstance(result, Tensor) else _as_array(result)
+        if data.shape != self.data.shape:
+            raise ShapeError(
+                f"{op}: the result has shape {data.shape}, which does not fit the tensor's shape {self.shape} "
+                "(an in-place op cannot change the shape)"
+            )
+        if self.data.dtype.kind in "iub" and data.dtype.kind == "f":
+            raise DTypeError(f"{op}: a float result cannot be written into a {self.dtype} tensor in place")
+        self.data[...] = data
+        _tape_mod.note_writes(self.data)
+        return self
+
+    def add_(self, other: Any, *, alpha: builtins.float = 1) -> Tensor[S, T_co]:
+        """PyTorch's ``x.add_(other, alpha=1)``: ``x += alpha * other`` in place (broadcast to
+        ``x``'s shape); returns ``x``. Not recorded (see :meth:`fill_` for where it is allowed).
+
+        Raises:
+            TapeError: as :meth:`fill_`. ShapeError: the result's shape is not ``x``'s.
+            DTypeError: a float result into an integer tensor.
+        """
+        return self._write_result("add_", lambda t: t + (other * alpha if alpha != 1 else other), "use x + other")
+
+    def sub_(self, other: Any, *, alpha: builtins.float = 1) -> Tensor[S, T_co]:
+        """PyTorch's ``x.sub_(other, alpha=1)``: ``x -= alpha * other`` in place; returns ``x``.
+
+        Raises:
+            TapeError, ShapeError, DTypeError: as :meth:`add_`.
+        """
+        return self._write_result("sub_", lambda t: t - (other * alpha if alpha != 1 else other), "use x - other")
+
+    def mul_(self, other: Any) -> Tensor[S, T_co]:
+        """PyTorch's ``x.mul_(other)``: ``x *= other`` in place; returns ``x``.
+
+        Raises:
+            TapeError, ShapeError, DTypeError: as :meth:`add_`.
+        """
+        return self._write_result("mul_", lambda t: t * other, "use x * other")
+
+    def div_(self, other: Any, *, rounding_mode: builtins.str | None = None) -> Tensor[S, T_co]:
+        """PyTorch's ``x.div_(other, rounding_mode=None)``: ``x /= other`` in place; returns ``x``
+        (an integer tensor only with a ``rounding_mode``, as PyTorch).
+
+        Raises:
+            TapeError, ShapeError, DTypeError: as :meth:`add_`.
+        """
+        return self._write_result("div_", lambda t: _binary.div(t, other, rounding_mode=rounding_mode), "use x / other")
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor[S, T_co]:
+        """PyTorch's ``x.clamp_(min, max)``: :func:`gradtape.ops.clamp` in place; returns ``x``.
+
+        Raises:
+            TapeError, ShapeError, DTypeError: as :meth:`add_`; ValueError: as ``clamp``.
+        """
+        return self._write_result("clamp_", lambda t: _unary.clamp(t, min, max), "use x.clamp(min, max)")
+
+    def masked_fill_(self, mask: Any, value: Any) -> Tensor[S, T_co]:
+        """PyTorch's ``x.masked_fill_(mask, value)``: ``value`` where the bool ``mask`` (broadcast
+        to ``x``) is True, in place; returns ``x``.
+
+        Raises:
+            TapeError, ShapeError, DTypeError: as :meth:`add_`; the errors of
+            :func:`gradtape.ops.masked_fill`.
+        """
+        return self._write_result(
+            "masked_fill_", lambda t: _select.masked_fill(t, mask, value), "use x.masked_fill(mask, value)"
+        )
+
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0) -> Tensor[S, T_co]:
+        """PyTorch's ``x.uniform_(a, b)``: samples of ``U[a, b)`` from the device's generator, in
+        place (weight initialisation); returns ``x``.
+
+        Raises:
+            TapeError: as :meth:`fill_`. DTypeError: ``x`` is not a float tensor.
+        """
+        if self.data.dtype.kind != "f":
+            raise DTypeError(f"uniform_: needs a float tensor, got {self.dtype}")
+        return self._write_result("uniform_", lambda t: t.device.rand(t.shape, a, b, t.dtype), "use gradtape.rand")
+
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0) -> Tensor[S, T_co]:
+        """PyTorch's ``x.normal_(mean, std)``: samples of ``N(mean, std**2)`` from the device's
+        generator, in place; returns ``x``.
+
+        Raises:
+            TapeError: as :meth:`fill_`. DTypeError: ``x`` is not a float tensor.
+        """
+        if self.data.dtype.kind != "f":
+            raise DTypeError(f"normal_: needs a float tensor, got {self.dtype}")
+        return self._write_result(
+            "normal_", lambda t: t.device.randn(t.shape, t.dtype) * std + mean, "use gradtape.randn"
+        )
+
+    # ----- PyTorch's conversions and shape helpers ------------------------------------------
+
+    def type_as(self, other: Tensor[Any, Any]) -> Tensor[S, T_co]:
+        """PyTorch's ``x.type_as(other)``: ``x`` in ``other``'s dtype (:meth:`to`); ``x`` itself
+        when the dtypes agree."""
+        out: Tensor[S, T_co] = self if self.dtype == other.dtype else self.to(other.dtype)
+        return out
+
+    def view_as(self, other: Tensor[Any, Any]) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.view_as(other)``: ``x`` reshaped to ``other``'s shape.
+
+        Raises:
+            ShapeError: the element counts differ.
+        """
+        return _shape.reshape(self, other.shape)
+
+    reshape_as = view_as
+
+    def expand_as(self, other: Tensor[Any, Any]) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.expand_as(other)``: ``x`` broadcast to ``other``'s shape.
+
+        Raises:
+            ShapeError: the shapes do not broadcast.
+        """
+        return _shape.broadcast_to(self, other.shape)
+
+    def tolist(self) -> Any:
+        """PyTorch's ``x.tolist()``: the values as (nested) Python lists of numbers (a number for
+        a 0-d tensor); a GPU tensor's are copied to the host."""
+        data = self.data
+        host = data.get() if data.__class__ is not np.ndarray and hasattr(data, "get") else data
+        return host.tolist()
+
+    def is_contiguous(self) -> builtins.bool:
+        """PyTorch's ``x.is_contiguous()``: whether the data is C-contiguous."""
+        return builtins.bool(self.data.flags.c_contiguous)
+
+    @property
+    def mT(self) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.mT``: the last two dims swapped (a batch of matrices transposed).
+
+        Raises:
+            ShapeError: ``x`` has fewer than 2 dims.
+        """
+        if self.ndim < 2:
+            raise ShapeError(f"mT: needs at least 2 dims, got shape {self.shape}")
+        return _shape.transpose(self, -2, -1)
+
+    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.narrow(dim, start, length)`` (:func:`gradtape.ops.select.narrow`)."""
+        return _select.narrow(self, dim, start, length)
+
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.select(dim, index)``: the slice at ``index`` of ``dim``, without that
+        dim. Gradient: scattered back into the slice.
+
+        Raises:
+            ShapeError: ``dim`` out of range. IndexError: ``index`` out of range.
+        """
+        nd = builtins.max(self.ndim, 1)
+        if not -nd <= dim < nd:
+            raise ShapeError(f"select: dim {dim} is out of range for shape {self.shape}")
+        key = (slice(None),) * (dim % nd) + (index,)
+        out: Tensor[Any, T_co] = self[key]
+        return out
+
+    def masked_select(self, mask: Tensor[Any, Any]) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.masked_select(mask)`` (:func:`gradtape.ops.select.masked_select`)."""
+        return _select.masked_select(self, mask)
+
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        """PyTorch's ``x.nonzero()`` (:func:`gradtape.ops.select.nonzero`)."""
+        return _select.nonzero(self, as_tuple=as_tuple)
+
+    def unflatten(self, dim: builtins.int, sizes: tuple[builtins.int, ...]) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.unflatten(dim, sizes)``: dim ``dim`` split into ``sizes`` (one may be
+        ``-1``).
+
+        Raises:
+            ShapeError: ``dim`` is out of range, or ``sizes`` do not multiply to its size.
+        """
+        nd = builtins.max(self.ndim, 1)
+        if not -nd <= dim < nd:
+            raise ShapeError(f"unflatten: dim {dim} is out of range for shape {self.shape}")
+        d = dim % nd
+        shape = self.shape
+        known = int(np.prod([n for n in sizes if n != -1], dtype=np.int64))
+        full = [shape[d] // known if n == -1 and known else n for n in sizes]
+        if int(np.prod(full, dtype=np.int64)) != shape[d]:
+            raise ShapeError(f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size {shape[d]} (shape {shape})")
+        return _shape.reshape(self, (*shape[:d], *full, *shape[d + 1 :]))
+
 
 _SHARED_WITH_TAPE: weakref.WeakValueDictionary[int, Array] = weakref.WeakValueDictionary()
 """The read-only arrays :meth:`Tensor.detach` made from recorded tensors, by ``id``: read only

@@ -45,7 +45,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import SCALARS, dim_or_axis, int_indices, is_int, one_dim, record_unary
 from gradtape.ops.compare import where
-from gradtape.ops.shape import concat
+from gradtape.ops.shape import broadcast_to, concat
 from gradtape.shapes import Rank0
 from gradtape.tape import NONE_TAPE, NoneTape, _tensor_class, op_tape, record
 
@@ -862,3 +862,65 @@ def unbind(input: Tensor[Any, T], dim: int = 0) -> tuple[Tensor[Any, T], ...]:
     if x.shape[d] == 0:
         return ()
     return tuple(p.squeeze(d) for p in split(input, 1, d))
+
+
+# ----- PyTorch's narrow, masked_select, nonzero (the Tensor methods and gradtape's top) -----------
+
+
+def narrow(input: Tensor[Any, T], dim: int, start: int, length: int) -> Tensor[Any, T]:
+    """``torch.narrow``: the slice ``start : start + length`` of ``dim`` (``start`` may be
+    negative, counting from the end), a view. Gradient: scattered back into the slice, zeros
+    elsewhere.
+
+    Raises:
+        TypeError: an argument is not an int.
+        ShapeError: ``dim`` is out of range, or the slice does not fit the dim.
+    """
+    d = one_dim("narrow", dim, input.data.shape)
+    for name, v in (("start", start), ("length", length)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"narrow: {name} must be an int, got {v!r}")
+    size = input.data.shape[d] if input.data.ndim else 1
+    s = start + size if start < 0 else start
+    if not (0 <= s <= size and 0 <= length and s + length <= size):
+        raise ShapeError(f"narrow: start {start} and length {length} do not fit dim {dim} of shape {input.data.shape}")
+    out: Tensor[Any, T] = input[(slice(None),) * d + (slice(s, s + length),)]
+    return out
+
+
+def masked_select(input: Tensor[Any, T], mask: Tensor[Any, Any]) -> Tensor[Any, T]:
+    """``torch.masked_select``: the elements of ``input`` where the bool ``mask`` (broadcast
+    with ``input``) is True, 1-D in row-major order. Gradient: scattered back to the selected
+    places, zeros elsewhere.
+
+    Raises:
+        TypeError: ``mask`` is not a bool tensor. ShapeError: the shapes do not broadcast.
+    """
+    if not hasattr(mask, "tape") or mask.data.dtype != np.bool_:
+        raise TypeError(f"masked_select: mask must be a bool tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    x, m = input, mask
+    if x.data.shape != m.data.shape:
+        try:
+            shape = np.broadcast_shapes(x.data.shape, m.data.shape)
+        except ValueError:
+            raise ShapeError(f"masked_select: shapes {x.data.shape} and {m.data.shape} do not broadcast") from None
+        x = x if x.data.shape == shape else broadcast_to(x, shape)
+        m = m if m.data.shape == shape else broadcast_to(m, shape)
+    out: Tensor[Any, T] = x[m]
+    return out
+
+
+def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
+    """``torch.nonzero``: the indices of the nonzero elements, an int64 ``(n, ndim)`` tensor in
+    row-major order (``as_tuple=True``: one 1-D index tensor per dim, numpy's ``nonzero``), on
+    ``input``'s device. Untraced (indices carry no gradient)."""
+    data = input.data
+    host = data if isinstance(data, np.ndarray) else data.get()
+    idx = np.nonzero(host)
+
+    def on_device(a: Any) -> Any:
+        return input._like(_arrays.into_memory_of(np.asarray(a, np.int64), data))
+
+    if as_tuple:
+        return tuple(on_device(i) for i in idx)
+    return on_device(np.stack(idx, axis=1) if idx else np.zeros((1 if host.size else 0, 0), np.int64))
