@@ -473,10 +473,7 @@ def var_mean(
     Raises:
         TypeError, ShapeError, DTypeError: as :func:`gradtape.var`.
     """
-    x = _tensor("var_mean", input)
-    v = _torch_ops.var(x, dim=dim, correction=correction, unbiased=unbiased, keepdim=keepdim)
-    m = _ops.mean(x, dim=dim, keepdim=keepdim)
-    return v, m
+    return _moment_mean("var_mean", _torch_ops.var, input, dim, correction, unbiased, keepdim)
 
 
 def std_mean(
@@ -493,10 +490,17 @@ def std_mean(
     Raises:
         TypeError, ShapeError, DTypeError: as :func:`gradtape.std`.
     """
-    x = _tensor("std_mean", input)
-    s = _torch_ops.std(x, dim=dim, correction=correction, unbiased=unbiased, keepdim=keepdim)
-    m = _ops.mean(x, dim=dim, keepdim=keepdim)
-    return s, m
+    return _moment_mean("std_mean", _torch_ops.std, input, dim, correction, unbiased, keepdim)
+
+
+def _moment_mean(
+    op: str, moment: Any, input: Any, dim: Any, correction: Any, unbiased: Any, keepdim: bool
+) -> tuple[Any, Any]:
+    """``(moment(input), mean(input))`` over ``dim``: :func:`var_mean`, :func:`std_mean`."""
+    x = _tensor(op, input)
+    return moment(x, dim=dim, correction=correction, unbiased=unbiased, keepdim=keepdim), _ops.mean(
+        x, dim=dim, keepdim=keepdim
+    )
 
 
 # ----- more selection, ordering and shaping (issue 27, batch 4) ------------------------------------

@@ -128,7 +128,15 @@ class _Activation(Module):
         __call__ = forward
 
 
-class ReLU(_Activation):
+class _InplaceActivation(_Activation):
+    """An activation whose PyTorch layer takes ``inplace`` (accepted, changes nothing: see the
+    module docstring)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+class ReLU(_InplaceActivation):
     """``y = max(x, 0)`` elementwise; gradient ``g * (x > 0)`` (PyTorch's ``nn.ReLU``).
 
     Args:
@@ -136,9 +144,6 @@ class ReLU(_Activation):
     """
 
     _op = staticmethod(relu)
-
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
 
 class LeakyReLU(Module):
@@ -235,7 +240,7 @@ class Sigmoid(_Activation):
     _op = staticmethod(sigmoid)
 
 
-class SiLU(_Activation):
+class SiLU(_InplaceActivation):
     """``y = x * sigmoid(x)`` (swish; Elfwing et al. 2017; PyTorch's ``nn.SiLU``).
 
     Args:
@@ -243,9 +248,6 @@ class SiLU(_Activation):
     """
 
     _op = staticmethod(silu)
-
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
 
 def _softmax_dim(layer: str, dim: int | None, ndim: int) -> int:
@@ -530,7 +532,7 @@ class Unflatten(Module):
 # ----- more of PyTorch's activation layers --------------------------------------------------
 
 
-class ReLU6(_Activation):
+class ReLU6(_InplaceActivation):
     """``y = min(max(x, 0), 6)`` (PyTorch's ``nn.ReLU6``, :func:`gradtape.ops.relu6`);
     gradient ``1`` for ``0 < x < 6``, else ``0``.
 
@@ -539,9 +541,6 @@ class ReLU6(_Activation):
     """
 
     _op = staticmethod(relu6)
-
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
 
 class Softsign(_Activation):
@@ -563,7 +562,7 @@ class LogSigmoid(_Activation):
     _op = staticmethod(logsigmoid)
 
 
-class Mish(_Activation):
+class Mish(_InplaceActivation):
     """``y = x * tanh(softplus(x))`` (Misra 2019; PyTorch's ``nn.Mish``, :func:`gradtape.ops.mish`).
 
     Args:
@@ -572,11 +571,8 @@ class Mish(_Activation):
 
     _op = staticmethod(mish)
 
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
-
-class SELU(_Activation):
+class SELU(_InplaceActivation):
     """Scaled ELU (Klambauer et al. 2017; PyTorch's ``nn.SELU``, :func:`gradtape.ops.selu`).
 
     Args:
@@ -585,11 +581,8 @@ class SELU(_Activation):
 
     _op = staticmethod(selu)
 
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
-
-class Hardswish(_Activation):
+class Hardswish(_InplaceActivation):
     """``y = x * relu6(x + 3) / 6`` (MobileNetV3; PyTorch's ``nn.Hardswish``,
     :func:`gradtape.ops.hardswish`).
 
@@ -599,11 +592,8 @@ class Hardswish(_Activation):
 
     _op = staticmethod(hardswish)
 
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
-
-class Hardsigmoid(_Activation):
+class Hardsigmoid(_InplaceActivation):
     """``y = relu6(x + 3) / 6`` (PyTorch's ``nn.Hardsigmoid``, :func:`gradtape.ops.hardsigmoid`).
 
     Args:
@@ -611,9 +601,6 @@ class Hardsigmoid(_Activation):
     """
 
     _op = staticmethod(hardsigmoid)
-
-    def __init__(self, inplace: bool = False) -> None:
-        self.inplace = inplace
 
 
 class Hardtanh(Module):
@@ -647,58 +634,53 @@ class Hardtanh(Module):
         return f"min_val={self.min_val}, max_val={self.max_val}"
 
 
-class Softshrink(Module):
+class _Shrink(Module):
+    """A thresholding layer with PyTorch's ``lambd`` (``>= 0``, default ``0.5``): ``forward``
+    applies the class's ``_op`` (``softshrink`` or ``hardshrink`` of :mod:`gradtape.ops.unary`).
+
+    Raises:
+        TypeError: ``lambd`` is not a real number. ValueError: it is negative.
+    """
+
+    _op: Callable[..., Tensor[Any, Any]]
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        name = type(self).__name__
+        self.lambd = _real(name, "lambd", lambd)
+        if not self.lambd >= 0.0:
+            raise ValueError(f"{name}: lambda must be greater or equal to 0, but found to be {lambd}")
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """The thresholded ``x``, same shape and dtype."""
+        return self._op(x, self.lambd)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Softshrink(_Shrink):
     """Soft thresholding (PyTorch's ``nn.Softshrink``, :func:`gradtape.ops.softshrink`):
     ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else ``0``.
 
-    Args:
-        lambd: the threshold, ``>= 0`` (default ``0.5``).
-
     Raises:
         TypeError: ``lambd`` is not a real number. ValueError: it is negative.
     """
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        self.lambd = _real("Softshrink", "lambd", lambd)
-        if not self.lambd >= 0.0:
-            raise ValueError(f"Softshrink: lambda must be greater or equal to 0, but found to be {lambd}")
-
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """:func:`gradtape.ops.softshrink` of ``x``."""
-        return softshrink(x, self.lambd)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
-
-    def extra_repr(self) -> str:
-        return str(self.lambd)
+    _op = staticmethod(softshrink)
 
 
-class Hardshrink(Module):
+class Hardshrink(_Shrink):
     """Hard thresholding (PyTorch's ``nn.Hardshrink``, :func:`gradtape.ops.hardshrink`): ``x``
     where ``|x| > lambd``, else ``0``.
 
-    Args:
-        lambd: the threshold, ``>= 0`` (default ``0.5``).
-
     Raises:
         TypeError: ``lambd`` is not a real number. ValueError: it is negative.
     """
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        self.lambd = _real("Hardshrink", "lambd", lambd)
-        if not self.lambd >= 0.0:
-            raise ValueError(f"Hardshrink: lambda must be greater or equal to 0, but found to be {lambd}")
-
-    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
-        """:func:`gradtape.ops.hardshrink` of ``x``."""
-        return hardshrink(x, self.lambd)
-
-    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
-        __call__ = forward
-
-    def extra_repr(self) -> str:
-        return str(self.lambd)
+    _op = staticmethod(hardshrink)
 
 
 class Threshold(Module):

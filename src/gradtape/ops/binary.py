@@ -930,21 +930,7 @@ def floor_divide(a: Any, b: Any) -> Any:
         DivisionByZeroError: an integer tensor divided by zero. ShapeError, DTypeError,
         TypeError: as :func:`remainder`. TapeError: at backward, through a recorded result.
     """
-    if isinstance(b, SCALARS):
-        dt = a.data.dtype
-        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
-            return _int_scalar(a, b, np.floor_divide, "floor_divide")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = _as_array(np.floor_divide(a.data, weak_const(_scalar(b, "floor_divide"), a.data)))
-        return _record_not_differentiable(a._from_op(y, op_tape(a)), "floor_divide")
-    if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
-        a, b = promote("floor_divide", a, b)
-    bt = tensor_operand("floor_divide", a, b)
-    ad, bd = a.data, bt.data
-    if ad.shape != bd.shape:
-        broadcast_shapes("floor_divide", ad.shape, bd.shape)
-    y = _as_array(_dividing("floor_divide", np.floor_divide, ad, bd))
-    return _record_not_differentiable(a._from_op(y, op_tape(a, bt)), "floor_divide")
+    return _quotient("floor_divide", np.floor_divide, a, b, differentiable=False)
 
 
 def rfloor_divide(a: Tensor[S, T], b: float) -> Tensor[S, T]:
@@ -977,21 +963,32 @@ def _rounded_div(a: Any, b: Any, mode: object) -> Any:
     ufunc = _ROUNDED.get(mode) if isinstance(mode, str) else None
     if ufunc is None:
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {mode!r}")
+    return _quotient("div", ufunc, a, b, differentiable=True)
+
+
+def _quotient(op: str, ufunc: Callable[..., Any], a: Any, b: Any, differentiable: bool) -> Any:
+    """``ufunc(a, b)``, a rounded quotient (``floor_divide``, ``div`` with a rounding mode):
+    integers exact (a zero divisor raises), floats' zero divisors give ``inf``/``nan`` without
+    numpy's warning, a number ``b`` or a tensor with numpy broadcasting. Recorded with a
+    gradient of exactly 0 (``differentiable``, PyTorch's rule for ``div(rounding_mode=)``) or
+    with rules that raise (PyTorch's ``floor_divide`` has no derivative)."""
     if isinstance(b, SCALARS):
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
-            return _int_scalar(a, b, ufunc, "div")
+            return _int_scalar(a, b, ufunc, op)
         with np.errstate(divide="ignore", invalid="ignore"):
-            y = _as_array(ufunc(a.data, weak_const(_scalar(b, "div"), a.data)))
-        return record_zero_gradient(a._from_op(y, op_tape(a)), a)
-    if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
-        a, b = promote("div", a, b)
-    bt = tensor_operand("div", a, b)
-    ad, bd = a.data, bt.data
-    if ad.shape != bd.shape:
-        broadcast_shapes("div", ad.shape, bd.shape)
-    y = _as_array(_dividing("div", ufunc, ad, bd))
-    return record_zero_gradient(a._from_op(y, op_tape(a, bt)), a, bt)
+            y = _as_array(ufunc(a.data, weak_const(_scalar(b, op), a.data)))
+        out, inputs = a._from_op(y, op_tape(a)), [a]
+    else:
+        if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
+            a, b = promote(op, a, b)
+        bt = tensor_operand(op, a, b)
+        ad, bd = a.data, bt.data
+        if ad.shape != bd.shape:
+            broadcast_shapes(op, ad.shape, bd.shape)
+        y = _as_array(_dividing(op, ufunc, ad, bd))
+        out, inputs = a._from_op(y, op_tape(a, bt)), [a, bt]
+    return record_zero_gradient(out, *inputs) if differentiable else _record_not_differentiable(out, op)
 
 
 def _record_not_differentiable(out: Any, op: str) -> Any:

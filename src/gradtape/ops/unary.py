@@ -15,6 +15,7 @@ follow PyTorch (listed per op).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -350,6 +351,14 @@ def _rounding(op: str, a: Tensor[S, T], y: Any) -> Tensor[S, T]:
     return record_zero_gradient(a._from_op(_as_array(y), op_tape(a)), a)
 
 
+def _rounded(op: str, fn: Callable[[Array], Array], a: Tensor[S, T]) -> Tensor[S, T]:
+    """``fn`` (``np.floor``, ...) of a float tensor recorded with gradient 0, or an integer
+    tensor's copy (:func:`_integer_rounding`)."""
+    if a.data.dtype.kind != "f":
+        return _integer_rounding(op, a)
+    return _rounding(op, a, fn(a.data))
+
+
 def _integer_rounding(op: str, a: Tensor[S, T]) -> Tensor[S, T]:
     """``floor``/``ceil``/``round``/``trunc`` of an integer tensor: a copy, untraced (PyTorch's).
 
@@ -372,9 +381,7 @@ def floor(a: Tensor[S, T]) -> Tensor[S, T]:
     Raises:
         DTypeError: ``a`` is a bool tensor (as PyTorch).
     """
-    if a.data.dtype.kind != "f":
-        return _integer_rounding("floor", a)
-    return _rounding("floor", a, np.floor(a.data))
+    return _rounded("floor", np.floor, a)
 
 
 def ceil(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -384,9 +391,7 @@ def ceil(a: Tensor[S, T]) -> Tensor[S, T]:
     Raises:
         DTypeError: ``a`` is a bool tensor (as PyTorch).
     """
-    if a.data.dtype.kind != "f":
-        return _integer_rounding("ceil", a)
-    return _rounding("ceil", a, np.ceil(a.data))
+    return _rounded("ceil", np.ceil, a)
 
 
 def trunc(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -396,9 +401,7 @@ def trunc(a: Tensor[S, T]) -> Tensor[S, T]:
     Raises:
         DTypeError: ``a`` is a bool tensor (as PyTorch).
     """
-    if a.data.dtype.kind != "f":
-        return _integer_rounding("trunc", a)
-    return _rounding("trunc", a, np.trunc(a.data))
+    return _rounded("trunc", np.trunc, a)
 
 
 def fix(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -408,9 +411,7 @@ def fix(a: Tensor[S, T]) -> Tensor[S, T]:
     Raises:
         DTypeError: ``a`` is a bool tensor (as PyTorch).
     """
-    if a.data.dtype.kind != "f":
-        return _integer_rounding("fix", a)
-    return _rounding("fix", a, np.trunc(a.data))
+    return _rounded("fix", np.trunc, a)
 
 
 def round(a: Tensor[S, T], decimals: int = 0) -> Tensor[S, T]:
