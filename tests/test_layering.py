@@ -82,6 +82,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.creation",
             "gradtape._torch_ops",
             "gradtape._torch_more",
+            "gradtape.cuda",
             "gradtape.autograd",
             "gradtape.context_tape",
             "gradtape.autodiff",

@@ -455,7 +455,7 @@ def test_every_export_has_a_row_and_is_pytorchs_name() -> None:
         *("linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like"),
         *("manual_seed", "initial_seed", "get_default_device", "set_default_device"),
         *("no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled"),
-        *("is_inference_mode_enabled", "from_dlpack"),
+        *("is_inference_mode_enabled", "from_dlpack", "as_tensor", "is_tensor", "get_default_dtype"),
     }
     random = {"multinomial", "randperm", "bernoulli"}  # test_multinomial, test_randperm_and_bernoulli
     assert exported_ops - creation - random == set(TOP), sorted((exported_ops - creation) ^ set(TOP))
@@ -618,3 +618,63 @@ for _ in range(3):
     n = gradtape.zeros(2000, dtype=gradtape.float64).normal_(2.0, 0.5)
     assert -1.0 <= u.min().item() and u.max().item() < 3.0 and abs(u.mean().item() - 1.0) < 0.1
     assert abs(n.mean().item() - 2.0) < 0.05 and abs(n.std().item() - 0.5) < 0.05
+
+
+def test_the_device_line_every_pytorch_program_starts_with() -> None:
+    """``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` and what
+    programs then do with it, as PyTorch: ``.to(device)``, ``device=device``, ``device.type``;
+    ``torch.as_tensor``, ``torch.is_tensor``, ``torch.get_default_dtype``."""
+    program = """
+device = L.device("cuda" if L.cuda.is_available() else "cpu")
+x = L.as_tensor(A, dtype=L.float32, device=device)
+y = L.zeros(3, device=device)
+kind, index = device.type, device.index
+dtype = L.get_default_dtype()
+is_t = L.is_tensor(x) and not L.is_tensor(A)
+n_gpus = L.cuda.device_count()
+"""
+    results = []
+    for lib in (torch, gradtape):
+        env: dict[str, Any] = {"L": lib, "A": INPUTS["A"]}
+        exec(program, env)
+        results.append(env)
+    t, g = results
+    assert g["kind"] == "cpu" or gradtape.cuda.is_available()
+    assert (g["kind"], g["index"], str(g["device"])) == (t["kind"], t["index"], str(t["device"])) or not (
+        torch.cuda.is_available() == gradtape.cuda.is_available()
+    )
+    assert str(g["dtype"]) == str(t["dtype"]).removeprefix("torch.") and g["is_t"] and t["is_t"]
+    np.testing.assert_allclose(g["x"].numpy(), t["x"].numpy())
+    assert repr(gradtape.device("cuda", 1)) == repr(torch.device("cuda", 1)) == "device(type='cuda', index=1)"
+    assert str(gradtape.device("cuda:0")) == "cuda:0" and gradtape.device("cpu").index is None
+    with pytest.raises(ValueError, match="unknown device type"):
+        gradtape.device("tpu")
+    a = np.ones(3, np.float32)
+    shared = gradtape.as_tensor(a)
+    a[0] = 5.0
+    assert shared.numpy()[0] == 5.0  # a numpy array's memory is shared, as torch.as_tensor's
+    assert gradtape.as_tensor(shared) is shared
+    if not gradtape.cuda.is_available():
+        assert gradtape.cuda.device_count() == 0
+        gradtape.cuda.manual_seed(0)  # silently ignored without CUDA, as PyTorch's
+
+
+def test_pad_sequence_as_pytorchs() -> None:
+    """``torch.nn.utils.rnn.pad_sequence`` spelled ``gradtape.nn.utils.rnn.pad_sequence``: values
+    and each sequence's gradient, batch first or not, padding on either side."""
+    rng = np.random.default_rng(2)
+    seqs = [rng.standard_normal((n, 3)) for n in (2, 5, 3)]
+    for kwargs in ({}, {"batch_first": True, "padding_value": -1.0}, {"padding_side": "left"}):
+        tl = [torch.tensor(s, requires_grad=True) for s in seqs]
+        gl = [gradtape.tensor(s, requires_grad=True) for s in seqs]
+        t = torch.nn.utils.rnn.pad_sequence(tl, **kwargs)
+        g = gradtape.nn.utils.rnn.pad_sequence(gl, **kwargs)
+        np.testing.assert_allclose(g.numpy(), t.detach().numpy())
+        w = rng.standard_normal(tuple(t.shape))
+        (t * torch.tensor(w)).sum().backward()
+        (g * gradtape.tensor(w)).sum().backward()
+        for a, b in zip(gl, tl, strict=True):
+            assert a.grad is not None and b.grad is not None
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy())
+    with pytest.raises(gradtape.ShapeError, match="pad_sequence"):
+        gradtape.nn.utils.rnn.pad_sequence([gradtape.zeros(2, 3), gradtape.zeros(2, 4)])

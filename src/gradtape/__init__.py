@@ -7,16 +7,17 @@ fused kernels are compiled with numba.
 
 # before anything imports numpy: OpenBLAS reads its spin time when numpy loads it
 from gradtape import _openblas_env  # noqa: F401, I001
-from gradtape import autodiff, autograd, data, distributions, functional, losses, nn, ops, optim, testing
+from gradtape import autodiff, autograd, cuda, data, distributions, functional, losses, nn, ops, optim, testing
 from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlow methods)
 from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensors)
 from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
 from gradtape.devices.cuda import Cuda
-from gradtape.devices.default import get_default_device, initial_seed, manual_seed, set_default_device
+from gradtape.devices.default import device, get_default_device, initial_seed, manual_seed, set_default_device
 from gradtape.creation import (
     arange,
+    as_tensor,
     bernoulli,
     empty,
     empty_like,
@@ -24,6 +25,8 @@ from gradtape.creation import (
     from_numpy,
     full,
     full_like,
+    get_default_dtype,
+    is_tensor,
     linspace,
     ones,
     ones_like,
@@ -274,6 +277,7 @@ __all__ = [
     "argmin",
     "argsort",
     "argwhere",
+    "as_tensor",
     "asin",
     "atan",
     "atan2",
@@ -307,12 +311,14 @@ __all__ = [
     "cosh",
     "cosine_similarity",
     "cross",
+    "cuda",
     "cummax",
     "cummin",
     "cumprod",
     "cumsum",
     "data",
     "detach",
+    "device",
     "diag",
     "diff",
     "distributions",
@@ -351,6 +357,7 @@ __all__ = [
     "gather",
     "ge",
     "get_default_device",
+    "get_default_dtype",
     "group_norm",
     "gt",
     "hstack",
@@ -364,6 +371,7 @@ __all__ = [
     "int8",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "is_tensor",
     "isclose",
     "isfinite",
     "isinf",

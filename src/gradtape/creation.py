@@ -38,6 +38,7 @@ from gradtape.tensor import Tensor
 __all__ = [
     "SizeFactory",
     "arange",
+    "as_tensor",
     "bernoulli",
     "empty",
     "empty_like",
@@ -45,6 +46,8 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "get_default_dtype",
+    "is_tensor",
     "linspace",
     "ones",
     "ones_like",
@@ -159,6 +162,46 @@ def tensor(
             (ValueError) or both ``device`` and ``dev`` (TypeError).
     """
     return _device("tensor", device, dev).tensor(data, dtype, requires_grad)
+
+
+def as_tensor(data: Any, dtype: npt.DTypeLike | None = None, device: Device = None) -> Tensor[Any, Any]:
+    """``torch.as_tensor``: ``data`` as a tensor without a copy where possible: a tensor of the
+    asked dtype and device is returned as it is (another one is converted with :meth:`Tensor.to`,
+    recorded), a float32/float64 or integer numpy array on the CPU shares its memory
+    (:func:`from_numpy`), anything else is copied as :func:`tensor` does.
+
+    Raises:
+        DTypeError, ValueError, TypeError: as :func:`tensor` (and :meth:`Tensor.to`).
+    """
+    if isinstance(data, Tensor):
+        out: Tensor[Any, Any] = data
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            out = out.to(np.dtype(dtype))
+        if device is not None:
+            out = out.to(device)
+        return out
+    d = _device("as_tensor", device, None)
+    if (
+        isinstance(data, np.ndarray)
+        and (dtype is None or np.dtype(dtype) == data.dtype)
+        and getattr(d, "type", "cpu") == "cpu"
+    ):
+        try:
+            return d.from_numpy(data)
+        except (TypeError, ValueError, DTypeError):
+            pass  # a dtype or layout from_numpy does not share: copied below
+    return d.tensor(data, dtype)
+
+
+def is_tensor(obj: object) -> bool:
+    """``torch.is_tensor``: whether ``obj`` is a gradtape tensor."""
+    return isinstance(obj, Tensor)
+
+
+def get_default_dtype() -> np.dtype[Any]:
+    """``torch.get_default_dtype``: float32, the dtype of Python floats in :func:`tensor` and of
+    the factories and layers (gradtape has no switch for it)."""
+    return np.dtype(np.float32)
 
 
 def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[Any, NoneTape]:

@@ -26,7 +26,7 @@ from gradtape.devices import _arrays
 if TYPE_CHECKING:
     from gradtape.devices.cpu import Cpu
 
-__all__ = ["get_default_device", "initial_seed", "manual_seed", "set_default_device"]
+__all__ = ["device", "get_default_device", "initial_seed", "manual_seed", "set_default_device"]
 
 _LOCK = threading.Lock()
 _DEFAULT: list[Cpu] = []
@@ -120,6 +120,54 @@ def _resolve(dev: Cpu | None) -> Cpu:
 
 
 _CUDA: dict[int, object] = {}
+
+
+class device(str):
+    """PyTorch's ``torch.device``: ``device("cuda")``, ``device("cuda:1")``, ``device("cuda", 1)``,
+    ``device("cpu")``. A string (``"cuda:1"``), so every gradtape API that takes ``"cpu"`` or
+    ``"cuda"`` takes it; :attr:`type` and :attr:`index` as PyTorch's. Naming a GPU needs no GPU
+    (as in PyTorch, the error comes when a tensor is put there).
+
+    Raises:
+        ValueError: another device type than ``"cpu"`` or ``"cuda"``, or a bad index.
+        TypeError: the spec is not a string (or a device).
+    """
+
+    def __new__(cls, spec: str, index: int | None = None) -> device:
+        if not isinstance(spec, str):
+            raise TypeError(f"device: expects a string such as 'cpu', 'cuda' or 'cuda:0', got {type(spec).__name__}")
+        kind, sep, idx = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"device: unknown device type {kind!r}; gradtape knows 'cpu' and 'cuda'")
+        if sep and index is not None:
+            raise ValueError(f"device: the index is given twice ({spec!r} and {index})")
+        n: int | None = index
+        if sep:
+            if not idx.isdigit():
+                raise ValueError(f"device: bad device index in {spec!r}")
+            n = int(idx)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0 or (kind == "cpu" and n != 0)):
+            raise ValueError(f"device: bad index {n!r} for a {kind} device")
+        out = super().__new__(cls, kind if n is None else f"{kind}:{n}")
+        out._type, out._index = kind, n
+        return out
+
+    _type: str
+    _index: int | None
+
+    @property
+    def type(self) -> str:
+        """``"cpu"`` or ``"cuda"``."""
+        return self._type
+
+    @property
+    def index(self) -> int | None:  # type: ignore[override]  # PyTorch's attribute shadows str.index
+        """The GPU's index, ``None`` where none was named (PyTorch's ``device.index``; it shadows
+        ``str.index`` on this string)."""
+        return self._index
+
+    def __repr__(self) -> str:
+        return f"device(type={self._type!r}" + (f", index={self._index})" if self._index is not None else ")")
 
 
 def as_device(op: str, spec: object) -> Any:

@@ -250,3 +250,6 @@ def vector_to_parameters(
         n = math.prod(p.data.shape)
         np.copyto(p.data, v[start : start + n].reshape(p.data.shape), casting="same_kind")
         start += n
+
+
+from gradtape.nn.utils import rnn as rnn  # noqa: E402  (torch.nn.utils.rnn's place: pad_sequence)
