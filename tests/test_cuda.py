@@ -373,3 +373,17 @@ def test_optimizer_state_dict_on_the_gpu_is_a_snapshot_and_loads_on_either_devic
     for dev in ("cuda", "cpu"):
         _, _, resumed = run(dev, 3, (saved, weights if dev == "cuda" else weights.get()))
         np.testing.assert_allclose(resumed, straight, rtol=1e-12)
+
+
+def test_save_on_the_gpu_and_load_anywhere(tmp_path: Any) -> None:
+    """``gradtape.save`` of GPU tensors writes host arrays: ``load`` puts them back on the GPU,
+    or on the CPU with ``map_location="cpu"`` (the checkpoint of a GPU run read on a laptop)."""
+    w = gradtape.tensor(np.arange(6.0).reshape(2, 3), device="cuda", requires_grad=True)
+    path = tmp_path / "gpu.pt"
+    gradtape.save({"w": w, "step": 7}, path)
+    on_gpu = gradtape.load(path)
+    on_cpu = gradtape.load(path, map_location="cpu")
+    assert on_gpu["w"].is_cuda and not on_cpu["w"].is_cuda and on_cpu["step"] == 7
+    assert on_gpu["w"].requires_grad and on_cpu["w"].requires_grad
+    np.testing.assert_array_equal(on_cpu["w"].detach().numpy(), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(on_gpu["w"].detach().cpu().numpy(), np.arange(6.0).reshape(2, 3))

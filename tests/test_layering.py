@@ -83,6 +83,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape._torch_ops",
             "gradtape._torch_more",
             "gradtape.cuda",
+            "gradtape.serialization",
             "gradtape.autograd",
             "gradtape.context_tape",
             "gradtape.autodiff",

@@ -15,6 +15,7 @@ from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
 from gradtape.devices.cuda import Cuda
 from gradtape.devices.default import device, get_default_device, initial_seed, manual_seed, set_default_device
+from gradtape.serialization import load, save
 from gradtape.creation import (
     arange,
     as_tensor,
@@ -381,6 +382,7 @@ __all__ = [
     "le",
     "lerp",
     "linspace",
+    "load",
     "log",
     "log10",
     "log1p",
@@ -448,6 +450,7 @@ __all__ = [
     "roll",
     "rot90",
     "rsqrt",
+    "save",
     "scatter_add",
     "searchsorted",
     "selu",
