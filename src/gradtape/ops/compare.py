@@ -28,7 +28,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
 from gradtape.ops._util import SCALARS, check_same_device, sum_to, tensor_operand
-from gradtape.shapes import sum_to_shape
+from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
 if TYPE_CHECKING:
@@ -49,10 +49,7 @@ def _compare(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: 
     else:
         other = tensor_operand(op, a, b).data
         if other.shape != x.shape:
-            try:
-                np.broadcast_shapes(x.shape, other.shape)
-            except ValueError:
-                raise ShapeError(f"{op}: shapes {x.shape} and {other.shape} do not broadcast") from None
+            broadcast_shapes(op, x.shape, other.shape)
     return a._like(_as_array(ufunc(x, other)))
 
 
@@ -325,10 +322,7 @@ def _logical(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: 
     y = _values(op, b)
     check_same_device(op, a, b)
     if x.shape != y.shape:
-        try:
-            np.broadcast_shapes(x.shape, y.shape)
-        except ValueError:
-            raise ShapeError(f"{op}: shapes {x.shape} and {y.shape} do not broadcast") from None
+        broadcast_shapes(op, x.shape, y.shape)
     return a._like(_as_array(ufunc(x, y)))
 
 
