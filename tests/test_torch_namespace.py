@@ -458,7 +458,7 @@ def test_every_export_has_a_row_and_is_pytorchs_name() -> None:
         *("is_inference_mode_enabled", "from_dlpack", "as_tensor", "is_tensor", "get_default_dtype"),
         *("save", "load"),  # tests/test_serialization.py
     }
-    random = {"multinomial", "randperm", "bernoulli"}  # test_multinomial, test_randperm_and_bernoulli
+    random = {"multinomial", "randperm", "bernoulli", "normal"}  # test_multinomial, test_randperm_and_bernoulli
     assert exported_ops - creation - random == set(TOP), sorted((exported_ops - creation) ^ set(TOP))
     assert set(gF.__all__) == set(FUNCTIONAL), sorted(set(gF.__all__) ^ set(FUNCTIONAL))
     assert all(hasattr(tF, n) for n in gF.__all__)
@@ -679,3 +679,33 @@ def test_pad_sequence_as_pytorchs() -> None:
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy())
     with pytest.raises(gradtape.ShapeError, match="pad_sequence"):
         gradtape.nn.utils.rnn.pad_sequence([gradtape.zeros(2, 3), gradtape.zeros(2, 4)])
+
+
+def test_normal_as_pytorchs() -> None:
+    """``torch.normal``: numbers with ``size``, or tensors (broadcast); draws of the right mean
+    and spread; the gradient to a tensor mean/std exactly 0, as PyTorch's (a draw, not a
+    reparameterisation); ``manual_seed`` repeats it."""
+    gradtape.manual_seed(4)
+    d = gradtape.normal(2.0, 0.5, size=(4000,))
+    assert d.dtype == np.float32 and d.shape == (4000,) and not d.requires_grad
+    assert abs(d.mean().item() - 2.0) < 0.05 and abs(d.std().item() - 0.5) < 0.05
+    mean = gradtape.zeros((3, 1000), dtype=gradtape.float64, requires_grad=True)
+    std = gradtape.tensor([[0.1], [1.0], [3.0]], dtype=gradtape.float64, requires_grad=True)
+    y = gradtape.normal(mean, std)
+    assert y.shape == (3, 1000) and y.requires_grad
+    np.testing.assert_allclose(y.detach().numpy().std(axis=1), [0.1, 1.0, 3.0], rtol=0.1)
+    (y * 3.0).sum().backward()
+    tm = torch.zeros((3, 1000), dtype=torch.float64, requires_grad=True)
+    ts = torch.tensor([[0.1], [1.0], [3.0]], dtype=torch.float64, requires_grad=True)
+    (torch.normal(tm, ts) * 3.0).sum().backward()
+    for g, t in ((mean.grad, tm.grad), (std.grad, ts.grad)):
+        assert g is not None and t is not None
+        np.testing.assert_array_equal(g.numpy(), t.numpy())
+    gradtape.manual_seed(9)
+    a = gradtape.normal(0.0, 1.0, size=(5,)).numpy()
+    gradtape.manual_seed(9)
+    np.testing.assert_array_equal(gradtape.normal(0.0, 1.0, size=(5,)).numpy(), a)
+    with pytest.raises(TypeError, match="give size"):
+        gradtape.normal(0.0, 1.0)
+    with pytest.raises(ValueError, match="std must be >= 0"):
+        gradtape.normal(gradtape.zeros(3), -1.0)

@@ -29,10 +29,13 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypeVarTuple
 
+from gradtape.devices import _arrays
 from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import _check_cpu_name, as_device, get_default_device
 from gradtape.errors import DTypeError
-from gradtape.tape import NoneTape
+from gradtape.ops._util import record_zero_gradient
+from gradtape.shapes import broadcast_shapes
+from gradtape.tape import NoneTape, op_tape
 from gradtape.tensor import Tensor
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "get_default_dtype",
     "is_tensor",
     "linspace",
+    "normal",
     "ones",
     "ones_like",
     "rand",
@@ -402,6 +406,55 @@ def randperm(
     keys = d.rand((int(n),), 0.0, 1.0, np.float64)
     out: Tensor[tuple[int], NoneTape] = keys._like(keys.data.argsort().astype(dt))
     return out
+
+
+def normal(
+    mean: Tensor[Any, Any] | float,
+    std: Tensor[Any, Any] | float = 1.0,
+    size: tuple[int, ...] | None = None,
+    *,
+    dtype: npt.DTypeLike | None = None,
+    device: Device = None,
+) -> Tensor[Any, Any]:
+    """``torch.normal``: samples of ``N(mean, std**2)`` from the device's generator. With
+    numbers, of shape ``size`` (float32 by default); with a tensor ``mean`` and/or ``std``, of
+    their broadcast shape and float dtype, on their device. PyTorch's rule for the gradient:
+    exactly 0 to a tensor ``mean`` or ``std`` (a draw, not a reparameterisation; write ``mean +
+    std * randn_like(mean)`` for that).
+
+    Raises:
+        TypeError: two numbers without ``size``, or an argument that is neither a number nor a
+            tensor. ValueError: a negative ``std``. ShapeError: the tensors' shapes do not broadcast.
+    """
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    for name, v in (("mean", mean), ("std", std)):
+        if not isinstance(v, (Tensor, int, float, np.number)) or isinstance(v, bool):
+            raise TypeError(f"normal: {name} must be a number or a tensor, got {type(v).__name__}")
+    if not tensors:
+        if size is None:
+            raise TypeError("normal: with a number mean and std, give size (as torch.normal(0.0, 1.0, size=(2, 3)))")
+        if float(std) < 0:
+            raise ValueError(f"normal: std must be >= 0, got {std}")
+        d = _device("normal", device, None)
+        out: Tensor[Any, Any] = d.randn(_size("normal", (size,)), _float_dtype(dtype)) * float(std) + float(mean)
+        return out.detach()
+    first = tensors[0]
+    x = first.data
+    if x.dtype.kind != "f":
+        raise DTypeError(f"normal: a tensor mean or std must be a float tensor, got {x.dtype}")
+    if isinstance(std, Tensor):
+        if bool((std.data < 0).any()):
+            raise ValueError("normal: std must be >= 0 everywhere")
+    elif float(std) < 0:
+        raise ValueError(f"normal: std must be >= 0, got {std}")
+    shapes = [t.shape for t in tensors]
+    shape = shapes[0] if len(shapes) == 1 else broadcast_shapes("normal", shapes[0], shapes[1])
+    eps = first.device.randn(tuple(shape), x.dtype).data
+    m = mean.data if isinstance(mean, Tensor) else x.dtype.type(mean)
+    s = std.data if isinstance(std, Tensor) else x.dtype.type(std)
+    draw = first._from_op(_arrays.contiguous(m + s * eps), op_tape(*tensors))
+    result: Tensor[Any, Any] = record_zero_gradient(draw, *tensors)
+    return result
 
 
 def bernoulli(input: Tensor[S, Any], p: float | None = None) -> Tensor[S, NoneTape]:
