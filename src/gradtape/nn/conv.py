@@ -152,6 +152,34 @@ class Conv1d(_ConvNd[C, O]):
         __call__ = forward
 
 
+class _TransposedConv(_ConvNd[C, O]):
+    """The constructor of the transposed convolutions (:class:`ConvTranspose1d`,
+    :class:`ConvTranspose2d`): :class:`_ConvNd`'s arguments and PyTorch's keyword
+    ``output_padding``."""
+
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: C,
+        out_channels: O,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        *,
+        output_padding: int | tuple[int, ...] = 0,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
+        )
+        self.output_padding: Any = output_padding
+
+
 class _Conv2dBase(_ConvNd[C, O]):
     """The typed ``forward`` of :class:`Conv2d` and :class:`ConvTranspose2d` (the same
     typing: ``(N, C, H, W) -> (N, O, H_out, W_out)``), which implement ``_conv``."""
@@ -213,7 +241,7 @@ class Conv2d(_Conv2dBase[C, O]):
         return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, groups=self.groups)
 
 
-class ConvTranspose2d(_Conv2dBase[C, O]):
+class ConvTranspose2d(_TransposedConv[C, O], _Conv2dBase[C, O]):
     """2-D transposed convolution layer (PyTorch's ``nn.ConvTranspose2d``):
     ``x (N, C_in, H, W) -> (N, C_out, H_out, W_out)``,
     ``H_out = (H - 1)s - 2p + d(KH - 1) + output_padding + 1`` (:func:`gradtape.ops.conv_transpose2d`).
@@ -237,29 +265,6 @@ class ConvTranspose2d(_Conv2dBase[C, O]):
         ValueError: ``groups`` does not divide the channel counts. Forward raises what
             :func:`gradtape.ops.conv_transpose2d` raises.
     """
-
-    transposed = True
-
-    def __init__(
-        self,
-        in_channels: C,
-        out_channels: O,
-        kernel_size: int | tuple[int, ...],
-        stride: int | tuple[int, ...] = 1,
-        padding: int | tuple[int, ...] = 0,
-        dilation: int | tuple[int, ...] = 1,
-        groups: int = 1,
-        bias: bool = True,
-        *,
-        output_padding: int | tuple[int, ...] = 0,
-        dev: Cpu | None = None,
-        dtype: npt.DTypeLike = np.float32,
-    ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
-        )
-        self.output_padding: Any = output_padding
 
     def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         return conv_transpose2d(
@@ -384,7 +389,7 @@ class AvgPool1d(_Pool1d):
     _pool = staticmethod(avg_pool1d)
 
 
-class ConvTranspose1d(_ConvNd[C, O]):
+class ConvTranspose1d(_TransposedConv[C, O]):
     """1-D transposed convolution layer (PyTorch's ``nn.ConvTranspose1d``):
     ``x (N, C_in, L) -> (N, C_out, L_out)``, ``L_out = (L - 1)s - 2p + d(K - 1) +
     output_padding + 1`` (:func:`gradtape.ops.conv_transpose1d`).
@@ -404,27 +409,6 @@ class ConvTranspose1d(_ConvNd[C, O]):
     """
 
     nd = 1
-    transposed = True
-
-    def __init__(
-        self,
-        in_channels: C,
-        out_channels: O,
-        kernel_size: int | tuple[int, ...],
-        stride: int | tuple[int, ...] = 1,
-        padding: int | tuple[int, ...] = 0,
-        dilation: int | tuple[int, ...] = 1,
-        groups: int = 1,
-        bias: bool = True,
-        *,
-        output_padding: int | tuple[int, ...] = 0,
-        dev: Cpu | None = None,
-        dtype: npt.DTypeLike = np.float32,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
-        )
-        self.output_padding: Any = output_padding
 
     def forward(self, x: Tensor[Any, T]) -> Tensor[Any, Any]:
         """``(N, C_in, L) -> (N, C_out, L_out)``."""
