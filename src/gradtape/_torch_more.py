@@ -27,6 +27,7 @@ from gradtape import ops as _ops
 from gradtape.devices import _arrays
 from gradtape.errors import ShapeError
 from gradtape.ops import select as _select
+from gradtape.ops._util import index_tensor, normalize_axes, one_dim
 from gradtape.tape import NoneTape, Tape
 from gradtape.tensor import Tensor
 
@@ -90,26 +91,6 @@ def _tensor(op: str, x: object, name: str = "input") -> Tensor[Any, Any]:
             f"{op}: {name} must be a Tensor, got {type(x).__name__} (wrap arrays with gradtape.tensor(...))"
         )
     return x
-
-
-def _index(x: Tensor[Any, Any], index: Any) -> Tensor[Any, Any]:
-    """A host integer array as an untraced index tensor on ``x``'s device (the GPU's index
-    ops take device indices)."""
-    out: Tensor[Any, Any] = x._like(_arrays.into_memory_of(np.asarray(index, np.int64), x.data))
-    return out
-
-
-def _dim(op: str, dim: object, ndim: int) -> int:
-    """``dim`` as a non-negative int below ``ndim``.
-
-    Raises:
-        TypeError: not an int. ShapeError: out of range.
-    """
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{op}: dim must be an int, got {dim!r}")
-    if not -ndim <= dim < ndim:
-        raise ShapeError(f"{op}: dim {dim} is out of range for a tensor of {ndim} dims")
-    return int(dim) % ndim
 
 
 # ----- copies and views ----------------------------------------------------------------------
@@ -271,7 +252,7 @@ def repeat_interleave(input: Tensor[Any, T], repeats: int | Tensor[Any, Any], di
     if dim is None:
         x, d = x.reshape((-1,)), 0
     else:
-        d = _dim("repeat_interleave", dim, max(x.ndim, 1))
+        d = one_dim("repeat_interleave", dim, x.shape)
     n = x.shape[d] if x.ndim else 1
     if isinstance(repeats, Tensor):
         counts = np.asarray(repeats.cpu().numpy() if repeats.is_cuda else repeats.numpy())
@@ -289,7 +270,7 @@ def repeat_interleave(input: Tensor[Any, T], repeats: int | Tensor[Any, Any], di
     if (counts < 0).any():
         raise ValueError("repeat_interleave: repeats must be non-negative")
     index = np.repeat(np.arange(n), counts)
-    out: Tensor[Any, T] = _ops.index_select(x, _index(x, index), d)
+    out: Tensor[Any, T] = _ops.index_select(x, index_tensor(x, index), d)
     return out
 
 
@@ -313,14 +294,14 @@ def diag(input: Tensor[Any, T], diagonal: int = 0) -> Tensor[Any, T]:
         rows = np.arange(n) + builtins.max(-k, 0)
         cols = np.arange(n) + builtins.max(k, 0)
         zeros = x._like(_arrays.zeros((side * side,), x.dtype, x.data))
-        out: Tensor[Any, T] = _ops.index_add(zeros, 0, _index(x, rows * side + cols), x).reshape((side, side))
+        out: Tensor[Any, T] = _ops.index_add(zeros, 0, index_tensor(x, rows * side + cols), x).reshape((side, side))
         return out
     if x.ndim != 2:
         raise ShapeError(f"diag: expects a 1-D or 2-D tensor, got shape {x.shape}")
     r, c = x.shape
     start_r, start_c = builtins.max(-k, 0), builtins.max(k, 0)
     length = builtins.max(builtins.min(r - start_r, c - start_c), 0)
-    out = x[_index(x, np.arange(length) + start_r), _index(x, np.arange(length) + start_c)]
+    out = x[index_tensor(x, np.arange(length) + start_r), index_tensor(x, np.arange(length) + start_c)]
     return out
 
 
@@ -352,8 +333,10 @@ def tensordot(
         if len(pair) != 2:
             raise TypeError(f"tensordot: dims must be an int or two lists of dims, got {dims!r}")
         first, second = pair
-        da = [_dim("tensordot", d, x.ndim) for d in ([first] if isinstance(first, int) else list(first))]
-        db = [_dim("tensordot", d, y.ndim) for d in ([second] if isinstance(second, int) else list(second))]
+        da = [normalize_axes("tensordot", d, x.ndim)[0] for d in ([first] if isinstance(first, int) else list(first))]
+        db = [
+            normalize_axes("tensordot", d, y.ndim)[0] for d in ([second] if isinstance(second, int) else list(second))
+        ]
         if len(da) != len(db) or len(set(da)) != len(da) or len(set(db)) != len(db):
             raise ShapeError(f"tensordot: dims {dims!r} must pair distinct dims one to one")
     for i, j in zip(da, db, strict=True):
@@ -388,7 +371,7 @@ def cross(input: Tensor[S, T], other: Tensor[S, Any], dim: int | None = None) ->
             raise ShapeError(f"cross: no dim of size 3 in shape {x.shape}")
         d = found[0]
     else:
-        d = _dim("cross", dim, max(x.ndim, 1))
+        d = one_dim("cross", dim, x.shape)
     if x.shape[d] != 3:
         raise ShapeError(f"cross: dim {d} of shape {x.shape} has size {x.shape[d]}, not 3")
     a0, a1, a2 = _ops.unbind(x, d)
@@ -506,12 +489,6 @@ def _moment_mean(
 # ----- more selection, ordering and shaping (issue 27, batch 4) ------------------------------------
 
 
-def _host(x: Tensor[Any, Any]) -> Any:
-    """``x``'s data on the host (a GPU tensor's copied), for index computations."""
-    data = x.data
-    return data.get() if hasattr(data, "get") and not isinstance(data, np.ndarray) else data
-
-
 def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
     """``torch.nonzero`` (:func:`gradtape.ops.select.nonzero`: the indices of the nonzero
     elements, int64, untraced).
@@ -552,12 +529,12 @@ def unique(
     x = _tensor("unique", input)
     if dim is not None:
         raise NotImplementedError("unique: dim= (unique slices) is not supported; pass dim=None")
-    vals, inverse, counts = np.unique(_host(x), return_inverse=True, return_counts=True)
+    vals, inverse, counts = np.unique(_arrays.into_memory_of(x.data, None), return_inverse=True, return_counts=True)
     out = [x._like(_arrays.into_memory_of(vals.astype(x.dtype), x.data))]
     if return_inverse:
-        out.append(_index(x, inverse.reshape(x.shape)))
+        out.append(index_tensor(x, inverse.reshape(x.shape)))
     if return_counts:
-        out.append(_index(x, counts))
+        out.append(index_tensor(x, counts))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -576,8 +553,8 @@ def searchsorted(
     if seq.ndim != 1:
         raise ShapeError(f"searchsorted: sorted_sequence must be 1-D here, got shape {seq.shape}")
     which = side if side is not None else ("right" if right else "left")
-    vals = _host(input) if isinstance(input, Tensor) else np.asarray(input)
-    return _index(seq, np.searchsorted(_host(seq), vals, side=which))  # type: ignore[call-overload]
+    vals = _arrays.into_memory_of(input.data, None) if isinstance(input, Tensor) else np.asarray(input)
+    return index_tensor(seq, np.searchsorted(_arrays.into_memory_of(seq.data, None), vals, side=which))  # type: ignore[call-overload]
 
 
 def bucketize(input: Tensor[Any, Any], boundaries: Tensor[Any, Any], *, right: bool = False) -> Tensor[Any, NoneTape]:
@@ -592,7 +569,14 @@ def bucketize(input: Tensor[Any, Any], boundaries: Tensor[Any, Any], *, right: b
     b = _tensor("bucketize", boundaries, "boundaries")
     if b.ndim != 1:
         raise ShapeError(f"bucketize: boundaries must be 1-D, got shape {b.shape}")
-    return _index(x, np.searchsorted(_host(b), _host(x), side="right" if right else "left"))
+    return index_tensor(
+        x,
+        np.searchsorted(
+            _arrays.into_memory_of(b.data, None),
+            _arrays.into_memory_of(x.data, None),
+            side="right" if right else "left",
+        ),
+    )
 
 
 def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:
@@ -606,7 +590,7 @@ def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:
     x = _tensor("diff", input)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise TypeError(f"diff: n must be an int >= 0, got {n!r}")
-    d = _dim("diff", dim, max(x.ndim, 1))
+    d = one_dim("diff", dim, x.shape)
     out: Tensor[Any, T] = x
     for _ in range(int(n)):
         size = out.shape[d]
@@ -615,14 +599,14 @@ def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:
 
 
 def _cumextreme(op: str, x: Tensor[Any, T], dim: int, pick_max: bool) -> Any:
-    d = _dim(op, dim, builtins.max(x.ndim, 1))
-    data = _host(x)
+    d = one_dim(op, dim, x.shape)
+    data = _arrays.into_memory_of(x.data, None)
     acc = (np.maximum if pick_max else np.minimum).accumulate(data, axis=d) if data.size else data
     n = data.shape[d] if data.ndim else 1
     pos = np.arange(n).reshape((-1,) + (1,) * (data.ndim - d - 1)) if data.ndim else np.zeros(())
     hit = np.where(data == acc, pos, -1)  # the latest position equal to the running extreme (PyTorch's)
     idx = np.maximum.accumulate(hit, axis=d) if data.size else hit.astype(np.int64)
-    indices = _index(x, idx)
+    indices = index_tensor(x, idx)
     values = _ops.take_along_axis(x, indices, d) if x.ndim else x.clone()
     from gradtape.ops.select import ValuesIndices
 
@@ -656,7 +640,7 @@ def logcumsumexp(input: Tensor[Any, T], dim: int) -> Tensor[Any, T]:
         TypeError: ``input`` is not a tensor. ShapeError: ``dim`` is out of range.
     """
     x = _tensor("logcumsumexp", input)
-    d = _dim("logcumsumexp", dim, builtins.max(x.ndim, 1))
+    d = one_dim("logcumsumexp", dim, x.shape)
     m = _ops.max(x, axis=d, keepdims=True).detach()
     out: Tensor[Any, T] = _ops.log(_ops.cumsum(_ops.exp(x - m), d)) + m
     return out
@@ -671,7 +655,7 @@ def kthvalue(input: Tensor[Any, T], k: int, dim: int = -1, keepdim: bool = False
             of range, or ``k`` is not in ``1 .. size``.
     """
     x = _tensor("kthvalue", input)
-    d = _dim("kthvalue", dim, builtins.max(x.ndim, 1))
+    d = one_dim("kthvalue", dim, x.shape)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"kthvalue: k must be an int, got {k!r}")
     size = x.shape[d] if x.ndim else 1
@@ -702,7 +686,7 @@ def median(input: Tensor[Any, T], dim: int | None = None, keepdim: bool = False)
             raise ShapeError("median: the input is empty")
         out: Any = kthvalue(flat, (flat.shape[0] + 1) // 2, 0).values
         return out
-    d = _dim("median", dim, builtins.max(x.ndim, 1))
+    d = one_dim("median", dim, x.shape)
     return kthvalue(x, ((x.shape[d] if x.ndim else 1) + 1) // 2, d, keepdim)
 
 
@@ -746,7 +730,7 @@ def rot90(input: Tensor[Any, T], k: int = 1, dims: Sequence[int] = (0, 1)) -> Te
         raise TypeError(f"rot90: k must be an int, got {k!r}")
     if len(dims) != 2:
         raise ShapeError(f"rot90: dims must be two dims, got {dims!r}")
-    a, b = (_dim("rot90", d, x.ndim) for d in dims)
+    a, b = (normalize_axes("rot90", d, x.ndim)[0] for d in dims)
     if a == b:
         raise ShapeError(f"rot90: dims must differ, got {dims!r}")
     turns = int(k) % 4
@@ -840,7 +824,7 @@ def tensor_split(
         ShapeError: ``dim`` is out of range. ValueError: ``n`` is below 1.
     """
     x = _tensor("tensor_split", input)
-    d = _dim("tensor_split", dim, builtins.max(x.ndim, 1))
+    d = one_dim("tensor_split", dim, x.shape)
     size = x.shape[d]
     if isinstance(indices_or_sections, bool):
         raise TypeError(f"tensor_split: indices_or_sections must be an int or ints, got {indices_or_sections!r}")

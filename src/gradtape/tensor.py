@@ -1417,9 +1417,7 @@ class Tensor(Generic[S, T_co]):
     def tolist(self) -> Any:
         """PyTorch's ``x.tolist()``: the values as (nested) Python lists of numbers (a number for
         a 0-d tensor); a GPU tensor's are copied to the host."""
-        data = self.data
-        host = data.get() if data.__class__ is not np.ndarray and hasattr(data, "get") else data
-        return host.tolist()
+        return _arrays.into_memory_of(self.data, None).tolist()
 
     def is_contiguous(self) -> builtins.bool:
         """PyTorch's ``x.is_contiguous()``: whether the data is C-contiguous."""

@@ -493,6 +493,13 @@ def record_unary(
     return out
 
 
+def index_tensor(like: Tensor[Any, Any], index: Any) -> Tensor[Any, Any]:
+    """A host integer array (or list) as an untraced int64 tensor on ``like``'s device: the
+    GPU's index ops take device indices."""
+    out: Tensor[Any, Any] = like._like(_arrays.into_memory_of(np.asarray(index, np.int64), like.data))
+    return out
+
+
 def record_zero_gradient(out: Tensor[S, T], *inputs: Tensor[Any, Any]) -> Tensor[S, T]:
     """Record ``out`` (made on its inputs' tape, :func:`op_tape`) as the output of a piecewise-
     constant op of ``inputs``: each float input that takes part gets a gradient of exactly

@@ -43,7 +43,7 @@ from gradtape._typing import S, T
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, dim_or_axis, int_indices, is_int, one_dim, record_unary
+from gradtape.ops._util import SCALARS, dim_or_axis, index_tensor, int_indices, is_int, one_dim, record_unary
 from gradtape.ops.compare import where
 from gradtape.ops.shape import broadcast_to, concat
 from gradtape.shapes import Rank0
@@ -914,13 +914,8 @@ def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
     """``torch.nonzero``: the indices of the nonzero elements, an int64 ``(n, ndim)`` tensor in
     row-major order (``as_tuple=True``: one 1-D index tensor per dim, numpy's ``nonzero``), on
     ``input``'s device. Untraced (indices carry no gradient)."""
-    data = input.data
-    host = data if isinstance(data, np.ndarray) else data.get()
+    host = _arrays.into_memory_of(input.data, None)
     idx = np.nonzero(host)
-
-    def on_device(a: Any) -> Any:
-        return input._like(_arrays.into_memory_of(np.asarray(a, np.int64), data))
-
     if as_tuple:
-        return tuple(on_device(i) for i in idx)
-    return on_device(np.stack(idx, axis=1) if idx else np.zeros((1 if host.size else 0, 0), np.int64))
+        return tuple(index_tensor(input, i) for i in idx)
+    return index_tensor(input, np.stack(idx, axis=1) if idx else np.zeros((1 if host.size else 0, 0), np.int64))
