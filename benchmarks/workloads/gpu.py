@@ -24,9 +24,11 @@ import numpy as np
 
 from benchmarks.common import Config, Row, Target, WorkloadResult, load_torch, median
 from benchmarks.workloads.model import (
+    ADAM,
+    ADAMW,
+    CONV_SGD,
     SEED,
     Case,
-    Opt,
     _image_batches,
     conv_block_case,
     make_optimizer,
@@ -56,21 +58,20 @@ def gpu_cases(tiny: bool = False) -> list[Case]:
         ctx, width, heads, seq_b = 128, 256, 4, 64
     from benchmarks.workloads.model import _char_batches
 
-    adamw = Opt("adamw", 5e-3, betas=(0.9, 0.99), weight_decay=0.01, clip=1.0)
     sz = "-".join(map(str, mlp))
     return [
-        mlp_case("gpu_mlp", f"MLP {sz} b{mlp_b} Adam", mlp, _image_batches(rng, (mlp_b, mlp[0])), Opt("adam", 1e-3)),
+        mlp_case("gpu_mlp", f"MLP {sz} b{mlp_b} Adam", mlp, _image_batches(rng, (mlp_b, mlp[0])), ADAM),
         conv_block_case(
             "gpu_conv",
             f"conv block 3-{conv_c}-{conv_c} {side}x{side} b{conv_b} SGD",
             conv_c,
             side,
             _image_batches(rng, (conv_b, 3, side, side)),
-            Opt("sgd", 0.01, momentum=0.9),
+            CONV_SGD,
         ),
         transformer_case(
             "gpu_seq", f"char transformer d{width} L{ctx} b{seq_b} AdamW", vocab, ctx, width, heads, 2,
-            _char_batches(codes, seq_b, ctx, SEED), adamw,
+            _char_batches(codes, seq_b, ctx, SEED), ADAMW,
         ),
     ]  # fmt: skip
 

@@ -119,6 +119,14 @@ class Opt:
     clip: float | None = None
 
 
+ADAM = Opt("adam", 1e-3)
+"""Row 3's optimizer (the large MLP); workload 13 trains its GPU MLP with it too."""
+CONV_SGD = Opt("sgd", 0.01, momentum=0.9)
+"""Row 4's optimizer (the conv block); workload 13's GPU conv block too."""
+ADAMW = Opt("adamw", 5e-3, betas=(0.9, 0.99), weight_decay=0.01, clip=1.0)
+"""The transformers' optimizer (rows 5 and 6), with gradient clipping; workload 13's too."""
+
+
 def make_optimizer(optim: Any, params: Any, opt: Opt) -> Any:
     """``opt``'s optimizer over ``params`` from ``optim``: ``gradtape.optim`` or
     ``torch.optim``, whose SGD, Adam and AdamW take the same arguments."""
@@ -615,7 +623,6 @@ def make_cases(tiny: bool = False) -> list[Case]:
     the smoke test (same structure, each step milliseconds)."""
     rng = np.random.default_rng(SEED)
     sgd = Opt("sgd", 0.05, momentum=0.9)
-    adamw = Opt("adamw", 5e-3, betas=(0.9, 0.99), weight_decay=0.01, clip=1.0)
     if tiny:
         codes = rng.integers(0, 20, 4000).astype(np.int64)
         vocab, seq_default, seq_big = 20, (8, 16, 4, 2), (8, 16, 4, 2)  # context, width, heads, batch
@@ -635,20 +642,20 @@ def make_cases(tiny: bool = False) -> list[Case]:
     return [
         mlp_case("digits_mlp", f"1 digits MLP 64-128-128-10 b{digits_b} SGD", (64, 128, 128, 10), digits, sgd),
         digits_cnn_case("digits_cnn", f"2 digits CNN b{digits_b} SGD", digits, sgd),
-        mlp_case("mlp_784", f"3 MLP {sz} b{big_b} Adam", big_mlp, _image_batches(rng, (big_b, 784)), Opt("adam", 1e-3)),
+        mlp_case("mlp_784", f"3 MLP {sz} b{big_b} Adam", big_mlp, _image_batches(rng, (big_b, 784)), ADAM),
         conv_block_case(
             "conv_block",
             f"4 conv block 3-{conv_c}-{conv_c} {conv_side}x{conv_side} b{conv_b} SGD",
             conv_c,
             conv_side,
             _image_batches(rng, (conv_b, 3, conv_side, conv_side)),
-            Opt("sgd", 0.01, momentum=0.9),
+            CONV_SGD,
         ),
         transformer_case(
-            "seq_default", f"5 char transformer d{w5} L{ctx5} b{b5} AdamW", vocab, ctx5, w5, h5, 2, seq5, adamw
+            "seq_default", f"5 char transformer d{w5} L{ctx5} b{b5} AdamW", vocab, ctx5, w5, h5, 2, seq5, ADAMW
         ),
         transformer_case(
-            "seq_256", f"6 char transformer d{w6} L{ctx6} b{b6} AdamW", vocab, ctx6, w6, h6, 2, seq6, adamw
+            "seq_256", f"6 char transformer d{w6} L{ctx6} b{b6} AdamW", vocab, ctx6, w6, h6, 2, seq6, ADAMW
         ),
         transformer_case(
             "infer_seq_256", f"7 inference: transformer d{w6} L{ctx6} b{b6}", vocab, ctx6, w6, h6, 2, seq6, None
