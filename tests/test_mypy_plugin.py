@@ -115,6 +115,8 @@ SHAPE_ERRORS = {
         "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
         "RMSNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
         "Linear[64, 10] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
+        "Linear[64, 10] called on a tensor of shape (8, 128): its last dim is 128, the layer takes 64",
+        "Conv2d[16, 32] called on a tensor of shape (2, 8, 8, 8): its channel dim 1 is 8, the layer takes 16",
         "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
         "MultiHeadAttention[32] called on a tensor of shape (int, int, 16): its last dim is 16, the layer takes 32",
         "Conv2d[3, 16] called on a tensor of shape (int, 1, 28, 28): its channel dim 1 is 1, the layer takes 3",

@@ -65,8 +65,13 @@ norms, attention and transformer layers; channel dim 1 for convolutions and batc
 not the layer's literal width is an error, ``LayerNorm[64] called on a tensor of shape (8, 32):
 its last dim is 32, the layer takes 64``. The result gets the layer's literal output width
 (``Linear``'s out-features, ``Embedding``'s and attention's width, a convolution's
-out-channels) where the call has an expected type that takes it; without one (``h = fc(x)``)
-it keeps mypy's ``int``, so that the variable may be rebound to another width. An attribute
+out-channels) where the call has an expected type that takes it, or where every dim of the
+input is a ``Literal`` already (``x = dev.randn((8, 32)); h = fc1(x)``: such a value fits no
+``int``-typed annotation anyway, so ``h`` gets ``(L[8], L[128])`` and ``fc2(h)`` is checked);
+otherwise (``h = self.fc(x)`` of a ``Tensor[Rank2[int, int], ...]``) it keeps mypy's ``int``,
+so that ``return h`` fits a typed ``forward``'s ``int``-typed return. (``Tensor``'s shape
+parameter is invariant, which is what makes two literal dims that differ an error; a
+covariant one would let mypy join them to ``int``.) An attribute
 assigned a layer of other widths later (``if big: self.fc = nn.Linear(32, 32)``) forgets them.
 Convolution and pooling layers remember their constant kernel, stride, padding, dilation and
 output padding the same way, and their results get literal spatial sizes where the widths do
@@ -1269,13 +1274,25 @@ def _layer_call_check(ctx: MethodSigContext) -> None:
             return
 
 
+def _literal_result_wanted(ctx: MethodContext, x: Sequence[Dim] | None) -> bool:
+    """Whether a layer call's result gets the literal widths the layer remembers: where the
+    call has an expected type (the result is then kept only if it fits it), inside a
+    ``Sequential``, or where every dim of the input ``x`` is already a ``Literal``
+    (``x = dev.randn((8, 32)); h = fc1(x)``). Such an input's type fits no ``int``-typed
+    annotation already, so a literal output width adds no new mismatch; an input with an
+    ``int`` dim (a typed ``forward``'s ``Tensor[Rank2[int, int], ...]``) keeps mypy's ``int``
+    widths, so ``h = self.fc(x); return h`` still fits the ``int``-typed return."""
+    context = ctx.api.type_context[-1] if ctx.api.type_context else None
+    return context is not None or bool(_IN_CHAIN) or (bool(x) and _literals(x) is not None)
+
+
 def _layer_result(ctx: MethodContext) -> Type:
     """A layer call's result with the layer's literal output width where mypy has ``int``."""
     found = _layer_widths(ctx.type)
     dims = _shape_of(ctx.default_return_type)
-    context = ctx.api.type_context[-1] if ctx.api.type_context else None
-    if found is None or dims is None or (context is None and not _IN_CHAIN):
-        return ctx.default_return_type  # no expected type: h = fc(x) keeps mypy's int width
+    x = _shape_of(ctx.arg_types[0][0]) if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
+    if found is None or dims is None or not _literal_result_wanted(ctx, x):
+        return ctx.default_return_type  # h = fc(x) of an int-typed x keeps mypy's int width
     cls, widths = found
     out: list[Dim | None] = [None] * len(dims)
     for k, dim in _LAYER_DIMS[cls][1]:
@@ -1283,7 +1300,6 @@ def _layer_result(ctx: MethodContext) -> Type:
             if dim == 1 and len(dims) not in _CHANNEL_RANK.get(cls, ()):
                 continue
             out[dim] = _literal(ctx.api, widths[k] or 0)
-    x = _shape_of(ctx.arg_types[0][0]) if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
     spatial = _spatial_out(ctx.type, x) if x is not None and len(x) == len(dims) else None
     if spatial is not None:
         out[2:] = [_literal(ctx.api, n) for n in spatial]
@@ -1297,9 +1313,8 @@ def _pool_layer_result(ctx: MethodContext) -> Type:
     sizes are constants (where an expected type takes them, or inside a ``Sequential``, as
     :func:`_layer_result`)."""
     dims = _shape_of(ctx.default_return_type)
-    context = ctx.api.type_context[-1] if ctx.api.type_context else None
     x = _shape_of(ctx.arg_types[0][0]) if ctx.arg_types and len(ctx.arg_types[0]) == 1 else None
-    if dims is None or x is None or len(x) != len(dims) or (context is None and not _IN_CHAIN):
+    if dims is None or x is None or len(x) != len(dims) or not _literal_result_wanted(ctx, x):
         return ctx.default_return_type
     spatial = _spatial_out(ctx.type, x)
     if spatial is None:

@@ -34,6 +34,30 @@ fc(x32)  # P: gradtape-shape
 h = fc(x64)  # no expected type: mypy's int width, so h may be rebound to another width
 reveal_type(h)  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
 
+# PyTorch-style, no annotation anywhere: a tensor whose dims are all literal gives each layer's
+# literal width on (it fits no int-typed annotation anyway), so the next layer is checked
+x8 = dev.randn((8, 32))
+fc1 = nn.Linear(32, 128, dev=dev)
+fc2 = nn.Linear(64, 10, dev=dev)
+reveal_type(fc1(x8))  # R: Tensor[tuple[Literal[8], Literal[128]], gradtape.tape.NoneTape]
+h1 = fc1(x8).relu()
+fc2(h1)  # P: gradtape-shape
+images = dev.randn((2, 1, 8, 8))
+conv1 = nn.Conv2d(1, 8, 3, padding=1, dev=dev)
+conv2 = nn.Conv2d(16, 32, 3, padding=1, dev=dev)
+reveal_type(conv1(images))  # R: Tensor[tuple[Literal[2], Literal[8], Literal[8], Literal[8]], gradtape.tape.NoneTape]
+conv2(conv1(images).relu())  # P: gradtape-shape
+pooled = nn.MaxPool2d(2)(conv1(images))
+reveal_type(pooled)  # R: Tensor[tuple[Literal[2], Literal[8], Literal[4], Literal[4]], gradtape.tape.NoneTape]
+
+
+def typed_forward(x: Tensor[Rank2[int, int], NoneTape]) -> Tensor[Rank2[int, int], NoneTape]:
+    """An int-typed input keeps int widths: ``return h`` fits the int-typed return."""
+    h = fc1(x)
+    reveal_type(h)  # R: Tensor[tuple[int, int], gradtape.tape.NoneTape]
+    return h
+
+
 emb = nn.Embedding(100, 32, dev=dev)
 ids: Tensor[Rank2[int, int], NoneTape] = dev.zeros((2, 3))
 reveal_type(emb(ids))  # R: Tensor[tuple[int, int, int], gradtape.tape.NoneTape]
