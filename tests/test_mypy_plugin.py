@@ -110,6 +110,12 @@ SHAPE_ERRORS = {
         "concat: axis 2 is out of range for tensors of shape (2, 3) (valid axes: -2 to 1)",
         "stack: a list of 2 tensors of shape (2, 3) gives (2, 2, 3) (axis 0), the expected type has 5 there",
     ],
+    "realize.py": [
+        "realize: dim 1 of shape (32, 60) is 60, the type (Batch, 64) wants 64",
+        "realize: dim 0 of shape (32, 60) is 32, the type (31, int) wants 31",
+        "realize: dim 0 of shape (5,) is 5, the type (4,) wants 4",
+        "realize: dim 1 of shape (int, 60) is 60, the type (3, 64) wants 64",
+    ],
     "layer_calls.py": [
         "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",
         "LayerNorm[64] called on a tensor of shape (int, 32): its last dim is 32, the layer takes 64",

@@ -46,7 +46,8 @@ _UNANNOTATED_LAYERS = {
     "bug_linear_width_untyped.py",
 }
 _SEQUENTIAL = {"bug_sequential_chain.py", "bug_sequential_chain_cnn.py", "bug_sequential_chain_typed_input.py"}
-_RUN_TIME_ONLY = {"bug_realize_dim.py"}  # realize checks Literal dims at run time, by design
+# realize checks Literal dims at run time; the plugin rejects a literal dim that contradicts one
+_RUN_TIME_ONLY = {"bug_realize_dim.py"}
 _NEEDS_PLUGIN = {
     # dim arithmetic, inline literal shapes and model(x): mypy's plugin computes them
     "bug_broadcast_keepdims_missing.py",
@@ -72,8 +73,7 @@ MISSED: dict[str, set[str]] = {
         _UNANNOTATED_LAYERS
         - {"bug_attention_width_mha.py", "bug_conv_channels_layers.py", "bug_linear_width_untyped.py"}
     )
-    | (_SEQUENTIAL - {"bug_sequential_chain_typed_input.py", "bug_sequential_chain_cnn.py"})
-    | _RUN_TIME_ONLY,
+    | (_SEQUENTIAL - {"bug_sequential_chain_typed_input.py", "bug_sequential_chain_cnn.py"}),
     # pyright has no plugin; it keeps inline literals itself, and misses realize's rank where
     # the tensor's dims are int (it treats tuple[int, ...] as any int tuple)
     "pyright": _UNANNOTATED_LAYERS

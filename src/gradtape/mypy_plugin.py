@@ -103,7 +103,8 @@ differ, or an axis out of range; ``stack`` of a list display whose length is not
 dim of the call's expected type (a list's type has no length, so without the plugin that dim
 is taken from the expected type); a convolution, pooling or ``upscale2d`` whose output size is
 not positive; a pooling padding above half the kernel; ``squeeze(axis)`` of an axis out of
-range or whose literal size is not 1. For example::
+range or whose literal size is not 1; ``realize`` to a shape type with a ``Literal`` dim where
+the tensor's dim is another literal (it always raises at run time). For example::
 
     reshape: cannot reshape (8, 5) (40 elements) to (6, 7) (42 elements)
     squeeze: axis 0 of shape (4, 1) has size 4, not 1
@@ -146,6 +147,7 @@ from mypy.nodes import (
     Expression,
     FloatExpr,
     FuncDef,
+    IndexExpr,
     IntExpr,
     ListExpr,
     MemberExpr,
@@ -183,6 +185,7 @@ from mypy.types import (
     TupleType,
     Type,
     TypeOfAny,
+    TypeType,
     TypeVarId,
     TypeVarType,
     get_proper_type,
@@ -190,6 +193,7 @@ from mypy.types import (
 
 MODULE = "gradtape.nn.module.Module"
 TENSOR = "gradtape.tensor.Tensor"
+SHAPES_REALIZE = "gradtape.shapes.realize"
 FLATTEN = "gradtape.nn.activation.Flatten"
 
 SHAPE = ErrorCode("gradtape-shape", "Tensor shapes that gradtape's plugin proves do not fit", "General")
@@ -778,7 +782,41 @@ def _squeeze(call: _Call) -> Outcome:
     return None, None
 
 
+def _realize(call: _Call) -> Outcome:
+    """``realize(shape)`` (method or ``shapes.realize``): a ``Literal`` dim of the requested
+    shape type where the tensor's dim is another ``Literal`` (``dev.randn((32, 60))
+    .realize(tuple[Batch, L[64]])``) always fails at run time, so it is reported here. The
+    rank is the overloads' to check; ``int`` or named dims on either side are left to run time."""
+    x = call.tensor("t")
+    want = get_proper_type(call.type("shape"))
+    if isinstance(want, CallableType):  # mypy types the value tuple[A, B] as its constructor
+        want = get_proper_type(want.ret_type)
+    elif isinstance(want, TypeType):
+        want = want.item
+    e = call.expr("shape")
+    if isinstance(want, TupleType):
+        items = want.items
+    elif isinstance(want, Instance) and want.type.fullname == "builtins.tuple" and len(want.args) == 1:
+        # tuple[L[4]] as a value is read as tuple[L[4], ...]: one dim where the index is one type
+        one = isinstance(e, IndexExpr) and not isinstance(e.index, TupleExpr)
+        items = [want.args[0]] if one else []
+    else:
+        items = []
+    if x is None or len(items) != len(x):
+        return None, None
+    for i, (have, dim) in enumerate(zip(x, items, strict=True)):
+        a, b = _lit(have), _lit(dim)
+        if a is not None and b is not None and a != b:
+            shown = (
+                "(" + ", ".join(_dim_str(get_proper_type(d)) for d in items) + ("," if len(items) == 1 else "") + ")"
+            )
+            return None, f"realize: dim {i} of shape {_shape_str(x)} is {a}, the type {shown} wants {b}"
+    return None, None
+
+
 def _rule_for(name: str) -> Rule | None:
+    if name == "realize":
+        return _realize
     if name == "reshape":
         return _reshape
     if name == "squeeze":
@@ -1647,7 +1685,11 @@ class GradtapePlugin(Plugin):
             return None
         if not fullname.startswith("gradtape."):
             return None
-        rule = _rule_for(fullname.rpartition(".")[2]) if fullname.startswith("gradtape.ops.") else None
+        rule = (
+            _rule_for(fullname.rpartition(".")[2])
+            if fullname.startswith("gradtape.ops.") or fullname == SHAPES_REALIZE
+            else None
+        )
         return partial(_signature_hook, rule, _signature_defaults(node)) if rule is not None else None
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
