@@ -527,6 +527,31 @@ def test_sum_rows_equals_numpy_axis0_sum(dtype: Any, shape: tuple[int, int], lay
     np.testing.assert_array_equal(got, x.sum(axis=0))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 128), (1, 3), (0, 5), (2048, 1024)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_add_rows_equals_numpy_broadcast_add(dtype: Any, shape: tuple[int, int], layout: str) -> None:
+    """add_rows(out, b) is numpy's out += b bit for bit, on the serial kernel, the two-thread
+    one (2048 x 1024 is past PARALLEL_THRESHOLD) and numpy's path (a transposed out)."""
+    assert 2048 * 1024 >= k.PARALLEL_THRESHOLD
+    rng = np.random.default_rng(6)
+    out = rng.standard_normal(shape).astype(dtype)
+    if layout == "transposed":
+        out = np.ascontiguousarray(out.T).T
+    b = rng.standard_normal(shape[1]).astype(dtype)
+    want = out + b
+    k.add_rows(out, b)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_add_rows_of_a_wrong_width_is_numpys_error() -> None:
+    """A bias of another length is numpy's broadcasting ValueError, nothing written."""
+    out = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="broadcast"):
+        k.add_rows(out, np.ones(4, np.float32))
+    np.testing.assert_array_equal(out, 1.0)
+
+
 def test_sum_rows_rejects_non_2d() -> None:
     """A 1-D or 3-D array is a ShapeError naming its shape."""
     with pytest.raises(ShapeError, match=r"sum_rows: expected a 2-D array, got shape \(2, 3, 4\)"):

@@ -304,3 +304,56 @@ def test_encoder_layer_gradcheck_and_bad_input() -> None:
         TypeError, match="TransformerEncoder: expects a TransformerEncoderLayer, got TransformerDecoderLayer"
     ):
         nn.TransformerEncoder(dec, 2)  # type: ignore[arg-type]
+
+
+def test_encoder_layer_inference_matches_torch_and_the_recorded_pass() -> None:
+    """Under no_grad a ReLU layer's feed-forward adds the bias and applies the ReLU in one
+    pass (ops.linalg.linear_relu): the output is torch's (eval, no_grad, float64), and in
+    float32 bit for bit the recorded pass's (linear then relu as two ops), on the two-thread
+    kernel too (a 1024 x 1024 hidden activation)."""
+    import gradtape
+    from gradtape.devices.kernels import elementwise
+
+    dev = Cpu(seed=6)
+    layer = nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, batch_first=True, dev=dev, dtype=F64)
+    tlayer = torch.nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, batch_first=True, dtype=torch.float64)
+    _load(layer, tlayer)
+    layer.eval()
+    tlayer.eval()
+    x = np.random.default_rng(7).standard_normal((2, 5, 8))
+    with gradtape.no_grad(), torch.no_grad():
+        got: Tensor[Any, Any] = layer(Tensor(x, dev))
+        want = tlayer(torch.from_numpy(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
+
+    big = nn.TransformerEncoderLayer(64, 4, 1024, dropout=0.0, batch_first=True, dev=dev)
+    big.eval()
+    xb = np.random.default_rng(8).standard_normal((8, 128, 64)).astype(np.float32)
+    xb[0, 0, :3] = np.nan
+    assert 8 * 128 * 1024 >= elementwise.PARALLEL_THRESHOLD
+    with gradtape.no_grad():
+        fused = big(Tensor(xb.copy(), dev)).numpy()
+    recorded: Tensor[Any, Any] = big(Tensor(xb.copy(), dev).requires_grad_())
+    assert recorded.requires_grad
+    np.testing.assert_array_equal(fused, recorded.detach().numpy())
+
+
+def test_linear_relu_records_linear_then_relu() -> None:
+    """ops.linalg.linear_relu with a tape is relu(linear(...)) and its gradients (checked
+    numerically); a bias of the wrong length is linear's ShapeError, fused path or not."""
+    import gradtape
+    from gradtape.ops.linalg import linear_relu
+
+    dev = Cpu(seed=9)
+    rng = np.random.default_rng(10)
+    x: Tensor[Any, Any] = Tensor(rng.standard_normal((3, 4, 5)), dev)
+    w: Tensor[Any, Any] = Tensor(rng.standard_normal((6, 5)), dev)
+    b: Tensor[Any, Any] = Tensor(rng.standard_normal(6), dev)
+    gradcheck(lambda x, w, b: linear_relu(x, w, b), [x, w, b])
+    want = np.maximum(x.numpy() @ w.numpy().T + b.numpy(), 0)
+    with gradtape.no_grad():
+        np.testing.assert_allclose(linear_relu(x, w, b).numpy(), want, rtol=1e-12)
+        with pytest.raises(ShapeError, match=r"bias of shape \(5,\) does not match weight \(6, 5\)"):
+            linear_relu(x, w, Tensor(np.zeros(5), dev))
+    with pytest.raises(ShapeError, match=r"bias of shape \(5,\) does not match weight \(6, 5\)"):
+        linear_relu(x.requires_grad_(), w, Tensor(np.zeros(5), dev))

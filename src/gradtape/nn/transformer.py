@@ -33,6 +33,7 @@ from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
 from gradtape.nn.norm import LayerNorm
 from gradtape.ops import gelu, relu
+from gradtape.ops.linalg import linear_relu
 from gradtape.shapes import AnyShape, Rank2, Rank3
 from gradtape.tensor import Tensor
 
@@ -155,8 +156,16 @@ class _TransformerLayer(Module, Generic[E]):
         return out
 
     def _ff(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
-        """The feed-forward network ``linear2(dropout(activation(linear1(x))))``."""
-        y: Tensor[Any, Any] = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        """The feed-forward network ``linear2(dropout(activation(linear1(x))))``; with the ReLU
+        and a plain ``Linear`` with bias as ``linear1``, its first half is
+        :func:`gradtape.ops.linalg.linear_relu` (one pass for the bias and the ReLU where
+        nothing records, the same values)."""
+        lin1 = self.linear1
+        if self.activation is relu and lin1.__class__ is Linear and lin1.bias is not None:
+            h = linear_relu(x, lin1.weight, lin1.bias)
+        else:
+            h = self.activation(lin1(x))
+        y: Tensor[Any, Any] = self.linear2(self.dropout(h))
         return y
 
 

@@ -174,7 +174,8 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         ``(..., O)``, ``x``'s dtype; the output owns a tape if any input does.
 
     Forward: one BLAS product of ``x`` viewed as ``(-1, I)`` with ``w^T`` (a transposed view,
-    no copy), then ``+= b`` in place. Backward, one closure, with ``g`` viewed as ``(-1, O)``:
+    no copy), then ``+= b`` in place (``kernels.elementwise.add_rows``: over both cores for
+    large outputs). Backward, one closure, with ``g`` viewed as ``(-1, O)``:
     ``grad_x += g @ w``, ``grad_w += g^T @ x`` and ``grad_b += sum(g, batch dims)`` (the sums
     over the leading dims come with the products); a leaf the store does not keep gets no
     gradient (``Gradients.wants``).
@@ -201,7 +202,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
     x2 = xd if xd.ndim == 2 else xd.reshape(-1, i)
     y = _blas.matmul(x2, wd.T)
     if bd is not None:
-        y += bd
+        _k.add_rows(y, bd)
     if xd.ndim != 2:
         y = y.reshape((*xd.shape[:-1], o))
     tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
@@ -242,6 +243,32 @@ def _d_linear(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 
 
 register_diff(_linear_backward, _d_linear)
+
+
+def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any]) -> Tensor[Any, Any]:
+    """``relu(linear(x, w, b))`` (PyTorch's ``F.relu(F.linear(x, w, b))``), the feed-forward
+    network's first half in :class:`gradtape.nn.TransformerEncoderLayer`.
+
+    Args, returns and errors: as :func:`linear`, with ``b`` required. Where the call records
+    nothing (:func:`gradtape.tape.op_tape` of ``x``, ``w``, ``b`` is ``NONE_TAPE``: inference
+    under ``no_grad``, or constant weights), the product is followed by one pass that adds the
+    bias and applies the ReLU (``kernels.elementwise.add_rows(relu=True)``) instead of a bias
+    pass and a ReLU pass over a new array: the same values bit for bit. Otherwise it is the two
+    recorded ops, :func:`linear` then :func:`gradtape.ops.unary.relu`, with their gradients.
+    """
+    from gradtape.ops.unary import relu
+
+    if op_tape(x, w, b) is not NONE_TAPE or x.data.ndim == 0:
+        out: Tensor[Any, Any] = relu(linear(x, w, b))
+        return out
+    y = linear(x, w)
+    bt = tensor_operand("linear", x, b)
+    o = w.data.shape[0]
+    if bt.data.shape != (o,):
+        raise ShapeError(f"linear: bias of shape {bt.data.shape} does not match weight {w.data.shape} (wants ({o},))")
+    yd = y.data
+    _k.add_rows(yd if yd.ndim == 2 else yd.reshape(-1, o), bt.data, relu=True)
+    return y
 
 
 # ----- PyTorch's fixed-rank products: mm, bmm, dot ----------------------------------------------
