@@ -106,7 +106,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     # whole-step tools
-    ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed")),
+    ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed", "gradtape.capturing")),
     # the package itself (imports every layer), runnable programs, the mypy plugin (imports
     # only mypy)
     ("top", ("gradtape", "gradtape.examples.*", "gradtape.mypy_plugin")),

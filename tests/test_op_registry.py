@@ -238,6 +238,31 @@ def test_fused_kernel_matches_the_declared_derivative(name: str, dtype: Any, n: 
         np.testing.assert_allclose(decl.fresh(s, g, *params, *extra), want - base, **tol)
 
 
+@pytest.mark.parametrize(
+    ("name", "dtype", "n"),
+    [
+        (name, dtype, n)
+        for name, decl in ELEMENTWISE.items()
+        if decl.into is not None
+        for dtype in (np.float32, np.float64)
+        for n in (13, 70_001, 1 << 21)  # numpy's path, the serial and the parallel kernel
+    ],
+)
+def test_into_form_gives_the_forward_bit_for_bit(name: str, dtype: Any, n: int) -> None:
+    """``into(out, x, ...)`` (what a gradtape.capture replay runs) writes exactly the forward's
+    values into ``out``, NaN, infinities and signed zeros included."""
+    decl = ELEMENTWISE[name]
+    assert decl.into is not None
+    x = TABLE[name].sample(_rng(name), n).astype(dtype)
+    x[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    params = TABLE[name].params
+    out = np.full(n, 7.0, dtype)
+    decl.into(out, x, *params)
+    want = decl.forward(x, *params)
+    np.testing.assert_array_equal(out, want[0] if decl.aux else want)
+    assert np.array_equal(np.signbit(out), np.signbit(want[0] if decl.aux else want))
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if ELEMENTWISE[n].integer is None])
 def test_integer_and_bool_input_is_refused_naming_the_op(name: str) -> None:
     public = ELEMENTWISE[name].public

@@ -36,6 +36,10 @@ Rows (sizes from the issue):
 7. inference: the transformer of row 6, batch 32, context 128;
 8. inference: the digits CNN, batch 64.
 
+Inference rows also time the gradtape model under ``gradtape.capture`` (issue 30: a replay of
+the recorded kernels), as a fourth implementation with its own row (target: at most its eager
+row), where capture replays the model; where it does not, a note says why.
+
 Before timing, every implementation takes two steps on the same batches and the losses are
 compared with gradtape's: the first (same weights; float32, at most 1e-5 relative) and the
 second (after one optimizer update, at most 1e-4); inference rows compare the
@@ -94,6 +98,8 @@ DRIFT_STEPS = 50
 DRIFT_WINDOW = 10
 DRIFT_LIMIT = 1.10
 LIBS = ("gradtape", "torch", "jax")
+CAPTURED = "gradtape-captured"
+"""An inference row's second gradtape implementation: the model under ``gradtape.capture``."""
 
 
 # ----- what a row is ------------------------------------------------------------------------
@@ -238,6 +244,33 @@ class GradtapeImpl:
 
     def value(self, out: Any) -> float:
         return float(out) if self.case.train else _ce64(out, self.ys[(self.i - 1) % len(self.ys)])
+
+
+class CapturedImpl:
+    """An inference row in gradtape with the model under :func:`gradtape.capture` (issue 30):
+    ``predict(x)`` under ``no_grad``, the batch made a tensor outside the captured call, as
+    :class:`GradtapeImpl` makes it; the first two calls (the loss check) run eagerly and
+    record, the timed ones replay."""
+
+    def __init__(self, case: Case, model: Any, dev: Any) -> None:
+        import gradtape
+
+        self.case, self.model, self.dev = case, model, dev
+        self.predict = gradtape.capture(model)
+        self.xs = [x if case.codes else x.astype(np.float32) for x, _ in case.batches]
+        self.i = 0
+
+    def step(self) -> Any:
+        from gradtape import no_grad
+
+        k = self.i % len(self.xs)
+        self.i += 1
+        x = self.dev.tensor(self.xs[k])
+        with no_grad():
+            return self.predict(x).numpy()
+
+    def value(self, out: Any) -> float:
+        return _ce64(out, self.case.batches[(self.i - 1) % len(self.case.batches)][1].reshape(-1))
 
 
 # ----- PyTorch ------------------------------------------------------------------------------
@@ -677,6 +710,20 @@ def make_impls(case: Case, cfg: Config, use_jax: bool = True) -> tuple[dict[str,
     params: Params = {name: np.array(t.data, copy=True) for name, t in model.named_parameters()}
     impls: dict[str, Impl] = {"gradtape": GradtapeImpl(case, model, dev)}
     notes: list[str] = []
+    if not case.train:
+        import warnings
+
+        captured = CapturedImpl(case, model, dev)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a refusal is reported below
+            for _ in range(3):
+                captured.step()
+        reason = captured.predict.reason
+        if reason is None:
+            impls[CAPTURED] = captured
+        else:
+            notes.append(f"{case.label}: gradtape.capture runs it eagerly (not timed): it {reason}")
+        captured.i = 0
     torch = load_torch(cfg.threads)
     if torch is None:
         notes.append("torch: not installed, skipped")
@@ -846,6 +893,18 @@ def run(cfg: Config, tiny: bool = False, use_jax: bool = True) -> WorkloadResult
                 None if case.jax_target is None else Target("jax", "<=", case.jax_target),
             )
         )
+        if CAPTURED in wall:
+            res.rows.append(
+                Row(
+                    NAME,
+                    f"{case.label} {what}, gradtape.capture",
+                    "ms",
+                    "lower",
+                    wall[CAPTURED],
+                    {"gradtape": gt, "torch": wall.get("torch"), "jax": wall.get("jax")},
+                    Target("gradtape", "<=", 1.0),
+                )
+            )
         res.rows.append(
             Row(
                 NAME,
@@ -911,7 +970,7 @@ def _summary(case: Case, times: dict[str, Timing]) -> str:
     wall = {n: t.wall_ms() for n, t in times.items()}
     parts = [
         f"{n} {wall[n]:.2f} ms (min {min(times[n].wall) * 1e3:.2f}, CPU {times[n].cpu_ms():.2f})"
-        for n in LIBS
+        for n in (*LIBS, CAPTURED)
         if n in wall
     ]
     ratios = [f"gradtape/{n} {wall['gradtape'] / wall[n]:.2f}x" for n in LIBS[1:] if n in wall]

@@ -10,6 +10,7 @@ from gradtape import _openblas_env  # noqa: F401, I001
 from gradtape import autodiff, autograd, cuda, data, distributions, functional, losses, nn, ops, optim, testing
 from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlow methods)
 from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensors)
+from gradtape.capturing import Captured, capture
 from gradtape.checkpointing import checkpoint
 from gradtape.devices import Cpu, Device
 from gradtape.devices.cpu import from_dlpack
@@ -295,6 +296,8 @@ __all__ = [
     "cat",
     "cdist",
     "ceil",
+    "capture",
+    "Captured",
     "checkpoint",
     "chunk",
     "clamp",

@@ -166,6 +166,8 @@ def backprop(
         TapeError: the tape was already run (``op`` names the call); (``create_graph``) an entry
             the gradient flows into has no second rule (the message names the op).
     """
+    if _tp._recorder is not None:
+        _tp._recorder.refuse(f"runs backward ({op}): gradtape.capture replays inference (no_grad) calls so far")
     if create_graph:
         if keep is None:
             raise TypeError(f"{op}: backprop(create_graph=True) needs keep=, the ids whose gradients are wanted")

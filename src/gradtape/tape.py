@@ -141,12 +141,23 @@ def _buffer(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         arr = base
 
 
+_recorder: Any = None
+"""While :func:`gradtape.capture` records a call (its ``_Recorder``), else ``None``. Ops that
+can be replayed hand it a kernel to rerun (:func:`gradtape.ops._util.replayable`); the
+in-place writes below, backward and a tensor's host reads tell it the call cannot be replayed.
+The core only holds it: one ``is not None`` test per replayable op when nothing is recorded."""
+
+
 def note_writes(*arrays: np.ndarray[Any, Any]) -> None:
     """Log an in-place write into each of ``arrays`` (now, on the tensors' clock), so that a
     backward whose recorded entries saved one of those buffers before the write refuses to
     run instead of computing the gradient from the new values (PyTorch's version-counter
     check). Called by the in-place tensor methods and the optimizers' ``step``."""
     now = next_id()
+    if _recorder is not None:
+        _recorder.refuse(
+            "writes a tensor in place (a tensor's __setitem__, fill_, zero_, copy_, add_, ..., or an optimizer step)"
+        )
     for arr in arrays:
         _writes.append((now, weakref.ref(_buffer(arr))))
     if len(_writes) > WRITES_KEPT:

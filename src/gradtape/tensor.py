@@ -238,6 +238,8 @@ class Tensor(Generic[S, T_co]):
                 ``t.cpu().numpy()``.
         """
         data = self.data
+        if _tape_mod._recorder is not None:
+            _tape_mod._recorder.host_read(self, "numpy()")
         if _arrays.on_gpu(data):
             raise TypeError(
                 f"numpy: the tensor (shape {self.shape}) is on {self.device}; "
@@ -253,6 +255,8 @@ class Tensor(Generic[S, T_co]):
         """
         if self.data.size != 1:
             raise ShapeError(f"item: tensor of shape {self.shape} has {self.data.size} elements, not 1")
+        if _tape_mod._recorder is not None:
+            _tape_mod._recorder.host_read(self, "item()")
         return float(self.data.reshape(-1)[0])
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
@@ -1417,6 +1421,8 @@ class Tensor(Generic[S, T_co]):
     def tolist(self) -> Any:
         """PyTorch's ``x.tolist()``: the values as (nested) Python lists of numbers (a number for
         a 0-d tensor); a GPU tensor's are copied to the host."""
+        if _tape_mod._recorder is not None:
+            _tape_mod._recorder.host_read(self, "tolist()")
         return _arrays.into_memory_of(self.data, None).tolist()
 
     def is_contiguous(self) -> builtins.bool:

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, NamedTuple, Self
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import same_device
 from gradtape.devices.cpu import as_float_dtype
@@ -72,6 +73,8 @@ def _call_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     # the common case inline: forward(self, x: Tensor[...]) called with a tensor
     if check is not None and not (first_only and args and args[0].__class__ is Tensor):
         check(*args, **kwargs)
+    if _tp._recorder is not None:  # gradtape.capture guards the training flag of every module called
+        _tp._recorder.module(self)
     return self.forward(*args, **kwargs)
 
 

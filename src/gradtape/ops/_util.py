@@ -419,6 +419,28 @@ def vector_pair(op: str, a: Tensor[Any, Any], b: object, a_name: str, b_name: st
     return t
 
 
+def replayable(
+    op: str, out: Array, kernel: Callable[..., Any], args: tuple[Any, ...], sources: tuple[Any, ...], tape: Any
+) -> None:
+    """Tell :func:`gradtape.capture`'s recorder (callers test ``gradtape.tape._recorder is not
+    None`` first, so an op pays one test when nothing is recorded) that ``kernel(out, *args)``
+    brings ``out`` to the values this op has just left in it, given that every kernel noted
+    before it has run: a replay reruns the noted kernels in order over the same arrays.
+
+    Args:
+        op: the op's name, for the recorder's messages.
+        out: the array the op wrote (its output's data, or the array that data views).
+        kernel: ``kernel(out, *args)``; it writes ``out`` in place.
+        args: the arrays (and constants) the kernel reads: views of the sources' data, never
+            copies of them (the recorder refuses a copy: it would be stale at replay).
+        sources: the op's tensor inputs (``None`` entries are skipped), checked by the
+            recorder: each must be an input of the captured call, a tensor that existed before
+            it (a parameter), or the output of a noted kernel.
+        tape: the tape the op recorded on; anything but ``NONE_TAPE`` refuses the capture.
+    """
+    _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE)
+
+
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the

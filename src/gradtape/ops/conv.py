@@ -68,13 +68,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import T, typed_as
 from gradtape.devices.kernels import conv as _kc
 from gradtape.errors import ShapeError
 from gradtape.grad_mode import enable_grad
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._signatures import conv as _sig
-from gradtape.ops._util import tensor_operand
+from gradtape.ops._util import replayable, tensor_operand
 from gradtape.tape import NONE_TAPE, Tape, op_tape, record
 
 if TYPE_CHECKING:
@@ -310,7 +311,7 @@ def _conv(
             gb = _kc.bias_grad(g4)
         return gx, gw, gb
 
-    return _record(
+    result = _record(
         x,
         w,
         b,
@@ -319,6 +320,14 @@ def _conv(
         rule,
         lambda a, c: _conv(op, nd, a, c, None, stride, padding, dilation, groups),
     )
+    if _tp._recorder is not None:
+        replayable(op, out4, _conv_into, (x4, w4, s2, pads4, d2, g_, out_hw, bd), (x, w, b), tape)
+    return result
+
+
+def _conv_into(out: Array, x4: Array, w4: Array, s: Any, pads: Any, d: Any, g: int, hw: Any, bd: Any) -> None:
+    """:func:`_conv`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, _kc.forward(x4, w4, s, pads, d, g, hw, bias=bd)[0])
 
 
 @typed_as(_sig.conv2d)

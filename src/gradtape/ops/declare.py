@@ -52,7 +52,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
-from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, sum_to, tensor_operand
+from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, replayable, sum_to, tensor_operand
 from gradtape.ops.compare import where as _where
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
@@ -99,6 +99,10 @@ class Elementwise:
             exact result on integer tensors (``abs``, ``square``: PyTorch keeps their dtype),
             returned untraced (integers carry no gradient); it raises ``DTypeError`` for a
             dtype PyTorch refuses too. ``None``: integer and bool tensors are refused.
+        into: optional ``into(out, x, *params)``: the forward written into ``out`` (an array of
+            ``x``'s shape and dtype), which a replay of :func:`gradtape.capture` calls instead
+            of the forward and a copy. It must give the forward's values bit for bit (the
+            registry test checks it).
     """
 
     name: str
@@ -113,6 +117,7 @@ class Elementwise:
     public: str = ""
     """The public op's name in messages (``"gelu"`` for ``_gelu``); default ``name``."""
     integer: Callable[..., Array] | None = None
+    into: Callable[..., object] | None = None
 
 
 ELEMENTWISE: dict[str, Elementwise] = {}
@@ -145,13 +150,15 @@ def elementwise(
     name: str | None = None,
     public: str | None = None,
     integer: Callable[..., Array] | None = None,
+    into: Callable[..., object] | None = None,
 ) -> Callable[[Callable[Concatenate[Array, P], Any]], Callable[Concatenate[Tensor[S, T], P], Tensor[S, T]]]:
     """Declare an elementwise op from its numpy forward (the decorated function) and its
     derivative; see the module docstring. Returns the public op, registered in :data:`ELEMENTWISE`.
 
     ``name`` overrides the registry name (default: the forward's ``__name__``); ``public`` is the
     name messages give (default: ``name``); ``integer`` the forward on integer and bool arrays,
-    for an op PyTorch also runs on them (see :class:`Elementwise`).
+    for an op PyTorch also runs on them; ``into`` the forward into a given array, for replays
+    (see :class:`Elementwise`).
 
     Raises:
         ValueError: ``uses`` is neither ``"x"`` nor ``"y"``, the name is taken, or ``aux`` is
@@ -179,6 +186,7 @@ def elementwise(
             aux,
             public or op_name,
             integer,
+            into,
         )
         ELEMENTWISE[op_name] = decl
         fn = OPS[op_name] = _make_op(decl, forward)
@@ -214,6 +222,9 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "_on_gpu": _on_gpu,
         "_next_id": next_id,
         "_integer": _integer_op,
+        "_replayable": replayable,
+        "_refill": _refill_into if decl.into is not None else _refill_aux if decl.aux else _refill,
+        "_into": decl.into,
     }
     params = []
     for k, (p, d) in enumerate(zip(decl.params, decl.defaults, strict=True)):
@@ -252,6 +263,8 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "    out._leaf = False",
         "    if tape is not _NONE:",
         f"        tape._record((oid, _backward, a.id, _decl, {decl.uses}, params, kargs))",
+        "    if _tp._recorder is not None:",
+        f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape)",
         "    return out",
     ]
     lines += _rule_lines(decl)
@@ -269,6 +282,21 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
     notes["return"] = "Tensor[S, T]"
     fn.__annotations__ = notes
     return fn
+
+
+def _refill(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...]) -> None:
+    """A declared op's forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, forward(x, *params))
+
+
+def _refill_into(out: Array, into: Callable[..., object], x: Array, params: tuple[Any, ...]) -> None:
+    """A declared op's ``into`` form (:class:`Elementwise`), for a replay."""
+    into(out, x, *params)
+
+
+def _refill_aux(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...]) -> None:
+    """:func:`_refill` of a forward that returns ``(y, aux)``."""
+    np.copyto(out, forward(x, *params)[0])
 
 
 def _integer_op(decl: Elementwise, a: Tensor[Any, Any], *params: Any) -> Any:

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import A, B, C, T, typed_as
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import linalg as _sig
-from gradtape.ops._util import sum_to, tensor_operand
+from gradtape.ops._util import replayable, sum_to, tensor_operand
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record, register_diff
 
@@ -200,17 +201,31 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         if bd.shape != (o,):
             raise ShapeError(f"linear: bias of shape {bd.shape} does not match weight {wd.shape} (wants ({o},))")
     x2 = xd if xd.ndim == 2 else xd.reshape(-1, i)
-    y = _blas.matmul(x2, wd.T)
+    y2 = y = _blas.matmul(x2, wd.T)
     if bd is not None:
         _k.add_rows(y, bd)
     if xd.ndim != 2:
         y = y.reshape((*xd.shape[:-1], o))
     tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
     out = x._from_op(y, tape)
+    if _tp._recorder is not None:
+        replayable("linear", y2, _linear_into, (x2, wd.T, bd), (x, wt, bt), tape)
     if tape is not NONE_TAPE:
         bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (-1, True)
         tape._record((out.id, _linear_backward, x.id, wt.id, bid, xd, wd, x._leaf, wt._leaf, b_leaf))
     return out
+
+
+def _linear_into(out: Array, x2: Array, wt: Array, bd: Array | None) -> None:
+    """:func:`linear`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    _blas.matmul(x2, wt, out=out)
+    if bd is not None:
+        _k.add_rows(out, bd)
+
+
+def _bias_relu_into(out: Array, bd: Array) -> None:
+    """:func:`linear_relu`'s pass after the product, into ``out`` (a replay)."""
+    _k.add_rows(out, bd, relu=True)
 
 
 def _linear_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
@@ -267,7 +282,10 @@ def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any]) -
     if bt.data.shape != (o,):
         raise ShapeError(f"linear: bias of shape {bt.data.shape} does not match weight {w.data.shape} (wants ({o},))")
     yd = y.data
-    _k.add_rows(yd if yd.ndim == 2 else yd.reshape(-1, o), bt.data, relu=True)
+    y2 = yd if yd.ndim == 2 else yd.reshape(-1, o)  # a view: the product is C-contiguous
+    _k.add_rows(y2, bt.data, relu=True)
+    if _tp._recorder is not None:
+        replayable("linear_relu", y2, _bias_relu_into, (bt.data,), (bt,), NONE_TAPE)
     return y
 
 

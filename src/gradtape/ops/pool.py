@@ -50,11 +50,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import T
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
-from gradtape.ops._util import record_unary
+from gradtape.ops._util import record_unary, replayable
 from gradtape.ops.conv import _ints
 from gradtape.shapes import Rank4
 from gradtape.tape import NONE_TAPE, op_tape
@@ -109,7 +110,11 @@ def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: objec
     k, s, p, out_hw = _pool_geometry(op, xd, kernel_size, stride, padding)
     n, c, h, w = xd.shape
     # untraced (inference): no gradient will need the arg-max indices
-    y, idx = _kp.pool_maxmin(xd.reshape(n * c, h, w), k, s, p, out_hw, is_min, op_tape(x) is not NONE_TAPE)
+    x3 = xd.reshape(n * c, h, w)
+    tape = op_tape(x)
+    y, idx = _kp.pool_maxmin(x3, k, s, p, out_hw, is_min, tape is not NONE_TAPE)
+    if _tp._recorder is not None:
+        replayable(op, y, _maxmin_into, (x3, k, s, p, out_hw, is_min), (x,), tape)
     if idx is None:  # nothing records: the rules below never run
         return record_unary(x, y.reshape(n, c, *out_hw), _untraced)
 
@@ -126,6 +131,16 @@ def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: objec
         return scatter_into(g.reshape((-1,)), (n * c * h * w,), 0, flat).reshape((n, c, h, w))
 
     return record_unary(x, y.reshape(n, c, *out_hw), rule, diff=diff)
+
+
+def _maxmin_into(out: Array, x3: Array, k: Any, s: Any, p: Any, hw: Any, is_min: bool) -> None:
+    """:func:`_maxmin`'s untraced forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, _kp.pool_maxmin(x3, k, s, p, hw, is_min, False)[0])
+
+
+def _avg_into(out: Array, x3: Array, k: Any, s: Any, p: Any, hw: Any) -> None:
+    """:func:`_avg`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, _kp.pool_avg(x3, k, s, p, hw))
 
 
 def max_pool2d(
@@ -180,7 +195,10 @@ def _avg(op: str, x: Any, kernel_size: object, stride: object, padding: object) 
     xd = x.data
     k, s, p, out_hw = _pool_geometry(op, xd, kernel_size, stride, padding)
     n, c, h, w = xd.shape
-    y = _kp.pool_avg(xd.reshape(n * c, h, w), k, s, p, out_hw)
+    x3 = xd.reshape(n * c, h, w)
+    y = _kp.pool_avg(x3, k, s, p, out_hw)
+    if _tp._recorder is not None:
+        replayable(op, y, _avg_into, (x3, k, s, p, out_hw), (x,), op_tape(x))
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
         gx = _kp.pool_avg_backward(g.reshape(n * c, *out_hw), k, s, p, (h, w))

@@ -512,7 +512,11 @@ def tanh(x: Array) -> Array:
 
 
 @elementwise(
-    uses="x", derivative=lambda xp, x: xp.where(x > 0.0, 1.0, 0.0), kernel=_k.relu_backward, fresh=_k.relu_grad
+    uses="x",
+    derivative=lambda xp, x: xp.where(x > 0.0, 1.0, 0.0),
+    kernel=_k.relu_backward,
+    fresh=_k.relu_grad,
+    into=lambda out, x: _ka.relu(x, out),
 )
 def relu(x: Array) -> Array:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as

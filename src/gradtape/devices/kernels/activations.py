@@ -519,9 +519,10 @@ def _neg_exp_abs(z: Array) -> Array:
 # ----- forward wrappers ------------------------------------------------------------------
 
 
-def relu(x: npt.ArrayLike) -> Array:
+def relu(x: npt.ArrayLike, out: Array | None = None) -> Array:
     """``max(x, 0)`` elementwise, NaN propagating (as ``np.maximum(x, 0)`` and PyTorch; ``-0.0``
-    gives ``0.0``). Returns a new array of ``x``'s shape and dtype.
+    gives ``0.0``). Returns a new array of ``x``'s shape and dtype, or ``out`` (a C-contiguous
+    array of that shape and dtype, written in place) where given.
 
     numpy's ``maximum`` handles NaN on a slow path (about 3 GB/s here); a select in a kernel
     runs at memory speed. Arrays of fewer than :data:`RELU_KERNEL_MIN` elements, or not
@@ -537,9 +538,10 @@ def relu(x: npt.ArrayLike) -> Array:
     if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
         raise DTypeError(f"relu: input has dtype {dt} (shape {xa.shape}); kernels take float32 or float64")
     if xa.size < RELU_KERNEL_MIN or not xa.flags.c_contiguous:
-        small: Array = np.maximum(xa, dt.type(0))
+        small: Array = np.maximum(xa, dt.type(0), out=out)
         return small
-    out = np.empty(xa.shape, dt)
+    if out is None:
+        out = np.empty(xa.shape, dt)
     x1, o1 = xa.reshape(-1), out.reshape(-1)
     (_relu_parallel if _big(x1.shape[0]) else _relu_serial)(o1, x1)
     return out

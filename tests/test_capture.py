@@ -1,0 +1,215 @@
+"""gradtape.capture (issue 30, first step: inference): a module or function called under
+no_grad is recorded on its second call and replayed after; every replay must give the eager
+call's values bit for bit, and every change a plan cannot cover must fall back to eager (a
+guard) or refuse the capture loudly (a RuntimeWarning naming why), never replay a wrong plan."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gradtape as gt
+from gradtape import Tensor, nn
+from gradtape.examples.digits import CNN
+
+Array = np.ndarray[Any, Any]
+
+
+def _mlp(dev: gt.Cpu) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(64, 128, dev=dev), nn.ReLU(), nn.Linear(128, 128, dev=dev), nn.ReLU(), nn.Linear(128, 10, dev=dev)
+    )
+
+
+def _batches(n: int, shape: tuple[int, ...] = (64, 64), seed: int = 0) -> list[Array]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(n)]
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_replays_equal_the_eager_calls_bit_for_bit(model: str) -> None:
+    """The digits MLP and CNN in eval mode, 50 batches: call 1 eager, call 2 recorded, 48
+    replays, each output equal to the eager model's on the same batch."""
+    dev = gt.Cpu(seed=1)
+    m: Any = _mlp(dev) if model == "mlp" else CNN(dev)
+    m.eval()
+    predict = gt.capture(m)
+    with gt.no_grad():
+        for x in _batches(50):
+            want = m(dev.tensor(x)).numpy().copy()
+            got = predict(dev.tensor(x))
+            assert isinstance(got, Tensor) and not got.requires_grad
+            np.testing.assert_array_equal(got.numpy(), want)
+    assert (predict.eager_calls, predict.recorded, predict.replays) == (1, 1, 48)
+    assert predict.reason is None
+
+
+def test_results_are_new_tensors_each_call() -> None:
+    """A replay writes the plan's buffers; the tensors returned before keep their values."""
+    dev = gt.Cpu(seed=2)
+    m = _mlp(dev)
+    predict = gt.capture(m)
+    xs = _batches(4)
+    with gt.no_grad():
+        outs = [predict(dev.tensor(x)) for x in xs]
+        for x, out in zip(xs, outs, strict=True):
+            np.testing.assert_array_equal(out.numpy(), m(dev.tensor(x)).numpy())
+
+
+def test_a_new_shape_dtype_or_argument_value_gets_its_own_plan() -> None:
+    """Batch size, dtype and a Python argument are the plan's key: each new key runs eagerly,
+    records, then replays its own plan; the old key's plan still replays."""
+    dev = gt.Cpu(seed=3)
+    m = _mlp(dev)
+
+    def run(x: Tensor[Any, Any], depth: int) -> Tensor[Any, Any]:
+        h = x
+        for layer in list(m.children())[: 2 * depth + 1]:
+            h = layer(h)
+        return h
+
+    f = gt.capture(run)
+    with gt.no_grad():
+        for x in _batches(3) + _batches(3, (16, 64), 1) + _batches(3, seed=2):
+            for depth in (0, 1):
+                np.testing.assert_array_equal(f(dev.tensor(x), depth).numpy(), run(dev.tensor(x), depth).numpy())
+        x64 = dev.tensor(_batches(1)[0].astype(np.float64))
+        with pytest.raises(gt.errors.DTypeError):  # float64 input, float32 weights: eager's error, every time
+            f(x64, 0)
+    assert f.replays == 2 * 4 + 2 * 1  # two keys by batch size and depth each: 4 (64 rows) + 1 (16 rows)
+
+
+def test_replaced_parameter_arrays_and_module_mode_record_again() -> None:
+    """load_state_dict (new arrays) and model.train() invalidate the plan: the next call
+    records again; in-place updates of a parameter are read by the replay itself."""
+    dev = gt.Cpu(seed=4)
+    m = _mlp(dev)
+    m.eval()
+    predict = gt.capture(m)
+    x = dev.tensor(_batches(1)[0])
+    with gt.no_grad():
+        for _ in range(3):
+            predict(x)
+        assert predict.replays == 1
+        weight = dict(m.named_parameters())["0.weight"]
+        weight.mul_(0.5)  # in place, as an optimizer step: replayed as it is
+        np.testing.assert_array_equal(predict(x).numpy(), m(x).numpy())
+        m.load_state_dict({k: v.numpy() * 2 for k, v in m.state_dict().items()})
+        np.testing.assert_array_equal(predict(x).numpy(), m(x).numpy())
+        replays, recorded = predict.replays, predict.recorded
+        weight.data = weight.data * 3  # a new array: the plan's guard fails, the call records
+        np.testing.assert_array_equal(predict(x).numpy(), m(x).numpy())
+        assert (predict.replays, predict.recorded) == (replays, recorded + 1)
+        m.train()
+        np.testing.assert_array_equal(predict(x).numpy(), m(x).numpy())
+        assert (predict.replays, predict.recorded) == (replays, recorded + 2)
+        np.testing.assert_array_equal(predict(x).numpy(), m(x).numpy())
+        assert predict.replays == replays + 1
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("records", "records a tape"),
+        ("item", r"reads a tensor's values on the host \(item\(\)"),
+        ("add", "made inside the call by an op that gradtape cannot replay yet"),
+        ("constant", "made inside the call by an op that gradtape cannot replay yet, or from host data"),
+        ("returns_add", "returns a tensor of shape \\(64, 10\\)"),
+        ("dropout", "returns a tensor of shape"),
+        ("inplace", "writes a tensor in place"),
+        ("custom", "returns a tensor of shape"),
+    ],
+)
+def test_what_cannot_be_replayed_runs_eagerly_with_a_warning(case: str, reason: str) -> None:
+    """Each refused call warns once, naming the reason, and every call gives the eager values."""
+    dev = gt.Cpu(seed=5)
+    m = _mlp(dev)
+    bias = dev.tensor(np.ones(10, np.float32))
+
+    class Double(gt.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2.0
+
+    def fn(x: Tensor[Any, Any]) -> Any:
+        if case == "item":
+            _ = m(x).sum().item()
+        if case == "add":
+            return m[2](m[1](m[0](x) + 1.0))
+        if case == "constant":
+            return m(x * 1.0 if False else dev.tensor(np.ones((64, 64), np.float32)))
+        if case == "returns_add":
+            return m(x) + bias
+        if case == "dropout":
+            return nn.functional.dropout(m(x), 0.5, training=True)
+        if case == "inplace":
+            y = m(x)
+            y.mul_(2.0)
+            return y
+        if case == "custom":
+            return Double.apply(m(x))
+        return m(x)
+
+    f = gt.capture(fn)
+    xs = _batches(4)
+    ctx = gt.no_grad() if case != "records" else gt.enable_grad()
+    with pytest.warns(RuntimeWarning, match=reason), ctx:
+        outs = [f(dev.tensor(x)) for x in xs]
+    assert f.replays == 0 and f.reason is not None
+    if case not in ("dropout",):
+        with ctx:
+            for x, out in zip(xs, outs, strict=True):
+                np.testing.assert_array_equal(out.detach().numpy(), fn(dev.tensor(x)).detach().numpy())
+    with warnings.catch_warnings(), ctx:
+        warnings.simplefilter("error")  # once per captured function
+        f(dev.tensor(xs[0]))
+
+
+def test_structured_results_and_unhashable_arguments() -> None:
+    """A tuple/dict of tensors and numbers comes back in its structure; an unhashable
+    argument (a list) runs eagerly with a warning."""
+    dev = gt.Cpu(seed=6)
+    m = _mlp(dev)
+
+    def fn(x: Tensor[Any, Any]) -> Any:
+        h = m[1](m[0](x))
+        return {"hidden": h, "out": (m[4](m[3](m[2](h))), 3, None)}
+
+    f = gt.capture(fn)
+    with gt.no_grad():
+        for x in _batches(3):
+            got, want = f(dev.tensor(x)), fn(dev.tensor(x))
+            assert got["out"][1:] == (3, None)
+            np.testing.assert_array_equal(got["hidden"].numpy(), want["hidden"].numpy())
+            np.testing.assert_array_equal(got["out"][0].numpy(), want["out"][0].numpy())
+        assert f.replays == 1
+        g = gt.capture(lambda xs: m(xs[0]))
+        with pytest.warns(RuntimeWarning, match="unhashable"):
+            g([dev.tensor(_batches(1)[0])])
+
+
+def test_numpy_arguments_and_capture_errors() -> None:
+    """A numpy batch wrapped inside the function is an input like a tensor; capture() checks
+    its arguments."""
+    dev = gt.Cpu(seed=7)
+    m = _mlp(dev)
+    f = gt.capture(lambda a: m(dev.from_numpy(a)))  # shares the array: dev.tensor(a) would copy it
+    with gt.no_grad():
+        for x in _batches(4):
+            np.testing.assert_array_equal(f(x).numpy(), m(dev.tensor(x)).numpy())
+    assert f.replays == 2
+    copied = gt.capture(lambda a: m(dev.tensor(a)))
+    with gt.no_grad(), pytest.warns(RuntimeWarning, match="from host data"):
+        for x in _batches(3):
+            np.testing.assert_array_equal(copied(x).numpy(), m(dev.tensor(x)).numpy())
+    with pytest.raises(TypeError, match="expected a function or a module"):
+        gt.capture(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_plans"):
+        gt.capture(m, max_plans=0)
