@@ -213,3 +213,14 @@ def test_numpy_arguments_and_capture_errors() -> None:
         gt.capture(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_plans"):
         gt.capture(m, max_plans=0)
+
+
+def test_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """README's capture example, run as written, prints what its comment says."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "gradtape.capture(model)" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "capture(CNN: 8 replays, 1 recorded, 1 eager)"
