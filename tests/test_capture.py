@@ -224,3 +224,29 @@ def test_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> N
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "gradtape.capture(model)" in b]
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip() == "capture(CNN: 8 replays, 1 recorded, 1 eager)"
+
+
+def test_returning_an_input_or_a_parameter_and_an_input_that_requires_grad() -> None:
+    """An input or a parameter returned as it is comes back as a copy of its current values;
+    an input that requires grad is another key than one that does not."""
+    dev = gt.Cpu(seed=8)
+    m = _mlp(dev)
+    weight = dict(m.named_parameters())["4.weight"]
+
+    def fn(x: Tensor[Any, Any]) -> Any:
+        return x, weight, m(x)
+
+    f = gt.capture(fn)
+    xs = _batches(4)
+    with gt.no_grad():
+        for i, x in enumerate(xs):
+            got = f(dev.tensor(x))
+            np.testing.assert_array_equal(got[0].numpy(), x)
+            np.testing.assert_array_equal(got[1].numpy(), weight.numpy())
+            assert (got[1] is weight) == (i == 0)  # the first call is the eager one: the parameter itself
+        weight.mul_(2.0)
+        np.testing.assert_array_equal(f(dev.tensor(xs[0]))[1].numpy(), weight.numpy())
+    assert f.replays == 3
+    with gt.no_grad():
+        f(dev.tensor(xs[0], requires_grad=True))
+    assert f.replays == 3 and f.eager_calls == 2

@@ -15,8 +15,8 @@ where they live, so an optimizer's in-place updates are seen), and returns new t
 copies of the outputs: no argument checks, no tape, no ``Tensor`` objects in between, no op
 lookup. The values are the eager call's bit for bit: the same kernels on the same inputs.
 
-**When it replays.** Plans are kept per *key*: each argument's shape, dtype and device for
-tensors and numpy arrays, the value of every other argument (ints, strings, ``None``, ...: they
+**When it replays.** Plans are kept per *key*: each argument's shape and dtype for tensors
+(and whether it requires grad) and numpy arrays, the value of every other argument (ints, strings, ``None``, ...: they
 must be hashable; Python values are baked into the plan as JAX's ``jit`` bakes static arguments),
 and the grad mode. For a key, the first call runs eagerly (lazy initialisation, kernel
 compilation), the second runs eagerly while it is recorded, and later calls replay. Before a
@@ -304,7 +304,7 @@ def _key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Array
             d = v.data
             if d.__class__ is not np.ndarray:
                 return None, [], f"takes a tensor on {v.device}: capture replays CPU calls so far"
-            parts.append((name, "T", d.shape, d.dtype.str))
+            parts.append((name, "T", d.shape, d.dtype.str, v.requires_grad))
             arrays.append(d)
         elif isinstance(v, np.ndarray):
             parts.append((name, "A", v.shape, v.dtype.str))
@@ -330,6 +330,9 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
     checked to be an output a replay computes; refuses (through ``rec``) anything else."""
     if isinstance(result, Tensor):
         d = result.data
+        if d.__class__ is np.ndarray and id(_root(d)) not in rec.known and result.id < rec.start:
+            rec.known[id(_root(d))] = _root(d)  # a parameter returned as it is: read at replay
+            rec.guards.append((result, d))
         if d.__class__ is not np.ndarray or id(_root(d)) not in rec.known:
             rec.refuse(
                 f"returns a tensor of shape {tuple(result.shape)} that an op gradtape cannot replay yet computed"
