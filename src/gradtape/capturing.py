@@ -329,6 +329,12 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
     """``result`` with each tensor replaced by its index in ``outs`` (tensor data and device),
     checked to be an output a replay computes; refuses (through ``rec``) anything else."""
     if isinstance(result, Tensor):
+        if result.requires_grad and result.id >= rec.start:  # made by the call, on a tape
+            rec.refuse(
+                f"records a tape (it returns a tensor of shape {tuple(result.shape)} that requires grad); capture "
+                "replays inference so far: call it under gradtape.no_grad()"
+            )
+            return None
         d = result.data
         if d.__class__ is np.ndarray and id(_root(d)) not in rec.known and result.id < rec.start:
             rec.known[id(_root(d))] = _root(d)  # a parameter returned as it is: read at replay

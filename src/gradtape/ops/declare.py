@@ -263,7 +263,7 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "    out._leaf = False",
         "    if tape is not _NONE:",
         f"        tape._record((oid, _backward, a.id, _decl, {decl.uses}, params, kargs))",
-        "    if _tp._recorder is not None:",
+        "    elif _tp._recorder is not None:  # gradtape.capture replays untraced calls only",
         f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape)",
         "    return out",
     ]
