@@ -18,6 +18,13 @@ from gradtape.examples.digits import CNN
 Array = np.ndarray[Any, Any]
 
 
+def _nothing() -> Any:
+    """A context that checks nothing (the eager runs' counterpart of pytest.warns)."""
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def _mlp(dev: gt.Cpu) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(64, 128, dev=dev), nn.ReLU(), nn.Linear(128, 128, dev=dev), nn.ReLU(), nn.Linear(128, 10, dev=dev)
@@ -250,3 +257,239 @@ def test_returning_an_input_or_a_parameter_and_an_input_that_requires_grad() -> 
     with gt.no_grad():
         f(dev.tensor(xs[0], requires_grad=True))
     assert f.replays == 3 and f.eager_calls == 2
+
+
+# ----- training steps ------------------------------------------------------------------------
+
+
+def _digits_batches(n: int = 8) -> list[tuple[Array, Array]]:
+    rng = np.random.default_rng(9)
+    return [(rng.standard_normal((64, 64)).astype(np.float32), rng.integers(0, 10, 64)) for _ in range(n)]
+
+
+def _train(model: str, spelling: str, captured: bool, steps: int = 50, adam: bool = False) -> tuple[Any, ...]:
+    """``steps`` training steps of the digits MLP or CNN from one seed, in gradtape's spelling
+    (a traced batch, the store backward returns, ``opt.step(grads)``, ``zero_grads``) or
+    PyTorch's (``zero_grad``, ``loss.backward()``, ``opt.step()``), the step function eager
+    or under gradtape.capture: the losses, the parameters after, the captured function."""
+    from gradtape import optim
+    from gradtape.losses import cross_entropy
+
+    dev = gt.Cpu(seed=10)
+    m: Any = _mlp(dev) if model == "mlp" else CNN(dev)
+    opt: Any = optim.Adam(m.parameters(), lr=1e-3) if adam else optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    store = m.alloc_grads()
+
+    def gradtape_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        loss = cross_entropy(m(x.trace(store)), y)
+        grads = loss.backward()
+        opt.step(grads)
+        m.zero_grads(grads)
+        return loss
+
+    def torch_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step: Any = gradtape_step if spelling == "gradtape" else torch_step
+    f = gt.capture(step) if captured else step
+    batches = _digits_batches()
+    losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(steps))]
+    return losses, [p.numpy().copy() for p in m.parameters()], f
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+@pytest.mark.parametrize("spelling", ["gradtape", "torch"])
+def test_training_steps_replay_bit_for_bit(model: str, spelling: str) -> None:
+    """50 SGD-momentum steps of the digits MLP and CNN, eager and captured from the same
+    initial weights: every loss and every parameter after equal to the last bit (the replays
+    rerun the forward kernels, the recorded backward entries and the optimizer's step, and
+    refresh what the backward reads: the CNN's im2col columns and arg-max indices, the
+    softmax cross-entropy keeps)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager_losses, eager_params, _ = _train(model, spelling, False)
+        losses, params, f = _train(model, spelling, True)
+    assert losses == eager_losses
+    for a, b in zip(params, eager_params, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert (f.eager_calls, f.recorded, f.replays) == (1, 1, 48)
+
+
+def test_adam_and_a_learning_rate_schedule_inside_the_step_replay() -> None:
+    """Adam's state and a StepLR stepped inside the captured step are Python the replay reruns
+    (an optimizer step and a scheduler step are recorded as calls)."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], list[Array], float]:
+        dev = gt.Cpu(seed=11)
+        m = _mlp(dev)
+        opt = optim.Adam(m.parameters(), lr=1e-2)
+        sched = optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        batches = _digits_batches()
+        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % 8] for i in range(20))]
+        return losses, [p.numpy().copy() for p in m.parameters()], opt.param_groups[0]["lr"]
+
+    runs = [run(False), run(True)]
+    (l0, p0, lr0), (l1, p1, lr1) = runs
+    assert l0 == l1 and lr0 == lr1 == 1e-2 * 0.5**4
+    for a, b in zip(p0, p1, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_hand_written_closure_replays_when_it_reads_replayed_arrays() -> None:
+    """dfdx's spelling of a custom op (split_tape, add_backward_op, mut_and_ref): a closure
+    reading the op's input and output tensors replays as it is; one reading an array its
+    forward made with numpy is refused, loudly, since a replay would feed it stale values."""
+    from gradtape import Gradients, optim
+    from gradtape.losses import cross_entropy
+
+    def my_relu(t: Tensor[Any, Any], own_mask: bool) -> Tensor[Any, Any]:
+        x, tape = t.split_tape()
+        y = x.relu()
+
+        def backward(grads: Gradients) -> None:
+            gx, gy = grads.mut_and_ref(x, y)
+            gx += gy * (x.data > 0)
+
+        mask = x.data > 0  # numpy in the forward: a replay would not recompute it
+
+        def backward_own(grads: Gradients) -> None:
+            gx, gy = grads.mut_and_ref(x, y)
+            gx += gy * mask
+
+        tape.add_backward_op(backward_own if own_mask else backward)
+        return y.put_tape(tape)
+
+    def run(own_mask: bool, captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=12)
+        fc1, fc2 = nn.Linear(64, 32, dev=dev), nn.Linear(32, 10, dev=dev)
+        params = [*fc1.parameters(), *fc2.parameters()]
+        opt = optim.SGD(params, lr=0.1)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = cross_entropy(fc2(my_relu(fc1(x), own_mask)), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        batches = _digits_batches()
+        refused = captured and own_mask
+        with pytest.warns(RuntimeWarning, match="a hand-written closure's own array") if refused else _nothing():
+            losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % 8] for i in range(10))]
+        return losses, [p.numpy().copy() for p in params], f
+
+    for own_mask in (False, True):
+        runs = [run(own_mask, False), run(own_mask, True)]
+        (l0, p0, _), (l1, p1, f) = runs
+        assert l0 == l1
+        for a, b in zip(p0, p1, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert f.replays == (0 if own_mask else 8)
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("clip", "clips gradients"),
+        ("hook", "tensors with hooks"),
+        ("dropout", "cannot replay yet"),
+        ("retain", "again \\(retain_graph\\)"),
+    ],
+)
+def test_training_steps_that_cannot_be_replayed_run_eagerly(case: str, reason: str) -> None:
+    """Gradient clipping, a tensor hook, dropout in training mode and a retained graph are not
+    replayed yet: the step runs eagerly, with one warning naming why, and trains as eagerly."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], Any]:
+        dev = gt.Cpu(seed=13)
+        m = nn.Sequential(nn.Linear(64, 32, dev=dev), nn.ReLU(), nn.Dropout(0.5 if case == "dropout" else 0.0))
+        head = nn.Linear(32, 10, dev=dev)
+        params = [*m.parameters(), *head.parameters()]
+        opt = optim.SGD(params, lr=0.1)
+        if case == "hook":
+            params[0].register_hook(lambda g: g)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(head(m(x)), y)
+            loss.backward(retain_graph=case == "retain")
+            if case == "clip":
+                nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        batches = _digits_batches()
+        with pytest.warns(RuntimeWarning, match=reason) if captured else _nothing():
+            gt.manual_seed(0)
+            losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % 8] for i in range(6))]
+        return losses, f
+
+    runs = [run(False), run(True)]
+    assert runs[1][1].replays == 0
+    if case != "dropout":  # dropout draws from the device's generator: the runs differ anyway
+        assert runs[0][0] == runs[1][0]
+
+
+def test_a_conv_block_on_onednn_replays_bit_for_bit() -> None:
+    """Workload 9's conv block at a size oneDNN runs (the replay writes its output in place)
+    next to one the numba + BLAS kernels run (im2col columns refreshed): 12 steps each, eager
+    and captured, equal to the last bit."""
+    from gradtape import optim
+    from gradtape.devices.kernels import conv as kconv
+
+    def run(captured: bool, channels: int, side: int) -> tuple[list[float], list[Array]]:
+        dev = gt.Cpu(seed=14)
+        m = nn.Sequential(
+            nn.Conv2d(3, channels, 3, padding=1, dev=dev),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1, dev=dev),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(channels * (side // 2) ** 2, 10, dev=dev),
+        )
+        opt = optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        rng = np.random.default_rng(15)
+        batches = [
+            (rng.standard_normal((8, 3, side, side)).astype(np.float32), rng.integers(0, 10, 8)) for _ in range(3)
+        ]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % 3] for i in range(12))]
+        if captured:
+            assert f.replays == 10
+        return losses, [p.numpy().copy() for p in m.parameters()]
+
+    for channels, side in ((32, 16), (4, 6)):
+        eager, captured = run(False, channels, side), run(True, channels, side)
+        assert eager[0] == captured[0]
+        for a, b in zip(eager[1], captured[1], strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert kconv.forward.__doc__ is not None and "replay" in kconv.forward.__doc__

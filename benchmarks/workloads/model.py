@@ -36,9 +36,10 @@ Rows (sizes from the issue):
 7. inference: the transformer of row 6, batch 32, context 128;
 8. inference: the digits CNN, batch 64.
 
-Inference rows also time the gradtape model under ``gradtape.capture`` (issue 30: a replay of
-the recorded kernels), as a fourth implementation with its own row (target: at most its eager
-row), where capture replays the model; where it does not, a note says why.
+Each row also times gradtape's step under ``gradtape.capture`` (issue 30: a replay of the
+recorded kernels, backward pass and optimizer step; for inference, the model), as a fourth
+implementation with its own row (target: at most its eager row), where capture replays it;
+where it does not, a note says why.
 
 Before timing, every implementation takes two steps on the same batches and the losses are
 compared with gradtape's: the first (same weights; float32, at most 1e-5 relative) and the
@@ -99,7 +100,7 @@ DRIFT_WINDOW = 10
 DRIFT_LIMIT = 1.10
 LIBS = ("gradtape", "torch", "jax")
 CAPTURED = "gradtape-captured"
-"""An inference row's second gradtape implementation: the model under ``gradtape.capture``."""
+"""A row's second gradtape implementation: its step under ``gradtape.capture``."""
 
 
 # ----- what a row is ------------------------------------------------------------------------
@@ -247,18 +248,42 @@ class GradtapeImpl:
 
 
 class CapturedImpl:
-    """An inference row in gradtape with the model under :func:`gradtape.capture` (issue 30):
-    ``predict(x)`` under ``no_grad``, the batch made a tensor outside the captured call, as
-    :class:`GradtapeImpl` makes it; the first two calls (the loss check) run eagerly and
-    record, the timed ones replay."""
+    """A row in gradtape under :func:`gradtape.capture` (issue 30): :class:`GradtapeImpl`'s
+    step (or, for inference, the model under ``no_grad``) as a captured function of the batch,
+    which is made a tensor outside the captured call; the first two calls (the loss check) run
+    eagerly and record, the timed ones replay. ``predict.reason`` says why a row's step
+    cannot be replayed (it then runs eagerly and is not timed)."""
 
     def __init__(self, case: Case, model: Any, dev: Any) -> None:
         import gradtape
+        from gradtape import optim
+        from gradtape.losses import cross_entropy
 
         self.case, self.model, self.dev = case, model, dev
-        self.predict = gradtape.capture(model)
         self.xs = [x if case.codes else x.astype(np.float32) for x, _ in case.batches]
+        self.ys = [y.reshape(-1) for _, y in case.batches]
         self.i = 0
+        if case.opt is None:
+            self.predict = gradtape.capture(model)
+            return
+        params = model.parameters()
+        opt = make_optimizer(optim, params, case.opt)
+        store = model.alloc_grads()
+        clip = case.opt.clip
+
+        def train_step(x: Any, y: Array) -> Any:
+            logits = model(x.trace(store))
+            if logits.ndim == 3:
+                logits = logits.reshape((-1, logits.shape[-1]))
+            loss = cross_entropy(logits, y)
+            grads = loss.backward()
+            if clip is not None:
+                optim.clip_grad_norm_(params, grads, clip)
+            opt.step(grads)
+            model.zero_grads(grads)
+            return loss
+
+        self.predict = gradtape.capture(train_step)
 
     def step(self) -> Any:
         from gradtape import no_grad
@@ -266,11 +291,15 @@ class CapturedImpl:
         k = self.i % len(self.xs)
         self.i += 1
         x = self.dev.tensor(self.xs[k])
+        if self.case.opt is not None:
+            return self.predict(x, self.ys[k]).item()
         with no_grad():
             return self.predict(x).numpy()
 
     def value(self, out: Any) -> float:
-        return _ce64(out, self.case.batches[(self.i - 1) % len(self.case.batches)][1].reshape(-1))
+        if self.case.train:
+            return float(out)
+        return _ce64(out, self.ys[(self.i - 1) % len(self.ys)])
 
 
 # ----- PyTorch ------------------------------------------------------------------------------
@@ -710,20 +739,15 @@ def make_impls(case: Case, cfg: Config, use_jax: bool = True) -> tuple[dict[str,
     params: Params = {name: np.array(t.data, copy=True) for name, t in model.named_parameters()}
     impls: dict[str, Impl] = {"gradtape": GradtapeImpl(case, model, dev)}
     notes: list[str] = []
-    if not case.train:
-        import warnings
-
-        captured = CapturedImpl(case, model, dev)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a refusal is reported below
-            for _ in range(3):
-                captured.step()
-        reason = captured.predict.reason
-        if reason is None:
-            impls[CAPTURED] = captured
-        else:
-            notes.append(f"{case.label}: gradtape.capture runs it eagerly (not timed): it {reason}")
-        captured.i = 0
+    # the same step under gradtape.capture, on its own copy of the model (training moves the
+    # weights: the loss check compares both from the initial ones)
+    cmodel = case.build(Cpu(seed=SEED))
+    captured = CapturedImpl(case, cmodel, dev)
+    reason = _capture_reason(captured)
+    if reason is None:
+        impls[CAPTURED] = CapturedImpl(case, case.build(Cpu(seed=SEED)), dev)
+    else:
+        notes.append(f"{case.label}: gradtape.capture runs it eagerly (not timed): it {reason}")
     torch = load_torch(cfg.threads)
     if torch is None:
         notes.append("torch: not installed, skipped")
@@ -735,6 +759,19 @@ def make_impls(case: Case, cfg: Config, use_jax: bool = True) -> tuple[dict[str,
     else:
         impls["jax"] = JaxImpl(jx[0], jx[1], case, params)
     return impls, notes
+
+
+def _capture_reason(captured: CapturedImpl) -> str | None:
+    """Why ``captured``'s step cannot be replayed (three calls: eager, recorded, replayed), or
+    ``None`` where it can."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the refusal is reported as a note
+        for _ in range(3):
+            captured.step()
+    reason: str | None = captured.predict.reason
+    return reason
 
 
 def check_losses(impls: dict[str, Impl], steps: int = 2) -> dict[str, list[float]]:

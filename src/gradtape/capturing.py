@@ -1,48 +1,68 @@
 """``gradtape.capture``: record a call's kernels once, then replay them with no per-op Python
-dispatch (CUDA graphs' capture and replay, tinygrad's ``TinyJit``, MLX's ``mx.compile``).
+dispatch (CUDA graphs' capture and replay, tinygrad's ``TinyJit``, MLX's ``mx.compile``), for
+a training step (forward, backward, optimizer step) or an inference forward.
 
-    model.eval()
-    predict = gradtape.capture(model)      # or @gradtape.capture on a function
-    with gradtape.no_grad():
-        for batch in loader:
-            logits = predict(batch)        # call 1 eager, call 2 records, later calls replay
+    @gradtape.capture
+    def train_step(x, y):                  # PyTorch's spelling, or gradtape's (trace, store)
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss                        # return tensors; read .item() outside
 
-**What a replay is.** Each op that gradtape can replay hands the recorder, while a call is
-recorded, the kernel that computed its output and the arrays it read (``ops._util.replayable``);
-the plan is that list. A replay copies the call's tensor and array arguments into the buffers
-the recorded call read, reruns the kernels in order over the same arrays (parameters are read
-where they live, so an optimizer's in-place updates are seen), and returns new tensors holding
-copies of the outputs: no argument checks, no tape, no ``Tensor`` objects in between, no op
-lookup. The values are the eager call's bit for bit: the same kernels on the same inputs.
+    for x, y in loader:
+        loss = train_step(x, y)            # call 1 eager, call 2 records, later calls replay
 
-**When it replays.** Plans are kept per *key*: each argument's shape and dtype for tensors
-(and whether it requires grad) and numpy arrays, the value of every other argument (ints, strings, ``None``, ...: they
-must be hashable; Python values are baked into the plan as JAX's ``jit`` bakes static arguments),
-and the grad mode. For a key, the first call runs eagerly (lazy initialisation, kernel
-compilation), the second runs eagerly while it is recorded, and later calls replay. Before a
-replay, guards check that every tensor the plan reads that existed before the recorded call
-(parameters, buffers) still holds the same array (``load_state_dict`` or ``.data = ...``
-replace it: the call is then recorded again) and that every module called kept its
-``training`` flag (``model.train()`` after recording eval records again). :attr:`Captured.replays`,
-:attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what happened.
+**What a replay is.** While a call is recorded, each op gradtape can replay hands the
+recorder the kernel that computed its output and the arrays it read
+(``ops._util.replayable``); a backward pass hands it its recorded entries and store; an
+optimizer's ``step``, ``zero_grad`` (the optimizer's or a module's), ``zero_grads`` and a
+learning-rate scheduler's ``step`` are recorded as calls. A replay copies the call's tensor
+and array arguments into the buffers the recorded call read, reruns the kernels in order over
+the same arrays (parameters are read where they live, so the optimizer's in-place updates are
+seen), runs the recorded backward entries again into the same store
+(:func:`gradtape.engine.replay_first_order`), reruns the recorded calls (their Python: the
+optimizer reads the gradients the replay left), and returns new untraced tensors holding copies
+of the outputs. What is skipped: argument checks, ``Tensor`` objects, tape bookkeeping and op
+lookup in the forward. The values are the eager call's bit for bit: the same kernels on the
+same inputs. Every array a recorded backward rule reads must be one a replay rewrites (an
+input, a parameter, an op's output, or what an op's replay kernel refreshes besides it: a
+convolution's im2col columns, max pooling's arg-max indices, the softmax cross-entropy keeps);
+anything else refuses the recording.
+
+**When it replays.** Plans are kept per *key*: each tensor or numpy argument's shape and dtype
+(and whether a tensor requires grad), the value of every other argument (ints, strings,
+``None``, ...: they must be hashable; Python values are baked into the plan as JAX's ``jit``
+bakes static arguments), and the grad mode. For a key, the first call runs eagerly (lazy
+initialisation: optimizer state, kernel compilation), the second runs eagerly while it is
+recorded, and later calls replay. Before a replay, guards check that every tensor the plan
+reads that existed before the recorded call (parameters, buffers) still holds the same array
+(``.data = ...`` replaces it: the call is then recorded again) and that every module called
+kept its ``training`` flag (``model.train()`` after recording in eval mode records again).
+:attr:`Captured.replays`, :attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what
+happened.
 
 **What is refused (the call then always runs eagerly, with one ``RuntimeWarning`` naming the
 reason; :attr:`Captured.reason` keeps it):** an op gradtape cannot replay yet whose output
-reaches a replayable op or the result (so far: ``linear``, the declared elementwise ops such as
-``relu``, ``gelu``, ``tanh``, convolutions, max/min/average pooling, and views such as
-``reshape``, ``flatten``, ``permute`` of replayable outputs; not yet ``+`` between tensors,
-normalisations, attention, embeddings, dropout in training mode); a call that records a tape
-(training: backward and optimizer steps are the next step of issue 30), reads a tensor's
-values on the host (``.item()``, ``.numpy()``, ``.tolist()``, ``float(t)``: the replay would not
-rerun the Python that used them), writes a tensor in place, or reads a tensor made inside the
-call from host data (make such constants outside the captured function); a GPU tensor; a
-result that is not tensors (in tuples, lists or dicts), numbers, strings or ``None``.
+reaches a replayable op, a backward pass or the result (so far replayable: ``linear``, the
+declared elementwise ops such as ``relu``, ``gelu``, ``tanh``, convolutions, max/min/average
+pooling, ``cross_entropy``'s common case, and views such as ``reshape``, ``flatten``,
+``permute`` of replayable outputs; not yet ``+`` between tensors, normalisations, attention,
+embeddings, dropout in training mode); a hand-written backward closure that reads an array of
+its own (one reading its op's input and output tensors replays as it is); gradient clipping,
+tensor hooks, anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI
+communication; a call that reads a tensor's values on the host (``.item()``, ``.numpy()``,
+``.tolist()``, ``float(t)``: the replay would not rerun the Python that used them), writes a
+tensor in place outside an optimizer step, or reads a tensor made inside the call from host
+data (``dev.tensor(batch)``: pass the tensor in, or wrap with ``dev.from_numpy``); a GPU tensor;
+a result that is not tensors (in tuples, lists or dicts), numbers, strings or ``None``.
 
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
-function runs only while a call is recorded: a replay does not print, count, or append to your
-lists, and numpy work done directly on a tensor's ``.data`` inside the function is not seen
-(its result is baked in). Keep such work outside. Replays of one ``Captured`` are serialised
-(a call made while another thread replays runs eagerly).
+function runs only while a call is recorded (except the optimizer and scheduler calls above): a
+replay does not print, count, or append to your lists, and numpy work done directly on a
+tensor's ``.data`` inside the function is not seen (its result is baked in). Keep such work
+outside. Replays of one ``Captured`` are serialised (a call made while another thread replays
+runs eagerly).
 """
 
 from __future__ import annotations
@@ -56,6 +76,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 import numpy as np
 
 from gradtape import tape as _tp
+from gradtape.engine import entry_op, replay_first_order, saved_arrays
 from gradtape.tape import is_grad_enabled, next_id
 from gradtape.tensor import Tensor
 
@@ -89,13 +110,80 @@ class _Recorder:
         self.written: set[int] = set()
         self.guards: list[tuple[Tensor[Any, Any], Array]] = []
         self.modules: list[tuple[Any, bool]] = []
-        self.kernels: list[tuple[Callable[..., Any], Array, tuple[Any, ...]]] = []
+        self.items: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
         self.reason: str | None = None
+        self.trained = False  # a backward pass was recorded
+        self.calling = False  # inside a recorded call (an optimizer step): its writes are replayed
 
     def refuse(self, why: str) -> None:
         """The recorded call cannot be replayed, because it ``why`` (the first reason is kept)."""
-        if threading.get_ident() == self.thread and self.reason is None:
+        if threading.get_ident() == self.thread and self.reason is None and not self.calling:
             self.reason = why
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` now and at every replay, in this place: an optimizer's ``step``, a
+        ``zero_grad``. The Python of ``fn`` reruns at each replay (it reads the gradients the
+        replayed backward left and updates parameters and state in place)."""
+        if threading.get_ident() != self.thread:
+            return fn(*args)
+        self.items.append((fn, args))
+        self.calling = True
+        try:
+            return fn(*args)
+        finally:
+            self.calling = False
+
+    def backward(
+        self,
+        op: str,
+        ops: list[Any],
+        grads: Any,
+        fresh: bool,
+        leaves: dict[int, Any],
+        seeds: Any,
+        to_grad: bool,
+        hooked: set[int],
+    ) -> None:
+        """A first-order backward pass (``op``) is about to run ``ops`` into ``grads`` (made by
+        this pass when ``fresh``): a replay runs the same entries again, after the kernels that
+        refresh the arrays they saved (see :func:`gradtape.engine.replay_first_order`).
+        ``hooked``: the ids of the tensors with hooks (``register_hook`` and post-accumulate
+        hooks); a pass that may reach one is refused (a replay does not fire hooks)."""
+        if threading.get_ident() != self.thread or self.reason is not None:
+            return
+        if _tp._anomaly:
+            self.refuse(f"runs {op} in anomaly mode, which a replay does not check")
+            return
+        closures = any(entry[1] is _tp._run_closure for entry in ops)  # ids hidden in closures
+        if hooked and (closures or hooked & _ids_in(ops, leaves, seeds)):
+            self.refuse(f"runs {op} through tensors with hooks (register_hook), which a replay does not fire")
+            return
+        seeded: list[tuple[int, Array]] = []
+        for t, g in seeds:
+            d = t.data
+            if d.__class__ is not np.ndarray or id(_root(d)) not in self.known:
+                self.refuse(
+                    f"runs {op} from a tensor of shape {tuple(t.shape)} that an op gradtape cannot replay yet computed"
+                )
+                return
+            if not (isinstance(g, np.ndarray) and (id(_root(g)) in self.known or bool(np.all(g == 1)))):
+                self.refuse(f"runs {op} with a seed (gradient=...) made from host data")
+                return
+            seeded.append((t.id, g if id(_root(g)) in self.known else g.copy()))
+        for entry in ops:  # every array a backward rule reads must be one a replay rewrites
+            for a in saved_arrays(entry):
+                if a.__class__ is not np.ndarray or id(_root(a)) not in self.known:
+                    name = entry_op(entry)
+                    name = "an op" if name.startswith("_") else name
+                    self.refuse(
+                        f"runs {op} through {name}, whose backward reads an array of shape {a.shape} that "
+                        "a replay would not recompute (an op gradtape cannot replay yet, a hand-written closure's "
+                        "own array, or host data)"
+                    )
+                    return
+        leafs = None if grads._leafs is None else set(grads._leafs)
+        self.items.append((_backward_item, (ops, grads, fresh, leafs, seeded, leaves, to_grad)))
+        self.trained = True
 
     def host_read(self, t: Tensor[Any, Any], what: str) -> None:
         """A tensor's values were read into Python (``what``: ``item()``, ``numpy()``, ...)."""
@@ -117,15 +205,17 @@ class _Recorder:
         args: tuple[Any, ...],
         sources: tuple[Any, ...],
         recording: bool,
+        train: bool,
+        writes: tuple[Array, ...] = (),
     ) -> None:
         """The op ``op`` computed ``out``; ``fn(out, *args)`` recomputes it (see
         ``ops._util.replayable``)."""
-        if threading.get_ident() != self.thread or self.reason is not None:
+        if threading.get_ident() != self.thread or self.reason is not None or self.calling:
             return
-        if recording:
+        if recording and not train:
             self.refuse(
-                f"records a tape ({op} recorded a backward: grad mode is on and an input requires grad); "
-                "capture replays inference so far: call it under gradtape.no_grad()"
+                f"records {op} on a tape, whose backward gradtape cannot replay yet (it saves arrays a replay "
+                "would not refresh); in inference, call it under gradtape.no_grad()"
             )
             return
         if out.__class__ is not np.ndarray:
@@ -146,8 +236,12 @@ class _Recorder:
                 "cannot replay yet, or from host data (make constants outside the captured function)"
             )
             return
+        written = {id(w) for w in writes}
+        for w in writes:  # arrays the kernel rewrites besides out (its backward reads them)
+            self.known[id(_root(w))] = _root(w)
+            self.written.add(id(_root(w)))
         for a in args:
-            if isinstance(a, np.ndarray) and id(_root(a)) not in self.known:
+            if isinstance(a, np.ndarray) and id(a) not in written and id(_root(a)) not in self.known:
                 self.refuse(f"{op} read a copy of its input of shape {a.shape} (a non-contiguous input)")
                 return
         r = _root(out)
@@ -156,7 +250,7 @@ class _Recorder:
             return
         self.known[id(r)] = r
         self.written.add(id(r))
-        self.kernels.append((fn, out, args))
+        self.items.append((fn, (out, *args)))
 
 
 @dataclass
@@ -166,7 +260,7 @@ class _Plan:
     inputs: list[Array]
     guards: list[tuple[Tensor[Any, Any], Array]]
     modules: list[tuple[Any, bool]]
-    kernels: list[tuple[Callable[..., Any], Array, tuple[Any, ...]]]
+    items: list[tuple[Callable[..., Any], tuple[Any, ...]]]
     template: Any
     outs: list[tuple[Array, Any]] = field(default_factory=list)
 
@@ -289,7 +383,7 @@ class Captured(Generic[P, R]):
             self._plans[key] = rec.reason
             self._refused(rec.reason)
             return result  # the eager values (copies of nothing: no plan keeps these arrays)
-        plan = _Plan(inputs, rec.guards, rec.modules, rec.kernels, template, outs)
+        plan = _Plan(inputs, rec.guards, rec.modules, rec.items, template, outs)
         self._plans[key] = plan
         return _rebuild(plan)
 
@@ -329,7 +423,7 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
     """``result`` with each tensor replaced by its index in ``outs`` (tensor data and device),
     checked to be an output a replay computes; refuses (through ``rec``) anything else."""
     if isinstance(result, Tensor):
-        if result.requires_grad and result.id >= rec.start:  # made by the call, on a tape
+        if result.requires_grad and result.id >= rec.start and not rec.trained:  # made on a tape, no backward
             rec.refuse(
                 f"records a tape (it returns a tensor of shape {tuple(result.shape)} that requires grad); capture "
                 "replays inference so far: call it under gradtape.no_grad()"
@@ -379,9 +473,39 @@ def _rebuild(plan: _Plan) -> Any:
 def _replay(plan: _Plan, arrays: list[Array]) -> Any:
     for buf, a in zip(plan.inputs, arrays, strict=True):
         np.copyto(buf, a)
-    for fn, out, args in plan.kernels:
-        fn(out, *args)
+    for fn, args in plan.items:
+        fn(*args)
     return _rebuild(plan)
+
+
+def _ids_in(ops: list[Any], leaves: dict[int, Any], seeds: Any) -> set[int]:
+    """Every int an entry holds (its time, the ids of its inputs, and sizes: a superset of the
+    tensor ids the pass touches), the leaves' ids and the seeds' tensors' ids."""
+    found: set[int] = set(leaves)
+    found.update(t.id for t, _ in seeds)
+    for entry in ops:
+        for v in entry:
+            if v.__class__ is int:
+                found.add(v)
+            elif v.__class__ is tuple:
+                found.update(u for u in v if u.__class__ is int)
+    return found
+
+
+def _backward_item(
+    ops: list[Any],
+    grads: Any,
+    fresh: bool,
+    leafs: set[int] | None,
+    seeds: list[tuple[int, Array]],
+    leaves: dict[int, Any],
+    to_grad: bool,
+) -> None:
+    """A recorded backward pass, replayed into the same store (emptied first where the recorded
+    pass had made it)."""
+    if fresh:
+        grads._renew(leafs)
+    replay_first_order(ops, grads, seeds, leaves, to_grad)
 
 
 def capture(fn: Callable[P, R], *, max_plans: int = 8) -> Captured[P, R]:

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.errors import GradtapeError
 from gradtape.gradients import Gradients
 from gradtape.nn.module import Module
@@ -270,6 +271,8 @@ def allreduce_(a: Array, world: World | None = None, average: bool = True) -> Ar
         ValueError: ``a`` is not a C-contiguous writable array.
         DistributedError: timed out.
     """
+    if _tp._recorder is not None:
+        _tp._recorder.refuse("communicates over MPI (allreduce_), which a replay does not rerun")
     w = world if world is not None else init()
     if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or not a.flags.writeable:
         raise ValueError("allreduce_: expected a C-contiguous writable numpy array")
@@ -505,6 +508,8 @@ class DistributedDataParallel(Module):
         Raises:
             DistributedError: the all-reduce timed out (a peer died).
         """
+        if _tp._recorder is not None:
+            _tp._recorder.refuse("synchronizes DistributedDataParallel gradients, which a replay does not rerun")
         if self.world.size == 1 or not self._sync:
             return grads
         if self._done:

@@ -63,7 +63,16 @@ from gradtape.tape import (
 if TYPE_CHECKING:
     from gradtape.tensor import Tensor
 
-__all__ = ["backprop", "clear_grad", "grad_array_mut", "rebuilder", "seed_array"]
+__all__ = [
+    "backprop",
+    "clear_grad",
+    "entry_op",
+    "grad_array_mut",
+    "rebuilder",
+    "replay_first_order",
+    "saved_arrays",
+    "seed_array",
+]
 
 Array = np.ndarray[Any, Any]
 Runner = Callable[[list[_Entry], Gradients, bool], None]
@@ -166,9 +175,9 @@ def backprop(
         TapeError: the tape was already run (``op`` names the call); (``create_graph``) an entry
             the gradient flows into has no second rule (the message names the op).
     """
-    if _tp._recorder is not None:
-        _tp._recorder.refuse(f"runs backward ({op}): gradtape.capture replays inference (no_grad) calls so far")
     if create_graph:
+        if _tp._recorder is not None:
+            _tp._recorder.refuse(f"runs a differentiable backward ({op}, create_graph): it is not replayed")
         if keep is None:
             raise TypeError(f"{op}: backprop(create_graph=True) needs keep=, the ids whose gradients are wanted")
         return _differentiable(tape, seeds, op, retain, keep, record_on)
@@ -263,6 +272,38 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+def saved_arrays(entry: _Entry, depth: int = 8) -> Iterator[np.ndarray[Any, Any]]:
+    """The arrays a recorded entry's rules can read (its arguments, its closures' cells, the
+    objects they hold, ``depth`` levels deep), numpy's or a GPU's: what
+    :func:`gradtape.capture` checks a replay refreshes before it runs the entry again."""
+    return _saved_arrays(entry[1:], depth, set())
+
+
+def entry_op(entry: _Entry) -> str:
+    """The public op that recorded ``entry`` (for messages)."""
+    return _entry_op(entry)
+
+
+def replay_first_order(
+    ops: list[_Entry],
+    grads: Gradients,
+    seeds: Sequence[tuple[int, Array]],
+    leaves: dict[int, Tensor[Any, Any] | None],
+    to_grad: bool,
+) -> None:
+    """A first-order pass again, for :func:`gradtape.capture`'s replays: what
+    :func:`_first_order` does on its common path (one store, run once) with entries it
+    recorded, into ``grads`` (the same store object; the caller resets a store the recorded
+    pass had made afresh), seeded with ``(id, array)`` pairs. ``ops`` is not consumed. No
+    checks: the recorded pass made them."""
+    grads._parts.update(leaves)
+    for tid, g in seeds:
+        grads._accum(tid, g.copy())
+    _run_entries(ops, grads, True)
+    if to_grad:
+        _deposit(leaves, grads, True)
+
+
 def _first_order(
     tape: GradientTape,
     seeds: Sequence[tuple[Tensor[Any, Any], Any]],
@@ -280,6 +321,7 @@ def _first_order(
             "once (pass retain_graph=True to run it again; otherwise trace the inputs and redo the forward pass)"
         )
     rerun = tape._retained  # run before: the stores hold the last run's gradients
+    fresh = tape._gradients is None  # this pass makes the tape's store (PyTorch's spelling)
     leaves = tape._leaves
     ops = sorted(tape._ops, key=_op_time) if tape._merged else tape._ops
     _check_writes(ops, op)  # before anything is consumed, so a refused backward leaves the tape as it was
@@ -290,7 +332,10 @@ def _first_order(
         tape._ops = []
         tape._leaves = {}
     run = _runner(fire_hooks)
+    recorder = _tp._recorder
     if into is not None:
+        if recorder is not None:
+            recorder.refuse(f"runs {op} into a separate store (a functional grad): it is not replayed")
         for t, g in seeds:
             into._accum(t.id, g)
         run(ops, into, retain)
@@ -314,12 +359,17 @@ def _first_order(
     ):  # one store, run once, and (for .grad) keeping the leaves' gradients and no earlier ones
         if grads._transient:
             grads._end_transient()
+        if recorder is not None:  # gradtape.capture: this pass, to run again at each replay
+            hooked = set(_tensor_hooks) | set(_post_hooks)
+            recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
         for t, g in seeds:
             grads._accum(t.id, g)
         run(ops, grads, False)
         if to_grad:
             _deposit(leaves, grads, True)
         return grads
+    if recorder is not None:
+        recorder.refuse(f"runs {op} into several stores, again (retain_graph) or in anomaly mode: it is not replayed")
     # several stores, or a pass run more than once: run into a fresh working store, so an
     # intermediate's gradient kept from an earlier run is not fed into this one, and add
     # the results to what each store keeps (leafs accumulate, as PyTorch's .grad)

@@ -100,6 +100,16 @@ class Gradients:
         # even through the untraced original (``grads.get(x)`` after ``x.trace(grads)``).
         self._parts: set[int] = set()
 
+    def _renew(self, leafs: set[int] | None) -> None:
+        """Empty this store as :meth:`__init__` left it, keeping ``leafs`` (a replay of
+        :func:`gradtape.capture` refills the store a recorded pass made)."""
+        self._data = {}
+        self._shared = set()
+        self._leafs = None if leafs is None else set(leafs)
+        self._transient = None
+        self._graph = None
+        self._parts = set()
+
     @classmethod
     def leaky(cls) -> Gradients:
         """A store that keeps every gradient, intermediates' included, until dropped.

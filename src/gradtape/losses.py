@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape._signatures import losses as _sig
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import check_same_device, int_indices
+from gradtape.ops._util import check_same_device, int_indices, replayable
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.tape import NONE_TAPE, op_tape, record
 
@@ -766,7 +767,20 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> 
         onehot[_arrays.arange(n, x), t] = 1
         return ((rebuild(logits.id, x).softmax(1) - g._like(onehot)) * scale * g,)
 
-    return _record([logits], total * scale, scale, rule, diff)
+    out = _record([logits], total * scale, scale, rule, diff)
+    if _tp._recorder is not None:
+        args = (x, t, scale, p)
+        replayable("cross_entropy", out.data, _index_cross_entropy_into, args, (logits,), out.tape, True, (p,))
+    return out
+
+
+def _index_cross_entropy_into(out: Array, x: Array, t: Array, scale: float, p: Array) -> None:
+    """:func:`_index_cross_entropy`'s loss into ``out`` and its softmax into ``p`` (a replay of
+    :func:`gradtape.capture`; the recorded backward reads ``p`` until a pass has spent it, then
+    recomputes it from ``x``)."""
+    total, q = _ks.cross_entropy_forward(x, t)
+    np.copyto(out, total * scale)
+    np.copyto(p, q)
 
 
 @typed_as(_sig.binary_cross_entropy)

@@ -154,7 +154,7 @@ def note_writes(*arrays: np.ndarray[Any, Any]) -> None:
     run instead of computing the gradient from the new values (PyTorch's version-counter
     check). Called by the in-place tensor methods and the optimizers' ``step``."""
     now = next_id()
-    if _recorder is not None:
+    if _recorder is not None:  # (an optimizer step the recorder replays is not refused: see capturing)
         _recorder.refuse(
             "writes a tensor in place (a tensor's __setitem__, fill_, zero_, copy_, add_, ..., or an optimizer step)"
         )

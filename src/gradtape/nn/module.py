@@ -573,6 +573,9 @@ class Module:
                 as ``Optimizer.zero_grad`` does).
             TypeError, ValueError: discovery refuses a container attribute (see the class docstring).
         """
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.zero_grad, set_to_none)
+            return
         params = self.parameters()
         if set_to_none:
             for p in params:
@@ -602,6 +605,9 @@ class Module:
         (``grads.get(p)``) and the next backward starts from them. The parameters' ``.grad``
         (which ``backward()`` fills in either spelling) is cleared too, as
         :meth:`zero_grad` clears it."""
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.zero_grads, grads)
+            return
         drop = grads._drop
         for p in self.parameters():
             drop(p.id)

@@ -420,7 +420,14 @@ def vector_pair(op: str, a: Tensor[Any, Any], b: object, a_name: str, b_name: st
 
 
 def replayable(
-    op: str, out: Array, kernel: Callable[..., Any], args: tuple[Any, ...], sources: tuple[Any, ...], tape: Any
+    op: str,
+    out: Array,
+    kernel: Callable[..., Any],
+    args: tuple[Any, ...],
+    sources: tuple[Any, ...],
+    tape: Any,
+    train: bool = False,
+    writes: tuple[Array, ...] = (),
 ) -> None:
     """Tell :func:`gradtape.capture`'s recorder (callers test ``gradtape.tape._recorder is not
     None`` first, so an op pays one test when nothing is recorded) that ``kernel(out, *args)``
@@ -436,9 +443,15 @@ def replayable(
         sources: the op's tensor inputs (``None`` entries are skipped), checked by the
             recorder: each must be an input of the captured call, a tensor that existed before
             it (a parameter), or the output of a noted kernel.
-        tape: the tape the op recorded on; anything but ``NONE_TAPE`` refuses the capture.
+        tape: the tape the op recorded on.
+        train: the kernel also rewrites every array the op's recorded backward reads that is
+            neither a source's data nor ``out`` (im2col columns, arg-max indices), so a replayed
+            backward reads this replay's values. A recorded op (``tape`` not ``NONE_TAPE``)
+            without it refuses the capture: its backward would read the recorded call's values.
+        writes: arrays among ``args`` that the kernel writes rather than reads (max pooling's
+            arg-max indices): not inputs, so not checked as views of the sources.
     """
-    _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE)
+    _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE, train, writes)
 
 
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:

@@ -321,13 +321,23 @@ def _conv(
         lambda a, c: _conv(op, nd, a, c, None, stride, padding, dilation, groups),
     )
     if _tp._recorder is not None:
-        replayable(op, out4, _conv_into, (x4, w4, s2, pads4, d2, g_, out_hw, bd), (x, w, b), tape)
+        args = (x4, w4, s2, pads4, d2, g_, out_hw, bd, cols)
+        replayable(op, out4, _conv_into, args, (x, w, b), tape, train=True, writes=tuple(cols or ()))
     return result
 
 
-def _conv_into(out: Array, x4: Array, w4: Array, s: Any, pads: Any, d: Any, g: int, hw: Any, bd: Any) -> None:
-    """:func:`_conv`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
-    np.copyto(out, _kc.forward(x4, w4, s, pads, d, g, hw, bias=bd)[0])
+def _conv_into(
+    out: Array, x4: Array, w4: Array, s: Any, pads: Any, d: Any, g: int, hw: Any, bd: Any, cols: list[Array] | None
+) -> None:
+    """:func:`_conv`'s forward into ``out`` (a replay of :func:`gradtape.capture`), and the
+    im2col columns its recorded backward reads into ``cols``."""
+    y, fresh = _kc.forward(x4, w4, s, pads, d, g, hw, keep_cols=cols is not None, bias=bd, out=out)
+    if y is not out:  # oneDNN wrote into out; the numba + BLAS paths make a new array
+        np.copyto(out, y)
+    if cols is not None:
+        assert fresh is not None and len(fresh) == len(cols)
+        for kept, new in zip(cols, fresh, strict=True):
+            np.copyto(kept, new)
 
 
 @typed_as(_sig.conv2d)

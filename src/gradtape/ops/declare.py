@@ -225,6 +225,7 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "_replayable": replayable,
         "_refill": _refill_into if decl.into is not None else _refill_aux if decl.aux else _refill,
         "_into": decl.into,
+        "_train": not decl.aux,  # an aux array (silu's sigmoid) its backward reads is not refreshed
     }
     params = []
     for k, (p, d) in enumerate(zip(decl.params, decl.defaults, strict=True)):
@@ -263,8 +264,8 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "    out._leaf = False",
         "    if tape is not _NONE:",
         f"        tape._record((oid, _backward, a.id, _decl, {decl.uses}, params, kargs))",
-        "    elif _tp._recorder is not None:  # gradtape.capture replays untraced calls only",
-        f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape)",
+        "    if _tp._recorder is not None:",
+        f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape, _train)",
         "    return out",
     ]
     lines += _rule_lines(decl)

@@ -209,7 +209,7 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
     tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
     out = x._from_op(y, tape)
     if _tp._recorder is not None:
-        replayable("linear", y2, _linear_into, (x2, wd.T, bd), (x, wt, bt), tape)
+        replayable("linear", y2, _linear_into, (x2, wd.T, bd), (x, wt, bt), tape, train=True)
     if tape is not NONE_TAPE:
         bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (-1, True)
         tape._record((out.id, _linear_backward, x.id, wt.id, bid, xd, wd, x._leaf, wt._leaf, b_leaf))

@@ -114,7 +114,8 @@ def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: objec
     tape = op_tape(x)
     y, idx = _kp.pool_maxmin(x3, k, s, p, out_hw, is_min, tape is not NONE_TAPE)
     if _tp._recorder is not None:
-        replayable(op, y, _maxmin_into, (x3, k, s, p, out_hw, is_min), (x,), tape)
+        args = (x3, k, s, p, out_hw, is_min, idx)
+        replayable(op, y, _maxmin_into, args, (x,), tape, train=True, writes=() if idx is None else (idx,))
     if idx is None:  # nothing records: the rules below never run
         return record_unary(x, y.reshape(n, c, *out_hw), _untraced)
 
@@ -133,9 +134,14 @@ def _maxmin(op: str, x: Any, kernel_size: object, stride: object, padding: objec
     return record_unary(x, y.reshape(n, c, *out_hw), rule, diff=diff)
 
 
-def _maxmin_into(out: Array, x3: Array, k: Any, s: Any, p: Any, hw: Any, is_min: bool) -> None:
-    """:func:`_maxmin`'s untraced forward into ``out`` (a replay of :func:`gradtape.capture`)."""
-    np.copyto(out, _kp.pool_maxmin(x3, k, s, p, hw, is_min, False)[0])
+def _maxmin_into(out: Array, x3: Array, k: Any, s: Any, p: Any, hw: Any, is_min: bool, idx: Array | None) -> None:
+    """:func:`_maxmin`'s forward into ``out`` (a replay of :func:`gradtape.capture`), and the
+    arg-max indices its recorded backward reads into ``idx``."""
+    y, fresh = _kp.pool_maxmin(x3, k, s, p, hw, is_min, idx is not None)
+    np.copyto(out, y)
+    if idx is not None:
+        assert fresh is not None
+        np.copyto(idx, fresh)
 
 
 def _avg_into(out: Array, x3: Array, k: Any, s: Any, p: Any, hw: Any) -> None:
@@ -198,7 +204,7 @@ def _avg(op: str, x: Any, kernel_size: object, stride: object, padding: object) 
     x3 = xd.reshape(n * c, h, w)
     y = _kp.pool_avg(x3, k, s, p, out_hw)
     if _tp._recorder is not None:
-        replayable(op, y, _avg_into, (x3, k, s, p, out_hw), (x,), op_tape(x))
+        replayable(op, y, _avg_into, (x3, k, s, p, out_hw), (x,), op_tape(x), train=True)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
         gx = _kp.pool_avg_backward(g.reshape(n * c, *out_hw), k, s, p, (h, w))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.gradients import Gradients
 from gradtape.tensor import Tensor
@@ -77,6 +78,10 @@ def _clip_norm(
     Raises:
         ValueError: ``error_if_nonfinite`` and a non-finite total (also a ``RuntimeError``).
     """
+    if _tp._recorder is not None:
+        _tp._recorder.refuse(
+            "clips gradients (clip_grad_norm_), which a replay does not rerun yet: clip outside the captured step"
+        )
     if not arrays:
         return 0.0
     norms: list[float] = []

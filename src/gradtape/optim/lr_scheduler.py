@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, SupportsFloat, TypedDict
 
+from gradtape import tape as _tp
 from gradtape.optim._checks import _real, check_nonneg, check_nonneg_int, check_positive_int
 from gradtape.optim.optimizers import Optimizer
 
@@ -160,6 +161,9 @@ class LRScheduler:
             epoch: deprecated (as in PyTorch, with a ``UserWarning``): jump to this epoch,
                 using the closed form where the schedule has one.
         """
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.step, epoch)
+            return
         self._step_count += 1
         if epoch is not None:
             warnings.warn(
@@ -460,6 +464,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or go to ``epoch`` (a float allowed), and set the rates."""
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.step, epoch)
+            return
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -703,6 +710,8 @@ class ReduceLROnPlateau(LRScheduler):
     def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:  # type: ignore[override]
         """Record one epoch's ``metrics`` (a number or a scalar tensor) and reduce the rates
         if it has not improved for more than ``patience`` epochs."""
+        if _tp._recorder is not None:
+            _tp._recorder.refuse("steps ReduceLROnPlateau on a metric: call it outside the captured step")
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -796,6 +805,9 @@ class SequentialLR(LRScheduler):
 
     def step(self) -> None:  # type: ignore[override]
         """Advance one epoch with the schedule in charge of it."""
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.step)
+            return
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         sched = self._schedulers[idx]

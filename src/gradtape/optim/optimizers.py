@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import optim as _k
@@ -177,6 +178,9 @@ class Optimizer:
                 ``.grad``: the parameter's ``.data`` was replaced after the gradient was set).
             ValueError: a parameter's ``.data`` was replaced by a read-only array.
         """
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.step, grads)
+            return
         stored = None if grads is None else grads._data  # the store's own arrays: read, never written
         name = self.name
         i = -1
@@ -224,6 +228,9 @@ class Optimizer:
             ValueError: ``set_to_none=False`` and a ``.grad`` holds a read-only array (checked
                 for every parameter before any is zeroed).
         """
+        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
+            _tp._recorder.call(self.zero_grad, set_to_none)
+            return
         if set_to_none:
             for p in self.params:
                 clear_grad(p)

@@ -868,6 +868,7 @@ def forward(
     impl: Impl = "auto",
     keep_cols: bool = False,
     bias: Array | None = None,
+    out: Array | None = None,
 ) -> tuple[Array, list[Array] | None]:
     """Cross-correlation of ``x (N, C, H, W)`` zero padded by ``pads`` with ``w (O, C/G, KH, KW)``,
     plus ``bias (O,)`` when given.
@@ -877,7 +878,9 @@ def forward(
     every window lies inside the padded input). Returns ``(out, cols)``: a new C-contiguous
     ``(N, O, OH, OW)`` array of ``x``'s dtype, and the im2col chunks' columns when
     ``keep_cols`` asked for them, im2col ran and they take at most :data:`COLS_MAX_BYTES`
-    (else ``None``); pass them on to :func:`backward`. GPU arrays go to
+    (else ``None``); pass them on to :func:`backward`. ``out`` (a C-contiguous float32 array of
+    the output's shape) is written in place and returned where oneDNN runs the convolution (a
+    replay of :func:`gradtape.capture`); the other paths ignore it. GPU arrays go to
     :func:`gradtape.devices.kernels.cuda.conv_forward`.
     """
     if _on_gpu(x):
@@ -887,7 +890,8 @@ def forward(
     oh, ow = out_hw
     plan = _onednn_plan(impl, x.dtype, x.shape, w.shape, out_hw, stride, pads, dilation, groups)
     if plan is not None:
-        return plan.forward(x, w, bias), None
+        into = out is not None and out.flags.c_contiguous and out.dtype == np.float32
+        return plan.forward(x, w, bias, out if into else None), None
     if pick(impl, "forward", groups, cg * kh * kw) == "direct":
         out = _direct_forward(_pad(x, pads), w, stride, dilation, groups, out_hw)
         if bias is not None:

@@ -490,25 +490,29 @@ class Conv2d:
         if own:
             self.lib.destroy(own)
 
-    def _run(self, p: _Pass, a: Array, b: Array, extra: tuple[tuple[int, _P], ...] = ()) -> Array:
+    def _run(
+        self, p: _Pass, a: Array, b: Array, extra: tuple[tuple[int, _P], ...] = (), out: Array | None = None
+    ) -> Array:
         """Run pass ``p`` on the inputs ``a`` and ``b`` (copied to C-contiguous float32 first
         where they are not, reordered into the primitive's layouts where it chose others) and
-        return its result as a new C-contiguous array of the output side's shape. The caller
-        holds the lock."""
+        return its result as a new C-contiguous array of the output side's shape, or in ``out``
+        (such an array, written in place). The caller holds the lock."""
         arrays = [
             np.ascontiguousarray(given, np.float32).reshape(sd.shape) for given, sd in zip((a, b), p.reads, strict=True)
         ]
-        res = np.empty(p.out.shape, np.float32)
+        res = np.empty(p.out.shape, np.float32) if out is None else out.reshape(p.out.shape)
         scratch = ((_SCRATCHPAD, p.scratch.memory),)
         _execute(self.lib, p.prim, list(zip(p.reads, arrays, strict=True)), [(p.out, res)], (*extra, *scratch))
-        return res
+        return res if out is None else out
 
-    def forward(self, x: Array, w: Array, b: Array | None) -> Array:
-        """``conv(x, w) + b`` ``(N, O, OH, OW)``."""
+    def forward(self, x: Array, w: Array, b: Array | None, out: Array | None = None) -> Array:
+        """``conv(x, w) + b`` ``(N, O, OH, OW)``, into ``out`` where given (a C-contiguous
+        float32 array of that shape: a replay of :func:`gradtape.capture` writes the recorded
+        output in place)."""
         bias = self._no_bias if b is None else np.ascontiguousarray(b, np.float32)
         with self.lock:
             self.lib.lib.dnnl_memory_set_data_handle(self._b_mem, _P(bias.ctypes.data))
-            return self._run(self.f, x, w, ((_BIAS, self._b_mem),))
+            return self._run(self.f, x, w, ((_BIAS, self._b_mem),), out)
 
     def backward_data(self, g: Array, w: Array) -> Array:
         """The input's gradient ``(N, C, H, W)`` given the output's ``g``."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.engine import grad_array_mut
@@ -170,6 +171,8 @@ def clip_grad_value_(
         TypeError: ``parameters`` is not a tensor or an iterable of tensors.
         ValueError: ``clip_value`` negative or NaN, or a ``.grad`` holding a read-only array.
     """
+    if _tp._recorder is not None:
+        _tp._recorder.refuse("clips gradients (clip_grad_value_), which a replay does not rerun yet")
     del foreach
     fn = "clip_grad_value_"
     clip_value = float(clip_value)
