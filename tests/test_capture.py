@@ -228,9 +228,11 @@ def test_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> N
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "gradtape.capture(model)" in b]
-    exec(compile(block, "README.md", "exec"), {})
-    assert capsys.readouterr().out.strip() == "capture(CNN: 8 replays, 1 recorded, 1 eager)"
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "@gradtape.capture" in b]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # replayed, not refused
+        exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "capture(train_step: 8 replays, 1 recorded, 1 eager)"
 
 
 def test_returning_an_input_or_a_parameter_and_an_input_that_requires_grad() -> None:
