@@ -450,6 +450,37 @@ def test_training_steps_that_cannot_be_replayed_run_eagerly(case: str, reason: s
         assert runs[0][0] == runs[1][0]
 
 
+def test_freezing_a_parameter_records_the_step_again() -> None:
+    """A parameter frozen between calls (requires_grad_(False)) gets no gradient and no update
+    eagerly; the plan recorded with it trainable must not replay: the call records again."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=16)
+        m = _mlp(dev)
+        opt = optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        losses = []
+        for i, (x, y) in enumerate(_digits_batches() * 2):
+            if i == 6:
+                dict(m.named_parameters())["0.weight"].requires_grad_(False)
+            losses.append(f(dev.tensor(x), y).item())
+        return losses, [p.numpy().copy() for p in m.parameters()], f
+
+    (l0, p0, _), (l1, p1, f) = run(False), run(True)
+    assert l0 == l1 and f.recorded == 2
+    for a, b in zip(p0, p1, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_conv_block_on_onednn_replays_bit_for_bit() -> None:
     """Workload 9's conv block at a size oneDNN runs (the replay writes its output in place)
     next to one the numba + BLAS kernels run (im2col columns refreshed): 12 steps each, eager

@@ -37,7 +37,8 @@ bakes static arguments), and the grad mode. For a key, the first call runs eager
 initialisation: optimizer state, kernel compilation), the second runs eagerly while it is
 recorded, and later calls replay. Before a replay, guards check that every tensor the plan
 reads that existed before the recorded call (parameters, buffers) still holds the same array
-(``.data = ...`` replaces it: the call is then recorded again) and that every module called
+(``.data = ...`` replaces it: the call is then recorded again) and still requires grad or not
+as it did (``p.requires_grad_(False)`` freezes it: recorded again), and that every module called
 kept its ``training`` flag (``model.train()`` after recording in eval mode records again).
 :attr:`Captured.replays`, :attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what
 happened.
@@ -108,7 +109,7 @@ class _Recorder:
         self.start = start  # tensors with smaller ids existed before the call
         self.known: dict[int, Array] = {id(_root(a)): _root(a) for a in inputs}
         self.written: set[int] = set()
-        self.guards: list[tuple[Tensor[Any, Any], Array]] = []
+        self.guards: list[tuple[Tensor[Any, Any], Array, bool]] = []  # tensor, its array, requires_grad
         self.modules: list[tuple[Any, bool]] = []
         self.items: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
         self.reason: str | None = None
@@ -229,7 +230,7 @@ class _Recorder:
                 continue
             if s.id < self.start:  # a parameter, a buffer, a tensor the function closes over
                 self.known[id(r)] = r
-                self.guards.append((s, s.data))
+                self.guards.append((s, s.data, s.requires_grad))
                 continue
             self.refuse(
                 f"{op} reads a tensor of shape {tuple(s.shape)} made inside the call by an op that gradtape "
@@ -258,14 +259,14 @@ class _Plan:
     """A recorded call: what a replay copies in, checks, runs and returns."""
 
     inputs: list[Array]
-    guards: list[tuple[Tensor[Any, Any], Array]]
+    guards: list[tuple[Tensor[Any, Any], Array, bool]]
     modules: list[tuple[Any, bool]]
     items: list[tuple[Callable[..., Any], tuple[Any, ...]]]
     template: Any
     outs: list[tuple[Array, Any]] = field(default_factory=list)
 
     def valid(self) -> bool:
-        return all(t.data is a for t, a in self.guards) and all(
+        return all(t.data is a and t.requires_grad is rg for t, a, rg in self.guards) and all(
             bool(getattr(m, "training", False)) is flag for m, flag in self.modules
         )
 
@@ -432,7 +433,7 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
         d = result.data
         if d.__class__ is np.ndarray and id(_root(d)) not in rec.known and result.id < rec.start:
             rec.known[id(_root(d))] = _root(d)  # a parameter returned as it is: read at replay
-            rec.guards.append((result, d))
+            rec.guards.append((result, d, result.requires_grad))
         if d.__class__ is not np.ndarray or id(_root(d)) not in rec.known:
             rec.refuse(
                 f"returns a tensor of shape {tuple(result.shape)} that an op gradtape cannot replay yet computed"
