@@ -269,6 +269,20 @@ def _digits_batches(n: int = 8) -> list[tuple[Array, Array]]:
     return [(rng.standard_normal((64, 64)).astype(np.float32), rng.integers(0, 10, 64)) for _ in range(n)]
 
 
+def _torch_step(forward: Any, opt: Any) -> Any:
+    """PyTorch's training step over ``forward`` (a model): ``zero_grad``, ``F.cross_entropy``,
+    ``loss.backward()``, ``opt.step()``; it returns the loss tensor."""
+
+    def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(forward(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def _train(model: str, spelling: str, captured: bool, steps: int = 50, adam: bool = False) -> tuple[Any, ...]:
     """``steps`` training steps of the digits MLP or CNN from one seed, in gradtape's spelling
     (a traced batch, the store backward returns, ``opt.step(grads)``, ``zero_grads``) or
@@ -289,14 +303,7 @@ def _train(model: str, spelling: str, captured: bool, steps: int = 50, adam: boo
         m.zero_grads(grads)
         return loss
 
-    def torch_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    step: Any = gradtape_step if spelling == "gradtape" else torch_step
+    step: Any = gradtape_step if spelling == "gradtape" else _torch_step(m, opt)
     f = gt.capture(step) if captured else step
     batches = _digits_batches()
     losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(steps))]
@@ -458,15 +465,7 @@ def test_freezing_a_parameter_records_the_step_again() -> None:
     def run(captured: bool) -> tuple[list[float], list[Array], Any]:
         dev = gt.Cpu(seed=16)
         m = _mlp(dev)
-        opt = optim.SGD(m.parameters(), lr=0.1)
-
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _torch_step(m, optim.SGD(m.parameters(), lr=0.1))
         f: Any = gt.capture(step) if captured else step
         losses = []
         for i, (x, y) in enumerate(_digits_batches() * 2):
@@ -499,15 +498,7 @@ def test_a_conv_block_on_onednn_replays_bit_for_bit() -> None:
             nn.Flatten(),
             nn.Linear(channels * (side // 2) ** 2, 10, dev=dev),
         )
-        opt = optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _torch_step(m, optim.SGD(m.parameters(), lr=0.01, momentum=0.9))
         f: Any = gt.capture(step) if captured else step
         rng = np.random.default_rng(15)
         batches = [
