@@ -46,9 +46,10 @@ happened.
 **What is refused (the call then always runs eagerly, with one ``RuntimeWarning`` naming the
 reason; :attr:`Captured.reason` keeps it):** an op gradtape cannot replay yet whose output
 reaches a replayable op, a backward pass or the result (so far replayable: ``linear``, the
-declared elementwise ops such as ``relu``, ``gelu``, ``tanh``, convolutions, max/min/average
-pooling, ``cross_entropy``'s common case, and views such as ``reshape``, ``flatten``,
-``permute`` of replayable outputs; not yet ``+`` between tensors, normalisations, attention,
+declared elementwise ops such as ``relu``, ``gelu``, ``tanh``, ``+``, ``-``, ``*``, ``/``
+between tensors (broadcasting too) and with numbers, the declared two-input ops, convolutions,
+max/min/average pooling, ``cross_entropy``'s common case, and views such as ``reshape``,
+``flatten``, ``permute`` of replayable outputs; not yet reductions, normalisations, attention,
 embeddings, dropout in training mode); a hand-written backward closure that reads an array of
 its own (one reading its op's input and output tensors replays as it is); gradient clipping,
 tensor hooks, anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI
@@ -185,6 +186,12 @@ class _Recorder:
         leafs = None if grads._leafs is None else set(grads._leafs)
         self.items.append((_backward_item, (ops, grads, fresh, leafs, seeded, leaves, to_grad)))
         self.trained = True
+
+    def constant(self, a: Array) -> None:
+        """``a`` is a constant of the plan (a Python number's 0-d array an op reads): known,
+        never written by a replay."""
+        if threading.get_ident() == self.thread:
+            self.known.setdefault(id(_root(a)), _root(a))
 
     def host_read(self, t: Tensor[Any, Any], what: str) -> None:
         """A tensor's values were read into Python (``what``: ``item()``, ``numpy()``, ...)."""

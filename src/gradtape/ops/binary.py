@@ -39,6 +39,7 @@ from gradtape.ops._util import (
     record_entry,
     record_zero_gradient,
     refuse_non_float,
+    replayable,
     tensor_operand,
     vector_pair,
 )
@@ -92,12 +93,17 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 
 
-def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any = None) -> Any:
+def record_scalar(
+    a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any = None, replay: tuple[Any, ...] | None = None
+) -> Any:
     """Wrap ``data`` as the output of a linear op ``f(a)`` with ``df/da = alpha``.
 
     The backward closure does ``grad_a += alpha * grad_out`` (storing ``grad_out`` itself,
     copy-on-write, when ``alpha == 1``). ``alpha_c`` is ``alpha`` as a 0-d array of ``a``'s
     dtype when the caller has one (see :func:`weak_const`); backward multiplies by it.
+    ``replay``: ``(op, ufunc, left, right)`` with ``data = ufunc(left, right)`` (one of them
+    ``a``'s data, the other a :func:`weak_const`), for :func:`gradtape.capture`'s replays; an op
+    that gives none is not replayable.
     """
     # record_entry, inlined: ``x * 0.5`` and friends are the commonest ops on small arrays
     # (the call and its argument tuple measured +1.4% on the scalar chain)
@@ -117,7 +123,18 @@ def record_scalar(a: Tensor[Any, Any], data: Array, alpha: float, alpha_c: Any =
             if alpha_c is None:
                 alpha_c = weak_const(alpha, data)
             tape._record((oid, _scale_backward, a.id, alpha, alpha_c))
+    if _tp._recorder is not None and replay is not None:
+        op, ufunc, left, right = replay
+        for c in (left, right, alpha_c):  # the Python number's 0-d arrays: constants of the plan
+            if c.__class__ is np.ndarray and c is not a.data:
+                _tp._recorder.constant(c)
+        replayable(op, out.data, _ufunc_into, (ufunc, left, right), (a,), tape, True)
     return out
+
+
+def _ufunc_into(out: Array, ufunc: Any, left: Any, right: Any) -> None:
+    """``ufunc(left, right)`` into ``out`` (a replay of :func:`gradtape.capture`)."""
+    ufunc(left, right, out=out)
 
 
 # Backward functions of the hot elementwise ops are module-level and recorded with their
@@ -272,12 +289,15 @@ def add(a: Any, b: Any) -> Any:
             out._leaf = False
             if tape is not NONE_TAPE:
                 tape._record((oid, _add_backward, a.id, b.id))
+            if _tp._recorder is not None:
+                replayable("add", out.data, _ufunc_into, (np.add, ad, bd), (a, b), tape, True)
             return out
     elif isinstance(b, SCALARS):
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":  # (an unpickled float dtype goes on)
             return _int_scalar(a, b, np.add, "add")
-        return record_scalar(a, a.data + weak_const(_scalar(b), a.data), 1.0)
+        c = weak_const(_scalar(b), a.data)
+        return record_scalar(a, a.data + c, 1.0, replay=("add", np.add, a.data, c))
     return _add(a, b)
 
 
@@ -311,7 +331,8 @@ def sub(a: Any, b: Any) -> Any:
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, np.subtract, "sub")
-        return record_scalar(a, a.data - weak_const(_scalar(b), a.data), 1.0)
+        c = weak_const(_scalar(b), a.data)
+        return record_scalar(a, a.data - c, 1.0, replay=("sub", np.subtract, a.data, c))
     return _sub(a, b)
 
 
@@ -326,7 +347,8 @@ def rsub(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     dt = a.data.dtype
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, np.subtract, "rsub", reverse=True)  # type: ignore[no-any-return]
-    return record_scalar(a, weak_const(_scalar(b, "rsub"), a.data) - a.data, -1.0)  # type: ignore[no-any-return]
+    c = weak_const(_scalar(b, "rsub"), a.data)
+    return record_scalar(a, c - a.data, -1.0, replay=("rsub", np.subtract, c, a.data))  # type: ignore[no-any-return]
 
 
 # ----- mul -------------------------------------------------------------------------------
@@ -347,14 +369,14 @@ def mul(a: Any, b: Any) -> Any:
             if dt is not _F32 and dt is not _F64 and dt.kind != "f":
                 return _int_scalar(a, b, np.multiply, "mul")
             c = weak_const(b, a.data)
-        return record_scalar(a, _np_mul(ad, c), b, c)
+        return record_scalar(a, _np_mul(ad, c), b, c, ("mul", _np_mul, ad, c))
     if isinstance(b, SCALARS):
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, np.multiply, "mul")
         s = _scalar(b)
         c = weak_const(s, a.data)
-        return record_scalar(a, a.data * c, s, c)
+        return record_scalar(a, a.data * c, s, c, ("mul", np.multiply, a.data, c))
     if b.__class__ is a.__class__:
         ad, bd = a.data, b.data
         if ad.shape == bd.shape and ad.dtype is bd.dtype and a.device is b.device:  # no broadcast: lean
@@ -365,6 +387,8 @@ def mul(a: Any, b: Any) -> Any:
             out = a._from_op(_np_mul(ad, bd), tape)
             if tape is not NONE_TAPE:
                 tape._record((out.id, _mul_backward, a.id, b.id, ad, bd))
+            if _tp._recorder is not None:
+                replayable("mul", out.data, _ufunc_into, (_np_mul, ad, bd), (a, b), tape, True)
             return out
     return _mul(a, b)
 
@@ -419,7 +443,8 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
             return _int_true_div(a, b, reverse=False)
         s = _scalar(b)
         inv = 1.0 / s if s else math.copysign(math.inf, s)  # d/da of a / 0 is inf, as numpy
-        return record_scalar(a, a.data / weak_const(s, a.data), inv)
+        c = weak_const(s, a.data)
+        return record_scalar(a, a.data / c, inv, replay=("div", np.divide, a.data, c))
     if b.__class__ is a.__class__ and a.data.dtype.kind in "iub" and b.data.dtype.kind in "iub":
         # two integer or bool tensors: PyTorch's true division, in float32 (its default dtype)
         f = a._from_op(a.data.astype(_F32), NONE_TAPE)
