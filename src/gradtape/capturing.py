@@ -48,16 +48,17 @@ reason; :attr:`Captured.reason` keeps it):** an op gradtape cannot replay yet wh
 reaches a replayable op, a backward pass or the result (so far replayable: ``linear``, the
 declared elementwise ops such as ``relu``, ``gelu``, ``tanh``, ``+``, ``-``, ``*``, ``/``
 between tensors (broadcasting too) and with numbers, the declared two-input ops, convolutions,
-max/min/average pooling, ``cross_entropy``'s common case, and views such as ``reshape``,
-``flatten``, ``permute`` of replayable outputs; not yet reductions, normalisations, attention,
-embeddings, dropout in training mode); a hand-written backward closure that reads an array of
-its own (one reading its op's input and output tensors replays as it is); gradient clipping,
-tensor hooks, anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI
-communication; a call that reads a tensor's values on the host (``.item()``, ``.numpy()``,
-``.tolist()``, ``float(t)``: the replay would not rerun the Python that used them), writes a
-tensor in place outside an optimizer step, or reads a tensor made inside the call from host
-data (``dev.tensor(batch)``: pass the tensor in, or wrap with ``dev.from_numpy``); a GPU tensor;
-a result that is not tensors (in tuples, lists or dicts), numbers, strings or ``None``.
+max/min/average pooling, ``sum`` and ``mean``, ``cross_entropy``'s common case, and views such
+as ``reshape``, ``flatten``, ``permute`` of replayable outputs; not yet softmax, the other
+reductions, normalisations, attention, embeddings, dropout in training mode); a hand-written
+backward closure that reads an array of its own (one reading its op's input and output tensors
+replays as it is); gradient clipping, tensor hooks, anomaly mode, ``retain_graph``,
+``create_graph``, a functional ``grad``, MPI communication; a call that reads a tensor's values
+on the host (``.item()``, ``.numpy()``, ``.tolist()``, ``float(t)``: the replay would not rerun
+the Python that used them), writes a tensor in place outside an optimizer step, or reads a
+tensor made inside the call from host data (``dev.tensor(batch)``: pass the tensor in, or wrap
+with ``dev.from_numpy``); a GPU tensor; a result that is not tensors (in tuples, lists or
+dicts), numbers, strings or ``None``.
 
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
 function runs only while a call is recorded (except the optimizer and scheduler calls above): a

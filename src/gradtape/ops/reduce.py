@@ -18,13 +18,23 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
 from gradtape.ops._signatures import reduce as _sig
-from gradtape.ops._util import SCALARS, dim_or_axis, float_data, normalize_axes, one_dim, record_unary, reduce_args
+from gradtape.ops._util import (
+    SCALARS,
+    dim_or_axis,
+    float_data,
+    normalize_axes,
+    one_dim,
+    record_unary,
+    reduce_args,
+    replayable,
+)
 from gradtape.ops.compare import where
 from gradtape.ops.select import ValuesIndices, argmax, argmin, take_along_axis
 from gradtape.ops.shape import concat
@@ -47,18 +57,32 @@ def _reduce(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, ke
         float_data(op, a, "a")
     axes = normalize_axes(op, axis, x.ndim)
     n = math.prod(x.shape[ax] for ax in axes)
-    y = _as_array(np.sum(x, axis=axes, keepdims=keepdims))
-    if scale:
-        if n == 0:
-            raise ShapeError(f"{op}: mean over {n} elements (shape {x.shape}, axes {axes}) is undefined")
-        y = np.multiply(y, x.dtype.type(1.0 / n), out=y) if y.ndim else _as_array(y * x.dtype.type(1.0 / n))
+    if scale and n == 0:
+        raise ShapeError(f"{op}: mean over {n} elements (shape {x.shape}, axes {axes}) is undefined")
+    factor = x.dtype.type(1.0 / n) if scale else None
+    y = _sum_scaled(x, axes, keepdims, factor)
     tape = op_tape(a)
     out = a._from_op(y, tape)
     if tape is not NONE_TAPE:
         shape = x.shape
         kept = tuple(1 if i in axes else n_ for i, n_ in enumerate(shape))
-        tape._record((out.id, _reduce_backward, a.id, kept, x.dtype.type(1.0 / n) if scale else None, shape))
+        tape._record((out.id, _reduce_backward, a.id, kept, factor, shape))
+    if _tp._recorder is not None:
+        replayable(op, out.data, _reduce_into, (x, axes, keepdims, factor), (a,), tape, True)
     return out
+
+
+def _sum_scaled(x: Array, axes: tuple[int, ...], keepdims: bool, factor: Any) -> Array:
+    """``sum(x, axes)``, times ``factor`` (mean's ``1 / n`` in ``x``'s dtype) unless ``None``."""
+    y = _as_array(np.sum(x, axis=axes, keepdims=keepdims))
+    if factor is not None:
+        y = np.multiply(y, factor, out=y) if y.ndim else _as_array(y * factor)
+    return y
+
+
+def _reduce_into(out: Array, x: Array, axes: tuple[int, ...], keepdims: bool, factor: Any) -> None:
+    """:func:`_reduce`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, _sum_scaled(x, axes, keepdims, factor))
 
 
 def _reduce_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, tuple[int, ...], Any, Any]) -> None:
