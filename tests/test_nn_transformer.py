@@ -353,6 +353,7 @@ def test_linear_relu_records_linear_then_relu() -> None:
     want = np.maximum(x.numpy() @ w.numpy().T + b.numpy(), 0)
     with gradtape.no_grad():
         np.testing.assert_allclose(linear_relu(x, w, b).numpy(), want, rtol=1e-12)
+        np.testing.assert_array_equal(linear_relu(x, w, None).numpy(), np.maximum(x.numpy() @ w.numpy().T, 0))
         with pytest.raises(ShapeError, match=r"bias of shape \(5,\) does not match weight \(6, 5\)"):
             linear_relu(x, w, Tensor(np.zeros(5), dev))
     with pytest.raises(ShapeError, match=r"bias of shape \(5,\) does not match weight \(6, 5\)"):

@@ -18,6 +18,7 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape._typing import A, B, C, T, typed_as
+from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import ShapeError
@@ -186,6 +187,12 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
             in-features, or ``b`` is not ``(O,)`` (the message names the shapes).
         DTypeError: the dtypes differ.
     """
+    return _linear(x, w, b, False)
+
+
+def _linear(x: Any, w: Any, b: Any, relu: bool) -> Any:
+    """:func:`linear`, and with ``relu`` :func:`linear_relu`'s pass where nothing records (the
+    caller's check): the bias added and the ReLU applied in one pass after the product."""
     wt = tensor_operand("linear", x, w)
     xd, wd = x.data, wt.data
     bt = None if b is None else tensor_operand("linear", x, b)
@@ -201,31 +208,29 @@ def linear(x: Any, w: Any, b: Any = None) -> Any:
         if bd.shape != (o,):
             raise ShapeError(f"linear: bias of shape {bd.shape} does not match weight {wd.shape} (wants ({o},))")
     x2 = xd if xd.ndim == 2 else xd.reshape(-1, i)
-    y2 = y = _blas.matmul(x2, wd.T)
-    if bd is not None:
-        _k.add_rows(y, bd)
+    y2 = y = _linear_into(None, x2, wd.T, bd, relu)
     if xd.ndim != 2:
         y = y.reshape((*xd.shape[:-1], o))
     tape = op_tape(x, wt) if bt is None else op_tape(x, wt, bt)
     out = x._from_op(y, tape)
     if _tp._recorder is not None:
-        replayable("linear", y2, _linear_into, (x2, wd.T, bd), (x, wt, bt), tape, train=True)
+        op = "linear_relu" if relu else "linear"
+        replayable(op, y2, _linear_into, (x2, wd.T, bd, relu), (x, wt, bt), tape, train=True)
     if tape is not NONE_TAPE:
         bid, b_leaf = (bt.id, bt._leaf) if bt is not None else (-1, True)
         tape._record((out.id, _linear_backward, x.id, wt.id, bid, xd, wd, x._leaf, wt._leaf, b_leaf))
     return out
 
 
-def _linear_into(out: Array, x2: Array, wt: Array, bd: Array | None) -> None:
-    """:func:`linear`'s forward into ``out`` (a replay of :func:`gradtape.capture`)."""
-    _blas.matmul(x2, wt, out=out)
+def _linear_into(out: Array | None, x2: Array, wt: Array, bd: Array | None, relu: bool) -> Array:
+    """:func:`linear`'s forward ``x2 @ wt + bd`` (``relu``: then the ReLU, in the bias's pass),
+    into ``out`` where given (a replay of :func:`gradtape.capture`), else a new array."""
+    y: Array = _blas.matmul(x2, wt, out=out)
     if bd is not None:
-        _k.add_rows(out, bd)
-
-
-def _bias_relu_into(out: Array, bd: Array) -> None:
-    """:func:`linear_relu`'s pass after the product, into ``out`` (a replay)."""
-    _k.add_rows(out, bd, relu=True)
+        _k.add_rows(y, bd, relu)
+    elif relu:
+        _ka.relu(y, y)
+    return y
 
 
 def _linear_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
@@ -260,11 +265,11 @@ def _d_linear(g: Any, entry: Any, rebuild: Any) -> list[tuple[int, Any]]:
 register_diff(_linear_backward, _d_linear)
 
 
-def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any]) -> Tensor[Any, Any]:
+def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | None) -> Tensor[Any, Any]:
     """``relu(linear(x, w, b))`` (PyTorch's ``F.relu(F.linear(x, w, b))``), the feed-forward
     network's first half in :class:`gradtape.nn.TransformerEncoderLayer`.
 
-    Args, returns and errors: as :func:`linear`, with ``b`` required. Where the call records
+    Args, returns and errors: as :func:`linear` (``b`` may be ``None``). Where the call records
     nothing (:func:`gradtape.tape.op_tape` of ``x``, ``w``, ``b`` is ``NONE_TAPE``: inference
     under ``no_grad``, or constant weights), the product is followed by one pass that adds the
     bias and applies the ReLU (``kernels.elementwise.add_rows(relu=True)``) instead of a bias
@@ -273,20 +278,11 @@ def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any]) -
     """
     from gradtape.ops.unary import relu
 
-    if op_tape(x, w, b) is not NONE_TAPE or x.data.ndim == 0:
+    if (op_tape(x, w) if b is None else op_tape(x, w, b)) is not NONE_TAPE:
         out: Tensor[Any, Any] = relu(linear(x, w, b))
-        return out
-    y = linear(x, w)
-    bt = tensor_operand("linear", x, b)
-    o = w.data.shape[0]
-    if bt.data.shape != (o,):
-        raise ShapeError(f"linear: bias of shape {bt.data.shape} does not match weight {w.data.shape} (wants ({o},))")
-    yd = y.data
-    y2 = yd if yd.ndim == 2 else yd.reshape(-1, o)  # a view: the product is C-contiguous
-    _k.add_rows(y2, bt.data, relu=True)
-    if _tp._recorder is not None:
-        replayable("linear_relu", y2, _bias_relu_into, (bt.data,), (bt,), NONE_TAPE)
-    return y
+    else:
+        out = _linear(x, w, b, True)
+    return out
 
 
 # ----- PyTorch's fixed-rank products: mm, bmm, dot ----------------------------------------------
