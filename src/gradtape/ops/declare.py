@@ -286,13 +286,9 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
 
 
 def _refill(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...]) -> None:
-    """A declared op's forward into ``out`` (a replay of :func:`gradtape.capture`)."""
+    """A declared op's forward into ``out`` (a replay of :func:`gradtape.capture`): ``forward(x,
+    *params)``, the parameters of an elementwise op or a two-input op's second array."""
     np.copyto(out, forward(x, *params))
-
-
-def _refill_binary(out: Array, forward: Callable[..., Any], a: Array, b: Array) -> None:
-    """A declared two-input op's forward into ``out`` (a replay of :func:`gradtape.capture`)."""
-    np.copyto(out, forward(a, b))
 
 
 def _refill_into(out: Array, into: Callable[..., object], x: Array, params: tuple[Any, ...]) -> None:
@@ -473,7 +469,7 @@ def binary(
             if tape is not NONE_TAPE:
                 tape._record((out.id, _binary_backward, decl, ad, bd, out.data, a.id, bt.id))
             if _tp._recorder is not None:
-                replayable(label, out.data, _refill_binary, (forward, ad, bd), (a, bt), tape, True)
+                replayable(label, out.data, _refill, (forward, ad, (bd,)), (a, bt), tape, True)
             return out
 
         op.__name__ = op.__qualname__ = op_name
