@@ -56,11 +56,12 @@ recorded op (stores that do not keep one let backward skip the work,
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -146,6 +147,28 @@ _recorder: Any = None
 can be replayed hand it a kernel to rerun (:func:`gradtape.ops._util.replayable`); the
 in-place writes below, backward and a tensor's host reads tell it the call cannot be replayed.
 The core only holds it: one ``is not None`` test per replayable op when nothing is recorded."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def recorded_call(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorator of the stateful calls a training step makes besides its ops (an optimizer's
+    ``step`` and ``zero_grad``, a module's ``zero_grad`` and ``zero_grads``, a learning-rate
+    scheduler's ``step``): while :func:`gradtape.capture` records a call, the call is recorded
+    to run again, with the same arguments, at each replay (its Python reruns: it reads the
+    gradients the replay left), and runs now. Otherwise it is ``fn`` itself, one test dearer."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        rec = _recorder
+        if rec is not None and not rec.calling:
+            result: _R = rec.call(functools.partial(fn, *args, **kwargs))
+            return result
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def note_writes(*arrays: np.ndarray[Any, Any]) -> None:

@@ -553,6 +553,7 @@ class Module:
         grads.retain_leafs(self.parameters())
         return grads
 
+    @_tp.recorded_call
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients ``backward()`` accumulated into the parameters' ``.grad``
         (PyTorch's ``Module.zero_grad``), before the next step's ``backward()``.
@@ -573,9 +574,6 @@ class Module:
                 as ``Optimizer.zero_grad`` does).
             TypeError, ValueError: discovery refuses a container attribute (see the class docstring).
         """
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.zero_grad, set_to_none)
-            return
         params = self.parameters()
         if set_to_none:
             for p in params:
@@ -599,15 +597,13 @@ class Module:
         for b in bufs:
             b[...] = 0
 
+    @_tp.recorded_call
     def zero_grads(self, grads: Gradients) -> None:
         """Drop this module's parameter gradients from ``grads`` (dfdx's ``zero_grads``), so the
         store can be reused for the next step: absent gradients read as zeros
         (``grads.get(p)``) and the next backward starts from them. The parameters' ``.grad``
         (which ``backward()`` fills in either spelling) is cleared too, as
         :meth:`zero_grad` clears it."""
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.zero_grads, grads)
-            return
         drop = grads._drop
         for p in self.parameters():
             drop(p.id)

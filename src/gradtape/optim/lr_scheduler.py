@@ -154,6 +154,7 @@ class LRScheduler:
         has no closed form (``step(epoch)`` then uses :meth:`get_lr`)."""
         return None
 
+    @_tp.recorded_call
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch and set each group's ``lr``: PyTorch's ``scheduler.step()``.
 
@@ -161,9 +162,6 @@ class LRScheduler:
             epoch: deprecated (as in PyTorch, with a ``UserWarning``): jump to this epoch,
                 using the closed form where the schedule has one.
         """
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.step, epoch)
-            return
         self._step_count += 1
         if epoch is not None:
             warnings.warn(
@@ -462,11 +460,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         cos = 1 + math.cos(math.pi * self.T_cur / self.T_i)
         return [self.eta_min + (base - self.eta_min) * cos / 2 for base in self.base_lrs]
 
+    @_tp.recorded_call
     def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or go to ``epoch`` (a float allowed), and set the rates."""
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.step, epoch)
-            return
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -803,11 +799,9 @@ class SequentialLR(LRScheduler):
         first._initial_step()  # ... and take the first schedule's again
         self._last_lr = first.get_last_lr()
 
+    @_tp.recorded_call
     def step(self) -> None:  # type: ignore[override]
         """Advance one epoch with the schedule in charge of it."""
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.step)
-            return
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         sched = self._schedulers[idx]

@@ -157,6 +157,7 @@ class Optimizer:
         """The default hyper-parameters as a dict (``lr`` and the optimizer's own)."""
         return dict(self.defaults)
 
+    @_tp.recorded_call
     def step(self, grads: Gradients | None = None) -> None:
         """Update every parameter that has a gradient in place, each with its group's
         hyper-parameters: PyTorch's ``optimizer.step()``.
@@ -178,9 +179,6 @@ class Optimizer:
                 ``.grad``: the parameter's ``.data`` was replaced after the gradient was set).
             ValueError: a parameter's ``.data`` was replaced by a read-only array.
         """
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.step, grads)
-            return
         stored = None if grads is None else grads._data  # the store's own arrays: read, never written
         name = self.name
         i = -1
@@ -211,6 +209,7 @@ class Optimizer:
         if written:  # a backward still to run over these parameters' old values will refuse to
             note_writes(*written)
 
+    @_tp.recorded_call
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's ``.grad``: PyTorch's ``optimizer.zero_grad(set_to_none)``.
 
@@ -228,9 +227,6 @@ class Optimizer:
             ValueError: ``set_to_none=False`` and a ``.grad`` holds a read-only array (checked
                 for every parameter before any is zeroed).
         """
-        if _tp._recorder is not None and not _tp._recorder.calling:  # gradtape.capture: rerun at each replay
-            _tp._recorder.call(self.zero_grad, set_to_none)
-            return
         if set_to_none:
             for p in self.params:
                 clear_grad(p)
