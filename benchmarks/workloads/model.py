@@ -218,10 +218,24 @@ class GradtapeImpl:
         else:
             self.opt = make_optimizer(optim, self.params, case.opt)
 
-    def step(self) -> Any:
+    def train_step(self, x: Any, y: Array) -> Any:
+        """One training step on the tensor ``x`` and labels ``y``; returns the loss tensor."""
         from gradtape import optim
         from gradtape.losses import cross_entropy
 
+        logits = self.model(x.trace(self.grads))
+        if logits.ndim == 3:
+            logits = logits.reshape((-1, logits.shape[-1]))
+        loss = cross_entropy(logits, y)
+        grads = loss.backward()  # the store x was traced into
+        assert self.case.opt is not None
+        if self.case.opt.clip is not None:
+            optim.clip_grad_norm_(self.params, grads, self.case.opt.clip)
+        self.opt.step(grads)
+        self.model.zero_grads(grads)
+        return loss
+
+    def step(self) -> Any:
         k = self.i % len(self.xs)
         self.i += 1
         x = self.dev.tensor(self.xs[k])
@@ -230,60 +244,24 @@ class GradtapeImpl:
 
             with no_grad():  # parameters require grad: inference records nothing only under no_grad
                 return self.model(x).numpy()
-        logits = self.model(x.trace(self.grads))
-        if logits.ndim == 3:
-            logits = logits.reshape((-1, logits.shape[-1]))
-        loss = cross_entropy(logits, self.ys[k])
-        grads = loss.backward()
-        assert self.case.opt is not None
-        if self.case.opt.clip is not None:
-            optim.clip_grad_norm_(self.params, grads, self.case.opt.clip)
-        self.opt.step(grads)
-        self.model.zero_grads(grads)
-        self.grads = grads
-        return loss.item()
+        return self.train_step(x, self.ys[k]).item()
 
     def value(self, out: Any) -> float:
         return float(out) if self.case.train else _ce64(out, self.ys[(self.i - 1) % len(self.ys)])
 
 
-class CapturedImpl:
+class CapturedImpl(GradtapeImpl):
     """A row in gradtape under :func:`gradtape.capture` (issue 30): :class:`GradtapeImpl`'s
-    step (or, for inference, the model under ``no_grad``) as a captured function of the batch,
-    which is made a tensor outside the captured call; the first two calls (the loss check) run
-    eagerly and record, the timed ones replay. ``predict.reason`` says why a row's step
-    cannot be replayed (it then runs eagerly and is not timed)."""
+    ``train_step`` (for inference, the model under ``no_grad``) as a captured function of the
+    batch, which is made a tensor outside the captured call; the first two calls (the loss
+    check) run eagerly and record, the timed ones replay. ``predict.reason`` says why a row's
+    step cannot be replayed (it then runs eagerly and is not timed)."""
 
     def __init__(self, case: Case, model: Any, dev: Any) -> None:
         import gradtape
-        from gradtape import optim
-        from gradtape.losses import cross_entropy
 
-        self.case, self.model, self.dev = case, model, dev
-        self.xs = [x if case.codes else x.astype(np.float32) for x, _ in case.batches]
-        self.ys = [y.reshape(-1) for _, y in case.batches]
-        self.i = 0
-        if case.opt is None:
-            self.predict = gradtape.capture(model)
-            return
-        params = model.parameters()
-        opt = make_optimizer(optim, params, case.opt)
-        store = model.alloc_grads()
-        clip = case.opt.clip
-
-        def train_step(x: Any, y: Array) -> Any:
-            logits = model(x.trace(store))
-            if logits.ndim == 3:
-                logits = logits.reshape((-1, logits.shape[-1]))
-            loss = cross_entropy(logits, y)
-            grads = loss.backward()
-            if clip is not None:
-                optim.clip_grad_norm_(params, grads, clip)
-            opt.step(grads)
-            model.zero_grads(grads)
-            return loss
-
-        self.predict = gradtape.capture(train_step)
+        super().__init__(case, model, dev)
+        self.predict: Any = gradtape.capture(model if case.opt is None else self.train_step)
 
     def step(self) -> Any:
         from gradtape import no_grad
@@ -291,15 +269,10 @@ class CapturedImpl:
         k = self.i % len(self.xs)
         self.i += 1
         x = self.dev.tensor(self.xs[k])
-        if self.case.opt is not None:
+        if self.opt is not None:
             return self.predict(x, self.ys[k]).item()
         with no_grad():
             return self.predict(x).numpy()
-
-    def value(self, out: Any) -> float:
-        if self.case.train:
-            return float(out)
-        return _ce64(out, self.ys[(self.i - 1) % len(self.ys)])
 
 
 # ----- PyTorch ------------------------------------------------------------------------------
