@@ -157,7 +157,8 @@ class _Recorder:
         if _tp._anomaly:
             self.refuse(f"runs {op} in anomaly mode, which a replay does not check")
             return
-        closures = any(entry[1] is _tp._run_closure for entry in ops)  # ids hidden in closures
+        # a closure entry may reach hooked tensors whose ids it does not hold as ints
+        closures = hooked and any(entry[1] is _tp._run_closure for entry in ops)
         if hooked and (closures or hooked & _ids_in(ops, leaves, seeds)):
             self.refuse(f"runs {op} through tensors with hooks (register_hook), which a replay does not fire")
             return

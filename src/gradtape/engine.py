@@ -297,9 +297,24 @@ def replay_first_order(
     pass had made afresh), seeded with ``(id, array)`` pairs. ``ops`` is not consumed. No
     checks: the recorded pass made them."""
     grads._parts.update(leaves)
+    _one_store_pass(_run_entries, ops, grads, [(tid, g.copy()) for tid, g in seeds], leaves, to_grad, True)
+
+
+def _one_store_pass(
+    run: Runner,
+    ops: list[_Entry],
+    grads: Gradients,
+    seeds: Sequence[tuple[int, Array]],
+    leaves: dict[int, Tensor[Any, Any] | None],
+    to_grad: bool,
+    keep: bool,
+) -> None:
+    """The common first-order pass (one store, run once): seed ``grads`` with the ``(id,
+    array)`` pairs (arrays it may own), run the entries (``keep``: leave ``ops`` as it is), and
+    with ``to_grad`` add the leaves' gradients into their ``.grad``."""
     for tid, g in seeds:
-        grads._accum(tid, g.copy())
-    _run_entries(ops, grads, True)
+        grads._accum(tid, g)
+    run(ops, grads, keep)
     if to_grad:
         _deposit(leaves, grads, True)
 
@@ -362,11 +377,7 @@ def _first_order(
         if recorder is not None:  # gradtape.capture: this pass, to run again at each replay
             hooked = set(_tensor_hooks) | set(_post_hooks)
             recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
-        for t, g in seeds:
-            grads._accum(t.id, g)
-        run(ops, grads, False)
-        if to_grad:
-            _deposit(leaves, grads, True)
+        _one_store_pass(run, ops, grads, [(t.id, g) for t, g in seeds], leaves, to_grad, False)
         return grads
     if recorder is not None:
         recorder.refuse(f"runs {op} into several stores, again (retain_graph) or in anomaly mode: it is not replayed")
