@@ -735,13 +735,13 @@ def make_impls(case: Case, cfg: Config, use_jax: bool = True) -> tuple[dict[str,
 
 
 def _capture_reason(captured: CapturedImpl) -> str | None:
-    """Why ``captured``'s step cannot be replayed (three calls: eager, recorded, replayed), or
-    ``None`` where it can."""
+    """Why ``captured``'s step cannot be replayed (four calls: eager, recorded, recorded
+    again where the step makes constants from host data, replayed), or ``None`` where it can."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the refusal is reported as a note
-        for _ in range(3):
+        for _ in range(4):
             captured.step()
     reason: str | None = captured.predict.reason
     return reason

@@ -35,7 +35,17 @@ anything else refuses the recording.
 ``None``, ...: they must be hashable; Python values are baked into the plan as JAX's ``jit``
 bakes static arguments), and the grad mode. For a key, the first call runs eagerly (lazy
 initialisation: optimizer state, kernel compilation), the second runs eagerly while it is
-recorded, and later calls replay. Before a replay, guards check that every tensor the plan
+recorded, and later calls replay.
+
+**Constants made inside the call.** A tensor made from host data inside the function
+(``dev.tensor(np.arange(L))`` for positions, as nanoGPT's ``torch.arange``) is kept as a
+constant of the plan only after a second recording agrees: the call with the next *different*
+arguments is recorded again (eagerly), and the plan stands if it ran the same kernels and made
+every such tensor with the same values. A tensor made from the values of an argument or a
+parameter (``dev.tensor(-x.data)``) differs between the two and refuses the capture, as does
+Python control flow that took another branch; calls repeating the same arguments keep
+recording until one differs. Like JAX's ``jit``, a value that changes only later (a Python
+counter read inside the function) is not seen. Before a replay, guards check that every tensor the plan
 reads that existed before the recorded call (parameters, buffers) still holds the same array
 (``.data = ...`` replaces it: the call is then recorded again) and still requires grad or not
 as it did (``p.requires_grad_(False)`` freezes it: recorded again), and that every module called
@@ -43,22 +53,32 @@ kept its ``training`` flag (``model.train()`` after recording in eval mode recor
 :attr:`Captured.replays`, :attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what
 happened.
 
+**Random numbers and clipping.** Dropout (``nn.Dropout``, ``F.dropout``, attention dropout)
+draws a fresh mask at every replay, from the generator the eager op would use (the device's,
+at the same point of its sequence of draws), so a captured run equals an eager run from the
+same seed. Gradient clipping (``nn.utils.clip_grad_norm_``, ``clip_grad_value_``, and the
+store form ``optim.clip_grad_norm_``) is a recorded call, rerun at each replay; the norm it
+returns (a tensor, or the store form's float returned as it is) is each replay's own.
+
 **What is refused (the call then always runs eagerly, with one ``RuntimeWarning`` naming the
 reason; :attr:`Captured.reason` keeps it):** an op gradtape cannot replay yet whose output
 reaches a replayable op, a backward pass or the result (so far replayable: ``linear``, the
-declared elementwise ops such as ``relu``, ``gelu``, ``tanh``, ``+``, ``-``, ``*``, ``/``
-between tensors (broadcasting too) and with numbers, the declared two-input ops, convolutions,
-max/min/average pooling, ``sum`` and ``mean``, ``cross_entropy``'s common case, and views such
-as ``reshape``, ``flatten``, ``permute`` of replayable outputs; not yet softmax, the other
-reductions, normalisations, attention, embeddings, dropout in training mode); a hand-written
-backward closure that reads an array of its own (one reading its op's input and output tensors
-replays as it is); gradient clipping, tensor hooks, anomaly mode, ``retain_graph``,
-``create_graph``, a functional ``grad``, MPI communication; a call that reads a tensor's values
-on the host (``.item()``, ``.numpy()``, ``.tolist()``, ``float(t)``: the replay would not rerun
-the Python that used them), writes a tensor in place outside an optimizer step, or reads a
-tensor made inside the call from host data (``dev.tensor(batch)``: pass the tensor in, or wrap
-with ``dev.from_numpy``); a GPU tensor; a result that is not tensors (in tuples, lists or
-dicts), numbers, strings or ``None``.
+declared elementwise ops such as ``relu``, ``gelu``, ``silu``, ``softplus``, ``tanh``, ``+``,
+``-``, ``*``, ``/`` and negation between tensors (broadcasting too) and with numbers, the
+declared two-input ops, convolutions, max/min/average pooling, ``sum`` and ``mean``,
+``cross_entropy``'s common case, ``embedding``, ``layer_norm`` and ``rms_norm``, the fused
+attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without weights),
+``selective_scan``, ``dropout``, and views such as ``reshape`` (a copying one too),
+``flatten``, ``permute`` of replayable outputs; not yet ``softmax``, the other reductions,
+batch/group norm, the recurrent layers); a hand-written backward closure that reads an array
+of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
+anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI communication; a
+call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
+``float(t)``: the replay would not rerun the Python that used them), writes a tensor in place
+outside an optimizer step, or makes a tensor from host data that the second recording makes
+with other values (above); a GPU tensor; a result that is not tensors (in tuples, lists or
+dicts), numbers, strings or ``None``, or a Python float other than a clip norm when the call
+clips.
 
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
 function runs only while a call is recorded (except the optimizer and scheduler calls above): a
@@ -79,7 +99,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 import numpy as np
 
 from gradtape import tape as _tp
-from gradtape.engine import entry_op, replay_first_order, saved_arrays
+from gradtape.engine import entry_op, replay_first_order, saved_arrays, saved_ids
 from gradtape.tape import is_grad_enabled, next_id
 from gradtape.tensor import Tensor
 
@@ -117,6 +137,8 @@ class _Recorder:
         self.reason: str | None = None
         self.trained = False  # a backward pass was recorded
         self.calling = False  # inside a recorded call (an optimizer step): its writes are replayed
+        self.hosts: list[Array] = []  # arrays of tensors made from host data inside the call
+        self.boxes: dict[int, tuple[float, list[float]]] = {}  # floats recorded calls returned, their slots
 
     def refuse(self, why: str) -> None:
         """The recorded call cannot be replayed, because it ``why`` (the first reason is kept)."""
@@ -129,12 +151,23 @@ class _Recorder:
         replayed backward left and updates parameters and state in place)."""
         if threading.get_ident() != self.thread:
             return fn(*args)
+        at = len(self.items)
         self.items.append((fn, args))
         self.calling = True
         try:
-            return fn(*args)
+            result = fn(*args)
         finally:
             self.calling = False
+        if isinstance(result, Tensor) and result.data.__class__ is np.ndarray:  # clip_grad_norm_'s norm
+            r = _root(result.data)
+            self.known[id(r)] = r
+            self.written.add(id(r))
+            self.items[at] = (_call_into, (result.data, fn, args))
+        elif result.__class__ is float:  # the store form's norm: a result slot each replay refills
+            box = [result]
+            self.boxes[id(result)] = (result, box)
+            self.items[at] = (_call_into_box, (box, fn, args))
+        return result
 
     def backward(
         self,
@@ -157,9 +190,7 @@ class _Recorder:
         if _tp._anomaly:
             self.refuse(f"runs {op} in anomaly mode, which a replay does not check")
             return
-        # a closure entry may reach hooked tensors whose ids it does not hold as ints
-        closures = hooked and any(entry[1] is _tp._run_closure for entry in ops)
-        if hooked and (closures or hooked & _ids_in(ops, leaves, seeds)):
+        if hooked and hooked & _ids_in(ops, leaves, seeds):
             self.refuse(f"runs {op} through tensors with hooks (register_hook), which a replay does not fire")
             return
         seeded: list[tuple[int, Array]] = []
@@ -194,6 +225,20 @@ class _Recorder:
         never written by a replay."""
         if threading.get_ident() == self.thread:
             self.known.setdefault(id(_root(a)), _root(a))
+
+    def host_tensor(self, t: Tensor[Any, Any]) -> None:
+        """A tensor was made from host data (``dev.tensor(np.arange(n))``, ``Tensor(array,
+        dev)``): its array is a constant of the plan if a second recording, on other
+        arguments, makes it with the same values (see :class:`Captured`)."""
+        if threading.get_ident() != self.thread or self.calling:
+            return
+        d = t.data
+        if d.__class__ is not np.ndarray:
+            return
+        r = _root(d)
+        if id(r) not in self.known:
+            self.known[id(r)] = r
+            self.hosts.append(r)
 
     def host_read(self, t: Tensor[Any, Any], what: str) -> None:
         """A tensor's values were read into Python (``what``: ``item()``, ``numpy()``, ...)."""
@@ -250,9 +295,13 @@ class _Recorder:
         for w in writes:  # arrays the kernel rewrites besides out (its backward reads them)
             self.known[id(_root(w))] = _root(w)
             self.written.add(id(_root(w)))
-        for a in args:
+        for a in (b for arg in args for b in (arg if arg.__class__ is tuple else (arg,))):  # tuples one level deep
             if isinstance(a, np.ndarray) and id(a) not in written and id(_root(a)) not in self.known:
-                self.refuse(f"{op} read a copy of its input of shape {a.shape} (a non-contiguous input)")
+                self.refuse(
+                    f"{op} reads an array of shape {a.shape} that is neither an argument, a parameter, a constant "
+                    "nor a replayed op's output (a copy of a strided input, or a numpy array made inside the call: "
+                    "make it a tensor with dev.tensor, or pass it in)"
+                )
                 return
         r = _root(out)
         if id(r) in self.known and id(r) not in self.written:
@@ -278,6 +327,17 @@ class _Plan:
         return all(t.data is a and t.requires_grad is rg for t, a, rg in self.guards) and all(
             bool(getattr(m, "training", False)) is flag for m, flag in self.modules
         )
+
+
+@dataclass
+class _Pending:
+    """A recording that made tensors from host data: the next call of its key records again,
+    and its plan stands only if that recording runs the same kernels (``sig``) and makes the
+    host-data tensors with the same values (``hosts``), on other arguments (``inputs``)."""
+
+    sig: tuple[Any, ...]
+    hosts: list[Array]
+    inputs: list[Array]
 
 
 @dataclass
@@ -310,7 +370,7 @@ class Captured(Generic[P, R]):
         self.recorded = 0
         self.eager_calls = 0
         self.reason: str | None = None
-        self._plans: dict[Any, _Plan | _Seen | str] = {}
+        self._plans: dict[Any, _Plan | _Pending | _Seen | str] = {}
         self._lock = threading.Lock()
         self._warned = False
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -345,6 +405,8 @@ class Captured(Generic[P, R]):
         if isinstance(state, str):
             self.eager_calls += 1
             return self.fn(*args, **kwargs)
+        if isinstance(state, _Pending):
+            return self._record(key, args, kwargs, state)
         if state is None:
             if len(self._plans) >= self.max_plans:
                 self._plans.pop(next(iter(self._plans)))
@@ -364,7 +426,7 @@ class Captured(Generic[P, R]):
             self._warned = True
             warnings.warn(f"gradtape.capture: {_name(self.fn)} runs eagerly: it {why}", RuntimeWarning, stacklevel=4)
 
-    def _record(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _record(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], pending: _Pending | None = None) -> Any:
         inputs: list[Array] = []
 
         def sub(v: Any) -> Any:
@@ -394,8 +456,59 @@ class Captured(Generic[P, R]):
             self._refused(rec.reason)
             return result  # the eager values (copies of nothing: no plan keeps these arrays)
         plan = _Plan(inputs, rec.guards, rec.modules, rec.items, template, outs)
+        if rec.hosts:  # constants made inside the call: a second recording, on other arguments, must agree
+            sig = _signature(rec.items)
+            hosts = [h.copy() for h in rec.hosts]
+            if pending is None:
+                self._plans[key] = _Pending(sig, hosts, [b.copy() for b in inputs])
+                return _rebuild(plan)
+            why = _differs(pending, sig, hosts)
+            if why is not None:
+                self._plans[key] = why
+                self._refused(why)
+                return _rebuild(plan)
+            if inputs and all(_same(a, b) for a, b in zip(inputs, pending.inputs, strict=True)):
+                return _rebuild(plan)  # the same arguments again: they cannot tell a constant, wait for others
         self._plans[key] = plan
         return _rebuild(plan)
+
+
+def _same(a: Array, b: Array) -> bool:
+    """``a`` and ``b`` hold the same bits in the same shape and dtype."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _describe(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return ("array", v.shape, v.dtype.str)
+    if callable(v):
+        return _name(v)
+    if type(v) in (list, tuple):
+        return (type(v).__name__, len(v))
+    return type(v).__name__
+
+
+def _signature(items: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> tuple[Any, ...]:
+    """What a recording ran, for comparing two: each item's function and its arguments'
+    kinds, shapes and dtypes."""
+    return tuple((_name(fn), tuple(_describe(a) for a in args)) for fn, args in items)
+
+
+def _differs(pending: _Pending, sig: tuple[Any, ...], hosts: list[Array]) -> str | None:
+    """Why a second recording disagrees with the first (``pending``), or ``None``."""
+    if sig != pending.sig or len(hosts) != len(pending.hosts):
+        return (
+            "runs other kernels on a second recording (Python control flow or host data that depends on the "
+            "arguments' or parameters' values), so no one plan replays it"
+        )
+    for a, b in zip(hosts, pending.hosts, strict=True):
+        if not _same(a, b):
+            return (
+                f"makes a tensor of shape {a.shape} from host data (dev.tensor(...)) whose values differ between two "
+                "calls: it is computed from the arguments' or the parameters' values (as dev.tensor(-x.data)), which "
+                "a replay would not recompute; compute it with gradtape ops, or pass it in as an argument"
+            )
+    return None
 
 
 def _key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Array], str]:
@@ -450,6 +563,14 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
             return None
         outs.append((d, result.device))
         return _Out(len(outs) - 1)
+    if result.__class__ is float and rec.boxes:
+        if id(result) in rec.boxes:  # a recorded call's float (a clip norm): each replay's own
+            return _Box(rec.boxes[id(result)][1])
+        rec.refuse(
+            "returns a Python float, which a replay would return unchanged, while it makes floats that change at "
+            "each replay (a clip norm): return the clip norm itself, or compute with tensors"
+        )
+        return None
     if isinstance(result, _SCALARS):
         return result
     if type(result) in (tuple, list):
@@ -465,9 +586,18 @@ class _Out:
     index: int
 
 
+@dataclass(frozen=True)
+class _Box:
+    """A result slot holding a recorded call's float, which each replay refills."""
+
+    slot: list[float]
+
+
 def _fill(template: Any, made: list[Tensor[Any, Any]]) -> Any:
     if isinstance(template, _Out):
         return made[template.index]
+    if isinstance(template, _Box):
+        return template.slot[0]
     if type(template) in (tuple, list):
         return type(template)(_fill(t, made) for t in template)
     if type(template) is dict:
@@ -489,17 +619,27 @@ def _replay(plan: _Plan, arrays: list[Array]) -> Any:
 
 
 def _ids_in(ops: list[Any], leaves: dict[int, Any], seeds: Any) -> set[int]:
-    """Every int an entry holds (its time, the ids of its inputs, and sizes: a superset of the
-    tensor ids the pass touches), the leaves' ids and the seeds' tensors' ids."""
+    """Every int the entries reach (their times, their inputs' ids, the ids their closures
+    hold, and sizes: a superset of the tensor ids the pass touches; see
+    :func:`gradtape.engine.saved_ids`), the leaves' ids and the seeds' tensors' ids."""
     found: set[int] = set(leaves)
     found.update(t.id for t, _ in seeds)
     for entry in ops:
-        for v in entry:
-            if v.__class__ is int:
-                found.add(v)
-            elif v.__class__ is tuple:
-                found.update(u for u in v if u.__class__ is int)
+        found |= saved_ids(entry)
     return found
+
+
+def _call_into(out: Array, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """A recorded call that returns a tensor (``clip_grad_norm_``'s norm), replayed: its new
+    result copied into the recorded result's array, which the plan's later kernels and its
+    outputs read."""
+    np.copyto(out, fn(*args).data)
+
+
+def _call_into_box(box: list[float], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """A recorded call that returns a float (the store form of ``clip_grad_norm_``), replayed:
+    its new result into the slot the plan's result reads."""
+    box[0] = fn(*args)
 
 
 def _backward_item(

@@ -237,7 +237,19 @@ def _saved_arrays(obj: Any, depth: int, seen: set[int]) -> Iterator[np.ndarray[A
     """The arrays (numpy's, or the GPU's: missing those switched the check off on the ``Cuda``
     device, a silently wrong gradient) an entry's saved state reaches (tuples, lists, dicts,
     tensors, closure cells, bound methods' objects, objects' attributes), ``depth`` levels deep."""
+    tensor_cls = _tensor_class()
+    for leaf in _saved(obj, depth, seen):
+        if leaf.__class__ is not int:
+            yield leaf.data if isinstance(leaf, tensor_cls) else leaf
+
+
+def _saved(obj: Any, depth: int, seen: set[int]) -> Iterator[Any]:
+    """What :func:`_saved_arrays` walks, yielding arrays, tensors and ints (the walk is
+    shared with :func:`saved_ids`)."""
     if isinstance(obj, np.ndarray) or _arrays.on_gpu(obj):
+        yield obj
+        return
+    if obj.__class__ is int:
         yield obj
         return
     if depth == 0 or id(obj) in seen or obj is None or isinstance(obj, (int, float, str, type)):
@@ -250,7 +262,7 @@ def _saved_arrays(obj: Any, depth: int, seen: set[int]) -> Iterator[np.ndarray[A
     elif isinstance(obj, dict):
         items = obj.values()
     elif isinstance(obj, tensor_cls):
-        yield obj.data
+        yield obj
         return
     elif isinstance(obj, types.FunctionType):
         items = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
@@ -261,7 +273,21 @@ def _saved_arrays(obj: Any, depth: int, seen: set[int]) -> Iterator[np.ndarray[A
     elif hasattr(obj, "__dict__") and not isinstance(obj, types.ModuleType):
         items = vars(obj).values()
     for item in items:
-        yield from _saved_arrays(item, depth - 1, seen)
+        yield from _saved(item, depth - 1, seen)
+
+
+def saved_ids(entry: _Entry, depth: int = 8) -> set[int]:
+    """Every int an entry's saved state reaches and the ids of the tensors it holds (the walk
+    of :func:`saved_arrays`): a superset of the ids of the tensors its rules touch, for
+    :func:`gradtape.capture`'s check that a pass reaches no tensor with a hook."""
+    tensor_cls = _tensor_class()
+    found: set[int] = set()
+    for leaf in _saved(entry, depth, set()):
+        if leaf.__class__ is int:
+            found.add(leaf)
+        elif isinstance(leaf, tensor_cls):
+            found.add(leaf.id)
+    return found
 
 
 def _filled(cell: Any) -> bool:

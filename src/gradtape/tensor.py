@@ -171,6 +171,8 @@ class Tensor(Generic[S, T_co]):
         self.tape = tape
         self.id = next_id() if id is None else id
         self._leaf = True
+        if _tape_mod._recorder is not None:  # gradtape.capture: a constant made inside the captured call
+            _tape_mod._recorder.host_tensor(self)
 
     # ----- construction helpers used by ops -----------------------------------------------
 

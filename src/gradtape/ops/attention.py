@@ -16,11 +16,14 @@ softmax pass takes about 2 ms of the total.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
@@ -28,8 +31,8 @@ from gradtape.devices.kernels import attention as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import attention as _sig
-from gradtape.ops._util import SCALARS
-from gradtape.ops.nn import _generator
+from gradtape.ops._util import SCALARS, replayable
+from gradtape.ops.nn import _generator, dropout_mask
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
 
 if TYPE_CHECKING:
@@ -204,14 +207,17 @@ def sdpa(
         if pf == 1.0:
             drop = _arrays.zeros(p.shape, dt, p)
         else:
-            gen = _generator(rng, q)
-            keep = _as_array(gen.random(p.shape, dtype=dt)) >= dt.type(pf)
-            drop = np.multiply(keep, dt.type(1.0 / (1.0 - pf)), dtype=dt)
+            drop = dropout_mask(p.shape, dt, pf, _generator(rng, q))
         pd = p * drop
     y = _mm_rows(pd, v4, blocks, keys_of_a=True)
     out_shape = (*batch, ln, vd.shape[-1])
     tape = op_tape(q, k, v)
     out = q._from_op(y.reshape(out_shape), tape)
+    if _tp._recorder is not None:
+        gen = None if drop is None or pf == 1.0 else functools.partial(_generator, rng, q)
+        args = (q4, k4, v4, p, m4, causal, sc, nan_rows, blocks, drop, pf, gen)
+        writes = (p,) if drop is None or gen is None else (p, drop)
+        replayable(op, y, _sdpa_into, args, (q, k, v), tape, True, writes)
     if tape is not NONE_TAPE:
         qid, kid, vid = q.id, k.id, v.id
         q_leaf, k_leaf, v_leaf = q._leaf, k._leaf, v._leaf
@@ -250,6 +256,35 @@ def sdpa(
     return out
 
 
+def _sdpa_into(
+    y: Array,
+    q4: Array,
+    k4: Array,
+    v4: Array,
+    p: Array,
+    m4: Array | None,
+    causal: bool,
+    sc: float,
+    nan_rows: bool,
+    blocks: list[tuple[int, int, int]],
+    drop: Array | None,
+    pf: float,
+    gen: Callable[[], np.random.Generator] | None,
+) -> None:
+    """:func:`sdpa`'s forward again (for :func:`gradtape.capture`'s replays), into the
+    recorded arrays: the weights ``p`` (which the backward reads), a fresh dropout mask into
+    ``drop`` drawn from the generator ``gen()`` gives (the device's, at this point of the
+    sequence of draws), and the output ``y``."""
+    _mm_rows(q4, np.swapaxes(k4, -1, -2), blocks, keys_of_a=False, out=p)
+    _ka.attention_softmax(p, m4, causal, sc, nan_rows)
+    pd = p
+    if drop is not None:
+        if gen is not None:
+            dropout_mask(p.shape, p.dtype, pf, gen(), out=drop)
+        pd = p * drop
+    _mm_rows(pd, v4, blocks, keys_of_a=True, out=y)
+
+
 # ----- causal block products -------------------------------------------------------------
 # A causal mask leaves the scores above the diagonal unused: query rows [r0, r1) see keys
 # [0, min(r1, S)). Splitting the rows into blocks skips the products of those (never read,
@@ -272,16 +307,20 @@ def _blocks(ln: int, sn: int, causal: bool) -> list[tuple[int, int, int]]:
     return [(r0, min(r0 + step, ln), min(r0 + step, ln, sn)) for r0 in range(0, ln, step)]
 
 
-def _mm_rows(a: Array, b: Array, blocks: list[tuple[int, int, int]], keys_of_a: bool) -> Array:
+def _mm_rows(
+    a: Array, b: Array, blocks: list[tuple[int, int, int]], keys_of_a: bool, out: Array | None = None
+) -> Array:
     """``a @ b`` by row blocks: with ``keys_of_a`` the inner dim of the product is the keys
     (``P @ v``, ``dS @ k``: rows ``[r0, r1)`` of ``a`` times its first ``c`` columns and
     ``b``'s first ``c`` rows), else the output's columns are the keys (``q @ k^T``,
     ``g @ v^T``: only the first ``c`` columns of the row block are computed; the rest of the
-    output is left uninitialised, for the kernels, which never read it, to overwrite)."""
+    output is left uninitialised, for the kernels, which never read it, to overwrite). Into
+    ``out`` where given (an earlier result of the same shapes)."""
     if len(blocks) == 1:
-        full: Array = _blas.matmul(a, b)
+        full: Array = _blas.matmul(a, b, out=out)
         return full
-    out = _arrays.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b), a)
+    if out is None:
+        out = _arrays.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b), a)
     for r0, r1, c in blocks:
         if keys_of_a:
             _blas.matmul(a[..., r0:r1, :c], b[..., :c, :], out=out[..., r0:r1, :])

@@ -133,8 +133,12 @@ def record_scalar(
 
 
 def _ufunc_into(out: Array, ufunc: Any, left: Any, right: Any) -> None:
-    """``ufunc(left, right)`` into ``out`` (a replay of :func:`gradtape.capture`)."""
-    ufunc(left, right, out=out)
+    """``ufunc(left, right)`` (``ufunc(left)`` where ``right`` is ``None``) into ``out`` (a
+    replay of :func:`gradtape.capture`)."""
+    if right is None:
+        ufunc(left, out=out)
+    else:
+        ufunc(left, right, out=out)
 
 
 # Backward functions of the hot elementwise ops are module-level and recorded with their

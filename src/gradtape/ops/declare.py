@@ -225,7 +225,6 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "_replayable": replayable,
         "_refill": _refill_into if decl.into is not None else _refill_aux if decl.aux else _refill,
         "_into": decl.into,
-        "_train": not decl.aux,  # an aux array (silu's sigmoid) its backward reads is not refreshed
     }
     params = []
     for k, (p, d) in enumerate(zip(decl.params, decl.defaults, strict=True)):
@@ -265,7 +264,10 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
         "    if tape is not _NONE:",
         f"        tape._record((oid, _backward, a.id, _decl, {decl.uses}, params, kargs))",
         "    if _tp._recorder is not None:",
-        f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape, _train)",
+        # an aux array (silu's sigmoid), which the backward reads, is refreshed with the output
+        f"        _replayable({label!r}, out.data, _refill, (_forward, x, params, aux), (a,), tape, True, (aux,))"
+        if decl.aux
+        else f"        _replayable({label!r}, out.data, _refill, (_into or _forward, x, params), (a,), tape, True)",
         "    return out",
     ]
     lines += _rule_lines(decl)
@@ -296,9 +298,12 @@ def _refill_into(out: Array, into: Callable[..., object], x: Array, params: tupl
     into(out, x, *params)
 
 
-def _refill_aux(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...]) -> None:
-    """:func:`_refill` of a forward that returns ``(y, aux)``."""
-    np.copyto(out, forward(x, *params)[0])
+def _refill_aux(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...], aux: Array) -> None:
+    """:func:`_refill` of a forward that returns ``(y, aux)``: both refreshed (the backward
+    reads ``aux``)."""
+    y, a = forward(x, *params)
+    np.copyto(out, y)
+    np.copyto(aux, a)
 
 
 def _integer_op(decl: Elementwise, a: Tensor[Any, Any], *params: Any) -> Any:

@@ -13,13 +13,15 @@ dim ``N``; ``embedding`` gives ``Rank2[int, D]`` for a list of indices and an un
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape._typing import A, B, S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
@@ -37,6 +39,7 @@ from gradtape.ops._util import (
     int_indices,
     one_dim,
     record_unary,
+    replayable,
     sum_to,
     tensor_operand,
 )
@@ -93,18 +96,36 @@ def dropout(
     x = a.data
     dt = x.dtype
     if p == 1.0:
-        return record_unary(a, np.zeros(x.shape, dt), _no_grad, diff=lambda g, r, o, i: g * 0.0)
+        zeros = np.zeros(x.shape, dt)
+        if _tp._recorder is not None:
+            _tp._recorder.constant(zeros)
+        return record_unary(a, zeros, _no_grad, diff=lambda g, r, o, i: g * 0.0)
     m = dropout_mask(x.shape, dt, p, _generator(rng, a))
-    return record_unary(a, np.multiply(x, m), _dropout_rule, m, diff=lambda g, rebuild, oid, aid: g * g._like(m))
+    out = record_unary(a, np.multiply(x, m), _dropout_rule, m, diff=lambda g, rebuild, oid, aid: g * g._like(m))
+    if _tp._recorder is not None:  # a replay draws a fresh mask from the same generator
+        gen = functools.partial(_generator, rng, a)
+        replayable("dropout", out.data, _dropout_into, (x, m, p, gen), (a,), out.tape, True, (m,))
+    return out
 
 
-def dropout_mask(shape: tuple[int, ...], dtype: np.dtype[Any], p: float, gen: np.random.Generator) -> Array:
+def _dropout_into(y: Array, x: Array, m: Array, p: float, gen: Callable[[], np.random.Generator]) -> None:
+    """:func:`dropout`'s forward again (for :func:`gradtape.capture`'s replays): a fresh mask
+    into ``m`` from ``gen()`` (the device's generator, or a new one for an int seed, as the
+    eager op draws), then ``y = x * m``."""
+    dropout_mask(x.shape, x.dtype, p, gen(), out=m)
+    np.multiply(x, m, out=y)
+
+
+def dropout_mask(
+    shape: tuple[int, ...], dtype: np.dtype[Any], p: float, gen: np.random.Generator, out: Array | None = None
+) -> Array:
     """:func:`dropout`'s scaled keep mask ``m = keep / (1 - p)``, ``keep = U[0, 1) >= p``, drawn
     from ``gen`` (one ``gen.random(shape, dtype)`` call, so a layer drawing its masks with it
     consumes the generator as :func:`dropout` would). ``shape``, ``dtype`` (float32/float64):
-    the mask's; ``0 <= p < 1`` (unchecked: :func:`dropout` checks it)."""
+    the mask's; ``0 <= p < 1`` (unchecked: :func:`dropout` checks it); ``out``: an array of
+    that shape and dtype to write instead of a new one."""
     keep = _as_array(gen.random(shape, dtype=dtype)) >= dtype.type(p)
-    m: Array = np.multiply(keep, dtype.type(1.0 / (1.0 - p)), dtype=dtype)
+    m: Array = np.multiply(keep, dtype.type(1.0 / (1.0 - p)), dtype=dtype, out=out)
     return m
 
 
@@ -174,7 +195,7 @@ def _record_norm(
     """Run the fused norm forward over ``x``'s last ``k`` dims and record its backward: one
     kernel pass (:func:`gradtape.devices.kernels.norm.norm_backward`) computing only the
     gradients the store wants (``grads.wants``) of ``x``, ``w`` and ``b``."""
-    xd = x.data
+    xd = src = x.data
     if not xd.flags.c_contiguous:  # one copy, used by the forward and saved for the backward
         xd = _arrays.contiguous(xd)
     wd = None if w is None else w.data
@@ -182,6 +203,10 @@ def _record_norm(
     y, mean, rstd = _norm.norm_forward(xd, k, wd, bd, eps, centered)
     tape = op_tape(x, *(t for t in (w, b) if t is not None))
     out = x._from_op(y, tape)
+    if _tp._recorder is not None:
+        writes = (mean, rstd) if xd is src else (mean, rstd, xd)
+        args = (src, xd, k, wd, bd, eps, centered, mean, rstd)
+        replayable("layer_norm" if centered else "rms_norm", y, _norm_into, args, (x, w, b), tape, True, writes)
     if tape is not NONE_TAPE:
         xid, x_leaf = x.id, x._leaf
         wid, w_leaf = (w.id, w._leaf) if w is not None else (0, True)
@@ -214,6 +239,26 @@ def _record_norm(
 
         record(tape, out, norm_backward, norm_diff)
     return out
+
+
+def _norm_into(
+    y: Array,
+    src: Array,
+    xd: Array,
+    k: int,
+    wd: Array | None,
+    bd: Array | None,
+    eps: float,
+    centered: bool,
+    mean: Array,
+    rstd: Array,
+) -> None:
+    """:func:`_record_norm`'s forward again (for :func:`gradtape.capture`'s replays): the
+    contiguous copy ``xd`` of a strided input ``src`` refreshed, then ``y``, ``mean`` and
+    ``rstd`` rewritten in place."""
+    if xd is not src:
+        np.copyto(xd, src)
+    _norm.norm_forward(xd, k, wd, bd, eps, centered, out=(y, mean, rstd))
 
 
 @typed_as(_sig.layer_norm)
@@ -616,7 +661,30 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
 
         return scatter_tensor(g.reshape((-1, wshape[1])), wshape, 0, idx.reshape(-1))
 
-    return record_unary(weight, y, rule, diff=diff)
+    out = record_unary(weight, y, rule, diff=diff)
+    if _tp._recorder is not None:
+        # the kernel refreshes its private copy of the indices from the tensor or array passed;
+        # indices given as Python ints are a constant of the plan
+        src_t: Any = indices if hasattr(indices, "tape") else None
+        src = src_t.data if src_t is not None else indices if isinstance(indices, np.ndarray) else idx
+        if src is idx:
+            _tp._recorder.constant(idx)
+        writes = () if src is idx else (idx,)
+        replayable("embedding", y, _embedding_into, (wd, idx, src), (weight, src_t), out.tape, True, writes)
+    return out
+
+
+def _embedding_into(y: Array, wd: Array, idx: Array, src: Array) -> None:
+    """:func:`embedding`'s forward again (for :func:`gradtape.capture`'s replays): the private
+    copy of the indices refreshed from ``src``, then ``y = wd[idx]``."""
+    if idx is not src:
+        np.copyto(idx, src)
+    num = wd.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        raise ValueError(
+            f"embedding: indices must lie in [0, {num}) for weight {wd.shape}, got min {idx.min()} and max {idx.max()}"
+        )
+    np.take(wd, idx, axis=0, out=y)
 
 
 @overload

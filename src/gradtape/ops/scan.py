@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
@@ -18,7 +19,7 @@ from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import scan as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import scan as _sig
-from gradtape.ops._util import check_same_device, float_data
+from gradtape.ops._util import check_same_device, float_data, replayable
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -119,6 +120,16 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
     tensors = [t for _, t in given]
     tape = op_tape(*tensors)
     out = x._from_op(out_data, tape)
+    if _tp._recorder is not None:
+        srcs = tuple(datas[nm] if nm in datas else None for nm in names)
+        copies = (xd, dtd, ad, bd, cd, dd, zd)
+        if D is None:
+            _tp._recorder.constant(dd)
+        made = tuple(
+            c for c, src in zip(copies, srcs, strict=True) if c is not None and c is not src and src is not None
+        )
+        writes = (y, hs, *made) if sig is None else (y, hs, sig, *made)
+        replayable(_OP, out_data, _scan_into, (srcs, copies, y, hs, sig), tuple(tensors), tape, True, writes)
     if tape is NONE_TAPE:
         return out
     ids = [(t.id, t._leaf) for t in (x, dt, A, B, C)]
@@ -158,6 +169,30 @@ def selective_scan(x: Any, dt: Any, A: Any, B: Any, C: Any, D: Any = None, z: An
 
     record(tape, out, scan_backward, scan_diff)
     return out
+
+
+def _scan_into(
+    out: Array,
+    srcs: tuple[Array | None, ...],
+    copies: tuple[Array | None, ...],
+    y: Array,
+    hs: Array,
+    sig: Array | None,
+) -> None:
+    """:func:`selective_scan`'s forward again (for :func:`gradtape.capture`'s replays): the
+    contiguous copies of strided inputs refreshed from their sources, the scan into ``y`` and
+    ``hs``, and the gate ``out = y * z * sigmoid(z)`` (``sig`` refreshed; without ``z``,
+    ``out`` is ``y``)."""
+    for src, c in zip(srcs, copies, strict=True):
+        if src is not None and c is not None and c is not src:
+            np.copyto(c, src)
+    xd, dtd, ad, bd, cd, dd, zd = copies
+    assert xd is not None and dtd is not None and ad is not None and bd is not None and cd is not None
+    assert dd is not None
+    _ks.scan_forward(xd, dtd, ad, bd, cd, dd, out=(y, hs))
+    if zd is not None and sig is not None:
+        np.copyto(sig, _sigmoid(zd))
+        np.multiply(y * zd, sig, out=out)
 
 
 def _sigmoid(z: Array) -> Array:

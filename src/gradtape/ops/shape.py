@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import SI, A, B, S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
-from gradtape.ops._util import one_dim, sum_to
+from gradtape.ops._util import one_dim, replayable, sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, sum_to_shape
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record, register_diff
 
@@ -219,7 +220,17 @@ def reshape(a: Any, shape: Any, *rest: Any) -> Any:
             f"into shape {tuple(dims)} ({known} elements)"
         )
     in_shape = x.shape
-    return _view_back(a, x.reshape(dims), lambda g: g.reshape(in_shape), lambda g: g.reshape(in_shape))
+    y = x.reshape(dims)
+    out = _view_back(a, y, lambda g: g.reshape(in_shape), lambda g: g.reshape(in_shape))
+    if _tp._recorder is not None and y.base is not x and not np.shares_memory(y, x):  # a strided input: a copy
+        replayable("reshape", y, _reshape_into, (x,), (a,), out.tape, True)
+    return out
+
+
+def _reshape_into(y: Array, x: Array) -> None:
+    """A copying :func:`reshape` again (for :func:`gradtape.capture`'s replays): ``x``'s
+    elements in C order into the C-contiguous ``y``."""
+    np.copyto(y.reshape(x.shape), x)
 
 
 # ----- permute / transpose / .T ----------------------------------------------------------

@@ -117,7 +117,7 @@ def neg(a: Tensor[S, T]) -> Tensor[S, T]:
             f"neg: a has dtype bool (shape {a.data.shape}); negation is not defined on bool tensors "
             "(use a == 0 for the complement, or convert with dev.tensor(x, dtype=np.float32))"
         )
-    return record_scalar(a, np.negative(a.data), -1.0)  # type: ignore[no-any-return]
+    return record_scalar(a, np.negative(a.data), -1.0, replay=("neg", np.negative, a.data, None))  # type: ignore[no-any-return]
 
 
 def to_dtype(a: Tensor[S, T], dtype: npt.DTypeLike) -> Tensor[S, T]:

@@ -78,10 +78,6 @@ def _clip_norm(
     Raises:
         ValueError: ``error_if_nonfinite`` and a non-finite total (also a ``RuntimeError``).
     """
-    if _tp._recorder is not None:
-        _tp._recorder.refuse(
-            "clips gradients (clip_grad_norm_), which a replay does not rerun yet: clip outside the captured step"
-        )
     if not arrays:
         return 0.0
     norms: list[float] = []
@@ -161,6 +157,14 @@ def clip_grad_norm_(
     if not isinstance(grads, Gradients):
         raise TypeError(f"clip_grad_norm_: grads must be a Gradients store, got {type(grads).__name__}")
     max_norm, norm_type = _check_clip_args("clip_grad_norm_", max_norm, norm_type)
+    return _clip_store(list(params), grads, max_norm, norm_type, error_if_nonfinite)
+
+
+@_tp.recorded_call  # gradtape.capture reruns it at each replay (on the parameters' list it was given)
+def _clip_store(
+    params: list[Tensor[Any, Any]], grads: Gradients, max_norm: float, norm_type: float, error_if_nonfinite: bool
+) -> float:
+    """:func:`clip_grad_norm_` on checked arguments."""
     present: list[Tensor[Any, Any]] = []
     arrays: list[Array] = []
     seen: set[int] = set()

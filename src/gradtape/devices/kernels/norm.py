@@ -333,7 +333,13 @@ def _parallel(rows: int, size: int) -> bool:
 
 
 def norm_forward(
-    x: Array, k: int, w: Array | None, b: Array | None, eps: float, centered: bool
+    x: Array,
+    k: int,
+    w: Array | None,
+    b: Array | None,
+    eps: float,
+    centered: bool,
+    out: tuple[Array, Array, Array] | None = None,
 ) -> tuple[Array, Array, Array]:
     """Normalise ``x`` over its last ``k`` dims: ``(y, mean, rstd)``.
 
@@ -349,6 +355,8 @@ def norm_forward(
         eps: added to the variance (rounded to ``x``'s dtype).
         centered: ``True`` for layer norm (subtract the mean), ``False`` for RMS norm
             (``mean`` is then zeros).
+        out: ``(y, mean, rstd)`` arrays of an earlier call with the same shapes (CPU, C
+            order) to write instead of new ones (:func:`gradtape.capture`'s replays).
 
     Returns:
         ``y`` of ``x``'s shape (C order), and ``mean`` and ``rstd`` of shape ``x.shape[:-k]``
@@ -366,9 +374,11 @@ def norm_forward(
         return y_, mean_, rstd_
     dt = x.dtype
     lead = x.shape[: x.ndim - k]
-    y = np.empty(x.shape, dt)
     rows = math.prod(lead)
-    mean, rstd = np.empty(rows, dt), np.empty(rows, dt)
+    if out is None:
+        y, mean, rstd = np.empty(x.shape, dt), np.empty(rows, dt), np.empty(rows, dt)
+    else:
+        y, mean, rstd = out[0], out[1].reshape(rows), out[2].reshape(rows)
     if n == 0 or rows == 0:  # nothing to normalise: mean 0, variance taken as 0
         mean.fill(0.0)
         rstd.fill(1.0 / np.sqrt(eps) if eps > 0 else np.inf)

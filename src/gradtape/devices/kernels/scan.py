@@ -306,19 +306,26 @@ def _parallel(x: Array, n: int) -> bool:
     return x.size * n >= PARALLEL_THRESHOLD and nb * _groups(nb, nd)[1] > 1
 
 
-def scan_forward(x: Array, dt: Array, a: Array, b: Array, c: Array, dd: Array) -> tuple[Array, Array]:
+def scan_forward(
+    x: Array, dt: Array, a: Array, b: Array, c: Array, dd: Array, out: tuple[Array, Array] | None = None
+) -> tuple[Array, Array]:
     """``(y, hs)``: the scan's output ``y`` (``(batch, length, channels)``, without any gate)
     and the states entering each chunk ``hs`` (``(batch, n_chunks, state, channels)``).
 
     Takes C-contiguous arrays of one native float dtype (the op checks and converts):
     ``x, dt (batch, length, channels)``, ``a (channels, state)``, ``b, c (batch, length,
-    state)``, ``dd (channels,)`` (zeros for no skip term); ``length >= 1``.
+    state)``, ``dd (channels,)`` (zeros for no skip term); ``length >= 1``. ``out``: the
+    ``(y, hs)`` of an earlier call on the same shapes, written instead of new arrays
+    (:func:`gradtape.capture`'s replays).
     """
     nb, length, nd = x.shape
     n = a.shape[1]
     k = CHUNK
-    y = np.empty_like(x)
-    hs = np.empty((nb, (length + k - 1) // k, n, nd), x.dtype)
+    if out is None:
+        y = np.empty_like(x)
+        hs = np.empty((nb, (length + k - 1) // k, n, nd), x.dtype)
+    else:
+        y, hs = out
     grp, _ = _groups(nb, nd)
     if nb and nd:
         run = _scan_forward_parallel if _parallel(x, n) else _scan_forward_serial

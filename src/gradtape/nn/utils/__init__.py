@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.engine import grad_array_mut
 from gradtape.errors import ShapeError
 from gradtape.optim.clip import _check_clip_args, _clip_norm
+from gradtape.tape import recorded_call
 from gradtape.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
@@ -129,7 +129,15 @@ def clip_grad_norm_(
     del foreach
     fn = "clip_grad_norm_"
     max_norm, norm_type = _check_clip_args(fn, max_norm, norm_type)
-    ps = _param_list(fn, parameters)
+    return _clip_grad_norm(_param_list(fn, parameters), max_norm, norm_type, error_if_nonfinite)
+
+
+@recorded_call  # gradtape.capture reruns it at each replay, on the parameters' list it was given
+def _clip_grad_norm(
+    ps: list[Tensor[Any, Any]], max_norm: float, norm_type: float, error_if_nonfinite: bool
+) -> Tensor[Any, Any]:
+    """:func:`clip_grad_norm_` on checked arguments."""
+    fn = "clip_grad_norm_"
     present = _grads_of(fn, ps)
     arrays = [g for _, g in present]
     # the arrays are scaled only when the norm is over max_norm: only then does a shared one get copied
@@ -171,14 +179,18 @@ def clip_grad_value_(
         TypeError: ``parameters`` is not a tensor or an iterable of tensors.
         ValueError: ``clip_value`` negative or NaN, or a ``.grad`` holding a read-only array.
     """
-    if _tp._recorder is not None:
-        _tp._recorder.refuse("clips gradients (clip_grad_value_), which a replay does not rerun yet")
     del foreach
     fn = "clip_grad_value_"
     clip_value = float(clip_value)
     if not clip_value >= 0.0:
         raise ValueError(f"{fn}: clip_value must be >= 0, got {clip_value}")
-    for p, g in _grads_of(fn, _param_list(fn, parameters)):
+    _clip_grad_value(_param_list(fn, parameters), clip_value)
+
+
+@recorded_call  # gradtape.capture reruns it at each replay, on the parameters' list it was given
+def _clip_grad_value(ps: list[Tensor[Any, Any]], clip_value: float) -> None:
+    """:func:`clip_grad_value_` on checked arguments."""
+    for p, g in _grads_of("clip_grad_value_", ps):
         c = g.dtype.type(clip_value)
         np.clip(g, -c, c, out=grad_array_mut(p, values=False))  # one pass, into a copy if shared
 
