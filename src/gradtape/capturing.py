@@ -65,12 +65,16 @@ reason; :attr:`Captured.reason` keeps it):** an op gradtape cannot replay yet wh
 reaches a replayable op, a backward pass or the result (so far replayable: ``linear``, the
 declared elementwise ops such as ``relu``, ``gelu``, ``silu``, ``softplus``, ``tanh``, ``+``,
 ``-``, ``*``, ``/`` and negation between tensors (broadcasting too) and with numbers, the
-declared two-input ops, convolutions, max/min/average pooling, ``sum`` and ``mean``,
-``cross_entropy``'s common case, ``embedding``, ``layer_norm`` and ``rms_norm``, the fused
+declared two-input ops, arithmetic on integer tensors, ``to_dtype``, convolutions and
+``conv_transpose2d``, max/min/average pooling, ``sum`` and ``mean``, ``softmax`` and
+``log_softmax``, ``cross_entropy``'s common case, ``nll_loss`` (without class weights),
+``mse_loss``, ``embedding``, ``layer_norm``, ``rms_norm`` and ``group_norm``, the fused
 attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without weights),
-``selective_scan``, ``dropout``, and views such as ``reshape`` (a copying one too),
-``flatten``, ``permute`` of replayable outputs; not yet ``softmax``, the other reductions,
-batch/group norm, the recurrent layers); a hand-written backward closure that reads an array
+``selective_scan``, ``dropout``, ``cat`` and ``stack``, integer-array indexing
+(``x[idx]``), random tensors drawn inside the call (``dev.randn``, ``randint``, ``rand_like``,
+...: fresh numbers at each replay), and views such as ``reshape`` (a copying one too),
+``flatten``, ``permute`` of replayable outputs; not yet the other reductions, batch norm,
+bool-mask indexing, the recurrent layers); a hand-written backward closure that reads an array
 of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
 anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI communication; a
 call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
@@ -239,6 +243,18 @@ class _Recorder:
         if id(r) not in self.known:
             self.known[id(r)] = r
             self.hosts.append(r)
+
+    def drawn(self, t: Tensor[Any, Any], draw: Callable[[], Array]) -> None:
+        """``t`` holds random numbers ``draw()`` gave (``dev.randn``, ``randint``, ...): a replay
+        draws again, in this place of the sequence of draws."""
+        if threading.get_ident() != self.thread or self.calling or self.reason is not None:
+            return
+        d = t.data
+        r = _root(d)
+        self.hosts = [h for h in self.hosts if h is not r]  # not a constant: a kernel's output
+        self.known[id(r)] = r
+        self.written.add(id(r))
+        self.items.append((_redraw, (d, draw)))
 
     def host_read(self, t: Tensor[Any, Any], what: str) -> None:
         """A tensor's values were read into Python (``what``: ``item()``, ``numpy()``, ...)."""
@@ -634,6 +650,11 @@ def _call_into(out: Array, fn: Callable[..., Any], args: tuple[Any, ...]) -> Non
     result copied into the recorded result's array, which the plan's later kernels and its
     outputs read."""
     np.copyto(out, fn(*args).data)
+
+
+def _redraw(out: Array, draw: Callable[[], Array]) -> None:
+    """A random tensor made inside the call, drawn again (fresh numbers) into its array."""
+    np.copyto(out, draw())
 
 
 def _call_into_box(box: list[float], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

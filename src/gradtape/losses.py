@@ -184,7 +184,7 @@ def _total(elems: Array, reduction: str, scale: float) -> Any:
     return total if reduction == "sum" else total * elems.dtype.type(scale)
 
 
-def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff: _Diff | None) -> Any:
+def _record(operands: Sequence[Any], value: Any, scale: float | Array, rule: _Rule, diff: _Diff | None) -> Any:
     """Wrap ``value`` (the loss: a scalar, or an array for ``reduction="none"``) as the output
     of ``operands[0]``'s kind and record one op whose first rule is ``rule`` and second rule
     ``diff``. ``operands`` are the tensors that may get a gradient (``None`` for one given as
@@ -196,7 +196,7 @@ def _record(operands: Sequence[Any], value: Any, scale: float, rule: _Rule, diff
     out = main._from_op(_as_array(value, dtype=x.dtype), tape)
     if tape is not NONE_TAPE:
         ids = [(t.id, t._leaf) if t is not None else (-1, True) for t in operands]
-        s = x.dtype.type(scale)
+        s = scale if scale.__class__ is np.ndarray else x.dtype.type(scale)  # a 0-d array: a replay refreshes it
         if all(t is None for t in operands[1:]):  # one differentiable input: the common case
             xid, x_leaf = ids[0]
             only = (True,) + (False,) * (len(operands) - 1)
@@ -289,7 +289,17 @@ def mse_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
         gx = (rebuild(input.id, x) - _rebuilt(tt, t, rebuild, g)) * (2.0 * scale) * g
         return gx, -gx
 
-    return _elementwise_loss(input, tt, reduction, d * d, lambda c: d * (c + c), lambda c: d * -(c + c), diff, scale)
+    out = _elementwise_loss(input, tt, reduction, d * d, lambda c: d * (c + c), lambda c: d * -(c + c), diff, scale)
+    if _tp._recorder is not None:  # the backward reads d
+        replayable("mse_loss", out.data, _mse_into, (x, t, d, reduction, scale), (input, tt), out.tape, True, (d,))
+    return out
+
+
+def _mse_into(out: Array, x: Array, t: Array, d: Array, reduction: str, scale: float) -> None:
+    """:func:`mse_loss` again (for :func:`gradtape.capture`'s replays): ``d = x - t`` (which
+    its backward reads) and the loss into ``out``."""
+    np.subtract(x, t, out=d)
+    np.copyto(out, _total(_as_array(d * d), reduction, scale))
 
 
 @typed_as(_sig.l1_loss)
@@ -596,6 +606,9 @@ def nll_loss(
     value, scale = _class_reduce(op, (-(wrow * rows[at, safe])).reshape(batch), reduction, wrow.sum(), x)
     q = _arrays.zeros(rows.shape, x.dtype, x)  # the weighted one-hot rows: the gradient is -q * c
     q[at, safe] = wrow
+    # the mean's 1 / sum(weight[t]) as a 0-d array, which a replay refreshes with q (the kept
+    # targets, and so the scale, change with the targets)
+    sbox: Any = _as_array(scale, dtype=x.dtype) if _tp._recorder is not None and x.__class__ is np.ndarray else scale
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
         return (_unrows(q * -_per_row(c, batch), x.shape),)
@@ -603,7 +616,30 @@ def nll_loss(
     def diff(g: Any, rebuild: Any) -> tuple[Any]:  # a constant slope: -q scale g
         return (g._like(_unrows(q * x.dtype.type(-scale), x.shape)) * _class_axis_grad(g, x.ndim),)
 
-    return _record([input], value, scale, rule, diff)
+    out = _record([input], value, sbox, rule, diff)
+    if _tp._recorder is not None and w is None:
+        args = (x, t, classes, ignore_index, reduction, q, sbox)
+        replayable(op, out.data, _nll_into, args, (input,), out.tape, True, (q, sbox))
+    return out
+
+
+def _nll_into(
+    out: Array, x: Array, t: Array, classes: int, ignore_index: int, reduction: str, q: Array, sbox: Array
+) -> None:
+    """:func:`nll_loss` (without class weights) again, for :func:`gradtape.capture`'s replays:
+    the loss into ``out``, the one-hot rows into ``q`` and the scale into ``sbox``, from the
+    new targets ``t``."""
+    op = "nll_loss"
+    rows = _rows(x)
+    safe, wrow = _index_rows(op, t, classes, ignore_index, None, x)
+    at = _arrays.arange(rows.shape[0], x)
+    value, scale = _class_reduce(
+        op, (-(wrow * rows[at, safe])).reshape(_batch_shape(x.shape)), reduction, wrow.sum(), x
+    )
+    q.fill(0)
+    q[at, safe] = wrow
+    np.copyto(sbox, scale, casting="unsafe")
+    np.copyto(out, value, casting="unsafe")
 
 
 @typed_as(_sig.cross_entropy)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
@@ -227,6 +230,14 @@ class Cpu:
     def _wrap(self, data: Array) -> Tensor[Any, NoneTape]:
         return Tensor(data, self, NONE_TAPE)
 
+    def _drawn(self, draw: Callable[[], Array]) -> Tensor[Any, NoneTape]:
+        """A tensor of random numbers ``draw()`` gives; inside a call :func:`gradtape.capture`
+        records, a draw each replay repeats (fresh numbers from the device's generator)."""
+        t = self._wrap(draw())
+        if _tp._recorder is not None:
+            _tp._recorder.drawn(t, draw)
+        return t
+
     def tensor(
         self, data: npt.ArrayLike, dtype: npt.DTypeLike | None = None, requires_grad: bool = False
     ) -> Tensor[Any, NoneTape]:
@@ -344,7 +355,7 @@ class Cpu:
     def randn(self, shape: SI, dtype: npt.DTypeLike = np.float32) -> Tensor[SI, NoneTape]:
         """Samples of the standard normal distribution N(0, 1), from the device's generator."""
         dt = as_float_dtype(dtype, "randn")
-        return self._wrap(self.rng.standard_normal(_shape("randn", shape), dtype=dt))
+        return self._drawn(functools.partial(_normal, self, _shape("randn", shape), dt))
 
     def rand(
         self, shape: SI, low: float = 0.0, high: float = 1.0, dtype: npt.DTypeLike = np.float32
@@ -356,10 +367,7 @@ class Cpu:
             DTypeError: ``dtype`` is not float32 or float64.
         """
         dt = _rand_args(low, high, dtype)
-        u = self.rng.random(_shape("rand", shape), dtype=dt)
-        if low != 0.0 or high != 1.0:
-            u = (u * dt.type(high - low) + dt.type(low)).astype(dt, copy=False)
-        return self._wrap(u)
+        return self._drawn(functools.partial(_uniform, self, _shape("rand", shape), dt, low, high))
 
     def randint(self, low: int, high: int, size: SI, dtype: npt.DTypeLike = np.int64) -> Tensor[SI, NoneTape]:
         """Integers drawn uniformly from ``[low, high)`` (PyTorch's ``torch.randint(low, high,
@@ -372,7 +380,7 @@ class Cpu:
             DTypeError: ``dtype`` is not an integer dtype.
         """
         dt = _randint_args(low, high, dtype)
-        return self._wrap(self.rng.integers(low, high, _shape("randint", size), dtype=dt))
+        return self._drawn(functools.partial(_integers, self, low, high, _shape("randint", size), dt))
 
     def arange(
         self,
@@ -437,7 +445,7 @@ class Cpu:
             DTypeError: ``t`` is not float32 or float64.
         """
         a = np.asarray(t.data)
-        return self._wrap(self.rng.standard_normal(a.shape, dtype=as_float_dtype(a.dtype, "randn_like")))
+        return self._drawn(functools.partial(_normal, self, a.shape, as_float_dtype(a.dtype, "randn_like")))
 
     def rand_like(self, t: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         """Uniform ``[0, 1)`` samples with ``t``'s shape and float dtype (``torch.rand_like``).
@@ -446,9 +454,29 @@ class Cpu:
             DTypeError: ``t`` is not float32 or float64.
         """
         a = np.asarray(t.data)
-        return self._wrap(self.rng.random(a.shape, dtype=as_float_dtype(a.dtype, "rand_like")))
+        return self._drawn(functools.partial(_uniform, self, a.shape, as_float_dtype(a.dtype, "rand_like"), 0.0, 1.0))
 
     addmul = staticmethod(_k.addmul)
     axpy = staticmethod(_k.axpy)
     fill = staticmethod(_k.fill)
     copy = staticmethod(_k.copy)
+
+
+def _normal(dev: Cpu, shape: tuple[int, ...], dt: np.dtype[Any]) -> Array:
+    """N(0, 1) samples from ``dev``'s generator (looked up at each draw: a reseeded device's)."""
+    out: Array = dev.rng.standard_normal(shape, dtype=dt)
+    return out
+
+
+def _uniform(dev: Cpu, shape: tuple[int, ...], dt: np.dtype[Any], low: float, high: float) -> Array:
+    """``U[low, high)`` samples from ``dev``'s generator in ``dt``."""
+    u: Array = dev.rng.random(shape, dtype=dt)
+    if low != 0.0 or high != 1.0:
+        u = (u * dt.type(high - low) + dt.type(low)).astype(dt, copy=False)
+    return u
+
+
+def _integers(dev: Cpu, low: int, high: int, shape: tuple[int, ...], dt: np.dtype[Any]) -> Array:
+    """Integers uniform on ``[low, high)`` from ``dev``'s generator."""
+    out: Array = dev.rng.integers(low, high, shape, dtype=dt)
+    return out

@@ -255,13 +255,30 @@ def _int_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, reverse: bo
         )
     s = _number(b, op)
     out_dt = _F32 if s.__class__ is float else (_I64 if dt.kind == "b" and s.__class__ is not bool else dt)
-    x = x if out_dt is dt else x.astype(out_dt)
     c = np.float32(s) if out_dt is _F32 else np.asarray(s).astype(out_dt)[()]  # astype wraps, as PyTorch; a scalar
+    out = a._from_op(_as_array(_int_scalar_array(x, out_dt, c, ufunc, op, reverse)), NONE_TAPE)
+    if _tp._recorder is not None:
+        replayable(op, out.data, _int_scalar_into, (x, out_dt, c, ufunc, op, reverse), (a,), NONE_TAPE)
+    return out
+
+
+def _int_scalar_array(x: Array, out_dt: np.dtype[Any], c: Any, ufunc: Any, op: str, reverse: bool) -> Any:
+    """:func:`_int_scalar`'s arithmetic on checked arguments: ``x`` cast to ``out_dt``, then
+    ``ufunc(x, c)`` (``ufunc(c, x)`` if ``reverse``).
+
+    Raises:
+        DivisionByZeroError: an integer ``remainder``/``fmod``/``floor_divide`` by zero.
+    """
+    x = x if out_dt is x.dtype else x.astype(out_dt)
     if out_dt.kind != "f" and op in _INT_DIVIDING and not (np.all(x) if reverse else c):
         raise DivisionByZeroError(f"{op}: integer division by zero ({out_dt} {x.shape} and a number)")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        y = ufunc(c, x) if reverse else ufunc(x, c)
-    return a._from_op(_as_array(y), NONE_TAPE)
+        return ufunc(c, x) if reverse else ufunc(x, c)
+
+
+def _int_scalar_into(y: Array, x: Array, out_dt: np.dtype[Any], c: Any, ufunc: Any, op: str, reverse: bool) -> None:
+    """:func:`_int_scalar` again into ``y`` (for :func:`gradtape.capture`'s replays)."""
+    np.copyto(y, _int_scalar_array(x, out_dt, c, ufunc, op, reverse))
 
 
 _INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide", "div"})
@@ -467,10 +484,25 @@ def _int_true_div(a: Tensor[Any, Any], b: object, reverse: bool) -> Any:
     """
     if a.data.dtype.kind not in "iub":
         refuse_non_float(a, "div")
-    x, s = _as_array(a.data, dtype=np.float32), np.float32(_scalar(b, "div"))
+    s = np.float32(_scalar(b, "div"))
+    out = a._from_op(_int_true_div_array(a.data, s, reverse), NONE_TAPE)
+    if _tp._recorder is not None:
+        replayable("div", out.data, _int_true_div_into, (a.data, s, reverse), (a,), NONE_TAPE)
+    return out
+
+
+def _int_true_div_array(x: Array, s: Any, reverse: bool) -> Array:
+    """:func:`_int_true_div`'s arithmetic: ``x`` in float32 divided by ``s`` (``s / x`` if
+    ``reverse``)."""
+    xf = _as_array(x, dtype=np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = s / x if reverse else x / s
-    return a._from_op(_as_array(y, dtype=np.float32), NONE_TAPE)
+        y = s / xf if reverse else xf / s
+    return _as_array(y, dtype=np.float32)
+
+
+def _int_true_div_into(y: Array, x: Array, s: Any, reverse: bool) -> None:
+    """:func:`_int_true_div` again into ``y`` (for :func:`gradtape.capture`'s replays)."""
+    np.copyto(y, _int_true_div_array(x, s, reverse))
 
 
 @binary(vjp=lambda xp, g, a, b, y: (g / b, -(g * y) / b), name="div")

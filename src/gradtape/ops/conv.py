@@ -493,9 +493,8 @@ def conv_transpose2d(
         )
     s2, d2 = (s[0], s[1]), (d[0], d[1])
     pads = ((p[0], p[0]), (p[1], p[1]))
-    out = _kc.backward_input(xd, wd, (n, c_out, out_hw[0], out_hw[1]), s2, pads, d2, g_)
-    if bd is not None:
-        out += bd.reshape(1, c_out, 1, 1)
+    shape4 = (n, c_out, out_hw[0], out_hw[1])
+    out = _transposed(xd, wd, shape4, s2, pads, d2, g_, bd)
 
     def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
         gx = _kc.forward(g, wd, s2, pads, d2, g_, (h, wid))[0] if want_x else None
@@ -503,12 +502,32 @@ def conv_transpose2d(
         gb = _kc.bias_grad(g) if want_b else None
         return gx, gw, gb
 
-    return _record(
+    tape = _tapes(x, w, b)
+    result = _record(
         x,
         w,
         b,
         out,
-        _tapes(x, w, b),
+        tape,
         rule,
         lambda a, c: conv_transpose2d(a, c, None, stride, padding, output_padding, groups, dilation),
     )
+    if _tp._recorder is not None:  # the backward reads x and w only
+        replayable(op, out, _transposed_into, (xd, wd, shape4, s2, pads, d2, g_, bd), (x, w, b), tape, True)
+    return result
+
+
+def _transposed(
+    xd: Array, wd: Array, shape4: tuple[int, ...], s2: Any, pads: Any, d2: Any, g_: int, bd: Array | None
+) -> Array:
+    """:func:`conv_transpose2d`'s output ``shape4``: conv2d's input gradient of ``xd`` with
+    ``wd``, plus the bias per channel."""
+    out: Array = _kc.backward_input(xd, wd, shape4, s2, pads, d2, g_)
+    if bd is not None:
+        out += bd.reshape(1, shape4[1], 1, 1)
+    return out
+
+
+def _transposed_into(out: Array, *args: Any) -> None:
+    """:func:`_transposed` into ``out`` (a replay of :func:`gradtape.capture`)."""
+    np.copyto(out, _transposed(*args))

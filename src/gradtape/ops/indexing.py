@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import A, B, C, D, T
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
-from gradtape.ops._util import int_indices
+from gradtape.ops._util import int_indices, replayable
 from gradtape.ops.select import take_along_axis
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4
@@ -228,6 +229,13 @@ def getitem(a: Any, key: Any) -> Any:
         y = x[k]
         tape = op_tape(a)
     out = a._from_op(y, tape)
+    if advanced and _tp._recorder is not None and not any(_is_array(j) and j.dtype == np.bool_ for j in k):
+        # integer index arrays (a bool mask's result changes shape with its values: not replayed);
+        # those made from Python lists are constants of the plan
+        for given, j in zip(key if isinstance(key, tuple) else (key,), k, strict=False):
+            if isinstance(given, list) and isinstance(j, np.ndarray):
+                _tp._recorder.constant(j)
+        replayable("getitem", y, _getitem_into, (x, k), tuple(tensors), tape, True)
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
@@ -244,6 +252,12 @@ def getitem(a: Any, key: Any) -> Any:
 
         record(tape, out, getitem_backward, lambda g, rebuild: [(aid, _put_at(g, shape, k))])
     return out
+
+
+def _getitem_into(y: Array, x: Array, k: tuple[Any, ...]) -> None:
+    """An advanced :func:`getitem` again (for :func:`gradtape.capture`'s replays): ``x[k]``
+    into ``y``, with the index arrays' current values."""
+    np.copyto(y, x[k])
 
 
 def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:

@@ -369,7 +369,7 @@ def _record_group_norm(
     row kernel's backward given ``g * weight`` (the affine's weight is per channel, the row
     kernel's per element: it is folded into the gradient first), ``dweight``/``dbias`` from
     :func:`~gradtape.devices.kernels.norm.channel_affine_backward`; each only if wanted."""
-    xd = x.data
+    xd = src = x.data
     if not xd.flags.c_contiguous:
         xd = _arrays.contiguous(xd)
     shape = xd.shape
@@ -383,6 +383,10 @@ def _record_group_norm(
     _norm.channel_affine(y, wd, bd)
     tape = op_tape(x, *(t for t in (w, b) if t is not None))
     out = x._from_op(y, tape)
+    if _tp._recorder is not None:
+        writes = (mean, rstd) if xd is src else (mean, rstd, xd)
+        args = (src, xd, eps, wd, bd, mean, rstd)
+        replayable(op, y, _group_norm_into, args, (x, w, b), tape, True, writes)
     if tape is not NONE_TAPE:
         xid, x_leaf = x.id, x._leaf
         wid, w_leaf = (w.id, w._leaf) if w is not None else (0, True)
@@ -416,6 +420,26 @@ def _record_group_norm(
 
         record(tape, out, group_norm_backward, group_norm_diff)
     return out
+
+
+def _group_norm_into(
+    y: Array,
+    src: Array,
+    xd: Array,
+    eps: float,
+    wd: Array | None,
+    bd: Array | None,
+    mean: Array,
+    rstd: Array,
+) -> None:
+    """:func:`_record_group_norm`'s forward again (for :func:`gradtape.capture`'s replays):
+    the contiguous copy of a strided input refreshed, the rows normalised into ``y`` (``mean``
+    and ``rstd`` rewritten), then the per-channel affine."""
+    if xd is not src:
+        np.copyto(xd, src)
+    xg = xd.reshape((*mean.shape, -1))
+    _norm.norm_forward(xg, 1, None, None, eps, True, out=(y.reshape(xg.shape), mean, rstd))
+    _norm.channel_affine(y, wd, bd)
 
 
 @overload

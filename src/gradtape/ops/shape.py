@@ -561,7 +561,16 @@ def _concat(op: str, tensors: Any, axis: int) -> Any:
     def pieces(g: Array) -> list[Array]:
         return [g[(*lead, slice(lo, hi))] for lo, hi in itertools.pairwise(bounds)]
 
-    return _record_many(ts, data, pieces)
+    out = _record_many(ts, data, pieces)
+    if _tp._recorder is not None:
+        replayable(op, data, _join_into, (np.concatenate, tuple(t.data for t in ts), ax), tuple(ts), out.tape, True)
+    return out
+
+
+def _join_into(y: Array, join: Callable[..., Array], arrays: tuple[Array, ...], ax: int) -> None:
+    """:func:`concat`'s or :func:`stack`'s join again into ``y`` (for :func:`gradtape.capture`'s
+    replays)."""
+    join(arrays, axis=ax, out=y)
 
 
 @typed_as(_sig.stack)
@@ -596,7 +605,10 @@ def stack(tensors: Any, axis: int = 0, *, dim: int | None = None) -> Any:
     def pieces(g: Array) -> list[Array]:
         return [g[(*lead, k)] for k in range(len(ts))]
 
-    return _record_many(ts, data, pieces)
+    out = _record_many(ts, data, pieces)
+    if _tp._recorder is not None:
+        replayable("stack", data, _join_into, (np.stack, tuple(t.data for t in ts), ax), tuple(ts), out.tape, True)
+    return out
 
 
 # ----- roll ------------------------------------------------------------------------------

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import ShapeError
-from gradtape.ops._util import float_data, normalize_axes, record_unary
+from gradtape.ops._util import float_data, normalize_axes, record_unary, replayable
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -80,7 +82,16 @@ def log_softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = N
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:  # g - exp(y) sum(g)
         return g - rebuild(oid, y).exp() * g.sum(axis=ax, keepdims=True)
 
-    return record_unary(a, y, rule, diff=diff)
+    out = record_unary(a, y, rule, diff=diff)
+    if _tp._recorder is not None:
+        replayable("log_softmax", y, _refill_axis, (log_softmax_array, x, ax), (a,), out.tape, True)
+    return out
+
+
+def _refill_axis(y: Array, fn: Callable[[Array, int], Array], x: Array, ax: int) -> None:
+    """``fn(x, ax)`` into ``y`` (:func:`softmax`'s and :func:`log_softmax`'s forward again, for
+    :func:`gradtape.capture`'s replays; their backward reads ``y``)."""
+    np.copyto(y, fn(x, ax))
 
 
 def softmax_array(x: Array, axis: int) -> Array:
@@ -121,7 +132,10 @@ def softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None)
         yt = rebuild(oid, y)
         return yt * (g - (g * yt).sum(axis=ax, keepdims=True))
 
-    return record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g), diff=diff)
+    out = record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g), diff=diff)
+    if _tp._recorder is not None:
+        replayable("softmax", y, _refill_axis, (softmax_array, x, ax), (a,), out.tape, True)
+    return out
 
 
 def softmin(a: Tensor[S, T], dim: int | None = None, *, axis: int | None = None) -> Tensor[S, T]:

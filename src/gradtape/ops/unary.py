@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import float_data, record_unary, record_zero_gradient
+from gradtape.ops._util import float_data, record_unary, record_zero_gradient, replayable
 from gradtape.ops.binary import record_scalar
 from gradtape.ops.declare import elementwise, number
 from gradtape.tape import NONE_TAPE, op_tape
@@ -136,7 +137,17 @@ def to_dtype(a: Tensor[S, T], dtype: npt.DTypeLike) -> Tensor[S, T]:
             f"to_dtype: casts between float32 and float64, got dtype {target} (tensor {x.dtype} {x.shape})"
         )
     source = x.dtype
-    return record_unary(a, x.astype(target), _cast_back, source, diff=lambda g, rebuild, o, i: to_dtype(g, source))
+    y = x.astype(target)
+    out = record_unary(a, y, _cast_back, source, diff=lambda g, rebuild, o, i: to_dtype(g, source))
+    if _tp._recorder is not None:
+        replayable("to_dtype", y, _cast_into, (x,), (a,), out.tape, True)
+    return out
+
+
+def _cast_into(y: Array, x: Array) -> None:
+    """:func:`to_dtype` again into ``y`` (for :func:`gradtape.capture`'s replays): ``x`` cast
+    to ``y``'s dtype (numpy's rounding, as ``astype``)."""
+    np.copyto(y, x, casting="unsafe")
 
 
 def _cast_back(grads: Gradients, i: int, g: Array, source: np.dtype[Any]) -> None:
@@ -314,7 +325,7 @@ def pow(a: Tensor[S, T], p: float) -> Tensor[S, T]:
     if p == 2.0:
         return square(a)
     if p == 1.0:
-        return record_scalar(a, x.copy(), 1.0)  # type: ignore[no-any-return]
+        return record_scalar(a, x.copy(), 1.0, replay=("pow", np.positive, x, None))  # type: ignore[no-any-return]
     if p == 0.0:
         return record_unary(
             a,
