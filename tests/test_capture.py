@@ -122,9 +122,9 @@ def test_replaced_parameter_arrays_and_module_mode_record_again() -> None:
     [
         ("records", "records a tape"),
         ("item", r"reads a tensor's values on the host \(item\(\)"),
-        ("cumsum", "made inside the call by an op that gradtape cannot replay yet"),
+        ("cumprod", "made inside the call by an op that gradtape cannot replay yet"),
         ("derived", r"from host data \(dev.tensor\(...\)\) whose values differ between two calls"),
-        ("returns_cumsum", "returns a tensor of shape \\(64, 10\\)"),
+        ("returns_cumprod", "returns a tensor of shape \\(64, 10\\)"),
         ("branch", "runs other kernels on a second recording"),
         ("inplace", "writes a tensor in place"),
         ("custom", r"from host data \(dev.tensor\(...\)\) whose values differ"),
@@ -148,12 +148,12 @@ def test_what_cannot_be_replayed_runs_eagerly_with_a_warning(case: str, reason: 
     def fn(x: Tensor[Any, Any]) -> Any:
         if case == "item":
             _ = m(x).sum().item()
-        if case == "cumsum":
-            return m[2](m[1](m[0](x).cumsum(1)))
+        if case == "cumprod":
+            return m[2](m[1](m[0](x).cumprod(1)))
         if case == "derived":  # the dfdx seed's dev.tensor(-x.data): host data made from the argument
             return m(x + dev.tensor(-x.data))
-        if case == "returns_cumsum":
-            return (m(x) + bias).cumsum(1)
+        if case == "returns_cumprod":
+            return (m(x) + bias).cumprod(1)
         if case == "branch":  # a host constant, and Python control flow on the argument's values
             y = m(x + dev.tensor(np.zeros((64, 64), np.float32)))
             return y * 2.0 if float(x.data[0, 0]) > 0 else y + 1.0
@@ -823,3 +823,21 @@ def test_the_examples_train_bit_for_bit(example: str) -> None:
     for a, b in zip(params, eager_params, strict=True):
         np.testing.assert_array_equal(a, b)
     assert f.replays >= 9
+
+
+def test_keyword_arguments_in_any_order_replay_into_their_own_buffers() -> None:
+    """Tensor keyword arguments given in another order than their names' sort order: each
+    replay copies each argument into its own recorded buffer (they were matched by position
+    once, swapping equal-shaped inputs silently)."""
+    dev = gt.Cpu(seed=3)
+
+    def fn(b: Tensor[Any, Any], a: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        out: Tensor[Any, Any] = a * 2.0 - b
+        return out
+
+    f = gt.capture(fn)
+    with gt.no_grad():
+        for x, y in zip(_batches(5, seed=1), _batches(5, seed=2), strict=True):
+            got = f(b=dev.tensor(x), a=dev.tensor(y))
+            np.testing.assert_array_equal(got.numpy(), fn(b=dev.tensor(x), a=dev.tensor(y)).numpy())
+    assert f.replays == 3

@@ -81,7 +81,7 @@ call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tol
 ``float(t)``: the replay would not rerun the Python that used them), writes a tensor in place
 outside an optimizer step, or makes a tensor from host data that the second recording makes
 with other values (above); a GPU tensor; a result that is not tensors (in tuples, lists or
-dicts), numbers, strings or ``None``, or a Python float other than a clip norm when the call
+dicts, named tuples), numbers, strings or ``None``, or a Python float other than a clip norm when the call
 clips.
 
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
@@ -243,6 +243,17 @@ class _Recorder:
         if id(r) not in self.known:
             self.known[id(r)] = r
             self.hosts.append(r)
+
+    def read(self, t: Tensor[Any, Any]) -> None:
+        """A view op read ``t``: where ``t`` existed before the call (a parameter), its array is
+        read where it lives at replay, and guarded (as a kernel's source is): views of it made
+        inside the call (``W.T``, ``w.detach()``) are then known."""
+        if threading.get_ident() != self.thread or self.calling or t.id >= self.start:
+            return
+        d = t.data
+        if d.__class__ is np.ndarray and id(_root(d)) not in self.known:
+            self.known[id(_root(d))] = _root(d)
+            self.guards.append((t, d, t.requires_grad))
 
     def drawn(self, t: Tensor[Any, Any], draw: Callable[[], Array]) -> None:
         """``t`` holds random numbers ``draw()`` gave (``dev.randn``, ``randint``, ...): a replay
@@ -457,7 +468,7 @@ class Captured(Generic[P, R]):
             return v
 
         sargs = tuple(sub(v) for v in args)
-        skw = {k: sub(v) for k, v in kwargs.items()}
+        skw = {k: sub(kwargs[k]) for k in sorted(kwargs)}  # the order _key lists them in
         rec = _Recorder(next_id(), inputs)
         _tp._recorder = rec
         try:
@@ -591,6 +602,8 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
         return result
     if type(result) in (tuple, list):
         return type(result)(_template(r, outs, rec) for r in result)
+    if isinstance(result, tuple) and hasattr(type(result), "_fields"):  # a named tuple (values, indices)
+        return type(result)(*(_template(r, outs, rec) for r in result))
     if type(result) is dict:
         return {k: _template(v, outs, rec) for k, v in result.items()}
     rec.refuse(f"returns a {type(result).__name__}: results are tensors (in tuples, lists, dicts), numbers or None")
@@ -616,6 +629,8 @@ def _fill(template: Any, made: list[Tensor[Any, Any]]) -> Any:
         return template.slot[0]
     if type(template) in (tuple, list):
         return type(template)(_fill(t, made) for t in template)
+    if isinstance(template, tuple) and hasattr(type(template), "_fields"):
+        return type(template)(*(_fill(t, made) for t in template))
     if type(template) is dict:
         return {k: _fill(v, made) for k, v in template.items()}
     return template

@@ -523,6 +523,8 @@ class Tensor(Generic[S, T_co]):
             _SHARED_WITH_TAPE[id(data)] = data
         t = _new(Tensor)
         t.data, t.device, t.tape, t.id, t._leaf = data, self.device, NONE_TAPE, next_id(), True
+        if _tape_mod._recorder is not None:  # gradtape.capture: a parameter's array, read where it lives
+            _tape_mod._recorder.read(self)
         return t
 
     def clone(self) -> Tensor[S, T_co]:

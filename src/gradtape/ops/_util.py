@@ -454,6 +454,20 @@ def replayable(
     _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE, train, writes)
 
 
+def refill(out: Array, forward: Callable[..., Any], *args: Any) -> None:
+    """The replay kernel of an op whose output is ``forward(*args)``: the new result copied
+    into ``out`` (for :func:`replayable`; ``args`` hold the op's input arrays)."""
+    np.copyto(out, forward(*args))
+
+
+def refill_all(first: Array, arrays: tuple[Array, ...], forward: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """The replay kernel of an op whose forward ``forward(*args)`` returns its output and the
+    arrays its backward reads: each copied into the recorded ``(first, *arrays)`` (for
+    :func:`replayable`, with ``arrays`` as its ``writes``)."""
+    for old, new in zip((first, *arrays), forward(*args), strict=True):
+        np.copyto(old, new)
+
+
 def record_entry(a: Tensor[S, T], data: Array, fn: Callable[..., None], *args: Any) -> Tensor[S, T]:
     """Wrap ``data`` as the output of an op on ``a`` and, if the op records (:func:`op_tape`), record the entry
     ``(out.id, fn, a.id, *args)``, which backward runs as ``fn(grads, g, entry)`` with the

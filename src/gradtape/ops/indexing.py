@@ -229,6 +229,8 @@ def getitem(a: Any, key: Any) -> Any:
         y = x[k]
         tape = op_tape(a)
     out = a._from_op(y, tape)
+    if not advanced and _tp._recorder is not None:  # a view (of a parameter: read where it lives)
+        _tp._recorder.read(a)
     if advanced and _tp._recorder is not None and not any(_is_array(j) and j.dtype == np.bool_ for j in k):
         # integer index arrays (a bool mask's result changes shape with its values: not replayed);
         # those made from Python lists are constants of the plan

@@ -75,7 +75,14 @@ def matmul(a: Any, b: Any) -> Any:
     out = a._from_op(_blas.matmul(ad, bd), tape)
     if tape is not NONE_TAPE:
         tape._record((out.id, _matmul_backward, a.id, bt.id, ad, bd, a._leaf, bt._leaf))
+    if _tp._recorder is not None:
+        replayable("matmul", out.data, _mm_into, (ad, bd), (a, bt), tape, True)
     return out
+
+
+def _mm_into(y: Array, a: Array, b: Array) -> None:
+    """A product again into ``y`` (for :func:`gradtape.capture`'s replays)."""
+    _blas.matmul(a, b, out=y)
 
 
 def _matmul_backward(grads: Gradients, g: Array, entry: tuple[Any, ...]) -> None:
@@ -117,14 +124,14 @@ def _matmul_nd(a: Tensor[Any, Any], b: Tensor[Any, Any], ad: Array, bd: Array) -
     m, n = a2.shape[-2], b2.shape[-1]
     full = (*batch, m, n)  # the result before removing the dims added to vectors
     stacked = bn == 2 and an > 2  # (..., M, K) @ (K, N): one (-1, K) @ (K, N) product
-    if stacked and ad.flags.c_contiguous:
-        y = _blas.matmul(ad.reshape(-1, k), bd).reshape(full)
-    else:
-        y = _blas.matmul(a2, b2)
+    lhs, rhs = (ad.reshape(-1, k), bd) if stacked and ad.flags.c_contiguous else (a2, b2)
+    r = _blas.matmul(lhs, rhs)
     shape = batch + ((m,) if an > 1 else ()) + ((n,) if bn > 1 else ())  # the vectors' dims removed
-    y = y.reshape(shape)
+    y = r.reshape(shape)
     tape = op_tape(a, b)
     out = a._from_op(y, tape)
+    if _tp._recorder is not None:
+        replayable("matmul", r, _mm_into, (lhs, rhs), (a, b), tape, True)
     if tape is not NONE_TAPE:
         aid, bid, a_leaf, b_leaf = a.id, b.id, a._leaf, b._leaf
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -33,6 +34,8 @@ from gradtape.ops._util import (
     one_dim,
     record_unary,
     reduce_args,
+    refill,
+    refill_all,
     replayable,
 )
 from gradtape.ops.compare import where
@@ -169,13 +172,26 @@ def _out(yk: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
     return yk.reshape(tuple(n for i, n in enumerate(yk.shape) if i not in axes))
 
 
-def _record_reduction(a: Tensor[Any, Any], y: Array, kept: tuple[int, ...], grad: Any, diff: Any = None) -> Any:
+def _record_reduction(
+    a: Tensor[Any, Any],
+    y: Array,
+    kept: tuple[int, ...],
+    grad: Any,
+    diff: Any = None,
+    replay: tuple[str, tuple[Array, ...], Callable[..., tuple[Array, ...]], tuple[Any, ...]] | None = None,
+) -> Any:
     """Wrap ``y`` as the reduction's output; backward calls ``grad(grads, aid, gk)`` with the
     output's gradient ``gk`` reshaped to ``kept`` (the keepdims shape). ``diff(gk, x)``, if
     given, is the second rule: ``a``'s gradient from the gradient tensor ``gk`` (keepdims
-    shape) and ``a`` rebuilt as a tensor ``x``, in gradtape ops."""
+    shape) and ``a`` rebuilt as a tensor ``x``, in gradtape ops. ``replay``: ``(op, arrays,
+    forward, args)``, the forward as a function whose results ``forward(*args)`` are
+    ``arrays`` (the keepdims output first, then what the backward reads), for
+    :func:`gradtape.capture`'s replays."""
     tape = op_tape(a)
     out = a._from_op(y, tape)
+    if replay is not None and _tp._recorder is not None:
+        op, arrays, forward, args = replay
+        replayable(op, arrays[0], refill_all, (arrays[1:], forward, args), (a,), tape, True, arrays[1:])
     if tape is not NONE_TAPE:
         aid, xd = a.id, a.data
 
@@ -198,7 +214,8 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
     if n == 0:
         what = op.removeprefix("a")
         raise ShapeError(f"{op}: reduction over 0 elements (shape {x.shape}, axes {axes}) has no {what}imum")
-    yk = _as_array((np.max if op in ("max", "amax") else np.min)(x, axis=axes, keepdims=True))
+    fn = np.max if op in ("max", "amax") else np.min
+    (yk,) = _extremum_forward(fn, x, axes)
     y = _out(yk, axes, keepdims)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
@@ -214,7 +231,13 @@ def _extremum(op: str, a: Tensor[Any, Any], axis: int | tuple[int, ...] | None, 
             weight = mask / np.sum(mask, axis=axes, keepdims=True, dtype=x.dtype)
         return gk * gk._like(weight.astype(x.dtype))
 
-    return _record_reduction(a, y, kept, grad, diff)
+    return _record_reduction(a, y, kept, grad, diff, (op, (yk,), _extremum_forward, (fn, x, axes)))
+
+
+def _extremum_forward(fn: Any, x: Array, axes: tuple[int, ...]) -> tuple[Array]:
+    """``(fn(x, axes, keepdims=True),)``: :func:`_extremum`'s forward (``fn`` ``np.max`` or
+    ``np.min``)."""
+    return (_as_array(fn(x, axis=axes, keepdims=True)),)
 
 
 def _extremum_or_pair(
@@ -335,23 +358,16 @@ def _moment(
     # mean (about n * eps * |mean|) enters the squares: var(1e4 + randn) was off by 1e-4.
     # sum(d)**2 / n removes what is left of the rounded mean's error (Chan, Golub & LeVeque's
     # corrected two-pass formula).
-    mu = (np.sum(x, axis=axes, keepdims=True, dtype=np.float64) / n).astype(x.dtype)
-    d = x - mu
-    s1 = np.sum(d, axis=axes, keepdims=True, dtype=np.float64)
-    ss = np.sum(np.square(d), axis=axes, keepdims=True, dtype=np.float64)
-    m2 = np.maximum(ss - s1 * s1 / n, 0.0)
     dof = dt(builtins.max(n - c, 0.0))  # numpy's max(n - ddof, 0): 0 gives inf / nan
+    yk, d = _moment_forward(x, axes, n, dof, op == "std")
     with np.errstate(divide="ignore", invalid="ignore"):
-        v64 = _as_array(m2 / float(dof))
         if op == "var":
-            yk = v64.astype(x.dtype)
 
             def grad(grads: Gradients, aid: int, gk: Array) -> None:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     grads._fused(aid, _k.addmul, np.multiply, d, gk * (dt(2) / dof))
 
         else:
-            yk = np.sqrt(v64).astype(x.dtype)  # one rounding to x's dtype
 
             def grad(grads: Gradients, aid: int, gk: Array) -> None:
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -364,7 +380,27 @@ def _moment(
             return xc * (2.0 / float(dof)) * gk
         return xc * gk / ((xc * xc).sum(axis=axes, keepdims=True) * (1.0 / float(dof))).sqrt() * (1.0 / float(dof))
 
-    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff)
+    replay = (op, (yk, d), _moment_forward, (x, axes, n, dof, op == "std"))
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff, replay)
+
+
+def _moment_forward(x: Array, axes: tuple[int, ...], n: int, dof: Any, root: bool) -> tuple[Array, Array]:
+    """``(var or std (keepdims), x - mean)`` of ``x`` over ``axes`` (``n`` elements each,
+    ``dof`` the divisor; ``root``: the std). Two passes, accumulated in float64 (as accurate
+    as PyTorch's CPU var and std): the mean, then the squares of the deviations
+    ``d = x - mean``. A float32 sum along a strided axis adds one row at a time (numpy pairs
+    only contiguous runs), and its error in the mean (about ``n * eps * |mean|``) enters the
+    squares: ``var(1e4 + randn)`` was off by ``1e-4``. ``sum(d)**2 / n`` removes what is left
+    of the rounded mean's error (Chan, Golub & LeVeque's corrected two-pass formula)."""
+    mu = (np.sum(x, axis=axes, keepdims=True, dtype=np.float64) / n).astype(x.dtype)
+    d = x - mu
+    s1 = np.sum(d, axis=axes, keepdims=True, dtype=np.float64)
+    ss = np.sum(np.square(d), axis=axes, keepdims=True, dtype=np.float64)
+    m2 = np.maximum(ss - s1 * s1 / n, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v64 = _as_array(m2 / float(dof))
+        yk = np.sqrt(v64).astype(x.dtype) if root else v64.astype(x.dtype)  # one rounding to x's dtype
+    return _as_array(yk), d
 
 
 @typed_as(_sig.var)
@@ -473,13 +509,7 @@ def logsumexp(
     if n == 0:
         yk = _arrays.full(kept, -np.inf, x.dtype, x)
         return _record_reduction(a, _out(yk, axes, keepdims), kept, lambda grads, aid, gk: None)
-    m = np.max(x, axis=axes, keepdims=True)
-    if not np.isfinite(m).all():
-        m = np.where(np.isfinite(m), m, x.dtype.type(0))
-    e = np.exp(x - m)
-    s = _as_array(np.sum(e, axis=axes, keepdims=True))
-    with np.errstate(divide="ignore"):
-        yk = _as_array(np.log(s) + m)
+    yk, e, s = _logsumexp_forward(x, axes)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
         nonzero = s != 0
@@ -494,7 +524,21 @@ def logsumexp(
     def diff(gk: Any, xt: Any) -> Any:  # softmax over the axes
         return (xt - xt.logsumexp(axis=axes, keepdims=True)).exp() * gk
 
-    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff)
+    replay = ("logsumexp", (yk, e, s), _logsumexp_forward, (x, axes))
+    return _record_reduction(a, _out(yk, axes, keepdims), kept, grad, diff, replay)
+
+
+def _logsumexp_forward(x: Array, axes: tuple[int, ...]) -> tuple[Array, Array, Array]:
+    """``(logsumexp (keepdims), e, s)``: ``m + log(s)`` with ``m`` the maximum over ``axes``
+    (0 where it is not finite), ``e = exp(x - m)`` and ``s = sum(e)``."""
+    m = np.max(x, axis=axes, keepdims=True)
+    if not np.isfinite(m).all():
+        m = np.where(np.isfinite(m), m, x.dtype.type(0))
+    e = np.exp(x - m)
+    s = _as_array(np.sum(e, axis=axes, keepdims=True))
+    with np.errstate(divide="ignore"):
+        yk = _as_array(np.log(s) + m)
+    return yk, e, s
 
 
 # ----- prod / cumsum / cumprod (issue 27) --------------------------------------------------
@@ -536,7 +580,11 @@ def cumsum(input: Tensor[S, T], dim: int | None = None, *, axis: int | None = No
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return g.flip(d).cumsum(d).flip(d)
 
-    return record_unary(input, np.cumsum(x1, axis=d).reshape(shape), rule, diff=diff)
+    y1 = np.cumsum(x1, axis=d)
+    out = record_unary(input, y1.reshape(shape), rule, diff=diff)
+    if _tp._recorder is not None:
+        replayable("cumsum", y1, refill, (np.cumsum, x1, d), (input,), out.tape, True)
+    return out
 
 
 def _cumprod_grad(x: Array, y: Array, g: Array, d: int) -> Array:

@@ -143,6 +143,8 @@ def _record(
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
         tape._record((out.id, _shape_backward, a.id, rule, diff))
+    if _tp._recorder is not None:  # a view of a parameter (W.T): the parameter is read, and guarded
+        _tp._recorder.read(a)
     return out
 
 
