@@ -841,3 +841,82 @@ def test_keyword_arguments_in_any_order_replay_into_their_own_buffers() -> None:
             got = f(b=dev.tensor(x), a=dev.tensor(y))
             np.testing.assert_array_equal(got.numpy(), fn(b=dev.tensor(x), a=dev.tensor(y)).numpy())
     assert f.replays == 3
+
+
+def test_batch_norm_running_statistics_update_at_every_replay() -> None:
+    """A CNN with BatchNorm2d trained 10 captured steps: the running mean and variance and
+    ``num_batches_tracked`` equal the eager run's to the last bit (the update is a recorded
+    call; once it was numpy on the buffers, skipped by every replay), and the model in eval
+    mode, captured, replays the eager eval outputs (the running statistics read in gradtape
+    ops at each replay)."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any, Any]:
+        dev = gt.Cpu(seed=8)
+        m = nn.Sequential(
+            nn.Conv2d(3, 8, 3, dev=dev),
+            nn.BatchNorm2d(8, dev=dev),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(288, 10, dev=dev),
+        )
+        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        rng = np.random.default_rng(4)
+        batches = [(rng.standard_normal((8, 3, 8, 8)).astype(np.float32), rng.integers(0, 10, 8)) for _ in range(10)]
+        losses = [f(dev.tensor(x), y).item() for x, y in batches]
+        bn: Any = m[1]
+        stats = [bn.running_mean.numpy().copy(), bn.running_var.numpy().copy(), bn.num_batches_tracked.numpy().copy()]
+        m.eval()
+        predict: Any = gt.capture(m) if captured else m
+        with gt.no_grad():
+            evals = [predict(dev.tensor(x)).numpy().copy() for x, _ in batches[:5]]
+        return losses, stats, evals, (f, predict)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = run(False)
+        captured = run(True)
+    assert captured[0] == eager[0]
+    for a, b in zip(captured[1], eager[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert int(captured[1][2]) == 10
+    for a, b in zip(captured[2], eager[2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    f, predict = captured[3]
+    assert f.replays == 8 and predict.replays == 3
+
+
+def test_a_module_writing_its_buffer_with_numpy_is_refused() -> None:
+    """A module whose forward updates a buffer through numpy on ``.data`` (a replay would not
+    rerun it) refuses the capture with a warning naming the buffer, and runs eagerly."""
+
+    class Counting(nn.Module):
+        seen: Tensor[Any, Any]
+
+        def __init__(self, dev: gt.Cpu) -> None:
+            super().__init__()
+            self.lin = nn.Linear(64, 10, dev=dev)
+            self.register_buffer("seen", dev.zeros((64,)))
+
+        def forward(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            self.seen.data[...] += x.data.sum(axis=0)
+            out: Tensor[Any, Any] = self.lin(x)
+            return out
+
+    dev = gt.Cpu(seed=1)
+    m = Counting(dev)
+    f = gt.capture(m)
+    with pytest.warns(RuntimeWarning, match=r"changes the buffer Counting.seen in place"), gt.no_grad():
+        for x in _batches(4):
+            f(dev.tensor(x))
+    assert f.replays == 0
+    np.testing.assert_allclose(m.seen.numpy(), sum(x.sum(axis=0) for x in _batches(4)), rtol=1e-5)

@@ -143,6 +143,7 @@ class _Recorder:
         self.calling = False  # inside a recorded call (an optimizer step): its writes are replayed
         self.hosts: list[Array] = []  # arrays of tensors made from host data inside the call
         self.boxes: dict[int, tuple[float, list[float]]] = {}  # floats recorded calls returned, their slots
+        self.buffers: dict[int, list[tuple[Any, str, Tensor[Any, Any], Array]]] = {}  # modules' buffers, kept
 
     def refuse(self, why: str) -> None:
         """The recorded call cannot be replayed, because it ``why`` (the first reason is kept)."""
@@ -162,6 +163,8 @@ class _Recorder:
             result = fn(*args)
         finally:
             self.calling = False
+        for kept in self.buffers.values():  # what the call changed, a replay changes too
+            kept[:] = [(m, name, b, b.data.copy()) for m, name, b, _ in kept]
         if isinstance(result, Tensor) and result.data.__class__ is np.ndarray:  # clip_grad_norm_'s norm
             r = _root(result.data)
             self.known[id(r)] = r
@@ -275,9 +278,26 @@ class _Recorder:
         )
 
     def module(self, m: Any) -> None:
-        """A module was called: its ``training`` flag is guarded at replay."""
+        """A module was called: its ``training`` flag is guarded at replay, and its buffers'
+        values are kept, to tell at the end that nothing but a recorded call changed them."""
         if threading.get_ident() == self.thread:
             self.modules.append((m, bool(getattr(m, "training", False))))
+            if id(m) not in self.buffers:
+                bufs = getattr(m, "named_buffers", None)
+                self.buffers[id(m)] = [
+                    (m, name, b, b.data.copy())
+                    for name, b in (bufs(recurse=False) if bufs is not None else ())
+                    if b.data.__class__ is np.ndarray
+                ]
+
+    def buffers_changed(self) -> str | None:
+        """The first module buffer whose values changed since it was kept (outside a recorded
+        call, which keeps them again after it runs): a change a replay would not make."""
+        for kept in self.buffers.values():
+            for m, name, b, old in kept:
+                if not _same(b.data, old):
+                    return f"{type(m).__name__}.{name}"
+        return None
 
     def kernel(
         self,
@@ -476,6 +496,12 @@ class Captured(Generic[P, R]):
         finally:
             _tp._recorder = None
         self.recorded += 1
+        changed = rec.buffers_changed()
+        if changed is not None:
+            rec.refuse(
+                f"changes the buffer {changed} in place outside a recorded call (numpy on its .data), which a "
+                "replay would not: make the update a recorded call (gradtape.tape.recorded_call), or do it outside"
+            )
         outs: list[tuple[Array, Any]] = []
         template = _template(result, outs, rec)
         if rec.reason is not None:

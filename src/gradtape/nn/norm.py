@@ -29,8 +29,10 @@ from gradtape.ops.nn import (
     rms_norm,
 )  # the unwrapped ops: Module.__call__ checked x
 from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
-from gradtape.tape import NONE_TAPE, NoneTape
+from gradtape.tape import NONE_TAPE, NoneTape, recorded_call
 from gradtape.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
 
 __all__ = [
     "BatchNorm1d",
@@ -303,21 +305,29 @@ class _BatchNorm(_RunningNorm, Generic[D]):
             mean = x.mean(axis=axes, keepdims=True)
             var = x.var(axis=axes, keepdims=True)
             if self.training and rm_b is not None and rv_b is not None and count is not None:
-                count.data[...] += 1
-                m = 1.0 / float(count.data) if self.momentum is None else self.momentum
-                rm, rv = rm_b.data, rv_b.data
-                rm *= 1 - m
-                rm += m * mean.data.reshape(-1)
-                rv *= 1 - m
-                rv += m * var.data.reshape(-1) * (n / max(n - 1, 1))
+                _update_running(count.data, rm_b.data, rv_b.data, mean.data, var.data, self.momentum, n)
             y = (x - mean) / (var + self.eps).sqrt()
-        else:
-            rm_t = rm_b.reshape(bshape)
-            rstd = x._like(1.0 / np.sqrt(rv_b.data.reshape(bshape) + self.eps))
-            y = (x - rm_t) * rstd
+        else:  # in gradtape ops: a captured eval forward reads the running statistics at each replay
+            y = (x - rm_b.reshape(bshape)) / (rv_b.reshape(bshape) + self.eps).sqrt()
         if self.weight is not None and self.bias is not None:
             y = y * self.weight.reshape(bshape) + self.bias.reshape(bshape)
         return y
+
+
+@recorded_call  # gradtape.capture reruns it at each replay, on that replay's batch statistics
+def _update_running(
+    count: Array, rm: Array, rv: Array, mean: Array, var: Array, momentum: float | None, n: int
+) -> None:
+    """Batch norm's running statistics updated in place (PyTorch's rule): ``count += 1``, then
+    ``running = (1 - f) * running + f * batch_stat`` with ``f = momentum`` (or
+    ``1 / count``, the cumulative average, for ``None``) and the unbiased batch variance
+    (times ``n / (n - 1)``, ``n`` values per channel) for ``running_var``."""
+    count[...] += 1
+    m = 1.0 / float(count) if momentum is None else momentum
+    rm *= 1 - m
+    rm += m * mean.reshape(-1)
+    rv *= 1 - m
+    rv += m * var.reshape(-1) * (n / max(n - 1, 1))
 
 
 class BatchNorm1d(_BatchNorm[D]):
