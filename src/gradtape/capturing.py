@@ -70,11 +70,13 @@ declared two-input ops, arithmetic on integer tensors, ``to_dtype``, convolution
 ``log_softmax``, ``cross_entropy``'s common case, ``nll_loss`` (without class weights),
 ``mse_loss``, ``embedding``, ``layer_norm``, ``rms_norm`` and ``group_norm``, the fused
 attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without weights),
-``selective_scan``, ``dropout``, ``cat`` and ``stack``, integer-array indexing
+``selective_scan``, ``nn.LSTM``/``GRU``/``RNN`` (without inter-layer dropout), ``dropout``,
+``cat`` and ``stack``, integer-array indexing
 (``x[idx]``), random tensors drawn inside the call (``dev.randn``, ``randint``, ``rand_like``,
 ...: fresh numbers at each replay), and views such as ``reshape`` (a copying one too),
-``flatten``, ``permute`` of replayable outputs; not yet the other reductions, batch norm,
-bool-mask indexing, the recurrent layers); a hand-written backward closure that reads an array
+``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters; not yet
+``prod``, ``cumprod``, ``where`` and the comparisons, ``gather``, ``pad``, interpolation,
+adaptive pooling, bool-mask indexing); a hand-written backward closure that reads an array
 of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
 anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI communication; a
 call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
@@ -144,6 +146,7 @@ class _Recorder:
         self.hosts: list[Array] = []  # arrays of tensors made from host data inside the call
         self.boxes: dict[int, tuple[float, list[float]]] = {}  # floats recorded calls returned, their slots
         self.buffers: dict[int, list[tuple[Any, str, Tensor[Any, Any], Array]]] = {}  # modules' buffers, kept
+        self.rebuilt: set[int] = set()  # ids of objects whose state a kernel makes anew (replayable's rebuilds)
 
     def refuse(self, why: str) -> None:
         """The recorded call cannot be replayed, because it ``why`` (the first reason is kept)."""
@@ -213,7 +216,7 @@ class _Recorder:
                 return
             seeded.append((t.id, g if id(_root(g)) in self.known else g.copy()))
         for entry in ops:  # every array a backward rule reads must be one a replay rewrites
-            for a in saved_arrays(entry):
+            for a in saved_arrays(entry, skip=self.rebuilt):
                 if a.__class__ is not np.ndarray or id(_root(a)) not in self.known:
                     name = entry_op(entry)
                     name = "an op" if name.startswith("_") else name
@@ -309,11 +312,13 @@ class _Recorder:
         recording: bool,
         train: bool,
         writes: tuple[Array, ...] = (),
+        rebuilds: tuple[Any, ...] = (),
     ) -> None:
         """The op ``op`` computed ``out``; ``fn(out, *args)`` recomputes it (see
         ``ops._util.replayable``)."""
         if threading.get_ident() != self.thread or self.reason is not None or self.calling:
             return
+        self.rebuilt.update(id(r) for r in rebuilds)
         if recording and not train:
             self.refuse(
                 f"records {op} on a tape, whose backward gradtape cannot replay yet (it saves arrays a replay "

@@ -298,11 +298,12 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-def saved_arrays(entry: _Entry, depth: int = 8) -> Iterator[np.ndarray[Any, Any]]:
+def saved_arrays(entry: _Entry, depth: int = 8, skip: set[int] | None = None) -> Iterator[np.ndarray[Any, Any]]:
     """The arrays a recorded entry's rules can read (its arguments, its closures' cells, the
     objects they hold, ``depth`` levels deep), numpy's or a GPU's: what
-    :func:`gradtape.capture` checks a replay refreshes before it runs the entry again."""
-    return _saved_arrays(entry[1:], depth, set())
+    :func:`gradtape.capture` checks a replay refreshes before it runs the entry again. Objects
+    whose ids are in ``skip`` are not entered."""
+    return _saved_arrays(entry[1:], depth, set(skip or ()))
 
 
 def entry_op(entry: _Entry) -> str:

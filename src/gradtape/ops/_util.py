@@ -428,6 +428,7 @@ def replayable(
     tape: Any,
     train: bool = False,
     writes: tuple[Array, ...] = (),
+    rebuilds: tuple[Any, ...] = (),
 ) -> None:
     """Tell :func:`gradtape.capture`'s recorder (callers test ``gradtape.tape._recorder is not
     None`` first, so an op pays one test when nothing is recorded) that ``kernel(out, *args)``
@@ -450,8 +451,11 @@ def replayable(
             without it refuses the capture: its backward would read the recorded call's values.
         writes: arrays among ``args`` that the kernel writes rather than reads (max pooling's
             arg-max indices): not inputs, so not checked as views of the sources.
+        rebuilds: objects whose whole state the kernel makes anew (a recurrent stack's
+            kernels, held in a list the backward reads it from): the arrays reachable from them
+            are not checked against the recorded ones.
     """
-    _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE, train, writes)
+    _tp._recorder.kernel(op, out, kernel, args, sources, tape is not NONE_TAPE, train, writes, rebuilds)
 
 
 def refill(out: Array, forward: Callable[..., Any], *args: Any) -> None:

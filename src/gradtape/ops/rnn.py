@@ -24,16 +24,18 @@ is the same gradtape-ops rule either way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import rnn as _kr
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import check_same_device, float_data
+from gradtape.ops._util import check_same_device, float_data, replayable
 from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
@@ -292,15 +294,19 @@ def recurrent_stack(
     m_a = [None if m is None else np.ascontiguousarray(m, dt) for m in masks]
     tape = op_tape(*given.values())
     c0s_ = c0s if kind == "lstm" else None
-    stack_: _kr.Stack | _kr.OneDNNStack | None = _kr.onednn_stack(
-        kind, a["input"], h0s, c0s_, ws_a, nd, m_a, tape is not NONE_TAPE
-    )
-    if stack_ is None:
-        stack_ = _kr.Stack(kind, a["input"], h0s, c0s_, ws_a, nd, m_a)
+    make = functools.partial(_make_stack, kind, a["input"], h0s, c0s_, ws_a, nd, m_a, tape is not NONE_TAPE)
+    stack_ = make()
+    box = [stack_]  # the stack the backward runs: a replay of gradtape.capture makes a new one
     output, hs, cs = stack_.forward()
     arrays = [output, np.stack(hs)] + ([np.stack(cs)] if cs else [])
     outs: list[Tensor[Any, Any]] = [input._from_op(arr, tape) for arr in arrays]
     result = (outs[0], outs[1], outs[2] if len(outs) > 2 else None)
+    if _tp._recorder is not None and all(m is None for m in m_a):  # (drawn dropout masks: not replayed yet)
+        _tp._recorder.constant(zero)
+        copies = tuple((datas[key], a[key]) for key in a if a[key] is not datas[key])
+        writes = (*arrays[1:], *(c for _, c in copies))
+        args = (tuple(arrays[1:]), copies, make, box)
+        replayable(op, output, _stack_into, args, tuple(given.values()), tape, True, writes, rebuilds=(box,))
     if tape is NONE_TAPE:
         return result
     ids = {key: (t.id, t._leaf) for key, t in given.items()}
@@ -308,7 +314,7 @@ def recurrent_stack(
 
     def stack_backward(grads: Gradients, gs: list[Array | None]) -> None:
         g = [None if v is None else np.ascontiguousarray(v, dt) for v in gs]
-        dx, res = stack_.backward(g[0], g[1], g[2] if len(g) > 2 else None, grads.wants(*ids["input"]))
+        dx, res = box[0].backward(g[0], g[1], g[2] if len(g) > 2 else None, grads.wants(*ids["input"]))
         for key, (i, leaf) in ids.items():
             if not grads.wants(i, leaf):
                 continue
@@ -327,6 +333,44 @@ def recurrent_stack(
 
     record(tape, list(outs), stack_backward, stack_diff)
     return result
+
+
+def _make_stack(
+    kind: str,
+    x: Array,
+    h0s: list[Array],
+    c0s: list[Array] | None,
+    ws: list[tuple[Array, Array, Array | None, Array | None]],
+    nd: int,
+    masks: list[Array | None],
+    keep: bool,
+) -> _kr.Stack | _kr.OneDNNStack:
+    """The kernels' stack for :func:`recurrent_stack`: oneDNN's where it is available and the
+    product large enough (``keep``: the backward will run), else gradtape's."""
+    made = _kr.onednn_stack(kind, x, h0s, c0s, ws, nd, masks, keep)
+    return made if made is not None else _kr.Stack(kind, x, h0s, c0s, ws, nd, masks)
+
+
+def _stack_into(
+    output: Array,
+    states: tuple[Array, ...],
+    copies: tuple[tuple[Array, Array], ...],
+    make: Callable[[], _kr.Stack | _kr.OneDNNStack],
+    box: list[Any],
+) -> None:
+    """:func:`recurrent_stack`'s forward again (for :func:`gradtape.capture`'s replays): the
+    contiguous copies of strided inputs refreshed, a new stack made (it copies the transposed
+    weights as they are now) and run, its output and last states copied into the recorded
+    arrays, and the stack left in ``box`` for the recorded backward."""
+    for src, dst in copies:
+        np.copyto(dst, src)
+    stack_ = make()
+    out, hs, cs = stack_.forward()
+    np.copyto(output, out)
+    np.copyto(states[0], np.stack(hs))
+    if cs:
+        np.copyto(states[1], np.stack(cs))
+    box[0] = stack_
 
 
 def _stack_on_gpu(
