@@ -964,3 +964,46 @@ def test_recurrent_layers_train_bit_for_bit(kind: str) -> None:
     for a, b in zip(captured[1], eager[1], strict=True):
         np.testing.assert_array_equal(a, b)
     assert captured[2].replays == 8
+
+
+@pytest.mark.parametrize("op", ["gather", "index_select", "getitem", "embedding", "where"])
+def test_index_and_mask_arguments_are_read_at_every_replay(op: str) -> None:
+    """Ops whose indices or masks are arguments of the captured function (negative indices
+    too, which gather wraps): every replay uses the call's own indices, in the forward and in
+    the gradient, as the eager calls do."""
+    from gradtape import optim
+
+    rng = np.random.default_rng(12)
+    dev = gt.Cpu(seed=12)
+    w = dev.tensor(rng.standard_normal((6, 5)), requires_grad=True)
+    opt = optim.SGD([w], lr=0.0)
+
+    def fn(idx: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        if op == "gather":
+            y = gt.ops.gather(w, idx, 0)
+        elif op == "index_select":
+            y = gt.index_select(w, 0, idx)
+        elif op == "getitem":
+            y = w[idx, 1:]
+        elif op == "embedding":
+            y = nn.functional.embedding(idx, w)
+        else:
+            y = gt.where(idx, w, w * 2.0)
+        (y * y).sum().backward()
+        return y
+
+    f = gt.capture(fn)
+    for _ in range(6):
+        if op == "where":
+            idx = dev.tensor(rng.standard_normal((6, 5)) > 0)
+        else:
+            idx = dev.tensor(rng.integers(-6 if op == "gather" else 0, 6, 7))
+        got = f(idx).numpy()
+        assert w.grad is not None
+        g_got = w.grad.numpy().copy()
+        want = fn(idx).numpy()
+        np.testing.assert_array_equal(got, want)
+        assert w.grad is not None
+        np.testing.assert_array_equal(g_got, w.grad.numpy())
+    assert f.replays == 4

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
-from gradtape.ops._util import SCALARS, check_same_device, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, check_same_device, refill, replayable, sum_to, tensor_operand
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
@@ -44,13 +45,18 @@ Array = np.ndarray[Any, Any]
 
 def _compare(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: object) -> Any:
     x = a.data
+    bt = None
     if isinstance(b, SCALARS):
         other: Any = _weak(b)
     else:
-        other = tensor_operand(op, a, b).data
+        bt = tensor_operand(op, a, b)
+        other = bt.data
         if other.shape != x.shape:
             broadcast_shapes(op, x.shape, other.shape)
-    return a._like(_as_array(ufunc(x, other)))
+    out = a._like(_as_array(ufunc(x, other)))
+    if _tp._recorder is not None:
+        replayable(op, out.data, refill, (ufunc, x, other), (a, bt), NONE_TAPE)
+    return out
 
 
 # One overload set for all six comparisons (the output is always an untraced mask).
@@ -207,6 +213,9 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     operands = [(x, sel) for x, sel, is_t in ((a, True, a_is_t), (b, False, b_is_t)) if is_t]
     tape = op_tape(*(x for x, _ in operands))
     out = (a if a_is_t else b)._from_op(_as_array(np.where(c, ad, bd)), tape)
+    if _tp._recorder is not None:  # the mask is a comparison's output, an argument or a constant
+        srcs = (cond if hasattr(cond, "tape") else None, *(x for x, _ in operands))
+        replayable("where", out.data, refill, (np.where, c, ad, bd), srcs, tape, True)
     if tape is not NONE_TAPE:
         # (id, shape, leaf?, take where cond holds?) of each tensor operand: every one gets its
         # gradient, traced or not, as in every other binary op
@@ -275,6 +284,23 @@ def _values(op: str, a: object) -> Array:
     return data
 
 
+def _mask_of(a: Tensor[Any, Any], x: Array, ufunc: Any) -> Any:
+    """``ufunc(x)`` (``isnan``, ``isinf``, ``isfinite``) as an untraced mask: all False
+    (``isfinite``: True) for integer or bool data."""
+    out = a._like(_as_array(_mask_array(ufunc, x)))
+    if _tp._recorder is not None:
+        replayable(ufunc.__name__, out.data, refill, (_mask_array, ufunc, x), (a,), NONE_TAPE)
+    return out
+
+
+def _mask_array(ufunc: Any, x: Array) -> Array:
+    if x.dtype.kind in "fc":
+        m: Array = ufunc(x)
+        return m
+    fill = _arrays.ones if ufunc is np.isfinite else _arrays.zeros
+    return fill(x.shape, bool, x)
+
+
 def isnan(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
     """``torch.isnan``: a bool mask of ``a``'s shape, True where an element is NaN (never for
     an integer or bool tensor). Untraced, as every mask.
@@ -283,7 +309,7 @@ def isnan(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         TypeError: ``a`` is not a tensor.
     """
     x = _values("isnan", a)
-    return a._like(_as_array(np.isnan(x) if x.dtype.kind in "fc" else _arrays.zeros(x.shape, bool, x)))  # type: ignore[no-any-return]
+    return _mask_of(a, x, np.isnan)  # type: ignore[no-any-return]
 
 
 def isinf(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
@@ -293,7 +319,7 @@ def isinf(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         TypeError: ``a`` is not a tensor.
     """
     x = _values("isinf", a)
-    return a._like(_as_array(np.isinf(x) if x.dtype.kind in "fc" else _arrays.zeros(x.shape, bool, x)))  # type: ignore[no-any-return]
+    return _mask_of(a, x, np.isinf)  # type: ignore[no-any-return]
 
 
 def isfinite(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
@@ -304,7 +330,7 @@ def isfinite(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
         TypeError: ``a`` is not a tensor.
     """
     x = _values("isfinite", a)
-    return a._like(_as_array(np.isfinite(x) if x.dtype.kind in "fc" else _arrays.ones(x.shape, bool, x)))  # type: ignore[no-any-return]
+    return _mask_of(a, x, np.isfinite)  # type: ignore[no-any-return]
 
 
 def logical_not(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:

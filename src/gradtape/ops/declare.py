@@ -52,7 +52,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
-from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, replayable, sum_to, tensor_operand
+from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, refill, replayable, sum_to, tensor_operand
 from gradtape.ops.compare import where as _where
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
@@ -317,7 +317,10 @@ def _integer_op(decl: Elementwise, a: Tensor[Any, Any], *params: Any) -> Any:
     if a.data.dtype.kind not in "iub":
         float_data(decl.public, a)
     assert decl.integer is not None
-    return a._from_op(_as_array(decl.integer(a.data, *params)), NONE_TAPE)
+    out = a._from_op(_as_array(decl.integer(a.data, *params)), NONE_TAPE)
+    if _tp._recorder is not None:
+        replayable(decl.public, out.data, refill, (decl.integer, a.data, *params), (a,), NONE_TAPE)
+    return out
 
 
 def _contract(decl: Elementwise) -> str:

@@ -310,11 +310,24 @@ def _indices(op: str, indices: object, n: int, axis: int, shape: tuple[int, ...]
     return idx
 
 
-def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
+def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int, indices: object = None) -> Any:
+    """``np.take(a, idx, axis=ax)`` recorded (gather's and index_select's forward);
+    ``indices``: what ``idx`` was made from (:func:`_indices`), for :func:`gradtape.capture`'s
+    replays, which make it again from the indices' new values."""
     x = a.data
+    replay = _tp._recorder is not None and indices is not None
+    if replay:
+        idx = idx.copy()  # private: each replay rewrites it, and the backward reads it
     y = np.take(x, idx, axis=ax)
     tape = op_tape(a)
     out = a._from_op(y, tape)
+    if replay:
+        src_t: Any = indices if hasattr(indices, "tape") else None
+        src = src_t.data if src_t is not None else indices if isinstance(indices, np.ndarray) else None
+        if src is None:  # Python ints: a constant of the plan
+            _tp._recorder.constant(idx)
+        args = (x, idx, ax, op, src, idx.shape)
+        replayable(op, y, _take_into, args, (a, src_t), tape, True, () if src is None else (idx,))
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
@@ -323,6 +336,14 @@ def _take(op: str, a: Tensor[Any, Any], idx: Array, ax: int) -> Any:
 
         record(tape, out, gather_backward, lambda g, rebuild: [(aid, scatter_into(g, shape, ax, idx))])
     return out
+
+
+def _take_into(y: Array, x: Array, idx: Array, ax: int, op: str, src: Array | None, shape: tuple[int, ...]) -> None:
+    """:func:`_take` again (for :func:`gradtape.capture`'s replays): the indices made again
+    from ``src`` (checked and wrapped as :func:`_indices` does), then ``np.take`` into ``y``."""
+    if src is not None:
+        np.copyto(idx, _indices(op, src, x.shape[ax], ax, x.shape).reshape(shape))
+    np.take(x, idx, axis=ax, out=y)
 
 
 def scatter_into(g: Any, shape: tuple[int, ...], axis: int, idx: Array) -> Any:
@@ -391,7 +412,7 @@ def gather(a: Any, indices: Any, axis: Any = 0) -> Any:
     if x.ndim == 0:
         raise ShapeError("gather: cannot index a 0-D tensor (shape ())")
     ax = _axis("gather", axis, x.shape)
-    return _take("gather", a, _indices("gather", indices, x.shape[ax], ax, x.shape), ax)
+    return _take("gather", a, _indices("gather", indices, x.shape[ax], ax, x.shape), ax, indices)
 
 
 _Index1D: TypeAlias = "Sequence[int] | np.ndarray[Any, Any] | Tensor[Any, Any]"
@@ -509,4 +530,4 @@ def index_select(a: Any, indices: Any, axis: Any = 0) -> Any:
         idx = idx.reshape(1)
     if idx.ndim != 1:
         raise ShapeError(f"index_select: indices must be 1-D, got shape {idx.shape} (tensor of shape {x.shape})")
-    return _take("index_select", a, idx, ax)
+    return _take("index_select", a, idx, ax, indices)
