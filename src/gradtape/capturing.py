@@ -74,9 +74,11 @@ attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without w
 ``cat`` and ``stack``, integer-array indexing
 (``x[idx]``), random tensors drawn inside the call (``dev.randn``, ``randint``, ``rand_like``,
 ...: fresh numbers at each replay), and views such as ``reshape`` (a copying one too),
-``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters; not yet
-``prod``, ``cumprod``, ``where`` and the comparisons, ``gather``, ``pad``, interpolation,
-adaptive pooling, bool-mask indexing); a hand-written backward closure that reads an array
+``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters,
+comparisons and ``where``, ``gather`` and ``index_select``, ``pad``, ``interpolate``
+(``nn.Upsample``), adaptive average pooling; not yet ``prod``, ``cumprod``, sorting, adaptive
+max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op
+calls that replay); a hand-written backward closure that reads an array
 of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
 anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI communication; a
 call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,

@@ -33,12 +33,21 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import T
 from gradtape.devices import _arrays
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import pool as _kp
 from gradtape.errors import ShapeError
-from gradtape.ops._util import float_data, pad_pairs, positive_int, record_unary, spatial_rank, spatial_size
+from gradtape.ops._util import (
+    float_data,
+    pad_pairs,
+    positive_int,
+    record_unary,
+    replayable,
+    spatial_rank,
+    spatial_size,
+)
 from gradtape.ops.pool import _linear_taps, _linear_vjp, _nearest_index
 from gradtape.shapes import AnyShape, Rank3, Rank4
 
@@ -168,7 +177,10 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
         def constant_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
             return _pad(g, neg)  # the adjoint of a pad: the negated pads, zeros outside
 
-        return record_unary(input, out, constant_rule, diff=constant_diff)
+        result = record_unary(input, out, constant_rule, diff=constant_diff)
+        if _tp._recorder is not None and overlap:  # the padding keeps its value: the kernel copies x
+            replayable(op, out, _copy_into, (dst, xd, src), (input,), result.tape, True)
+        return result
     if value != 0.0:
         raise ValueError(f"{op}: value is for mode='constant' only, got value={value!r} with mode={mode!r}")
     if k not in (1, 2, 3) or len(shape) not in (k + 1, k + 2):
@@ -194,10 +206,48 @@ def pad(input: Tensor[Any, T], pad: tuple[int, ...], mode: PadMode = "constant",
     def index_diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _linear_vjp(lambda a: _pad(a, pad, mode), adjoint, g)
 
-    return record_unary(input, _arrays.contiguous(y), index_rule, diff=index_diff)
+    y = _arrays.contiguous(y)
+    result = record_unary(input, y, index_rule, diff=index_diff)
+    if _tp._recorder is not None:
+        _constants(*maps)
+        replayable(op, y, _gather_into, (xd, where, xd.shape), (input,), result.tape, True)
+    return result
 
 
 _pad = pad  # for the rules above: inside pad, the name is its argument
+
+
+# ----- replays (gradtape.capture): the forwards above again, into the recorded outputs --------
+
+
+def _constants(*arrays: Array) -> None:
+    """Arrays made from shapes alone (index maps, interpolation taps, averaging matrices):
+    constants of a plan being recorded."""
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            _tp._recorder.constant(a)
+
+
+def _copy_into(out: Array, dst: Any, xd: Array, src: Any) -> None:
+    """A constant pad again: ``x``'s kept part copied into the padded output (the padding
+    keeps its value)."""
+    out[dst] = xd[src]
+
+
+def _gather_into(y: Array, xd: Array, where: Any, shape: tuple[int, ...]) -> None:
+    """An index-mode pad or a nearest interpolation again: ``x`` (viewed as ``shape``) read at
+    the recorded index maps, into ``y``."""
+    np.copyto(y, xd.reshape(shape)[where])
+
+
+def _bilinear_into(y: Array, xd: Array, shape: tuple[int, ...], th: Any, tw: Any) -> None:
+    """A (bi)linear interpolation again into ``y``."""
+    np.copyto(y, _kp.bilinear(xd.reshape(shape), th, tw))
+
+
+def _averaged_into(y: Array, xd: Array, shape: tuple[int, ...], ah: Array, aw: Array) -> None:
+    """An adaptive average pooling again: ``ah @ planes @ aw^T`` into ``y``."""
+    np.copyto(y, _blas.matmul(ah, _blas.matmul(xd.reshape(shape), aw.T)))
 
 
 # ----- interpolate -------------------------------------------------------------------------
@@ -302,7 +352,9 @@ def interpolate(
         # PyTorch's 1-D kernel has no shortcut for equal or doubled sizes: floor(dst * scale) always
         iw = _nearest_index(w, ow, sw) if xd.ndim == 4 else _nearest_1d(w, ow, sw)
         ih, iw = _arrays.into_memory_of(ih, xd), _arrays.into_memory_of(iw, xd)  # where x is
-        y = planes[:, ih[:, None], iw[None, :]]
+        at: Any = (slice(None), ih[:, None], iw[None, :])
+        y = planes[at]
+        again: tuple[Any, ...] = (_gather_into, (xd, at, (n * c, h, w)), (ih, iw))
 
         def nearest_adjoint(gd: Array) -> Array:
             return _kp.nearest_backward(gd.reshape(n * c, oh, ow), ih, iw, (h, w)).reshape(xd.shape)
@@ -313,6 +365,7 @@ def interpolate(
         th = _linear_taps(xd.dtype, h, oh, sh, corners)
         tw = _linear_taps(xd.dtype, w, ow, sw, corners)
         y = _kp.bilinear(planes, th, tw)
+        again = (_bilinear_into, (xd, (n * c, h, w), th, tw), (*th, *tw))
 
         def linear_adjoint(gd: Array) -> Array:
             return _kp.bilinear_backward(gd.reshape(n * c, oh, ow), th, tw, (h, w)).reshape(xd.shape)
@@ -327,7 +380,13 @@ def interpolate(
             lambda a: interpolate(a, size, scale_factor, mode, align_corners, recompute_scale_factor), adjoint, g
         )
 
-    return record_unary(input, _arrays.contiguous(y).reshape(out_shape), rule, diff=diff)
+    y = _arrays.contiguous(y)
+    result = record_unary(input, y.reshape(out_shape), rule, diff=diff)
+    if _tp._recorder is not None:
+        kernel, args, consts = again
+        _constants(*consts)
+        replayable(op, y, kernel, args, (input,), result.tape, True)
+    return result
 
 
 # ----- adaptive pooling --------------------------------------------------------------------
@@ -415,7 +474,12 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _linear_vjp(lambda a: adaptive_avg_pool2d(a, output_size), adjoint, g)
 
-    return record_unary(input, _arrays.contiguous(y).reshape(*lead, oh, ow), rule, diff=diff)
+    y = _arrays.contiguous(y)
+    result = record_unary(input, y.reshape(*lead, oh, ow), rule, diff=diff)
+    if _tp._recorder is not None:
+        _constants(ah, aw)
+        replayable(op, y, _averaged_into, (xd, (p, h, w), ah, aw), (input,), result.tape, True)
+    return result
 
 
 class MaxIndices(NamedTuple):
