@@ -25,6 +25,19 @@ def _nothing() -> Any:
     return contextlib.nullcontext()
 
 
+def _eager_then_captured(run: Any) -> tuple[Any, Any]:
+    """``run(False)`` then ``run(True)``, every warning an error (a refused capture warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return run(False), run(True)
+
+
+def _same_arrays(got: Any, want: Any) -> None:
+    """Equal lists of arrays, to the last bit."""
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def _mlp(dev: gt.Cpu) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(64, 128, dev=dev), nn.ReLU(), nn.Linear(128, 128, dev=dev), nn.ReLU(), nn.Linear(128, 10, dev=dev)
@@ -628,15 +641,11 @@ def test_dropout_and_clipping_inside_the_step_replay_bit_for_bit(clip: str) -> N
             norms.append(0.0 if norm is None else float(norm))
         return losses, norms, [p.numpy().copy() for p in m.parameters()], f
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        eager = run(False)
-        captured = run(True)
+    eager, captured = _eager_then_captured(run)
     assert captured[3].replays == 18
     assert captured[0] == eager[0] and captured[1] == eager[1]
     assert len(set(eager[1])) > 10 or clip == "value"  # the norms change step by step: none is stale
-    for a, b in zip(captured[2], eager[2], strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(captured[2], eager[2])
 
 
 def test_dropout_draws_fresh_masks_at_every_replay() -> None:
@@ -701,13 +710,9 @@ def test_the_character_models_train_50_steps_bit_for_bit(model: str) -> None:
     selective scan, RMS norm): 50 captured AdamW steps with clipping equal 50 eager ones to the
     last bit. The transformer's step is recorded twice (its positions are host data: the second
     recording checks they are a constant)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        eager_losses, eager_params, _ = _seq_step(model, False, 50)
-        losses, params, f = _seq_step(model, True, 50)
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(lambda c: _seq_step(model, c, 50))
     assert losses == eager_losses
-    for a, b in zip(params, eager_params, strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(params, eager_params)
     recorded = 2 if model == "transformer" else 1
     assert (f.eager_calls, f.recorded, f.replays) == (1, recorded, 49 - recorded)
 
@@ -814,14 +819,10 @@ def test_the_examples_train_bit_for_bit(example: str) -> None:
     eager runs from the same seed to the last bit over 12 steps: dropout masks, minDiffusion's
     timesteps and noise (drawn inside ``forward``) are fresh at each replay, drawn from the
     device's generator in the eager order."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        eager_losses, eager_params, _ = _example_step(example, False, 12)
-        losses, params, f = _example_step(example, True, 12)
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(lambda c: _example_step(example, c, 12))
     assert losses == eager_losses
     assert len(set(losses)) == len(losses)
-    for a, b in zip(params, eager_params, strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(params, eager_params)
     assert f.replays >= 9
 
 
@@ -860,15 +861,7 @@ def test_batch_norm_running_statistics_update_at_every_replay() -> None:
             nn.Flatten(),
             nn.Linear(288, 10, dev=dev),
         )
-        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = _torch_step(m, optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
         f: Any = gt.capture(step) if captured else step
         rng = np.random.default_rng(4)
         batches = [(rng.standard_normal((8, 3, 8, 8)).astype(np.float32), rng.integers(0, 10, 8)) for _ in range(10)]
@@ -881,16 +874,11 @@ def test_batch_norm_running_statistics_update_at_every_replay() -> None:
             evals = [predict(dev.tensor(x)).numpy().copy() for x, _ in batches[:5]]
         return losses, stats, evals, (f, predict)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        eager = run(False)
-        captured = run(True)
+    eager, captured = _eager_then_captured(run)
     assert captured[0] == eager[0]
-    for a, b in zip(captured[1], eager[1], strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(captured[1], eager[1])
     assert int(captured[1][2]) == 10
-    for a, b in zip(captured[2], eager[2], strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(captured[2], eager[2])
     f, predict = captured[3]
     assert f.replays == 8 and predict.replays == 3
 
@@ -956,13 +944,9 @@ def test_recurrent_layers_train_bit_for_bit(kind: str) -> None:
         ]
         return losses, [p.numpy().copy() for p in params], f
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        eager = run(False)
-        captured = run(True)
+    eager, captured = _eager_then_captured(run)
     assert captured[0] == eager[0]
-    for a, b in zip(captured[1], eager[1], strict=True):
-        np.testing.assert_array_equal(a, b)
+    _same_arrays(captured[1], eager[1])
     assert captured[2].replays == 8
 
 
