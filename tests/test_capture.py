@@ -431,12 +431,13 @@ def test_a_hand_written_closure_replays_when_it_reads_replayed_arrays() -> None:
         ("float", "returns a Python float, which a replay would return unchanged"),
         ("hook", "tensors with hooks"),
         ("retain", "again \\(retain_graph\\)"),
+        ("manual_sgd", r"changes Linear.weight in place outside a recorded call"),
     ],
 )
 def test_training_steps_that_cannot_be_replayed_run_eagerly(case: str, reason: str) -> None:
     """A float computed in Python from a clip norm (a replay would return it unchanged), a
-    tensor hook and a retained graph are not replayed: the step runs eagerly, with one warning
-    naming why, and trains as eagerly."""
+    tensor hook, a retained graph and a parameter updated by numpy on its ``.data`` are not
+    replayed: the step runs eagerly, with one warning naming why, and trains as eagerly."""
     from gradtape import optim
 
     def run(captured: bool) -> tuple[list[float], Any]:
@@ -456,6 +457,11 @@ def test_training_steps_that_cannot_be_replayed_run_eagerly(case: str, reason: s
                 norm = optim.clip_grad_norm_(params, grads, 1.0)
                 opt.step()
                 return loss, 2.0 * norm
+            if case == "manual_sgd":  # the word language model example's update, numpy on .data
+                for p in params:
+                    assert p.grad is not None
+                    p.data -= 0.1 * p.grad.data
+                return loss
             opt.step()
             return loss
 
@@ -903,28 +909,30 @@ def test_a_module_writing_its_buffer_with_numpy_is_refused() -> None:
     dev = gt.Cpu(seed=1)
     m = Counting(dev)
     f = gt.capture(m)
-    with pytest.warns(RuntimeWarning, match=r"changes the buffer Counting.seen in place"), gt.no_grad():
+    with pytest.warns(RuntimeWarning, match=r"changes Counting.seen in place"), gt.no_grad():
         for x in _batches(4):
             f(dev.tensor(x))
     assert f.replays == 0
     np.testing.assert_allclose(m.seen.numpy(), sum(x.sum(axis=0) for x in _batches(4)), rtol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru_bidirectional"])
+@pytest.mark.parametrize("kind", ["lstm", "lstm_dropout", "gru_bidirectional"])
 def test_recurrent_layers_train_bit_for_bit(kind: str) -> None:
-    """A 2-layer LSTM (and a bidirectional GRU) with a linear head, 10 captured Adam steps from
-    the same weights as 10 eager ones: equal to the last bit. A replay makes the recurrent
-    kernels' stack anew (it copies the transposed weights the optimizer has just changed) and
+    """A 2-layer LSTM (with inter-layer dropout too, and a bidirectional GRU) with a linear
+    head, 10 captured Adam steps from the same weights as 10 eager ones: equal to the last
+    bit. A replay makes the recurrent kernels' stack anew (it copies the transposed weights the
+    optimizer has just changed), draws the dropout masks again from the device's generator, and
     the recorded backward runs that stack."""
     from gradtape import optim
 
     def run(captured: bool) -> tuple[list[float], list[Array], Any]:
         dev = gt.Cpu(seed=6)
-        if kind == "lstm":
-            rnn: Any = nn.LSTM(12, 16, num_layers=2, batch_first=True, dev=dev)
+        if kind.startswith("lstm"):
+            p = 0.3 if kind == "lstm_dropout" else 0.0
+            rnn: Any = nn.LSTM(12, 16, num_layers=2, batch_first=True, dropout=p, dev=dev)
         else:
             rnn = nn.GRU(12, 16, batch_first=True, bidirectional=True, dev=dev)
-        head = nn.Linear(16 if kind == "lstm" else 32, 5, dev=dev)
+        head = nn.Linear(16 if kind.startswith("lstm") else 32, 5, dev=dev)
         params = [*rnn.parameters(), *head.parameters()]
         opt = optim.Adam(params, lr=1e-2)
 

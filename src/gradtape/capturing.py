@@ -91,9 +91,12 @@ clips.
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
 function runs only while a call is recorded (except the optimizer and scheduler calls above): a
 replay does not print, count, or append to your lists, and numpy work done directly on a
-tensor's ``.data`` inside the function is not seen (its result is baked in). Keep such work
-outside. Replays of one ``Captured`` are serialised (a call made while another thread replays
-runs eagerly).
+tensor's ``.data`` inside the function is not rerun. What the recorder can see of it is
+refused: a parameter or buffer it reads whose values changed outside a recorded call (``p.data
+-= lr * p.grad.data``, a running statistic updated in numpy), a tensor made from host data
+whose values a second recording disagrees with. Keep such work outside, or make it a recorded
+call (:func:`gradtape.tape.recorded_call`). Replays of one ``Captured`` are serialised (a call
+made while another thread replays runs eagerly).
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ class _Recorder:
         self.calling = False  # inside a recorded call (an optimizer step): its writes are replayed
         self.hosts: list[Array] = []  # arrays of tensors made from host data inside the call
         self.boxes: dict[int, tuple[float, list[float]]] = {}  # floats recorded calls returned, their slots
-        self.buffers: dict[int, list[tuple[Any, str, Tensor[Any, Any], Array]]] = {}  # modules' buffers, kept
+        self.kept: dict[int, tuple[str, Array, Array]] = {}  # pre-existing arrays read, and their values
         self.rebuilt: set[int] = set()  # ids of objects whose state a kernel makes anew (replayable's rebuilds)
 
     def refuse(self, why: str) -> None:
@@ -168,8 +171,8 @@ class _Recorder:
             result = fn(*args)
         finally:
             self.calling = False
-        for kept in self.buffers.values():  # what the call changed, a replay changes too
-            kept[:] = [(m, name, b, b.data.copy()) for m, name, b, _ in kept]
+        for key, (label, a, _) in self.kept.items():  # what the call changed, a replay changes too
+            self.kept[key] = (label, a, a.copy())
         if isinstance(result, Tensor) and result.data.__class__ is np.ndarray:  # clip_grad_norm_'s norm
             r = _root(result.data)
             self.known[id(r)] = r
@@ -262,13 +265,15 @@ class _Recorder:
         if d.__class__ is np.ndarray and id(_root(d)) not in self.known:
             self.known[id(_root(d))] = _root(d)
             self.guards.append((t, d, t.requires_grad))
+            self.keep(f"a tensor of shape {tuple(t.shape)} that a view reads", d)
 
-    def drawn(self, t: Tensor[Any, Any], draw: Callable[[], Array]) -> None:
-        """``t`` holds random numbers ``draw()`` gave (``dev.randn``, ``randint``, ...): a replay
-        draws again, in this place of the sequence of draws."""
+    def drawn(self, t: Tensor[Any, Any] | Array, draw: Callable[[], Array]) -> None:
+        """``t`` (a tensor or an array) holds random numbers ``draw()`` gave (``dev.randn``,
+        ``randint``, a recurrent layer's dropout masks, ...): a replay draws again, in this place
+        of the sequence of draws."""
         if threading.get_ident() != self.thread or self.calling or self.reason is not None:
             return
-        d = t.data
+        d = t.data if isinstance(t, Tensor) else t
         r = _root(d)
         self.hosts = [h for h in self.hosts if h is not r]  # not a constant: a kernel's output
         self.known[id(r)] = r
@@ -287,21 +292,23 @@ class _Recorder:
         values are kept, to tell at the end that nothing but a recorded call changed them."""
         if threading.get_ident() == self.thread:
             self.modules.append((m, bool(getattr(m, "training", False))))
-            if id(m) not in self.buffers:
-                bufs = getattr(m, "named_buffers", None)
-                self.buffers[id(m)] = [
-                    (m, name, b, b.data.copy())
-                    for name, b in (bufs(recurse=False) if bufs is not None else ())
-                    if b.data.__class__ is np.ndarray
-                ]
+            for kind in ("named_parameters", "named_buffers"):
+                named = getattr(m, kind, None)
+                for name, t in named(recurse=False) if named is not None else ():
+                    self.keep(f"{type(m).__name__}.{name}", t.data)
 
-    def buffers_changed(self) -> str | None:
-        """The first module buffer whose values changed since it was kept (outside a recorded
+    def keep(self, label: str, a: Array) -> None:
+        """Keep a copy of a pre-existing array the call reads (a parameter, a buffer): at the
+        end, one that changed outside a recorded call refuses the recording."""
+        if a.__class__ is np.ndarray and id(_root(a)) not in self.kept:
+            self.kept[id(_root(a))] = (label, _root(a), _root(a).copy())
+
+    def changed(self) -> str | None:
+        """The first kept array whose values changed since it was kept (outside a recorded
         call, which keeps them again after it runs): a change a replay would not make."""
-        for kept in self.buffers.values():
-            for m, name, b, old in kept:
-                if not _same(b.data, old):
-                    return f"{type(m).__name__}.{name}"
+        for label, a, old in self.kept.values():
+            if not _same(a, old):
+                return label
         return None
 
     def kernel(
@@ -339,6 +346,7 @@ class _Recorder:
             if s.id < self.start:  # a parameter, a buffer, a tensor the function closes over
                 self.known[id(r)] = r
                 self.guards.append((s, s.data, s.requires_grad))
+                self.keep(f"a tensor of shape {tuple(s.shape)} that {op} reads", s.data)
                 continue
             self.refuse(
                 f"{op} reads a tensor of shape {tuple(s.shape)} made inside the call by an op that gradtape "
@@ -503,11 +511,11 @@ class Captured(Generic[P, R]):
         finally:
             _tp._recorder = None
         self.recorded += 1
-        changed = rec.buffers_changed()
+        changed = rec.changed()
         if changed is not None:
             rec.refuse(
-                f"changes the buffer {changed} in place outside a recorded call (numpy on its .data), which a "
-                "replay would not: make the update a recorded call (gradtape.tape.recorded_call), or do it outside"
+                f"changes {changed} in place outside a recorded call (numpy on its .data), which a replay would "
+                "not: make the update a recorded call (gradtape.tape.recorded_call), or do it outside"
             )
         outs: list[tuple[Array, Any]] = []
         template = _template(result, outs, rec)

@@ -11,12 +11,14 @@ products over every step (see :mod:`gradtape.ops.rnn`). A cell is the same op ov
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import tape as _tp
 from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
@@ -45,6 +47,12 @@ def _positive(name: str, what: str, v: object) -> int:
 
 def _shape_text(s: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(d) for d in s) + ")"
+
+
+def _layer_mask(x: Tensor[Any, Any], shape: tuple[int, ...], dtype: np.dtype[Any], p: float) -> np.ndarray[Any, Any]:
+    """An inter-layer dropout mask drawn again from ``x``'s device generator (for
+    :func:`gradtape.capture`'s replays)."""
+    return dropout_mask(shape, dtype, p, _generator(None, x))
 
 
 def _check_state(name: str, arg: str, t: object, want: tuple[int, ...], dtype: np.dtype[Any], what: str) -> None:
@@ -190,9 +198,14 @@ class _RNNBase(Module):
             gen = _generator(None, x)
             shape = (x.shape[0], nb, ndir * self.hidden_size)
             for layer in range(self.num_layers - 1):  # drawn in the order dropout would draw them
-                masks[layer] = (
+                masks[layer] = m = (
                     np.zeros(shape, dtype) if self.dropout == 1 else dropout_mask(shape, dtype, self.dropout, gen)
                 )
+                if _tp._recorder is not None:  # gradtape.capture: a replay draws each mask again
+                    if self.dropout == 1:
+                        _tp._recorder.constant(m)
+                    else:
+                        _tp._recorder.drawn(m, functools.partial(_layer_mask, x, shape, dtype, self.dropout))
         weights = [self._weights(k) for k in range(nk)]
         output, h_n, c_n = recurrent_stack(self.mode, x, h0, c0, weights, ndir, masks)
         if not batched:

@@ -301,11 +301,11 @@ def recurrent_stack(
     arrays = [output, np.stack(hs)] + ([np.stack(cs)] if cs else [])
     outs: list[Tensor[Any, Any]] = [input._from_op(arr, tape) for arr in arrays]
     result = (outs[0], outs[1], outs[2] if len(outs) > 2 else None)
-    if _tp._recorder is not None and all(m is None for m in m_a):  # (drawn dropout masks: not replayed yet)
+    if _tp._recorder is not None:  # the dropout masks must be ones a replay draws again (nn.LSTM's)
         _tp._recorder.constant(zero)
         copies = tuple((datas[key], a[key]) for key in a if a[key] is not datas[key])
         writes = (*arrays[1:], *(c for _, c in copies))
-        args = (tuple(arrays[1:]), copies, make, box)
+        args = (tuple(arrays[1:]), copies, make, box, tuple(m for m in m_a if m is not None))
         replayable(op, output, _stack_into, args, tuple(given.values()), tape, True, writes, rebuilds=(box,))
     if tape is NONE_TAPE:
         return result
@@ -357,11 +357,14 @@ def _stack_into(
     copies: tuple[tuple[Array, Array], ...],
     make: Callable[[], _kr.Stack | _kr.OneDNNStack],
     box: list[Any],
+    masks: tuple[Array, ...],
 ) -> None:
     """:func:`recurrent_stack`'s forward again (for :func:`gradtape.capture`'s replays): the
     contiguous copies of strided inputs refreshed, a new stack made (it copies the transposed
     weights as they are now) and run, its output and last states copied into the recorded
-    arrays, and the stack left in ``box`` for the recorded backward."""
+    arrays, and the stack left in ``box`` for the recorded backward. ``masks``: the dropout
+    masks the stack reads (drawn again before this kernel runs), listed for the recorder's
+    check."""
     for src, dst in copies:
         np.copyto(dst, src)
     stack_ = make()
