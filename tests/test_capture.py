@@ -999,3 +999,30 @@ def test_index_and_mask_arguments_are_read_at_every_replay(op: str) -> None:
         assert w.grad is not None
         np.testing.assert_array_equal(g_got, w.grad.numpy())
     assert f.replays == 4
+
+
+@pytest.mark.parametrize("spelling", ["tensorflow", "torch"])
+def test_functional_gradients_replay(spelling: str) -> None:
+    """TensorFlow's ``tape.gradient(y, [x, w])`` and PyTorch's ``torch.autograd.grad(y, [x,
+    w])`` (a pass into a separate store, gradients returned as new tensors) replay: each call's
+    gradients are the eager call's, bit for bit."""
+    dev = gt.Cpu(seed=0)
+    rng = np.random.default_rng(0)
+    w = dev.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+
+    def step(x: Tensor[Any, Any]) -> Any:
+        if spelling == "tensorflow":
+            with gt.GradientTape() as g:
+                g.watch(x)
+                y = ((x @ w).tanh() ** 2).sum()
+            return g.gradient(y, [x, w])
+        y = ((x @ w).tanh() ** 2).sum()
+        return gt.autograd.grad(y, [x, w])
+
+    f = gt.capture(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):
+            x = dev.tensor(rng.standard_normal((5, 4)).astype(np.float32), requires_grad=spelling == "torch")
+            _same_arrays([t.numpy() for t in f(x)], [t.numpy() for t in step(x)])
+    assert f.replays == 3

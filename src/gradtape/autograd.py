@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from gradtape.devices import _arrays
-from gradtape.engine import backprop, seed_array
+from gradtape.engine import backprop, gradient_copy, seed_array
 from gradtape.errors import TapeError
 from gradtape.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from gradtape.gradients import Gradients
@@ -152,5 +152,5 @@ def grad(
         elif create_graph:
             result.append(cast("Tensor[Any, Any]", g))  # recorded on the outputs' tape: differentiable again
         else:
-            result.append(t._like(_arrays.copy(g, t.dtype)))
+            result.append(gradient_copy(op, t, store))
     return tuple(result)

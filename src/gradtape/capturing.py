@@ -80,7 +80,8 @@ comparisons and ``where``, ``gather`` and ``index_select``, ``pad``, ``interpola
 max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op
 calls that replay); a hand-written backward closure that reads an array
 of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
-anomaly mode, ``retain_graph``, ``create_graph``, a functional ``grad``, MPI communication; a
+anomaly mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
+``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a
 call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
 ``float(t)``: the replay would not rerun the Python that used them), writes a tensor in place
 outside an optimizer step, or makes a tensor from host data that the second recording makes

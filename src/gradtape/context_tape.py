@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradtape import tape as _tp
 from gradtape.devices import _arrays
-from gradtape.engine import _flatten, _seeds, _unflatten, backprop
+from gradtape.engine import _flatten, _seeds, _unflatten, backprop, gradient_copy
 from gradtape.errors import TapeError
 from gradtape.gradients import Gradients
 from gradtape.tape import NONE_TAPE, WATCHED, GradientTape, _add_modes, _Ctx, _state
@@ -159,13 +159,14 @@ def gradient(tape: GradientTape, target: Any, sources: Any, output_gradients: An
         # even when it is an operand of a recorded op
         gs = found.get(t.id) if watched is None or not t._leaf or t.id in watched else None
         if gs is None:
-            results.append(
-                t._like(_arrays.zeros(t.shape, t.dtype, t.data)) if unconnected_gradients == "zero" else None
-            )
+            zero = t._like(_arrays.zeros(t.shape, t.dtype, t.data)) if unconnected_gradients == "zero" else None
+            if zero is not None and _tp._recorder is not None:
+                _tp._recorder.constant(zero.data)
+            results.append(zero)
         elif outer:
             results.append(gs)  # a recorded tensor: differentiable again
         else:
-            results.append(t._like(_arrays.copy(gs, t.dtype)))
+            results.append(gradient_copy(op, t, grads))
     return _unflatten(sources, iter(results))
 
 

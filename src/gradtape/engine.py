@@ -32,6 +32,7 @@ The stores' side of ``.grad``: :func:`grad_array_mut` and :func:`clear_grad` (fo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import types
@@ -311,6 +312,36 @@ def entry_op(entry: _Entry) -> str:
     return _entry_op(entry)
 
 
+@contextlib.contextmanager
+def _backward_running(recorder: Any) -> Iterator[None]:
+    """While a recorded backward pass runs its entries, the recorder notes nothing: what they
+    do (a checkpoint's recomputation and its nested pass, a closure's ops) is part of the
+    entries, which a replay runs again as they are."""
+    if recorder is None:
+        yield
+        return
+    was, recorder.calling = recorder.calling, True
+    try:
+        yield
+    finally:
+        recorder.calling = was
+
+
+def gradient_copy(op: str, t: Tensor[Any, Any], grads: Gradients) -> Tensor[Any, Any]:
+    """A new untraced tensor holding a copy of ``t``'s gradient in ``grads``, in ``t``'s dtype
+    (what a functional pass returns); while :func:`gradtape.capture` records, each replay copies
+    that replay's gradient into it."""
+    out: Tensor[Any, Any] = t._like(_arrays.copy(grads._data[t.id], t.dtype))
+    recorder = _tp._recorder
+    if recorder is not None:
+        recorder.kernel(op, out.data, _copy_gradient, (grads, t.id), (), False, True)
+    return out
+
+
+def _copy_gradient(out: np.ndarray[Any, Any], grads: Gradients, tid: int) -> None:
+    np.copyto(out, grads._data[tid], casting="unsafe")
+
+
 def replay_first_order(
     ops: list[_Entry],
     grads: Gradients,
@@ -375,12 +406,14 @@ def _first_order(
         tape._leaves = {}
     run = _runner(fire_hooks)
     recorder = _tp._recorder
-    if into is not None:
-        if recorder is not None:
-            recorder.refuse(f"runs {op} into a separate store (a functional grad): it is not replayed")
-        for t, g in seeds:
-            into._accum(t.id, g)
-        run(ops, into, retain)
+    if into is not None:  # a functional pass (torch.autograd.grad, GradientTape.gradient)
+        if recorder is not None:  # gradtape.capture: this pass, into this store, at each replay
+            hooked = set(_tensor_hooks) | set(_post_hooks)
+            recorder.backward(op, list(ops), into, True, dict(leaves), seeds, False, hooked)
+        with _backward_running(recorder):
+            for t, g in seeds:
+                into._accum(t.id, g)
+            run(ops, into, retain)
         return into
     stores = tape._stores
     grads = tape._gradients
@@ -404,7 +437,8 @@ def _first_order(
         if recorder is not None:  # gradtape.capture: this pass, to run again at each replay
             hooked = set(_tensor_hooks) | set(_post_hooks)
             recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
-        _one_store_pass(run, ops, grads, [(t.id, g) for t, g in seeds], leaves, to_grad, False)
+        with _backward_running(recorder):
+            _one_store_pass(run, ops, grads, [(t.id, g) for t, g in seeds], leaves, to_grad, False)
         return grads
     if recorder is not None:
         recorder.refuse(f"runs {op} into several stores, again (retain_graph) or in anomaly mode: it is not replayed")
