@@ -312,14 +312,18 @@ def entry_op(entry: _Entry) -> str:
     return _entry_op(entry)
 
 
+def _into_pass(run: Runner, ops: list[_Entry], into: Gradients, seeds: Sequence[tuple[Any, Any]], retain: bool) -> None:
+    """A functional pass: the seeds into ``into``, then the entries."""
+    for t, g in seeds:
+        into._accum(t.id, g)
+    run(ops, into, retain)
+
+
 @contextlib.contextmanager
 def _backward_running(recorder: Any) -> Iterator[None]:
     """While a recorded backward pass runs its entries, the recorder notes nothing: what they
     do (a checkpoint's recomputation and its nested pass, a closure's ops) is part of the
     entries, which a replay runs again as they are."""
-    if recorder is None:
-        yield
-        return
     was, recorder.calling = recorder.calling, True
     try:
         yield
@@ -410,10 +414,10 @@ def _first_order(
         if recorder is not None:  # gradtape.capture: this pass, into this store, at each replay
             hooked = set(_tensor_hooks) | set(_post_hooks)
             recorder.backward(op, list(ops), into, True, dict(leaves), seeds, False, hooked)
-        with _backward_running(recorder):
-            for t, g in seeds:
-                into._accum(t.id, g)
-            run(ops, into, retain)
+            with _backward_running(recorder):
+                _into_pass(run, ops, into, seeds, retain)
+        else:
+            _into_pass(run, ops, into, seeds, retain)
         return into
     stores = tape._stores
     grads = tape._gradients
@@ -434,11 +438,14 @@ def _first_order(
     ):  # one store, run once, and (for .grad) keeping the leaves' gradients and no earlier ones
         if grads._transient:
             grads._end_transient()
-        if recorder is not None:  # gradtape.capture: this pass, to run again at each replay
-            hooked = set(_tensor_hooks) | set(_post_hooks)
-            recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
+        pairs = [(t.id, g) for t, g in seeds]
+        if recorder is None:
+            _one_store_pass(run, ops, grads, pairs, leaves, to_grad, False)
+            return grads
+        hooked = set(_tensor_hooks) | set(_post_hooks)  # gradtape.capture: this pass, at each replay
+        recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
         with _backward_running(recorder):
-            _one_store_pass(run, ops, grads, [(t.id, g) for t, g in seeds], leaves, to_grad, False)
+            _one_store_pass(run, ops, grads, pairs, leaves, to_grad, False)
         return grads
     if recorder is not None:
         recorder.refuse(f"runs {op} into several stores, again (retain_graph) or in anomaly mode: it is not replayed")
