@@ -172,8 +172,10 @@ class _Recorder:
             result = fn(*args)
         finally:
             self.calling = False
-        for key, (label, a, _) in self.kept.items():  # what the call changed, a replay changes too
-            self.kept[key] = (label, a, a.copy())
+        for a in saved_arrays((0, fn, *args)):  # what the call may change, a replay changes too
+            kept = self.kept.get(id(_root(a)))
+            if kept is not None:
+                self.kept[id(_root(a))] = (kept[0], kept[1], kept[1].copy())
         if isinstance(result, Tensor) and result.data.__class__ is np.ndarray:  # clip_grad_norm_'s norm
             r = _root(result.data)
             self.known[id(r)] = r
