@@ -958,7 +958,7 @@ def test_recurrent_layers_train_bit_for_bit(kind: str) -> None:
     assert captured[2].replays == 8
 
 
-@pytest.mark.parametrize("op", ["gather", "index_select", "getitem", "embedding", "where"])
+@pytest.mark.parametrize("op", ["gather", "torch_gather", "index_select", "getitem", "embedding", "where"])
 def test_index_and_mask_arguments_are_read_at_every_replay(op: str) -> None:
     """Ops whose indices or masks are arguments of the captured function (negative indices
     too, which gather wraps): every replay uses the call's own indices, in the forward and in
@@ -974,6 +974,8 @@ def test_index_and_mask_arguments_are_read_at_every_replay(op: str) -> None:
         opt.zero_grad()
         if op == "gather":
             y = gt.ops.gather(w, idx, 0)
+        elif op == "torch_gather":  # torch.gather(input, dim, index): take_along_axis
+            y = gt.gather(w, 1, idx)
         elif op == "index_select":
             y = gt.index_select(w, 0, idx)
         elif op == "getitem":
@@ -989,6 +991,8 @@ def test_index_and_mask_arguments_are_read_at_every_replay(op: str) -> None:
     for _ in range(6):
         if op == "where":
             idx = dev.tensor(rng.standard_normal((6, 5)) > 0)
+        elif op == "torch_gather":
+            idx = dev.tensor(rng.integers(0, 5, (6, 3)))
         else:
             idx = dev.tensor(rng.integers(-6 if op == "gather" else 0, 6, 7))
         got = f(idx).numpy()

@@ -75,7 +75,8 @@ attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without w
 (``x[idx]``), random tensors drawn inside the call (``dev.randn``, ``randint``, ``rand_like``,
 ...: fresh numbers at each replay), and views such as ``reshape`` (a copying one too),
 ``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters,
-comparisons and ``where``, ``gather`` and ``index_select``, ``pad``, ``interpolate``
+comparisons and ``where``, ``gather`` (numpy's and PyTorch's), ``index_select``,
+``argmax``/``argmin`` along a dim (so ``max(x, dim)``), ``pad``, ``interpolate``
 (``nn.Upsample``), adaptive average pooling; not yet ``prod``, ``cumprod``, sorting, adaptive
 max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op
 calls that replay); a hand-written backward closure that reads an array

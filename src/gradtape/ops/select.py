@@ -39,11 +39,22 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, overload
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
-from gradtape.ops._util import SCALARS, dim_or_axis, index_tensor, int_indices, is_int, one_dim, record_unary
+from gradtape.ops._util import (
+    SCALARS,
+    dim_or_axis,
+    index_tensor,
+    int_indices,
+    is_int,
+    one_dim,
+    record_unary,
+    refill,
+    replayable,
+)
 from gradtape.ops.compare import where
 from gradtape.ops.shape import broadcast_to, concat
 from gradtape.shapes import Rank0
@@ -172,14 +183,21 @@ def _bincount(lin: Array, g: Array, shape: tuple[int, ...], dtype: Any) -> Array
     return out.astype(dtype, copy=False).reshape(shape)
 
 
-def _take_lin(a: Tensor[Any, Any], lin: Array) -> Any:
+def _take_lin(a: Tensor[Any, Any], lin: Array, again: tuple[str, Any, tuple[Any, ...]] | None = None) -> Any:
     """The elements of ``a`` at the flat positions ``lin`` (an array of ``lin``'s shape).
 
     First rule: the output's gradient added at ``lin`` into zeros of ``a``'s shape; second
-    rule: :func:`_put_lin` of the gradient tensor."""
+    rule: :func:`_put_lin` of the gradient tensor. ``again``: ``(op, make, args)`` with
+    ``make(*args)`` the positions from the indices' current values, for
+    :func:`gradtape.capture`'s replays (the index tensor among ``args`` as its data)."""
     x = a.data
     tape = op_tape(a)
     out = a._from_op(x.reshape(-1)[lin], tape)
+    if again is not None and _tp._recorder is not None:
+        op, make, args = again
+        srcs = tuple(v for v in args if hasattr(v, "tape"))
+        arrays = tuple(v.data if hasattr(v, "tape") else v for v in args)
+        replayable(op, out.data, _take_lin_into, (x, lin, make, arrays), (a, *srcs), tape, True, (lin,))
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
@@ -188,6 +206,13 @@ def _take_lin(a: Tensor[Any, Any], lin: Array) -> Any:
 
         record(tape, out, take_backward, lambda g, rebuild: [(aid, _put_lin(g, lin, shape))])
     return out
+
+
+def _take_lin_into(y: Array, x: Array, lin: Array, make: Any, args: tuple[Any, ...]) -> None:
+    """:func:`_take_lin` again: the positions made again from the indices, then ``x`` read
+    there into ``y``."""
+    np.copyto(lin, make(*args))
+    np.copyto(y, x.reshape(-1)[lin])
 
 
 def _put_lin(t: Tensor[Any, Any], lin: Array, shape: tuple[int, ...]) -> Any:
@@ -229,7 +254,17 @@ def _arg_extremum(op: str, a: Tensor[Any, Any], dim: Any, keepdim: bool) -> Any:
             if x.shape[d] == 0:
                 raise ShapeError(f"{op}: dim {d} of the input of shape {x.shape} has size 0")
             r = _as_array(find(x, axis=d, keepdims=bool(keepdim)))
+            out = a._like(r.astype(np.int64))
+            if _tp._recorder is not None:
+                replayable(op, out.data, refill, (_arg_along, find, x, d, bool(keepdim)), (a,), NONE_TAPE)
+            return out
     return a._like(r.astype(np.int64))
+
+
+def _arg_along(find: Any, x: Array, d: int, keepdim: bool) -> Array:
+    """``argmax``/``argmin`` (``find``) of ``x`` along ``d`` as int64 (a replay's kernel)."""
+    r: Array = _as_array(find(x, axis=d, keepdims=keepdim)).astype(np.int64)
+    return r
 
 
 @overload
@@ -470,7 +505,16 @@ def take_along_axis(
     n = x.shape[d] if x.ndim else 1
     idx = _index("take_along_axis", index, x.shape, n, d)
     _fits("take_along_axis", idx.shape, x.shape, d, "input")
-    return _take_lin(input, _along(idx, d, x.shape))  # type: ignore[no-any-return]
+    src = index if hasattr(index, "tape") else idx  # a list's indices: a constant of a plan
+    if _tp._recorder is not None and src is idx:
+        _tp._recorder.constant(idx)
+    again = ("take_along_axis", _along_positions, (src, x.shape, n, d))
+    return _take_lin(input, _along(idx, d, x.shape), again)  # type: ignore[no-any-return]
+
+
+def _along_positions(index: Array, shape: tuple[int, ...], n: int, d: int) -> Array:
+    """:func:`take_along_axis`'s flat positions from the index array's values (checked)."""
+    return _along(_index("take_along_axis", index, shape, n, d), d, shape)
 
 
 def _fits(op: str, ishape: tuple[int, ...], shape: tuple[int, ...], d: int | None, what: str) -> None:
