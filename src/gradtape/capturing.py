@@ -68,7 +68,8 @@ declared elementwise ops such as ``relu``, ``gelu``, ``silu``, ``softplus``, ``t
 declared two-input ops, arithmetic on integer tensors, ``to_dtype``, convolutions and
 ``conv_transpose2d``, max/min/average pooling, ``sum`` and ``mean``, ``softmax`` and
 ``log_softmax``, ``cross_entropy``'s common case, ``nll_loss`` (without class weights),
-``mse_loss``, ``embedding``, ``layer_norm``, ``rms_norm`` and ``group_norm``, the fused
+``mse_loss``, ``l1_loss``, ``huber_loss``, ``smooth_l1_loss``,
+``binary_cross_entropy_with_logits``, ``embedding``, ``layer_norm``, ``rms_norm`` and ``group_norm``, the fused
 attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without weights),
 ``selective_scan``, ``nn.LSTM``/``GRU``/``RNN`` (without inter-layer dropout), ``dropout``,
 ``cat`` and ``stack``, integer-array indexing

@@ -20,6 +20,7 @@ PyTorch (which does not differentiate them): a traced tensor is refused.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -243,14 +244,39 @@ def _elementwise_loss(
     grad_t: Callable[[Any], Array],
     diff: _Diff,
     scale: float,
+    replay: tuple[Callable[[Array, Array], tuple[Array, ...]], Array, tuple[Array, ...]] | None = None,
 ) -> Any:
     """Record a loss of ``input`` and a target of its shape: ``grad_x(c)`` / ``grad_t(c)`` give
-    their gradients for the scaled output gradient ``c``."""
+    their gradients for the scaled output gradient ``c``. ``replay``: ``(parts, t, saved)``
+    with ``parts(x, t)`` returning ``(elems, *saved)`` (the arrays the rules read), for
+    :func:`gradtape.capture`'s replays; the loss's forward is ``parts``, written once."""
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
         return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
 
-    return _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
+    out = _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
+    if replay is not None and _tp._recorder is not None:
+        parts, t, saved = replay
+        args = (parts, input.data, t, reduction, scale, saved)
+        replayable("loss", out.data, _elementwise_into, args, (input, tt), out.tape, True, saved)
+    return out
+
+
+def _elementwise_into(
+    out: Array,
+    parts: Callable[[Array, Array], tuple[Array, ...]],
+    x: Array,
+    t: Array,
+    reduction: str,
+    scale: float,
+    saved: tuple[Array, ...],
+) -> None:
+    """An elementwise loss again (for :func:`gradtape.capture`'s replays): its parts from the
+    new input and target, the reduced loss into ``out``, the saved arrays refreshed."""
+    new = parts(x, t)
+    np.copyto(out, _total(_as_array(new[0]), reduction, scale))
+    for old, fresh in zip(saved, new[1:], strict=True):
+        np.copyto(old, fresh)
 
 
 # ----- regression losses -------------------------------------------------------------------
@@ -283,23 +309,20 @@ def mse_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
     t, tt = _target("mse_loss", input, target)
     x = input.data
     scale = _scale("mse_loss", x, reduction)
-    d = x - t
+    sq, d = _mse_parts(x, t)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # 2 (x - t) scale g
         gx = (rebuild(input.id, x) - _rebuilt(tt, t, rebuild, g)) * (2.0 * scale) * g
         return gx, -gx
 
-    out = _elementwise_loss(input, tt, reduction, d * d, lambda c: d * (c + c), lambda c: d * -(c + c), diff, scale)
-    if _tp._recorder is not None:  # the backward reads d
-        replayable("mse_loss", out.data, _mse_into, (x, t, d, reduction, scale), (input, tt), out.tape, True, (d,))
-    return out
+    grad_x, grad_t = (lambda c: d * (c + c)), (lambda c: d * -(c + c))
+    return _elementwise_loss(input, tt, reduction, sq, grad_x, grad_t, diff, scale, (_mse_parts, t, (d,)))
 
 
-def _mse_into(out: Array, x: Array, t: Array, d: Array, reduction: str, scale: float) -> None:
-    """:func:`mse_loss` again (for :func:`gradtape.capture`'s replays): ``d = x - t`` (which
-    its backward reads) and the loss into ``out``."""
-    np.subtract(x, t, out=d)
-    np.copyto(out, _total(_as_array(d * d), reduction, scale))
+def _mse_parts(x: Array, t: Array) -> tuple[Array, Array]:
+    """``((x - t)**2, x - t)``: :func:`mse_loss`'s elements and what its rules read."""
+    d = x - t
+    return d * d, d
 
 
 @typed_as(_sig.l1_loss)
@@ -318,14 +341,21 @@ def l1_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
     t, tt = _target("l1_loss", input, target)
     x = input.data
     scale = _scale("l1_loss", x, reduction)
-    d = x - t
-    sd = np.sign(d)
+    ad, sd = _l1_parts(x, t)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # a constant slope: sign(d) scale g
         gx = g * g._like(sd * x.dtype.type(scale))
         return gx, -gx
 
-    return _elementwise_loss(input, tt, reduction, np.abs(d), lambda c: sd * c, lambda c: sd * -c, diff, scale)
+    return _elementwise_loss(
+        input, tt, reduction, ad, lambda c: sd * c, lambda c: sd * -c, diff, scale, (_l1_parts, t, (sd,))
+    )
+
+
+def _l1_parts(x: Array, t: Array) -> tuple[Array, Array]:
+    """``(|x - t|, sign(x - t))``: :func:`l1_loss`'s elements and its slope."""
+    d = x - t
+    return np.abs(d), np.sign(d)
 
 
 mae_loss = l1_loss
@@ -339,22 +369,9 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
     t, tt = _target(op, input, target)
     x = input.data
     scale = _scale(op, x, reduction)
-    d = x - t
-    ad = np.abs(d)
-    dt = x.dtype.type
-    k = dt(delta)
-    if divide and delta == 0:
-        elems = ad
-        slope = np.sign(d)
-    else:
-        inner = ad < k
-        half = dt(0.5)
-        if divide:  # smooth L1: 0.5 d**2 / beta inside, |d| - 0.5 beta outside
-            elems = np.where(inner, half * d * d / k, ad - half * k)
-            slope = np.clip(d / k, dt(-1), dt(1))
-        else:  # Huber: 0.5 d**2 inside, delta (|d| - 0.5 delta) outside
-            elems = np.where(inner, half * d * d, k * (ad - half * k))
-            slope = np.clip(d, -k, k)
+    k = x.dtype.type(delta)
+    parts = functools.partial(_huber_parts, k, divide)
+    elems, slope, ad = parts(x, t)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
         # d inside the band (d / beta for smooth L1), the constant clipped slope outside
@@ -369,7 +386,24 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
         gx = sl * float(scale) * g
         return gx, -gx
 
-    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope * c, lambda c: slope * -c, diff, scale)
+    grad_x, grad_t = (lambda c: slope * c), (lambda c: slope * -c)
+    return _elementwise_loss(input, tt, reduction, elems, grad_x, grad_t, diff, scale, (parts, t, (slope, ad)))
+
+
+def _huber_parts(k: Any, divide: bool, x: Array, t: Array) -> tuple[Array, Array, Array]:
+    """``(elements, slope, |x - t|)`` of :func:`_huber_like` with ``delta = k`` (in ``x``'s
+    dtype): smooth L1 (``divide``) ``0.5 d**2 / k`` inside the band, ``|d| - 0.5 k`` outside
+    (L1 for ``k = 0``), Huber ``0.5 d**2`` inside, ``k (|d| - 0.5 k)`` outside."""
+    d = x - t
+    ad = np.abs(d)
+    dt = x.dtype.type
+    if divide and k == 0:
+        return ad, np.sign(d), ad
+    inner = ad < k
+    half = dt(0.5)
+    if divide:
+        return np.where(inner, half * d * d / k, ad - half * k), np.clip(d / k, dt(-1), dt(1)), ad
+    return np.where(inner, half * d * d, k * (ad - half * k)), np.clip(d, -k, k), ad
 
 
 @typed_as(_sig.huber_loss)
@@ -923,12 +957,9 @@ def binary_cross_entropy_with_logits(
     dt = x.dtype.type
     w = None if weight is None else _constant(op, weight, "weight", x, x.shape)
     pw = None if pos_weight is None else _constant(op, pos_weight, "pos_weight", x, x.shape)
-    e = np.exp(-np.abs(x))  # in (0, 1]: never overflows
-    sp = np.log1p(e) + np.maximum(-x, dt(0))  # softplus(-x) = -log(sigmoid(x))
-    lw = None if pw is None else 1 + (pw - 1) * t
-    elems = (1 - t) * x + (sp if lw is None else lw * sp)
-    if w is not None:
-        elems = elems * w
+    parts = functools.partial(_bce_logits_parts, w, pw)
+    elems, e, sp, *rest = parts(x, t)
+    lw = rest[0] if rest else None
 
     def grad_x(c: Any) -> Array:
         neg_sig = np.where(x >= 0, e, dt(1)) / (dt(1) + e)  # sigmoid(-x), stable
@@ -952,7 +983,26 @@ def binary_cross_entropy_with_logits(
         gt = -xt if pw is None else (-xt).softplus() * g._like(np.broadcast_to(pw - 1, x.shape).copy()) - xt
         return gx, gt * ge
 
-    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale)
+    if _tp._recorder is not None:
+        for c in (w, pw):  # the weights: constants of a plan
+            if c is not None:
+                _tp._recorder.constant(c)
+    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale, (parts, t, (e, sp, *rest)))
+
+
+def _bce_logits_parts(w: Array | None, pw: Array | None, x: Array, t: Array) -> tuple[Array, ...]:
+    """``(elements, e, sp)`` (and ``lw`` with ``pos_weight``) of
+    :func:`binary_cross_entropy_with_logits`: ``e = exp(-|x|)`` (in ``(0, 1]``: never
+    overflows), ``sp = softplus(-x) = log1p(e) + max(-x, 0)``, ``lw = 1 + (pw - 1) t``, and the
+    elements ``((1 - t) x + lw sp) w``."""
+    dt = x.dtype.type
+    e = np.exp(-np.abs(x))
+    sp = np.log1p(e) + np.maximum(-x, dt(0))
+    lw = None if pw is None else 1 + (pw - 1) * t
+    elems = (1 - t) * x + (sp if lw is None else lw * sp)
+    if w is not None:
+        elems = elems * w
+    return (elems, e, sp) if lw is None else (elems, e, sp, lw)
 
 
 # ----- distribution losses ------------------------------------------------------------------
