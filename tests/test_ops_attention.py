@@ -55,10 +55,10 @@ CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], dict[s
     "causal_square": ((2, 3, 6, 5), (2, 3, 6, 5), (2, 3, 6, 4), {"is_causal": True}),
     "causal_L<S": ((2, 3, 4, 5), (2, 3, 7, 5), (2, 3, 7, 4), {"is_causal": True}),
     "causal_L>S": ((2, 7, 5), (2, 4, 5), (2, 4, 4), {"is_causal": True}),
-    # L >= 64: the causal products run in row blocks (ops.attention._blocks)
-    "causal_blocks_square": ((2, 2, 128, 8), (2, 2, 128, 8), (2, 2, 128, 5), {"is_causal": True}),
-    "causal_blocks_L<S": ((2, 70, 6), (2, 90, 6), (2, 90, 3), {"is_causal": True}),
-    "causal_blocks_L>S": ((1, 2, 100, 4), (1, 2, 45, 4), (1, 2, 45, 3), {"is_causal": True}),
+    # L >= 256: the causal products run in row blocks (ops.attention._blocks)
+    "causal_blocks_square": ((1, 2, 512, 8), (1, 2, 512, 8), (1, 2, 512, 5), {"is_causal": True}),
+    "causal_blocks_L<S": ((2, 270, 6), (2, 290, 6), (2, 290, 3), {"is_causal": True}),
+    "causal_blocks_L>S": ((1, 2, 300, 4), (1, 2, 145, 4), (1, 2, 145, 3), {"is_causal": True}),
     "bool_LS": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 3), {"mask": ("bool", (4, 6))}),
     "bool_B1LS": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 3), {"mask": ("bool", (2, 1, 4, 6))}),
     "bool_full": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 3), {"mask": ("bool", (2, 3, 4, 6))}),
@@ -421,13 +421,13 @@ def test_causal_row_blocks() -> None:
     the blocked products equal the unblocked ones."""
     from gradtape.ops.attention import _blocks
 
-    assert _blocks(16, 16, True) == [(0, 16, 16)] and _blocks(128, 128, False) == [(0, 128, 128)]
-    assert _blocks(128, 128, True) == [(0, 32, 32), (32, 64, 64), (64, 96, 96), (96, 128, 128)]
-    assert _blocks(100, 45, True) == [(0, 34, 34), (34, 68, 45), (68, 100, 45)]
-    qa, ka_, va = _data([(1, 2, 96, 4), (1, 2, 96, 4), (1, 2, 96, 3)], np.float64, 30)
-    g = _data([(1, 2, 96, 3)], np.float64, 31)[0]
+    assert _blocks(128, 128, True) == [(0, 128, 128)] and _blocks(512, 512, False) == [(0, 512, 512)]
+    assert _blocks(512, 512, True) == [(0, 128, 128), (128, 256, 256), (256, 384, 384), (384, 512, 512)]
+    assert _blocks(300, 145, True) == [(0, 150, 145), (150, 300, 145)]
+    qa, ka_, va = _data([(1, 2, 288, 4), (1, 2, 288, 4), (1, 2, 288, 3)], np.float64, 30)
+    g = _data([(1, 2, 288, 3)], np.float64, 31)[0]
     y, grads = _ours(qa, ka_, va, g, is_causal=True, dropout_p=0.3, rng=4)
-    m = np.tri(96, 96, dtype=bool)
+    m = np.tri(288, 288, dtype=bool)
     y2, grads2 = _ours(qa, ka_, va, g, attn_mask=m, dropout_p=0.3, rng=4)  # one block
     np.testing.assert_allclose(y, y2, rtol=1e-13, atol=1e-14)
     for a, b in zip(grads, grads2, strict=True):

@@ -9,9 +9,10 @@ noisy; one thread each via OPENBLAS/NUMBA_NUM_THREADS=1 and ``torch.set_num_thre
 medians of 25 interleaved repeats), the attention core at batch 32, 4 heads, L = S = 128,
 head dim 64, float32, causal, forward + backward: the separate ops ``nn.MultiHeadAttention``
 ran before (matmul, scale, a materialised mask added, softmax, matmul) 78 ms, this op 54 ms
-(1.43x), PyTorch's ``F.scaled_dot_product_attention`` 64 ms. The causal products run in row
-blocks (:func:`_blocks`), which cut each of the six products' time by about 30%; the fused
-softmax pass takes about 2 ms of the total.
+(1.43x), PyTorch's ``F.scaled_dot_product_attention`` 64 ms. From 256 query rows the causal
+products run in row blocks (:func:`_blocks`) that skip the scores above the diagonal (with two
+BLAS threads, shorter sequences run faster as one product: see :data:`_CAUSAL_BLOCK_ROWS`); the
+fused softmax pass takes about 2 ms of the total.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def scaled_dot_product_attention(
     ``dv = A_d^T @ g``, ``dA = g @ v^T`` (BLAS), then one kernel pass
     ``dS = scale * A * (dA' - rowsum(dA' * A))`` (``dA' = dA`` times the dropout mask), then
     ``dq = dS @ k``, ``dk = dS^T @ q`` (BLAS); gradients of leaves the store does not keep
-    are skipped (``Gradients.wants``). With ``is_causal`` and ``L >= 64`` the six products run
+    are skipped (``Gradients.wants``). With ``is_causal`` and ``L >= 256`` the six products run
     in row blocks that skip the scores above the diagonal (:func:`_blocks`). float32 rows
     use a vectorized polynomial ``exp`` (within 1 ulp; see the kernel module). The second
     rule (higher-order derivatives) repeats the computation in gradtape ops (``matmul``,
@@ -291,9 +292,14 @@ def _sdpa_into(
 # never written by the kernels beyond zeros) parts: every one of the six products runs on
 # the L x S matrix, so 4 blocks do 5/8 of the flops (2 blocks 3/4).
 
-_CAUSAL_BLOCK_ROWS = 32
+_CAUSAL_BLOCK_ROWS = 128
 """The smallest row block worth a separate BLAS call (smaller ones lose more in BLAS
-efficiency than the skipped flops give)."""
+efficiency than the skipped flops give). Measured on the 2-vCPU AMD EPYC (float32, the six
+products of one forward and backward, 2 BLAS threads, medians; session 21): batch x heads x
+L x D 64x64x16 took 221 us in 2 blocks of 32 rows against 111 in one, 64x128x16 536 us in 4
+blocks against 315, 128x128x64 1846 in 4, 1657 in 2, 1683 in one; from 256 rows blocks win
+(32x256x32: 758 in 2 blocks against 957; 16x512x64: 2477 in 4 against 3391). The earlier
+bound (32 rows, measured on one thread) made the small transformers' attention slower."""
 
 
 def _blocks(ln: int, sn: int, causal: bool) -> list[tuple[int, int, int]]:
