@@ -651,7 +651,10 @@ def cumprod(input: Tensor[S, T], dim: int | None = None, *, axis: int | None = N
     def diff(g: Any, rebuild: Any, oid: int, aid: int) -> Any:
         return _cumprod_diff(rebuild(aid, x), g, d)
 
-    return record_unary(input, y1.reshape(shape), rule, diff=diff)
+    out = record_unary(input, y1.reshape(shape), rule, diff=diff)
+    if _tp._recorder is not None:  # the backward reads x1 and y1
+        replayable("cumprod", y1, refill, (np.cumprod, x1, d), (input,), out.tape, True)
+    return out
 
 
 def _others(x: Array, axes: tuple[int, ...]) -> Array:
