@@ -78,7 +78,7 @@ attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without w
 ``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters,
 comparisons and ``where``, ``gather`` (numpy's and PyTorch's), ``index_select``,
 ``argmax``/``argmin`` along a dim (so ``max(x, dim)``), ``pad``, ``interpolate``
-(``nn.Upsample``), adaptive average pooling, ``cumprod``; not yet ``prod``, sorting, adaptive
+(``nn.Upsample``), adaptive average pooling, ``cumprod``, ``prod``; not yet sorting, adaptive
 max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op
 calls that replay); a hand-written backward closure that reads an array
 of its own (one reading its op's input and output tensors replays as it is); tensor hooks,

@@ -733,7 +733,7 @@ def prod(
             one_dim("prod", k, x.shape)
         ax = None
     axes, _, kept = _plan("prod", x, ax)
-    yk = _as_array(np.prod(x, axis=axes, keepdims=True))
+    (yk,) = _prod_forward(x, axes)
 
     def grad(grads: Gradients, aid: int, gk: Array) -> None:
         grads._accum(aid, _as_array(gk * _others(x, axes)))
@@ -741,7 +741,12 @@ def prod(
     def diff(gk: Any, xt: Any) -> Any:
         return gk * _others_t(xt, axes)
 
-    return _record_reduction(input, _out(yk, axes, keep), kept, grad, diff)
+    return _record_reduction(input, _out(yk, axes, keep), kept, grad, diff, ("prod", (yk,), _prod_forward, (x, axes)))
+
+
+def _prod_forward(x: Array, axes: tuple[int, ...]) -> tuple[Array]:
+    """``(prod(x, axes, keepdims=True),)``: :func:`prod`'s forward (its rules read ``x``)."""
+    return (_as_array(np.prod(x, axis=axes, keepdims=True)),)
 
 
 # ----- PyTorch's amax / amin and the logical reductions -----------------------------------------
