@@ -38,6 +38,7 @@ from gradtape.ops._util import (
     promote,
     record_entry,
     record_zero_gradient,
+    refill,
     refuse_non_float,
     replayable,
     tensor_operand,
@@ -258,7 +259,7 @@ def _int_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, reverse: bo
     c = np.float32(s) if out_dt is _F32 else np.asarray(s).astype(out_dt)[()]  # astype wraps, as PyTorch; a scalar
     out = a._from_op(_as_array(_int_scalar_array(x, out_dt, c, ufunc, op, reverse)), NONE_TAPE)
     if _tp._recorder is not None:
-        replayable(op, out.data, _int_scalar_into, (x, out_dt, c, ufunc, op, reverse), (a,), NONE_TAPE)
+        replayable(op, out.data, refill, (_int_scalar_array, x, out_dt, c, ufunc, op, reverse), (a,), NONE_TAPE)
     return out
 
 
@@ -274,11 +275,6 @@ def _int_scalar_array(x: Array, out_dt: np.dtype[Any], c: Any, ufunc: Any, op: s
         raise DivisionByZeroError(f"{op}: integer division by zero ({out_dt} {x.shape} and a number)")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return ufunc(c, x) if reverse else ufunc(x, c)
-
-
-def _int_scalar_into(y: Array, x: Array, out_dt: np.dtype[Any], c: Any, ufunc: Any, op: str, reverse: bool) -> None:
-    """:func:`_int_scalar` again into ``y`` (for :func:`gradtape.capture`'s replays)."""
-    np.copyto(y, _int_scalar_array(x, out_dt, c, ufunc, op, reverse))
 
 
 _INT_DIVIDING = frozenset({"remainder", "fmod", "floor_divide", "div"})
@@ -487,7 +483,7 @@ def _int_true_div(a: Tensor[Any, Any], b: object, reverse: bool) -> Any:
     s = np.float32(_scalar(b, "div"))
     out = a._from_op(_int_true_div_array(a.data, s, reverse), NONE_TAPE)
     if _tp._recorder is not None:
-        replayable("div", out.data, _int_true_div_into, (a.data, s, reverse), (a,), NONE_TAPE)
+        replayable("div", out.data, refill, (_int_true_div_array, a.data, s, reverse), (a,), NONE_TAPE)
     return out
 
 
@@ -498,11 +494,6 @@ def _int_true_div_array(x: Array, s: Any, reverse: bool) -> Array:
     with np.errstate(divide="ignore", invalid="ignore"):
         y = s / xf if reverse else xf / s
     return _as_array(y, dtype=np.float32)
-
-
-def _int_true_div_into(y: Array, x: Array, s: Any, reverse: bool) -> None:
-    """:func:`_int_true_div` again into ``y`` (for :func:`gradtape.capture`'s replays)."""
-    np.copyto(y, _int_true_div_array(x, s, reverse))
 
 
 @binary(vjp=lambda xp, g, a, b, y: (g / b, -(g * y) / b), name="div")

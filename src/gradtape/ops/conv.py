@@ -75,7 +75,7 @@ from gradtape.errors import ShapeError
 from gradtape.grad_mode import enable_grad
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._signatures import conv as _sig
-from gradtape.ops._util import replayable, tensor_operand
+from gradtape.ops._util import refill, replayable, tensor_operand
 from gradtape.tape import NONE_TAPE, Tape, op_tape, record
 
 if TYPE_CHECKING:
@@ -513,7 +513,7 @@ def conv_transpose2d(
         lambda a, c: conv_transpose2d(a, c, None, stride, padding, output_padding, groups, dilation),
     )
     if _tp._recorder is not None:  # the backward reads x and w only
-        replayable(op, out, _transposed_into, (xd, wd, shape4, s2, pads, d2, g_, bd), (x, w, b), tape, True)
+        replayable(op, out, refill, (_transposed, xd, wd, shape4, s2, pads, d2, g_, bd), (x, w, b), tape, True)
     return result
 
 
@@ -526,8 +526,3 @@ def _transposed(
     if bd is not None:
         out += bd.reshape(1, shape4[1], 1, 1)
     return out
-
-
-def _transposed_into(out: Array, *args: Any) -> None:
-    """:func:`_transposed` into ``out`` (a replay of :func:`gradtape.capture`)."""
-    np.copyto(out, _transposed(*args))

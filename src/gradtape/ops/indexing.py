@@ -40,7 +40,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels.scatter import scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
-from gradtape.ops._util import int_indices, replayable
+from gradtape.ops._util import int_indices, refill, replayable
 from gradtape.ops.select import take_along_axis
 from gradtape.ops.shape import AnyShape, _axis
 from gradtape.shapes import Rank0, Rank1, Rank2, Rank3, Rank4
@@ -237,7 +237,7 @@ def getitem(a: Any, key: Any) -> Any:
         for given, j in zip(key if isinstance(key, tuple) else (key,), k, strict=False):
             if isinstance(given, list) and isinstance(j, np.ndarray):
                 _tp._recorder.constant(j)
-        replayable("getitem", y, _getitem_into, (x, k), tuple(tensors), tape, True)
+        replayable("getitem", y, refill, (operator.getitem, x, k), tuple(tensors), tape, True)
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
@@ -254,12 +254,6 @@ def getitem(a: Any, key: Any) -> Any:
 
         record(tape, out, getitem_backward, lambda g, rebuild: [(aid, _put_at(g, shape, k))])
     return out
-
-
-def _getitem_into(y: Array, x: Array, k: tuple[Any, ...]) -> None:
-    """An advanced :func:`getitem` again (for :func:`gradtape.capture`'s replays): ``x[k]``
-    into ``y``, with the index arrays' current values."""
-    np.copyto(y, x[k])
 
 
 def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:

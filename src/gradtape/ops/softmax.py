@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,7 +10,7 @@ from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import ShapeError
-from gradtape.ops._util import float_data, normalize_axes, record_unary, replayable
+from gradtape.ops._util import float_data, normalize_axes, record_unary, refill, replayable
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -84,14 +83,8 @@ def log_softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = N
 
     out = record_unary(a, y, rule, diff=diff)
     if _tp._recorder is not None:
-        replayable("log_softmax", y, _refill_axis, (log_softmax_array, x, ax), (a,), out.tape, True)
+        replayable("log_softmax", y, refill, (log_softmax_array, x, ax), (a,), out.tape, True)
     return out
-
-
-def _refill_axis(y: Array, fn: Callable[[Array, int], Array], x: Array, ax: int) -> None:
-    """``fn(x, ax)`` into ``y`` (:func:`softmax`'s and :func:`log_softmax`'s forward again, for
-    :func:`gradtape.capture`'s replays; their backward reads ``y``)."""
-    np.copyto(y, fn(x, ax))
 
 
 def softmax_array(x: Array, axis: int) -> Array:
@@ -134,7 +127,7 @@ def softmax(a: Tensor[S, T], axis: int | None = None, *, dim: int | None = None)
 
     out = record_unary(a, y, lambda grads, i, g: grads._fused(i, kernel, fresh, y, g), diff=diff)
     if _tp._recorder is not None:
-        replayable("softmax", y, _refill_axis, (softmax_array, x, ax), (a,), out.tape, True)
+        replayable("softmax", y, refill, (softmax_array, x, ax), (a,), out.tape, True)
     return out
 
 
