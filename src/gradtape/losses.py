@@ -244,21 +244,22 @@ def _elementwise_loss(
     grad_t: Callable[[Any], Array],
     diff: _Diff,
     scale: float,
-    replay: tuple[Callable[[Array, Array], tuple[Array, ...]], Array, tuple[Array, ...]] | None = None,
+    replay: tuple[str, Callable[[Array, Array], tuple[Array, ...]], Array, tuple[Array, ...]] | None = None,
 ) -> Any:
     """Record a loss of ``input`` and a target of its shape: ``grad_x(c)`` / ``grad_t(c)`` give
-    their gradients for the scaled output gradient ``c``. ``replay``: ``(parts, t, saved)``
-    with ``parts(x, t)`` returning ``(elems, *saved)`` (the arrays the rules read), for
-    :func:`gradtape.capture`'s replays; the loss's forward is ``parts``, written once."""
+    their gradients for the scaled output gradient ``c``. ``replay``: ``(op, parts, t, saved)``
+    for :func:`gradtape.capture`'s replays, ``op`` the loss's name (for messages) and
+    ``parts(x, t)`` returning ``(elems, *saved)``, ``saved`` the arrays the rules read: the
+    loss's forward, written once."""
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
         return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
 
     out = _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
     if replay is not None and _tp._recorder is not None:
-        parts, t, saved = replay
+        op, parts, t, saved = replay
         args = (parts, input.data, t, reduction, scale, saved)
-        replayable("loss", out.data, _elementwise_into, args, (input, tt), out.tape, True, saved)
+        replayable(op, out.data, _elementwise_into, args, (input, tt), out.tape, True, saved)
     return out
 
 
@@ -316,7 +317,7 @@ def mse_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
         return gx, -gx
 
     grad_x, grad_t = (lambda c: d * (c + c)), (lambda c: d * -(c + c))
-    return _elementwise_loss(input, tt, reduction, sq, grad_x, grad_t, diff, scale, (_mse_parts, t, (d,)))
+    return _elementwise_loss(input, tt, reduction, sq, grad_x, grad_t, diff, scale, ("mse_loss", _mse_parts, t, (d,)))
 
 
 def _mse_parts(x: Array, t: Array) -> tuple[Array, Array]:
@@ -348,7 +349,7 @@ def l1_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
         return gx, -gx
 
     return _elementwise_loss(
-        input, tt, reduction, ad, lambda c: sd * c, lambda c: sd * -c, diff, scale, (_l1_parts, t, (sd,))
+        input, tt, reduction, ad, lambda c: sd * c, lambda c: sd * -c, diff, scale, ("l1_loss", _l1_parts, t, (sd,))
     )
 
 
@@ -387,7 +388,7 @@ def _huber_like(op: str, input: Any, target: Any, reduction: str, delta: float, 
         return gx, -gx
 
     grad_x, grad_t = (lambda c: slope * c), (lambda c: slope * -c)
-    return _elementwise_loss(input, tt, reduction, elems, grad_x, grad_t, diff, scale, (parts, t, (slope, ad)))
+    return _elementwise_loss(input, tt, reduction, elems, grad_x, grad_t, diff, scale, (op, parts, t, (slope, ad)))
 
 
 def _huber_parts(k: Any, divide: bool, x: Array, t: Array) -> tuple[Array, Array, Array]:
@@ -987,7 +988,7 @@ def binary_cross_entropy_with_logits(
         for c in (w, pw):  # the weights: constants of a plan
             if c is not None:
                 _tp._recorder.constant(c)
-    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale, (parts, t, (e, sp, *rest)))
+    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale, (op, parts, t, (e, sp, *rest)))
 
 
 def _bce_logits_parts(w: Array | None, pw: Array | None, x: Array, t: Array) -> tuple[Array, ...]:
