@@ -320,10 +320,22 @@ def _into_pass(run: Runner, ops: list[_Entry], into: Gradients, seeds: Sequence[
 
 
 @contextlib.contextmanager
-def _backward_running(recorder: Any) -> Iterator[None]:
-    """While a recorded backward pass runs its entries, the recorder notes nothing: what they
-    do (a checkpoint's recomputation and its nested pass, a closure's ops) is part of the
-    entries, which a replay runs again as they are."""
+def _recorded_pass(
+    recorder: Any,
+    op: str,
+    ops: list[_Entry],
+    grads: Gradients,
+    fresh: bool,
+    leaves: dict[int, Tensor[Any, Any] | None],
+    seeds: Sequence[tuple[Tensor[Any, Any], Any]],
+    to_grad: bool,
+) -> Iterator[None]:
+    """A first-order pass :func:`gradtape.capture` records (``recorder.backward``: it runs
+    again at each replay) before the ``with`` block runs it. While it runs, the recorder notes
+    nothing: what the entries do (a checkpoint's recomputation and its nested pass, a
+    closure's ops) is part of them, and a replay runs them again as they are."""
+    hooked = set(_tensor_hooks) | set(_post_hooks)
+    recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
     was, recorder.calling = recorder.calling, True
     try:
         yield
@@ -411,13 +423,11 @@ def _first_order(
     run = _runner(fire_hooks)
     recorder = _tp._recorder
     if into is not None:  # a functional pass (torch.autograd.grad, GradientTape.gradient)
-        if recorder is not None:  # gradtape.capture: this pass, into this store, at each replay
-            hooked = set(_tensor_hooks) | set(_post_hooks)
-            recorder.backward(op, list(ops), into, True, dict(leaves), seeds, False, hooked)
-            with _backward_running(recorder):
-                _into_pass(run, ops, into, seeds, retain)
-        else:
+        if recorder is None:
             _into_pass(run, ops, into, seeds, retain)
+        else:
+            with _recorded_pass(recorder, op, ops, into, True, leaves, seeds, False):
+                _into_pass(run, ops, into, seeds, retain)
         return into
     stores = tape._stores
     grads = tape._gradients
@@ -442,9 +452,7 @@ def _first_order(
         if recorder is None:
             _one_store_pass(run, ops, grads, pairs, leaves, to_grad, False)
             return grads
-        hooked = set(_tensor_hooks) | set(_post_hooks)  # gradtape.capture: this pass, at each replay
-        recorder.backward(op, list(ops), grads, fresh, dict(leaves), seeds, to_grad, hooked)
-        with _backward_running(recorder):
+        with _recorded_pass(recorder, op, ops, grads, fresh, leaves, seeds, to_grad):
             _one_store_pass(run, ops, grads, pairs, leaves, to_grad, False)
         return grads
     if recorder is not None:
