@@ -35,7 +35,13 @@ anything else refuses the recording.
 ``None``, ...: they must be hashable; Python values are baked into the plan as JAX's ``jit``
 bakes static arguments), and the grad mode. For a key, the first call runs eagerly (lazy
 initialisation: optimizer state, kernel compilation), the second runs eagerly while it is
-recorded, and later calls replay.
+recorded, and later calls replay. Before a replay, guards check that every tensor the plan
+reads that existed before the recorded call (parameters, buffers) still holds the same array
+(``.data = ...`` replaces it: the call is then recorded again) and still requires grad or not
+as it did (``p.requires_grad_(False)`` freezes it: recorded again), and that every module called
+kept its ``training`` flag (``model.train()`` after recording in eval mode records again).
+:attr:`Captured.replays`, :attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what
+happened.
 
 **Constants made inside the call.** A tensor made from host data inside the function
 (``dev.tensor(np.arange(L))`` for positions, as nanoGPT's ``torch.arange``) is kept as a
@@ -43,15 +49,9 @@ constant of the plan only after a second recording agrees: the call with the nex
 arguments is recorded again (eagerly), and the plan stands if it ran the same kernels and made
 every such tensor with the same values. A tensor made from the values of an argument or a
 parameter (``dev.tensor(-x.data)``) differs between the two and refuses the capture, as does
-Python control flow that took another branch; calls repeating the same arguments keep
-recording until one differs. Like JAX's ``jit``, a value that changes only later (a Python
-counter read inside the function) is not seen. Before a replay, guards check that every tensor the plan
-reads that existed before the recorded call (parameters, buffers) still holds the same array
-(``.data = ...`` replaces it: the call is then recorded again) and still requires grad or not
-as it did (``p.requires_grad_(False)`` freezes it: recorded again), and that every module called
-kept its ``training`` flag (``model.train()`` after recording in eval mode records again).
-:attr:`Captured.replays`, :attr:`Captured.recorded` and :attr:`Captured.eager_calls` count what
-happened.
+Python control flow that took another branch; calls repeating the same arguments keep recording
+until one differs. Like JAX's ``jit``, a value that changes only later (a Python counter read
+inside the function) is not seen.
 
 **Random numbers and clipping.** Dropout (``nn.Dropout``, ``F.dropout``, attention dropout)
 draws a fresh mask at every replay, from the generator the eager op would use (the device's,
@@ -69,27 +69,26 @@ declared two-input ops, arithmetic on integer tensors, ``to_dtype``, convolution
 ``conv_transpose2d``, max/min/average pooling, ``sum`` and ``mean``, ``softmax`` and
 ``log_softmax``, ``cross_entropy``'s common case, ``nll_loss`` (without class weights),
 ``mse_loss``, ``l1_loss``, ``huber_loss``, ``smooth_l1_loss``,
-``binary_cross_entropy_with_logits``, ``embedding``, ``layer_norm``, ``rms_norm`` and ``group_norm``, the fused
-attention (``scaled_dot_product_attention``, ``nn.MultiheadAttention`` without weights),
-``selective_scan``, ``nn.LSTM``/``GRU``/``RNN`` (without inter-layer dropout), ``dropout``,
-``cat`` and ``stack``, integer-array indexing
-(``x[idx]``), random tensors drawn inside the call (``dev.randn``, ``randint``, ``rand_like``,
-...: fresh numbers at each replay), and views such as ``reshape`` (a copying one too),
-``flatten``, ``permute`` of replayable outputs, of the arguments and of parameters,
-comparisons and ``where``, ``gather`` (numpy's and PyTorch's), ``index_select``,
-``argmax``/``argmin`` along a dim (so ``max(x, dim)``), ``pad``, ``interpolate``
-(``nn.Upsample``), adaptive average pooling, ``cumprod``, ``prod``; not yet sorting, adaptive
-max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op
-calls that replay); a hand-written backward closure that reads an array
-of its own (one reading its op's input and output tensors replays as it is); tensor hooks,
-anomaly mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
-``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a
-call that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
+``binary_cross_entropy_with_logits``, ``embedding``, ``layer_norm``, ``rms_norm`` and
+``group_norm``, the fused attention (``scaled_dot_product_attention``,
+``nn.MultiheadAttention`` without weights), ``selective_scan``, ``nn.LSTM``/``GRU``/``RNN``,
+``dropout``, ``cat`` and ``stack``, integer-array indexing (``x[idx]``), random tensors drawn
+inside the call (``dev.randn``, ``randint``, ``rand_like``, ...: fresh numbers at each replay),
+and views such as ``reshape`` (a copying one too), ``flatten``, ``permute`` of replayable
+outputs, of the arguments and of parameters, comparisons and ``where``, ``gather`` (numpy's and
+PyTorch's), ``index_select``, ``argmax``/``argmin`` along a dim (so ``max(x, dim)``), ``pad``,
+``interpolate`` (``nn.Upsample``), adaptive average pooling, ``cumprod``, ``prod``; not yet
+sorting, adaptive max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the
+PyTorch-spelled op calls that replay); a hand-written backward closure that reads an array of
+its own (one reading its op's input and output tensors replays as it is); tensor hooks, anomaly
+mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
+``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a call
+that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
 ``float(t)``: the replay would not rerun the Python that used them), writes a tensor in place
 outside an optimizer step, or makes a tensor from host data that the second recording makes
 with other values (above); a GPU tensor; a result that is not tensors (in tuples, lists or
-dicts, named tuples), numbers, strings or ``None``, or a Python float other than a clip norm when the call
-clips.
+dicts, named tuples), numbers, strings or ``None``, or a Python float other than a clip norm
+when the call clips.
 
 **What you must know.** As with JAX's ``jit`` and CUDA graphs, Python code in the captured
 function runs only while a call is recorded (except the optimizer and scheduler calls above): a
@@ -152,7 +151,8 @@ class _Recorder:
         self.trained = False  # a backward pass was recorded
         self.calling = False  # inside a recorded call (an optimizer step): its writes are replayed
         self.hosts: list[Array] = []  # arrays of tensors made from host data inside the call
-        self.boxes: dict[int, tuple[float, list[float]]] = {}  # floats recorded calls returned, their slots
+        # floats recorded calls returned (held, so their ids stay theirs) and the slots replays refill
+        self.boxes: dict[int, tuple[float, list[float]]] = {}
         self.kept: dict[int, tuple[str, Array, Array]] = {}  # pre-existing arrays read, and their values
         self.rebuilt: set[int] = set()  # ids of objects whose state a kernel makes anew (replayable's rebuilds)
 
@@ -652,7 +652,10 @@ def _template(result: Any, outs: list[tuple[Array, Any]], rec: _Recorder) -> Any
         return type(result)(*(_template(r, outs, rec) for r in result))
     if type(result) is dict:
         return {k: _template(v, outs, rec) for k, v in result.items()}
-    rec.refuse(f"returns a {type(result).__name__}: results are tensors (in tuples, lists, dicts), numbers or None")
+    rec.refuse(
+        f"returns a {type(result).__name__}: results are tensors (in tuples, lists, dicts, named tuples), numbers "
+        "or None"
+    )
     return None
 
 
