@@ -1030,3 +1030,27 @@ def test_functional_gradients_replay(spelling: str) -> None:
             x = dev.tensor(rng.standard_normal((5, 4)).astype(np.float32), requires_grad=spelling == "torch")
             _same_arrays([t.numpy() for t in f(x)], [t.numpy() for t in step(x)])
     assert f.replays == 3
+
+
+def test_a_replayed_cross_entropy_computes_its_softmax_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The softmax cross-entropy's backward overwrites the forward's softmax with the
+    gradient. A replay refreshes that softmax, and its backward must use it, as the eager pass
+    does, not compute the softmax a second time (it did: the recorded pass had spent it, so
+    every replayed backward recomputed it from the logits). Losses and parameters stay the
+    eager run's, bit for bit."""
+    from gradtape.devices.kernels import softmax as ks
+
+    eager_losses, eager_params, _ = _train("mlp", "torch", False, steps=6)
+    calls: list[int] = []
+    forward = ks.cross_entropy_forward
+
+    def counted(x: Array, t: Array) -> Any:
+        calls.append(1)
+        return forward(x, t)
+
+    monkeypatch.setattr(ks, "cross_entropy_forward", counted)
+    losses, params, f = _train("mlp", "torch", True, steps=6)
+    assert (f.eager_calls, f.recorded, f.replays) == (1, 1, 4)
+    assert len(calls) == 6  # one per step: two eager calls, four replays
+    assert losses == eager_losses
+    _same_arrays(params, eager_params)

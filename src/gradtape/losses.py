@@ -826,7 +826,7 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> 
     n = x.shape[0]
     total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
     scale = 1.0 / n if reduction == "mean" else 1.0
-    fresh = [p]  # the softmax the backward kernel overwrites: its own the first time
+    fresh = [p]  # the softmax the backward kernel overwrites: its own the first time (and after each replay)
 
     def rule(cg: Any, needs: tuple[bool, ...]) -> tuple[Array | None]:
         # a pass run again (retain_graph) needs the softmax again: recompute it from x
@@ -840,18 +840,21 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> 
 
     out = _record([logits], total * scale, scale, rule, diff)
     if _tp._recorder is not None:
-        args = (x, t, scale, p)
+        args = (x, t, scale, p, fresh)
         replayable("cross_entropy", out.data, _index_cross_entropy_into, args, (logits,), out.tape, True, (p,))
     return out
 
 
-def _index_cross_entropy_into(out: Array, x: Array, t: Array, scale: float, p: Array) -> None:
+def _index_cross_entropy_into(out: Array, x: Array, t: Array, scale: float, p: Array, fresh: list[Array]) -> None:
     """:func:`_index_cross_entropy`'s loss into ``out`` and its softmax into ``p`` (a replay of
-    :func:`gradtape.capture`; the recorded backward reads ``p`` until a pass has spent it, then
-    recomputes it from ``x``)."""
+    :func:`gradtape.capture`), which is then fresh again: the replayed backward overwrites it
+    with the gradient, as the eager pass does, instead of computing the softmax a second time
+    (a pass run again without a forward still recomputes it from ``x``)."""
     total, q = _ks.cross_entropy_forward(x, t)
     np.copyto(out, total * scale)
     np.copyto(p, q)
+    if not fresh:
+        fresh.append(p)
 
 
 @typed_as(_sig.binary_cross_entropy)
