@@ -180,3 +180,50 @@ def test_serial_and_parallel_rejects_a_compiled_kernel() -> None:
     compiled = numba.njit(_twice)
     with pytest.raises(TypeError, match="serial_and_parallel: expects a plain Python function, got CPUDispatcher"):
         _jit.serial_and_parallel(compiled)
+
+
+_INHERIT_KERNEL = """
+from gradtape.devices.kernels._jit import REASSOC, jit
+
+
+@jit()
+def strict_fma_probe(a, b, c):
+    return a * b + c
+
+
+@jit(fastmath=REASSOC)
+def fast_caller(a, b, c):
+    return strict_fma_probe(a, b, c)
+"""
+
+_INHERIT_PROBE = """
+import json
+import inherit_kernel as ik
+
+a = 1.0 + 2.0**-30
+c = -(1.0 + 2.0**-29)  # a * a = 1 + 2**-29 + 2**-60: rounded, the strict sum is 0; fused, 2**-60
+fused = ik.fast_caller(a, a, c)  # compiles the strict helper for a REASSOC caller first
+print(json.dumps({"fused": fused, "helper": ik.strict_fma_probe(a, a, c)}))
+"""
+
+
+def test_a_strict_kernel_keeps_strict_arithmetic_whoever_compiles_it_first(tmp_path: Path) -> None:
+    """numba lets a kernel that does not set ``fastmath`` inherit the flags of the kernel whose
+    compilation compiled it. A strict helper first reached from a ``REASSOC`` kernel then kept
+    contracted (FMA) arithmetic for every later call, from Python too: the float32 ``exp`` of
+    the attention softmax lost accuracy (2.3 ulp against 0.1) when the softmax compiled
+    before the first direct call, so results depended on the order kernels compiled in.
+    ``_jit.jit`` always sets the flag; a fresh process, no cache."""
+    (tmp_path / "inherit_kernel.py").write_text(_INHERIT_KERNEL)
+    src = str(Path(gradtape.__file__).resolve().parent.parent)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), src]),
+        "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _INHERIT_PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["helper"] == 0.0, got  # strict: the product rounded before the sum

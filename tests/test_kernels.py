@@ -324,7 +324,8 @@ def test_jit_falls_back_to_no_cache_with_a_warning(monkeypatch: pytest.MonkeyPat
 
 
 def test_jit_passes_options_when_caching_works(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without an error jit() calls numba.njit once, with cache=True and its options, no warning."""
+    """Without an error jit() calls numba.njit once, with cache=True and its options, no warning;
+    ``fastmath`` is always set (``False``: strict), so no kernel inherits its caller's flags."""
     calls: list[dict[str, Any]] = []
 
     def fake_njit(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -335,7 +336,7 @@ def test_jit_passes_options_when_caching_works(monkeypatch: pytest.MonkeyPatch) 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _jit.jit(parallel=True)(_double) is _double
-    assert calls == [{"cache": True, "nogil": True, "error_model": "numpy", "parallel": True}]
+    assert calls == [{"cache": True, "nogil": True, "error_model": "numpy", "parallel": True, "fastmath": False}]
 
 
 def _run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

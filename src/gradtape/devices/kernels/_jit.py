@@ -131,9 +131,11 @@ def _njit(fn: F, opts: dict[str, Any]) -> F:
 
 
 def _options(parallel: bool, fastmath: frozenset[str] | None, inline: bool = False) -> dict[str, Any]:
+    # fastmath always set, False for strict: numba lets a kernel that does not set it inherit
+    # its caller's flags, so a strict helper (attention._exp32) compiled first for a REASSOC
+    # caller kept contracted, reassociated arithmetic for every later caller, Python's too
     opts: dict[str, Any] = {"nogil": True, "error_model": "numpy", "parallel": parallel}
-    if fastmath:
-        opts["fastmath"] = set(fastmath)
+    opts["fastmath"] = set(fastmath) if fastmath else False
     if inline:
         opts["inline"] = "always"
     return opts
@@ -145,7 +147,11 @@ def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None, inlin
     Args:
         parallel: compile with ``parallel=True`` (for ``numba.prange`` loops over large arrays).
         fastmath: LLVM fast-math flags for the kernel (numba's ``fastmath``), e.g.
-            :data:`REASSOC`; ``None`` for strict IEEE arithmetic.
+            :data:`REASSOC`; ``None`` for strict IEEE arithmetic. Always passed to numba
+            (``False`` for strict): a kernel that leaves it unset inherits the flags of the
+            first kernel that calls it, so its arithmetic (and a strict helper's accuracy,
+            called from Python later) would depend on which caller compiled first. A helper
+            inlined with ``inline`` takes its caller's flags.
         inline: numba's ``inline='always'``: the body is inlined into every numba caller (at
             numba's IR level, so LLVM optimises it in place), for small helpers that kernels
             share. Left to LLVM's inliner, ``softmax._dot8`` stayed a call, once per row
