@@ -510,7 +510,12 @@ DiffOf = Callable[[Any, Callable[[int, Array], Any], int, int], Any]
 
 
 def record_unary(
-    a: Tensor[S, T], data: Array, rule: Callable[..., None], *saved: Any, diff: DiffOf | None = None
+    a: Tensor[S, T],
+    data: Array,
+    rule: Callable[..., None],
+    *saved: Any,
+    diff: DiffOf | None = None,
+    again: tuple[Any, ...] | None = None,
 ) -> Tensor[S, T]:
     """Wrap ``data`` as the output of a one-input op on ``a`` and record it with
     :func:`gradtape.tape.record` (the one recording call of every structural op): this is its
@@ -525,6 +530,12 @@ def record_unary(
     math is a formula are declared instead (:mod:`gradtape.ops.declare`); this serves the
     structural ones (pooling, softmax, dropout, casts).
 
+    For :func:`gradtape.capture`: ``data`` that views ``a``'s array (``flip``) is known to a
+    recorder (``a`` is read, so a parameter is guarded); ``again = (forward, *args)`` with
+    ``forward(*args)`` computing ``data`` anew (``args`` reading ``a``'s array) makes an op
+    whose output is a new array replayable (with ``saved`` arrays too only where they are
+    ``a``'s array or ``data``: a replay refreshes nothing else).
+
     Raises:
         DTypeError: ``a`` is an integer or bool tensor (:func:`refuse_non_float`).
     """
@@ -533,6 +544,11 @@ def record_unary(
         refuse_non_float(a)
     tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(data, tape)
+    if _tp._recorder is not None:
+        _tp._recorder.read(a)
+        if again is not None:
+            fresh = all(v is a.data or v is data or not isinstance(v, np.ndarray) for v in saved)
+            replayable(_name_of(again[0]), out.data, refill, again, (a,), tape, train=fresh)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
 
@@ -544,6 +560,20 @@ def record_unary(
 
         record(tape, out, backward, differentiable if diff is not None else None)
     return out
+
+
+def untraced(op: str, like: Tensor[Any, Any], sources: tuple[Any, ...], fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` (``args`` reading the ``sources``' arrays) as an untraced tensor on
+    ``like``'s device: a mask, a logical reduction, an integer result. A replay of
+    :func:`gradtape.capture` computes it again (``op`` names it in the recorder's messages)."""
+    out: Tensor[Any, Any] = like._like(_as_array(fn(*args)))
+    if _tp._recorder is not None:
+        replayable(op, out.data, refill, (fn, *args), sources, NONE_TAPE)
+    return out
+
+
+def _name_of(fn: Any) -> str:
+    return str(getattr(fn, "__name__", type(fn).__name__)).lstrip("_")
 
 
 def index_tensor(like: Tensor[Any, Any], index: Any) -> Tensor[Any, Any]:

@@ -908,9 +908,25 @@ def _divmod_scalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str) -> Any:
     dt = a.data.dtype
     if dt is not _F32 and dt is not _F64 and dt.kind != "f":
         return _int_scalar(a, b, ufunc, op)
+    x, c = a.data, weak_const(_scalar(b, op), a.data)
+    out = record_scalar(a, _as_array(_float_quotient(ufunc, x, c)), 1.0)
+    _replay_quotient(op, out, ufunc, x, c, (a,))
+    return out
+
+
+def _float_quotient(ufunc: Any, x: Array, c: Any) -> Any:
+    """``ufunc(x, c)`` on floats, a zero divisor giving ``nan``/``inf`` without numpy's warning."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = ufunc(a.data, weak_const(_scalar(b, op), a.data))
-    return record_scalar(a, _as_array(y), 1.0)
+        return ufunc(x, c)
+
+
+def _replay_quotient(op: str, out: Any, ufunc: Any, x: Array, c: Any, sources: tuple[Any, ...]) -> None:
+    """Tell :func:`gradtape.capture`'s recorder how ``out = _float_quotient(ufunc, x, c)`` is
+    made again (its rules read no array: slope 1, or 0)."""
+    if _tp._recorder is not None:
+        if isinstance(c, np.ndarray) and c.ndim == 0:
+            _tp._recorder.constant(c)
+        replayable(op, out.data, refill, (_float_quotient, ufunc, x, c), sources, out.tape, train=True)
 
 
 def _divmod_rscalar(a: Tensor[Any, Any], b: object, ufunc: Any, op: str, quotient: Any) -> Any:
@@ -1028,9 +1044,9 @@ def _quotient(op: str, ufunc: Callable[..., Any], a: Any, b: Any, differentiable
         dt = a.data.dtype
         if dt is not _F32 and dt is not _F64 and dt.kind != "f":
             return _int_scalar(a, b, ufunc, op)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = _as_array(ufunc(a.data, weak_const(_scalar(b, op), a.data)))
-        out, inputs = a._from_op(y, op_tape(a)), [a]
+        x, c = a.data, weak_const(_scalar(b, op), a.data)
+        out, inputs = a._from_op(_as_array(_float_quotient(ufunc, x, c)), op_tape(a)), [a]
+        _replay_quotient(op, out, ufunc, x, c, (a,))
     else:
         if b.__class__ is a.__class__ and b.data.dtype is not a.data.dtype:
             a, b = promote(op, a, b)
@@ -1040,6 +1056,8 @@ def _quotient(op: str, ufunc: Callable[..., Any], a: Any, b: Any, differentiable
             broadcast_shapes(op, ad.shape, bd.shape)
         y = _as_array(_dividing(op, ufunc, ad, bd))
         out, inputs = a._from_op(y, op_tape(a, bt)), [a, bt]
+        if _tp._recorder is not None:
+            replayable(op, out.data, refill, (_dividing, op, ufunc, ad, bd), (a, bt), out.tape, train=True)
     return record_zero_gradient(out, *inputs) if differentiable else _record_not_differentiable(out, op)
 
 

@@ -28,7 +28,7 @@ from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import compare as _sig
-from gradtape.ops._util import SCALARS, check_same_device, refill, replayable, sum_to, tensor_operand
+from gradtape.ops._util import SCALARS, check_same_device, refill, replayable, sum_to, tensor_operand, untraced
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, NoneTape, OwnedTape, Tape, op_tape, record
 
@@ -340,7 +340,7 @@ def logical_not(a: Tensor[S, Any]) -> Tensor[S, NoneTape]:
     Raises:
         TypeError: ``a`` is not a tensor.
     """
-    return a._like(_as_array(np.logical_not(_values("logical_not", a))))  # type: ignore[no-any-return]
+    return untraced("logical_not", a, (a,), np.logical_not, _values("logical_not", a))  # type: ignore[no-any-return]
 
 
 def _logical(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: object) -> Any:
@@ -349,7 +349,7 @@ def _logical(op: str, ufunc: Callable[[Any, Any], Any], a: Tensor[Any, Any], b: 
     check_same_device(op, a, b)
     if x.shape != y.shape:
         broadcast_shapes(op, x.shape, y.shape)
-    return a._like(_as_array(ufunc(x, y)))
+    return untraced(op, a, (a, b), ufunc, x, y)  # b: a tensor (_values checked it)
 
 
 def logical_and(a: Tensor[S, Any], b: Tensor[S, Any]) -> Tensor[S, NoneTape]:

@@ -37,6 +37,7 @@ from gradtape.ops._util import (
     refill,
     refill_all,
     replayable,
+    untraced,
 )
 from gradtape.ops.compare import where
 from gradtape.ops.select import ValuesIndices, argmax, argmin, take_along_axis
@@ -777,8 +778,13 @@ def amin(a: Tensor[Any, T], dim: int | tuple[int, ...] = (), keepdim: bool = Fal
 def _logical_reduce(op: str, a: Tensor[Any, Any], dim: Any, keepdim: bool) -> Any:
     x = a.data
     axes = normalize_axes(op, dim, x.ndim) if dim is not None else None
-    reduce = np.any if op == "any" else np.all
-    return a._like(_as_array(reduce(x, axis=axes, keepdims=bool(keepdim))))
+    return untraced(op, a, (a,), _logical_reduced, np.any if op == "any" else np.all, x, axes, bool(keepdim))
+
+
+def _logical_reduced(reduce: Any, x: Array, axes: Any, keepdims: bool) -> Array:
+    """``reduce(x, axis=axes, keepdims=keepdims)`` (``np.any``/``np.all``), positionally."""
+    y: Array = reduce(x, axis=axes, keepdims=keepdims)
+    return y
 
 
 @overload

@@ -710,6 +710,8 @@ def _split(op: str, a: Tensor[Any, Any], sizes: list[int], d: int) -> tuple[Any,
     keys = [(*lead, slice(lo, hi)) for lo, hi in itertools.pairwise(bounds)]
     tape = op_tape(a)
     outs = tuple(a._from_op(x[k], tape) for k in keys)
+    if _tp._recorder is not None:  # views of a parameter: it is read, and guarded
+        _tp._recorder.read(a)
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 
@@ -848,7 +850,13 @@ def _tiled(op: str, a: Tensor[Any, Any], reps: tuple[int, ...]) -> Any:
         gi = g.reshape(inter)
         return (gi.sum(axis=copies) if copies else gi).reshape(in_shape)
 
-    return record_unary(a, np.tile(x.reshape(shape), reps), rule, diff=diff)
+    return record_unary(a, _tile(x, shape, reps), rule, diff=diff, again=(_tile, x, shape, reps))
+
+
+def _tile(x: Array, shape: tuple[int, ...], reps: tuple[int, ...]) -> Array:
+    """``x`` viewed at ``shape`` (leading 1s added) and tiled ``reps`` times (numpy's ``tile``)."""
+    y: Array = np.tile(x.reshape(shape), reps)
+    return y
 
 
 def repeat(input: Tensor[Any, T], sizes: int | Sequence[int], *more: int) -> Tensor[Any, T]:

@@ -38,7 +38,7 @@ from gradtape._typing import SI, A, B, S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
-from gradtape.ops._util import one_dim, replayable, sum_to
+from gradtape.ops._util import one_dim, refill, replayable, sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, sum_to_shape
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record, register_diff
 
@@ -134,17 +134,22 @@ def _record(
     data: Array,
     rule: Callable[[Gradients, int, int, Array], None],
     diff: Callable[[Any], Any] | None = None,
+    again: tuple[Any, ...] | None = None,
 ) -> Any:
     """Wrap ``data`` as the output of a one-input op on ``a`` and record ``rule(grads, aid,
     oid, g)``, run only if the output received a gradient ``g``; ``diff(g)``, if given, is the
     second rule: the input's gradient computed from the gradient tensor ``g`` with gradtape ops
-    (higher-order derivatives)."""
+    (higher-order derivatives). ``again = (forward, *args)``: ``data`` is a new array that
+    ``forward(*args)`` computes anew from ``a``'s array (``roll``, ``tril``), which a replay of
+    :func:`gradtape.capture` reruns (the rules read only gradients)."""
     tape = op_tape(a)
     out = a._from_op(data, tape)
     if tape is not NONE_TAPE:
         tape._record((out.id, _shape_backward, a.id, rule, diff))
     if _tp._recorder is not None:  # a view of a parameter (W.T): the parameter is read, and guarded
         _tp._recorder.read(a)
+        if again is not None:
+            replayable(getattr(again[0], "__name__", "op"), data, refill, again, (a,), tape, train=True)
     return out
 
 
@@ -646,10 +651,17 @@ def roll(a: Tensor[S, T], shift: int | Sequence[int], axis: int | Sequence[int] 
     fwd = shift if isinstance(shift, (int, np.integer)) else shifts
     return _record(  # type: ignore[no-any-return]
         a,
-        np.roll(x, fwd, axis=ax),
+        _rolled(x, fwd, ax),
         lambda grads, i, oid, g: grads._accum(i, np.roll(g, back, axis=ax)),
         lambda g: roll(g, back, ax),
+        (_rolled, x, fwd, ax),
     )
+
+
+def _rolled(x: Array, shift: Any, axis: Any) -> Array:
+    """``np.roll(x, shift, axis=axis)``, positionally (a replay's forward)."""
+    y: Array = np.roll(x, shift, axis=axis)
+    return y
 
 
 # ----- tril / triu -----------------------------------------------------------------------
@@ -661,8 +673,12 @@ def _tri(op: str, a: Tensor[Any, Any], k: int, f: Callable[..., Array]) -> Any:
         raise ShapeError(f"{op}: needs a tensor of at least 2 dims (the last two are the matrix), got shape {x.shape}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"{op}: k must be an int, got {k!r}")
-    keep = f(_arrays.ones(x.shape[-2:], x.dtype, x), k)  # the kept triangle: a constant mask
-    return _record(a, f(x, k), lambda grads, i, oid, g: grads._accum(i, f(g, k)), lambda g: g * g._like(keep))
+    square = x.shape[-2:]
+
+    def diff(g: Any) -> Any:  # the kept triangle as a constant mask, made when the rule runs
+        return g * g._like(f(_arrays.ones(square, g.data.dtype, g.data), k))
+
+    return _record(a, f(x, k), lambda grads, i, oid, g: grads._accum(i, f(g, k)), diff, (f, x, k))
 
 
 def tril(a: Tensor[S, T], k: int = 0) -> Tensor[S, T]:

@@ -27,7 +27,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import float_data, record_unary, record_zero_gradient, replayable
+from gradtape.ops._util import float_data, record_unary, record_zero_gradient, refill, replayable
 from gradtape.ops.binary import record_scalar
 from gradtape.ops.declare import elementwise, number
 from gradtape.tape import NONE_TAPE, op_tape
@@ -345,21 +345,36 @@ def _int_pow(a: Tensor[S, T], p: object) -> Tensor[S, T]:
                 f"pow: integers to negative integer powers are not allowed ({x.dtype} tensor {x.shape} ** {p}); "
                 "convert with .float() first"
             )
-        base = x.astype(np.int64) if x.dtype.kind == "b" else x
-        with np.errstate(over="ignore"):
-            y = np.power(base, np.asarray(int(p)).astype(base.dtype)[()])
-        return a._from_op(_as_array(y), NONE_TAPE)  # type: ignore[no-any-return]
+        out = a._from_op(_as_array(_int_power(x, int(p))), NONE_TAPE)
+        if _tp._recorder is not None:
+            replayable("pow", out.data, refill, (_int_power, x, int(p)), (a,), NONE_TAPE)
+        return out  # type: ignore[no-any-return]
     q = number("pow", "exponent p", p)
     return pow(a._from_op(x.astype(np.float32), NONE_TAPE), q)
+
+
+def _int_power(x: Array, p: int) -> Array:
+    """``x ** p`` of an integer or bool array (bool as int64), wrapping on overflow as
+    PyTorch's integer ``pow``."""
+    base = x.astype(np.int64) if x.dtype.kind == "b" else x
+    with np.errstate(over="ignore"):
+        y: Array = np.power(base, np.asarray(p).astype(base.dtype)[()])
+    return y
 
 
 # ----- rounding: piecewise constant, gradient exactly 0 ----------------------------------------
 
 
-def _rounding(op: str, a: Tensor[S, T], y: Any) -> Tensor[S, T]:
-    """The output ``y`` of the rounding op ``op`` of a float tensor ``a``, recorded with
-    gradient exactly 0 (:func:`gradtape.ops._util.record_zero_gradient`)."""
-    return record_zero_gradient(a._from_op(_as_array(y), op_tape(a)), a)
+def _rounding(op: str, a: Tensor[S, T], fn: Callable[..., Any], *args: Any) -> Tensor[S, T]:
+    """The output ``fn(*args)`` of the rounding op ``op`` of a float tensor ``a`` (``args``
+    read ``a``'s array), recorded with gradient exactly 0
+    (:func:`gradtape.ops._util.record_zero_gradient`); a replay of :func:`gradtape.capture`
+    computes ``fn(*args)`` again (the backward reads nothing)."""
+    tape = op_tape(a)
+    out = a._from_op(_as_array(fn(*args)), tape)
+    if _tp._recorder is not None:
+        replayable(op, out.data, refill, (fn, *args), (a,), tape, train=True)
+    return record_zero_gradient(out, a)
 
 
 def _rounded(op: str, fn: Callable[[Array], Array], a: Tensor[S, T]) -> Tensor[S, T]:
@@ -367,7 +382,17 @@ def _rounded(op: str, fn: Callable[[Array], Array], a: Tensor[S, T]) -> Tensor[S
     tensor's copy (:func:`_integer_rounding`)."""
     if a.data.dtype.kind != "f":
         return _integer_rounding(op, a)
-    return _rounding(op, a, fn(a.data))
+    return _rounding(op, a, fn, a.data)
+
+
+def _copied(op: str, a: Tensor[S, T], fn: Callable[..., Any] = np.copy) -> Tensor[S, T]:
+    """``fn(a.data)`` (a copy by default) as an untraced tensor, replayed by
+    :func:`gradtape.capture` (the integer cases of the rounding ops and ``sign``)."""
+    x = a.data
+    out: Tensor[S, T] = a._from_op(_as_array(fn(x)), NONE_TAPE)
+    if _tp._recorder is not None:
+        replayable(op, out.data, refill, (fn, x), (a,), NONE_TAPE)
+    return out
 
 
 def _integer_rounding(op: str, a: Tensor[S, T]) -> Tensor[S, T]:
@@ -381,7 +406,7 @@ def _integer_rounding(op: str, a: Tensor[S, T]) -> Tensor[S, T]:
         raise DTypeError(f"{op}: not defined on bool tensors (shape {x.shape}), as in PyTorch; convert with .long()")
     if x.dtype.kind not in "iu":
         float_data(op, a)
-    return a._from_op(x.copy(), NONE_TAPE)  # type: ignore[no-any-return]
+    return _copied(op, a)
 
 
 def floor(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -441,7 +466,7 @@ def round(a: Tensor[S, T], decimals: int = 0) -> Tensor[S, T]:
         if decimals:
             raise DTypeError(f"round: decimals={decimals} on an integer tensor ({a.data.dtype}), as in PyTorch")
         return _integer_rounding("round", a)
-    return _rounding("round", a, np.round(a.data, int(decimals)))
+    return _rounding("round", a, np.round, a.data, int(decimals))
 
 
 def sign(a: Tensor[S, T]) -> Tensor[S, T]:
@@ -452,8 +477,14 @@ def sign(a: Tensor[S, T]) -> Tensor[S, T]:
     if x.dtype.kind != "f":
         if x.dtype.kind not in "iub":
             float_data("sign", a)
-        return a._from_op(x.copy() if x.dtype.kind == "b" else np.sign(x), NONE_TAPE)  # type: ignore[no-any-return]
-    return _rounding("sign", a, np.where(np.isnan(x), x.dtype.type(0), np.sign(x)))
+        return _copied("sign", a, np.copy if x.dtype.kind == "b" else np.sign)
+    return _rounding("sign", a, _float_sign, x)
+
+
+def _float_sign(x: Array) -> Array:
+    """``sign`` of a float array, 0 at NaN (PyTorch's)."""
+    y: Array = np.where(np.isnan(x), x.dtype.type(0), np.sign(x))
+    return y
 
 
 # ----- trigonometric and hyperbolic -----------------------------------------------------------
