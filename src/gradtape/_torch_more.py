@@ -27,9 +27,11 @@ from gradtape import ops as _ops
 from gradtape.devices import _arrays
 from gradtape.errors import ShapeError
 from gradtape.ops import select as _select
-from gradtape.ops._util import index_tensor, normalize_axes, one_dim
+from gradtape.ops._util import index_tensor, normalize_axes, one_dim, untraced
 from gradtape.tape import NoneTape, Tape
 from gradtape.tensor import Tensor
+
+Array = np.ndarray[Any, Any]
 
 __all__ = [
     "addcdiv",
@@ -600,17 +602,25 @@ def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:
 
 def _cumextreme(op: str, x: Tensor[Any, T], dim: int, pick_max: bool) -> Any:
     d = one_dim(op, dim, x.shape)
-    data = _arrays.into_memory_of(x.data, None)
-    acc = (np.maximum if pick_max else np.minimum).accumulate(data, axis=d) if data.size else data
-    n = data.shape[d] if data.ndim else 1
-    pos = np.arange(n).reshape((-1,) + (1,) * (data.ndim - d - 1)) if data.ndim else np.zeros(())
-    hit = np.where(data == acc, pos, -1)  # the latest position equal to the running extreme (PyTorch's)
-    idx = np.maximum.accumulate(hit, axis=d) if data.size else hit.astype(np.int64)
-    indices = index_tensor(x, idx)
+    if x.data.__class__ is np.ndarray:  # an untraced int64 tensor a capture's replay computes again
+        indices = untraced(op, x, (x,), _cumextreme_indices, x.data, d, pick_max)
+    else:
+        indices = index_tensor(x, _cumextreme_indices(_arrays.into_memory_of(x.data, None), d, pick_max))
     values = _ops.take_along_axis(x, indices, d) if x.ndim else x.clone()
     from gradtape.ops.select import ValuesIndices
 
     return ValuesIndices(values, indices)
+
+
+def _cumextreme_indices(data: Array, d: int, pick_max: bool) -> Array:
+    """Where the running maximum (``pick_max``) or minimum of ``data`` along ``d`` was taken:
+    the latest position equal to the running extreme (PyTorch's), int64."""
+    acc = (np.maximum if pick_max else np.minimum).accumulate(data, axis=d) if data.size else data
+    n = data.shape[d] if data.ndim else 1
+    pos = np.arange(n).reshape((-1,) + (1,) * (data.ndim - d - 1)) if data.ndim else np.zeros(())
+    hit = np.where(data == acc, pos, -1)
+    idx: Array = np.maximum.accumulate(hit, axis=d) if data.size else hit
+    return idx.astype(np.int64, copy=False)
 
 
 def cummax(input: Tensor[Any, T], dim: int) -> Any:

@@ -654,7 +654,8 @@ def nll_loss(
     out = _record([input], value, sbox, rule, diff)
     if _tp._recorder is not None and w is None:
         args = (x, t, classes, ignore_index, reduction, q, sbox)
-        replayable(op, out.data, _nll_into, args, (input,), out.tape, True, (q, sbox))
+        sources = (input, target if _is_tensor(target, input) else None)  # a target tensor made before is read
+        replayable(op, out.data, _nll_into, args, sources, out.tape, True, (q, sbox))
     return out
 
 
@@ -754,11 +755,11 @@ def cross_entropy(
         # -100) needs no check first; a target equal to it goes the general way
         if not 0 <= ignore_index < classes:
             try:
-                return _index_cross_entropy(input, t, red)
+                return _index_cross_entropy(input, t, red, target)
             except ValueError:
                 pass  # an ignored target or a bad index: the general path tells which
         elif not (t == ignore_index).any():
-            return _index_cross_entropy(input, t, red)
+            return _index_cross_entropy(input, t, red, target)
     dt = x.dtype.type
     rows = _rows(x)
     logp = log_softmax_array(rows, 1)
@@ -819,9 +820,10 @@ def cross_entropy(
     return _record([input, t_tensor], value, scale, rule, diff)
 
 
-def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> Any:
+def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str, target: object = None) -> Any:
     """:func:`cross_entropy`'s common case on the compiled kernels: ``(N, C)`` logits (``N >
-    0``), class indices, no weight, no smoothing, nothing ignored, a reduced loss."""
+    0``), class indices, no weight, no smoothing, nothing ignored, a reduced loss. ``target``:
+    the target tensor ``t`` came from, if any (a capture's replay reads its array)."""
     x = logits.data
     n = x.shape[0]
     total, p = _ks.cross_entropy_forward(x, t)  # raises ValueError for an index outside [0, C)
@@ -841,7 +843,8 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str) -> 
     out = _record([logits], total * scale, scale, rule, diff)
     if _tp._recorder is not None:
         args = (x, t, scale, p, fresh)
-        replayable("cross_entropy", out.data, _index_cross_entropy_into, args, (logits,), out.tape, True, (p,))
+        sources = (logits, target if _is_tensor(target, logits) else None)  # a target tensor made before is read
+        replayable("cross_entropy", out.data, _index_cross_entropy_into, args, sources, out.tape, True, (p,))
     return out
 
 

@@ -54,6 +54,7 @@ from gradtape.ops._util import (
     record_unary,
     refill,
     replayable,
+    untraced,
 )
 from gradtape.ops.compare import where
 from gradtape.ops.shape import broadcast_to, concat
@@ -355,25 +356,38 @@ def _order(x: Array, d: int, descending: bool) -> Array:
     return down
 
 
-def _sorted(op: str, a: Tensor[Any, Any], dim: Any, descending: bool, k: int | None) -> tuple[Array, Array, int]:
-    """``(the 1-D-or-more data, the first k indices of the order along dim, dim)``."""
-    x = a.data
-    d = one_dim(op, dim, x.shape)
+def _sort_order(x: Array, d: int, descending: bool, k: int | None) -> Array:
+    """The first ``k`` (``None``: all) int64 indices of the order of ``x`` (a 0-d ``x`` as 1-D)
+    along ``d``: the indices :func:`sort`, :func:`argsort` and :func:`topk` return, computed
+    again by a replay of :func:`gradtape.capture`."""
     x1 = x.reshape(1) if x.ndim == 0 else x
-    if not isinstance(descending, (bool, np.bool_)):
-        raise TypeError(f"{op}: the order flag must be a bool, got {descending!r}")
-    order = _order(x1, d, bool(descending))
+    order = _order(x1, d, descending)
     if k is not None:
         order = order[(slice(None),) * d + (slice(0, k),)]
-    return x1, order, d
+    out: Array = order.astype(np.int64)
+    return out
 
 
-def _values_indices(a: Tensor[Any, Any], x1: Array, order: Array, d: int, scalar: bool) -> ValuesIndices[Any, Any]:
-    values = _take_lin(a, _along(order, d, x1.shape))
-    if scalar and order.size == 1:  # a 0-d input gives 0-d results
-        values = values.reshape(())
-        order = order.reshape(())
-    return ValuesIndices(values, a._like(order.astype(np.int64)))
+def _sort_positions(x: Array, d: int, descending: bool, k: int | None) -> Array:
+    """The flat positions in ``x`` (a 0-d ``x`` as 1-D) of the sorted values (see
+    :func:`_sort_order`), which :func:`_take_lin` reads."""
+    return _along(_sort_order(x, d, descending, k), d, (1,) if x.ndim == 0 else x.shape)
+
+
+def _sorted(op: str, a: Tensor[Any, Any], dim: Any, descending: bool, k: int | None) -> ValuesIndices[Any, Any]:
+    """``(values, indices)`` of the first ``k`` (``None``: all) elements of ``a`` in order
+    along ``dim`` (:func:`sort`, :func:`topk`); a 0-d ``a`` gives 0-d results. Both replay
+    under :func:`gradtape.capture` (the order is computed again from ``a``'s values)."""
+    x = a.data
+    d = one_dim(op, dim, x.shape)
+    if not isinstance(descending, (bool, np.bool_)):
+        raise TypeError(f"{op}: the order flag must be a bool, got {descending!r}")
+    desc = bool(descending)
+    values = _take_lin(a, _sort_positions(x, d, desc, k), (op, _sort_positions, (a, d, desc, k)))
+    indices = untraced(op, a, (a,), _sort_order, x, d, desc, k)
+    if x.ndim == 0:  # a 0-d input gives 0-d results
+        values, indices = values.reshape(()), indices.reshape(())
+    return ValuesIndices(values, indices)
 
 
 @overload
@@ -401,8 +415,7 @@ def sort(input: Any, dim: Any = -1, descending: bool = False, stable: bool = Fal
     """
     if not isinstance(stable, (bool, np.bool_)):
         raise TypeError(f"sort: stable must be a bool, got {stable!r}")
-    x1, order, d = _sorted("sort", input, dim_or_axis("sort", dim, axis, -1), descending, None)
-    return _values_indices(input, x1, order, d, input.data.ndim == 0)
+    return _sorted("sort", input, dim_or_axis("sort", dim, axis, -1), descending, None)
 
 
 @overload
@@ -423,8 +436,15 @@ def argsort(input: Any, dim: Any = -1, descending: bool = False, stable: bool = 
     if not isinstance(stable, (bool, np.bool_)):
         raise TypeError(f"argsort: stable must be a bool, got {stable!r}")
     x = input.data
-    _, order, _ = _sorted("argsort", input, dim_or_axis("argsort", dim, axis, -1), descending, None)
-    return input._like(order.reshape(x.shape).astype(np.int64))
+    d = one_dim("argsort", dim_or_axis("argsort", dim, axis, -1), x.shape)
+    if not isinstance(descending, (bool, np.bool_)):
+        raise TypeError(f"argsort: the order flag must be a bool, got {descending!r}")
+    return untraced("argsort", input, (input,), _argsort, x, d, bool(descending))
+
+
+def _argsort(x: Array, d: int, descending: bool) -> Array:
+    """:func:`argsort`'s indices (int64, ``x``'s shape)."""
+    return _sort_order(x, d, descending, None).reshape(x.shape)
 
 
 def topk(
@@ -461,8 +481,7 @@ def topk(
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:
         raise ValueError(f"topk: k={k} is out of range for dim {d} of size {n} (input of shape {x.shape})")
-    x1, order, d = _sorted("topk", input, d, largest, int(k))
-    return _values_indices(input, x1, order, d, x.ndim == 0)
+    return _sorted("topk", input, d, largest, int(k))
 
 
 # ----- take_along_axis (PyTorch's gather), scatter_add, index_add --------------------------
