@@ -1056,3 +1056,33 @@ def test_a_replayed_cross_entropy_computes_its_softmax_once(monkeypatch: pytest.
     assert len(calls) == 6  # one per step: two eager calls, four replays
     assert losses == eager_losses
     _same_arrays(params, eager_params)
+
+
+def test_one_hot_replays_with_its_range_check_and_refuses_an_inferred_class_count() -> None:
+    """``F.one_hot(y, 10)`` replays, and a replay given an index out of range raises
+    PyTorch's error as the eager call does (a replay skipping the check would give a row of
+    zeros). Without ``num_classes`` the class count, the output's shape, comes from the
+    values: the capture is refused, with the reason."""
+    dev = gt.Cpu(seed=0)
+    rng = np.random.default_rng(0)
+    w = dev.tensor(rng.standard_normal((10, 3)).astype(np.float32))
+
+    def encode(y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        return nn.functional.one_hot(y, 10).to(gt.float32) @ w
+
+    f = gt.capture(encode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):
+            y = dev.tensor(rng.integers(0, 10, 7))
+            np.testing.assert_array_equal(f(y).numpy(), encode(y).numpy())
+    assert f.replays == 3
+    with pytest.raises(IndexError, match="class index 10 is out of range for 10 classes"):
+        f(dev.tensor(np.array([1, 10, 2, 3, 4, 5, 6])))
+
+    g = gt.capture(lambda y: nn.functional.one_hot(y))
+    with pytest.warns(RuntimeWarning, match="one_hot without num_classes"):
+        for _ in range(3):
+            y = dev.tensor(rng.integers(0, 10, 7))
+            np.testing.assert_array_equal(g(y).numpy(), nn.functional.one_hot(y).numpy())
+    assert g.replays == 0

@@ -22,6 +22,7 @@ from gradtape import tape as _tape_mod
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import DTypeError, ShapeError, TapeError
+from gradtape.ops import _util as _ops_util
 from gradtape.ops import binary as _binary
 from gradtape.ops import compare as _compare
 from gradtape.ops import distance as _distance
@@ -1035,14 +1036,14 @@ class Tensor(Generic[S, T_co]):
         if target.kind == "f":
             return self._cast(target)
         if target.kind in "biu":
-            return self._like(self.data.astype(target))  # type: ignore[no-any-return]
+            return _ops_util.cast_untraced(self, target)  # a capture's replay casts again
         raise TypeError(f"to: dtype {target} is not supported (tensor {self.dtype} {self.shape})")
 
     def _cast(self, dtype: Any) -> Tensor[Any, Any]:
         if self.data.dtype.kind == "f":
             out: Tensor[Any, Any] = _unary.to_dtype(self, dtype)
             return out
-        return self._like(self.data.astype(dtype))  # type: ignore[no-any-return]
+        return _ops_util.cast_untraced(self, np.dtype(dtype))  # integers carry no gradient
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``x[key] = value`` (``logits[mask] = float("-inf")``, ``x[:, 0] = 0``): writes into

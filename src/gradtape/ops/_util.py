@@ -178,17 +178,23 @@ def promote(op: str, a: Tensor[Any, Any], b: Tensor[Any, Any]) -> tuple[Tensor[A
         )
     if a_int and b_int:
         dt = np.result_type(da, db)
-        return _cast(a, dt), _cast(b, dt)
+        return cast_untraced(a, dt), cast_untraced(b, dt)
     if ka == "f":
-        return a, _cast(b, da)
+        return a, cast_untraced(b, da)
     if kb == "f":
-        return _cast(a, db), b
+        return cast_untraced(a, db), b
     return a, b  # complex: tensor_operand names it
 
 
-def _cast(t: Tensor[Any, Any], dtype: np.dtype[Any]) -> Tensor[Any, Any]:
-    """``t``'s values as ``dtype``, a new untraced tensor (for :func:`promote`)."""
-    return t._from_op(t.data.astype(dtype), NONE_TAPE)  # type: ignore[no-any-return]
+def cast_untraced(t: Tensor[Any, Any], dtype: np.dtype[Any]) -> Tensor[Any, Any]:
+    """``t``'s values as ``dtype``, a new untraced tensor (for :func:`promote`), made again by
+    a replay of :func:`gradtape.capture`."""
+    return untraced("to", t, (t,), _astype, t.data, dtype)  # type: ignore[no-any-return]
+
+
+def _astype(x: Array, dtype: np.dtype[Any]) -> Array:
+    y: Array = x.astype(dtype)
+    return y
 
 
 def refuse_non_float(a: Tensor[Any, Any], op: str | None = None) -> None:

@@ -34,6 +34,7 @@ from gradtape.errors import DivisionByZeroError, DTypeError, TapeError
 from gradtape.ops._signatures import binary as _sig
 from gradtape.ops._util import (
     SCALARS,
+    cast_untraced,
     float_data,
     promote,
     record_entry,
@@ -464,8 +465,7 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
         return record_scalar(a, a.data / c, inv, replay=("div", np.divide, a.data, c))
     if b.__class__ is a.__class__ and a.data.dtype.kind in "iub" and b.data.dtype.kind in "iub":
         # two integer or bool tensors: PyTorch's true division, in float32 (its default dtype)
-        f = a._from_op(a.data.astype(_F32), NONE_TAPE)
-        return _div(f, f._from_op(b.data.astype(_F32), NONE_TAPE))
+        return _div(cast_untraced(a, _F32), cast_untraced(b, _F32))
     return _div(a, b)
 
 
@@ -507,12 +507,21 @@ def rdiv(a: Tensor[S, T], b: float) -> Tensor[S, T]:
     ad = a.data
     if ad.dtype.kind != "f":
         return _int_true_div(a, b, reverse=True)  # type: ignore[no-any-return]
-    y = _scalar(b, "rdiv") / ad
+    s = _scalar(b, "rdiv")
+    y = _rdiv_values(s, ad)
     tape = op_tape(a)
     out: Tensor[S, T] = a._from_op(y, tape)
+    if _tp._recorder is not None:  # the backward reads a's array and the output: a replay rewrites both
+        replayable("rdiv", out.data, refill, (_rdiv_values, s, ad), (a,), tape, train=True)
     if tape is not NONE_TAPE:
         tape._record((out.id, _rdiv_backward, a.id, ad, y))
     return out
+
+
+def _rdiv_values(s: Any, ad: Array) -> Array:
+    """``s / ad`` for a number ``s`` (:func:`rdiv`'s forward)."""
+    y: Array = s / ad
+    return y
 
 
 def _rdiv_backward(grads: Gradients, g: Array, entry: tuple[int, Any, int, Array, Array]) -> None:

@@ -675,9 +675,11 @@ def masked_fill(input: Tensor[S, T], mask: Any, value: Any) -> Tensor[S, T]:
             fill = None
         if fill is None:
             raise ValueError(f"masked_fill: value {v!r} does not fit input of dtype {x.dtype} (shape {x.shape})")
-        return input._like(np.where(m, fill, x))  # type: ignore[no-any-return]
+        if _tp._recorder is not None and fill.__class__ is np.ndarray:
+            _tp._recorder.constant(fill)
+        return untraced("masked_fill", input, (input, mask if is_t else None), np.where, m, fill, x)  # type: ignore[no-any-return]
     value = value.item() if isinstance(value, np.generic) else value  # a Python number keeps float32
-    return where(m, value, input)
+    return where(mask if is_t and mask.data is m else m, value, input)  # a mask tensor: a replay reads its array
 
 
 def one_hot(tensor: Tensor[Any, Any], num_classes: int = -1) -> Tensor[Any, NoneTape]:
@@ -707,13 +709,27 @@ def one_hot(tensor: Tensor[Any, Any], num_classes: int = -1) -> Tensor[Any, None
         if x.size == 0:
             raise ValueError(f"one_hot: cannot infer num_classes from an empty tensor (shape {x.shape}); pass it")
         c = int(x.max()) + 1
+        if _tp._recorder is not None:
+            _tp._recorder.refuse(
+                f"calls one_hot without num_classes on a tensor of shape {x.shape}: the class count (the output's "
+                "shape) comes from the values, which a replay would not read again; pass num_classes"
+            )
+    return untraced("one_hot", tensor, (tensor,), _one_hot, x, c)  # type: ignore[no-any-return]
+
+
+def _one_hot(x: Array, c: int) -> Array:
+    """:func:`one_hot`'s int64 encoding of ``x`` in ``c`` classes (a replay checks the range too).
+
+    Raises:
+        IndexError: an index is negative or ``>= c``.
+    """
     if x.size:
         lo, hi = int(x.min()), int(x.max())
         if lo < 0 or hi >= c:
             bad = lo if lo < 0 else hi
             raise IndexError(f"one_hot: class index {bad} is out of range for {c} classes (tensor of shape {x.shape})")
-    out = (x[..., None] == _arrays.arange(c, x)).astype(np.int64)
-    return tensor._like(out)  # type: ignore[no-any-return]
+    out: Array = (x[..., None] == _arrays.arange(c, x)).astype(np.int64)
+    return out
 
 
 # ----- split / chunk -----------------------------------------------------------------------

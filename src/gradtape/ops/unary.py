@@ -27,7 +27,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import float_data, record_unary, record_zero_gradient, refill, replayable
+from gradtape.ops._util import float_data, record_unary, record_zero_gradient, refill, replayable, untraced
 from gradtape.ops.binary import record_scalar
 from gradtape.ops.declare import elementwise, number
 from gradtape.tape import NONE_TAPE, op_tape
@@ -951,7 +951,14 @@ def _int_clamp(op: str, a: Tensor[S, T], lo: Any, hi: Any) -> Tensor[S, T]:
             raise ValueError(f"{op}: bound {b!r} does not fit the tensor's dtype {base.dtype} (as PyTorch refuses it)")
     low = info.min if lo is None else int(lo)
     high = info.max if hi is None else int(hi)
-    return a._from_op(np.clip(base, base.dtype.type(low), base.dtype.type(high)), NONE_TAPE)  # type: ignore[no-any-return]
+    return untraced(op, a, (a,), _int_clip, x, base.dtype.type(low), base.dtype.type(high))  # type: ignore[no-any-return]
+
+
+def _int_clip(x: Array, low: Any, high: Any) -> Array:
+    """:func:`clamp` of an integer or bool array (bool as int64) between integer bounds."""
+    base = x.astype(np.int64) if x.dtype.kind == "b" else x
+    y: Array = np.clip(base, low, high)
+    return y
 
 
 def clamp_min(a: Tensor[S, T], min: float) -> Tensor[S, T]:
