@@ -889,13 +889,39 @@ def binary_cross_entropy(input: Any, target: Any, weight: Weight = None, reducti
     t, tt = _target(op, input, target)
     x = input.data
     w = None if weight is None else _constant(op, weight, "weight", x, x.shape)
+    scale = _scale(op, x, reduction)
+    dt = x.dtype.type
+    parts = functools.partial(_bce_parts, w)
+    elems, slope_x, slope_t = parts(x, t)
+
+    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # w (x - t) / max(x (1 - x), eps); w (log(1 - x) - log x)
+        xt = rebuild(input.id, x)
+        tv = _rebuilt(tt, t, rebuild, g)
+        ge = g * float(scale) if w is None else g * g._like(w * dt(scale))
+        gx = (xt - tv) / (xt * (1.0 - xt)).clamp(min=1e-12) * ge
+        gt = ((1.0 - xt).log() - xt.log()) * ge if tt is not None else None
+        return gx, gt
+
+    replay = (op, parts, t, (slope_x, slope_t)) if w is None else None  # a weight: not replayed yet
+    return _elementwise_loss(
+        input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale, replay
+    )
+
+
+def _bce_parts(w: Array | None, x: Array, t: Array) -> tuple[Array, Array, Array]:
+    """``(elements, d/dx slope, d/dt slope)`` of :func:`binary_cross_entropy` (weighted by
+    ``w`` where given), after its range check, which a capture's replay makes too.
+
+    Raises:
+        ValueError: an element of ``x`` or ``t`` outside ``[0, 1]`` (NaN included).
+    """
+    op = "binary_cross_entropy"
     for what, a in (("input", x), ("target", t)):
         if not ((a >= 0) & (a <= 1)).all():
             raise ValueError(
                 f"{op}: all elements of {what} should be between 0 and 1 ({what} of shape {a.shape}: "
                 f"min {np.nanmin(a) if a.size else None}, max {np.nanmax(a) if a.size else None})"
             )
-    scale = _scale(op, x, reduction)
     dt = x.dtype.type
     with np.errstate(divide="ignore"):
         lx, l1x = np.log(x), np.log1p(-x)
@@ -907,16 +933,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Weight = None, reducti
         slope_t = l1x - lx
     if w is not None:
         slope_x, slope_t = slope_x * w, slope_t * w
-
-    def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:  # w (x - t) / max(x (1 - x), eps); w (log(1 - x) - log x)
-        xt = rebuild(input.id, x)
-        tv = _rebuilt(tt, t, rebuild, g)
-        ge = g * float(scale) if w is None else g * g._like(w * dt(scale))
-        gx = (xt - tv) / (xt * (1.0 - xt)).clamp(min=1e-12) * ge
-        gt = ((1.0 - xt).log() - xt.log()) * ge if tt is not None else None
-        return gx, gt
-
-    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale)
+    return elems, slope_x, slope_t
 
 
 @typed_as(_sig.binary_cross_entropy_with_logits)
@@ -1052,10 +1069,9 @@ def kl_div(
     t, tt = _target("kl_div", input, target)
     x = input.data
     scale = _scale("kl_div", x, reduction)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p, log_p = (np.exp(t), t) if log_target else (t, np.log(t))
-        xlogx = p * log_p if log_target else np.where(t == 0, x.dtype.type(0), t * log_p)
-    elems = xlogx - p * x
+    parts = functools.partial(_kl_parts, bool(log_target))
+    elems, made = parts(x, t)
+    p, log_p = (made, t) if log_target else (t, made)  # made: exp(t), or log(t)
 
     def grad_t(c: Any) -> Array:
         with np.errstate(invalid="ignore"):
@@ -1071,7 +1087,16 @@ def kl_div(
         gt = (pv * (tv - xt + 1.0) if log_target else tv.log() + 1.0 - xt) * g * float(scale)
         return gx, gt
 
-    return _elementwise_loss(input, tt, reduction, elems, lambda c: p * -c, grad_t, diff, scale)
+    replay = ("kl_div", parts, t, (made,))
+    return _elementwise_loss(input, tt, reduction, elems, lambda c: p * -c, grad_t, diff, scale, replay)
+
+
+def _kl_parts(log_target: bool, x: Array, t: Array) -> tuple[Array, Array]:
+    """``(elements, exp(t))`` of :func:`kl_div` with ``log_target``, else ``(elements, log t)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p, log_p = (np.exp(t), t) if log_target else (t, np.log(t))
+        xlogx = p * log_p if log_target else np.where(t == 0, x.dtype.type(0), t * log_p)
+    return xlogx - p * x, (p if log_target else log_p)
 
 
 def _same_inputs(op: str, names: Sequence[str], tensors: Sequence[Tensor[Any, Any]], ranks: tuple[int, ...]) -> None:
@@ -1503,24 +1528,9 @@ def poisson_nll_loss(
     _check_reduction(op, reduction)
     t, tt = _target(op, input, target)
     x = input.data
-    dt = x.dtype.type
     scale = _scale(op, x, reduction)
-    if log_input:
-        ex = np.exp(x)
-        elems = ex - t * x
-        slope_x, slope_t = ex - t, -x
-    else:
-        xe = x + dt(eps)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lx = np.log(xe)
-            slope_x = 1 - t / xe
-        elems = x - t * lx
-        slope_t = -lx
-    big = t > 1
-    if full:
-        ts = np.where(big, t, dt(2))  # a safe stand-in where the term is masked
-        elems = elems + np.where(big, ts * np.log(ts) - ts + dt(0.5) * np.log(dt(2 * math.pi) * ts), dt(0))
-        slope_t = slope_t + np.where(big, np.log(ts) + dt(0.5) / ts, dt(0))
+    parts = functools.partial(_poisson_parts, bool(log_input), bool(full), float(eps))
+    elems, slope_x, slope_t, big = parts(x, t)
 
     def diff(g: Any, rebuild: Any) -> tuple[Any, Any]:
         from gradtape.ops.compare import where
@@ -1539,7 +1549,32 @@ def poisson_nll_loss(
             gt = gt + (tsafe.log() + 0.5 / tsafe) * g._like(big.astype(x.dtype)) * ge
         return gx, gt
 
-    return _elementwise_loss(input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale)
+    replay = (op, parts, t, (slope_x, slope_t, big))
+    return _elementwise_loss(
+        input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale, replay
+    )
+
+
+def _poisson_parts(log_input: bool, full: bool, eps: float, x: Array, t: Array) -> tuple[Array, Array, Array, Array]:
+    """``(elements, d/dx slope, d/dt slope, t > 1)`` of :func:`poisson_nll_loss`."""
+    dt = x.dtype.type
+    if log_input:
+        ex = np.exp(x)
+        elems = ex - t * x
+        slope_x, slope_t = ex - t, -x
+    else:
+        xe = x + dt(eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lx = np.log(xe)
+            slope_x = 1 - t / xe
+        elems = x - t * lx
+        slope_t = -lx
+    big = t > 1
+    if full:
+        ts = np.where(big, t, dt(2))  # a safe stand-in where the term is masked
+        elems = elems + np.where(big, ts * np.log(ts) - ts + dt(0.5) * np.log(dt(2 * math.pi) * ts), dt(0))
+        slope_t = slope_t + np.where(big, np.log(ts) + dt(0.5) / ts, dt(0))
+    return elems, slope_x, slope_t, big
 
 
 # The public loss functions check their tensor arguments (ops._util.checked): a list or an

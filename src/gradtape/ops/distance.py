@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.errors import ShapeError
@@ -29,6 +30,7 @@ from gradtape.ops._util import (
     float_data,
     normalize_axes,
     one_dim,
+    replayable,
     row_pair,
     tensor_operand,
 )
@@ -77,6 +79,12 @@ def _norm_forward(x: Array, p: float, axes: tuple[int, ...]) -> Array:
     if p == 1.0:
         return _as_array(np.sum(ax, axis=axes, keepdims=True))
     return _as_array(np.sum(ax**p, axis=axes, keepdims=True) ** (1.0 / p))
+
+
+def _norm_into(yk: Array, x: Array, p: float, axes: tuple[int, ...]) -> None:
+    """:func:`norm`'s forward again, into the keepdims result ``yk`` (a capture's replay)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.copyto(yk, _norm_forward(x, p, axes))
 
 
 def _const(xp: Any, like: Any, a: Array) -> Any:
@@ -154,6 +162,8 @@ def norm(
     y = yk.reshape(out_shape)
     tape = op_tape(input)
     out: Tensor[Any, T] = input._from_op(y, tape)
+    if _tp._recorder is not None:  # the backward reads x's array and yk, which y views: a replay refills yk
+        replayable(op, yk, _norm_into, (xd, order, axes), (input,), tape, train=True)
     if tape is not NONE_TAPE:
         xid, oid, kshape = input.id, out.id, yk.shape
 
