@@ -77,11 +77,19 @@ inside the call (``dev.randn``, ``randint``, ``rand_like``, ...: fresh numbers a
 and views such as ``reshape`` (a copying one too), ``flatten``, ``permute`` of replayable
 outputs, of the arguments and of parameters, comparisons and ``where``, ``gather`` (numpy's and
 PyTorch's), ``index_select``, ``argmax``/``argmin`` along a dim (so ``max(x, dim)``), ``pad``,
-``interpolate`` (``nn.Upsample``), adaptive average pooling, ``cumprod``, ``prod``; not yet
-sorting, adaptive max pooling, bool-mask indexing: ``tests/test_capture_ops.py`` counts the
-PyTorch-spelled op calls that replay); a hand-written backward closure that reads an array of
-its own (one reading its op's input and output tensors replays as it is); tensor hooks, anomaly
-mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
+``interpolate`` (``nn.Upsample``), adaptive average pooling, ``cumprod``, ``prod``, sorting
+(``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median``, ``cummax``), the rounding ops,
+``sign``, ``roll``, ``tril``/``triu``, ``tile``, ``split``/``chunk``/``unbind``/``flip`` of
+parameters, integer casts and arithmetic, the logical ops, ``any``/``all``, ``norm``,
+``normalize``, ``cosine_similarity``, ``cdist``, ``einsum``, ``one_hot`` with
+``num_classes``, the BCE, KL and Poisson losses; not yet ``diag``, ``index_add``,
+``scatter_add``, ``repeat_interleave``, ``prelu``, adaptive max pooling, the margin and
+embedding losses, ``cross_entropy`` with weights, smoothing, ``ignore_index`` or
+``reduction="none"``: ``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that
+replay, 410 of its 449; ops whose output shape comes from the values, ``nonzero``,
+``unique``, ``masked_select`` and bool-mask indexing, never replay); a hand-written backward
+closure that reads an array of its own (one reading its op's input and output tensors replays
+as it is); tensor hooks, anomaly mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
 ``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a call
 that reads a tensor's values on the host (``.item()``, ``.numpy()``, ``.tolist()``,
 ``float(t)``: the replay would not rerun the Python that used them), writes a tensor in place

@@ -33,6 +33,7 @@ from gradtape.ops._util import (
     replayable,
     row_pair,
     tensor_operand,
+    untraced,
 )
 from gradtape.ops.declare import NUMPY, tensors
 from gradtape.shapes import broadcast_shapes
@@ -209,7 +210,13 @@ def _clamped_norm(x: Any, dim: int, eps: float) -> Any:
     """``||x||_2`` along ``dim`` (kept) with the value ``max(||x||, eps)`` but the gradient of
     the unclamped norm: PyTorch clamps it in place under ``no_grad``."""
     n = norm(x, 2.0, dim, keepdim=True)
-    return n + n._like(np.maximum(n.data, n.data.dtype.type(eps)) - n.data)
+    return n + untraced("cosine_similarity", n, (n,), _clamp_excess, n.data, n.data.dtype.type(eps))
+
+
+def _clamp_excess(y: Array, eps: Any) -> Array:
+    """``max(y, eps) - y``: what the clamp adds, a constant (no gradient)."""
+    out: Array = np.maximum(y, eps) - y
+    return out
 
 
 def cosine_similarity(x1: Tensor[Any, T], x2: Tensor[Any, T], dim: int = 1, eps: float = 1e-8) -> Tensor[Any, T]:

@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import opt_einsum
 
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
+from gradtape.ops._util import refill, replayable
 from gradtape.ops.shape import broadcast_to, expand_dims
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
 
@@ -327,8 +329,10 @@ def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
     tape = op_tape(*ts)
     if len(ts) > 2 and tape is not NONE_TAPE:
         return _pairwise(eq, subs, out, ts)
-    y = _as_array(_contract_arrays(eq, *arrays), dtype=arrays[0].dtype)
+    y = _einsum_values(eq, tuple(arrays))
     res: Tensor[Any, Any] = ts[0]._from_op(y, tape)
+    if _tp._recorder is not None:  # the backward reads the operands' arrays: a replay rewrites them
+        replayable("einsum", y, refill, (_einsum_values, eq, tuple(arrays)), tuple(ts), tape, train=True)
     if tape is not NONE_TAPE:
         ids = [t.id for t in ts]
         roots = [_root(a) for a in arrays]
@@ -348,6 +352,11 @@ def einsum(equation: str, *operands: Any) -> Tensor[Any, Any]:
 
         record(tape, res, einsum_backward, einsum_diff)
     return res
+
+
+def _einsum_values(eq: str, arrays: tuple[Array, ...]) -> Array:
+    """The contraction ``eq`` of ``arrays`` (checked, of one float dtype), in their dtype."""
+    return _as_array(_contract_arrays(eq, *arrays), dtype=arrays[0].dtype)
 
 
 def _pairwise(eq: str, subs: Sequence[str], out: str, ts: list[Tensor[Any, Any]]) -> Tensor[Any, Any]:
