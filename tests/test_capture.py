@@ -675,10 +675,11 @@ def test_dropout_draws_fresh_masks_at_every_replay() -> None:
     assert len({a.tobytes() for a in captured[2:]}) == 4  # the replays differ from each other
 
 
-def _seq_step(model: str, captured: bool, steps: int) -> tuple[list[float], list[Array], Any]:
+def _seq_step(model: str, captured: bool, steps: int, checkpoint: bool = False) -> tuple[list[float], list[Array], Any]:
     """``steps`` AdamW steps of the seq example's character model (its spelling: codes made a
     tensor with ``dev.tensor``, ``cross_entropy`` of the flattened logits, ``clip_grad_norm_``
-    to 1), on random windows of codes."""
+    to 1), on random windows of codes; ``checkpoint``: each block under
+    ``gradtape.checkpoint`` (the example's ``--checkpoint``)."""
     from gradtape import optim
     from gradtape.examples.seq import CharMamba, CharTransformer
     from gradtape.losses import cross_entropy
@@ -687,9 +688,9 @@ def _seq_step(model: str, captured: bool, steps: int) -> tuple[list[float], list
     dev = gt.Cpu(seed=17)
     net: Any
     if model == "transformer":  # positions from dev.tensor(np.arange(L)) inside forward: a constant
-        net = CharTransformer(vocab, length, width=32, heads=4, layers=2, dev=dev)
+        net = CharTransformer(vocab, length, width=32, heads=4, layers=2, dev=dev, checkpoint=checkpoint)
     else:
-        net = CharMamba(vocab, length, width=24, layers=2, dev=dev)
+        net = CharMamba(vocab, length, width=24, layers=2, dev=dev, checkpoint=checkpoint)
     params = net.parameters()
     opt = optim.AdamW(params, lr=1e-2, betas=(0.9, 0.99), weight_decay=0.01)
 
@@ -723,6 +724,58 @@ def test_the_character_models_train_50_steps_bit_for_bit(model: str) -> None:
     _same_arrays(params, eager_params)
     recorded = 2 if model == "transformer" else 1
     assert (f.eager_calls, f.recorded, f.replays) == (1, recorded, 49 - recorded)
+
+
+@pytest.mark.parametrize("model", ["transformer", "mamba"])
+def test_checkpointed_blocks_replay_bit_for_bit(model: str) -> None:
+    """The character models with each block under ``gradtape.checkpoint`` (activations
+    recomputed in backward): 12 captured steps equal 12 eager ones to the last bit. A replay
+    reruns the checkpoint's backward as recorded; its closure reads the causal mask (a numpy
+    array made in forward: a constant once two recordings agree), its outputs' CRC-32s for the
+    determinism check and the generators' snapshot, both taken again at each replay."""
+    run = lambda c: _seq_step(model, c, 12, checkpoint=True)  # noqa: E731
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
+    assert losses == eager_losses
+    _same_arrays(params, eager_params)
+    assert f.replays >= 8
+
+
+def test_dropout_inside_a_checkpoint_replays_fresh_masks_bit_for_bit() -> None:
+    """Dropout inside a checkpointed block: the backward's recomputation must draw the masks
+    the forward drew. A replay draws fresh ones in the forward and retakes the generators'
+    snapshot first, so the recomputation redraws the same: 10 captured steps equal 10 eager
+    ones from the same seed, and two replays on one batch give different losses."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=4)
+        block = nn.Sequential(nn.Linear(16, 32, dev=dev), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 16, dev=dev))
+        head = nn.Linear(16, 4, dev=dev)
+        params = block.parameters() + head.parameters()
+        opt = optim.SGD(params, lr=0.05)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(head(gt.checkpoint(block, x)), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        rng = np.random.default_rng(5)
+        batches = [(rng.standard_normal((8, 16)).astype(np.float32), rng.integers(0, 4, 8)) for _ in range(3)]
+        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % 3] for i in range(10))]
+        after = [p.numpy().copy() for p in params]
+        if captured:
+            opt.param_groups[0]["lr"] = 0.0  # two replays on one batch and the same weights
+            x, y = batches[0]
+            assert f(dev.tensor(x), y).item() != f(dev.tensor(x), y).item()  # fresh masks
+        return losses, after, f
+
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
+    assert losses == eager_losses
+    _same_arrays(params, eager_params)
+    assert f.replays >= 8
 
 
 def test_a_constant_is_trusted_only_after_a_call_with_other_arguments() -> None:

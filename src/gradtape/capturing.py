@@ -53,6 +53,13 @@ Python control flow that took another branch; calls repeating the same arguments
 until one differs. Like JAX's ``jit``, a value that changes only later (a Python counter read
 inside the function) is not seen.
 
+**Activation checkpointing.** A block under :func:`gradtape.checkpoint` replays: its forward
+kernels rerun, and the recorded backward reruns the checkpoint's recomputation as it is. Before
+the block's forward a replay takes the generators' snapshot again (so the recomputation redraws
+the dropout masks the forward just drew), after it the outputs' CRC-32s (the determinism
+check's); a numpy array passed to the block (a causal mask made in ``forward``) is a constant
+once a second recording agrees, as a host-data tensor is.
+
 **Random numbers and clipping.** Dropout (``nn.Dropout``, ``F.dropout``, attention dropout)
 draws a fresh mask at every replay, from the generator the eager op would use (the device's,
 at the same point of its sequence of draws), so a captured run equals an eager run from the
@@ -264,6 +271,24 @@ class _Recorder:
         if d.__class__ is not np.ndarray:
             return
         r = _root(d)
+        if id(r) not in self.known:
+            self.known[id(r)] = r
+            self.hosts.append(r)
+
+    def made_anew(self, *objs: Any) -> None:
+        """Each replay makes these objects' contents anew before a backward reads them (a
+        checkpoint's generator snapshot, retaken by a recorded call): the arrays reachable from
+        them are not checked against the recorded ones."""
+        if threading.get_ident() == self.thread:
+            self.rebuilt.update(id(o) for o in objs)
+
+    def host_array(self, a: Array) -> None:
+        """A numpy array made inside the call is held by an op (``gradtape.checkpoint``'s
+        arguments: a causal mask): a constant of the plan if a second recording, on other
+        arguments, holds one with the same values (as :meth:`host_tensor`)."""
+        if threading.get_ident() != self.thread or self.calling or a.__class__ is not np.ndarray:
+            return
+        r = _root(a)
         if id(r) not in self.known:
             self.known[id(r)] = r
             self.hosts.append(r)

@@ -282,6 +282,13 @@ def checkpoint(
     if tape is NONE_TAPE:  # nothing records: a plain call
         return fn(*args, **kwargs)
     snap = _rng_snapshot(inputs + params) if preserve_rng_state else None
+    rec = _tp._recorder
+    if rec is not None:  # gradtape.capture: the snapshot is taken again before each replayed forward
+        if snap is not None:
+            rec.call(_resnap, snap)
+            rec.made_anew(snap)
+        for a in _host_arrays((args, kwargs)):  # a mask made inside the call: a checked constant
+            rec.host_array(a)
     # what the closure keeps: the inputs (untraced, same ids, data and leaf flags)
     saved = {id(t): _detached(t) for t in inputs}
     saved_args, saved_kwargs = _replace(args, saved), _replace(kwargs, saved)
@@ -294,6 +301,8 @@ def checkpoint(
         for k, o in enumerate(outs)
         if isinstance(o, Tensor)
     ]
+    if rec is not None and determinism_check == "default":  # and the outputs' CRC-32s after it
+        rec.call(_recrc, out_meta, [o.data for o in outs if isinstance(o, Tensor)])
     rerun = _Rerun(fn, saved_args, saved_kwargs, snap, out_meta, determinism_check == "default")
     del result, items  # the closure keeps the outputs' ids and metadata, not their arrays
 
@@ -311,6 +320,31 @@ def checkpoint(
     # a missing rule would name the closure, not the call the user made)
     record(tape, [o for o in outs if isinstance(o, Tensor)], checkpoint_backward, no_higher_order)
     return outs[0] if single else tuple(outs)
+
+
+def _resnap(snap: list[tuple[Any, Any]]) -> None:
+    """Take the snapshot of :func:`_rng_snapshot` again, in place (a capture's replay, before
+    the checkpointed forward draws)."""
+    for i, (gen, _) in enumerate(snap):
+        snap[i] = (gen, np.random.get_state() if gen is None else gen.bit_generator.state)
+
+
+def _recrc(out_meta: list[tuple[int, int, tuple[int, ...], Any, int]], arrays: list[Array]) -> None:
+    """The outputs' CRC-32s again, in place (a capture's replay, after the checkpointed forward
+    wrote new values into ``arrays``), for the backward's determinism check."""
+    for i, ((k, oid, shape, dtype, _), a) in enumerate(zip(out_meta, arrays, strict=True)):
+        out_meta[i] = (k, oid, shape, dtype, _crc(a))
+
+
+def _host_arrays(tree: Any) -> list[Array]:
+    """The numpy arrays in nested tuples, lists and dicts of ``fn``'s arguments."""
+    if isinstance(tree, np.ndarray):
+        return [tree]
+    if isinstance(tree, (tuple, list)):
+        return [a for v in tree for a in _host_arrays(v)]
+    if isinstance(tree, dict):
+        return [a for v in tree.values() for a in _host_arrays(v)]
+    return []
 
 
 def _detached(t: Tensor[Any, Any]) -> Tensor[Any, Any]:
