@@ -1139,3 +1139,45 @@ def test_one_hot_replays_with_its_range_check_and_refuses_an_inferred_class_coun
             y = dev.tensor(rng.integers(0, 10, 7))
             np.testing.assert_array_equal(g(y).numpy(), nn.functional.one_hot(y).numpy())
     assert g.replays == 0
+
+
+@pytest.mark.parametrize("loss", ["ignore_index", "label_smoothing", "none"])
+def test_cross_entropy_with_padding_smoothing_or_per_sample_losses_replays(loss: str) -> None:
+    """PyTorch's ``F.cross_entropy(logits, y, ignore_index=-100)`` with padded targets (a
+    different number ignored in each batch, so the mean's divisor changes at every step),
+    ``label_smoothing=0.1``, and ``reduction="none"`` summed by the caller: 12 captured SGD
+    steps equal 12 eager ones to the last bit."""
+    from gradtape import optim
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=6)
+        m = _mlp(dev)
+        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            logits = m(x)
+            if loss == "ignore_index":
+                out = nn.functional.cross_entropy(logits, y, ignore_index=-100)
+            elif loss == "label_smoothing":
+                out = nn.functional.cross_entropy(logits, y, label_smoothing=0.1)
+            else:
+                out = nn.functional.cross_entropy(logits, y, reduction="none").sum() / 64.0
+            out.backward()
+            opt.step()
+            return out
+
+        f: Any = gt.capture(step) if captured else step
+        rng = np.random.default_rng(8)
+        losses = []
+        for i in range(12):
+            y = rng.integers(0, 10, 64)
+            if loss == "ignore_index":
+                y[rng.random(64) < 0.1 + 0.05 * (i % 4)] = -100  # padding: another count each step
+            losses.append(f(dev.tensor(rng.standard_normal((64, 64)).astype(np.float32)), dev.tensor(y)).item())
+        return losses, [p.numpy().copy() for p in m.parameters()], f
+
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
+    assert losses == eager_losses
+    _same_arrays(params, eager_params)
+    assert f.replays >= 9

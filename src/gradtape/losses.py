@@ -761,25 +761,11 @@ def cross_entropy(
         elif not (t == ignore_index).any():
             return _index_cross_entropy(input, t, red, target)
     dt = x.dtype.type
-    rows = _rows(x)
-    logp = log_softmax_array(rows, 1)
-    if probs:
-        q = _rows(t)
-        if eps:
-            q = q * dt(1.0 - eps) + dt(eps / classes)
-        if w is not None:
-            q = q * w
-        denom: Any = rows.shape[0]
-    else:
-        safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
-        q = _arrays.zeros(rows.shape, x.dtype, x)
-        q[_arrays.arange(rows.shape[0], x), safe] = wrow * dt(1.0 - eps)
-        if eps:
-            q += (wrow != 0)[:, None] * (dt(eps / classes) if w is None else w * dt(eps / classes))
-        denom = wrow.sum()
+    parts = functools.partial(_ce_parts, probs, eps, classes, ignore_index, w, red)
+    value, scale, logp, q, qsum = parts(x, t)
     batch = _batch_shape(x.shape)
-    value, scale = _class_reduce(op, (-(q * logp).sum(axis=1)).reshape(batch), red, denom, x)
-    qsum = q.sum(axis=1, keepdims=True)
+    # the mean's 1 / sum(weight[t]) as a 0-d array a replay refreshes (it changes with the ignored targets)
+    sbox: Any = _as_array(scale, dtype=x.dtype) if _tp._recorder is not None and x.__class__ is np.ndarray else scale
     ax = 0 if x.ndim == 1 else 1
     wb = None if w is None else w.reshape((classes,) + (1,) * max(x.ndim - 2, 0))  # broadcast along axis 1
 
@@ -817,7 +803,56 @@ def cross_entropy(
             k = k * g._like(wb)
         return gx, k * ge
 
-    return _record([input, t_tensor], value, scale, rule, diff)
+    out = _record([input, t_tensor], value, sbox, rule, diff)
+    if _tp._recorder is not None and w is None:  # a class weight: not replayed yet
+        sources = (input, target if _is_tensor(target, input) else None)  # a target tensor is read
+        saved = (logp, q, qsum, sbox)
+        replayable(op, out.data, _ce_into, (parts, x, t, saved), sources, out.tape, True, saved)
+    return out
+
+
+def _ce_parts(
+    probs: bool,
+    eps: float,
+    classes: int,
+    ignore_index: int,
+    w: Array | None,
+    reduction: str,
+    x: Array,
+    t: Array,
+) -> tuple[Any, float, Array, Array, Array]:
+    """:func:`cross_entropy`'s general path: ``(value, scale, logp, q, qsum)``, the loss (a
+    scalar, or the per-sample losses), the scale of its gradient, the log-softmax rows, the
+    rows of target weights ``q`` (smoothed, weighted, zero where ignored) and their sums."""
+    op = "cross_entropy"
+    dt = x.dtype.type
+    rows = _rows(x)
+    logp = log_softmax_array(rows, 1)
+    if probs:
+        q = _rows(t)
+        if eps:
+            q = q * dt(1.0 - eps) + dt(eps / classes)
+        if w is not None:
+            q = q * w
+        denom: Any = rows.shape[0]
+    else:
+        safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
+        q = _arrays.zeros(rows.shape, x.dtype, x)
+        q[_arrays.arange(rows.shape[0], x), safe] = wrow * dt(1.0 - eps)
+        if eps:
+            q += (wrow != 0)[:, None] * (dt(eps / classes) if w is None else w * dt(eps / classes))
+        denom = wrow.sum()
+    value, scale = _class_reduce(op, (-(q * logp).sum(axis=1)).reshape(_batch_shape(x.shape)), reduction, denom, x)
+    return value, scale, logp, q, q.sum(axis=1, keepdims=True)
+
+
+def _ce_into(out: Array, parts: Callable[..., Any], x: Array, t: Array, saved: tuple[Array, ...]) -> None:
+    """:func:`cross_entropy`'s general path again (a capture's replay): the loss into ``out``,
+    the arrays its rule reads and the scale (``saved``: ``logp, q, qsum, scale``) refreshed."""
+    value, scale, *arrays = parts(x, t)
+    for old, new in zip(saved, (*arrays, scale), strict=True):
+        np.copyto(old, new, casting="unsafe")
+    np.copyto(out, value, casting="unsafe")
 
 
 def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str, target: object = None) -> Any:
