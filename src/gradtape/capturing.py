@@ -89,12 +89,13 @@ PyTorch's), ``index_select``, ``argmax``/``argmin`` along a dim (so ``max(x, dim
 ``sign``, ``roll``, ``tril``/``triu``, ``tile``, ``split``/``chunk``/``unbind``/``flip`` of
 parameters, integer casts and arithmetic, the logical ops, ``any``/``all``, ``norm``,
 ``normalize``, ``cosine_similarity``, ``cdist``, ``einsum``, ``one_hot`` with
-``num_classes``, the BCE, KL and Poisson losses; not yet ``diag``, ``index_add``,
-``scatter_add``, ``repeat_interleave``, ``prelu``, adaptive max pooling, the margin and
-embedding losses, ``cross_entropy`` with class weights (with label smoothing,
-``ignore_index`` and ``reduction="none"`` it replays): ``tests/test_capture_ops.py`` counts the
-PyTorch-spelled op calls that replay, 414 of its 449; ops whose output shape comes from the values, ``nonzero``,
-``unique``, ``masked_select`` and bool-mask indexing, never replay); a hand-written backward
+``num_classes``, the BCE, KL, Poisson, margin-ranking, hinge and cosine embedding losses,
+``cross_entropy`` with label smoothing, ``ignore_index`` or ``reduction="none"``; not yet
+``diag``, ``index_add``, ``scatter_add``, ``repeat_interleave``, ``prelu``, adaptive max
+pooling, the triplet and Gaussian NLL losses, losses with class weights:
+``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 417 of its 449;
+ops whose output shape comes from the values, ``nonzero``, ``unique``, ``masked_select`` and
+bool-mask indexing, never replay); a hand-written backward
 closure that reads an array of its own (one reading its op's input and output tensors replays
 as it is); tensor hooks, anomaly mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
 ``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a call

@@ -256,25 +256,41 @@ def _elementwise_loss(
         return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
 
     out = _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
-    if replay is not None and _tp._recorder is not None:
+    if replay is not None:
         op, parts, t, saved = replay
-        args = (parts, input.data, t, reduction, scale, saved)
-        replayable(op, out.data, _elementwise_into, args, (input, tt), out.tape, True, saved)
+        _replay_loss(op, out, parts, (input.data, t), (input, tt), reduction, scale, saved)
     return out
 
 
-def _elementwise_into(
-    out: Array,
-    parts: Callable[[Array, Array], tuple[Array, ...]],
-    x: Array,
-    t: Array,
+def _replay_loss(
+    op: str,
+    out: Any,
+    parts: Callable[..., tuple[Array, ...]],
+    arrays: tuple[Array, ...],
+    sources: tuple[Any, ...],
     reduction: str,
     scale: float,
     saved: tuple[Array, ...],
 ) -> None:
-    """An elementwise loss again (for :func:`gradtape.capture`'s replays): its parts from the
-    new input and target, the reduced loss into ``out``, the saved arrays refreshed."""
-    new = parts(x, t)
+    """Tell :func:`gradtape.capture`'s recorder how the loss ``out`` is made again:
+    ``parts(*arrays)`` gives ``(elements, *saved)`` from the inputs' arrays (the loss's
+    forward, which the eager op ran too), ``saved`` the arrays its rules read."""
+    if _tp._recorder is not None:
+        args = (parts, arrays, reduction, scale, saved)
+        replayable(op, out.data, _loss_into, args, sources, out.tape, True, saved)
+
+
+def _loss_into(
+    out: Array,
+    parts: Callable[..., tuple[Array, ...]],
+    arrays: tuple[Array, ...],
+    reduction: str,
+    scale: float,
+    saved: tuple[Array, ...],
+) -> None:
+    """A loss again (for :func:`gradtape.capture`'s replays): its parts from the new inputs,
+    the reduced loss into ``out``, the saved arrays refreshed."""
+    new = parts(*arrays)
     np.copyto(out, _total(_as_array(new[0]), reduction, scale))
     for old, fresh in zip(saved, new[1:], strict=True):
         np.copyto(old, fresh)
@@ -1209,13 +1225,8 @@ def cosine_embedding_loss(
     a, b = input1.data, input2.data
     y = _sample_target(op, target, input1, a.shape[:-1])
     dt = a.dtype.type
-    tiny = dt(1e-12)
-    m1, m2 = (a * a).sum(-1) + tiny, (b * b).sum(-1) + tiny
-    den = np.sqrt(m1 * m2)
-    cos = (a * b).sum(-1) / den
-    pos, neg = y == 1, y == -1
-    elems = np.where(pos, 1 - cos, dt(0)) + np.where(neg, np.maximum(cos - dt(margin), dt(0)), dt(0))
-    coef = (neg & (cos - dt(margin) >= 0)).astype(a.dtype) - pos  # d loss / d cos
+    parts = functools.partial(_cosine_embedding_parts, float(margin))
+    elems, m1, m2, den, cos, coef = parts(a, b, y)
     scale = _scale(op, elems, reduction)
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
@@ -1233,7 +1244,24 @@ def cosine_embedding_loss(
         k = g._like(coef[..., None] * dt(scale)) * (g.unsqueeze(-1) if g.ndim else g)
         return (bt / d - cs * at / n1) * k, (at / d - cs * bt / n2) * k
 
-    return _record([input1, input2], _total(elems, reduction, scale), scale, rule, diff)
+    out = _record([input1, input2], _total(elems, reduction, scale), scale, rule, diff)
+    sources = (input1, input2, target if _is_tensor(target, input1) else None)
+    _replay_loss(op, out, parts, (a, b, y), sources, reduction, scale, (m1, m2, den, cos, coef))
+    return out
+
+
+def _cosine_embedding_parts(margin: float, a: Array, b: Array, y: Array) -> tuple[Array, ...]:
+    """``(elements, |a|^2, |b|^2, |a| |b|, cos, d loss / d cos)`` of
+    :func:`cosine_embedding_loss` (the squared norms with ``1e-12`` added)."""
+    dt = a.dtype.type
+    tiny = dt(1e-12)
+    m1, m2 = (a * a).sum(-1) + tiny, (b * b).sum(-1) + tiny
+    den = np.sqrt(m1 * m2)
+    cos = (a * b).sum(-1) / den
+    pos, neg = y == 1, y == -1
+    elems = np.where(pos, 1 - cos, dt(0)) + np.where(neg, np.maximum(cos - dt(margin), dt(0)), dt(0))
+    coef = (neg & (cos - dt(margin) >= 0)).astype(a.dtype) - pos  # d loss / d cos
+    return tuple(_as_array(v, dtype=a.dtype) for v in (elems, m1, m2, den, cos, coef))  # 1-D inputs: 0-d arrays
 
 
 @typed_as(_sig.margin_ranking_loss)
@@ -1267,10 +1295,8 @@ def margin_ranking_loss(
     y, yt = _target(op, input1, target)
     a, b = input1.data, input2.data
     scale = _scale(op, a, reduction)
-    d = a - b
-    v = -y * d + a.dtype.type(margin)
-    active = (v >= 0).astype(a.dtype)
-    ya = y * active
+    parts = functools.partial(_margin_ranking_parts, float(margin))
+    elems, d, active, ya = parts(a, b, y)
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
         return (
@@ -1285,7 +1311,17 @@ def margin_ranking_loss(
         gy = -(rebuild(input1.id, a) - rebuild(input2.id, b)) * ge if yt is not None else None
         return -yv * ge, yv * ge, gy
 
-    return _record([input1, input2, yt], _total(np.maximum(v, a.dtype.type(0)), reduction, scale), scale, rule, diff)
+    out = _record([input1, input2, yt], _total(elems, reduction, scale), scale, rule, diff)
+    _replay_loss(op, out, parts, (a, b, y), (input1, input2, yt), reduction, scale, (d, active, ya))
+    return out
+
+
+def _margin_ranking_parts(margin: float, a: Array, b: Array, y: Array) -> tuple[Array, Array, Array, Array]:
+    """``(elements, a - b, active, y * active)`` of :func:`margin_ranking_loss`."""
+    d = a - b
+    v = -y * d + a.dtype.type(margin)
+    active = _as_array((v >= 0).astype(a.dtype))
+    return np.maximum(v, a.dtype.type(0)), _as_array(d), active, _as_array(y * active, dtype=a.dtype)
 
 
 @typed_as(_sig.hinge_embedding_loss)
@@ -1315,10 +1351,8 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction
     y = _sample_target(op, target, input, x.shape)
     dt = x.dtype.type
     scale = _scale(op, x, reduction)
-    not_pos, not_neg = y != 1, y != -1
-    inner = dt(margin) - x
-    elems = np.where(not_pos, np.maximum(inner, dt(0)), dt(0)) + np.where(not_neg, x, dt(0))
-    slope = not_neg.astype(x.dtype) - (not_pos & (inner >= 0))
+    parts = functools.partial(_hinge_parts, float(margin))
+    elems, slope = parts(x, y)
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
         return (slope * c,)
@@ -1326,7 +1360,21 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction
     def diff(g: Any, rebuild: Any) -> tuple[Any]:  # a constant slope
         return (g * g._like(slope * dt(scale)),)
 
-    return _record([input], _total(elems, reduction, scale), scale, rule, diff)
+    out = _record([input], _total(elems, reduction, scale), scale, rule, diff)
+    _replay_loss(
+        op, out, parts, (x, y), (input, target if _is_tensor(target, input) else None), reduction, scale, (slope,)
+    )
+    return out
+
+
+def _hinge_parts(margin: float, x: Array, y: Array) -> tuple[Array, Array]:
+    """``(elements, slope)`` of :func:`hinge_embedding_loss`."""
+    dt = x.dtype.type
+    not_pos, not_neg = y != 1, y != -1
+    inner = dt(margin) - x
+    elems = np.where(not_pos, np.maximum(inner, dt(0)), dt(0)) + np.where(not_neg, x, dt(0))
+    slope = _as_array(not_neg.astype(x.dtype) - (not_pos & (inner >= 0)), dtype=x.dtype)  # 0-d: an array
+    return elems, slope
 
 
 @typed_as(_sig.triplet_margin_loss)
