@@ -24,6 +24,7 @@ import numpy as np
 
 from gradtape import _torch_ops
 from gradtape import ops as _ops
+from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.errors import ShapeError
 from gradtape.ops import select as _select
@@ -531,12 +532,17 @@ def unique(
     x = _tensor("unique", input)
     if dim is not None:
         raise NotImplementedError("unique: dim= (unique slices) is not supported; pass dim=None")
+    if _tp._recorder is not None:
+        _tp._recorder.refuse(
+            f"calls unique on a tensor of shape {tuple(x.shape)}: its output's shape comes from the values, which "
+            "a replay would not read again; call it outside the captured function"
+        )
     vals, inverse, counts = np.unique(_arrays.into_memory_of(x.data, None), return_inverse=True, return_counts=True)
     out = [x._like(_arrays.into_memory_of(vals.astype(x.dtype), x.data))]
     if return_inverse:
-        out.append(index_tensor(x, inverse.reshape(x.shape)))
+        out.append(index_tensor(x, inverse.reshape(x.shape), "unique"))
     if return_counts:
-        out.append(index_tensor(x, counts))
+        out.append(index_tensor(x, counts, "unique"))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -555,8 +561,19 @@ def searchsorted(
     if seq.ndim != 1:
         raise ShapeError(f"searchsorted: sorted_sequence must be 1-D here, got shape {seq.shape}")
     which = side if side is not None else ("right" if right else "left")
+    if seq.data.__class__ is np.ndarray and isinstance(input, Tensor) and input.data.__class__ is np.ndarray:
+        out: Tensor[Any, NoneTape] = untraced(
+            "searchsorted", seq, (seq, input), _searchsorted, seq.data, input.data, which
+        )
+        return out  # a capture's replay searches again
     vals = _arrays.into_memory_of(input.data, None) if isinstance(input, Tensor) else np.asarray(input)
-    return index_tensor(seq, np.searchsorted(_arrays.into_memory_of(seq.data, None), vals, side=which))  # type: ignore[call-overload]
+    return index_tensor(seq, _searchsorted(_arrays.into_memory_of(seq.data, None), vals, which), "searchsorted")
+
+
+def _searchsorted(seq: Array, vals: Any, side: str) -> Array:
+    """``np.searchsorted(seq, vals, side=side)`` as int64."""
+    out: Array = np.asarray(np.searchsorted(seq, vals, side=side), np.int64)  # type: ignore[call-overload]
+    return out
 
 
 def bucketize(input: Tensor[Any, Any], boundaries: Tensor[Any, Any], *, right: bool = False) -> Tensor[Any, NoneTape]:
@@ -571,14 +588,12 @@ def bucketize(input: Tensor[Any, Any], boundaries: Tensor[Any, Any], *, right: b
     b = _tensor("bucketize", boundaries, "boundaries")
     if b.ndim != 1:
         raise ShapeError(f"bucketize: boundaries must be 1-D, got shape {b.shape}")
-    return index_tensor(
-        x,
-        np.searchsorted(
-            _arrays.into_memory_of(b.data, None),
-            _arrays.into_memory_of(x.data, None),
-            side="right" if right else "left",
-        ),
-    )
+    side = "right" if right else "left"
+    if x.data.__class__ is np.ndarray and b.data.__class__ is np.ndarray:
+        out: Tensor[Any, NoneTape] = untraced("bucketize", x, (x, b), _searchsorted, b.data, x.data, side)
+        return out  # a capture's replay searches again
+    bd, xd = _arrays.into_memory_of(b.data, None), _arrays.into_memory_of(x.data, None)
+    return index_tensor(x, _searchsorted(bd, xd, side), "bucketize")
 
 
 def diff(input: Tensor[Any, T], n: int = 1, dim: int = -1) -> Tensor[Any, T]:

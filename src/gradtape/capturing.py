@@ -90,12 +90,14 @@ PyTorch's), ``index_select``, ``argmax``/``argmin`` along a dim (so ``max(x, dim
 parameters, integer casts and arithmetic, the logical ops, ``any``/``all``, ``norm``,
 ``normalize``, ``cosine_similarity``, ``cdist``, ``einsum``, ``one_hot`` with
 ``num_classes``, the BCE, KL, Poisson, margin-ranking, hinge and cosine embedding losses,
-``cross_entropy`` with label smoothing, ``ignore_index`` or ``reduction="none"``; not yet
-``diag``, ``index_add``, ``scatter_add``, ``repeat_interleave``, ``prelu``, adaptive max
-pooling, the triplet and Gaussian NLL losses, losses with class weights:
-``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 417 of its 449;
-ops whose output shape comes from the values, ``nonzero``, ``unique``, ``masked_select`` and
-bool-mask indexing, never replay); a hand-written backward
+``cross_entropy`` with label smoothing, ``ignore_index`` or ``reduction="none"``, ``prelu``,
+``searchsorted``, ``bucketize``, ``diag`` of a matrix, ``repeat_interleave`` by a number; not
+yet ``diag`` of a vector, ``index_add``, ``scatter_add``, adaptive max pooling, the triplet and
+Gaussian NLL losses, losses with class weights:
+``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 429 of its 449;
+ops whose result comes from values through the host, ``nonzero``, ``unique``,
+``masked_select``, bool-mask indexing and ``one_hot`` without ``num_classes``, never replay:
+each refuses, naming itself); a hand-written backward
 closure that reads an array of its own (one reading its op's input and output tensors replays
 as it is); tensor hooks, anomaly mode, ``retain_graph``, ``create_graph`` (a first-order functional pass,
 ``torch.autograd.grad`` or TensorFlow's ``tape.gradient``, replays), MPI communication; a call

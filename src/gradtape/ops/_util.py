@@ -582,10 +582,21 @@ def _name_of(fn: Any) -> str:
     return str(getattr(fn, "__name__", type(fn).__name__)).lstrip("_")
 
 
-def index_tensor(like: Tensor[Any, Any], index: Any) -> Tensor[Any, Any]:
+def index_tensor(like: Tensor[Any, Any], index: Any, from_values: str | None = None) -> Tensor[Any, Any]:
     """A host integer array (or list) as an untraced int64 tensor on ``like``'s device: the
-    GPU's index ops take device indices."""
+    GPU's index ops take device indices. Inside a call :func:`gradtape.capture` records, it is
+    host data: a constant of the plan once a second recording, on other arguments, makes it
+    with the same values (indices from shapes). ``from_values``: the op (``nonzero``,
+    ``searchsorted``, ...) computed ``index`` from tensor values, which a replay would not
+    read again: the capture is refused, naming it (two recordings could agree by chance)."""
     out: Tensor[Any, Any] = like._like(_arrays.into_memory_of(np.asarray(index, np.int64), like.data))
+    if _tp._recorder is not None:
+        if from_values is not None:
+            _tp._recorder.refuse(
+                f"calls {from_values}, whose result (of shape {tuple(out.shape)}) is computed on the host from "
+                "tensor values, which a replay would not read again; call it outside the captured function"
+            )
+        _tp._recorder.host_tensor(out)
     return out
 
 

@@ -231,13 +231,18 @@ def getitem(a: Any, key: Any) -> Any:
     out = a._from_op(y, tape)
     if not advanced and _tp._recorder is not None:  # a view (of a parameter: read where it lives)
         _tp._recorder.read(a)
-    if advanced and _tp._recorder is not None and not any(_is_array(j) and j.dtype == np.bool_ for j in k):
-        # integer index arrays (a bool mask's result changes shape with its values: not replayed);
-        # those made from Python lists are constants of the plan
-        for given, j in zip(key if isinstance(key, tuple) else (key,), k, strict=False):
-            if isinstance(given, list) and isinstance(j, np.ndarray):
-                _tp._recorder.constant(j)
-        replayable("getitem", y, refill, (operator.getitem, x, k), tuple(tensors), tape, True)
+    if advanced and _tp._recorder is not None:
+        if any(_is_array(j) and j.dtype == np.bool_ for j in k):  # the result's shape comes from the mask's values
+            _tp._recorder.refuse(
+                f"indexes a tensor of shape {x.shape} with a boolean mask (x[mask], masked_select): the result's "
+                "shape comes from the mask's values, which a replay would not read again; use where(mask, x, 0) "
+                "or masked_fill, whose shape is fixed"
+            )
+        else:  # integer index arrays; those made from Python lists are constants of the plan
+            for given, j in zip(key if isinstance(key, tuple) else (key,), k, strict=False):
+                if isinstance(given, list) and isinstance(j, np.ndarray):
+                    _tp._recorder.constant(j)
+            replayable("getitem", y, refill, (operator.getitem, x, k), tuple(tensors), tape, True)
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
 

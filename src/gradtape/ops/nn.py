@@ -751,6 +751,8 @@ def prelu(x: Any, weight: Any) -> Any:
     y = np.where(pos, xd, wb * xd)
     tape = op_tape(x, wt)
     out = x._from_op(y, tape)
+    if _tp._recorder is not None:  # the backward reads pos, which a replay rewrites
+        replayable("prelu", y, _prelu_into, (xd, wb, pos), (x, wt), tape, True, (pos,))
     if tape is not NONE_TAPE:
         xid, wid, w_leaf = x.id, wt.id, wt._leaf
         zero = xd.dtype.type(0)
@@ -769,6 +771,13 @@ def prelu(x: Any, weight: Any) -> Any:
 
         record(tape, out, prelu_backward, prelu_diff)
     return out
+
+
+def _prelu_into(y: Array, xd: Array, wb: Array, pos: Array) -> None:
+    """:func:`prelu`'s forward again (a capture's replay): the sign mask into ``pos``, the
+    output into ``y``."""
+    np.greater(xd, 0, out=pos)
+    np.copyto(y, np.where(pos, xd, wb * xd))
 
 
 def glu(input: Tensor[Any, T], dim: int = -1) -> Tensor[Any, T]:

@@ -1004,5 +1004,7 @@ def nonzero(input: Tensor[Any, Any], *, as_tuple: bool = False) -> Any:
     host = _arrays.into_memory_of(input.data, None)
     idx = np.nonzero(host)
     if as_tuple:
-        return tuple(index_tensor(input, i) for i in idx)
-    return index_tensor(input, np.stack(idx, axis=1) if idx else np.zeros((1 if host.size else 0, 0), np.int64))
+        return tuple(index_tensor(input, i, "nonzero") for i in idx)
+    return index_tensor(
+        input, np.stack(idx, axis=1) if idx else np.zeros((1 if host.size else 0, 0), np.int64), "nonzero"
+    )
