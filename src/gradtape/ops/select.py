@@ -32,6 +32,7 @@ for a dim out of range and shapes that do not fit, ``IndexError`` for an index o
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -209,6 +210,13 @@ def _take_lin(a: Tensor[Any, Any], lin: Array, again: tuple[str, Any, tuple[Any,
     return out
 
 
+def _put_lin_into(y: Array, x: Array, lin: Array, shape: tuple[int, ...], make: Any, args: tuple[Any, ...]) -> None:
+    """:func:`_put_lin` again: the positions made again from the indices, then ``x`` added
+    there into zeros."""
+    np.copyto(lin, make(*args))
+    np.copyto(y, _bincount(lin, x, shape, x.dtype))
+
+
 def _take_lin_into(y: Array, x: Array, lin: Array, make: Any, args: tuple[Any, ...]) -> None:
     """:func:`_take_lin` again: the positions made again from the indices, then ``x`` read
     there into ``y``."""
@@ -216,13 +224,22 @@ def _take_lin_into(y: Array, x: Array, lin: Array, make: Any, args: tuple[Any, .
     np.copyto(y, x.reshape(-1)[lin])
 
 
-def _put_lin(t: Tensor[Any, Any], lin: Array, shape: tuple[int, ...]) -> Any:
+def _put_lin(
+    t: Tensor[Any, Any], lin: Array, shape: tuple[int, ...], again: tuple[str, Any, tuple[Any, ...]] | None = None
+) -> Any:
     """Zeros of ``shape`` with ``t`` (of ``lin``'s shape) added at the flat positions ``lin``.
 
-    First rule: the output's gradient read at ``lin``; second rule: :func:`_take_lin`."""
+    First rule: the output's gradient read at ``lin``; second rule: :func:`_take_lin`.
+    ``again``: as :func:`_take_lin`'s, the positions made again from the indices at each
+    replay of :func:`gradtape.capture`."""
     x = t.data
     tape = op_tape(t)
     out = t._from_op(_bincount(lin, x, shape, x.dtype), tape)
+    if again is not None and _tp._recorder is not None:
+        op, make, args = again
+        srcs = tuple(v for v in args if hasattr(v, "tape"))
+        arrays = tuple(v.data if hasattr(v, "tape") else v for v in args)
+        replayable(op, out.data, _put_lin_into, (x, lin, shape, make, arrays), (t, *srcs), tape, True, (lin,))
     if tape is not NONE_TAPE:
         tid = t.id
 
@@ -573,17 +590,26 @@ def scatter_add(input: Tensor[S, T], dim: int, index: Any, src: Tensor[Any, Any]
     _fits("scatter_add", idx.shape, x.shape, d, "input")
     lin = _along(idx, d, x.shape)
     part = src if s.shape == idx.shape else _take_lin(src, _grid(idx.shape, s.shape, like=idx))
-    return _add_at(input, part, lin)  # type: ignore[no-any-return]
+    make = functools.partial(_scatter_positions, "scatter_add", x.shape, d)
+    return _add_at(input, part, lin, ("scatter_add", make, (index,)))  # type: ignore[no-any-return]
 
 
-def _add_at(input: Tensor[Any, Any], part: Tensor[Any, Any], lin: Array) -> Any:
-    """``input`` plus ``part`` added at the flat positions ``lin`` (recorded for floats)."""
+def _scatter_positions(op: str, shape: tuple[int, ...], d: int, index: Any) -> Array:
+    """The flat positions :func:`scatter_add` adds at, from the index (checked again)."""
+    return _along(_index(op, index, shape, shape[d] if len(shape) else 1, d), d, shape)
+
+
+def _add_at(
+    input: Tensor[Any, Any], part: Tensor[Any, Any], lin: Array, again: tuple[str, Any, tuple[Any, ...]] | None = None
+) -> Any:
+    """``input`` plus ``part`` added at the flat positions ``lin`` (recorded for floats;
+    ``again``: see :func:`_put_lin`)."""
     x = input.data
     if x.dtype.kind != "f":  # integers: exact, and never differentiated
         out = x.copy()
         _arrays.add_at(out.reshape(-1), lin.reshape(-1), part.data.reshape(-1))
         return input._like(out)
-    return input + _put_lin(part, lin, x.shape)
+    return input + _put_lin(part, lin, x.shape, again)
 
 
 def index_add(input: Tensor[S, T], dim: int, index: Any, source: Tensor[Any, Any], alpha: float = 1) -> Tensor[S, T]:
@@ -622,10 +648,17 @@ def index_add(input: Tensor[S, T], dim: int, index: Any, source: Tensor[Any, Any
         raise TypeError(f"index_add: alpha must be a number, got {alpha!r}")
     if x.dtype.kind != "f" and not is_int(alpha):
         raise TypeError(f"index_add: alpha must be an int for an input of dtype {x.dtype}, got {alpha!r}")
-    shape_b = (1,) * d + (idx.size,) + (1,) * (x.ndim - d - 1)
-    lin = _along(np.broadcast_to(idx.reshape(shape_b), s.shape), d, x.shape)
+    make = functools.partial(_index_add_positions, x.shape, s.shape, d)
+    lin = make(index)
     part = source if alpha == 1 else source * alpha
-    return _add_at(input, part, lin)  # type: ignore[no-any-return]
+    return _add_at(input, part, lin, ("index_add", make, (index,)))  # type: ignore[no-any-return]
+
+
+def _index_add_positions(shape: tuple[int, ...], src_shape: tuple[int, ...], d: int, index: Any) -> Array:
+    """The flat positions :func:`index_add` adds at, from the 1-D index (checked again)."""
+    idx = _index("index_add", index, shape, shape[d], d).reshape(-1)
+    shape_b = (1,) * d + (idx.size,) + (1,) * (len(shape) - d - 1)
+    return _along(np.broadcast_to(idx.reshape(shape_b), src_shape), d, shape)
 
 
 # ----- masked_fill / one_hot ---------------------------------------------------------------
