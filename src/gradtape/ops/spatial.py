@@ -44,6 +44,7 @@ from gradtape.ops._util import (
     pad_pairs,
     positive_int,
     record_unary,
+    refill_all,
     replayable,
     spatial_rank,
     spatial_size,
@@ -528,18 +529,8 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
     xd = float_data(op, input)
     p, h, w, oh, ow = _adaptive_geometry(op, xd, output_size)
     lead = xd.shape[:-2]
-    planes = xd.reshape(p, h, w)
-    y = _arrays.empty((p, oh, ow), xd.dtype, xd)
-    idx = _arrays.empty((p, oh, ow), np.int64, xd)
-    rows = _arrays.arange(p, xd)
-    for i, (hs, he) in enumerate(_bins(h, oh)):
-        for j, (ws, we) in enumerate(_bins(w, ow)):
-            win = planes[:, hs:he, ws:we].reshape(p, (he - hs) * (we - ws))
-            nan = np.isnan(win)
-            k = np.where(nan.any(axis=1), nan.argmax(axis=1), win.argmax(axis=1)) if win.size else 0
-            y[:, i, j] = win[rows, k] if win.size else 0
-            idx[:, i, j] = (hs + k // (we - ws)) * w + ws + k % (we - ws)
-    idx32 = idx.astype(np.int32)
+    geometry = (p, h, w, oh, ow)
+    y, idx, idx32 = _adaptive_max_forward(xd, geometry)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
         grads._accum(i, _kp.scatter_add(g.reshape(p, oh, ow), idx32, (h, w)).reshape(xd.shape))
@@ -553,9 +544,31 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
         return scatter_into(g.reshape((-1,)), (p * h * w,), 0, flat).reshape(xd.shape)
 
     values = record_unary(input, y.reshape(*lead, oh, ow), rule, diff=diff)
+    if _tp._recorder is not None:  # the rules read the arg-max positions: a replay refreshes them
+        again = ((idx, idx32), _adaptive_max_forward, (xd, geometry))
+        replayable(op, y, refill_all, again, (input,), values.tape, True, (idx, idx32))
     if return_indices:
         return MaxIndices(values, input._like(idx.reshape(*lead, oh, ow)))
     return values
+
+
+def _adaptive_max_forward(xd: Array, geometry: tuple[int, int, int, int, int]) -> tuple[Array, Array, Array]:
+    """:func:`adaptive_max_pool2d`'s ``(values, arg-max positions, the same as int32)`` over
+    ``p`` planes of ``h x w`` in ``oh x ow`` bins (the first element of a bin wins a tie, a
+    NaN wins)."""
+    p, h, w, oh, ow = geometry
+    planes = xd.reshape(p, h, w)
+    y = _arrays.empty((p, oh, ow), xd.dtype, xd)
+    idx = _arrays.empty((p, oh, ow), np.int64, xd)
+    rows = _arrays.arange(p, xd)
+    for i, (hs, he) in enumerate(_bins(h, oh)):
+        for j, (ws, we) in enumerate(_bins(w, ow)):
+            win = planes[:, hs:he, ws:we].reshape(p, (he - hs) * (we - ws))
+            nan = np.isnan(win)
+            k = np.where(nan.any(axis=1), nan.argmax(axis=1), win.argmax(axis=1)) if win.size else 0
+            y[:, i, j] = win[rows, k] if win.size else 0
+            idx[:, i, j] = (hs + k // (we - ws)) * w + ws + k % (we - ws)
+    return y, idx, idx.astype(np.int32)
 
 
 # ----- pixel shuffle -----------------------------------------------------------------------

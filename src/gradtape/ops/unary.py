@@ -27,7 +27,15 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
-from gradtape.ops._util import float_data, record_unary, record_zero_gradient, refill, replayable, untraced
+from gradtape.ops._util import (
+    cast_untraced,
+    float_data,
+    record_unary,
+    record_zero_gradient,
+    refill,
+    replayable,
+    untraced,
+)
 from gradtape.ops.binary import record_scalar
 from gradtape.ops.declare import elementwise, number
 from gradtape.tape import NONE_TAPE, op_tape
@@ -350,7 +358,7 @@ def _int_pow(a: Tensor[S, T], p: object) -> Tensor[S, T]:
             replayable("pow", out.data, refill, (_int_power, x, int(p)), (a,), NONE_TAPE)
         return out  # type: ignore[no-any-return]
     q = number("pow", "exponent p", p)
-    return pow(a._from_op(x.astype(np.float32), NONE_TAPE), q)
+    return pow(cast_untraced(a, np.dtype(np.float32)), q)  # a capture's replay casts again
 
 
 def _int_power(x: Array, p: int) -> Array:
