@@ -1423,26 +1423,9 @@ def triplet_margin_loss(
     _same_inputs(op, ("anchor", "positive", "negative"), (anchor, positive, negative), (1, 2))
     a, pv, nv = anchor.data, positive.data, negative.data
     dt = a.dtype.type
-
-    def dist(u: Array, v: Array) -> tuple[Array, Array]:
-        d = u - v + dt(eps)
-        n = np.sqrt((d * d).sum(-1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            unit = np.where(n[..., None] > 0, d / n[..., None], dt(0))
-        return n, unit
-
-    n_ap, u_ap = dist(a, pv)
-    n_an, u_an = dist(a, nv)
-    if swap:
-        n_pn, u_pn = dist(pv, nv)
-        w_an = np.where(n_an < n_pn, dt(1), np.where(n_an == n_pn, dt(0.5), dt(0)))
-        n_neg = np.minimum(n_an, n_pn)
-    else:
-        n_pn, u_pn, w_an, n_neg = n_an, u_an, np.ones_like(n_an), n_an
-    w_pn = 1 - w_an
-    v = dt(margin) + n_ap - n_neg
-    active = (v >= 0).astype(a.dtype)
-    scale = _scale(op, v, reduction)
+    parts = functools.partial(_triplet_parts, float(margin), float(eps), bool(swap))
+    elems, active, u_ap, u_an, u_pn, w_an, w_pn = parts(a, pv, nv)
+    scale = _scale(op, active, reduction)
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
         k = (active * c)[..., None]
@@ -1467,7 +1450,37 @@ def triplet_margin_loss(
         gn = (uan + side) * k if side is not None else uan * k
         return ga, gp, gn
 
-    return _record([anchor, positive, negative], _total(np.maximum(v, dt(0)), reduction, scale), scale, rule, diff)
+    out = _record([anchor, positive, negative], _total(elems, reduction, scale), scale, rule, diff)
+    saved = (active, u_ap, u_an, u_pn, w_an, w_pn)
+    _replay_loss(op, out, parts, (a, pv, nv), (anchor, positive, negative), reduction, scale, saved)
+    return out
+
+
+def _triplet_parts(margin: float, eps: float, swap: bool, a: Array, pv: Array, nv: Array) -> tuple[Array, ...]:
+    """``(elements, active, u_ap, u_an, u_pn, w_an, w_pn)`` of :func:`triplet_margin_loss`:
+    the unit difference vectors of the three distances, which negative distance each sample
+    uses (``w_an``, ``w_pn = 1 - w_an``; ties share) and where the hinge is active."""
+    dt = a.dtype.type
+
+    def dist(u: Array, v: Array) -> tuple[Array, Array]:
+        d = u - v + dt(eps)
+        n = np.sqrt((d * d).sum(-1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            unit = np.where(n[..., None] > 0, d / n[..., None], dt(0))
+        return n, unit
+
+    n_ap, u_ap = dist(a, pv)
+    n_an, u_an = dist(a, nv)
+    if swap:
+        n_pn, u_pn = dist(pv, nv)
+        w_an = np.where(n_an < n_pn, dt(1), np.where(n_an == n_pn, dt(0.5), dt(0)))
+        n_neg = np.minimum(n_an, n_pn)
+    else:
+        u_pn, w_an, n_neg = u_an.copy(), np.ones_like(n_an), n_an
+    v = dt(margin) + n_ap - n_neg
+    active = (v >= 0).astype(a.dtype)
+    arrays = (np.maximum(v, dt(0)), active, u_ap, u_an, u_pn, w_an, 1 - w_an)
+    return tuple(_as_array(x, dtype=a.dtype) for x in arrays)  # 1-D inputs: 0-d arrays
 
 
 # ----- likelihood losses --------------------------------------------------------------------
