@@ -151,4 +151,4 @@ def test_most_ops_replay() -> None:
         replayed["no_grad"] += _inference(expr).replays > 0
         replayed["training"] += _training(expr).replays > 0
     print(f"rows replayed of {len(ROWS)}: {replayed}")
-    assert replayed["no_grad"] >= 439 and replayed["training"] >= 439  # measured when written (was 329, 309)
+    assert replayed["no_grad"] >= 440 and replayed["training"] >= 440  # measured when written (was 329, 309)

@@ -93,8 +93,8 @@ parameters, integer casts and arithmetic, the logical ops, ``any``/``all``, ``no
 ``cross_entropy`` with label smoothing, ``ignore_index`` or ``reduction="none"``, ``prelu``,
 ``searchsorted``, ``bucketize``, ``diag``, ``repeat_interleave`` by a number, ``index_add``
 and ``scatter_add`` (their positions computed again from the index at each replay), adaptive
-max pooling, the triplet loss; not yet the Gaussian NLL loss, losses with class weights:
-``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 439 of its 449;
+max pooling, the triplet and Gaussian NLL losses; not yet losses with class weights:
+``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 440 of its 449;
 ops whose result comes from values through the host, ``nonzero``, ``unique``,
 ``masked_select``, bool-mask indexing and ``one_hot`` without ``num_classes``, never replay:
 each refuses, naming itself); a hand-written backward

@@ -1551,14 +1551,11 @@ def gaussian_nll_loss(
                 f"{op}: var of shape {vshape} is of incorrect size for input of shape {x.shape}: it must be the "
                 "input's shape, the input's shape without its last axis, or have one axis of size 1"
             )
-    if (vd < 0).any():
-        raise ValueError(f"{op}: var has negative entries (var of shape {vshape})")
     scale = _scale(op, x, reduction)
-    v = np.maximum(vd, dt(eps))
-    d = x - t
-    elems = dt(0.5) * (np.log(v) + d * d / v)
-    if full:
-        elems = elems + dt(0.5 * math.log(2 * math.pi))
+    if vt is None and _tp._recorder is not None:  # a var made on the host: a constant checked by a second recording
+        _tp._recorder.host_array(vd)
+    parts = functools.partial(_gaussian_nll_parts, float(eps), bool(full))
+    elems, v, d = parts(x, t, vd)
     axes = tuple(i for i, (m, n) in enumerate(zip(x.shape, vd.shape, strict=True)) if m != n)
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, ...]:
@@ -1586,7 +1583,27 @@ def gaussian_nll_loss(
             gv = gv.reshape(vshape)
         return gx, -gx, gv
 
-    return _record([input, tt, vt], _total(elems, reduction, scale), scale, rule, diff)
+    out = _record([input, tt, vt], _total(elems, reduction, scale), scale, rule, diff)
+    _replay_loss(op, out, parts, (x, t, vd), (input, tt, vt), reduction, scale, (v, d))
+    return out
+
+
+def _gaussian_nll_parts(eps: float, full: bool, x: Array, t: Array, vd: Array) -> tuple[Array, Array, Array]:
+    """``(elements, clamped var, x - t)`` of :func:`gaussian_nll_loss`, after its check of the
+    var (which a capture's replay makes too).
+
+    Raises:
+        ValueError: ``vd`` has negative entries.
+    """
+    if (vd < 0).any():
+        raise ValueError(f"gaussian_nll_loss: var has negative entries (var of shape {vd.shape})")
+    dt = x.dtype.type
+    v = _as_array(np.maximum(vd, dt(eps)))
+    d = _as_array(x - t)
+    elems = dt(0.5) * (np.log(v) + d * d / v)
+    if full:
+        elems = elems + dt(0.5 * math.log(2 * math.pi))
+    return elems, v, d
 
 
 @typed_as(_sig.poisson_nll_loss)
