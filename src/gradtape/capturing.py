@@ -268,15 +268,7 @@ class _Recorder:
         """A tensor was made from host data (``dev.tensor(np.arange(n))``, ``Tensor(array,
         dev)``): its array is a constant of the plan if a second recording, on other
         arguments, makes it with the same values (see :class:`Captured`)."""
-        if threading.get_ident() != self.thread or self.calling:
-            return
-        d = t.data
-        if d.__class__ is not np.ndarray:
-            return
-        r = _root(d)
-        if id(r) not in self.known:
-            self.known[id(r)] = r
-            self.hosts.append(r)
+        self.host_array(t.data)
 
     def made_anew(self, *objs: Any) -> None:
         """Each replay makes these objects' contents anew before a backward reads them (a
@@ -286,9 +278,10 @@ class _Recorder:
             self.rebuilt.update(id(o) for o in objs)
 
     def host_array(self, a: Array) -> None:
-        """A numpy array made inside the call is held by an op (``gradtape.checkpoint``'s
-        arguments: a causal mask): a constant of the plan if a second recording, on other
-        arguments, holds one with the same values (as :meth:`host_tensor`)."""
+        """A numpy array made inside the call from host data (a tensor's, see
+        :meth:`host_tensor`; or held by an op: ``gradtape.checkpoint``'s arguments, a causal
+        mask): a constant of the plan if a second recording, on other arguments, holds one
+        with the same values. GPU arrays are left to the kernels' refusal."""
         if threading.get_ident() != self.thread or self.calling or a.__class__ is not np.ndarray:
             return
         r = _root(a)

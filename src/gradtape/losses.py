@@ -98,6 +98,18 @@ def _is_tensor(value: object, like: Tensor[Any, Any]) -> bool:
     return value.__class__ is like.__class__
 
 
+def _source(value: object, like: Tensor[Any, Any]) -> Any:
+    """``value`` if it is a tensor (a target, a label tensor made before a captured call: a
+    capture's recorder reads and guards its array), else ``None``."""
+    return value if _is_tensor(value, like) else None
+
+
+def _scale_box(scale: float, x: Array) -> Any:
+    """A loss's gradient scale that depends on the targets (the mean's ``1 / sum(weight[t])``)
+    as a 0-d array a capture's replay refreshes, where a recorder runs; else the float."""
+    return _as_array(scale, dtype=x.dtype) if _tp._recorder is not None and x.__class__ is np.ndarray else scale
+
+
 def _target(op: str, input: Tensor[Any, Any], target: object, what: str = "target") -> tuple[Array, Any]:
     """``(target's data, target tensor or None)``: a float tensor must have the input's dtype
     and may be traced (then it gets a gradient); an integer or bool tensor, like an
@@ -657,9 +669,7 @@ def nll_loss(
     value, scale = _class_reduce(op, (-(wrow * rows[at, safe])).reshape(batch), reduction, wrow.sum(), x)
     q = _arrays.zeros(rows.shape, x.dtype, x)  # the weighted one-hot rows: the gradient is -q * c
     q[at, safe] = wrow
-    # the mean's 1 / sum(weight[t]) as a 0-d array, which a replay refreshes with q (the kept
-    # targets, and so the scale, change with the targets)
-    sbox: Any = _as_array(scale, dtype=x.dtype) if _tp._recorder is not None and x.__class__ is np.ndarray else scale
+    sbox = _scale_box(scale, x)  # the scale changes with the kept targets: a replay refreshes it
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array]:
         return (_unrows(q * -_per_row(c, batch), x.shape),)
@@ -670,7 +680,7 @@ def nll_loss(
     out = _record([input], value, sbox, rule, diff)
     if _tp._recorder is not None and w is None:
         args = (x, t, classes, ignore_index, reduction, q, sbox)
-        sources = (input, target if _is_tensor(target, input) else None)  # a target tensor made before is read
+        sources = (input, _source(target, input))
         replayable(op, out.data, _nll_into, args, sources, out.tape, True, (q, sbox))
     return out
 
@@ -780,8 +790,7 @@ def cross_entropy(
     parts = functools.partial(_ce_parts, probs, eps, classes, ignore_index, w, red)
     value, scale, logp, q, qsum = parts(x, t)
     batch = _batch_shape(x.shape)
-    # the mean's 1 / sum(weight[t]) as a 0-d array a replay refreshes (it changes with the ignored targets)
-    sbox: Any = _as_array(scale, dtype=x.dtype) if _tp._recorder is not None and x.__class__ is np.ndarray else scale
+    sbox = _scale_box(scale, x)  # the scale changes with the kept targets: a replay refreshes it
     ax = 0 if x.ndim == 1 else 1
     wb = None if w is None else w.reshape((classes,) + (1,) * max(x.ndim - 2, 0))  # broadcast along axis 1
 
@@ -821,7 +830,7 @@ def cross_entropy(
 
     out = _record([input, t_tensor], value, sbox, rule, diff)
     if _tp._recorder is not None and w is None:  # a class weight: not replayed yet
-        sources = (input, target if _is_tensor(target, input) else None)  # a target tensor is read
+        sources = (input, _source(target, input))
         saved = (logp, q, qsum, sbox)
         replayable(op, out.data, _ce_into, (parts, x, t, saved), sources, out.tape, True, saved)
     return out
@@ -894,7 +903,7 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str, tar
     out = _record([logits], total * scale, scale, rule, diff)
     if _tp._recorder is not None:
         args = (x, t, scale, p, fresh)
-        sources = (logits, target if _is_tensor(target, logits) else None)  # a target tensor made before is read
+        sources = (logits, _source(target, logits))
         replayable("cross_entropy", out.data, _index_cross_entropy_into, args, sources, out.tape, True, (p,))
     return out
 
@@ -1245,7 +1254,7 @@ def cosine_embedding_loss(
         return (bt / d - cs * at / n1) * k, (at / d - cs * bt / n2) * k
 
     out = _record([input1, input2], _total(elems, reduction, scale), scale, rule, diff)
-    sources = (input1, input2, target if _is_tensor(target, input1) else None)
+    sources = (input1, input2, _source(target, input1))
     _replay_loss(op, out, parts, (a, b, y), sources, reduction, scale, (m1, m2, den, cos, coef))
     return out
 
@@ -1361,9 +1370,7 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction
         return (g * g._like(slope * dt(scale)),)
 
     out = _record([input], _total(elems, reduction, scale), scale, rule, diff)
-    _replay_loss(
-        op, out, parts, (x, y), (input, target if _is_tensor(target, input) else None), reduction, scale, (slope,)
-    )
+    _replay_loss(op, out, parts, (x, y), (input, _source(target, input)), reduction, scale, (slope,))
     return out
 
 

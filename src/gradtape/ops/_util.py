@@ -554,7 +554,7 @@ def record_unary(
         _tp._recorder.read(a)
         if again is not None:
             fresh = all(v is a.data or v is data or not isinstance(v, np.ndarray) for v in saved)
-            replayable(_name_of(again[0]), out.data, refill, again, (a,), tape, train=fresh)
+            replayable(op_name_of(again[0]), out.data, refill, again, (a,), tape, train=fresh)
     if tape is not NONE_TAPE:
         aid, oid = a.id, out.id
 
@@ -578,7 +578,9 @@ def untraced(op: str, like: Tensor[Any, Any], sources: tuple[Any, ...], fn: Call
     return out
 
 
-def _name_of(fn: Any) -> str:
+def op_name_of(fn: Any) -> str:
+    """An op's name for the recorder's messages, from its forward function (``np.tril``:
+    ``tril``; ``_rolled``: ``rolled``)."""
     return str(getattr(fn, "__name__", type(fn).__name__)).lstrip("_")
 
 

@@ -196,9 +196,7 @@ def _take_lin(a: Tensor[Any, Any], lin: Array, again: tuple[str, Any, tuple[Any,
     tape = op_tape(a)
     out = a._from_op(x.reshape(-1)[lin], tape)
     if again is not None and _tp._recorder is not None:
-        op, make, args = again
-        srcs = tuple(v for v in args if hasattr(v, "tape"))
-        arrays = tuple(v.data if hasattr(v, "tape") else v for v in args)
+        op, make, arrays, srcs = _positions_again(again)
         replayable(op, out.data, _take_lin_into, (x, lin, make, arrays), (a, *srcs), tape, True, (lin,))
     if tape is not NONE_TAPE:
         aid, shape, dtype = a.id, x.shape, x.dtype
@@ -215,6 +213,15 @@ def _put_lin_into(y: Array, x: Array, lin: Array, shape: tuple[int, ...], make: 
     there into zeros."""
     np.copyto(lin, make(*args))
     np.copyto(y, _bincount(lin, x, shape, x.dtype))
+
+
+def _positions_again(again: tuple[str, Any, tuple[Any, ...]]) -> tuple[str, Any, tuple[Any, ...], tuple[Any, ...]]:
+    """``(op, make, arrays, sources)`` of an ``again = (op, make, args)`` of :func:`_take_lin`
+    or :func:`_put_lin`: the index tensors among ``args`` as their arrays (what a replay's
+    ``make`` reads) and as the recorder's sources."""
+    op, make, args = again
+    srcs = tuple(v for v in args if hasattr(v, "tape"))
+    return op, make, tuple(v.data if hasattr(v, "tape") else v for v in args), srcs
 
 
 def _take_lin_into(y: Array, x: Array, lin: Array, make: Any, args: tuple[Any, ...]) -> None:
@@ -236,9 +243,7 @@ def _put_lin(
     tape = op_tape(t)
     out = t._from_op(_bincount(lin, x, shape, x.dtype), tape)
     if again is not None and _tp._recorder is not None:
-        op, make, args = again
-        srcs = tuple(v for v in args if hasattr(v, "tape"))
-        arrays = tuple(v.data if hasattr(v, "tape") else v for v in args)
+        op, make, arrays, srcs = _positions_again(again)
         replayable(op, out.data, _put_lin_into, (x, lin, shape, make, arrays), (t, *srcs), tape, True, (lin,))
     if tape is not NONE_TAPE:
         tid = t.id

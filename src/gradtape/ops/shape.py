@@ -38,7 +38,7 @@ from gradtape._typing import SI, A, B, S, T, typed_as
 from gradtape.devices import _arrays
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.ops._signatures import shape as _sig
-from gradtape.ops._util import one_dim, refill, replayable, sum_to
+from gradtape.ops._util import one_dim, op_name_of, refill, replayable, sum_to
 from gradtape.shapes import AnyShape, Rank0, Rank1, Rank2, Rank3, sum_to_shape
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record, register_diff
 
@@ -149,7 +149,7 @@ def _record(
     if _tp._recorder is not None:  # a view of a parameter (W.T): the parameter is read, and guarded
         _tp._recorder.read(a)
         if again is not None:
-            replayable(getattr(again[0], "__name__", "op"), data, refill, again, (a,), tape, train=True)
+            replayable(op_name_of(again[0]), data, refill, again, (a,), tape, train=True)
     return out
 
 
