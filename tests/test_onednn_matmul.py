@@ -36,12 +36,24 @@ def f32(*shape: int) -> np.ndarray[Any, Any]:
 @pytest.fixture
 def forced() -> Iterator[None]:
     """oneDNN takes every eligible product from a low bound, whatever the machine's rule says."""
-    saved, bound = blas._MATMUL_CHOICE, om.MIN_MACS
-    blas._MATMUL_CHOICE, om.MIN_MACS = (True, "forced by the test"), 1
+    saved, bound, serial_bound = blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS
+    blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = (True, "forced by the test"), 1, 1
     try:
         yield
     finally:
-        blas._MATMUL_CHOICE, om.MIN_MACS = saved, bound
+        blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = saved, bound, serial_bound
+
+
+@pytest.fixture
+def forced_serial() -> Iterator[None]:
+    """oneDNN takes every eligible product on one-thread plans (every product is below
+    ``MIN_MACS``), whatever the machine's rule says."""
+    saved, bound, serial_bound = blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS
+    blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = (True, "forced by the test"), 1 << 40, 1
+    try:
+        yield
+    finally:
+        blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = saved, bound, serial_bound
 
 
 Pair = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
@@ -74,6 +86,84 @@ def test_plans_match_float64_products(case: str, forced: None) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     # blas.matmul, the one entry every op uses, routes it there
     np.testing.assert_array_equal(blas.matmul(a, b), got)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_one_thread_plans_match_float64_products(case: str, forced_serial: None) -> None:
+    """The plans small products get (made under one OpenMP thread, run on the caller's):
+    every layout, against float64, and routed there by ``blas.matmul``."""
+    a, b = CASES[case]()
+    p = om.plan(a, b, serial=True)
+    assert p is not None and p.serial, f"{case}: oneDNN did not take it"
+    got = p.run(a, b)
+    assert got is not None
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.shape == want.shape and got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_array_equal(blas.matmul(a, b), got)
+    out = np.full(want.shape, np.nan, np.float32)
+    assert om.matmul(a, b, out, serial=True) is out
+    np.testing.assert_array_equal(out, got)
+
+
+def test_one_thread_plans_leave_the_openmp_thread_count_as_it_was(forced_serial: None) -> None:
+    """Making a one-thread plan sets the calling thread's OpenMP count to 1 and back, also when
+    oneDNN refuses the geometry."""
+    lib = _od._load()
+    assert lib is not None and lib.omp is not None
+    set_threads, max_threads = lib.omp
+    before = max_threads()
+    assert om.plan(f32(24, 40), f32(40, 56), serial=True) is not None
+    assert max_threads() == before
+    set_threads(3)
+    try:
+        with pytest.raises(_od.OneDNNError), lib.one_thread():
+            assert max_threads() == 1
+            raise _od.OneDNNError("refused")
+        assert max_threads() == 3
+    finally:
+        set_threads(before)
+
+
+def test_the_routing_by_size() -> None:
+    """Where the machine's rule picks oneDNN: a product from ``SERIAL_MIN_MACS`` up to
+    ``MIN_MACS`` goes to a one-thread plan, a larger one to a plan on oneDNN's threads, a
+    smaller one to numpy (float64 ones too)."""
+    if not blas.matmul_choice()[0]:
+        pytest.skip(f"this machine's products stay on OpenBLAS: {blas.matmul_info()}")
+    small, mid, large = (f32(32, 32), f32(32, 32)), (f32(64, 128), f32(128, 128)), (f32(256, 256), f32(256, 256))
+    assert 64 * 128 * 128 < om.MIN_MACS and 64 * 128 * 128 >= om.SERIAL_MIN_MACS and 256**3 >= om.MIN_MACS
+    om._PLANS.clear()
+    np.testing.assert_array_equal(blas.matmul(*small), np.matmul(*small))
+    assert not om._PLANS
+    for (a, b), serial in ((mid, True), (large, False)):
+        got = blas.matmul(a, b)
+        p = om.plan(a, b, serial=serial)
+        assert p is not None and p.serial is serial
+        assert len(om._PLANS) == (1 if serial else 2)  # the call above made this very plan
+        np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+    a64 = mid[0].astype(np.float64)
+    np.testing.assert_array_equal(blas.matmul(a64, mid[1]), np.matmul(a64, mid[1]))
+
+
+def test_a_forked_child_leaves_products_to_numpy(forced_serial: None) -> None:
+    """oneDNN's OpenMP pool does not survive ``fork``: in the child the plans made before are
+    not used, and the product is numpy's."""
+    import os
+
+    a, b = f32(64, 32), f32(32, 48)
+    assert om.plan(a, b, serial=True) is not None
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and exit without running pytest's teardown
+        ok = om.plan(a, b, serial=True) is None and np.array_equal(blas.matmul(a, b), np.matmul(a, b))
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == b"1"
 
 
 @pytest.mark.parametrize(

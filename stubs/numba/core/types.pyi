@@ -5,3 +5,6 @@ float32: Any
 float64: Any
 int32: Any
 int64: Any
+intp: Any
+
+def Array(dtype: Any, ndim: int, layout: str) -> Any: ...

@@ -165,9 +165,10 @@ def matmul_info() -> str:
 def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     """``np.matmul(a, b, out=out)``, on one BLAS thread when each 2-D product has fewer than
     :data:`SMALL_MACS` multiply-adds (see the module docstring). A float32 product of
-    ``onednn_matmul.MIN_MACS`` multiply-adds or more runs on oneDNN instead where
-    :func:`matmul_choice` picks it (a machine whose OpenBLAS
-    kernels are older than its CPU), into ``out`` where given. numpy runs a batched product
+    ``onednn_matmul.SERIAL_MIN_MACS`` multiply-adds (times the batch) or more runs on oneDNN
+    instead where :func:`matmul_choice` picks it (a machine whose OpenBLAS kernels are older
+    than its CPU), into ``out`` where given: below ``onednn_matmul.MIN_MACS`` on the calling
+    thread alone, from it on oneDNN's threads. numpy runs a batched product
     as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
     the batch's. Same shapes, dtypes and errors as numpy's. GPU (CuPy) arrays go to
     ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
@@ -178,9 +179,9 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     n = b.shape[-1] if b.ndim > 1 else 1
     macs = m * a.shape[-1] * n
     if a.dtype is _F32 and b.dtype is _F32 and a.ndim > 1 and b.ndim > 1 and macs:
-        batch = max(a.size // (m * a.shape[-1]), b.size // (b.shape[-2] * n))
-        if macs * batch >= _onednn_mm.MIN_MACS and (_MATMUL_CHOICE or matmul_choice())[0]:  # oneDNN where it wins
-            res_d = _onednn_mm.matmul(a, b, out)
+        total = macs * max(a.size // (m * a.shape[-1]), b.size // (b.shape[-2] * n))
+        if total >= _onednn_mm.SERIAL_MIN_MACS and (_MATMUL_CHOICE or matmul_choice())[0]:  # oneDNN where it wins
+            res_d = _onednn_mm.matmul(a, b, out, total < _onednn_mm.MIN_MACS)
             if res_d is not None:
                 return res_d
     if _SET is None:

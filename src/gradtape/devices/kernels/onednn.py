@@ -56,12 +56,13 @@ are checked before, by the convolution and recurrent ops.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -200,6 +201,37 @@ class _Lib:
         self.stream = _P()
         self.call("dnnl_stream_create", ctypes.byref(self.stream), self.engine, _IN_ORDER)
         self.pid = os.getpid()
+        # the OpenMP runtime oneDNN runs on (found through its dependencies), for primitives
+        # made to run on the calling thread alone (one_thread); None for a oneDNN built on
+        # another runtime (TBB, a thread pool), GRADTAPE_ONEDNN_LIB's choice
+        try:
+            set_threads, max_threads = lib.omp_set_num_threads, lib.omp_get_max_threads
+        except AttributeError:
+            self.omp: tuple[Any, Any] | None = None
+        else:
+            set_threads.argtypes, set_threads.restype = [ctypes.c_int], None
+            max_threads.argtypes, max_threads.restype = [], ctypes.c_int
+            self.omp = (set_threads, max_threads)
+
+    @contextlib.contextmanager
+    def one_thread(self) -> Iterator[None]:
+        """Primitives created inside run on the calling thread alone: oneDNN sizes a
+        primitive's thread team from ``omp_get_max_threads()`` when it creates it, and a team
+        of one runs the kernel inline, with no OpenMP region (so no worker wakes up or spins
+        after it). Sets the calling thread's OpenMP thread count to 1 and restores it.
+
+        Raises:
+            OneDNNError: the library runs on another threading runtime than OpenMP.
+        """
+        if self.omp is None:
+            raise OneDNNError(f"oneDNN at {self.path} does not run on OpenMP: no one-thread primitives")
+        set_threads, max_threads = self.omp
+        saved = max_threads()
+        set_threads(1)
+        try:
+            yield
+        finally:
+            set_threads(saved)
 
     def call(self, name: str, *args: Any) -> None:
         """Call ``name`` and raise :class:`OneDNNError` on a status other than success."""

@@ -8,6 +8,16 @@ on such a machine a large float32 product runs at up to twice OpenBLAS's rate. I
 from a few million multiply-adds a product (:data:`MIN_MACS`): below, a call's fixed cost (a
 few ctypes calls, about 10 microseconds) is more than it saves.
 
+Smaller products, from :data:`SERIAL_MIN_MACS` up to :data:`MIN_MACS`, go to plans oneDNN
+made for one thread (``serial``): created while the calling thread's OpenMP count is 1, they
+run inline on the calling thread, with no OpenMP region, so no worker wakes up or spins after
+them (those spinning workers are what made routing attention's batched products to oneDNN's
+two-thread plans slower in a step, issue 29's notes). A call costs about 0.5 microseconds over
+oneDNN's own time: the plan is found by the operands' numpy shapes and strides (one dictionary
+lookup), and one compiled numba function (:func:`_compile`) sets the three data pointers,
+executes and waits. A 1-thread plan and a 2-thread plan of the same geometry may differ in the
+last bits (another split of the sum); each geometry always gets the same one.
+
 Whether it is used is decided once per process, by the caller
 (:func:`gradtape.devices.kernels.blas.matmul_choice`): where oneDNN runs AVX-512
 kernels and numpy's OpenBLAS does not (its kernels for an older core, whether it picked them or
@@ -32,16 +42,20 @@ float32 products accumulated in float32 with FMA, as PyTorch's are.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+from numba.core import types as nt
 
+from gradtape.devices.kernels import _jit
 from gradtape.devices.kernels import onednn as _od
 
-__all__ = ["CACHE_SIZE", "MIN_MACS", "Matmul", "matmul", "plan"]
+__all__ = ["CACHE_SIZE", "MIN_MACS", "SERIAL_MIN_MACS", "Matmul", "matmul", "plan"]
 
 Array = np.ndarray[Any, Any]
 
@@ -54,11 +68,25 @@ microseconds: oneDNN's fixed cost), (64, 128, 128) 0.93, (64, 256, 256) 0.73, (1
 0.63, (256, 256, 256) 0.50, (1024, 256, 256) 0.60; 450-490 GFLOP/s from 100M multiply-adds
 on two threads against OpenBLAS's 250-265 (and PyTorch's own products, MKL, 220-230)."""
 
+SERIAL_MIN_MACS = 1 << 18
+"""Multiply-adds (one matrix's ``m * k * n`` times the batch) from which a float32 product below
+:data:`MIN_MACS` goes to a oneDNN plan that runs on the calling thread alone (made under one
+OpenMP thread: :meth:`gradtape.devices.kernels.onednn._Lib.one_thread`), where the machine's
+rule picks oneDNN. Measured on the AVX-512 AMD EPYC VM (OpenBLAS forced to its Haswell
+kernels), ``blas.matmul(x, w.T)`` as ``linear`` calls it, medians of 7 x 3000 calls, oneDNN's
+time over numpy's: (8, 8, 8) 1.76, (32, 32, 32) 1.33, (64, 64, 16) 1.15, (64, 64, 32) 1.07,
+(64, 128, 10) 1.15, (64, 64, 64) 0.87, (64, 64, 128) 0.67, (64, 128, 128) 0.60, (128, 128,
+128) 0.37 (numpy on one thread there; its two threads 0.55). Below this bound oneDNN's fixed
+cost (about 0.9 microseconds a call, 0.5 of them its own) is more than it saves. oneDNN
+alone, one thread: 214-264 GFLOP/s from 0.5M multiply-adds, OpenBLAS's Haswell kernels
+113-122, its ``SkylakeX`` ones 190-228."""
+
 CACHE_SIZE = 128
 """Matmul plans kept (one per geometry); the least recently used is dropped beyond."""
 
 _P = ctypes.c_void_p
 _F4 = 4  # bytes per float32
+_F32 = np.dtype(np.float32)
 
 
 def _elem_strides(a: Array, ndim: int) -> tuple[int, ...] | None:
@@ -99,9 +127,11 @@ class Matmul:
         b_strides: tuple[int, ...],
         out_shape: tuple[int, ...],
         out_strides: tuple[int, ...] | None = None,
+        serial: bool = False,
     ) -> None:
         self.lib = lib
         self.out_shape = out_shape
+        self.serial = serial
         self.lock = threading.Lock()
         own: list[tuple[str, _P]] = []
         self._own = own
@@ -109,16 +139,28 @@ class Matmul:
         wei = lib.md(own, b_shape, b_strides)
         dst = lib.md(own, out_shape, out_strides or _od._c_strides(out_shape))
         pd = _P()
-        lib.call("dnnl_matmul_primitive_desc_create", ctypes.byref(pd), lib.engine, src, wei, None, dst, None)
-        own.append(("dnnl_primitive_desc_destroy", pd))
+        with lib.one_thread() if serial else contextlib.nullcontext():  # the team size is fixed here
+            lib.call("dnnl_matmul_primitive_desc_create", ctypes.byref(pd), lib.engine, src, wei, None, dst, None)
+            own.append(("dnnl_primitive_desc_destroy", pd))
+            self.prim = lib.primitive(own, pd)
         self.impl = lib.impl(pd)
-        self.prim = lib.primitive(own, pd)
         self.a_mem = lib.memory(own, src, 0)
         self.b_mem = lib.memory(own, wei, 0)
         self.out_mem = lib.memory(own, dst, 0)
         args = ((_od._SRC, self.a_mem), (_od._WEIGHTS, self.b_mem), (_od._DST, self.out_mem))
         self._args = (_od._ExecArg * len(args))(*(_od._ExecArg(k, m) for k, m in args))
         self._nargs = len(args)
+        self._run: Any = None  # the executor (compiled for the operands' ranks), set at the first run
+        # the executor's first seven arguments: the handles as addresses
+        self._handles = (
+            self.prim.value,
+            lib.stream.value,
+            ctypes.addressof(self._args),
+            len(args),
+            self.a_mem.value,
+            self.b_mem.value,
+            self.out_mem.value,
+        )
 
     def __del__(self) -> None:
         own = getattr(self, "_own", None)
@@ -134,13 +176,10 @@ class Matmul:
         try:
             if out is None:
                 out = np.empty(self.out_shape, np.float32)
-            c = self.lib.lib
-            c.dnnl_memory_set_data_handle(self.a_mem, _P(a.ctypes.data))
-            c.dnnl_memory_set_data_handle(self.b_mem, _P(b.ctypes.data))
-            c.dnnl_memory_set_data_handle(self.out_mem, _P(out.ctypes.data))
-            st = c.dnnl_primitive_execute(self.prim, self.lib.stream, self._nargs, self._args)
-            if st == 0:
-                st = c.dnnl_stream_wait(self.lib.stream)
+            run = self._run  # the ranks are the plan's (its cache key has the shapes)
+            if run is None:
+                run = self._run = _executor(self.lib, a.ndim, b.ndim, out.ndim)
+            st = run(*self._handles, a, b, out)
             if st != 0:
                 raise _od.OneDNNError(f"oneDNN: matmul {self.out_shape} failed (status {st})")
             return out
@@ -149,15 +188,51 @@ class Matmul:
 
 
 _PLANS: OrderedDict[tuple[Any, ...], Matmul | None] = OrderedDict()
+_UNSEEN = object()
 
 
-def plan(a: Array, b: Array, out: Array | None = None) -> Matmul | None:
-    """The cached :class:`Matmul` for ``a @ b`` (into ``out``'s layout where given), or
-    ``None`` where oneDNN does not take it (see the module docstring; a geometry oneDNN refused
-    is remembered)."""
-    if a.dtype != np.float32 or b.dtype != np.float32 or not 2 <= a.ndim <= 4 or not 2 <= b.ndim <= 4:
+def plan(a: Array, b: Array, out: Array | None = None, serial: bool = False) -> Matmul | None:
+    """The cached :class:`Matmul` for ``a @ b`` (into ``out``'s layout where given; on the
+    calling thread alone with ``serial``, see :data:`SERIAL_MIN_MACS`), or ``None`` where
+    oneDNN does not take it (see the module docstring; a geometry oneDNN refused is
+    remembered). The cache is keyed by the operands' numpy shapes and strides as they come, so
+    a product seen before costs one dictionary lookup here."""
+    if a.dtype is not _F32 or b.dtype is not _F32:
         return None
-    if not _od.available():
+    if out is None:
+        key: tuple[Any, ...] = (a.shape, a.strides, b.shape, b.strides, serial)
+    else:
+        if out.dtype is not _F32 or not out.flags.writeable or _overlaps(out, a) or _overlaps(out, b):
+            return None
+        key = (a.shape, a.strides, b.shape, b.strides, serial, out.shape, out.strides)
+    p = _PLANS.get(key, _UNSEEN)
+    if p is _UNSEEN:
+        p = _make_plan(key, a, b, out, serial)
+    else:
+        try:
+            _PLANS.move_to_end(key)
+        except KeyError:  # another thread dropped it meanwhile
+            pass
+    if p is None or _FORKED:  # a forked child leaves products to numpy
+        return None
+    assert isinstance(p, Matmul)
+    return p
+
+
+_FORKED = False
+
+
+def _forked() -> None:
+    global _FORKED
+    _FORKED = True
+
+
+os.register_at_fork(after_in_child=_forked)  # oneDNN's OpenMP pool does not survive a fork
+
+
+def _make_plan(key: tuple[Any, ...], a: Array, b: Array, out: Array | None, serial: bool) -> Matmul | None:
+    """:func:`plan` on a cache miss: the checks, then a new plan (or ``None``) cached under ``key``."""
+    if not 2 <= a.ndim <= 4 or not 2 <= b.ndim <= 4 or not _od.available():
         return None
     nd = max(a.ndim, b.ndim)
     a_shape = (1,) * (nd - a.ndim) + a.shape
@@ -175,16 +250,15 @@ def plan(a: Array, b: Array, out: Array | None = None) -> Matmul | None:
     out_shape = (*batch, a_shape[-2], b_shape[-1])
     so: tuple[int, ...] | None = None
     if out is not None:
-        if out.dtype != np.float32 or out.shape != out_shape or not out.flags.writeable:
+        if out.shape != out_shape:
             return None
         so = _elem_strides(out, nd)
-        if so is None or _overlaps(out, a) or _overlaps(out, b):
+        if so is None:
             return None
-    key = (a_shape, sa, b_shape, sb, so)
     lib = _od._load()
     assert lib is not None
     p: Matmul | None = _od._cached(
-        _PLANS, key, lambda: Matmul(lib, a_shape, sa, b_shape, sb, out_shape, so), CACHE_SIZE
+        _PLANS, key, lambda: Matmul(lib, a_shape, sa, b_shape, sb, out_shape, so, serial), CACHE_SIZE
     )
     return p
 
@@ -193,12 +267,76 @@ def _overlaps(x: Array, y: Array) -> bool:
     return bool(np.may_share_memory(x, y))
 
 
-def matmul(a: Array, b: Array, out: Array | None = None) -> Array | None:
+def matmul(a: Array, b: Array, out: Array | None = None, serial: bool = False) -> Array | None:
     """``a @ b`` on oneDNN into ``out`` (any positive strides) or a new C-contiguous float32
     array shaped as numpy's result, or ``None`` where oneDNN does not take the product (an
     ``out`` of another dtype or shape, or overlapping an operand, included): the caller then
-    computes it with numpy."""
-    p = plan(a, b, out)
+    computes it with numpy. ``serial``: on the calling thread alone (:data:`SERIAL_MIN_MACS`)."""
+    p = plan(a, b, out, serial)
     if p is None:
         return None
     return p.run(a, b, out)
+
+
+_EXECUTORS: dict[tuple[int, int, int], Any] = {}
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def _executor(lib: Any, a_ndim: int, b_ndim: int, out_ndim: int) -> Any:
+    """The compiled function that runs a plan on arrays of these ranks (see :func:`_compile`),
+    compiled on first use (about 0.2 s, once per process and rank triple)."""
+    key = (a_ndim, b_ndim, out_ndim)
+    run = _EXECUTORS.get(key)
+    if run is None:
+        with _EXECUTORS_LOCK:
+            run = _EXECUTORS.get(key)
+            if run is None:
+                run = _EXECUTORS[key] = _compile(lib, key)
+    return run
+
+
+def _compile(lib: Any, ranks: tuple[int, int, int]) -> Any:
+    """``run(prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out) -> status``: point
+    the plan's three memory objects at the arrays' data, execute the primitive and wait for
+    it, in one numba call (the handles as addresses, arrays of the given ranks in any layout).
+
+    Why: through ctypes the same five calls cost about 3.7 microseconds a product (each
+    ``ndarray.ctypes.data`` about 0.7), more than a 64x128x10 product takes on one thread
+    (2 microseconds); this costs about 0.1 over oneDNN's own time. The C functions come from
+    a handle of their own, declared with address-sized integer arguments (the library's
+    ``void *`` parameters are passed the same way on every platform oneDNN's wheel exists
+    for), so the ctypes declarations the rest of gradtape uses are untouched."""
+    c = ctypes.CDLL(lib.path)
+    addr = ctypes.c_size_t
+    set_handle = c.dnnl_memory_set_data_handle
+    set_handle.argtypes, set_handle.restype = [addr, addr], ctypes.c_int
+    execute = c.dnnl_primitive_execute
+    execute.argtypes, execute.restype = [addr, addr, ctypes.c_int, addr], ctypes.c_int
+    wait = c.dnnl_stream_wait
+    wait.argtypes, wait.restype = [addr], ctypes.c_int
+
+    def run(
+        prim: int,
+        stream: int,
+        args: int,
+        nargs: int,
+        a_mem: int,
+        b_mem: int,
+        out_mem: int,
+        a: Array,
+        b: Array,
+        out: Array,
+    ) -> Any:
+        status = set_handle(a_mem, a.ctypes.data)
+        if status == 0:
+            status = set_handle(b_mem, b.ctypes.data)
+        if status == 0:
+            status = set_handle(out_mem, out.ctypes.data)
+        if status == 0:
+            status = execute(prim, stream, nargs, args)
+        if status == 0:
+            status = wait(stream)
+        return status
+
+    arrays = tuple(nt.Array(nt.float32, n, "A") for n in ranks)
+    return _jit.compile_bound(run, nt.int32(*(nt.intp,) * 7, *arrays))
