@@ -10,6 +10,7 @@ checked too. Skipped where the oneDNN wheel is not installed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -144,6 +145,25 @@ def test_the_routing_by_size() -> None:
         np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
     a64 = mid[0].astype(np.float64)
     np.testing.assert_array_equal(blas.matmul(a64, mid[1]), np.matmul(a64, mid[1]))
+
+
+def test_without_numba_s_caller_products_run_through_ctypes(
+    forced_serial: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where numba cannot compile the function that calls oneDNN, the same calls run through
+    ctypes (a warning says so) and give the same product."""
+    a, b = f32(40, 24), f32(24, 8).T.copy().T  # an F-ordered operand: another rank triple's caller
+
+    def cannot(*_: Any) -> Any:
+        raise RuntimeError("no ctypes calls in this numba")
+
+    monkeypatch.setattr(om, "_compile", cannot)
+    monkeypatch.setattr(om, "_EXECUTORS", {})
+    monkeypatch.setattr(om, "_PLANS", OrderedDict())
+    with pytest.warns(RuntimeWarning, match="through ctypes"):
+        got = om.matmul(a, b, serial=True)
+    assert got is not None
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_a_forked_child_leaves_products_to_numpy(forced_serial: None) -> None:

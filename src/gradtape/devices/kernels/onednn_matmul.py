@@ -46,6 +46,7 @@ import contextlib
 import ctypes
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -284,14 +285,41 @@ _EXECUTORS_LOCK = threading.Lock()
 
 def _executor(lib: Any, a_ndim: int, b_ndim: int, out_ndim: int) -> Any:
     """The compiled function that runs a plan on arrays of these ranks (see :func:`_compile`),
-    compiled on first use (about 0.2 s, once per process and rank triple)."""
+    compiled on first use (about 0.2 s, once per process and rank triple). Where numba cannot
+    compile it, the same calls through ctypes (:func:`_through_ctypes`), with a
+    :class:`RuntimeWarning` naming why."""
     key = (a_ndim, b_ndim, out_ndim)
     run = _EXECUTORS.get(key)
     if run is None:
         with _EXECUTORS_LOCK:
             run = _EXECUTORS.get(key)
             if run is None:
-                run = _EXECUTORS[key] = _compile(lib, key)
+                try:
+                    run = _compile(lib, key)
+                except Exception as err:  # a numba that cannot call ctypes functions: slower, same result
+                    warnings.warn(
+                        f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    run = _through_ctypes(lib)
+                _EXECUTORS[key] = run
+    return run
+
+
+def _through_ctypes(lib: Any) -> Any:
+    """:func:`_compile`'s function written with ctypes calls (about 3.7 microseconds a call)."""
+    c = lib.lib
+
+    def run(*call: Any) -> int:
+        prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call
+        for mem, x in ((a_mem, a), (b_mem, b), (out_mem, out)):
+            status: int = c.dnnl_memory_set_data_handle(_P(mem), _P(x.ctypes.data))
+            if status != 0:
+                return status
+        status = c.dnnl_primitive_execute(_P(prim), _P(stream), nargs, _P(args))
+        return status if status != 0 else int(c.dnnl_stream_wait(_P(stream)))
+
     return run
 
 
