@@ -154,11 +154,12 @@ def test_without_numba_s_caller_products_run_through_ctypes(
     ctypes (a warning says so) and give the same product."""
     a, b = f32(40, 24), f32(24, 8).T.copy().T  # an F-ordered operand: another rank triple's caller
 
-    def cannot(*_: Any) -> Any:
-        raise RuntimeError("no ctypes calls in this numba")
+    class Uncompilable:
+        def compile(self, sig: Any) -> None:
+            raise RuntimeError("no LLVM intrinsics in this numba")
 
-    monkeypatch.setattr(om, "_compile", cannot)
-    monkeypatch.setattr(om, "_EXECUTORS", {})
+    monkeypatch.setattr(om, "_run_compiled", Uncompilable())
+    monkeypatch.setattr(om, "_RUN", None)
     monkeypatch.setattr(om, "_PLANS", OrderedDict())
     with pytest.warns(RuntimeWarning, match="through ctypes"):
         got = om.matmul(a, b, serial=True)

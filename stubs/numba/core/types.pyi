@@ -6,5 +6,3 @@ float64: Any
 int32: Any
 int64: Any
 intp: Any
-
-def Array(dtype: Any, ndim: int, layout: str) -> Any: ...

@@ -105,7 +105,7 @@ if OPENMP_KERNELS:
     # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["REASSOC", "compile_bound", "jit", "serial_and_parallel"]
+__all__ = ["REASSOC", "jit", "serial_and_parallel"]
 
 REASSOC = frozenset({"reassoc", "contract", "nsz"})
 """Fast-math flags that let LLVM vectorize a float reduction (``s += a[i] * b[i]``): sums may
@@ -225,23 +225,3 @@ def serial_and_parallel(fn: F, *, fastmath: frozenset[str] | None = None) -> tup
     serial = _njit(_twin(fn, "serial"), _options(False, fastmath))
     parallel = _njit(_twin(fn, "parallel"), _options(True, fastmath))
     return serial, parallel
-
-
-def compile_bound(fn: F, signature: Any) -> F:
-    """Compile ``fn`` now for the one numba ``signature``, without a disk cache, as
-    ``numba.njit(signature, nogil=True, error_model='numpy', fastmath=False)``: for a small
-    function that calls C functions loaded at run time (ctypes function objects ``fn`` reads
-    from its closure or globals). Their addresses are constants of the compiled code, so a
-    disk cache would hand the next process stale ones. With the signature given, numba
-    compiles nothing more: arrays of another layout of the same dtype and rank are passed as
-    the signature's ``'A'`` arrays. About 0.2 s per call of this function (measured for
-    :mod:`gradtape.devices.kernels.onednn_matmul`'s executor).
-
-    Raises:
-        numba.core.errors.TypingError: ``fn`` does not type under ``signature``.
-    """
-    jitted: Any = numba.njit(cache=False, **_options(False, None))(fn)
-    jitted.compile(signature)
-    jitted.disable_compile()
-    bound: F = jitted
-    return bound

@@ -14,9 +14,12 @@ run inline on the calling thread, with no OpenMP region, so no worker wakes up o
 them (those spinning workers are what made routing attention's batched products to oneDNN's
 two-thread plans slower in a step, issue 29's notes). A call costs about 0.5 microseconds over
 oneDNN's own time: the plan is found by the operands' numpy shapes and strides (one dictionary
-lookup), and one compiled numba function (:func:`_compile`) sets the three data pointers,
-executes and waits. A 1-thread plan and a 2-thread plan of the same geometry may differ in the
-last bits (another split of the sum); each geometry always gets the same one.
+lookup), and one compiled numba function (:func:`_run_compiled`, which calls oneDNN through its
+functions' addresses, so numba's disk cache keeps it) sets the three data pointers, executes
+and waits. A 1-thread plan and a 2-thread plan of the same geometry may differ in the last bits
+(another split of the sum); each geometry always gets the same one. Making a plan costs oneDNN
+a kernel compile, once per geometry and process: the digits MLP's first training step in a
+fresh process took 233-266 ms against 197-217 before (six runs each, warm numba cache).
 
 Whether it is used is decided once per process, by the caller
 (:func:`gradtape.devices.kernels.blas.matmul_choice`): where oneDNN runs AVX-512
@@ -51,7 +54,10 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+from llvmlite import ir
+from numba import typeof
 from numba.core import types as nt
+from numba.extending import intrinsic
 
 from gradtape.devices.kernels import _jit
 from gradtape.devices.kernels import onednn as _od
@@ -151,9 +157,10 @@ class Matmul:
         args = ((_od._SRC, self.a_mem), (_od._WEIGHTS, self.b_mem), (_od._DST, self.out_mem))
         self._args = (_od._ExecArg * len(args))(*(_od._ExecArg(k, m) for k, m in args))
         self._nargs = len(args)
-        self._run: Any = None  # the executor (compiled for the operands' ranks), set at the first run
-        # the executor's first seven arguments: the handles as addresses
+        self._seen = False  # whether the executor was compiled for this plan's array types
+        # the executor's first ten arguments: oneDNN's three functions and the handles as addresses
         self._handles = (
+            *_addresses(lib),
             self.prim.value,
             lib.stream.value,
             ctypes.addressof(self._args),
@@ -177,9 +184,10 @@ class Matmul:
         try:
             if out is None:
                 out = np.empty(self.out_shape, np.float32)
-            run = self._run  # the ranks are the plan's (its cache key has the shapes)
-            if run is None:
-                run = self._run = _executor(self.lib, a.ndim, b.ndim, out.ndim)
+            run = _RUN if _RUN is not None and (self._seen or _RUN is not _run_compiled) else None
+            if run is None:  # compiled for these array types (the plan's cache key has their layouts)
+                run = _runner(self.lib, a, b, out)
+                self._seen = True
             st = run(*self._handles, a, b, out)
             if st != 0:
                 raise _od.OneDNNError(f"oneDNN: matmul {self.out_shape} failed (status {st})")
@@ -279,40 +287,125 @@ def matmul(a: Array, b: Array, out: Array | None = None, serial: bool = False) -
     return p.run(a, b, out)
 
 
-_EXECUTORS: dict[tuple[int, int, int], Any] = {}
-_EXECUTORS_LOCK = threading.Lock()
+_I32, _I64 = ir.IntType(32), ir.IntType(64)
 
 
-def _executor(lib: Any, a_ndim: int, b_ndim: int, out_ndim: int) -> Any:
-    """The compiled function that runs a plan on arrays of these ranks (see :func:`_compile`),
-    compiled on first use (about 0.2 s, once per process and rank triple). Where numba cannot
-    compile it, the same calls through ctypes (:func:`_through_ctypes`), with a
-    :class:`RuntimeWarning` naming why."""
-    key = (a_ndim, b_ndim, out_ndim)
-    run = _EXECUTORS.get(key)
-    if run is None:
-        with _EXECUTORS_LOCK:
-            run = _EXECUTORS.get(key)
-            if run is None:
-                try:
-                    run = _compile(lib, key)
-                except Exception as err:  # a numba that cannot call ctypes functions: slower, same result
-                    warnings.warn(
-                        f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
-                    run = _through_ctypes(lib)
-                _EXECUTORS[key] = run
-    return run
+def _c_call(builder: Any, address: Any, params: list[Any], values: list[Any]) -> Any:
+    """LLVM: call the C function at ``address`` (an integer) taking ``params``, returning int32."""
+    fnty = ir.FunctionType(_I32, params)
+    return builder.call(builder.inttoptr(address, fnty.as_pointer()), values)
+
+
+@intrinsic
+def _set_data_handle(typingctx: Any, fn: Any, memory: Any, handle: Any) -> Any:
+    """``dnnl_memory_set_data_handle(memory, handle)`` through its address ``fn`` (all three
+    integers: the C function's two ``void *``)."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return _c_call(builder, args[0], [_I64, _I64], [args[1], args[2]])
+
+    return nt.int32(nt.intp, nt.intp, nt.intp), codegen
+
+
+@intrinsic
+def _execute(typingctx: Any, fn: Any, prim: Any, stream: Any, nargs: Any, args: Any) -> Any:
+    """``dnnl_primitive_execute(prim, stream, nargs, args)`` through its address ``fn`` (``nargs``
+    passed as the C ``int`` it is)."""
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        return _c_call(builder, a[0], [_I64, _I64, _I32, _I64], [a[1], a[2], builder.trunc(a[3], _I32), a[4]])
+
+    return nt.int32(nt.intp, nt.intp, nt.intp, nt.intp, nt.intp), codegen
+
+
+@intrinsic
+def _wait(typingctx: Any, fn: Any, stream: Any) -> Any:
+    """``dnnl_stream_wait(stream)`` through its address ``fn``."""
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        return _c_call(builder, a[0], [_I64], [a[1]])
+
+    return nt.int32(nt.intp, nt.intp), codegen
+
+
+@_jit.jit()
+def _run_compiled(
+    c_set: int,
+    c_execute: int,
+    c_wait: int,
+    prim: int,
+    stream: int,
+    args: int,
+    nargs: int,
+    a_mem: int,
+    b_mem: int,
+    out_mem: int,
+    a: Array,
+    b: Array,
+    out: Array,
+) -> Any:
+    """Point the plan's three memory objects at the arrays' data, execute the primitive and wait
+    for it: ``run(c_set, c_execute, c_wait, prim, stream, args, nargs, a_mem, b_mem, out_mem, a,
+    b, out) -> status``, the three oneDNN functions and the plan's handles as addresses.
+
+    Why: through ctypes the same five calls cost about 3.7 microseconds a product (each
+    ``ndarray.ctypes.data`` about 0.7), more than a 64x128x10 product takes on one thread
+    (2 microseconds); this costs about 0.1 over oneDNN's own time. The C functions are called
+    through their addresses (``_c_call``), so nothing process-specific is compiled in and
+    numba's disk cache keeps the function (one compile per array-layout combination, once per
+    machine)."""
+    status = _set_data_handle(c_set, a_mem, a.ctypes.data)
+    if status == 0:
+        status = _set_data_handle(c_set, b_mem, b.ctypes.data)
+    if status == 0:
+        status = _set_data_handle(c_set, out_mem, out.ctypes.data)
+    if status == 0:
+        status = _execute(c_execute, prim, stream, nargs, args)
+    if status == 0:
+        status = _wait(c_wait, stream)
+    return status
+
+
+_RUN: Any = None  # _run_compiled, or _through_ctypes where numba cannot compile it
+_RUN_LOCK = threading.Lock()
+
+
+def _runner(lib: Any, a: Array, b: Array, out: Array) -> Any:
+    """:func:`_run_compiled`, compiled (or loaded from numba's cache) on the first product of
+    these array types; :func:`_through_ctypes` instead, with a :class:`RuntimeWarning` naming
+    why, where numba cannot compile it."""
+    global _RUN
+    with _RUN_LOCK:
+        if _RUN is None:
+            _RUN = _run_compiled
+        if _RUN is _run_compiled:
+            try:
+                _run_compiled.compile(tuple(typeof(x) for x in ((0,) * 10 + (a, b, out))))
+            except Exception as err:  # a numba without these intrinsics: slower, same result
+                warnings.warn(
+                    f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                _RUN = _through_ctypes(lib)
+    return _RUN
+
+
+def _addresses(lib: Any) -> tuple[int, int, int]:
+    """The addresses of ``dnnl_memory_set_data_handle``, ``dnnl_primitive_execute`` and
+    ``dnnl_stream_wait`` in ``lib`` (the plans' first three executor arguments)."""
+    c = lib.lib
+    names = ("dnnl_memory_set_data_handle", "dnnl_primitive_execute", "dnnl_stream_wait")
+    found = tuple(ctypes.cast(getattr(c, n), _P).value or 0 for n in names)
+    return found[0], found[1], found[2]
 
 
 def _through_ctypes(lib: Any) -> Any:
-    """:func:`_compile`'s function written with ctypes calls (about 3.7 microseconds a call)."""
+    """:func:`_run_compiled` written with ctypes calls (about 3.7 microseconds a call)."""
     c = lib.lib
 
     def run(*call: Any) -> int:
-        prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call
+        _, _, _, prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call
         for mem, x in ((a_mem, a), (b_mem, b), (out_mem, out)):
             status: int = c.dnnl_memory_set_data_handle(_P(mem), _P(x.ctypes.data))
             if status != 0:
@@ -321,50 +414,3 @@ def _through_ctypes(lib: Any) -> Any:
         return status if status != 0 else int(c.dnnl_stream_wait(_P(stream)))
 
     return run
-
-
-def _compile(lib: Any, ranks: tuple[int, int, int]) -> Any:
-    """``run(prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out) -> status``: point
-    the plan's three memory objects at the arrays' data, execute the primitive and wait for
-    it, in one numba call (the handles as addresses, arrays of the given ranks in any layout).
-
-    Why: through ctypes the same five calls cost about 3.7 microseconds a product (each
-    ``ndarray.ctypes.data`` about 0.7), more than a 64x128x10 product takes on one thread
-    (2 microseconds); this costs about 0.1 over oneDNN's own time. The C functions come from
-    a handle of their own, declared with address-sized integer arguments (the library's
-    ``void *`` parameters are passed the same way on every platform oneDNN's wheel exists
-    for), so the ctypes declarations the rest of gradtape uses are untouched."""
-    c = ctypes.CDLL(lib.path)
-    addr = ctypes.c_size_t
-    set_handle = c.dnnl_memory_set_data_handle
-    set_handle.argtypes, set_handle.restype = [addr, addr], ctypes.c_int
-    execute = c.dnnl_primitive_execute
-    execute.argtypes, execute.restype = [addr, addr, ctypes.c_int, addr], ctypes.c_int
-    wait = c.dnnl_stream_wait
-    wait.argtypes, wait.restype = [addr], ctypes.c_int
-
-    def run(
-        prim: int,
-        stream: int,
-        args: int,
-        nargs: int,
-        a_mem: int,
-        b_mem: int,
-        out_mem: int,
-        a: Array,
-        b: Array,
-        out: Array,
-    ) -> Any:
-        status = set_handle(a_mem, a.ctypes.data)
-        if status == 0:
-            status = set_handle(b_mem, b.ctypes.data)
-        if status == 0:
-            status = set_handle(out_mem, out.ctypes.data)
-        if status == 0:
-            status = execute(prim, stream, nargs, args)
-        if status == 0:
-            status = wait(stream)
-        return status
-
-    arrays = tuple(nt.Array(nt.float32, n, "A") for n in ranks)
-    return _jit.compile_bound(run, nt.int32(*(nt.intp,) * 7, *arrays))
