@@ -108,16 +108,20 @@ def test_one_thread_plans_match_float64_products(case: str, forced_serial: None)
 
 
 def test_one_thread_plans_leave_the_openmp_thread_count_as_it_was(forced_serial: None) -> None:
-    """Making a one-thread plan sets the calling thread's OpenMP count to 1 and back, also when
-    oneDNN refuses the geometry."""
+    """Making a one-thread plan, and running it, set the calling thread's OpenMP count to 1 and
+    back, also when oneDNN refuses the geometry."""
     lib = _od._load()
     assert lib is not None and lib.omp is not None
     set_threads, max_threads = lib.omp
     before = max_threads()
-    assert om.plan(f32(24, 40), f32(40, 56), serial=True) is not None
+    a, b = f32(24, 40), f32(40, 56)
+    p = om.plan(a, b, serial=True)
+    assert p is not None
     assert max_threads() == before
     set_threads(3)
     try:
+        assert p.run(a, b) is not None  # the run sets 1 for kernels that read it then (gemm:jit)
+        assert max_threads() == 3
         with pytest.raises(_od.OneDNNError), lib.one_thread():
             assert max_threads() == 1
             raise _od.OneDNNError("refused")

@@ -86,7 +86,10 @@ time over numpy's: (8, 8, 8) 1.76, (32, 32, 32) 1.33, (64, 64, 16) 1.15, (64, 64
 128) 0.37 (numpy on one thread there; its two threads 0.55). Below this bound oneDNN's fixed
 cost (about 0.9 microseconds a call, 0.5 of them its own) is more than it saves. oneDNN
 alone, one thread: 214-264 GFLOP/s from 0.5M multiply-adds, OpenBLAS's Haswell kernels
-113-122, its ``SkylakeX`` ones 190-228."""
+113-122, its ``SkylakeX`` ones 190-228. With oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``:
+its ``gemm:jit`` kernels) one thread ran them at OpenBLAS's speed (64x128x128: 19.2 against
+19.4 microseconds): this path follows :func:`gradtape.devices.kernels.blas.matmul_choice`
+and would gain nothing on a machine without AVX-512."""
 
 CACHE_SIZE = 128
 """Matmul plans kept (one per geometry); the least recently used is dropped beyond."""
@@ -161,6 +164,7 @@ class Matmul:
         # the executor's first ten arguments: oneDNN's three functions and the handles as addresses
         self._handles = (
             *_addresses(lib),
+            serial,
             self.prim.value,
             lib.stream.value,
             ctypes.addressof(self._args),
@@ -328,11 +332,36 @@ def _wait(typingctx: Any, fn: Any, stream: Any) -> Any:
     return nt.int32(nt.intp, nt.intp), codegen
 
 
+@intrinsic
+def _omp_set_num_threads(typingctx: Any, fn: Any, n: Any) -> Any:
+    """``omp_set_num_threads(n)`` (a ``void`` function) through its address ``fn``; returns 0."""
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        fnty = ir.FunctionType(ir.VoidType(), [_I32])
+        builder.call(builder.inttoptr(a[0], fnty.as_pointer()), [builder.trunc(a[1], _I32)])
+        return ir.Constant(_I32, 0)
+
+    return nt.int32(nt.intp, nt.intp), codegen
+
+
+@intrinsic
+def _omp_get_max_threads(typingctx: Any, fn: Any) -> Any:
+    """``omp_get_max_threads()`` through its address ``fn``."""
+
+    def codegen(context: Any, builder: Any, sig: Any, a: Any) -> Any:
+        return _c_call(builder, a[0], [], [])
+
+    return nt.int32(nt.intp), codegen
+
+
 @_jit.jit()
 def _run_compiled(
     c_set: int,
     c_execute: int,
     c_wait: int,
+    c_omp_set: int,
+    c_omp_get: int,
+    serial: bool,
     prim: int,
     stream: int,
     args: int,
@@ -345,8 +374,12 @@ def _run_compiled(
     out: Array,
 ) -> Any:
     """Point the plan's three memory objects at the arrays' data, execute the primitive and wait
-    for it: ``run(c_set, c_execute, c_wait, prim, stream, args, nargs, a_mem, b_mem, out_mem, a,
-    b, out) -> status``, the three oneDNN functions and the plan's handles as addresses.
+    for it: ``run(c_set, c_execute, c_wait, c_omp_set, c_omp_get, serial, prim, stream, args,
+    nargs, a_mem, b_mem, out_mem, a, b, out) -> status``, oneDNN's three functions, OpenMP's two
+    and the plan's handles as addresses. With ``serial`` the calling thread's OpenMP count is 1
+    while the primitive runs, and restored after: the ``brg`` kernels size their thread team when
+    the plan is made, but others (``gemm:jit``, which oneDNN picks on AVX2) read the count when
+    they run, and ran on both cores of the 2-vCPU VM without this.
 
     Why: through ctypes the same five calls cost about 3.7 microseconds a product (each
     ``ndarray.ctypes.data`` about 0.7), more than a 64x128x10 product takes on one thread
@@ -360,9 +393,15 @@ def _run_compiled(
     if status == 0:
         status = _set_data_handle(c_set, out_mem, out.ctypes.data)
     if status == 0:
+        saved = 0
+        if serial:
+            saved = _omp_get_max_threads(c_omp_get)
+            _omp_set_num_threads(c_omp_set, 1)
         status = _execute(c_execute, prim, stream, nargs, args)
-    if status == 0:
-        status = _wait(c_wait, stream)
+        if status == 0:
+            status = _wait(c_wait, stream)
+        if serial:
+            _omp_set_num_threads(c_omp_set, saved)
     return status
 
 
@@ -380,7 +419,7 @@ def _runner(lib: Any, a: Array, b: Array, out: Array) -> Any:
             _RUN = _run_compiled
         if _RUN is _run_compiled:
             try:
-                _run_compiled.compile(tuple(typeof(x) for x in ((0,) * 10 + (a, b, out))))
+                _run_compiled.compile(tuple(typeof(x) for x in (*((0,) * 5), True, *((0,) * 7), a, b, out)))
             except Exception as err:  # a numba without these intrinsics: slower, same result
                 warnings.warn(
                     f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
@@ -391,13 +430,15 @@ def _runner(lib: Any, a: Array, b: Array, out: Array) -> Any:
     return _RUN
 
 
-def _addresses(lib: Any) -> tuple[int, int, int]:
-    """The addresses of ``dnnl_memory_set_data_handle``, ``dnnl_primitive_execute`` and
-    ``dnnl_stream_wait`` in ``lib`` (the plans' first three executor arguments)."""
+def _addresses(lib: Any) -> tuple[int, int, int, int, int]:
+    """The addresses of ``dnnl_memory_set_data_handle``, ``dnnl_primitive_execute``,
+    ``dnnl_stream_wait``, ``omp_set_num_threads`` and ``omp_get_max_threads`` (0 for these two
+    where oneDNN does not run on OpenMP) in ``lib``: the plans' first five executor arguments."""
     c = lib.lib
     names = ("dnnl_memory_set_data_handle", "dnnl_primitive_execute", "dnnl_stream_wait")
-    found = tuple(ctypes.cast(getattr(c, n), _P).value or 0 for n in names)
-    return found[0], found[1], found[2]
+    found = [ctypes.cast(getattr(c, n), _P).value or 0 for n in names]
+    omp = (0, 0) if lib.omp is None else tuple(ctypes.cast(f, _P).value or 0 for f in lib.omp)
+    return found[0], found[1], found[2], omp[0], omp[1]
 
 
 def _through_ctypes(lib: Any) -> Any:
@@ -405,12 +446,13 @@ def _through_ctypes(lib: Any) -> Any:
     c = lib.lib
 
     def run(*call: Any) -> int:
-        _, _, _, prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call
+        serial, prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call[5:]
         for mem, x in ((a_mem, a), (b_mem, b), (out_mem, out)):
             status: int = c.dnnl_memory_set_data_handle(_P(mem), _P(x.ctypes.data))
             if status != 0:
                 return status
-        status = c.dnnl_primitive_execute(_P(prim), _P(stream), nargs, _P(args))
-        return status if status != 0 else int(c.dnnl_stream_wait(_P(stream)))
+        with lib.one_thread() if serial else contextlib.nullcontext():
+            status = c.dnnl_primitive_execute(_P(prim), _P(stream), nargs, _P(args))
+            return status if status != 0 else int(c.dnnl_stream_wait(_P(stream)))
 
     return run
