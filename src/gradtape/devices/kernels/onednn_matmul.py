@@ -75,18 +75,18 @@ microseconds: oneDNN's fixed cost), (64, 128, 128) 0.93, (64, 256, 256) 0.73, (1
 0.63, (256, 256, 256) 0.50, (1024, 256, 256) 0.60; 450-490 GFLOP/s from 100M multiply-adds
 on two threads against OpenBLAS's 250-265 (and PyTorch's own products, MKL, 220-230)."""
 
-SERIAL_MIN_MACS = 1 << 18
+SERIAL_MIN_MACS = 1 << 16
 """Multiply-adds (one matrix's ``m * k * n`` times the batch) from which a float32 product below
 :data:`MIN_MACS` goes to a oneDNN plan that runs on the calling thread alone (made under one
 OpenMP thread: :meth:`gradtape.devices.kernels.onednn._Lib.one_thread`), where the machine's
 rule picks oneDNN. Measured on the AVX-512 AMD EPYC VM (OpenBLAS forced to its Haswell
 kernels), ``blas.matmul(x, w.T)`` as ``linear`` calls it, medians of 7 x 3000 calls, oneDNN's
-time over numpy's: (8, 8, 8) 1.76, (32, 32, 32) 1.33, (64, 64, 16) 1.15, (64, 64, 32) 1.07,
-(64, 128, 10) 1.15, (64, 64, 64) 0.87, (64, 64, 128) 0.67, (64, 128, 128) 0.60, (128, 128,
-128) 0.37 (numpy on one thread there; its two threads 0.55). Below this bound oneDNN's fixed
-cost (about 0.9 microseconds a call, 0.5 of them its own) is more than it saves. oneDNN
-alone, one thread: 214-264 GFLOP/s from 0.5M multiply-adds, OpenBLAS's Haswell kernels
-113-122, its ``SkylakeX`` ones 190-228. With oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``:
+time over numpy's: (8, 8, 8) 1.52, (32, 32, 32) 1.13, (64, 64, 16) 1.01, (64, 128, 10) 0.92,
+(64, 64, 32) 0.84, (64, 64, 64) 0.73, (64, 64, 128) 0.60, (64, 128, 128) 0.55 (numpy on one
+thread from 262K multiply-adds; below, OpenBLAS runs them on one thread itself). Below this
+bound oneDNN's fixed cost (about 0.9 microseconds a call, 0.5 of them its own) is more than
+it saves. oneDNN alone, one thread: 214-264 GFLOP/s from 0.5M multiply-adds, OpenBLAS's
+Haswell kernels 113-122, its ``SkylakeX`` ones 190-228. With oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``:
 its ``gemm:jit`` kernels) one thread ran them at OpenBLAS's speed (64x128x128: 19.2 against
 19.4 microseconds): this path follows :func:`gradtape.devices.kernels.blas.matmul_choice`
 and would gain nothing on a machine without AVX-512."""
@@ -161,17 +161,21 @@ class Matmul:
         self._args = (_od._ExecArg * len(args))(*(_od._ExecArg(k, m) for k, m in args))
         self._nargs = len(args)
         self._seen = False  # whether the executor was compiled for this plan's array types
-        # the executor's first ten arguments: oneDNN's three functions and the handles as addresses
-        self._handles = (
-            *_addresses(lib),
-            serial,
-            self.prim.value,
-            lib.stream.value,
-            ctypes.addressof(self._args),
-            len(args),
-            self.a_mem.value,
-            self.b_mem.value,
-            self.out_mem.value,
+        # the executor's first argument: oneDNN's three functions, OpenMP's two, and the plan's
+        # handles as addresses, in one array (one argument for numba to unbox, not thirteen)
+        self._call = np.array(
+            (
+                *_addresses(lib),
+                int(serial),
+                self.prim.value or 0,
+                lib.stream.value or 0,
+                ctypes.addressof(self._args),
+                len(args),
+                self.a_mem.value or 0,
+                self.b_mem.value or 0,
+                self.out_mem.value or 0,
+            ),
+            np.int64,
         )
 
     def __del__(self) -> None:
@@ -192,7 +196,7 @@ class Matmul:
             if run is None:  # compiled for these array types (the plan's cache key has their layouts)
                 run = _runner(self.lib, a, b, out)
                 self._seen = True
-            st = run(*self._handles, a, b, out)
+            st = run(self._call, a, b, out)
             if st != 0:
                 raise _od.OneDNNError(f"oneDNN: matmul {self.out_shape} failed (status {st})")
             return out
@@ -285,6 +289,10 @@ def matmul(a: Array, b: Array, out: Array | None = None, serial: bool = False) -
     array shaped as numpy's result, or ``None`` where oneDNN does not take the product (an
     ``out`` of another dtype or shape, or overlapping an operand, included): the caller then
     computes it with numpy. ``serial``: on the calling thread alone (:data:`SERIAL_MIN_MACS`)."""
+    if out is None and a.dtype is _F32 and b.dtype is _F32:  # the common case: a plan seen before
+        p = _PLANS.get((a.shape, a.strides, b.shape, b.strides, serial))
+        if p is not None and not _FORKED:
+            return p.run(a, b)
     p = plan(a, b, out, serial)
     if p is None:
         return None
@@ -355,28 +363,13 @@ def _omp_get_max_threads(typingctx: Any, fn: Any) -> Any:
 
 
 @_jit.jit()
-def _run_compiled(
-    c_set: int,
-    c_execute: int,
-    c_wait: int,
-    c_omp_set: int,
-    c_omp_get: int,
-    serial: bool,
-    prim: int,
-    stream: int,
-    args: int,
-    nargs: int,
-    a_mem: int,
-    b_mem: int,
-    out_mem: int,
-    a: Array,
-    b: Array,
-    out: Array,
-) -> Any:
+def _run_compiled(call: Array, a: Array, b: Array, out: Array) -> Any:
     """Point the plan's three memory objects at the arrays' data, execute the primitive and wait
-    for it: ``run(c_set, c_execute, c_wait, c_omp_set, c_omp_get, serial, prim, stream, args,
-    nargs, a_mem, b_mem, out_mem, a, b, out) -> status``, oneDNN's three functions, OpenMP's two
-    and the plan's handles as addresses. With ``serial`` the calling thread's OpenMP count is 1
+    for it: ``run(call, a, b, out) -> status``, ``call`` the int64 array ``(c_set, c_execute,
+    c_wait, c_omp_set, c_omp_get, serial, prim, stream, args, nargs, a_mem, b_mem, out_mem)``:
+    oneDNN's three functions, OpenMP's two and the plan's handles as addresses (one argument:
+    numba unboxes thirteen integers in about 0.6 microseconds, one array in 0.1). With
+    ``serial`` the calling thread's OpenMP count is 1
     while the primitive runs, and restored after: the ``brg`` kernels size their thread team when
     the plan is made, but others (``gemm:jit``, which oneDNN picks on AVX2) read the count when
     they run, and ran on both cores of the 2-vCPU VM without this.
@@ -387,6 +380,9 @@ def _run_compiled(
     through their addresses (``_c_call``), so nothing process-specific is compiled in and
     numba's disk cache keeps the function (one compile per array-layout combination, once per
     machine)."""
+    c_set, c_execute, c_wait, c_omp_set, c_omp_get = call[0], call[1], call[2], call[3], call[4]
+    serial, prim, stream, args, nargs = call[5] != 0, call[6], call[7], call[8], call[9]
+    a_mem, b_mem, out_mem = call[10], call[11], call[12]
     status = _set_data_handle(c_set, a_mem, a.ctypes.data)
     if status == 0:
         status = _set_data_handle(c_set, b_mem, b.ctypes.data)
@@ -419,7 +415,7 @@ def _runner(lib: Any, a: Array, b: Array, out: Array) -> Any:
             _RUN = _run_compiled
         if _RUN is _run_compiled:
             try:
-                _run_compiled.compile(tuple(typeof(x) for x in (*((0,) * 5), True, *((0,) * 7), a, b, out)))
+                _run_compiled.compile(tuple(typeof(x) for x in (np.zeros(13, np.int64), a, b, out)))
             except Exception as err:  # a numba without these intrinsics: slower, same result
                 warnings.warn(
                     f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
@@ -445,8 +441,8 @@ def _through_ctypes(lib: Any) -> Any:
     """:func:`_run_compiled` written with ctypes calls (about 3.7 microseconds a call)."""
     c = lib.lib
 
-    def run(*call: Any) -> int:
-        serial, prim, stream, args, nargs, a_mem, b_mem, out_mem, a, b, out = call[5:]
+    def run(call: Array, a: Array, b: Array, out: Array) -> int:
+        serial, prim, stream, args, nargs, a_mem, b_mem, out_mem = (int(v) for v in call[5:])
         for mem, x in ((a_mem, a), (b_mem, b), (out_mem, out)):
             status: int = c.dnnl_memory_set_data_handle(_P(mem), _P(x.ctypes.data))
             if status != 0:
