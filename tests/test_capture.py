@@ -143,8 +143,12 @@ def test_replaced_parameter_arrays_and_module_mode_record_again() -> None:
         ("custom", r"from host data \(dev.tensor\(...\)\) whose values differ"),
     ],
 )
-def test_what_cannot_be_replayed_runs_eagerly_with_a_warning(case: str, reason: str) -> None:
+def test_what_cannot_be_replayed_runs_eagerly_with_a_warning(
+    case: str, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each refused call warns once, naming the reason, and every call gives the eager values."""
+    if case == "returns_unreplayable":  # every op replays or refuses by name now: one stands in
+        monkeypatch.setattr(gt.losses, "replayable", lambda *args, **kwargs: None)
     dev = gt.Cpu(seed=5)
     m = _mlp(dev)
     bias = dev.tensor(np.ones(10, np.float32))
@@ -166,10 +170,10 @@ def test_what_cannot_be_replayed_runs_eagerly_with_a_warning(case: str, reason: 
             return m[2](m[1](gt.masked_select(h, h == h).reshape((64, 128))))
         if case == "derived":  # the dfdx seed's dev.tensor(-x.data): host data made from the argument
             return m(x + dev.tensor(-x.data))
-        if case == "returns_unreplayable":  # an op without a replay kernel yet
+        if case == "returns_unreplayable":  # an op that tells the recorder nothing (patched above)
             y = m(x) + bias
             labels = np.arange(64) % 10
-            return nn.functional.cross_entropy(y, labels, weight=np.linspace(0.5, 1.5, 10), reduction="none")
+            return nn.functional.cross_entropy(y, labels, label_smoothing=0.1, reduction="none")
         if case == "branch":  # a host constant, and Python control flow on the argument's values
             y = m(x + dev.tensor(np.zeros((64, 64), np.float32)))
             return y * 2.0 if float(x.data[0, 0]) > 0 else y + 1.0
@@ -1182,6 +1186,59 @@ def test_cross_entropy_with_padding_smoothing_or_per_sample_losses_replays(loss:
     assert losses == eager_losses
     _same_arrays(params, eager_params)
     assert f.replays >= 9
+
+
+@pytest.mark.parametrize("kind", ["tensor", "float64 array", "list"])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss", "cross_entropy smoothed", "binary_cross_entropy"])
+def test_class_weighted_losses_replay_and_read_the_weight_as_it_is(loss: str, kind: str) -> None:
+    """PyTorch's class-weighted losses for imbalanced data (``F.cross_entropy(logits, y,
+    weight=w)``, ``F.nll_loss(F.log_softmax(logits), y, weight=w)``, with label smoothing and
+    padding, ``F.binary_cross_entropy(p, t, weight=w)``), the weights a tensor made before the
+    step, a float64 numpy array (converted to float32 at each call) or a list: 12 captured SGD
+    steps equal 12 eager ones to the last bit, and a weight the caller changes in place after
+    step 6 is read by the replays as the eager steps read it."""
+    from gradtape import optim
+
+    base = [0.5 + 0.1 * c for c in range(10)]
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=9)
+        m = _mlp(dev)
+        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+        w: Any = {"tensor": dev.tensor(np.array(base, np.float32)), "float64 array": np.array(base), "list": base}[kind]
+        F = nn.functional
+
+        def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            logits = m(x)
+            if loss == "cross_entropy":
+                out = F.cross_entropy(logits, y, weight=w)
+            elif loss == "nll_loss":
+                out = F.nll_loss(F.log_softmax(logits, dim=1), y, weight=w)
+            elif loss == "cross_entropy smoothed":
+                out = F.cross_entropy(logits, y, weight=w, ignore_index=-100, label_smoothing=0.1)
+            else:  # one probability per class, each class's term weighted
+                out = F.binary_cross_entropy(logits.sigmoid(), (y.reshape((64, 1)) == dev.arange(10)).float(), weight=w)
+            out.backward()
+            opt.step()
+            return out
+
+        f: Any = gt.capture(step) if captured else step
+        rng = np.random.default_rng(10)
+        losses = []
+        for i in range(12):
+            if i == 6 and kind != "list":  # the caller changes its weights in place (not all alike:
+                arr = w.data if kind == "tensor" else w  # the weighted mean divides a common factor out)
+                arr[::2] *= 3.0
+            y = rng.integers(0, 10, 64)
+            y[rng.random(64) < 0.1] = -100 if loss == "cross_entropy smoothed" else y[0]
+            losses.append(f(dev.tensor(rng.standard_normal((64, 64)).astype(np.float32)), dev.tensor(y)).item())
+        return losses, [p.numpy().copy() for p in m.parameters()], f
+
+    (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
+    assert losses == eager_losses
+    _same_arrays(params, eager_params)
+    assert f.replays >= 8, f.reason
 
 
 @pytest.mark.parametrize("op", ["index_add", "scatter_add"])

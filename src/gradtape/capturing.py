@@ -74,7 +74,7 @@ declared elementwise ops such as ``relu``, ``gelu``, ``silu``, ``softplus``, ``t
 ``-``, ``*``, ``/`` and negation between tensors (broadcasting too) and with numbers, the
 declared two-input ops, arithmetic on integer tensors, ``to_dtype``, convolutions and
 ``conv_transpose2d``, max/min/average pooling, ``sum`` and ``mean``, ``softmax`` and
-``log_softmax``, ``cross_entropy``'s common case, ``nll_loss`` (without class weights),
+``log_softmax``, ``cross_entropy``'s common case, ``nll_loss``,
 ``mse_loss``, ``l1_loss``, ``huber_loss``, ``smooth_l1_loss``,
 ``binary_cross_entropy_with_logits``, ``embedding``, ``layer_norm``, ``rms_norm`` and
 ``group_norm``, the fused attention (``scaled_dot_product_attention``,
@@ -93,7 +93,9 @@ parameters, integer casts and arithmetic, the logical ops, ``any``/``all``, ``no
 ``cross_entropy`` with label smoothing, ``ignore_index`` or ``reduction="none"``, ``prelu``,
 ``searchsorted``, ``bucketize``, ``diag``, ``repeat_interleave`` by a number, ``index_add``
 and ``scatter_add`` (their positions computed again from the index at each replay), adaptive
-max pooling, the triplet and Gaussian NLL losses; not yet losses with class weights:
+max pooling, the triplet and Gaussian NLL losses, and the class-weighted ``cross_entropy``,
+``nll_loss`` and ``binary_cross_entropy`` (the weight read as it is at each replay: a tensor's
+or numpy array's own, one of another dtype converted again, a list's values a constant):
 ``tests/test_capture_ops.py`` counts the PyTorch-spelled op calls that replay, 440 of its 449;
 ops whose result comes from values through the host, ``nonzero``, ``unique``,
 ``masked_select``, bool-mask indexing and ``one_hot`` without ``num_classes``, never replay:

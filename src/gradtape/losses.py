@@ -104,6 +104,30 @@ def _source(value: object, like: Tensor[Any, Any]) -> Any:
     return value if _is_tensor(value, like) else None
 
 
+def _weight_for_replay(weight: object, w: Array, like: Tensor[Any, Any]) -> tuple[Any, Array, tuple[Array, ...]]:
+    """Where a capture's replay reads a loss's constant weight ``w`` (:func:`_constant`'s array
+    of ``weight``): ``(source, w_src, writes)``. A tensor's array is read where it lives (the
+    tensor a source: guarded, as a parameter is), so is a numpy array (a constant of the plan),
+    and a list's array, made in this call, is a constant the second recording checks. Where
+    ``w`` is a converted copy (float64 weights for float32 inputs), ``writes`` holds it and the
+    replay refills it from ``w_src`` (:func:`_refill_weight`), so a weight the caller changes
+    in place between calls is read as an eager call reads it. Call it where a recorder runs."""
+    tensor = _is_tensor(weight, like)
+    src: Any = weight.data if tensor else weight  # type: ignore[attr-defined]
+    if src.__class__ is not np.ndarray:  # a list or a number: the array made from it in this call
+        src = w
+    if not tensor:
+        _tp._recorder.host_array(src)
+    return (weight if tensor else None), src, (() if src is w else (w,))
+
+
+def _refill_weight(w_src: Array | None, w: Array | None) -> None:
+    """A replay's first step with a weight: ``w`` (a converted copy) refilled from ``w_src``
+    (see :func:`_weight_for_replay`); nothing where they are one array."""
+    if w is not None and w_src is not None and w_src is not w:
+        np.copyto(w, w_src, casting="unsafe")
+
+
 def _scale_box(scale: float, x: Array) -> Any:
     """A loss's gradient scale that depends on the targets (the mean's ``1 / sum(weight[t])``)
     as a 0-d array a capture's replay refreshes, where a recorder runs; else the float."""
@@ -678,22 +702,33 @@ def nll_loss(
         return (g._like(_unrows(q * x.dtype.type(-scale), x.shape)) * _class_axis_grad(g, x.ndim),)
 
     out = _record([input], value, sbox, rule, diff)
-    if _tp._recorder is not None and w is None:
-        args = (x, t, classes, ignore_index, reduction, q, sbox)
-        sources = (input, _source(target, input))
-        replayable(op, out.data, _nll_into, args, sources, out.tape, True, (q, sbox))
+    if _tp._recorder is not None:
+        wt, w_src, writes = (None, None, ()) if w is None else _weight_for_replay(weight, w, input)
+        args = (x, t, classes, ignore_index, reduction, q, sbox, w_src, w)
+        sources = (input, _source(target, input), wt)
+        replayable(op, out.data, _nll_into, args, sources, out.tape, True, (q, sbox, *writes))
     return out
 
 
 def _nll_into(
-    out: Array, x: Array, t: Array, classes: int, ignore_index: int, reduction: str, q: Array, sbox: Array
+    out: Array,
+    x: Array,
+    t: Array,
+    classes: int,
+    ignore_index: int,
+    reduction: str,
+    q: Array,
+    sbox: Array,
+    w_src: Array | None,
+    w: Array | None,
 ) -> None:
-    """:func:`nll_loss` (without class weights) again, for :func:`gradtape.capture`'s replays:
-    the loss into ``out``, the one-hot rows into ``q`` and the scale into ``sbox``, from the
-    new targets ``t``."""
+    """:func:`nll_loss` again, for :func:`gradtape.capture`'s replays: the loss into ``out``,
+    the weighted one-hot rows into ``q`` and the scale into ``sbox``, from the new targets ``t``
+    and the class weights as they are now (``w`` refilled from ``w_src``)."""
     op = "nll_loss"
+    _refill_weight(w_src, w)
     rows = _rows(x)
-    safe, wrow = _index_rows(op, t, classes, ignore_index, None, x)
+    safe, wrow = _index_rows(op, t, classes, ignore_index, w, x)
     at = _arrays.arange(rows.shape[0], x)
     value, scale = _class_reduce(
         op, (-(wrow * rows[at, safe])).reshape(_batch_shape(x.shape)), reduction, wrow.sum(), x
@@ -829,10 +864,11 @@ def cross_entropy(
         return gx, k * ge
 
     out = _record([input, t_tensor], value, sbox, rule, diff)
-    if _tp._recorder is not None and w is None:  # a class weight: not replayed yet
-        sources = (input, _source(target, input))
+    if _tp._recorder is not None:
+        wt, w_src, writes = (None, None, ()) if w is None else _weight_for_replay(weight, w, input)
+        sources = (input, _source(target, input), wt)
         saved = (logp, q, qsum, sbox)
-        replayable(op, out.data, _ce_into, (parts, x, t, saved), sources, out.tape, True, saved)
+        replayable(op, out.data, _ce_into, (parts, x, t, saved, w_src, w), sources, out.tape, True, (*saved, *writes))
     return out
 
 
@@ -871,9 +907,20 @@ def _ce_parts(
     return value, scale, logp, q, q.sum(axis=1, keepdims=True)
 
 
-def _ce_into(out: Array, parts: Callable[..., Any], x: Array, t: Array, saved: tuple[Array, ...]) -> None:
+def _ce_into(
+    out: Array,
+    parts: Callable[..., Any],
+    x: Array,
+    t: Array,
+    saved: tuple[Array, ...],
+    w_src: Array | None,
+    w: Array | None,
+) -> None:
     """:func:`cross_entropy`'s general path again (a capture's replay): the loss into ``out``,
-    the arrays its rule reads and the scale (``saved``: ``logp, q, qsum, scale``) refreshed."""
+    the arrays its rule reads and the scale (``saved``: ``logp, q, qsum, scale``) refreshed,
+    with the class weights as they are now (``w``, which ``parts`` reads, refilled from
+    ``w_src``)."""
+    _refill_weight(w_src, w)
     value, scale, *arrays = parts(x, t)
     for old, new in zip(saved, (*arrays, scale), strict=True):
         np.copyto(old, new, casting="unsafe")
@@ -962,10 +1009,22 @@ def binary_cross_entropy(input: Any, target: Any, weight: Weight = None, reducti
         gt = ((1.0 - xt).log() - xt.log()) * ge if tt is not None else None
         return gx, gt
 
-    replay = (op, parts, t, (slope_x, slope_t)) if w is None else None  # a weight: not replayed yet
-    return _elementwise_loss(
+    replay = (op, parts, t, (slope_x, slope_t)) if w is None else None
+    out = _elementwise_loss(
         input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale, replay
     )
+    if w is not None and _tp._recorder is not None:  # the weight as it is at each replay
+        wt, w_src, writes = _weight_for_replay(weight, w, input)
+        args = (functools.partial(_bce_weighted_parts, w), (x, t, w_src), reduction, scale, (slope_x, slope_t))
+        replayable(op, out.data, _loss_into, args, (input, tt, wt), out.tape, True, (slope_x, slope_t, *writes))
+    return out
+
+
+def _bce_weighted_parts(w: Array, x: Array, t: Array, w_src: Array) -> tuple[Array, Array, Array]:
+    """:func:`_bce_parts` with the weight ``w`` refilled from ``w_src`` first (a capture's
+    replay of a weighted :func:`binary_cross_entropy`, see :func:`_weight_for_replay`)."""
+    _refill_weight(w_src, w)
+    return _bce_parts(w, x, t)
 
 
 def _bce_parts(w: Array | None, x: Array, t: Array) -> tuple[Array, Array, Array]:
