@@ -216,13 +216,35 @@ def test_what_oneDNN_does_not_take_is_left_to_numpy(what: str, a: Any, b: Any, f
         np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
 
 
-def test_a_busy_plan_hands_the_product_to_numpy(forced: None) -> None:
+@pytest.mark.parametrize("serial", [False, True])
+def test_a_busy_plan_hands_the_product_to_this_thread_s_twin(serial: bool, forced: None) -> None:
+    """While another thread runs a plan, a product of its geometry runs on this thread's twin
+    of it: the same values bit for bit (numpy's would differ in the last bits); two threads
+    running products of one geometry at once get the values a single thread gets."""
+    import threading
+
     a, b = f32(64, 32), f32(32, 48)
-    p = om.plan(a, b)
+    p = om.plan(a, b, serial=serial)
     assert p is not None
+    want = p.run(a, b)
+    assert want is not None
     with p.lock:  # another thread is running this plan
-        assert p.run(a, b) is None
-        np.testing.assert_allclose(blas.matmul(a, b), a @ b, rtol=1e-5)
+        got = p.run(a, b)
+        assert got is not None and np.array_equal(got, want)
+        assert threading.get_ident() in p._twins
+        np.testing.assert_array_equal(om.matmul(a, b, serial=serial), want)
+    results: list[bool] = []
+
+    def work() -> None:
+        outs = [om.matmul(a, b, serial=serial) for _ in range(300)]
+        results.append(all(o is not None and np.array_equal(o, want) for o in outs))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True, True, True]
 
 
 def test_plan_cache_is_bounded(forced: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,10 +34,13 @@ One cached plan per geometry (:func:`plan`, LRU of :data:`CACHE_SIZE`): the oper
 and element strides, so transposed and sliced views (``w.T`` in ``linear``, a head's slice)
 are read where they are, with no copy; the result is a new C-contiguous array. Products of
 up to four dims with numpy's batch broadcasting (dims of size 1) are taken; anything else
-(float64, 1-D operands, zero or negative strides, more dims) is left to numpy, and so is a
-plan that another thread is running at that moment (a plan's memory objects hold one call's
-pointers). A forked child, ``GRADTAPE_ONEDNN=0`` and a missing wheel fall back as the
-convolutions do (:mod:`gradtape.devices.kernels.onednn`).
+(float64, 1-D operands, zero or negative strides, more dims) is left to numpy. A plan that
+another thread is running at that moment (a plan's memory objects hold one call's pointers)
+hands the product to this thread's twin of it, made on first need: the same primitive, so the
+same values bit for bit whichever thread gets which (numpy's would differ in the last bits,
+making a multithreaded program's results depend on timing). A forked child,
+``GRADTAPE_ONEDNN=0`` and a missing wheel fall back as the convolutions do
+(:mod:`gradtape.devices.kernels.onednn`).
 
 The values differ from OpenBLAS's in the last bits (another summation order); both are
 float32 products accumulated in float32 with FMA, as PyTorch's are.
@@ -62,7 +65,7 @@ from numba.extending import intrinsic
 from gradtape.devices.kernels import _jit
 from gradtape.devices.kernels import onednn as _od
 
-__all__ = ["CACHE_SIZE", "MIN_MACS", "SERIAL_MIN_MACS", "Matmul", "matmul", "plan"]
+__all__ = ["CACHE_SIZE", "MAX_TWINS", "MIN_MACS", "SERIAL_MIN_MACS", "Matmul", "matmul", "plan"]
 
 Array = np.ndarray[Any, Any]
 
@@ -93,6 +96,10 @@ and would gain nothing on a machine without AVX-512."""
 
 CACHE_SIZE = 128
 """Matmul plans kept (one per geometry); the least recently used is dropped beyond."""
+
+MAX_TWINS = 8
+"""Threads' copies of one plan kept (:meth:`Matmul.run`); all are dropped beyond, and made
+again on need."""
 
 _P = ctypes.c_void_p
 _F4 = 4  # bytes per float32
@@ -143,6 +150,8 @@ class Matmul:
         self.out_shape = out_shape
         self.serial = serial
         self.lock = threading.Lock()
+        self._geometry = (a_shape, a_strides, b_shape, b_strides, out_shape, out_strides)
+        self._twins: dict[int, Matmul] = {}  # other threads' copies, by thread id (see run)
         own: list[tuple[str, _P]] = []
         self._own = own
         src = lib.md(own, a_shape, a_strides)
@@ -178,6 +187,21 @@ class Matmul:
             np.int64,
         )
 
+    def _twin(self) -> Matmul | None:
+        """This thread's copy of the plan (made on first need; at most :data:`MAX_TWINS`
+        threads' kept), or ``None`` where oneDNN refuses to make it."""
+        tid = threading.get_ident()
+        twin = self._twins.get(tid)
+        if twin is None:
+            try:
+                twin = Matmul(self.lib, *self._geometry, serial=self.serial)
+            except _od.OneDNNError:
+                return None
+            if len(self._twins) >= MAX_TWINS:
+                self._twins.clear()
+            self._twins[tid] = twin
+        return twin
+
     def __del__(self) -> None:
         own = getattr(self, "_own", None)
         if own:
@@ -185,10 +209,12 @@ class Matmul:
 
     def run(self, a: Array, b: Array, out: Array | None = None) -> Array | None:
         """``a @ b`` into ``out`` (the array of the plan's output layout) or a new C-contiguous
-        float32 array; ``None`` when another thread is running this plan (the caller then uses
-        numpy)."""
+        float32 array. Where another thread is running this plan, this thread's twin of it
+        runs the product (the same primitive, so the same values); ``None`` only where oneDNN
+        refuses to make the twin (the caller then uses numpy)."""
         if not self.lock.acquire(blocking=False):
-            return None
+            twin = self._twin()
+            return None if twin is None else twin.run(a, b, out)
         try:
             if out is None:
                 out = np.empty(self.out_shape, np.float32)
