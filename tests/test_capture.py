@@ -6,6 +6,7 @@ guard) or refuse the capture loudly (a RuntimeWarning naming why), never replay 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -1146,41 +1147,64 @@ def test_one_hot_replays_with_its_range_check_and_refuses_an_inferred_class_coun
     assert g.replays == 0
 
 
+def _twelve_sgd_steps(
+    captured: bool,
+    seeds: tuple[int, int],
+    loss_of: Callable[[Any, Tensor[Any, Any], Tensor[Any, Any]], Tensor[Any, Any]],
+    labels: Callable[[np.random.Generator, int], Array],
+    setup: Callable[[gt.Cpu], Any] = lambda dev: dev,
+    before: Callable[[Any, int], None] = lambda state, i: None,
+) -> tuple[list[float], list[Array], Any]:
+    """12 SGD steps (momentum 0.9) of the digits MLP in PyTorch's spelling, the loss
+    ``loss_of(state, logits, y)`` with ``state = setup(dev)``, captured or not; ``labels(rng,
+    i)`` draws step ``i``'s targets and ``before(state, i)`` runs before it. Returns the
+    losses, the final parameters and the step function."""
+    from gradtape import optim
+
+    dev = gt.Cpu(seed=seeds[0])
+    m = _mlp(dev)
+    opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    state = setup(dev)
+
+    def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        out = loss_of(state, m(x), y)
+        out.backward()
+        opt.step()
+        return out
+
+    f: Any = gt.capture(step) if captured else step
+    rng = np.random.default_rng(seeds[1])
+    losses = []
+    for i in range(12):
+        before(state, i)
+        y = labels(rng, i)
+        losses.append(f(dev.tensor(rng.standard_normal((64, 64)).astype(np.float32)), dev.tensor(y)).item())
+    return losses, [p.numpy().copy() for p in m.parameters()], f
+
+
 @pytest.mark.parametrize("loss", ["ignore_index", "label_smoothing", "none"])
 def test_cross_entropy_with_padding_smoothing_or_per_sample_losses_replays(loss: str) -> None:
     """PyTorch's ``F.cross_entropy(logits, y, ignore_index=-100)`` with padded targets (a
     different number ignored in each batch, so the mean's divisor changes at every step),
     ``label_smoothing=0.1``, and ``reduction="none"`` summed by the caller: 12 captured SGD
     steps equal 12 eager ones to the last bit."""
-    from gradtape import optim
+
+    def loss_of(dev: Any, logits: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        if loss == "ignore_index":
+            return nn.functional.cross_entropy(logits, y, ignore_index=-100)
+        if loss == "label_smoothing":
+            return nn.functional.cross_entropy(logits, y, label_smoothing=0.1)
+        return nn.functional.cross_entropy(logits, y, reduction="none").sum() / 64.0
+
+    def labels(rng: np.random.Generator, i: int) -> Array:
+        y = rng.integers(0, 10, 64)
+        if loss == "ignore_index":
+            y[rng.random(64) < 0.1 + 0.05 * (i % 4)] = -100  # padding: another count each step
+        return y
 
     def run(captured: bool) -> tuple[list[float], list[Array], Any]:
-        dev = gt.Cpu(seed=6)
-        m = _mlp(dev)
-        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            logits = m(x)
-            if loss == "ignore_index":
-                out = nn.functional.cross_entropy(logits, y, ignore_index=-100)
-            elif loss == "label_smoothing":
-                out = nn.functional.cross_entropy(logits, y, label_smoothing=0.1)
-            else:
-                out = nn.functional.cross_entropy(logits, y, reduction="none").sum() / 64.0
-            out.backward()
-            opt.step()
-            return out
-
-        f: Any = gt.capture(step) if captured else step
-        rng = np.random.default_rng(8)
-        losses = []
-        for i in range(12):
-            y = rng.integers(0, 10, 64)
-            if loss == "ignore_index":
-                y[rng.random(64) < 0.1 + 0.05 * (i % 4)] = -100  # padding: another count each step
-            losses.append(f(dev.tensor(rng.standard_normal((64, 64)).astype(np.float32)), dev.tensor(y)).item())
-        return losses, [p.numpy().copy() for p in m.parameters()], f
+        return _twelve_sgd_steps(captured, (6, 8), loss_of, labels)
 
     (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
     assert losses == eager_losses
@@ -1197,43 +1221,36 @@ def test_class_weighted_losses_replay_and_read_the_weight_as_it_is(loss: str, ki
     step, a float64 numpy array (converted to float32 at each call) or a list: 12 captured SGD
     steps equal 12 eager ones to the last bit, and a weight the caller changes in place after
     step 6 is read by the replays as the eager steps read it."""
-    from gradtape import optim
-
     base = [0.5 + 0.1 * c for c in range(10)]
+    F = nn.functional
+
+    def setup(dev: gt.Cpu) -> tuple[gt.Cpu, Any]:
+        w = {"tensor": dev.tensor(np.array(base, np.float32)), "float64 array": np.array(base), "list": list(base)}
+        return dev, w[kind]
+
+    def loss_of(state: Any, logits: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        dev, w = state
+        if loss == "cross_entropy":
+            return F.cross_entropy(logits, y, weight=w)
+        if loss == "nll_loss":
+            return F.nll_loss(F.log_softmax(logits, dim=1), y, weight=w)
+        if loss == "cross_entropy smoothed":
+            return F.cross_entropy(logits, y, weight=w, ignore_index=-100, label_smoothing=0.1)
+        one_hot = (y.reshape((64, 1)) == dev.arange(10)).float()  # one probability per class, weighted
+        return F.binary_cross_entropy(logits.sigmoid(), one_hot, weight=w)
+
+    def labels(rng: np.random.Generator, i: int) -> Array:
+        y = rng.integers(0, 10, 64)
+        y[rng.random(64) < 0.1] = -100 if loss == "cross_entropy smoothed" else y[0]
+        return y
+
+    def before(state: Any, i: int) -> None:
+        if i == 6 and kind != "list":  # the caller changes its weights in place (not all alike:
+            w = state[1]  # the weighted mean divides a common factor out)
+            (w.data if kind == "tensor" else w)[::2] *= 3.0
 
     def run(captured: bool) -> tuple[list[float], list[Array], Any]:
-        dev = gt.Cpu(seed=9)
-        m = _mlp(dev)
-        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-        w: Any = {"tensor": dev.tensor(np.array(base, np.float32)), "float64 array": np.array(base), "list": base}[kind]
-        F = nn.functional
-
-        def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            logits = m(x)
-            if loss == "cross_entropy":
-                out = F.cross_entropy(logits, y, weight=w)
-            elif loss == "nll_loss":
-                out = F.nll_loss(F.log_softmax(logits, dim=1), y, weight=w)
-            elif loss == "cross_entropy smoothed":
-                out = F.cross_entropy(logits, y, weight=w, ignore_index=-100, label_smoothing=0.1)
-            else:  # one probability per class, each class's term weighted
-                out = F.binary_cross_entropy(logits.sigmoid(), (y.reshape((64, 1)) == dev.arange(10)).float(), weight=w)
-            out.backward()
-            opt.step()
-            return out
-
-        f: Any = gt.capture(step) if captured else step
-        rng = np.random.default_rng(10)
-        losses = []
-        for i in range(12):
-            if i == 6 and kind != "list":  # the caller changes its weights in place (not all alike:
-                arr = w.data if kind == "tensor" else w  # the weighted mean divides a common factor out)
-                arr[::2] *= 3.0
-            y = rng.integers(0, 10, 64)
-            y[rng.random(64) < 0.1] = -100 if loss == "cross_entropy smoothed" else y[0]
-            losses.append(f(dev.tensor(rng.standard_normal((64, 64)).astype(np.float32)), dev.tensor(y)).item())
-        return losses, [p.numpy().copy() for p in m.parameters()], f
+        return _twelve_sgd_steps(captured, (9, 10), loss_of, labels, setup, before)
 
     (eager_losses, eager_params, _), (losses, params, f) = _eager_then_captured(run)
     assert losses == eager_losses
