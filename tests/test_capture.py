@@ -1213,11 +1213,14 @@ def test_cross_entropy_with_padding_smoothing_or_per_sample_losses_replays(loss:
 
 
 @pytest.mark.parametrize("kind", ["tensor", "float64 array", "list"])
-@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss", "cross_entropy smoothed", "binary_cross_entropy"])
+@pytest.mark.parametrize(
+    "loss", ["cross_entropy", "nll_loss", "cross_entropy smoothed", "binary_cross_entropy", "with_logits"]
+)
 def test_class_weighted_losses_replay_and_read_the_weight_as_it_is(loss: str, kind: str) -> None:
     """PyTorch's class-weighted losses for imbalanced data (``F.cross_entropy(logits, y,
     weight=w)``, ``F.nll_loss(F.log_softmax(logits), y, weight=w)``, with label smoothing and
-    padding, ``F.binary_cross_entropy(p, t, weight=w)``), the weights a tensor made before the
+    padding, ``F.binary_cross_entropy(p, t, weight=w)``, ``binary_cross_entropy_with_logits``
+    with ``weight=w, pos_weight=w``), the weights a tensor made before the
     step, a float64 numpy array (converted to float32 at each call) or a list: 12 captured SGD
     steps equal 12 eager ones to the last bit, and a weight the caller changes in place after
     step 6 is read by the replays as the eager steps read it."""
@@ -1237,6 +1240,8 @@ def test_class_weighted_losses_replay_and_read_the_weight_as_it_is(loss: str, ki
         if loss == "cross_entropy smoothed":
             return F.cross_entropy(logits, y, weight=w, ignore_index=-100, label_smoothing=0.1)
         one_hot = (y.reshape((64, 1)) == dev.arange(10)).float()  # one probability per class, weighted
+        if loss == "with_logits":  # the weight as both PyTorch's weight and pos_weight
+            return F.binary_cross_entropy_with_logits(logits, one_hot, weight=w, pos_weight=w)
         return F.binary_cross_entropy(logits.sigmoid(), one_hot, weight=w)
 
     def labels(rng: np.random.Generator, i: int) -> Array:

@@ -281,12 +281,14 @@ def _elementwise_loss(
     diff: _Diff,
     scale: float,
     replay: tuple[str, Callable[[Array, Array], tuple[Array, ...]], Array, tuple[Array, ...]] | None = None,
+    weights: tuple[tuple[object, Array], ...] = (),
 ) -> Any:
     """Record a loss of ``input`` and a target of its shape: ``grad_x(c)`` / ``grad_t(c)`` give
     their gradients for the scaled output gradient ``c``. ``replay``: ``(op, parts, t, saved)``
     for :func:`gradtape.capture`'s replays, ``op`` the loss's name (for messages) and
     ``parts(x, t)`` returning ``(elems, *saved)``, ``saved`` the arrays the rules read: the
-    loss's forward, written once."""
+    loss's forward, written once. ``weights``: ``(weight, w)`` pairs, the caller's constant
+    weights and the arrays ``parts`` reads (see :func:`_replay_loss`)."""
 
     def rule(c: Any, needs: tuple[bool, ...]) -> tuple[Array | None, Array | None]:
         return (grad_x(c) if needs[0] else None), (grad_t(c) if needs[1] else None)
@@ -294,7 +296,7 @@ def _elementwise_loss(
     out = _record([input, tt], _total(_as_array(elems), reduction, scale), scale, rule, diff)
     if replay is not None:
         op, parts, t, saved = replay
-        _replay_loss(op, out, parts, (input.data, t), (input, tt), reduction, scale, saved)
+        _replay_loss(op, out, parts, (input.data, t), (input, tt), reduction, scale, saved, weights)
     return out
 
 
@@ -307,13 +309,22 @@ def _replay_loss(
     reduction: str,
     scale: float,
     saved: tuple[Array, ...],
+    weights: tuple[tuple[object, Array], ...] = (),
 ) -> None:
     """Tell :func:`gradtape.capture`'s recorder how the loss ``out`` is made again:
     ``parts(*arrays)`` gives ``(elements, *saved)`` from the inputs' arrays (the loss's
-    forward, which the eager op ran too), ``saved`` the arrays its rules read."""
+    forward, which the eager op ran too), ``saved`` the arrays its rules read. ``weights``:
+    ``(weight, w)`` pairs, each read as it is at each replay (:func:`_weight_for_replay`)."""
     if _tp._recorder is not None:
-        args = (parts, arrays, reduction, scale, saved)
-        replayable(op, out.data, _loss_into, args, sources, out.tape, True, saved)
+        refills: list[tuple[Array, Array]] = []
+        writes: list[Array] = []
+        for weight, w in weights:
+            wt, w_src, more = _weight_for_replay(weight, w, out)
+            sources = (*sources, wt)
+            refills.append((w_src, w))
+            writes.extend(more)
+        args = (parts, arrays, reduction, scale, saved, tuple(refills))
+        replayable(op, out.data, _loss_into, args, sources, out.tape, True, (*saved, *writes))
 
 
 def _loss_into(
@@ -323,9 +334,13 @@ def _loss_into(
     reduction: str,
     scale: float,
     saved: tuple[Array, ...],
+    refills: tuple[tuple[Array, Array], ...] = (),
 ) -> None:
-    """A loss again (for :func:`gradtape.capture`'s replays): its parts from the new inputs,
-    the reduced loss into ``out``, the saved arrays refreshed."""
+    """A loss again (for :func:`gradtape.capture`'s replays): its weights as they are now
+    (``refills``, see :func:`_refill_weight`), its parts from the new inputs, the reduced loss
+    into ``out``, the saved arrays refreshed."""
+    for w_src, w in refills:
+        _refill_weight(w_src, w)
     new = parts(*arrays)
     np.copyto(out, _total(_as_array(new[0]), reduction, scale))
     for old, fresh in zip(saved, new[1:], strict=True):
@@ -1009,22 +1024,11 @@ def binary_cross_entropy(input: Any, target: Any, weight: Weight = None, reducti
         gt = ((1.0 - xt).log() - xt.log()) * ge if tt is not None else None
         return gx, gt
 
-    replay = (op, parts, t, (slope_x, slope_t)) if w is None else None
-    out = _elementwise_loss(
-        input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale, replay
+    replay = (op, parts, t, (slope_x, slope_t))
+    weights = () if w is None else ((weight, w),)
+    return _elementwise_loss(
+        input, tt, reduction, elems, lambda c: slope_x * c, lambda c: slope_t * c, diff, scale, replay, weights
     )
-    if w is not None and _tp._recorder is not None:  # the weight as it is at each replay
-        wt, w_src, writes = _weight_for_replay(weight, w, input)
-        args = (functools.partial(_bce_weighted_parts, w), (x, t, w_src), reduction, scale, (slope_x, slope_t))
-        replayable(op, out.data, _loss_into, args, (input, tt, wt), out.tape, True, (slope_x, slope_t, *writes))
-    return out
-
-
-def _bce_weighted_parts(w: Array, x: Array, t: Array, w_src: Array) -> tuple[Array, Array, Array]:
-    """:func:`_bce_parts` with the weight ``w`` refilled from ``w_src`` first (a capture's
-    replay of a weighted :func:`binary_cross_entropy`, see :func:`_weight_for_replay`)."""
-    _refill_weight(w_src, w)
-    return _bce_parts(w, x, t)
 
 
 def _bce_parts(w: Array | None, x: Array, t: Array) -> tuple[Array, Array, Array]:
@@ -1126,11 +1130,9 @@ def binary_cross_entropy_with_logits(
         gt = -xt if pw is None else (-xt).softplus() * g._like(np.broadcast_to(pw - 1, x.shape).copy()) - xt
         return gx, gt * ge
 
-    if _tp._recorder is not None:
-        for c in (w, pw):  # the weights: constants of a plan
-            if c is not None:
-                _tp._recorder.constant(c)
-    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale, (op, parts, t, (e, sp, *rest)))
+    weights = tuple((given, c) for given, c in ((weight, w), (pos_weight, pw)) if c is not None)
+    replay = (op, parts, t, (e, sp, *rest))
+    return _elementwise_loss(input, tt, red, elems, grad_x, grad_t, diff, scale, replay, weights)
 
 
 def _bce_logits_parts(w: Array | None, pw: Array | None, x: Array, t: Array) -> tuple[Array, ...]:
