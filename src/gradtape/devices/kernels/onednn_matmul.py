@@ -4,9 +4,8 @@ its own products through MKL/oneDNN), for :func:`gradtape.devices.kernels.blas.m
 Why: numpy's OpenBLAS picks its kernels once per machine, and some machine images force older
 ones (``OPENBLAS_CORETYPE=Haswell`` on the AVX-512 test VM: AVX2 kernels where the CPU has
 AVX-512). oneDNN picks its JIT kernels for the CPU it runs on (``brg:avx512_core`` there), so
-on such a machine a large float32 product runs at up to twice OpenBLAS's rate. It only pays
-from a few million multiply-adds a product (:data:`MIN_MACS`): below, a call's fixed cost (a
-few ctypes calls, about 10 microseconds) is more than it saves.
+on such a machine a large float32 product runs at up to twice OpenBLAS's rate. From a few
+million multiply-adds a product (:data:`MIN_MACS`) it runs on oneDNN's OpenMP threads.
 
 Smaller products, from :data:`SERIAL_MIN_MACS` up to :data:`MIN_MACS`, go to plans oneDNN
 made for one thread (``serial``): created while the calling thread's OpenMP count is 1, they
@@ -71,12 +70,15 @@ Array = np.ndarray[Any, Any]
 
 MIN_MACS = 1 << 21
 """Multiply-adds per product (``m * k * n`` of one matrix, times the batch) from which a
-float32 product goes to oneDNN. Measured on the AVX-512 AMD EPYC VM (OpenBLAS forced to its
+float32 product goes to oneDNN's multithreaded plans (below it, down to
+:data:`SERIAL_MIN_MACS`, to one-thread plans). First measured (through ctypes
+then: about 10 microseconds of fixed cost) on the AVX-512 AMD EPYC VM (OpenBLAS forced to its
 Haswell kernels; one process, best of 200, ``(m, k, n)`` with the weight transposed as
-``linear`` reads it), oneDNN's time over numpy's: (64, 64, 64) 2.40 (13.4 against 5.6
-microseconds: oneDNN's fixed cost), (64, 128, 128) 0.93, (64, 256, 256) 0.73, (128, 256, 256)
-0.63, (256, 256, 256) 0.50, (1024, 256, 256) 0.60; 450-490 GFLOP/s from 100M multiply-adds
-on two threads against OpenBLAS's 250-265 (and PyTorch's own products, MKL, 220-230)."""
+``linear`` reads it), oneDNN's time over numpy's: (64, 64, 64) 2.40, (64, 128, 128) 0.93,
+(64, 256, 256) 0.73, (128, 256, 256) 0.63, (256, 256, 256) 0.50, (1024, 256, 256) 0.60;
+450-490 GFLOP/s from 100M multiply-adds on two threads against OpenBLAS's 250-265 (and
+PyTorch's own products, MKL, 220-230). With the one-thread plans below it, two threads from
+512K multiply-adds instead gained 2% on the digits MLP's step for twice the CPU: not kept."""
 
 SERIAL_MIN_MACS = 1 << 16
 """Multiply-adds (one matrix's ``m * k * n`` times the batch) from which a float32 product below
