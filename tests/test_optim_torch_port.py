@@ -136,22 +136,49 @@ def test_training_loop_matches_torch(name: str, kw: dict[str, Any], spelling: st
 
 
 def test_defaults_are_pytorchs() -> None:
+    """Every optimizer's signature is PyTorch's: the same parameters in the same order, kinds
+    (positional or keyword-only) and defaults, PyTorch's implementation switches (``foreach``,
+    ``fused``, ``capturable``, ``differentiable``) included, so a constructor call ports as
+    written."""
     import inspect
 
     for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS"):
         ours = inspect.signature(getattr(optim, name)).parameters
         theirs = inspect.signature(getattr(torch.optim, name)).parameters
-        skip = {"foreach", "capturable", "differentiable", "fused"}  # torch's implementation switches
-        want = {k: v for k, v in theirs.items() if k not in skip}
-        assert list(ours) == list(want), name
-        names = list(theirs)
-        for k, v in want.items():
+        assert list(ours) == list(theirs), name
+        for k, v in theirs.items():
+            assert ours[k].kind == v.kind, f"{name}: {k}"
             if v.default is not inspect.Parameter.empty:
                 assert ours[k].default == v.default, f"{name}({k}=...)"
-            # positional as in PyTorch, but keyword-only where PyTorch puts a switch before it
-            after_switch = any(n in skip for n in names[: names.index(k)])
-            kw_only = ours[k].kind is inspect.Parameter.KEYWORD_ONLY
-            assert ours[k].kind == v.kind or (kw_only and after_switch), f"{name}: {k}"
+
+
+SWITCHED = ["SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"]
+
+
+@pytest.mark.parametrize("name", SWITCHED)
+def test_implementation_switches_port_and_change_nothing(name: str) -> None:
+    """PyTorch's ``foreach=``/``fused=``/``capturable=`` as a ported program passes them (each
+    optimizer takes the ones PyTorch's does): the run equals PyTorch's run with the same
+    switches, the groups keep them as PyTorch's do (same keys), and ``differentiable=True``,
+    autograd through ``step()``, is refused naming the optimizer."""
+    import inspect
+
+    theirs = inspect.signature(getattr(torch.optim, name)).parameters
+    taken = [k for k in ("foreach", "fused", "capturable") if k in theirs]
+    kw: dict[str, Any] = {k: False for k in taken}  # what a CPU program passes (capturable=True is CUDA's)
+    model, ref = _model(4)
+    opt = getattr(optim, name)(model.parameters(), lr=0.01, **kw)
+    topt = getattr(torch.optim, name)(ref.parameters(), lr=0.01, **kw)
+    assert sorted(opt.param_groups[0]) == sorted(topt.param_groups[0]), name
+    for k in taken:
+        assert opt.param_groups[0][k] == topt.param_groups[0][k], f"{name}: {k}"
+    for x, y in _batches(4, 4):
+        _our_step(model, opt, x, y)
+        _torch_step(ref, topt, x, y)
+        _same_params(model, ref)
+    assert getattr(optim, name)(model.parameters(), foreach=True).param_groups[0]["foreach"] is True
+    with pytest.raises(ValueError, match=f"{name}: differentiable=True"):
+        getattr(optim, name)(model.parameters(), differentiable=True)
 
 
 @pytest.mark.parametrize(

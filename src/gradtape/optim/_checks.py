@@ -57,6 +57,45 @@ def check_bool(owner: str, name: str, value: Any) -> bool:
     return bool(value)
 
 
+def check_hint(owner: str, name: str, value: Any) -> bool | None:
+    """``None`` or ``bool(value)``: one of PyTorch's implementation switches that do not change
+    the rule (``foreach``, ``fused``; ``capturable`` is :func:`check_bool`). gradtape keeps the
+    value in the parameter groups, as PyTorch does, and runs its one fused kernel per parameter
+    whatever it is."""
+    return None if value is None else bool(value)
+
+
+def check_not_differentiable(owner: str, name: str, value: Any) -> bool:
+    """``False``: PyTorch's ``differentiable=True`` (autograd through ``step()``) is refused.
+
+    Raises:
+        ValueError: ``value`` is true; the message names ``owner`` and says why.
+    """
+    if value:
+        raise ValueError(
+            f"{owner}: {name}=True (PyTorch's autograd through optimizer.step()) is not supported: gradtape's "
+            "optimizers update each parameter's array in place, outside any tape; for a differentiable update "
+            "(meta-learning), write the rule with gradtape ops on traced tensors"
+        )
+    return False
+
+
+SWITCHES: dict[str, Check] = {
+    "foreach": check_hint,
+    "fused": check_hint,
+    "capturable": check_bool,
+    "differentiable": check_not_differentiable,
+}
+"""PyTorch's implementation switches and their checks: an optimizer takes the ones its PyTorch
+counterpart takes (:func:`switches`)."""
+
+
+def switches(*names: str) -> dict[str, Check]:
+    """The checks of the switches ``names`` (keys of :data:`SWITCHES`), for an optimizer's
+    ``_hyper``."""
+    return {n: SWITCHES[n] for n in names}
+
+
 def check_betas(owner: str, name: str, value: Any) -> tuple[float, float]:
     """A pair of numbers in ``[0, 1)`` (Adam's ``betas``), as a tuple of floats."""
     betas = tuple(value)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gradtape.devices.kernels import optim as _k
-from gradtape.optim._checks import Check, check_betas, check_bool, check_closed_unit, check_nonneg
+from gradtape.optim._checks import Check, check_betas, check_bool, check_closed_unit, check_nonneg, switches
 from gradtape.optim.optimizers import Array, Optimizer, ParamsT
 
 __all__ = ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"]
@@ -51,6 +51,7 @@ class Adadelta(Optimizer):
         "eps": check_nonneg,
         "weight_decay": check_nonneg,
         "maximize": check_bool,
+        **switches("foreach", "capturable", "differentiable"),
     }
     rho: float
     eps: float
@@ -64,10 +65,25 @@ class Adadelta(Optimizer):
         rho: float = 0.9,
         eps: float = 1e-6,
         weight_decay: float = 0.0,
+        foreach: bool | None = None,
         *,
+        capturable: bool = False,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize})
+        super().__init__(
+            params,
+            {
+                "lr": lr,
+                "rho": rho,
+                "eps": eps,
+                "weight_decay": weight_decay,
+                "maximize": maximize,
+                "foreach": foreach,
+                "capturable": capturable,
+                "differentiable": differentiable,
+            },
+        )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         self._next_step(state)
@@ -105,6 +121,7 @@ class Adagrad(Optimizer):
         "initial_accumulator_value": check_nonneg,
         "eps": check_nonneg,
         "maximize": check_bool,
+        **switches("foreach", "differentiable", "fused"),
     }
     lr_decay: float
     weight_decay: float
@@ -120,8 +137,11 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             params,
@@ -132,6 +152,9 @@ class Adagrad(Optimizer):
                 "initial_accumulator_value": initial_accumulator_value,
                 "eps": eps,
                 "maximize": maximize,
+                "foreach": foreach,
+                "differentiable": differentiable,
+                "fused": fused,
             },
         )
         for state, p in zip(self.state, self.params, strict=True):
@@ -176,6 +199,7 @@ class Adamax(Optimizer):
         "eps": check_nonneg,
         "weight_decay": check_nonneg,
         "maximize": check_bool,
+        **switches("foreach", "differentiable", "capturable"),
     }
     betas: tuple[float, float]
     eps: float
@@ -189,11 +213,24 @@ class Adamax(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
     ) -> None:
         super().__init__(
-            params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
+            params,
+            {
+                "lr": lr,
+                "betas": betas,
+                "eps": eps,
+                "weight_decay": weight_decay,
+                "maximize": maximize,
+                "foreach": foreach,
+                "differentiable": differentiable,
+                "capturable": capturable,
+            },
         )
 
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
@@ -240,6 +277,7 @@ class NAdam(Optimizer):
         "momentum_decay": check_nonneg,
         "decoupled_weight_decay": check_bool,
         "maximize": check_bool,
+        **switches("foreach", "capturable", "differentiable"),
     }
     betas: tuple[float, float]
     eps: float
@@ -258,7 +296,10 @@ class NAdam(Optimizer):
         momentum_decay: float = 4e-3,
         decoupled_weight_decay: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -270,6 +311,9 @@ class NAdam(Optimizer):
                 "momentum_decay": momentum_decay,
                 "decoupled_weight_decay": decoupled_weight_decay,
                 "maximize": maximize,
+                "foreach": foreach,
+                "capturable": capturable,
+                "differentiable": differentiable,
             },
         )
 
@@ -320,6 +364,7 @@ class RAdam(Optimizer):
         "weight_decay": check_nonneg,
         "decoupled_weight_decay": check_bool,
         "maximize": check_bool,
+        **switches("foreach", "capturable", "differentiable"),
     }
     betas: tuple[float, float]
     eps: float
@@ -336,7 +381,10 @@ class RAdam(Optimizer):
         weight_decay: float = 0.0,
         decoupled_weight_decay: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -347,6 +395,9 @@ class RAdam(Optimizer):
                 "weight_decay": weight_decay,
                 "decoupled_weight_decay": decoupled_weight_decay,
                 "maximize": maximize,
+                "foreach": foreach,
+                "capturable": capturable,
+                "differentiable": differentiable,
             },
         )
 

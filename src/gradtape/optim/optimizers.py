@@ -20,7 +20,7 @@ from gradtape.devices.kernels import optim as _k
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.gradients import Gradients
-from gradtape.optim._checks import Check, check_betas, check_bool, check_nonneg, check_unit
+from gradtape.optim._checks import Check, check_betas, check_bool, check_nonneg, check_unit, switches
 from gradtape.tape import note_writes
 from gradtape.tensor import Tensor
 
@@ -66,11 +66,20 @@ class Optimizer:
     ``maximize=True`` (an optimizer's keyword, PyTorch's): the rule is applied to ``-g``, so
     the parameters ascend the objective.
 
+    PyTorch's implementation switches are taken where PyTorch's optimizer takes them, in its
+    order (``foreach=None``, ``fused=None``, ``capturable=False``, ``differentiable=False``),
+    and kept in each group as PyTorch keeps them, so a constructor call and a ``state_dict``
+    port as written. They choose among PyTorch's implementations of one rule; gradtape has one
+    (a fused kernel pass per parameter), which runs whatever ``foreach``, ``fused`` and
+    ``capturable`` say. ``differentiable=True`` (autograd through ``step()``) raises
+    ``ValueError``: the update is not recorded on any tape.
+
     Raises:
         ValueError: no parameters, or a tensor given twice (also across groups), a
             parameter read-only, a group without ``"params"`` or with a key the optimizer
-            does not have (besides :data:`SCHEDULE_KEYS`), or a hyper-parameter out of
-            range (``lr`` negative or not finite), each naming the optimizer and the argument.
+            does not have (besides :data:`SCHEDULE_KEYS`), a hyper-parameter out of range
+            (``lr`` negative or not finite), or ``differentiable=True``, each naming the
+            optimizer and the argument.
         TypeError: a parameter is not a gradtape ``Tensor``.
         DTypeError: a parameter is not float32/float64.
     """
@@ -408,6 +417,7 @@ class SGD(Optimizer):
         "weight_decay": check_nonneg,
         "nesterov": check_bool,
         "maximize": check_bool,
+        **switches("foreach", "differentiable", "fused"),
     }
     momentum: float
     dampening: float
@@ -425,6 +435,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             params,
@@ -435,6 +448,9 @@ class SGD(Optimizer):
                 "weight_decay": weight_decay,
                 "nesterov": nesterov,
                 "maximize": maximize,
+                "foreach": foreach,
+                "differentiable": differentiable,
+                "fused": fused,
             },
         )
 
@@ -491,6 +507,7 @@ class Adam(Optimizer):
         "amsgrad": check_bool,
         "maximize": check_bool,
         "decoupled_weight_decay": check_bool,
+        **switches("foreach", "capturable", "differentiable", "fused"),
     }
     betas: tuple[float, float]
     eps: float
@@ -508,7 +525,11 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
         super().__init__(
@@ -521,6 +542,10 @@ class Adam(Optimizer):
                 "amsgrad": amsgrad,
                 "maximize": maximize,
                 "decoupled_weight_decay": decoupled_weight_decay,
+                "foreach": foreach,
+                "capturable": capturable,
+                "differentiable": differentiable,
+                "fused": fused,
             },
         )
 
@@ -556,8 +581,25 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True)
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
 
 
 class RMSprop(Optimizer):
@@ -591,6 +633,7 @@ class RMSprop(Optimizer):
         "momentum": check_nonneg,
         "centered": check_bool,
         "maximize": check_bool,
+        **switches("capturable", "foreach", "differentiable"),
     }
     alpha: float
     eps: float
@@ -608,8 +651,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -621,6 +666,9 @@ class RMSprop(Optimizer):
                 "momentum": momentum,
                 "centered": centered,
                 "maximize": maximize,
+                "capturable": capturable,
+                "foreach": foreach,
+                "differentiable": differentiable,
             },
         )
 
