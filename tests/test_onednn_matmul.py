@@ -163,7 +163,7 @@ def test_without_numba_s_caller_products_run_through_ctypes(
             raise RuntimeError("no LLVM intrinsics in this numba")
 
     monkeypatch.setattr(om, "_run_compiled", Uncompilable())
-    monkeypatch.setattr(om, "_RUN", None)
+    monkeypatch.setattr(om, "_FALLBACK", None)
     monkeypatch.setattr(om, "_PLANS", OrderedDict())
     with pytest.warns(RuntimeWarning, match="through ctypes"):
         got = om.matmul(a, b, serial=True)

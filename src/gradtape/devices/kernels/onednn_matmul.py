@@ -53,7 +53,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from llvmlite import ir
@@ -171,7 +171,7 @@ class Matmul:
         args = ((_od._SRC, self.a_mem), (_od._WEIGHTS, self.b_mem), (_od._DST, self.out_mem))
         self._args = (_od._ExecArg * len(args))(*(_od._ExecArg(k, m) for k, m in args))
         self._nargs = len(args)
-        self._seen = False  # whether the executor was compiled for this plan's array types
+        self._run: Any = None  # the caller for this plan's array types (_runner), set at its first run
         # the executor's first argument: oneDNN's three functions, OpenMP's two, and the plan's
         # handles as addresses, in one array (one argument for numba to unbox, not thirteen)
         self._call = np.array(
@@ -220,10 +220,9 @@ class Matmul:
         try:
             if out is None:
                 out = np.empty(self.out_shape, np.float32)
-            run = _RUN if _RUN is not None and (self._seen or _RUN is not _run_compiled) else None
-            if run is None:  # compiled for these array types (the plan's cache key has their layouts)
-                run = _runner(self.lib, a, b, out)
-                self._seen = True
+            run = self._run
+            if run is None:  # the plan's cache key fixes the operands' layouts: one caller serves
+                run = self._run = _runner(self.lib, a, b, out)
             st = run(self._call, a, b, out)
             if st != 0:
                 raise _od.OneDNNError(f"oneDNN: matmul {self.out_shape} failed (status {st})")
@@ -260,8 +259,7 @@ def plan(a: Array, b: Array, out: Array | None = None, serial: bool = False) -> 
             pass
     if p is None or _FORKED:  # a forked child leaves products to numpy
         return None
-    assert isinstance(p, Matmul)
-    return p
+    return cast(Matmul, p)
 
 
 _FORKED = False
@@ -317,10 +315,6 @@ def matmul(a: Array, b: Array, out: Array | None = None, serial: bool = False) -
     array shaped as numpy's result, or ``None`` where oneDNN does not take the product (an
     ``out`` of another dtype or shape, or overlapping an operand, included): the caller then
     computes it with numpy. ``serial``: on the calling thread alone (:data:`SERIAL_MIN_MACS`)."""
-    if out is None and a.dtype is _F32 and b.dtype is _F32:  # the common case: a plan seen before
-        p = _PLANS.get((a.shape, a.strides, b.shape, b.strides, serial))
-        if p is not None and not _FORKED:
-            return p.run(a, b)
     p = plan(a, b, out, serial)
     if p is None:
         return None
@@ -429,29 +423,29 @@ def _run_compiled(call: Array, a: Array, b: Array, out: Array) -> Any:
     return status
 
 
-_RUN: Any = None  # _run_compiled, or _through_ctypes where numba cannot compile it
+_FALLBACK: Any = None  # _through_ctypes's caller, once numba could not compile _run_compiled
 _RUN_LOCK = threading.Lock()
 
 
 def _runner(lib: Any, a: Array, b: Array, out: Array) -> Any:
-    """:func:`_run_compiled`, compiled (or loaded from numba's cache) on the first product of
-    these array types; :func:`_through_ctypes` instead, with a :class:`RuntimeWarning` naming
-    why, where numba cannot compile it."""
-    global _RUN
+    """:func:`_run_compiled`, compiled (or loaded from numba's cache) for these array types;
+    :func:`_through_ctypes`'s caller instead, from the first time numba cannot compile it (with
+    a :class:`RuntimeWarning` naming why)."""
+    global _FALLBACK
     with _RUN_LOCK:
-        if _RUN is None:
-            _RUN = _run_compiled
-        if _RUN is _run_compiled:
+        if _FALLBACK is None:
             try:
-                _run_compiled.compile(tuple(typeof(x) for x in (np.zeros(13, np.int64), a, b, out)))
+                dispatcher: Any = _run_compiled  # numba's dispatcher (typed as the Python function)
+                dispatcher.compile(tuple(typeof(x) for x in (np.zeros(13, np.int64), a, b, out)))
+                return _run_compiled
             except Exception as err:  # a numba without these intrinsics: slower, same result
                 warnings.warn(
                     f"gradtape: oneDNN's matmul runs through ctypes, numba could not compile its caller ({err})",
                     RuntimeWarning,
                     stacklevel=2,
                 )
-                _RUN = _through_ctypes(lib)
-    return _RUN
+                _FALLBACK = _through_ctypes(lib)
+        return _FALLBACK
 
 
 def _addresses(lib: Any) -> tuple[int, int, int, int, int]:
