@@ -104,14 +104,19 @@ def _source(value: object, like: Tensor[Any, Any]) -> Any:
     return value if _is_tensor(value, like) else None
 
 
-def _weight_for_replay(weight: object, w: Array, like: Tensor[Any, Any]) -> tuple[Any, Array, tuple[Array, ...]]:
+def _weight_for_replay(
+    weight: object, w: Array | None, like: Tensor[Any, Any]
+) -> tuple[Any, Array | None, tuple[Array, ...]]:
     """Where a capture's replay reads a loss's constant weight ``w`` (:func:`_constant`'s array
-    of ``weight``): ``(source, w_src, writes)``. A tensor's array is read where it lives (the
+    of ``weight``; ``None``: no weight, ``(None, None, ())``): ``(source, w_src, writes)``. A
+    tensor's array is read where it lives (the
     tensor a source: guarded, as a parameter is), so is a numpy array (a constant of the plan),
     and a list's array, made in this call, is a constant the second recording checks. Where
     ``w`` is a converted copy (float64 weights for float32 inputs), ``writes`` holds it and the
     replay refills it from ``w_src`` (:func:`_refill_weight`), so a weight the caller changes
     in place between calls is read as an eager call reads it. Call it where a recorder runs."""
+    if w is None:
+        return None, None, ()
     tensor = _is_tensor(weight, like)
     src: Any = weight.data if tensor else weight  # type: ignore[attr-defined]
     if src.__class__ is not np.ndarray:  # a list or a number: the array made from it in this call
@@ -316,7 +321,7 @@ def _replay_loss(
     forward, which the eager op ran too), ``saved`` the arrays its rules read. ``weights``:
     ``(weight, w)`` pairs, each read as it is at each replay (:func:`_weight_for_replay`)."""
     if _tp._recorder is not None:
-        refills: list[tuple[Array, Array]] = []
+        refills: list[tuple[Array | None, Array | None]] = []
         writes: list[Array] = []
         for weight, w in weights:
             wt, w_src, more = _weight_for_replay(weight, w, out)
@@ -334,7 +339,7 @@ def _loss_into(
     reduction: str,
     scale: float,
     saved: tuple[Array, ...],
-    refills: tuple[tuple[Array, Array], ...] = (),
+    refills: tuple[tuple[Array | None, Array | None], ...] = (),
 ) -> None:
     """A loss again (for :func:`gradtape.capture`'s replays): its weights as they are now
     (``refills``, see :func:`_refill_weight`), its parts from the new inputs, the reduced loss
@@ -718,7 +723,7 @@ def nll_loss(
 
     out = _record([input], value, sbox, rule, diff)
     if _tp._recorder is not None:
-        wt, w_src, writes = (None, None, ()) if w is None else _weight_for_replay(weight, w, input)
+        wt, w_src, writes = _weight_for_replay(weight, w, input)
         args = (x, t, classes, ignore_index, reduction, q, sbox, w_src, w)
         sources = (input, _source(target, input), wt)
         replayable(op, out.data, _nll_into, args, sources, out.tape, True, (q, sbox, *writes))
@@ -880,7 +885,7 @@ def cross_entropy(
 
     out = _record([input, t_tensor], value, sbox, rule, diff)
     if _tp._recorder is not None:
-        wt, w_src, writes = (None, None, ()) if w is None else _weight_for_replay(weight, w, input)
+        wt, w_src, writes = _weight_for_replay(weight, w, input)
         sources = (input, _source(target, input), wt)
         saved = (logp, q, qsum, sbox)
         replayable(op, out.data, _ce_into, (parts, x, t, saved, w_src, w), sources, out.tape, True, (*saved, *writes))
