@@ -11,7 +11,7 @@ checked too. Skipped where the oneDNN wheel is not installed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,27 +34,25 @@ def f32(*shape: int) -> np.ndarray[Any, Any]:
     return R.standard_normal(shape).astype(np.float32)
 
 
-@pytest.fixture
-def forced() -> Iterator[None]:
-    """oneDNN takes every eligible product from a low bound, whatever the machine's rule says."""
-    saved, bound, serial_bound = blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS
-    blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = (True, "forced by the test"), 1, 1
-    try:
-        yield
-    finally:
-        blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = saved, bound, serial_bound
+def _forcing(monkeypatch: pytest.MonkeyPatch, min_macs: int) -> None:
+    """oneDNN takes every eligible product from one multiply-add, whatever the machine's rule
+    says: on its threads from ``min_macs``, on one-thread plans below."""
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", (True, "forced by the test"))
+    monkeypatch.setattr(om, "MIN_MACS", min_macs)
+    monkeypatch.setattr(om, "SERIAL_MIN_MACS", 1)
 
 
 @pytest.fixture
-def forced_serial() -> Iterator[None]:
+def forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """oneDNN takes every eligible product on its multithreaded plans."""
+    _forcing(monkeypatch, 1)
+
+
+@pytest.fixture
+def forced_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     """oneDNN takes every eligible product on one-thread plans (every product is below
-    ``MIN_MACS``), whatever the machine's rule says."""
-    saved, bound, serial_bound = blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS
-    blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = (True, "forced by the test"), 1 << 40, 1
-    try:
-        yield
-    finally:
-        blas._MATMUL_CHOICE, om.MIN_MACS, om.SERIAL_MIN_MACS = saved, bound, serial_bound
+    ``MIN_MACS``)."""
+    _forcing(monkeypatch, 1 << 40)
 
 
 Pair = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
