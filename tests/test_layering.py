@@ -107,9 +107,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     # whole-step tools
     ("whole-step tools", ("gradtape.checkpointing", "gradtape.distributed", "gradtape.capturing")),
-    # the package itself (imports every layer), runnable programs, the mypy plugin (imports
-    # only mypy)
-    ("top", ("gradtape", "gradtape.examples.*", "gradtape.mypy_plugin")),
+    # the package itself (imports every layer), PyTorch's torch.utils paths (names of the data
+    # layer and the whole-step tools), runnable programs, the mypy plugin (imports only mypy)
+    ("top", ("gradtape", "gradtape.utils.*", "gradtape.examples.*", "gradtape.mypy_plugin")),
 ]
 
 # Known exceptions, to be removed: (file under src/, imported module). Each must still be an

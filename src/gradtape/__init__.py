@@ -7,7 +7,7 @@ fused kernels are compiled with numba.
 
 # before anything imports numpy: OpenBLAS reads its spin time when numpy loads it
 from gradtape import _openblas_env  # noqa: F401, I001
-from gradtape import autodiff, autograd, cuda, data, distributions, functional, losses, nn, ops, optim, testing
+from gradtape import autodiff, autograd, cuda, data, distributions, functional, losses, nn, ops, optim, testing, utils
 from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlow methods)
 from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensors)
 from gradtape.capturing import Captured, capture
@@ -496,6 +496,7 @@ __all__ = [
     "unbind",
     "unique",
     "unsqueeze",
+    "utils",
     "var",
     "var_mean",
     "vstack",

@@ -64,7 +64,7 @@ from gradtape.grad_mode import enable_grad, no_grad
 from gradtape.tape import NONE_TAPE, PARAM, GradientTape, TapeSet, next_id, op_tape, record
 from gradtape.tensor import Tensor
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "checkpoint_sequential"]
 
 Array = np.ndarray[Any, Any]
 _OP = "checkpoint"
@@ -216,8 +216,12 @@ def _crc(a: Array) -> int:
 def checkpoint(
     fn: Callable[..., Any],
     *args: Any,
-    preserve_rng_state: bool = True,
+    use_reentrant: bool | None = None,
+    context_fn: Callable[[], Any] | None = None,
     determinism_check: Literal["default", "none"] = "default",
+    debug: bool = False,
+    early_stop: bool = True,
+    preserve_rng_state: bool = True,
     **kwargs: Any,
 ) -> Any:
     """Run ``fn(*args, **kwargs)`` without keeping its intermediates; recompute them in backward.
@@ -237,11 +241,21 @@ def checkpoint(
             generators replayed (see the module docstring): it runs twice.
         *args, **kwargs: passed to ``fn``. Tensors (also inside lists, tuples and dicts) are
             its differentiable inputs; anything else is passed through as is, in both runs.
-        preserve_rng_state: save the random generators' states before ``fn`` runs and replay
-            them in the recomputation (so dropout masks are the same); ``False`` skips it.
+        use_reentrant: PyTorch's choice of algorithm, taken as written: ``None`` or ``False``
+            (PyTorch's recommended kind) is this function. ``True`` (PyTorch's older, reentrant
+            kind) runs the same algorithm, giving the gradients the reentrant kind gives where
+            it gives any, with its refusals: no keyword arguments for ``fn``, no ``context_fn``
+            or ``debug``. (Where no input requires grad, PyTorch's reentrant kind leaves the
+            parameters without gradients and warns; here they get theirs.)
+        context_fn: PyTorch's selective-checkpointing hook; only ``None`` is taken.
         determinism_check: ``"default"`` compares the recomputed outputs' shapes, dtypes and
             values (a CRC-32 of their bytes, so nothing more is stored) with the first run's;
             ``"none"`` skips the check.
+        debug: accepted (PyTorch's operator trace on a failed determinism check): the
+            :class:`~gradtape.errors.TapeError` here already names what differed.
+        early_stop: accepted; the recomputation runs ``fn`` whole (the values are the same).
+        preserve_rng_state: save the random generators' states before ``fn`` runs and replay
+            them in the recomputation (so dropout masks are the same); ``False`` skips it.
 
     Returns:
         What ``fn`` returns: a tensor, or a tuple (its tensors recorded, other items passed
@@ -250,7 +264,10 @@ def checkpoint(
     Raises:
         TypeError: ``fn`` is not callable; ``fn`` returned something other than a tensor or a
             tuple containing tensors (the message names ``checkpoint``).
-        ValueError: ``determinism_check`` is neither ``"default"`` nor ``"none"``.
+        ValueError: ``determinism_check`` is neither ``"default"`` nor ``"none"``; with
+            ``use_reentrant=True``, keyword arguments for ``fn`` or a ``context_fn``/``debug``
+            (PyTorch's refusals).
+        NotImplementedError: a ``context_fn``.
         TapeError: (backward) the recomputation returned outputs of other shapes, dtypes or
             values than the first run (``fn`` is not deterministic: randomness that is not
             replayed, state that changed between the runs); (higher order) gradients of
@@ -267,6 +284,15 @@ def checkpoint(
         raise TypeError(f"{_OP}: fn must be callable, got {type(fn).__name__}")
     if determinism_check not in ("default", "none"):
         raise ValueError(f"{_OP}: determinism_check must be 'default' or 'none', got {determinism_check!r}")
+    if use_reentrant:
+        if kwargs:
+            raise ValueError(f"{_OP}: Unexpected keyword arguments: {','.join(kwargs)} (use_reentrant=True takes none)")
+        if context_fn is not None or debug is not False:
+            raise ValueError(f"{_OP}: Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+    if context_fn is not None:
+        raise NotImplementedError(
+            f"{_OP}: context_fn (PyTorch's selective activation checkpointing) is not supported; pass None"
+        )
     if not _tp.is_grad_enabled():
         return fn(*args, **kwargs)
     inputs: list[Tensor[Any, Any]] = []
@@ -457,3 +483,56 @@ def _recompute_into(priv: GradientTape, rerun: _Rerun, grads: Any, gs: list[Arra
         for i in [i for i in data if i >= start]:
             del data[i]
             shared.discard(i)
+
+
+def checkpoint_sequential(
+    functions: Any,
+    segments: int,
+    input: Any,
+    use_reentrant: bool | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run a sequence of modules (an ``nn.Sequential`` or a list of callables) in ``segments``
+    chunks, each but the last under :func:`checkpoint`: PyTorch's
+    ``torch.utils.checkpoint.checkpoint_sequential``, with its chunking (``len // segments``
+    modules a chunk, the remainder in the last, which runs normally as its output is needed
+    right away).
+
+    Args:
+        functions: an ``nn.Sequential`` (its children in order) or a list of callables, each
+            taking the previous one's output.
+        segments: the number of chunks, ``1 <= segments``.
+        input: the first callable's input (a tensor).
+        use_reentrant: as :func:`checkpoint`.
+        **kwargs: only ``preserve_rng_state`` (as :func:`checkpoint`).
+
+    Returns:
+        The last callable's output.
+
+    Raises:
+        ValueError: another keyword argument; ``segments`` < 1 or more than the modules.
+    """
+    preserve = bool(kwargs.pop("preserve_rng_state", True))
+    if kwargs:
+        raise ValueError(f"checkpoint_sequential: Unexpected keyword arguments: {','.join(kwargs)}")
+    if isinstance(segments, bool) or int(segments) != segments or segments < 1:
+        raise ValueError(f"checkpoint_sequential: segments must be a positive int, got {segments!r}")
+    children = getattr(functions, "children", None)
+    fns: list[Callable[[Any], Any]] = list(children()) if callable(children) else list(functions)
+
+    def run(start: int, end: int) -> Callable[[Any], Any]:
+        def forward(x: Any) -> Any:
+            for j in range(start, end + 1):
+                x = fns[j](x)
+            return x
+
+        return forward
+
+    size = len(fns) // segments
+    if size == 0:
+        raise ValueError(f"checkpoint_sequential: {segments} segments for {len(fns)} modules; give at most {len(fns)}")
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    return run(end + 1, len(fns) - 1)(input)

@@ -1,9 +1,10 @@
-"""Data loading in PyTorch's spelling: ``Dataset``, ``TensorDataset``, ``Subset``,
-``random_split`` and ``DataLoader(batch_size, shuffle, drop_last)``.
+"""Data loading in PyTorch's spelling: ``Dataset``, ``IterableDataset``, ``TensorDataset``,
+``Subset``, ``ConcatDataset``, ``random_split`` and ``DataLoader`` with PyTorch's arguments.
 
-A PyTorch program ports by renaming ``torch.utils.data`` to ``gradtape.data``::
+A PyTorch program ports by renaming ``torch`` to ``gradtape``: the module is also at PyTorch's
+path, ``gradtape.utils.data`` (the same objects)::
 
-    from gradtape.data import DataLoader, TensorDataset, random_split
+    from gradtape.utils.data import DataLoader, TensorDataset, random_split
 
     ds = TensorDataset(dev.tensor(x), dev.tensor(y))
     train, val = random_split(ds, [0.8, 0.2], generator=np.random.default_rng(0))
@@ -22,8 +23,11 @@ takes the per-item path with PyTorch's default collation.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -33,7 +37,16 @@ from gradtape.devices import Device
 from gradtape.devices.default import get_default_device
 from gradtape.tensor import Tensor
 
-__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
+__all__ = [
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "Subset",
+    "TensorDataset",
+    "default_collate",
+    "random_split",
+]
 
 Item = TypeVar("Item", covariant=True)
 
@@ -51,6 +64,65 @@ class Dataset(Generic[Item]):
 
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must define __len__")
+
+
+class IterableDataset(Dataset[Item]):
+    """A stream of items (PyTorch's ``torch.utils.data.IterableDataset``, a :class:`Dataset` as
+    there): subclasses define ``__iter__``, and ``__len__`` if they know it. A
+    :class:`DataLoader` batches consecutive items; it takes no ``shuffle``, ``sampler`` or
+    ``batch_sampler`` for one (the order is the stream's).
+
+    Raises:
+        NotImplementedError: ``__iter__`` is not overridden.
+    """
+
+    def __iter__(self) -> Iterator[Item]:
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+
+class ConcatDataset(Dataset[Item]):
+    """Several map-style data sets one after the other (PyTorch's ``ConcatDataset``): item
+    ``i`` is item ``i - cumulative_sizes[k - 1]`` of the ``k``-th set holding it; negative
+    indices count from the end.
+
+    Attributes:
+        datasets: the data sets; ``cumulative_sizes``: their running total lengths.
+
+    Raises:
+        ValueError: ``datasets`` is empty (at construction); a negative index beyond the length
+            (when read).
+        TypeError: one of them is an :class:`IterableDataset`.
+        IndexError: an index at or past the total length (when read).
+    """
+
+    def __init__(self, datasets: Iterable[Dataset[Item]]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        for i, d in enumerate(self.datasets):
+            if isinstance(d, IterableDataset):
+                raise TypeError(f"ConcatDataset does not support IterableDataset (datasets[{i}])")
+        sizes: list[int] = []
+        total = 0
+        for d in self.datasets:
+            total += len(d)
+            sizes.append(total)
+        self.cumulative_sizes = sizes
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int) -> Item:
+        n = len(self)
+        if index < 0:
+            if -index > n:
+                raise ValueError("ConcatDataset: absolute value of index should not exceed dataset length")
+            index += n
+        if index >= n:
+            raise IndexError(f"ConcatDataset: index {index} is out of range for {n} items")
+        k = bisect.bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[k - 1] if k > 0 else 0
+        return self.datasets[k][index - start]
 
 
 def _array(t: Tensor[Any, Any] | npt.ArrayLike) -> np.ndarray[Any, Any]:
@@ -190,18 +262,37 @@ def default_collate(batch: Sequence[Any], dev: Device | None = None) -> Any:
 
 
 class DataLoader(Generic[Item]):
-    """Iterate over ``dataset`` in batches (PyTorch's ``DataLoader``, single process).
+    """Iterate over ``dataset`` in batches: PyTorch's ``DataLoader``, with its arguments in its
+    order (``dev`` added, keyword-only).
 
     Args:
-        dataset: a map-style data set (``__getitem__``/``__len__``).
+        dataset: a map-style data set (``__getitem__``/``__len__``) or an
+            :class:`IterableDataset` (consecutive items are batched).
         batch_size: items per batch; None yields the items one by one, uncollated.
         shuffle: draw a new permutation every epoch (every ``iter()``) from ``generator``.
         sampler: an iterable of indices to use instead (``gradtape.distributed.shard_indices``'s
             output, a list); not together with ``shuffle``.
-        drop_last: drop the last batch when it is smaller than ``batch_size``.
+        batch_sampler: an iterable of lists of indices, one list per batch; not together with
+            ``batch_size``, ``shuffle``, ``sampler`` or ``drop_last``.
+        num_workers: ``0`` loads in the calling thread. ``k > 0`` runs the dataset's
+            ``__getitem__`` and ``collate_fn`` on ``k`` worker threads (not processes, as
+            PyTorch's), ``prefetch_factor`` batches each ahead, and yields the batches in order
+            (with ``in_order=False`` too, so a run is reproducible). A :class:`TensorDataset`
+            batch is one fancy index per array, faster than any hand-off, so it is cut in the
+            calling thread whatever ``num_workers`` says.
         collate_fn: ``collate_fn(list of items) -> batch``; default :func:`default_collate`.
+        pin_memory, pin_memory_device: accepted, and nothing to do: batches are made on
+            ``dev``'s device directly.
+        drop_last: drop the last batch when it is smaller than ``batch_size``.
+        timeout: seconds to wait for a worker's batch (0: no limit).
+        worker_init_fn: called with each worker's id (``0 .. num_workers - 1``) in that worker
+            before it loads anything.
+        multiprocessing_context: accepted only as ``None`` (the workers are threads).
         generator: a numpy ``Generator`` or an int seed for ``shuffle`` (None: a fresh
             unseeded generator, as PyTorch's global one without ``manual_seed``).
+        prefetch_factor: batches each worker loads ahead (default 2 with workers).
+        persistent_workers: keep the worker threads between epochs.
+        in_order: accepted (batches always come in order).
         dev: the device batches of numpy data are made on (default: the dataset's tensors'
             device, else a ``Cpu()``).
 
@@ -211,39 +302,100 @@ class DataLoader(Generic[Item]):
     tensors: trace them (``x.trace(grads)``) or let the parameters record.
 
     Raises:
-        ValueError: ``batch_size`` < 1, or ``shuffle`` together with ``sampler``; ``drop_last``
-            without a ``batch_size``.
+        ValueError: as PyTorch's: ``batch_size`` < 1; ``shuffle`` together with ``sampler``;
+            ``batch_sampler`` with any of ``batch_size``, ``shuffle``, ``sampler``,
+            ``drop_last``; ``drop_last`` without a ``batch_size``; a negative ``num_workers``
+            or ``timeout``; ``prefetch_factor`` or ``persistent_workers`` without workers;
+            ``shuffle``, ``sampler`` or ``batch_sampler`` with an :class:`IterableDataset`; a
+            ``multiprocessing_context``.
+        TypeError: ``len()`` of a loader over an :class:`IterableDataset` without ``__len__``.
+        TimeoutError: (iterating) a worker took longer than ``timeout`` seconds for a batch.
     """
 
     def __init__(
         self,
         dataset: Dataset[Item],
         batch_size: int | None = 1,
-        shuffle: bool = False,
+        shuffle: bool | None = None,
         sampler: Iterable[int] | None = None,
-        drop_last: bool = False,
+        batch_sampler: Iterable[Sequence[int]] | None = None,
+        num_workers: int = 0,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: None = None,
         generator: np.random.Generator | int | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
         dev: Device | None = None,
     ) -> None:
-        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1):
+        if isinstance(num_workers, bool) or int(num_workers) != num_workers or num_workers < 0:
+            raise ValueError(
+                "DataLoader: num_workers option should be non-negative; use num_workers=0 to disable multiprocessing"
+            )
+        if timeout < 0:
+            raise ValueError("DataLoader: timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "DataLoader: prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 "
+                "to enable multiprocessing, otherwise set prefetch_factor to None."
+            )
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("DataLoader: prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+        if multiprocessing_context is not None:
+            raise ValueError(
+                "DataLoader: multiprocessing_context must be None: gradtape's workers are threads of this process"
+            )
+        if isinstance(dataset, IterableDataset):
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(
+                        f"DataLoader with IterableDataset: expected unspecified {name} option, but got {name}={value!r}"
+                    )
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "DataLoader: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                    "and drop_last"
+                )
+            batch_size = None
+        elif batch_size is not None and (
+            isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1
+        ):
             raise ValueError(
                 f"DataLoader: batch_size should be a positive integer value, but got batch_size={batch_size}"
             )
-        if shuffle and sampler is not None:
-            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
-        if drop_last and batch_size is None:
+        elif drop_last and batch_size is None:
             raise ValueError(
                 "DataLoader: batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
             )
         self.dataset = dataset
         self.batch_size = batch_size
-        self.shuffle = shuffle
+        self.shuffle = bool(shuffle)
         self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = int(num_workers)
         self.drop_last = drop_last
         self.collate_fn = collate_fn
+        self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None else (2 if num_workers else None)
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self.generator = generator
         self._rng = _generator(generator) if shuffle else None
         self.dev = dev
+        self._pool: ThreadPoolExecutor | None = None
 
     def _indices(self) -> npt.NDArray[np.int64]:
         if self.sampler is not None:
@@ -252,27 +404,102 @@ class DataLoader(Generic[Item]):
         return self._rng.permutation(n) if self._rng is not None else np.arange(n)
 
     def __len__(self) -> int:
-        n = len(self._indices()) if self.sampler is not None else len(self.dataset)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)  # type: ignore[arg-type]  # TypeError where it has no len, as PyTorch
+        if isinstance(self.dataset, IterableDataset):
+            if type(self.dataset).__len__ is Dataset.__len__:  # no __len__ of its own: PyTorch's TypeError
+                raise TypeError(f"object of type '{type(self.dataset).__name__}' has no len()")
+            n = len(self.dataset)
+        else:
+            n = len(self._indices()) if self.sampler is not None else len(self.dataset)
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
+    def _collate(self, items: list[Any]) -> Any:
+        return self.collate_fn(items) if self.collate_fn is not None else default_collate(items, self.dev)
+
     def __iter__(self) -> Iterator[Any]:
-        idx = self._indices()
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._stream(self.dataset)
+            return
+        ds: Dataset[Item] = self.dataset
+        if self.batch_sampler is not None:
+            chunks: Iterable[Any] = (np.asarray(list(b), dtype=np.int64) for b in self.batch_sampler)
+        else:
+            idx = self._indices()
+            bs = self.batch_size
+            if bs is None:
+                if self.num_workers == 0:
+                    for i in idx:
+                        yield ds[int(i)]
+                    return
+                yield from self._threaded(lambda i: ds[int(i)], idx)
+                return
+            stop = len(idx) - len(idx) % bs if self.drop_last else len(idx)
+            chunks = (idx[start : start + bs] for start in range(0, stop, bs))
+        arrays, dev = self._tensor_arrays()
+        if arrays is not None:
+            for chunk in chunks:
+                yield [dev.tensor(a[chunk]) for a in arrays]
+            return
+        load: Callable[[Any], Any] = lambda chunk: self._collate([ds[int(i)] for i in chunk])  # noqa: E731
+        if self.num_workers == 0:
+            for chunk in chunks:
+                yield load(chunk)
+            return
+        yield from self._threaded(load, chunks)
+
+    def _stream(self, ds: IterableDataset[Item]) -> Iterator[Any]:
+        """An :class:`IterableDataset`'s items, batched in order (the last, short batch kept
+        unless ``drop_last``)."""
         bs = self.batch_size
         if bs is None:
-            for i in idx:
-                yield self.dataset[int(i)]
+            yield from ds
             return
-        stop = len(idx) - len(idx) % bs if self.drop_last else len(idx)
-        arrays, dev = self._tensor_arrays()
-        for start in range(0, stop, bs):
-            chunk = idx[start : start + bs]
-            if arrays is not None:
-                yield [dev.tensor(a[chunk]) for a in arrays]
-            else:
-                items = [self.dataset[int(i)] for i in chunk]
-                yield self.collate_fn(items) if self.collate_fn is not None else default_collate(items, self.dev)
+        batch: list[Any] = []
+        for item in ds:
+            batch.append(item)
+            if len(batch) == bs:
+                yield self._collate(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self._collate(batch)
+
+    def _workers(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            ids = iter(range(self.num_workers))
+            init = self.worker_init_fn
+
+            def start() -> None:
+                if init is not None:
+                    init(next(ids))
+
+            pool = ThreadPoolExecutor(self.num_workers, thread_name_prefix="gradtape-loader", initializer=start)
+            if self.persistent_workers:
+                self._pool = pool
+        return pool
+
+    def _threaded(self, load: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[Any]:
+        """``load(job)`` for each job on the worker threads, ``num_workers * prefetch_factor``
+        ahead, yielded in order."""
+        pool = self._workers()
+        ahead = max(1, self.num_workers * (self.prefetch_factor or 1))
+        pending: deque[Future[Any]] = deque()
+        wait = self.timeout if self.timeout > 0 else None
+        try:
+            for job in jobs:
+                pending.append(pool.submit(load, job))
+                if len(pending) >= ahead:
+                    yield _result(pending.popleft(), wait)
+            while pending:
+                yield _result(pending.popleft(), wait)
+        finally:
+            for f in pending:
+                f.cancel()
+            if pool is not self._pool:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def _tensor_arrays(self) -> tuple[list[Any] | None, Device]:
         """The arrays of a TensorDataset (a Subset's indices mapped through) when batches can be
@@ -306,3 +533,13 @@ class _Remapped:
     def __getitem__(self, chunk: npt.NDArray[np.int64]) -> np.ndarray[Any, Any]:
         out: np.ndarray[Any, Any] = self.a[self.index[chunk]]
         return out
+
+
+def _result(f: Future[Any], timeout: float | None) -> Any:
+    """A worker's batch, waiting at most ``timeout`` seconds (``None``: no limit)."""
+    from concurrent.futures import TimeoutError as _FutureTimeout
+
+    try:
+        return f.result(timeout)
+    except _FutureTimeout:
+        raise TimeoutError(f"DataLoader timed out after {timeout} seconds waiting for a worker's batch") from None
