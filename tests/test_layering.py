@@ -88,6 +88,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.context_tape",
             "gradtape.autodiff",
             "gradtape.functional",
+            "gradtape.autograd.functional",
             "gradtape.testing",
         ),
     ),

@@ -9,6 +9,9 @@
   tapes and grad modes like every built-in op, and :func:`gradtape.testing.gradcheck` checks it.
   (It lives in :mod:`gradtape.ops._function`, below the tensor, where ops build on it too.)
 
+- :mod:`gradtape.autograd.functional`: ``torch.autograd.functional``'s ``jacobian``, ``hessian``,
+  ``vjp``, ``jvp``, ``hvp``, ``vhp`` (those of :mod:`gradtape.functional`).
+
 The grad modes (``no_grad`` and friends, :mod:`gradtape.grad_mode`) and anomaly detection
 (``detect_anomaly``, ``set_detect_anomaly``, :mod:`gradtape.hooks`) are re-exported here under
 PyTorch's names.
