@@ -117,6 +117,12 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("SGD", {"lr": 0.05, "momentum": 0.5, "maximize": True}),
     ("Adam", {"lr": 0.01, "maximize": True}),
     ("RMSprop", {"lr": 0.01, "momentum": 0.5, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.08)}),
+    ("Rprop", {"lr": 0.02, "step_sizes": (0.01, 0.005), "maximize": True}),  # min > max: max wins, as torch's clamp
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.6, "t0": 3, "weight_decay": 0.1}),  # averages from step 6
+    ("ASGD", {"lr": 0.05, "t0": 0.5, "maximize": True}),
 ]
 STEPS = 8  # RAdam's rectification starts at step 6
 
@@ -133,6 +139,27 @@ def test_training_loop_matches_torch(name: str, kw: dict[str, Any], spelling: st
         tloss = _torch_step(ref, topt, x, y)
         assert loss == pytest.approx(tloss, rel=RTOL)
         _same_params(model, ref, what=f"after step {i + 1}")
+    _same_state(opt, topt)
+
+
+def _same_state(opt: optim.Optimizer, topt: Any, rtol: float = 1e-9) -> None:
+    """``state_dict()["state"]`` as PyTorch's: the same parameters and keys (PyTorch's names),
+    and the same step counts, scalars (NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) and
+    arrays (ASGD's average ``ax``, Rprop's ``prev`` and ``step_size``, the moments...)."""
+    ours, theirs = opt.state_dict()["state"], topt.state_dict()["state"]
+    assert sorted(ours) == sorted(theirs)
+    for i, st in ours.items():
+        assert sorted(st) == sorted(theirs[i]), f"params[{i}]"
+        for k, v in st.items():
+            if isinstance(v, np.ndarray):
+                np.testing.assert_allclose(v, theirs[i][k].numpy(), rtol=rtol, atol=1e-13, err_msg=k)
+            elif k == "step":
+                assert isinstance(v, int) and v == int(theirs[i][k])
+            else:
+                assert isinstance(v, float) and v == pytest.approx(float(theirs[i][k]), rel=1e-12), k
+
+
+SWITCHED = ["SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"]
 
 
 def test_defaults_are_pytorchs() -> None:
@@ -142,7 +169,7 @@ def test_defaults_are_pytorchs() -> None:
     written."""
     import inspect
 
-    for name in ("SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS"):
+    for name in (*SWITCHED, "LBFGS"):
         ours = inspect.signature(getattr(optim, name)).parameters
         theirs = inspect.signature(getattr(torch.optim, name)).parameters
         assert list(ours) == list(theirs), name
@@ -150,9 +177,6 @@ def test_defaults_are_pytorchs() -> None:
             assert ours[k].kind == v.kind, f"{name}: {k}"
             if v.default is not inspect.Parameter.empty:
                 assert ours[k].default == v.default, f"{name}({k}=...)"
-
-
-SWITCHED = ["SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"]
 
 
 @pytest.mark.parametrize("name", SWITCHED)
@@ -181,35 +205,52 @@ def test_implementation_switches_port_and_change_nothing(name: str) -> None:
         getattr(optim, name)(model.parameters(), differentiable=True)
 
 
+WD = {"weight_decay": 0.1}
+
+
 @pytest.mark.parametrize(
-    ("name", "groups"),
+    ("name", "groups", "kw"),
     [
-        ("Adagrad", [{"lr_decay": 0.2}, {"lr": 0.05, "initial_accumulator_value": 0.5}]),
-        ("NAdam", [{"decoupled_weight_decay": True}, {"momentum_decay": 0.02, "betas": (0.7, 0.9)}]),
-        ("Adadelta", [{"rho": 0.5}, {"weight_decay": 0.2}]),
-        ("RAdam", [{"weight_decay": 0.0}, {"lr": 0.02}]),
+        ("Adagrad", [{"lr_decay": 0.2}, {"lr": 0.05, "initial_accumulator_value": 0.5}], WD),
+        ("NAdam", [{"decoupled_weight_decay": True}, {"momentum_decay": 0.02, "betas": (0.7, 0.9)}], WD),
+        ("Adadelta", [{"rho": 0.5}, {"weight_decay": 0.2}], WD),
+        ("RAdam", [{"weight_decay": 0.0}, {"lr": 0.02}], WD),
+        ("Rprop", [{"etas": (0.4, 1.3)}, {"lr": 0.02, "step_sizes": (1e-4, 0.05)}], {"etas": (0.6, 1.1)}),
+        ("ASGD", [{"t0": 2}, {"lr": 0.02, "lambd": 0.01, "alpha": 0.5}], WD),
     ],
 )
-def test_parameter_groups_match_torch(name: str, groups: list[dict[str, Any]]) -> None:
+def test_parameter_groups_match_torch(name: str, groups: list[dict[str, Any]], kw: dict[str, Any]) -> None:
     model, ref = _model(2)
     ps, tps = model.parameters(), list(ref.parameters())
-    opt = getattr(optim, name)([{"params": ps[:2], **groups[0]}, {"params": ps[2:], **groups[1]}], weight_decay=0.1)
+    opt = getattr(optim, name)([{"params": ps[:2], **groups[0]}, {"params": ps[2:], **groups[1]}], **kw)
     topt = getattr(torch.optim, name)(
-        [{"params": tps[:2], **groups[0]}, {"params": tps[2:], **groups[1]}], weight_decay=0.1, foreach=False
+        [{"params": tps[:2], **groups[0]}, {"params": tps[2:], **groups[1]}], **kw, foreach=False
     )
     for x, y in _batches(5, 2):
         _our_step(model, opt, x, y)
         _torch_step(ref, topt, x, y)
         _same_params(model, ref)
+    _same_state(opt, topt)
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"])
-def test_state_dict_resume_matches_torch(name: str) -> None:
-    """Train 3 steps, save, rebuild model and optimizer, load, train 4 more: every parameter as
-    torch's uninterrupted run."""
+RESUMED: list[tuple[str, dict[str, Any]]] = [
+    ("Adadelta", {}),
+    ("Adagrad", {}),
+    ("Adamax", {}),
+    ("NAdam", {}),
+    ("RAdam", {}),
+    ("Rprop", {"etas": (0.4, 1.3)}),
+    ("ASGD", {"t0": 2, "lambd": 0.01}),  # eta, mu and the average ax carried across the save
+]
+
+
+@pytest.mark.parametrize(("name", "kw"), RESUMED, ids=[n for n, _ in RESUMED])
+def test_state_dict_resume_matches_torch(name: str, kw: dict[str, Any]) -> None:
+    """Train 3 steps, save, rebuild model and optimizer, load, train 4 more: every parameter
+    and the whole state as torch's uninterrupted run."""
     model, ref = _model(3)
-    opt = getattr(optim, name)(model.parameters(), lr=0.05)
-    topt = getattr(torch.optim, name)(ref.parameters(), lr=0.05, foreach=False)
+    opt = getattr(optim, name)(model.parameters(), lr=0.05, **kw)
+    topt = getattr(torch.optim, name)(ref.parameters(), lr=0.05, foreach=False, **kw)
     batches = _batches(7, 3)
     for x, y in batches[:3]:
         _our_step(model, opt, x, y)
@@ -226,14 +267,7 @@ def test_state_dict_resume_matches_torch(name: str) -> None:
         _our_step(model2, opt2, x, y)
         _torch_step(ref, topt, x, y)
         _same_params(model2, ref)
-    tstate = topt.state_dict()["state"]
-    for i, st in opt2.state_dict()["state"].items():
-        assert int(st["step"]) == int(tstate[i]["step"])
-        for k, v in st.items():
-            if isinstance(v, np.ndarray):
-                np.testing.assert_allclose(v, tstate[i][k].numpy(), rtol=1e-9, atol=1e-13, err_msg=k)
-            elif k == "mu_product":
-                assert v == pytest.approx(float(tstate[i][k]), rel=1e-12)
+    _same_state(opt2, topt)
 
 
 def test_adagrad_state_exists_from_construction_like_torch() -> None:
@@ -247,7 +281,7 @@ def test_adagrad_state_exists_from_construction_like_torch() -> None:
         np.testing.assert_array_equal(ours[i]["sum"], theirs[i]["sum"].numpy())
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"])
+@pytest.mark.parametrize("name", ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"])
 def test_float32_follows_torch(name: str) -> None:
     """float32 parameters (the fused kernels compute in float32, as PyTorch): close to torch's
     float32 run."""
@@ -267,10 +301,16 @@ def test_float32_follows_torch(name: str) -> None:
     np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=2e-5, atol=2e-6)
 
 
-def _run_kernel(kernels: Any, n_state: int, shape: tuple[int, ...], scalars: tuple[Any, ...]) -> None:
-    """The fused kernel (serial or parallel by size) against its numpy form, the reference."""
+def _run_kernel(
+    kernels: Any, n_state: int, shape: tuple[int, ...], scalars: tuple[Any, ...], signed: bool = False
+) -> None:
+    """The fused kernel (serial or parallel by size) against its numpy form, the reference.
+    ``signed``: the gradient and the first state buffer of either sign, a tenth of them 0."""
     rng = np.random.default_rng(6)
     arrs = [np.abs(rng.standard_normal(shape)) + 0.1 for _ in range(2 + n_state)]  # p, g, state
+    if signed:
+        for a in arrs[1:3]:
+            a *= rng.choice([-1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0], size=shape)
     ref = [a.copy() for a in arrs]
     assert _fast_same(arrs[0], *arrs[1:])  # the kernel runs, not the numpy form
     ko._run(kernels, arrs[0], arrs[1:], *scalars)
@@ -280,23 +320,33 @@ def _run_kernel(kernels: Any, n_state: int, shape: tuple[int, ...], scalars: tup
 
 
 KERNELS = [
-    (ko.ADADELTA, 2, (0.9, 0.8, 1e-6, 0.1)),
-    (ko.ADAGRAD, 1, (0.05, 1e-10, 0.1)),
-    (ko.ADAMAX, 2, (0.002, 0.9, 0.999, 1e-8, 0.1)),
-    (ko.NADAM, 2, (0.999, 0.1, 0.9, 0.999, 0.3, 1e-8, 0.01, 0.02)),
-    (ko.RADAM, 2, (0.999, 0.1, 0.9, 0.999, 0.01, 1e-8, True)),
-    (ko.RADAM, 2, (1.0, 0.0, 0.9, 0.999, 0.01, 1e-8, False)),
+    (ko.ADADELTA, 2, (0.9, 0.8, 1e-6, 0.1), False),
+    (ko.ADAGRAD, 1, (0.05, 1e-10, 0.1), False),
+    (ko.ADAMAX, 2, (0.002, 0.9, 0.999, 1e-8, 0.1), False),
+    (ko.NADAM, 2, (0.999, 0.1, 0.9, 0.999, 0.3, 1e-8, 0.01, 0.02), False),
+    (ko.RADAM, 2, (0.999, 0.1, 0.9, 0.999, 0.01, 1e-8, True), False),
+    (ko.RADAM, 2, (1.0, 0.0, 0.9, 0.999, 0.01, 1e-8, False), False),
+    (ko.RPROP, 2, (0.5, 1.2, 0.3, 1.0), True),  # g * prev of each sign and 0; both bounds hit
+    (ko.RPROP, 2, (0.5, 1.2, 2.0, 1.0), True),  # min > max: max, as torch's clamp
+    (ko.ASGD, 1, (0.999, 0.05, 0.1, 0.5, True), True),
+    (ko.ASGD, 1, (1.0, 0.05, 0.0, 1.0, False), True),
 ]
 
 
-@pytest.mark.parametrize(("kernels", "n_state", "scalars"), KERNELS)
-def test_kernels_match_numpy_serial_and_parallel(kernels: Any, n_state: int, scalars: tuple[Any, ...]) -> None:
-    _run_kernel(kernels, n_state, (40, 30), scalars)  # serial kernel
-    _run_kernel(kernels, n_state, (PARALLEL_THRESHOLD + 5,), scalars)  # parallel kernel
+@pytest.mark.parametrize(("kernels", "n_state", "scalars", "signed"), KERNELS)
+def test_kernels_match_numpy_serial_and_parallel(
+    kernels: Any, n_state: int, scalars: tuple[Any, ...], signed: bool
+) -> None:
+    _run_kernel(kernels, n_state, (40, 30), scalars, signed)  # serial kernel
+    _run_kernel(kernels, n_state, (PARALLEL_THRESHOLD + 5,), scalars, signed)  # parallel kernel
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"])
-def test_non_contiguous_parameter_equals_contiguous(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "kw"),
+    [(n, WD) for n in ("Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam")]
+    + [("Rprop", {"step_sizes": (1e-3, 0.3)}), ("ASGD", {"t0": 2, **WD})],
+)
+def test_non_contiguous_parameter_equals_contiguous(name: str, kw: dict[str, Any]) -> None:
     """An F-ordered parameter takes the numpy form; a C-contiguous one the fused kernel."""
     rng = np.random.default_rng(8)
     x = rng.standard_normal((5, 7))
@@ -304,8 +354,8 @@ def test_non_contiguous_parameter_equals_contiguous(name: str) -> None:
     b = gt.Cpu().tensor(x.T.copy(), requires_grad=True)
     assert not a.data.flags.c_contiguous and b.data.flags.c_contiguous
     data = a.data
-    oa = getattr(optim, name)([a], lr=0.1, weight_decay=0.1)
-    ob = getattr(optim, name)([b], lr=0.1, weight_decay=0.1)
+    oa = getattr(optim, name)([a], lr=0.1, **kw)
+    ob = getattr(optim, name)([b], lr=0.1, **kw)
     for _ in range(7):
         g = rng.standard_normal((7, 5))
         grads = gt.Gradients()
@@ -315,6 +365,8 @@ def test_non_contiguous_parameter_equals_contiguous(name: str) -> None:
         ob.step(grads)
     assert a.data is data  # in place
     np.testing.assert_allclose(a.data, b.data, rtol=1e-13)
+    for sa, sb in zip(oa.state_dict()["state"][0].values(), ob.state_dict()["state"][0].values(), strict=True):
+        np.testing.assert_allclose(sa, sb, rtol=1e-13)
 
 
 # ----- LBFGS ------------------------------------------------------------------------------
@@ -463,6 +515,13 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("SGD", {"lr": 0.1, "nesterov": True}, "SGD: nesterov"),
     ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.5, "nesterov": True}, "SGD: nesterov"),
     ("SGD", {"lr": 0.1, "momentum": -0.9}, "SGD: momentum"),
+    ("Rprop", {"lr": -1.0}, "Rprop: lr"),
+    ("Rprop", {"etas": (1.0, 1.2)}, r"Rprop: etas must satisfy 0 < etas\[0\] < 1 < etas\[1\]"),
+    ("Rprop", {"etas": (0.0, 1.2)}, "Rprop: etas"),
+    ("Rprop", {"etas": (0.5, 1.0)}, "Rprop: etas"),
+    ("Rprop", {"etas": (0.5, float("nan"))}, "Rprop: etas"),
+    ("ASGD", {"lr": -0.1}, "ASGD: lr"),
+    ("ASGD", {"weight_decay": -0.1}, "ASGD: weight_decay"),
 ]
 
 
@@ -473,6 +532,31 @@ def test_bad_arguments_refused_like_torch(name: str, kw: dict[str, Any], message
         getattr(optim, name)(model.parameters(), **kw)
     with pytest.raises(ValueError):  # PyTorch refuses the same arguments
         getattr(torch.optim, name)(ref.parameters(), **kw)
+
+
+@pytest.mark.parametrize(
+    ("name", "kw", "error", "message"),
+    [
+        ("Rprop", {"step_sizes": (1e-6,)}, ValueError, "Rprop: step_sizes must be a pair"),
+        ("Rprop", {"step_sizes": 0.1}, TypeError, "Rprop: step_sizes must be a pair"),
+        ("Rprop", {"step_sizes": (float("nan"), 50)}, ValueError, "Rprop: step_sizes must not hold NaN"),
+        ("Rprop", {"etas": (0.5, "1.2")}, TypeError, r"Rprop: etas\[1\] must be a real number"),
+        ("ASGD", {"t0": float("nan")}, ValueError, "ASGD: t0 must be a number"),
+        ("ASGD", {"lambd": None}, TypeError, "ASGD: lambd must be a real number"),
+        ("ASGD", {"alpha": 1j}, TypeError, "ASGD: alpha must be a real number"),
+    ],
+)
+def test_rprop_asgd_refuse_what_torch_fails_on_later(
+    name: str, kw: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """Arguments PyTorch takes unchecked and then fails on (at the first step, or with NaN
+    parameters) are refused when the optimizer is built, naming the argument; what PyTorch
+    takes and runs (``t0=inf``, ``step_sizes`` with min > max) is taken."""
+    p = gt.Cpu().tensor(np.zeros(2), requires_grad=True)
+    with pytest.raises(error, match=message):
+        getattr(optim, name)([p], **kw)
+    assert optim.ASGD([p], t0=math.inf, lambd=-1e-4).t0 == math.inf
+    assert optim.Rprop([p], step_sizes=(1.0, 0.5)).step_sizes == (1.0, 0.5)
 
 
 # ----- schedules: the lr sequence, and a run saved and resumed ------------------------------

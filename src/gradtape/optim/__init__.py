@@ -8,10 +8,11 @@
   (:mod:`gradtape.devices.kernels.optim`).
 - :class:`LBFGS`: PyTorch's ``LBFGS``, ``opt.step(closure)`` (fixed step or strong Wolfe
   line search).
-- :mod:`gradtape.optim.lr_scheduler` (PyTorch's path): ``LambdaLR``, ``StepLR``,
-  ``MultiStepLR``, ``ExponentialLR``, ``LinearLR``, ``CosineAnnealingLR``,
-  ``CosineAnnealingWarmRestarts``, ``OneCycleLR``, ``ReduceLROnPlateau``, ``SequentialLR``,
-  each with ``state_dict``/``load_state_dict`` so that a resumed run continues exactly;
+- :mod:`gradtape.optim.lr_scheduler` (PyTorch's path): ``LambdaLR``, ``MultiplicativeLR``,
+  ``StepLR``, ``MultiStepLR``, ``ConstantLR``, ``ExponentialLR``, ``LinearLR``,
+  ``PolynomialLR``, ``CosineAnnealingLR``, ``CosineAnnealingWarmRestarts``, ``CyclicLR``,
+  ``OneCycleLR``, ``ReduceLROnPlateau``, ``SequentialLR``, ``ChainedScheduler``, each with
+  ``state_dict``/``load_state_dict`` so that a resumed run continues exactly;
   :class:`StepLR`, :class:`CosineAnnealingLR` and :class:`LRScheduler` are also here.
 - :func:`clip_grad_norm_`: clip the gradients in a :class:`~gradtape.Gradients` store by
   their global norm. PyTorch's form, on each parameter's ``.grad``, is
@@ -57,9 +58,11 @@ from gradtape.optim.adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from gradtape.optim.clip import clip_grad_norm_
 from gradtape.optim.lbfgs import LBFGS
 from gradtape.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+from gradtape.optim.more import ASGD, Rprop
 from gradtape.optim.optimizers import SGD, Adam, AdamW, Optimizer, RMSprop
 
 __all__ = [
+    "ASGD",
     "LBFGS",
     "SGD",
     "Adadelta",
@@ -73,6 +76,7 @@ __all__ = [
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "StepLR",
     "clip_grad_norm_",
     "lr_scheduler",

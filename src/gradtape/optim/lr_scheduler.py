@@ -1,13 +1,21 @@
 """Learning-rate schedules at PyTorch's path, ``gradtape.optim.lr_scheduler``, with PyTorch's
 names, arguments, defaults, formulas and checkpoint behaviour.
 
+The schedules: :class:`LambdaLR`, :class:`MultiplicativeLR`, :class:`StepLR`,
+:class:`MultiStepLR`, :class:`ConstantLR`, :class:`LinearLR`, :class:`ExponentialLR`,
+:class:`PolynomialLR`, :class:`CosineAnnealingLR`, :class:`CosineAnnealingWarmRestarts`,
+:class:`CyclicLR`, :class:`OneCycleLR`, :class:`ReduceLROnPlateau`, and the combinations
+:class:`SequentialLR` (one after another) and :class:`ChainedScheduler` (all together).
+
 A schedule sets each parameter group's ``lr`` when constructed (epoch 0) and on each
-:meth:`LRScheduler.step` (once per epoch, or per batch for :class:`OneCycleLR`, after the
-optimizer's steps), keeping the group's base rate in the group as ``"initial_lr"`` and its
-position in ``last_epoch``. :meth:`~LRScheduler.get_last_lr` gives the rates it set. Chainable
-schedules (StepLR, MultiStepLR, ExponentialLR, LinearLR, CosineAnnealingLR) update the
-group's current rate recursively, as PyTorch's do; ``step(epoch)`` (deprecated in PyTorch, as
-here) uses their closed form instead.
+:meth:`LRScheduler.step` (once per epoch, or per batch for :class:`OneCycleLR` and
+:class:`CyclicLR`, after the optimizer's steps), keeping the group's base rate in the group
+as ``"initial_lr"`` and its position in ``last_epoch``. :meth:`~LRScheduler.get_last_lr`
+gives the rates it set. Chainable schedules (StepLR, MultiStepLR, ConstantLR, LinearLR,
+ExponentialLR, PolynomialLR, CosineAnnealingLR, MultiplicativeLR) update the group's current
+rate recursively, as PyTorch's do, so that a :class:`ChainedScheduler` composes them;
+``step(epoch)`` (deprecated in PyTorch, as here) uses their closed form instead, where they
+have one (MultiplicativeLR has none, as in PyTorch).
 
 Resuming, as in PyTorch: save ``opt.state_dict()`` and ``sched.state_dict()``; to resume,
 build the optimizer and the schedule as before and load both::
@@ -23,7 +31,8 @@ build the optimizer and the schedule as before and load both::
 One difference from PyTorch: a negative rate becomes 0, since gradtape's optimizers take no
 negative rate (PyTorch sets one where the recursive cosine rounds 0 to ``-1e-18``, where
 OneCycleLR's linear anneal is stepped once past its last phase, which a loop of ``total_steps``
-``step()`` calls does after its last batch, and where a ``LambdaLR`` lambda is negative).
+``step()`` calls does after its last batch, and where a ``LambdaLR`` or ``MultiplicativeLR``
+lambda or a ``CyclicLR`` custom ``scale_fn`` is negative).
 """
 
 from __future__ import annotations
@@ -42,14 +51,19 @@ from gradtape.optim._checks import _real, check_nonneg, check_nonneg_int, check_
 from gradtape.optim.optimizers import Optimizer
 
 __all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",
@@ -84,6 +98,63 @@ def _per_group(owner: str, name: str, optimizer: Optimizer, value: Any) -> list[
             )
         return list(value)
     return [value] * n
+
+
+def _number(owner: str, name: str, value: Any) -> float:
+    """``float(value)``, as PyTorch converts ``CyclicLR``'s step sizes: ``TypeError`` or
+    ``ValueError`` (a string that is not a number) as ``float`` raises them, naming ``owner``
+    and ``name``."""
+    try:
+        return float(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{owner}: {name} must be a number, got {type(value).__name__} {value!r}") from None
+
+
+def _momentum_key(owner: str, optimizer: Optimizer) -> bool:
+    """Whether ``cycle_momentum`` cycles ``betas[0]`` (Adam-like optimizers) rather than
+    ``momentum`` (SGD, RMSprop), PyTorch's rule: by the optimizer's defaults.
+
+    Raises:
+        ValueError: the optimizer has neither.
+    """
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError(
+            f"{owner}: optimizer must support momentum or beta1 with `cycle_momentum` option enabled "
+            f"({type(optimizer).__name__} has neither)"
+        )
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group: dict[str, Any], use_beta1: bool, value: float) -> None:
+    """Set a group's cycled momentum: ``betas[0]`` or ``momentum``."""
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
+def _init_momentum(
+    owner: str, optimizer: Optimizer, base_momentum: Any, max_momentum: Any, last_epoch: int
+) -> tuple[bool, list[float], list[float]]:
+    """``cycle_momentum``'s set-up, shared by :class:`OneCycleLR` and :class:`CyclicLR` (as in
+    PyTorch): which key is cycled, and the per-group base and max momentums; when starting
+    (``last_epoch == -1``), each group's momentum is set to its max and the group carries
+    ``max_momentum`` and ``base_momentum``.
+
+    Raises:
+        ValueError: the optimizer has neither ``momentum`` nor ``betas``, or a per-group list
+            of the wrong length.
+        TypeError: a momentum is not a real number.
+    """
+    use_beta1 = _momentum_key(owner, optimizer)
+    bases = [_real(owner, "base_momentum", v) for v in _per_group(owner, "base_momentum", optimizer, base_momentum)]
+    maxes = [_real(owner, "max_momentum", v) for v in _per_group(owner, "max_momentum", optimizer, max_momentum)]
+    if last_epoch == -1:
+        for hi, lo, group in zip(maxes, bases, optimizer.param_groups, strict=True):
+            _set_momentum(group, use_beta1, hi)
+            group["max_momentum"] = hi
+            group["base_momentum"] = lo
+    return use_beta1, bases, maxes
 
 
 class LRScheduler:
@@ -220,19 +291,12 @@ class LRScheduler:
         return [float(g["lr"]) for g in self.optimizer.param_groups]
 
 
-class LambdaLR(LRScheduler):
-    """``lr = initial_lr * lr_lambda(epoch)`` (PyTorch's ``LambdaLR``), e.g. a warm-up.
+class _LambdaSchedule(LRScheduler):
+    """The part :class:`LambdaLR` and :class:`MultiplicativeLR` share: one lambda per
+    parameter group, and their :meth:`state_dict` rule (PyTorch's): for each lambda that is a
+    callable object rather than a function, its ``__dict__``; ``None`` for a function."""
 
-    Args:
-        lr_lambda: a function of the epoch (an int), or one per parameter group.
-
-    :meth:`state_dict` saves, for each lambda that is a callable object rather than a
-    function, its ``__dict__`` (PyTorch's rule); functions are not saved.
-
-    Raises:
-        TypeError: a lambda is not callable.
-        ValueError: a list of lambdas whose length is not the number of groups.
-    """
+    lr_lambdas: list[Callable[[int], float]]
 
     def __init__(
         self,
@@ -240,17 +304,14 @@ class LambdaLR(LRScheduler):
         lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
         last_epoch: int = -1,
     ) -> None:
+        name = type(self).__name__
         if isinstance(optimizer, Optimizer):
-            lambdas = _per_group("LambdaLR", "lr_lambda", optimizer, lr_lambda)
+            lambdas = _per_group(name, "lr_lambda", optimizer, lr_lambda)
             for fn in lambdas:
                 if not callable(fn):
-                    raise TypeError(f"LambdaLR: lr_lambda should be a function, got {type(fn).__name__}")
-            self.lr_lambdas: list[Callable[[int], float]] = lambdas
+                    raise TypeError(f"{name}: lr_lambda should be a function, got {type(fn).__name__}")
+            self.lr_lambdas = lambdas
         super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        """``base_lr * lr_lambda(last_epoch)`` per group."""
-        return [base * float(fn(self.last_epoch)) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
     def state_dict(self) -> dict[str, Any]:
         """As :meth:`LRScheduler.state_dict`, with ``lr_lambdas``: ``None`` for a function, the
@@ -269,6 +330,54 @@ class LambdaLR(LRScheduler):
         for fn, d in zip(self.lr_lambdas, lambdas or [], strict=False):
             if d is not None:
                 fn.__dict__.update(copy.deepcopy(d))
+
+
+class LambdaLR(_LambdaSchedule):
+    """``lr = initial_lr * lr_lambda(epoch)`` (PyTorch's ``LambdaLR``), e.g. a warm-up.
+
+    Args:
+        lr_lambda: a function of the epoch (an int), or one per parameter group.
+
+    :meth:`state_dict` saves, for each lambda that is a callable object rather than a
+    function, its ``__dict__`` (PyTorch's rule); functions are not saved.
+
+    Raises:
+        TypeError: a lambda is not callable.
+        ValueError: a list of lambdas whose length is not the number of groups.
+    """
+
+    def get_lr(self) -> list[float]:
+        """``base_lr * lr_lambda(last_epoch)`` per group."""
+        return [base * float(fn(self.last_epoch)) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+
+class MultiplicativeLR(_LambdaSchedule):
+    """Multiply each group's rate by ``lr_lambda(epoch)`` every epoch (PyTorch's
+    ``MultiplicativeLR``): ``lr(epoch) = lr(epoch - 1) * lr_lambda(epoch)`` for ``epoch >= 1``,
+    ``lr(0) = initial_lr``; so ``lr(epoch) = initial_lr * lr_lambda(1) * ... * lr_lambda(epoch)``.
+    There is no closed form (as in PyTorch): ``step(epoch)`` multiplies the current rate by
+    ``lr_lambda(epoch)`` once.
+
+    Args:
+        lr_lambda: a function of the epoch (an int) giving the factor, or one per parameter
+            group.
+        last_epoch: as :class:`LRScheduler`.
+
+    :meth:`state_dict` saves, for each lambda that is a callable object rather than a
+    function, its ``__dict__`` (PyTorch's rule, as :class:`LambdaLR`); functions are not saved.
+
+    Raises:
+        TypeError: ``optimizer`` is not a gradtape optimizer, or a lambda is not callable.
+        ValueError: a list of lambdas whose length is not the number of groups, or
+            ``last_epoch < -1``.
+        KeyError: ``last_epoch >= 0`` and a group has no ``initial_lr``.
+    """
+
+    def get_lr(self) -> list[float]:
+        """The current rates times ``lr_lambda(last_epoch)`` (kept as they are by the constructor)."""
+        if self._is_initial:
+            return self._group_lrs()
+        return [lr * float(fn(self.last_epoch)) for fn, lr in zip(self.lr_lambdas, self._group_lrs(), strict=True)]
 
 
 class StepLR(LRScheduler):
@@ -323,6 +432,51 @@ class MultiStepLR(LRScheduler):
     def _closed_form(self) -> list[float]:
         ms = sorted(self.milestones.elements())
         return [base * self.gamma ** bisect_right(ms, self.last_epoch) for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Scale the rate by ``factor`` for the first ``total_iters`` epochs, then restore it
+    (PyTorch's ``ConstantLR``, a constant warm-up): ``lr(epoch) = initial_lr * factor`` for
+    ``epoch < total_iters``, ``initial_lr`` from then on. Applied recursively, as PyTorch does:
+    times ``factor`` at epoch 0 and times ``1 / factor`` at epoch ``total_iters``, so it
+    composes with other schedules (:class:`ChainedScheduler`).
+
+    Args:
+        factor: the factor, in ``(0, 1]`` (default ``1/3``).
+        total_iters: the number of epochs it applies to, a positive int (default 5).
+        last_epoch: as :class:`LRScheduler`.
+
+    Raises:
+        TypeError: ``optimizer`` is not a gradtape optimizer, or ``factor`` is not a real
+            number.
+        ValueError: ``factor`` outside ``(0, 1]`` (PyTorch refuses it outside ``[0, 1]`` and
+            divides by a zero factor at epoch ``total_iters``), ``total_iters`` not a positive
+            int, or ``last_epoch < -1``.
+        KeyError: ``last_epoch >= 0`` and a group has no ``initial_lr``.
+    """
+
+    def __init__(
+        self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1
+    ) -> None:
+        value = _real("ConstantLR", "factor", factor)
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"ConstantLR: factor (the constant multiplicative factor) must be in (0, 1], got {factor}")
+        self.factor = value
+        self.total_iters = check_positive_int("ConstantLR", "total_iters", total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """The current rates times ``factor`` at epoch 0, times ``1 / factor`` at epoch
+        ``total_iters``, else as they are."""
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._group_lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._group_lrs()
+        return [lr * (1.0 / self.factor) for lr in self._group_lrs()]
+
+    def _closed_form(self) -> list[float]:
+        done = self.last_epoch >= self.total_iters
+        return [base * (self.factor + done * (1 - self.factor)) for base in self.base_lrs]
 
 
 class ExponentialLR(LRScheduler):
@@ -426,6 +580,44 @@ class CosineAnnealingLR(LRScheduler):
     def _closed_form(self) -> list[float]:
         t, T, eta = self.last_epoch, self.T_max, self.eta_min
         return [eta + (base - eta) * (1 + math.cos(math.pi * t / T)) / 2 for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the rate polynomially to 0 over ``total_iters`` epochs, then hold it (PyTorch's
+    ``PolynomialLR``): ``lr(epoch) = initial_lr * (1 - min(epoch, total_iters) / total_iters)
+    ** power``. Applied recursively, as PyTorch does: epoch ``t <= total_iters`` multiplies
+    the current rate by ``((1 - t / total_iters) / (1 - (t - 1) / total_iters)) ** power``.
+
+    Args:
+        total_iters: the number of epochs of the decay, a positive int (default 5).
+        power: the power of the polynomial, a finite number >= 0 (default 1.0: linear).
+        last_epoch: as :class:`LRScheduler`.
+
+    Raises:
+        TypeError: ``optimizer`` is not a gradtape optimizer, or ``power`` is not a real number.
+        ValueError: ``total_iters`` not a positive int (PyTorch divides by zero), ``power``
+            negative or not finite (PyTorch raises 0 to the negative power at epoch
+            ``total_iters``), or ``last_epoch < -1``.
+        KeyError: ``last_epoch >= 0`` and a group has no ``initial_lr``.
+    """
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        self.total_iters = check_positive_int("PolynomialLR", "total_iters", total_iters)
+        self.power = check_nonneg("PolynomialLR", "power", power)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """The current rates times the ratio of consecutive decay factors up to ``total_iters``
+        (kept as they are by the constructor and after ``total_iters``)."""
+        t, n = self.last_epoch, self.total_iters
+        if self._is_initial or t > n:
+            return self._group_lrs()
+        decay = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [lr * decay for lr in self._group_lrs()]
+
+    def _closed_form(self) -> list[float]:
+        n = self.total_iters
+        return [base * (1.0 - min(n, self.last_epoch) / n) ** self.power for base in self.base_lrs]
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -581,22 +773,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = bool(cycle_momentum)
         if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
-                    f"{name}: optimizer must support momentum or beta1 with `cycle_momentum` option enabled "
-                    f"({type(optimizer).__name__} has neither)"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
-            maxes = _per_group(name, "max_momentum", optimizer, max_momentum)
-            bases = _per_group(name, "base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for hi, lo, group in zip(maxes, bases, optimizer.param_groups, strict=True):
-                    if self.use_beta1:
-                        group["betas"] = (float(hi), *group["betas"][1:])
-                    else:
-                        group["momentum"] = float(hi)
-                    group["max_momentum"] = float(hi)
-                    group["base_momentum"] = float(lo)
+            self.use_beta1 = _init_momentum(name, optimizer, base_momentum, max_momentum, last_epoch)[0]
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
@@ -627,11 +804,189 @@ class OneCycleLR(LRScheduler):
                 start = end
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (m, *group["betas"][1:])
-                else:
-                    group["momentum"] = m
+                _set_momentum(group, self.use_beta1, m)
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith 2017, "Cyclical Learning Rates for Training Neural
+    Networks"; PyTorch's ``CyclicLR``), stepped once per batch: the rate of each group goes
+    from ``base_lr`` up to ``max_lr`` in ``step_size_up`` steps and back down in
+    ``step_size_down`` steps, the amplitude scaled by a policy. At step ``t``, with
+    ``T = step_size_up + step_size_down`` and ``r = step_size_up / T``::
+
+        cycle = floor(1 + t / T)                  # 1, 2, ...
+        x = 1 + t / T - cycle                     # the position in the cycle, in [0, 1)
+        s = x / r if x <= r else (x - 1) / (r - 1)  # 0 -> 1 -> 0
+        lr = base_lr + (max_lr - base_lr) * s * scale_fn(cycle or t)
+
+    The policies (``mode``): ``"triangular"`` (``scale_fn = 1``), ``"triangular2"`` (the
+    amplitude halved each cycle: ``1 / 2 ** (cycle - 1)``), ``"exp_range"`` (``gamma ** t``,
+    of the step); or a custom ``scale_fn`` of one argument with values in ``[0, 1]``, given the
+    cycle number (``scale_mode="cycle"``) or the step (``"iterations"``); ``mode`` is then
+    ignored.
+
+    With ``cycle_momentum`` (default) the momentum moves the other way, ``momentum =
+    max_momentum - (max_momentum - base_momentum) * s * scale_fn(...)``: SGD's or RMSprop's
+    ``momentum``, or ``beta1`` of Adam-like optimizers' ``betas`` (as PyTorch; as
+    :class:`OneCycleLR`). The groups then carry ``max_momentum`` and ``base_momentum``.
+
+    Args:
+        base_lr: the lower rate, or one per group; when starting (``last_epoch=-1``) each
+            group's ``lr`` is set to it. (As in PyTorch, the rate of step 0 is computed from
+            the group's ``initial_lr``, which is ``base_lr`` unless an earlier schedule on the
+            optimizer set it; later steps use ``base_lr``.)
+        max_lr: the upper rate, or one per group (the amplitude is ``max_lr - base_lr``).
+        step_size_up: the steps of the rising half of a cycle, a number > 0 (default 2000).
+        step_size_down: the steps of the falling half, a number >= 0; ``None`` (default):
+            ``step_size_up``.
+        mode: ``"triangular"`` (default), ``"triangular2"`` or ``"exp_range"``.
+        gamma: ``exp_range``'s base, a finite number >= 0 (default 1.0).
+        scale_fn: a custom policy, or ``None`` (default) for ``mode``'s.
+        scale_mode: ``"cycle"`` (default) or ``"iterations"``: the argument of a custom
+            ``scale_fn`` (the built-in modes set their own).
+        cycle_momentum: cycle the momentum (default ``True``).
+        base_momentum: the lower momentum, or one per group (default 0.8).
+        max_momentum: the upper momentum, or one per group (default 0.9).
+        last_epoch: the index of the last batch (not epoch), ``-1`` to start; as
+            :class:`LRScheduler`.
+
+    :meth:`state_dict` saves a custom ``scale_fn``'s ``__dict__`` where it is a callable object
+    rather than a function (PyTorch's rule, as :class:`LambdaLR`).
+
+    Raises:
+        TypeError: ``optimizer`` is not a gradtape optimizer, ``scale_fn`` is not callable, a
+            rate, momentum or ``gamma`` is not a real number, or a step size is not a number
+            (``float`` refuses it with a ``TypeError``).
+        ValueError: a step size is a string that is not a number (``float``'s error, as in
+            PyTorch); a per-group list (``base_lr``, ``max_lr``, ``base_momentum``,
+            ``max_momentum``) of the wrong length; ``base_lr``/``max_lr`` negative or not
+            finite; ``step_size_up`` not > 0 or ``step_size_down`` not >= 0 (or either not
+            finite; PyTorch divides by zero at ``step_size_up=0``); an unknown ``mode`` with no
+            ``scale_fn``; an unknown ``scale_mode``; ``gamma`` negative or not finite;
+            ``cycle_momentum`` on an optimizer with neither ``momentum`` nor ``betas``;
+            ``last_epoch < -1``.
+        KeyError: ``last_epoch >= 0`` and a group has no ``initial_lr``.
+    """
+
+    max_lrs: list[float]
+    base_momentums: list[float]
+    max_momentums: list[float]
+    use_beta1: bool
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | Sequence[float],
+        max_lr: float | Sequence[float],
+        step_size_up: float = 2000,
+        step_size_down: float | None = None,
+        mode: Literal["triangular", "triangular2", "exp_range"] = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: Literal["cycle", "iterations"] = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | Sequence[float] = 0.8,
+        max_momentum: float | Sequence[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        name = "CyclicLR"
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{name}: {type(optimizer).__name__} is not an Optimizer")
+        last_epoch = _check_last_epoch(name, last_epoch)
+        base_lrs = [check_nonneg(name, "base_lr", v) for v in _per_group(name, "base_lr", optimizer, base_lr)]
+        self.max_lrs = [check_nonneg(name, "max_lr", v) for v in _per_group(name, "max_lr", optimizer, max_lr)]
+        up = _number(name, "step_size_up", step_size_up)
+        if not 0.0 < up < math.inf:
+            raise ValueError(f"{name}: step_size_up must be a finite number > 0, got {step_size_up!r}")
+        down = up if step_size_down is None else _number(name, "step_size_down", step_size_down)
+        if not 0.0 <= down < math.inf:
+            raise ValueError(f"{name}: step_size_down must be a finite number >= 0 or None, got {step_size_down!r}")
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError(
+                f"{name}: mode {mode!r} is invalid and scale_fn is None "
+                "(use 'triangular', 'triangular2' or 'exp_range', or give a scale_fn)"
+            )
+        if scale_fn is not None and not callable(scale_fn):
+            raise TypeError(f"{name}: scale_fn should be a function, got {type(scale_fn).__name__}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"{name}: scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        self.mode = mode
+        self.gamma = check_nonneg(name, "gamma", gamma)
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = bool(cycle_momentum)
+        if self.cycle_momentum:
+            self.use_beta1, self.base_momentums, self.max_momentums = _init_momentum(
+                name, optimizer, base_momentum, max_momentum, last_epoch
+            )
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        super().__init__(optimizer, last_epoch)  # (its first step reads the groups' initial_lr, as PyTorch's)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        """The built-in modes' ``scale_mode`` (PyTorch's): per cycle, or per step for ``exp_range``."""
+        if self._scale_fn_custom is None:
+            self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at ``x`` (the cycle number or the step): the custom
+        ``scale_fn``, or ``mode``'s."""
+        if self._scale_fn_custom is not None:
+            return float(self._scale_fn_custom(x))
+        if self.mode == "triangular2":
+            return 1 / float(2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return float(self.gamma**x)
+        return 1.0
+
+    def get_lr(self) -> list[float]:
+        """The rate of each group at step ``last_epoch`` (and, with ``cycle_momentum``, its
+        momentum or beta1 set in the group)."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = []
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True):
+            base_height = (max_lr - base_lr) * scale_factor
+            lrs.append(base_lr + base_height * self.scale_fn(at))
+        if self.cycle_momentum:
+            momentums = []
+            for base_m, max_m in zip(self.base_momentums, self.max_momentums, strict=True):
+                base_height = (max_m - base_m) * scale_factor
+                momentums.append(max_m - base_height * self.scale_fn(at))
+            for group, m in zip(self.optimizer.param_groups, momentums, strict=True):
+                _set_momentum(group, self.use_beta1, m)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """As :meth:`LRScheduler.state_dict`, with ``_scale_fn_custom``: ``None`` for none or a
+        function, the ``__dict__`` of a callable object."""
+        out = {k: copy.deepcopy(v) for k, v in self.__dict__.items() if k not in ("optimizer", "_scale_fn_custom")}
+        fn = self._scale_fn_custom
+        out["_scale_fn_custom"] = (
+            None if fn is None or isinstance(fn, types.FunctionType) else copy.deepcopy(fn.__dict__)
+        )
+        return out
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """As :meth:`LRScheduler.load_state_dict`; a saved ``__dict__`` updates the custom
+        ``scale_fn`` (the function itself is this schedule's, as constructed)."""
+        saved = dict(state_dict)
+        fn = saved.pop("_scale_fn_custom", None)
+        super().load_state_dict(saved)
+        if fn is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(copy.deepcopy(fn))
+        self._init_scale_fn()
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -835,9 +1190,104 @@ class SequentialLR(LRScheduler):
             s.load_state_dict(sd)
 
 
+class ChainedScheduler(LRScheduler):
+    """Step several schedules together (PyTorch's ``ChainedScheduler``): each :meth:`step`
+    steps every schedule in ``schedulers``, in order, so that chainable schedules' factors
+    multiply (e.g. :class:`ConstantLR` and :class:`ExponentialLR`: ``initial_lr * factor *
+    gamma ** epoch`` until ``total_iters``, then ``initial_lr * gamma ** epoch``). It takes
+    the schedules as constructed (each has already set its epoch 0) and has no epoch of its
+    own (no ``last_epoch``, as in PyTorch).
+
+    Args:
+        schedulers: the schedules, on one optimizer.
+        optimizer: their optimizer; ``None`` (default): the first schedule's.
+
+    :meth:`state_dict` holds each schedule's own state dict under ``"_schedulers"`` (as
+    :class:`SequentialLR`).
+
+    It can be the first schedule of a :class:`SequentialLR` (not a later one: it has no closed
+    form to start from at a milestone, and raises ``NotImplementedError`` there, as PyTorch's).
+
+    Raises:
+        ValueError: no schedulers, a :class:`ReduceLROnPlateau` (its step needs a metric), or
+            a schedule on another optimizer than ``optimizer``.
+        TypeError: a schedule is not an :class:`LRScheduler`.
+    """
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        name = "ChainedScheduler"
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler")
+        for i, s in enumerate(schedulers):
+            if not isinstance(s, LRScheduler):
+                raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not an LRScheduler")
+        if optimizer is None:
+            optimizer = schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support ReduceLROnPlateau (schedulers[{i}]): its step needs a metric"
+                )
+            if s.optimizer is not optimizer:
+                raise ValueError(
+                    f"{name} expects all schedulers to belong to the same optimizer, but schedulers[{i}] "
+                    f"({type(s).__name__}) has another"
+                )
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = self._group_lrs()
+
+    def get_lr(self) -> list[float]:
+        """Not available (as in PyTorch): the rates are its schedules'.
+
+        Raises:
+            NotImplementedError: always; e.g. where a :class:`SequentialLR` starts a
+                ChainedScheduler at a milestone other than 0 (PyTorch's SequentialLR fails there
+                too, with the same exception).
+        """
+        raise NotImplementedError(
+            "ChainedScheduler has no rates of its own (get_lr, or a closed form for step(epoch) or a SequentialLR "
+            "milestone): step() steps its schedules; read the rates with get_last_lr()"
+        )
+
+    @_tp.recorded_call
+    def step(self) -> None:  # type: ignore[override]
+        """Step every schedule, in order."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._group_lrs()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Its own state (``_last_lr``) and its schedules' under ``"_schedulers"``."""
+        out = {k: copy.deepcopy(v) for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return out
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore its state and each schedule's.
+
+        Raises:
+            TypeError: ``state_dict`` is not a dict.
+            ValueError: the saved state holds another number of schedules.
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"ChainedScheduler.load_state_dict: expected a dict, got {type(state_dict).__name__}")
+        saved = dict(state_dict)
+        subs = saved.pop("_schedulers", None)
+        if subs is not None and len(subs) != len(self._schedulers):
+            raise ValueError(
+                f"ChainedScheduler.load_state_dict: the saved state has {len(subs)} schedulers, "
+                f"this one {len(self._schedulers)}"
+            )
+        super().load_state_dict(saved)
+        for s, sd in zip(self._schedulers, subs or [], strict=False):
+            s.load_state_dict(sd)
+
+
 def _undo(sched: LRScheduler) -> None:
-    """Take back one epoch from each schedule in ``sched`` (nested SequentialLRs: their leaves)."""
-    if isinstance(sched, SequentialLR):
+    """Take back one epoch from each schedule in ``sched`` (nested SequentialLRs and
+    ChainedSchedulers: their leaves, as PyTorch's ``recursive_undo``)."""
+    if isinstance(sched, (SequentialLR, ChainedScheduler)):
         for s in sched._schedulers:
             _undo(s)
     else:

@@ -637,6 +637,73 @@ def _radam_numpy(
         p -= t(c) * m
 
 
+# ----- Rprop (Riedmiller & Braun 1993) and ASGD (Polyak & Juditsky 1992), PyTorch's rules ----
+
+
+def _rprop(p: Array, g: Array, prev: Array, ss: Array, etaminus: float, etaplus: float, lo: float, hi: float) -> None:
+    t = p.dtype.type
+    em, ep, lo_, hi_, one, zero = t(etaminus), t(etaplus), t(lo), t(hi), t(1), t(0)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i]
+        s = gi * prev[i]
+        f = ep if s > 0 else (em if s < 0 else one)  # PyTorch's sign(nan) is 0: factor 1
+        si = ss[i] * f
+        if si < lo_:  # clamp(lo, hi) as PyTorch's: hi when lo > hi, nan stays nan
+            si = lo_
+        if si > hi_:
+            si = hi_
+        ss[i] = si
+        if f == em:  # PyTorch masks where the factor is etaminus
+            gi = zero
+        prev[i] = gi
+        sg = one if gi > 0 else (-one if gi < 0 else zero)
+        p[i] -= sg * si
+
+
+_rprop_serial, _rprop_parallel = serial_and_parallel(_rprop)
+
+
+def _rprop_numpy(
+    p: Array, g: Array, prev: Array, ss: Array, etaminus: float, etaplus: float, lo: float, hi: float
+) -> None:
+    t = p.dtype.type
+    s = g * prev
+    f = np.ones_like(s)
+    f[s > 0] = t(etaplus)
+    f[s < 0] = t(etaminus)
+    ss *= f
+    np.maximum(ss, t(lo), out=ss)
+    np.minimum(ss, t(hi), out=ss)
+    gm = np.where(f == t(etaminus), t(0), g)
+    prev[...] = gm
+    sg = (gm > 0).astype(p.dtype) - (gm < 0).astype(p.dtype)  # PyTorch's sign: 0 for nan
+    p -= sg * ss
+
+
+def _asgd(p: Array, g: Array, ax: Array, decay: float, eta: float, wd: float, mu: float, average: bool) -> None:
+    t = p.dtype.type
+    decay_, eta_, wd_, mu_ = t(decay), t(eta), t(wd), t(mu)
+    for i in numba.prange(p.shape[0]):
+        gi = g[i] + wd_ * p[i] if wd_ != 0 else g[i]
+        x = p[i] * decay_ - eta_ * gi
+        p[i] = x
+        ax[i] = ax[i] + (x - ax[i]) * mu_ if average else x
+
+
+_asgd_serial, _asgd_parallel = serial_and_parallel(_asgd)
+
+
+def _asgd_numpy(p: Array, g: Array, ax: Array, decay: float, eta: float, wd: float, mu: float, average: bool) -> None:
+    t = p.dtype.type
+    gg = g + t(wd) * p if wd else g
+    p *= t(decay)
+    p -= t(eta) * gg
+    if average:
+        ax += (p - ax) * t(mu)
+    else:
+        ax[...] = p
+
+
 def _run(kernels: tuple[Any, Any, Any], p: Array, ins: list[Array], *scalars: Any) -> None:
     """Run the serial or parallel kernel on flat views when every array can go as it is, else
     the numpy form; ``kernels`` is ``(serial, parallel, numpy)``, ``ins`` the gradient and the
@@ -654,3 +721,5 @@ ADAGRAD = (_adagrad_serial, _adagrad_parallel, _adagrad_numpy)
 ADAMAX = (_adamax_serial, _adamax_parallel, _adamax_numpy)
 NADAM = (_nadam_serial, _nadam_parallel, _nadam_numpy)
 RADAM = (_radam_serial, _radam_parallel, _radam_numpy)
+RPROP = (_rprop_serial, _rprop_parallel, _rprop_numpy)
+ASGD = (_asgd_serial, _asgd_parallel, _asgd_numpy)
