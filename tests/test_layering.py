@@ -89,6 +89,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.autodiff",
             "gradtape.functional",
             "gradtape.autograd.functional",
+            "gradtape.func",
             "gradtape.testing",
         ),
     ),

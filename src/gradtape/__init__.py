@@ -10,6 +10,7 @@ from gradtape import _openblas_env  # noqa: F401, I001
 from gradtape import autodiff, autograd, cuda, data, distributions, functional, losses, nn, ops, optim, testing, utils
 from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlow methods)
 import gradtape.autograd.functional  # noqa: F401  (torch.autograd.functional's path)
+from gradtape import func  # torch.func's transforms
 from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensors)
 from gradtape.capturing import Captured, capture
 from gradtape.checkpointing import checkpoint
@@ -359,6 +360,7 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "func",
     "functional",
     "gather",
     "ge",
