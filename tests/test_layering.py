@@ -93,7 +93,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.testing",
         ),
     ),
-    # built on the above (gradtape.data: PyTorch's Dataset/DataLoader; gradtape.distributions)
+    # built on the above (gradtape.data: PyTorch's Dataset/DataLoader; gradtape.distributions;
+    # gradtape.linalg: PyTorch's torch.linalg, on the ops)
     # (the losses' generated typing signatures sit with them)
     (
         "library",
@@ -101,6 +102,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.nn.*",
             "gradtape.optim.*",
             "gradtape.losses",
+            "gradtape.linalg",
             "gradtape._signatures.*",
             "gradtape.data",
             "gradtape.distributions",
