@@ -106,6 +106,20 @@ def _linear(dev: Cpu, bias: bool, shape: tuple[int, ...]) -> Case:
     return Case(ours, _pair(ours, torch.nn.Linear(shape[-1], 3, bias), rng), rng.standard_normal(shape))
 
 
+def _bilinear(dev: Cpu) -> Case:
+    ours = nn.Bilinear(4, 5, 3, dev=dev, dtype=F64)
+    rng = _rng(dev)
+    ref = _pair(ours, torch.nn.Bilinear(4, 5, 3), rng)
+    return Case(
+        ours,
+        ref,
+        rng.standard_normal((3, 4)),
+        (rng.standard_normal((3, 5)),),
+        forward=lambda x, c: ours(x, c[0]),
+        ref_forward=lambda x, c: ref(x, c[0]),
+    )
+
+
 def _embedding(dev: Cpu, as_array: bool) -> Case:
     ours = nn.Embedding(6, 3, dev=dev, dtype=F64)
     ref = _pair(ours, torch.nn.Embedding(6, 3), _rng(dev))
@@ -289,6 +303,7 @@ CASES: dict[str, Callable[[Cpu], Case]] = {
     "Linear-3d": lambda dev: _linear(dev, True, (2, 3, 4)),
     "Linear-nobias-2d": lambda dev: _linear(dev, False, (3, 4)),
     "Linear-nobias-3d": lambda dev: _linear(dev, False, (2, 3, 4)),
+    "Bilinear": _bilinear,
     "Embedding-index-tensor": lambda dev: _embedding(dev, as_array=False),
     "Embedding-index-array": lambda dev: _embedding(dev, as_array=True),
     "Conv1d-stride-pad": _conv1d,

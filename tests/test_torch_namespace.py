@@ -284,6 +284,40 @@ TOP: dict[str, list[str]] = {
 
 # torch.nn.functional.<name>(...) as F.<name>(...)
 FUNCTIONAL: dict[str, list[str]] = {
+    # PyTorch's remaining common functions, composed of gradtape ops (nn/functional.py); the random
+    # ones in eval mode, with p=0, or summed to a constant (gumbel_softmax): their draws are gradtape's
+    "bilinear": [
+        "F.bilinear(A, B[:, :3], X4[0, :2, :4, :3])",
+        "F.bilinear(X3[:, :, :4], X3[:, :, 3:], X4[1, :, :4, :4], V[:3])",
+    ],
+    "local_response_norm": ["F.local_response_norm(X4P, 3)", "F.local_response_norm(X3, 2, 0.5, 0.5, 2.0)"],
+    "unfold": [
+        "F.unfold(X4, 3)",
+        "F.unfold(X4, (2, 3), dilation=(2, 1), padding=1, stride=(2, 1))",
+        "F.unfold(X4[0], 2)",
+    ],
+    "fold": [
+        "F.fold(F.unfold(X4, 3, padding=1), (6, 6), 3, padding=1)",
+        "F.fold(X4P.reshape(2, 8, 16)[:, :4], (5, 5), 2)",
+    ],
+    "channel_shuffle": ["F.channel_shuffle(X4P, 4)", "F.channel_shuffle(X3, 3)"],
+    "gumbel_softmax": ["F.gumbel_softmax(A, hard=True).sum(-1)", "F.gumbel_softmax(A, 0.5, dim=0).sum(0)"],
+    "rrelu": ["F.rrelu(A)", "F.rrelu(A, 0.1, 0.3)", "F.rrelu(A, training=False)"],
+    "alpha_dropout": ["F.alpha_dropout(A)", "F.alpha_dropout(A, 0.2, False)"],
+    "feature_alpha_dropout": ["F.feature_alpha_dropout(X4, 0.5)"],
+    "dropout1d": ["F.dropout1d(X3, 0.5, False)", "F.dropout1d(A, 0.0)"],
+    "dropout2d": ["F.dropout2d(X4, 0.5, False)", "F.dropout2d(X4, 0.0)"],
+    "dropout3d": ["F.dropout3d(X4, p=0.3, training=False)"],
+    "lp_pool1d": ["F.lp_pool1d(X3 * X3, 2, 3)", "F.lp_pool1d(P, 3, 3, 2, True)"],
+    "lp_pool2d": ["F.lp_pool2d(X4 * X4, 2, 2)", "F.lp_pool2d(X4 * X4 + 0.1, 1.5, (3, 2), 2, True)"],
+    "batch_norm": [
+        "F.batch_norm(X4, None, None, V[:3], V[1:], True)",
+        "F.batch_norm(X3, Y01[0, :3], Y01[1, :3] + 0.5, training=False)",
+        "F.batch_norm(A, None, None, training=True, momentum=0.2, eps=1e-3)",
+    ],
+    "upsample": ["F.upsample(X4, scale_factor=2)"],
+    "upsample_nearest": ["F.upsample_nearest(X4, size=(8, 9))"],
+    "upsample_bilinear": ["F.upsample_bilinear(X4, scale_factor=1.5)"],
     # session 19: 1-D pooling
     "conv_transpose1d": [
         "F.conv_transpose1d(X3, W3.transpose(0, 1))",
@@ -336,6 +370,9 @@ FUNCTIONAL: dict[str, list[str]] = {
     "interpolate": [
         "F.interpolate(X4, scale_factor=2, mode='nearest')",
         "F.interpolate(X4, size=(9, 9), mode='bilinear', align_corners=False)",
+        "F.interpolate(X4, scale_factor=1.5, mode='bicubic')",
+        "F.interpolate(X3, size=5, mode='nearest-exact')",
+        "F.interpolate(X4, size=(4, 3), mode='area')",
     ],
     "kl_div": ["F.kl_div(F.log_softmax(A, 1), F.softmax(B, 1), reduction='batchmean')"],
     "l1_loss": ["F.l1_loss(A, B)"],

@@ -25,8 +25,12 @@ from gradtape.nn.activation import (
     GELU,
     GLU,
     SELU,
+    AlphaDropout,
     Dropout,
+    Dropout1d,
     Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
     Flatten,
     Hardshrink,
     Hardsigmoid,
@@ -40,6 +44,7 @@ from gradtape.nn.activation import (
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
@@ -68,7 +73,7 @@ from gradtape.nn.conv import (
     MinPool2d,
 )
 from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
-from gradtape.nn.linear import Embedding, Linear
+from gradtape.nn.linear import Bilinear, Embedding, Linear
 from gradtape.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -95,6 +100,7 @@ from gradtape.nn.norm import (  # issue 27
     InstanceNorm1d,
     InstanceNorm2d,
     LayerNorm,
+    LocalResponseNorm,
     RMSNorm,
 )
 from gradtape.nn.parameter import Parameter
@@ -105,15 +111,31 @@ from gradtape.nn.spatial import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    ChannelShuffle,
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
+    Fold,
+    LPPool1d,
+    LPPool2d,
     PixelShuffle,
     PixelUnshuffle,
+    ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
+    ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
 from gradtape.nn.transformer import (
     Transformer,
@@ -215,3 +237,8 @@ __all__ += ["ZeroPad2d"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder"]
 __all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]  # issue 27: normalisations
 __all__ += ["CosineSimilarity", "PairwiseDistance"]  # issue 27: distances
+# PyTorch's remaining common layers (nn/linear.py, nn/norm.py, nn/spatial.py, nn/activation.py)
+__all__ += ["Bilinear", "LocalResponseNorm", "Unfold", "Fold", "ChannelShuffle", "LPPool1d", "LPPool2d"]
+__all__ += ["RReLU", "AlphaDropout", "FeatureAlphaDropout", "Dropout1d", "Dropout3d"]
+__all__ += ["ZeroPad1d", "ZeroPad3d", "ConstantPad1d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad3d"]
+__all__ += ["ReplicationPad1d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]

@@ -1,14 +1,16 @@
 """Activation layers (:class:`ReLU`, :class:`LeakyReLU`, :class:`ELU`, :class:`GELU`,
 :class:`Tanh`, :class:`Sigmoid`, :class:`SiLU`, :class:`Softmax`, :class:`LogSoftmax`, and
 PyTorch's other ``nn`` activations: :class:`ReLU6`, :class:`Hardtanh`, :class:`Softplus`,
-:class:`PReLU` (the one with a parameter), ...), :class:`Identity`, :class:`Dropout`,
-:class:`Dropout2d`, :class:`Flatten` and :class:`Unflatten`, with PyTorch's constructor arguments.
+:class:`PReLU` (the one with a parameter), :class:`RReLU`, ...), :class:`Identity`, the dropouts
+(:class:`Dropout`, :class:`Dropout1d`, :class:`Dropout2d`, :class:`Dropout3d`, :class:`AlphaDropout`,
+:class:`FeatureAlphaDropout`), :class:`Flatten` and :class:`Unflatten`, with PyTorch's constructor
+arguments.
 
 The activations keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``);
 :class:`Flatten` types ``(N, ...) -> (N, int)`` for inputs of rank 2 to 4.
 
-``inplace=True`` (PyTorch's argument of ``ReLU``, ``LeakyReLU``, ``ELU``, ``SiLU``, ``Dropout``,
-``Dropout2d``) is accepted and changes nothing: gradtape's ops never overwrite their input, and
+``inplace=True`` (PyTorch's argument of ``ReLU``, ``LeakyReLU``, ``ELU``, ``SiLU``, ``RReLU`` and
+the dropouts) is accepted and changes nothing: gradtape's ops never overwrite their input, and
 the values and gradients are those of the in-place PyTorch layer.
 """
 
@@ -25,6 +27,7 @@ import numpy as np
 from gradtape.devices.default import _resolve
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
+from gradtape.nn.functional import _alpha_dropout, _channel_dropout, _feature_alpha_dropout, _rrelu
 from gradtape.nn.module import Module
 from gradtape.ops.nn import _generator, dropout, glu, prelu  # the unwrapped ops: Module.__call__ checked x
 from gradtape.ops.softmax import log_softmax, softmax, softmin
@@ -57,8 +60,12 @@ from gradtape.tensor import Tensor
 
 __all__ = [
     "CELU",
+    "AlphaDropout",
     "Dropout",
+    "Dropout1d",
     "Dropout2d",
+    "Dropout3d",
+    "FeatureAlphaDropout",
     "ELU",
     "Flatten",
     "GELU",
@@ -73,6 +80,7 @@ __all__ = [
     "LogSoftmax",
     "Mish",
     "PReLU",
+    "RReLU",
     "ReLU",
     "ReLU6",
     "SELU",
@@ -867,3 +875,139 @@ class Softmax2d(Module):
 
     if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
         __call__ = forward
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (Xu et al. 2015, "Empirical Evaluation of Rectified Activations in
+    Convolutional Network"; PyTorch's ``nn.RReLU``, :func:`gradtape.nn.functional.rrelu`): ``x``
+    where ``x > 0``, else ``a * x``, with ``a`` drawn per element from ``U(lower, upper)`` in
+    training mode (the device's generator; gradient ``g * a``) and ``a = (lower + upper) / 2`` in
+    eval mode. Shape, dtype and tape kind of ``x``.
+
+    Args:
+        lower, upper: the slope's range (default ``1/8``, ``1/3``).
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        TypeError: a bound is not a real number. ValueError: ``lower > upper``.
+    """
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, inplace: bool = False) -> None:
+        self.lower = _real("RReLU", "lower", lower)
+        self.upper = _real("RReLU", "upper", upper)
+        if self.lower > self.upper:
+            raise ValueError(f"RReLU: lower bound {lower} must be at most the upper bound {upper}")
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``rrelu(x, lower, upper, training=self.training)``."""
+        out: Tensor[S, T] = _rrelu("RReLU", x, self.lower, self.upper, self.training)
+        return out
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"
+
+
+def _dropout1d(op: str, x: Tensor[Any, Any], p: float, training: bool) -> Tensor[Any, Any]:
+    return _channel_dropout(op, x, p, training, False, 3)
+
+
+def _dropout3d(op: str, x: Tensor[Any, Any], p: float, training: bool) -> Tensor[Any, Any]:
+    return _channel_dropout(op, x, p, training, False, 5)
+
+
+class _RandomDropout(Module):
+    """A dropout layer with PyTorch's ``(p=0.5, inplace=False)`` whose forward is the class's
+    functional ``_fn(layer name, x, p, training)`` (:mod:`gradtape.nn.functional`'s, its errors
+    naming the layer); masks from the input device's generator (:func:`gradtape.manual_seed`)."""
+
+    _fn: Callable[..., Tensor[Any, Any]]
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        self.p = _probability(type(self).__name__, p)
+        self.inplace = inplace
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``x`` with the class's dropout applied (training mode), or ``x`` itself (eval mode)."""
+        out: Tensor[S, T] = type(self)._fn(type(self).__name__, x, self.p, self.training)
+        return out
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(_RandomDropout):
+    """Channel dropout of ``(N, C, L)`` or unbatched ``(C, L)`` inputs (PyTorch's ``nn.Dropout1d``,
+    :func:`gradtape.nn.functional.dropout1d`): in training mode each channel ``x[n, c]`` is zeroed
+    as a whole with probability ``p`` and the others scaled by ``1 / (1 - p)`` (gradient: ``g``
+    times the same mask); the identity in eval mode.
+
+    Args:
+        p: the probability of zeroing a channel, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1]``. (On forward) ShapeError for an input neither 2-D nor
+            3-D, DTypeError for a non-float one.
+    """
+
+    _fn = staticmethod(_dropout1d)
+
+
+class Dropout3d(_RandomDropout):
+    """Channel dropout of ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)`` inputs (Tompson et al.
+    2015; PyTorch's ``nn.Dropout3d``, :func:`gradtape.nn.functional.dropout3d`): in training mode
+    each channel ``x[n, c]`` is zeroed as a whole with probability ``p`` and the others scaled by
+    ``1 / (1 - p)``; the identity in eval mode. Other ranks warn, as PyTorch.
+
+    Args:
+        p: the probability of zeroing a channel, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1]``. (On forward) DTypeError for a non-float input.
+    """
+
+    _fn = staticmethod(_dropout3d)
+
+
+class AlphaDropout(_RandomDropout):
+    """Alpha dropout (Klambauer et al. 2017, "Self-Normalizing Neural Networks"; PyTorch's
+    ``nn.AlphaDropout``, :func:`gradtape.nn.functional.alpha_dropout`), for SELU networks: in
+    training mode each element is set with probability ``p`` to SELU's negative saturation and
+    the result affinely rescaled so that zero mean and unit variance are kept; the identity in eval
+    mode.
+
+    Args:
+        p: the drop probability, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1]``. (On forward) DTypeError for a non-float input.
+    """
+
+    _fn = staticmethod(_alpha_dropout)
+
+
+class FeatureAlphaDropout(_RandomDropout):
+    """Alpha dropout of whole channels (PyTorch's ``nn.FeatureAlphaDropout``,
+    :func:`gradtape.nn.functional.feature_alpha_dropout`): one draw per ``(n, c)`` of an
+    ``(N, C, *)`` input, the channel set to SELU's negative saturation and rescaled as
+    :class:`AlphaDropout`; the identity in eval mode.
+
+    Args:
+        p: the drop probability, ``0 <= p <= 1``.
+        inplace: accepted for PyTorch compatibility; changes nothing.
+
+    Raises:
+        ValueError: ``p`` outside ``[0, 1]``. (On forward) ShapeError for an input of fewer than 2
+            dims in training, DTypeError for a non-float one.
+    """
+
+    _fn = staticmethod(_feature_alpha_dropout)

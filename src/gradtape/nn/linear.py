@@ -1,4 +1,4 @@
-"""Dense layers: :class:`Linear` (typed ``Linear[I, O]``) and :class:`Embedding`."""
+"""Dense layers: :class:`Linear` (typed ``Linear[I, O]``), :class:`Bilinear` and :class:`Embedding`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import _resolve
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import B, E, I, N, O, T, Ts, V, Z
+from gradtape.nn.functional import _bilinear
 from gradtape.nn.module import Module
 from gradtape.ops.linalg import linear  # unwrapped: Module.__call__ checked x
 from gradtape.ops.nn import embedding
@@ -20,7 +21,7 @@ from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, op_tape
 from gradtape.tensor import Tensor
 
-__all__ = ["Embedding", "Linear"]
+__all__ = ["Bilinear", "Embedding", "Linear"]
 
 IndexArray: TypeAlias = np.ndarray[Any, Any] | Sequence[Any] | int | np.integer[Any]
 """Indices for :class:`Embedding` other than a tensor: an int array, a (nested) list or
@@ -120,6 +121,73 @@ class Linear(Module, Generic[I, O]):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    """Bilinear layer ``y = x1^T A x2 + b`` (PyTorch's ``nn.Bilinear``):
+    ``y[..., o] = sum_ij x1[..., i] * weight[o, i, j] * x2[..., j] + bias[o]``
+    (:func:`gradtape.nn.functional.bilinear`).
+
+    Args:
+        in1_features: ``I1``, the size of each first input's rows.
+        in2_features: ``I2``, the size of each second input's rows.
+        out_features: ``O``, the size of each output row.
+        bias: whether to learn an additive bias.
+        dev: the device whose seeded generator initialises the parameters (default:
+            :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
+        dtype: float32 (default) or float64.
+
+    Parameters (PyTorch's names, shapes and initialisation; state-dict keys ``weight``, ``bias``):
+        weight: ``(O, I1, I2)``, ``U(-1/sqrt(I1), 1/sqrt(I1))``.
+        bias: ``(O,)``, ``U(-1/sqrt(I1), 1/sqrt(I1))``, or ``None``.
+
+    Forward: ``x1 (*, I1)`` and ``x2 (*, I2)`` with the same leading dims ``*`` (none for a single
+    pair) ``-> (*, O)``; the output's tape kind is ``x1``'s (both inputs' tapes are merged).
+
+    Raises:
+        TypeError: a feature count is not an int. ValueError: it is below 1.
+        ShapeError, DTypeError: (on forward) as :func:`gradtape.nn.functional.bilinear`.
+    """
+
+    weight: Tensor[Rank3[int, int, int], NoneTape]
+    bias: Tensor[Rank1[int], NoneTape] | None
+
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        *,
+        dev: Cpu | None = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        sizes = []
+        for name, v in (("in1_features", in1_features), ("in2_features", in2_features), ("out_features", out_features)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"Bilinear: {name} must be an int, got {type(v).__name__} {v!r}")
+            if v < 1:
+                raise ValueError(f"Bilinear: {name} must be at least 1, got {v}")
+            sizes.append(int(v))
+        i1, i2, o = sizes
+        self.in1_features, self.in2_features, self.out_features = i1, i2, o
+        self.weight = kaiming_uniform(dev, (o, i1, i2), i1, dtype)  # PyTorch: bound 1/sqrt(weight.size(1))
+        self.bias = kaiming_uniform(dev, (o,), i1, dtype) if bias else None
+
+    def forward(self, input1: Tensor[Any, T], input2: Tensor[Any, Any]) -> Tensor[Any, T]:  # type: ignore[override]  # two inputs
+        """``bilinear(input1, input2, weight, bias)``: ``(*, I1), (*, I2) -> (*, O)``."""
+        out: Tensor[Any, T] = _bilinear("Bilinear", input1, input2, self.weight, self.bias)
+        return out
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
 class Embedding(Module, Generic[V, E]):

@@ -1,5 +1,5 @@
 """Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`,
-:class:`GroupNorm`, :class:`InstanceNorm1d`, :class:`InstanceNorm2d`.
+:class:`GroupNorm`, :class:`InstanceNorm1d`, :class:`InstanceNorm2d`, :class:`LocalResponseNorm`.
 
 All keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``). Each is
 generic over its width, inferred from the constructor (``LayerNorm[D]``, ``RMSNorm[D]``: the
@@ -21,6 +21,7 @@ import numpy.typing as npt
 from gradtape.devices.default import _resolve
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
+from gradtape.nn.functional import _local_response_norm
 from gradtape.nn.module import Module
 from gradtape.ops.nn import (
     group_norm,
@@ -41,6 +42,7 @@ __all__ = [
     "InstanceNorm1d",
     "InstanceNorm2d",
     "LayerNorm",
+    "LocalResponseNorm",
     "RMSNorm",
 ]
 
@@ -588,3 +590,42 @@ class InstanceNorm2d(_InstanceNorm):
     errors as :class:`InstanceNorm1d`."""
 
     rank = 4
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across channels (Krizhevsky, Sutskever & Hinton 2012, AlexNet;
+    PyTorch's ``nn.LocalResponseNorm``) of ``(N, C, *)`` inputs (at least 3-D):
+    ``y[:, c] = x[:, c] / (k + alpha / size * sum of x[:, c']**2 over the size channels
+    c - size // 2 .. c + (size - 1) // 2) ** beta`` (:func:`gradtape.nn.functional.local_response_norm`).
+    No parameters. Same shape, dtype and tape kind as the input.
+
+    Args:
+        size: the number of neighbouring channels summed (``>= 1``).
+        alpha: the scale (default ``1e-4``). beta: the exponent (default ``0.75``).
+        k: the additive constant (default ``1.0``).
+
+    Raises:
+        TypeError: ``size`` not an int, ``alpha``/``beta``/``k`` not numbers. ValueError: ``size < 1``.
+        (On forward) ValueError for an input of fewer than 3 dims, DTypeError for a non-float one.
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"LocalResponseNorm: size must be an int, got {type(size).__name__} {size!r}")
+        if size < 1:
+            raise ValueError(f"LocalResponseNorm: size must be at least 1, got {size}")
+        for name, v in (("alpha", alpha), ("beta", beta), ("k", k)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"LocalResponseNorm: {name} must be a real number, got {type(v).__name__} {v!r}")
+        self.size, self.alpha, self.beta, self.k = int(size), float(alpha), float(beta), float(k)
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """``x`` normalised across channels; same shape, dtype and tape kind."""
+        out: Tensor[S, T] = _local_response_norm("LocalResponseNorm", x, self.size, self.alpha, self.beta, self.k)
+        return out
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

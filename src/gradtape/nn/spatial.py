@@ -1,15 +1,30 @@
-"""Spatial layers without parameters, PyTorch's names and arguments, on :mod:`gradtape.ops.spatial`:
-padding (:class:`ZeroPad2d`, :class:`ConstantPad2d`, :class:`ReflectionPad2d`,
-:class:`ReplicationPad2d`), resampling (:class:`Upsample`, :class:`UpsamplingNearest2d`,
-:class:`UpsamplingBilinear2d`), adaptive pooling (:class:`AdaptiveAvgPool2d`,
-:class:`AdaptiveMaxPool2d`) and :class:`PixelShuffle` / :class:`PixelUnshuffle`."""
+"""Spatial layers without parameters, PyTorch's names and arguments, on :mod:`gradtape.ops.spatial`
+and :mod:`gradtape.nn.functional`: padding (:class:`ZeroPad1d` / ``2d`` / ``3d``,
+:class:`ConstantPad1d` / ``2d`` / ``3d``, :class:`ReflectionPad1d` / ``2d`` / ``3d``,
+:class:`ReplicationPad1d` / ``2d`` / ``3d``, :class:`CircularPad1d` / ``2d`` / ``3d``), resampling
+(:class:`Upsample`, :class:`UpsamplingNearest2d`, :class:`UpsamplingBilinear2d`), adaptive pooling
+(:class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`), power-average pooling
+(:class:`LPPool1d`, :class:`LPPool2d`), :class:`PixelShuffle` / :class:`PixelUnshuffle`,
+:class:`ChannelShuffle`, and :class:`Unfold` / :class:`Fold` (im2col / col2im)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast, overload
 
-from gradtape.nn._typing import C, N, T
+from gradtape.nn._typing import C, N, S, T
+from gradtape.nn.functional import (
+    _channel_shuffle,
+    _fold,
+    _geometry,
+    _int,
+    _lp_pool1d,
+    _lp_pool2d,
+    _pair,
+    _real,
+    _resample,
+    _unfold,
+)
 from gradtape.nn.module import Module
 from gradtape.ops._util import is_int
 from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
@@ -18,7 +33,6 @@ from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
     adaptive_avg_pool2d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
-    interpolate,
     pad,
     pixel_shuffle,
     pixel_unshuffle,
@@ -31,26 +45,55 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
     "ConstantPad2d",
+    "ConstantPad3d",
+    "Fold",
+    "LPPool1d",
+    "LPPool2d",
     "PixelShuffle",
     "PixelUnshuffle",
+    "ReflectionPad1d",
     "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
     "ReplicationPad2d",
+    "ReplicationPad3d",
+    "Unfold",
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
+    "ZeroPad1d",
     "ZeroPad2d",
+    "ZeroPad3d",
 ]
+
+
+_SIDES = {1: "(left, right)", 2: "(left, right, top, bottom)", 3: "(left, right, top, bottom, front, back)"}
+
+
+def _padding(layer: str, padding: object, dims: int) -> tuple[int, ...]:
+    """An int for every side of the last ``dims`` dims, or one int per side (PyTorch's order:
+    the last dim's two sides first).
+
+    Raises:
+        TypeError: neither an int nor ``2 * dims`` ints.
+    """
+    if is_int(padding):
+        return (int(padding),) * (2 * dims)  # type: ignore[call-overload]
+    if isinstance(padding, (tuple, list)) and len(padding) == 2 * dims and all(is_int(v) for v in padding):
+        return tuple(int(v) for v in padding)
+    raise TypeError(f"{layer}: padding must be an int or a tuple {_SIDES[dims]} of ints, got {padding!r}")
 
 
 def _padding4(layer: str, padding: object) -> tuple[int, int, int, int]:
     """An int for all four sides, or ``(left, right, top, bottom)``."""
-    if is_int(padding):
-        p = int(padding)  # type: ignore[call-overload]
-        return (p, p, p, p)
-    if isinstance(padding, (tuple, list)) and len(padding) == 4 and all(is_int(v) for v in padding):
-        return (int(padding[0]), int(padding[1]), int(padding[2]), int(padding[3]))
-    raise TypeError(f"{layer}: padding must be an int or a tuple (left, right, top, bottom) of ints, got {padding!r}")
+    p = _padding(layer, padding, 2)
+    return (p[0], p[1], p[2], p[3])
 
 
 class _Pad2d(Module):
@@ -130,13 +173,201 @@ class ReplicationPad2d(_Pad2d):
         super().__init__(padding)
 
 
+class _PadNd(Module):
+    """Pads the last ``_dims`` dims (1, 2 or 3) with :func:`gradtape.ops.pad` in the class's mode:
+    ``padding`` an int for every side or ``2 * _dims`` ints, the last dim's ``(left, right)``
+    first. The index modes take an input of ``_dims + 1`` or ``_dims + 2`` dims (PyTorch's rule);
+    constant padding any rank of at least ``_dims``. (The 2-D layers PyTorch had before
+    ``CircularPad2d`` keep their typed :class:`_Pad2d`.)"""
+
+    _mode = "constant"
+    _dims = 1
+    _constant = False  # the repr shows the value (PyTorch's ConstantPadNd)
+
+    def __init__(self, padding: int | tuple[int, ...], value: float = 0.0) -> None:
+        self.padding = _padding(type(self).__name__, padding, self._dims)
+        self.value = _real(type(self).__name__, "value", value)
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The padded input (negative constant pads crop)."""
+        if self._mode == "constant":
+            return pad(x, self.padding, "constant", self.value)
+        return pad(x, self.padding, self._mode)  # type: ignore[arg-type]
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}" + (f", value={self.value}" if self._constant else "")
+
+
+class ZeroPad1d(_PadNd):
+    """Zero padding of the last dim (PyTorch's ``nn.ZeroPad1d(padding)``; ``padding`` an int or
+    ``(left, right)``, negative crops) of ``(C, W)`` or ``(N, C, W)``. No parameters.
+
+    Raises:
+        TypeError: ``padding`` is not an int or two ints; on forward the errors of :func:`gradtape.ops.pad`.
+    """
+
+    def __init__(self, padding: int | tuple[int, int]) -> None:
+        super().__init__(padding, 0.0)
+
+
+class ConstantPad1d(_PadNd):
+    """Padding of the last dim with ``value`` (PyTorch's ``nn.ConstantPad1d(padding, value)``;
+    ``padding`` an int or ``(left, right)``). No parameters.
+
+    Raises:
+        TypeError: ``padding`` is not an int or two ints, ``value`` not a number.
+    """
+
+    _constant = True
+
+    def __init__(self, padding: int | tuple[int, int], value: float) -> None:
+        super().__init__(padding, value)
+
+
+class ReflectionPad1d(_PadNd):
+    """Reflection padding of the last dim (PyTorch's ``nn.ReflectionPad1d(padding)``) of ``(C, W)``
+    or ``(N, C, W)``: the edge is not repeated; each pad must be smaller than ``W``. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad1d`; on forward ValueError/ShapeError from :func:`gradtape.ops.pad`.
+    """
+
+    _mode = "reflect"
+
+    def __init__(self, padding: int | tuple[int, int]) -> None:
+        super().__init__(padding)
+
+
+class ReplicationPad1d(_PadNd):
+    """Edge-replicating padding of the last dim (PyTorch's ``nn.ReplicationPad1d(padding)``) of
+    ``(C, W)`` or ``(N, C, W)``. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad1d`; on forward ShapeError for an input not 2-D/3-D.
+    """
+
+    _mode = "replicate"
+
+    def __init__(self, padding: int | tuple[int, int]) -> None:
+        super().__init__(padding)
+
+
+class CircularPad1d(_PadNd):
+    """Circular (wrap-around) padding of the last dim (PyTorch's ``nn.CircularPad1d(padding)``)
+    of ``(C, W)`` or ``(N, C, W)``; each pad at most ``W``. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad1d`; on forward ValueError/ShapeError from :func:`gradtape.ops.pad`.
+    """
+
+    _mode = "circular"
+
+    def __init__(self, padding: int | tuple[int, int]) -> None:
+        super().__init__(padding)
+
+
+class CircularPad2d(_PadNd):
+    """Circular (wrap-around) padding of the last two dims (PyTorch's ``nn.CircularPad2d(padding)``;
+    ``padding`` an int or ``(left, right, top, bottom)``) of ``(C, H, W)`` or ``(N, C, H, W)``; each
+    pad at most the dim it pads. No parameters.
+
+    Raises:
+        TypeError: ``padding`` is not an int or four ints; on forward ValueError/ShapeError from
+        :func:`gradtape.ops.pad`.
+    """
+
+    _mode = "circular"
+    _dims = 2
+
+    def __init__(self, padding: int | tuple[int, int, int, int]) -> None:
+        super().__init__(padding)
+
+
+class ZeroPad3d(_PadNd):
+    """Zero padding of the last three dims (PyTorch's ``nn.ZeroPad3d(padding)``; ``padding`` an int
+    or ``(left, right, top, bottom, front, back)``, negative crops). No parameters.
+
+    Raises:
+        TypeError: ``padding`` is not an int or six ints; on forward the errors of :func:`gradtape.ops.pad`.
+    """
+
+    _dims = 3
+
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int]) -> None:
+        super().__init__(padding, 0.0)
+
+
+class ConstantPad3d(_PadNd):
+    """Padding of the last three dims with ``value`` (PyTorch's ``nn.ConstantPad3d(padding, value)``).
+    No parameters.
+
+    Raises:
+        TypeError: ``padding`` is not an int or six ints, ``value`` not a number.
+    """
+
+    _dims = 3
+    _constant = True
+
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int], value: float) -> None:
+        super().__init__(padding, value)
+
+
+class ReflectionPad3d(_PadNd):
+    """Reflection padding of the last three dims (PyTorch's ``nn.ReflectionPad3d(padding)``) of
+    ``(C, D, H, W)`` or ``(N, C, D, H, W)``; each pad smaller than the dim it pads. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad3d`; on forward ValueError/ShapeError from :func:`gradtape.ops.pad`.
+    """
+
+    _mode = "reflect"
+    _dims = 3
+
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int]) -> None:
+        super().__init__(padding)
+
+
+class ReplicationPad3d(_PadNd):
+    """Edge-replicating padding of the last three dims (PyTorch's ``nn.ReplicationPad3d(padding)``)
+    of ``(C, D, H, W)`` or ``(N, C, D, H, W)``. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad3d`; on forward ShapeError for an input not 4-D/5-D.
+    """
+
+    _mode = "replicate"
+    _dims = 3
+
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int]) -> None:
+        super().__init__(padding)
+
+
+class CircularPad3d(_PadNd):
+    """Circular padding of the last three dims (PyTorch's ``nn.CircularPad3d(padding)``) of
+    ``(C, D, H, W)`` or ``(N, C, D, H, W)``; each pad at most the dim it pads. No parameters.
+
+    Raises:
+        TypeError: as :class:`ZeroPad3d`; on forward ValueError/ShapeError from :func:`gradtape.ops.pad`.
+    """
+
+    _mode = "circular"
+    _dims = 3
+
+    def __init__(self, padding: int | tuple[int, int, int, int, int, int]) -> None:
+        super().__init__(padding)
+
+
 class Upsample(Module):
     """Resampling (PyTorch's ``nn.Upsample(size, scale_factor, mode, align_corners,
-    recompute_scale_factor)``): :func:`gradtape.ops.interpolate` with the layer's arguments, on
-    ``(N, C, L)`` (``"nearest"``, ``"linear"``) or ``(N, C, H, W)`` (``"nearest"``,
-    ``"bilinear"``). No parameters.
+    recompute_scale_factor)``): :func:`gradtape.nn.functional.interpolate` with the layer's
+    arguments, every PyTorch mode: ``"nearest"`` and ``"nearest-exact"`` on ``(N, C, L)``,
+    ``(N, C, H, W)`` or ``(N, C, D, H, W)``, ``"linear"`` (3-D), ``"bilinear"`` and ``"bicubic"``
+    (4-D), ``"trilinear"`` (5-D), ``"area"`` (3-D, 4-D). No parameters.
 
-    Raises (on forward): the errors of :func:`gradtape.ops.interpolate`.
+    Raises (on forward): the errors of :func:`gradtape.nn.functional.interpolate`, naming ``Upsample``.
     """
 
     def __init__(
@@ -158,7 +389,10 @@ class Upsample(Module):
     def forward(self, x: Tensor[Rank3[N, C, Any], T]) -> Tensor[Rank3[N, C, int], T]: ...
     def forward(self, x: Any) -> Any:
         """The resampled input."""
-        return interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor)
+        name = type(self).__name__
+        return _resample(
+            name, x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor
+        )
 
     if TYPE_CHECKING:
         __call__ = forward
@@ -328,3 +562,189 @@ class AdaptiveMaxPool1d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class ChannelShuffle(Module):
+    """ShuffleNet's channel shuffle (Zhang et al. 2018; PyTorch's ``nn.ChannelShuffle(groups)``,
+    :func:`gradtape.nn.functional.channel_shuffle`): the ``C`` channels of ``(N, C, *)`` split
+    into ``groups`` groups and interleaved. No parameters; shape, dtype and tape kind kept.
+
+    Raises:
+        TypeError: ``groups`` not an int. ValueError: ``groups < 1``. (On forward) ShapeError for an
+            input of fewer than 3 dims or ``C`` not divisible by ``groups``.
+    """
+
+    def __init__(self, groups: int) -> None:
+        self.groups = _int("ChannelShuffle", "groups", groups, 1)
+
+    def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:
+        """The input with its channels shuffled."""
+        out: Tensor[S, T] = _channel_shuffle("ChannelShuffle", x, self.groups)
+        return out
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+class Unfold(Module):
+    """Sliding blocks of an image as columns, im2col (PyTorch's ``nn.Unfold(kernel_size,
+    dilation=1, padding=0, stride=1)``, :func:`gradtape.nn.functional.unfold`):
+    ``(N, C, H, W) -> (N, C * KH * KW, L)`` (or unbatched ``(C, H, W) -> (C * KH * KW, L)``), ``L``
+    the number of blocks. Each argument an int or a pair. No parameters. The gradient is
+    :class:`Fold` of the output's gradient.
+
+    Raises:
+        TypeError: an argument neither an int nor two ints. ValueError: ``kernel_size``,
+            ``dilation`` or ``stride`` below 1, ``padding`` below 0. (On forward) the errors of
+            :func:`gradtape.nn.functional.unfold`.
+    """
+
+    def __init__(
+        self,
+        kernel_size: int | tuple[int, int],
+        dilation: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
+        stride: int | tuple[int, int] = 1,
+    ) -> None:
+        _geometry("Unfold", kernel_size, dilation, padding, stride)
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The columns ``(N, C * KH * KW, L)``."""
+        out: Tensor[Any, T] = _unfold("Unfold", x, self.kernel_size, self.dilation, self.padding, self.stride)
+        return out
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+
+
+class Fold(Module):
+    """Columns of sliding blocks summed back into an image, col2im (PyTorch's
+    ``nn.Fold(output_size, kernel_size, dilation=1, padding=0, stride=1)``,
+    :func:`gradtape.nn.functional.fold`): ``(N, C * KH * KW, L) -> (N, C, H, W)`` (or unbatched
+    ``(C * KH * KW, L) -> (C, H, W)``), ``(H, W) = output_size``, overlapping blocks summed. The
+    adjoint of :class:`Unfold`; no parameters.
+
+    Raises:
+        TypeError: an argument neither an int nor two ints. ValueError: ``output_size``,
+            ``kernel_size``, ``dilation`` or ``stride`` below 1, ``padding`` below 0. (On forward)
+            the errors of :func:`gradtape.nn.functional.fold`.
+    """
+
+    def __init__(
+        self,
+        output_size: int | tuple[int, int],
+        kernel_size: int | tuple[int, int],
+        dilation: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
+        stride: int | tuple[int, int] = 1,
+    ) -> None:
+        _pair("Fold", "output_size", output_size, 1)
+        _geometry("Fold", kernel_size, dilation, padding, stride)
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The image ``(N, C, H, W)``."""
+        out: Tensor[Any, T] = _fold(
+            "Fold", x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
+        return out
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )
+
+
+class _LPPool(Module):
+    """PyTorch's ``_LPPoolNd``: ``norm_type``, ``kernel_size``, ``stride`` (default: the kernel
+    size) and ``ceil_mode``, checked at construction."""
+
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] | None = None,
+        ceil_mode: bool = False,
+    ) -> None:
+        name = type(self).__name__
+        self.norm_type = _real(name, "norm_type", norm_type)
+        if self.norm_type == 0.0:
+            raise ValueError(f"{name}: norm_type must not be 0")
+        self.kernel_size, self.stride, self.ceil_mode = kernel_size, stride, bool(ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPool):
+    """Power-average pooling along the last dim (PyTorch's ``nn.LPPool1d(norm_type, kernel_size,
+    stride=None, ceil_mode=False)``, :func:`gradtape.nn.functional.lp_pool1d`) of ``(N, C, L)`` or
+    ``(C, L)``: ``y = (sum over the window of x**p) ** (1/p)``. No parameters.
+
+    Raises:
+        TypeError: ``kernel_size``/``stride`` not ints, ``norm_type`` not a number. ValueError: a
+            size below 1, ``norm_type`` 0. (On forward) the errors of ``lp_pool1d``.
+    """
+
+    def __init__(self, norm_type: float, kernel_size: int, stride: int | None = None, ceil_mode: bool = False) -> None:
+        super().__init__(norm_type, kernel_size, stride, ceil_mode)
+        _int("LPPool1d", "kernel_size", kernel_size, 1)
+        if stride is not None:
+            _int("LPPool1d", "stride", stride, 1)
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The pooled input ``(..., L_out)``."""
+        k = cast(int, self.kernel_size)
+        out: Tensor[Any, T] = _lp_pool1d(
+            "LPPool1d", x, self.norm_type, k, cast("int | None", self.stride), self.ceil_mode
+        )
+        return out
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class LPPool2d(_LPPool):
+    """Power-average pooling of the last two dims (PyTorch's ``nn.LPPool2d(norm_type, kernel_size,
+    stride=None, ceil_mode=False)``, :func:`gradtape.nn.functional.lp_pool2d`) of ``(N, C, H, W)``
+    or ``(C, H, W)``: ``y = (sum over the window of x**p) ** (1/p)``. No parameters.
+
+    Raises:
+        TypeError: ``kernel_size``/``stride`` not an int or two ints, ``norm_type`` not a number.
+            ValueError: a size below 1, ``norm_type`` 0. (On forward) the errors of ``lp_pool2d``.
+    """
+
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] | None = None,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__(norm_type, kernel_size, stride, ceil_mode)
+        _pair("LPPool2d", "kernel_size", kernel_size, 1)
+        if stride is not None:
+            _pair("LPPool2d", "stride", stride, 1)
+
+    def forward(self, x: Tensor[Any, T]) -> Tensor[Any, T]:
+        """The pooled input ``(..., H_out, W_out)``."""
+        out: Tensor[Any, T] = _lp_pool2d("LPPool2d", x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+        return out
+
+    if TYPE_CHECKING:
+        __call__ = forward
