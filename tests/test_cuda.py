@@ -40,12 +40,15 @@ torch: Any = pytest.importorskip("torch")
 TORCH_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-NOT_YET_ON_THE_GPU: frozenset[str] = frozenset()
+NOT_YET_ON_THE_GPU: frozenset[str] = frozenset(
+    e for name in ("inverse", "det", "logdet", "slogdet", "cholesky", "pinverse", "matrix_power") for e in tn.TOP[name]
+)
 """Rows whose op still calls a CPU-only path (a numba CPU kernel, a host allocation) on a GPU
-tensor: such a row fails loudly (CuPy refuses the host array, numba refuses the GPU array),
-never with a wrong number, and is listed here as a strict xfail, so a row that starts to pass
-must leave the list. Empty since session 18: every row runs on the GPU (the LSTM/GRU and the
-Mamba scan, which have no row here, do not)."""
+tensor: such a row fails loudly (CuPy refuses the host array, numba refuses the GPU array,
+gradtape.linalg raises DeviceError: its forwards are numpy's LAPACK), never with a wrong
+number, and is listed here as a strict xfail, so a row that starts to pass must leave the
+list. Every other row runs on the GPU (the LSTM/GRU and the Mamba scan, which have no row
+here, do not)."""
 
 
 def _rows(calls: dict[str, list[str]]) -> list[Any]:

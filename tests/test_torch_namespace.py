@@ -81,6 +81,58 @@ TOP: dict[str, list[str]] = {
     "dstack": ["L.dstack([A, B])", "L.dstack([V, V])"],
     "take": ["L.take(A, IDX2)", "L.take(A, IDX - 3)"],
     "conv_transpose1d": ["L.conv_transpose1d(X3, W3.transpose(0, 1), None, 2, 1)"],
+    # torch.linalg's functions at the top (gradtape.linalg)
+    "inverse": ["L.inverse(A[:, :3])", "L.inverse(X4[0, :, :3, :3])"],
+    "det": ["L.det(A[:, :3])", "L.det(X4[0, :, :3, :3])"],
+    "logdet": ["L.logdet(A[:, :3] @ A[:, :3].T + L.eye(3, dtype=L.float64))"],
+    "slogdet": ["L.slogdet(A[:, :3])", "L.slogdet(X4[0, :, :3, :3])"],
+    "cholesky": [
+        "L.cholesky(A[:, :3] @ A[:, :3].T + L.eye(3, dtype=L.float64))",
+        "L.cholesky(A[:, :3] @ A[:, :3].T + L.eye(3, dtype=L.float64), True)",
+    ],
+    "pinverse": ["L.pinverse(A)", "L.pinverse(M, 1e-10)"],
+    "matrix_power": ["L.matrix_power(A[:, :3], 3)", "L.matrix_power(A[:, :3], -2)", "L.matrix_power(A[:, :3], 0)"],
+    # products with a scaled sum, other products, scatter and counting (gradtape._torch_more)
+    "addmm": [
+        "L.addmm(C[:, :1], A, M)",
+        "L.addmm(M[0], A, M, beta=0.5, alpha=-2.0)",
+        "L.addmm(L.log(A[:, :1]), A, M, beta=0)",
+        "L.addmm(A @ M, A, M, alpha=0)",
+    ],
+    "addmv": ["L.addmv(A[:, 0], A, V)", "L.addmv(V[0], A, V, beta=2.0, alpha=0.5)"],
+    "addr": ["L.addr(A, A[:, 0], V)", "L.addr(M[0, :4], A[:, 1], V, beta=0, alpha=3.0)"],
+    "baddbmm": [
+        "L.baddbmm(X3[:, :, :3], X3, X3.transpose(1, 2))",
+        "L.baddbmm(V[:3], X3, X3.transpose(1, 2), beta=0.5, alpha=2.0)",
+    ],
+    "addbmm": ["L.addbmm(A[:, :3], X3, X3.transpose(1, 2))", "L.addbmm(V[0], X3, X3.transpose(1, 2), alpha=-1.0)"],
+    "kron": ["L.kron(A, V)", "L.kron(A[:2, :2], X3)", "L.kron(V[0], A)", "L.kron(IDX2, IDX)"],
+    "trace": ["L.trace(A)", "L.trace(M.T)", "L.trace(IDX2)"],
+    "inner": [
+        "L.inner(A, B)",
+        "L.inner(V, V)",
+        "L.inner(A, X3[..., :4])",
+        "L.inner(A[0, 0], M)",
+        "L.inner(IDX2, IDX2)",
+    ],
+    "vdot": ["L.vdot(V, A[0])", "L.vdot(IDX, IDX3)"],
+    "scatter": [
+        "L.scatter(A, 0, IDX2, B)",
+        "L.scatter(A, 1, IDX2, B)",  # repeated positions: the last write stays, every writer gets g
+        "L.scatter(A, 1, IDX2[:, :2], B.detach())",  # PyTorch's src gradient fails when src is larger
+        "L.scatter(A, 1, IDX2, 2.5)",
+        "L.scatter(A, 0, IDX2[:2], value=-1.0)",
+        "L.scatter(A[1, 2], 0, IDX[1], B[0, 0])",
+        "L.scatter(IDX2, 1, IDX2, IDX2 * 10)",
+        "L.scatter(A.detach(), 1, IDX2, B.detach(), reduce='add')",
+        "L.scatter(A.detach(), 1, IDX2, 2.0, reduce='multiply')",
+    ],
+    "bincount": [
+        "L.bincount(IDX2.flatten())",
+        "L.bincount(IDX, A[0, :3].detach(), 5)",
+        "L.bincount(IDX3, minlength=6)",
+    ],
+    "histc": ["L.histc(A)", "L.histc(A, 5, -1, 1)", "L.histc(X3, bins=4, min=-0.5, max=0.5)"],
     # session 19: gradtape._torch_more, PyTorch's functions composed of gradtape ops
     "addcdiv": ["L.addcdiv(A, B, P, value=0.5)"],
     "addcmul": ["L.addcmul(A, B, C)", "L.addcmul(A, B, V, value=-2.0)"],
@@ -586,11 +638,132 @@ def test_composed_functions_refuse_a_list_naming_themselves() -> None:
         "kthvalue": (1,),
         "take": (gradtape.tensor(INPUTS["IDX"]),),
         "tensor_split": (2,),
+        **{name: (a, a) for name in ("addmm", "addmv", "addr", "baddbmm", "addbmm")},
+        **{name: (a,) for name in ("kron", "inner", "vdot")},
+        "scatter": (0, gradtape.tensor(INPUTS["IDX2"]), a),
     }
     for name in _torch_more.__all__:
         fn = getattr(_torch_more, name)
         with pytest.raises(TypeError, match=f"^{name}: "):
             fn([[1.0, 2.0]], *extra.get(name, ()))
+
+
+def test_products_scatter_and_counts_refuse_bad_input_naming_the_op() -> None:
+    """addmm's family, kron/trace/inner/vdot, scatter, bincount and histc: the errors a user
+    meets name the op and the shapes (never a numpy traceback)."""
+    a, m, v = (gradtape.tensor(INPUTS[k]) for k in ("A", "M", "V"))
+    idx = gradtape.tensor(INPUTS["IDX2"])
+    ints = gradtape.tensor(INPUTS["IDX"])
+    with pytest.raises(gradtape.ShapeError, match=r"^addmm: mat1 of shape \(3, 4\) and mat2 of shape \(3, 4\)"):
+        gradtape.addmm(a, a, a)
+    with pytest.raises(gradtape.ShapeError, match=r"^addmm: input of shape \(4, 5\) does not broadcast .* \(3, 5\)"):
+        gradtape.addmm(m, a, m)
+    with pytest.raises(gradtape.ShapeError, match=r"^addmm: mat1 must be a matrix \(2-D\), got shape \(4,\)"):
+        gradtape.addmm(a, v, m)
+    with pytest.raises(gradtape.DTypeError, match=r"^addmm: mat2 has dtype float32 .*input has dtype float64"):
+        gradtape.addmm(a[:, :1], a, m.float())
+    with pytest.raises(gradtape.DTypeError, match=r"^addr: vec1 has dtype int64"):
+        gradtape.addr(a, ints, v)
+    with pytest.raises(TypeError, match=r"^addmv: beta must be a number, got str"):
+        gradtape.addmv(a[:, 0], a, v, beta="1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        gradtape.addmm(a, a, m, 2.0)  # type: ignore[call-arg]  # beta is keyword-only, as PyTorch's
+    with pytest.raises(gradtape.ShapeError, match=r"^baddbmm: batch1 of shape \(2, 3, 7\) and batch2 of shape"):
+        gradtape.baddbmm(a, gradtape.tensor(INPUTS["X3"]), gradtape.tensor(INPUTS["X3"]))
+    with pytest.raises(gradtape.ShapeError, match=r"^addbmm: batch1 and batch2 must be 3-D"):
+        gradtape.addbmm(a, a, m)
+    with pytest.raises(gradtape.ShapeError, match=r"^trace: expects a matrix \(2-D\), got shape \(4,\)"):
+        gradtape.trace(v)
+    with pytest.raises(
+        gradtape.ShapeError, match=r"^inner: the last dims must match, got shapes \(3, 4\) and \(4, 5\)"
+    ):
+        gradtape.inner(a, m)
+    with pytest.raises(gradtape.ShapeError, match=r"^vdot: expects two 1-D tensors, got shapes \(3, 4\) and \(3, 4\)"):
+        gradtape.vdot(a, a)
+    with pytest.raises(gradtape.DTypeError, match=r"^kron: both inputs must have the same dtype"):
+        gradtape.kron(a, v.float())
+    with pytest.raises(IndexError, match=r"^scatter: index 2 is out of range for dim 1 of size 2"):
+        gradtape.scatter(a[:, :2], 1, idx, a)
+    with pytest.raises(
+        gradtape.ShapeError, match=r"^scatter: index of shape \(3, 4\) is larger than src of shape \(2, 4\)"
+    ):
+        gradtape.scatter(a, 0, idx, a[:2])
+    with pytest.raises(gradtape.ShapeError, match=r"^scatter: index has 1 dims \(shape \(3,\)\), input has 2"):
+        gradtape.scatter(a, 0, ints, a)
+    with pytest.raises(gradtape.DTypeError, match=r"^scatter: src has dtype float32 .*input has dtype float64"):
+        gradtape.scatter(a, 0, idx, a.float())
+    with pytest.raises(gradtape.DTypeError, match=r"^scatter: index must be integers, got dtype float64"):
+        gradtape.scatter(a, 0, a, a)
+    with pytest.raises(TypeError, match=r"^scatter: got both src and value"):
+        gradtape.scatter(a, 0, idx, a, value=1.0)
+    with pytest.raises(TypeError, match=r"^scatter: missing src \(a tensor\) or value \(a number\)"):
+        gradtape.scatter(a, 0, idx)
+    with pytest.raises(ValueError, match=r"^scatter: reduce must be 'add' or 'multiply', got 'mean'"):
+        gradtape.scatter(a, 0, idx, a, reduce="mean")
+    with pytest.raises(gradtape.DTypeError, match=r"^bincount: input must be a 1-D tensor of non-negative integers"):
+        gradtape.bincount(v)
+    with pytest.raises(ValueError, match=r"^bincount: input must be non-negative, got -1"):
+        gradtape.bincount(ints - 1)
+    with pytest.raises(gradtape.ShapeError, match=r"^bincount: input must be .*got shape \(3, 4\)"):
+        gradtape.bincount(idx)
+    with pytest.raises(
+        gradtape.ShapeError, match=r"^bincount: weights must be 1-D of input's length, got shape \(4,\)"
+    ):
+        gradtape.bincount(ints, v)
+    with pytest.raises(ValueError, match=r"^bincount: minlength must be >= 0, got -1"):
+        gradtape.bincount(ints, minlength=-1)
+    with pytest.raises(gradtape.DTypeError, match=r"^histc: input must be a float tensor, got dtype int64"):
+        gradtape.histc(ints)
+    with pytest.raises(ValueError, match=r"^histc: bins must be > 0, got 0"):
+        gradtape.histc(a, 0)
+    with pytest.raises(TypeError, match=r"^histc: bins must be an int, got 2.5"):
+        gradtape.histc(a, 2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^histc: max must be larger than min, got min=1.0, max=0.0"):
+        gradtape.histc(a, 4, 1, 0)
+    with pytest.raises(ValueError, match=r"^histc: range of \[nan, nan\] is not finite"):
+        gradtape.histc(gradtape.tensor(np.array([1.0, np.nan])))
+    # no gradient where PyTorch has none: an error on the way back, never a silent zero
+    w = gradtape.tensor(INPUTS["V"][:3], requires_grad=True)
+    with pytest.raises(gradtape.TapeError, match=r"^bincount: not differentiable"):
+        (gradtape.bincount(ints, w) * 2.0).sum().backward()
+    p = gradtape.tensor(INPUTS["A"], requires_grad=True)
+    with pytest.raises(gradtape.TapeError, match=r"^scatter: not differentiable .*scatter_add"):
+        gradtape.scatter(p, 1, idx, 2.0, reduce="add").sum().backward()
+    assert not gradtape.histc(p).requires_grad and not gradtape.bincount(ints).requires_grad
+
+
+def test_scatter_gradients_where_pytorch_has_none_or_fails() -> None:
+    """``scatter``'s gradients where PyTorch cannot compare them: a ``src`` larger than
+    ``index`` (PyTorch's backward fails on the shape) gets ``g`` gathered at ``index`` and zeros
+    beyond it; and the second rule (gradients of gradients of ``addmm`` and ``scatter``) agrees
+    with PyTorch's double backward."""
+    x = gradtape.tensor(INPUTS["A"], requires_grad=True)
+    src = gradtape.tensor(INPUTS["B"], requires_grad=True)
+    idx = INPUTS["IDX2"][:, :2]
+    w = np.random.default_rng(3).standard_normal((3, 4))
+    (gradtape.scatter(x, 1, gradtape.tensor(idx), src) * gradtape.tensor(w)).sum().backward()
+    want = np.zeros((3, 4))
+    want[:, :2] = np.take_along_axis(w, idx, 1)
+    assert src.grad is not None and x.grad is not None
+    np.testing.assert_allclose(src.grad.numpy(), want)
+    written = np.zeros((3, 4), bool)
+    np.put_along_axis(written, idx, True, 1)
+    np.testing.assert_allclose(x.grad.numpy(), np.where(written, 0.0, w))
+    # second order: d/dmat1 of sum(d out/d mat2 * c), both libraries
+    rng = np.random.default_rng(4)
+    vals = {k: rng.standard_normal(s) for k, s in (("i", (3, 5)), ("a", (3, 4)), ("b", (4, 5)), ("s", (3, 4)))}
+    results = []
+    for lib in (torch, gradtape):
+        t = {k: lib.tensor(v, requires_grad=True) for k, v in vals.items()}
+        y = lib.addmm(t["i"], t["a"] ** 2, t["b"], beta=0.5, alpha=2.0).sum()
+        y = y + (lib.scatter(t["a"], 1, lib.tensor(INPUTS["IDX2"]), t["s"] ** 3) ** 2).sum()
+        grad = torch.autograd.grad if lib is torch else gradtape.autograd.grad
+        ga, gs = grad(y, [t["a"], t["s"]], create_graph=True)
+        assert ga is not None and gs is not None
+        (ga.sum() + gs.sum()).backward()
+        results.append([np.asarray(t[k].grad.detach().numpy()) for k in ("a", "b", "s")])
+    for got, ref in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
 
 
 METHODS = [

@@ -254,3 +254,48 @@ def test_clone_as_pytorch() -> None:
     ci = ints.clone()
     ci[0] = 5
     assert ci.is_leaf and ints.numpy()[0] == 0 and ci.dtype == np.int64
+
+
+# ----- PyTorch's composed functions as Tensor methods (gradtape._torch_more) --------------------
+
+tn: Any = pytest.importorskip("test_torch_namespace")  # its inputs and its torch/gradtape comparison
+
+COMPOSED_METHODS = [
+    *("C[:, :1].addmm(A, M)", "M[0].addmm(A, M, beta=0.5, alpha=2.0)", "A[:, 0].addmv(A, V)"),
+    *("A.addr(A[:, 0], V, alpha=2.0)", "X3[:, :, :3].baddbmm(X3, X3.transpose(1, 2), beta=0.5)"),
+    *("A[:, :3].addbmm(X3, X3.transpose(1, 2))", "A.kron(V)", "A[:, :3].trace()", "M.trace()", "IDX2.trace()"),
+    *(
+        "A.inner(B)",
+        "V.vdot(A[1])",
+        "A.scatter(1, IDX2, B)",
+        "A.scatter(0, IDX2, value=3.0)",
+        "A.scatter(1, IDX2, 2.5)",
+    ),
+    *("IDX2.flatten().bincount()", "IDX.bincount(A[0, :3].detach(), minlength=4)"),
+    *("A.histc()", "A.histc(bins=6, min=-1, max=1)"),
+]
+
+
+@pytest.mark.parametrize("expr", COMPOSED_METHODS)
+def test_composed_functions_as_methods_as_pytorchs(expr: str) -> None:
+    """``x.addmm(m1, m2)``, ``x.scatter(dim, index, src)``, ``x.trace()``, ... spelled as
+    PyTorch's methods: values and gradients against PyTorch (tests/test_torch_namespace.py's
+    comparison, on its inputs)."""
+    tn._compare(expr)
+
+
+def test_trace_is_pytorchs_without_an_argument_and_dfdxs_with_one() -> None:
+    """``x.trace()`` is PyTorch's (the diagonal's sum) at run time, for ported programs;
+    ``x.trace(gradients)`` stays dfdx's (the same tensor on a new tape), the only form the type
+    checkers know (typed code spells PyTorch's ``gradtape.trace(x)``)."""
+    from gradtape import trace
+    from gradtape.gradients import Gradients
+
+    x, tx = _pair((3, 4), requires_grad=True)
+    np.testing.assert_allclose(x.trace().item(), tx.trace().item())  # type: ignore[call-arg]
+    np.testing.assert_allclose(trace(x).item(), tx.trace().item())
+    grads = Gradients.leaky()
+    traced = x.trace(grads)
+    assert traced.id == x.id and traced.tape.OWNS_TAPE and traced.is_leaf
+    (traced * traced).sum().backward()
+    np.testing.assert_allclose(grads.get(x).numpy(), 2.0 * x.numpy())

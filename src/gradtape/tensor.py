@@ -402,6 +402,10 @@ class Tensor(Generic[S, T_co]):
 
         ``gradients.get(x)`` then finds the gradient of the original ``x``. Tracing a tensor
         that already has a tape starts a new, separate tape.
+
+        Without an argument, PyTorch's ``x.trace()``: the sum of a 2-D tensor's main diagonal
+        (:func:`gradtape.trace`), for ported programs at run time; the type checkers know only
+        dfdx's form, so typed code spells it ``gradtape.trace(x)``.
         """
         t = _new(Tensor)
         t.data, t.device, t.id = self.data, self.device, self.id
@@ -409,6 +413,16 @@ class Tensor(Generic[S, T_co]):
         t._leaf = True
         gradients._parts.add(self.id)
         return t
+
+    if not TYPE_CHECKING:  # PyTorch's x.trace() at run time (typed as dfdx's only: see the docstring)
+        _dfdx_trace = trace
+
+        def trace(self, gradients=None):
+            if gradients is None:
+                return _composed.trace(self)
+            return self._dfdx_trace(gradients)
+
+        trace.__doc__ = _dfdx_trace.__doc__
 
     realize = _realize  # dfdx's realize: a run-time checked change of the shape type (shapes.py)
 
@@ -1489,6 +1503,88 @@ class Tensor(Generic[S, T_co]):
             raise ShapeError(f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size {shape[d]} (shape {shape})")
         return _shape.reshape(self, (*shape[:d], *full, *shape[d + 1 :]))
 
+    # ----- PyTorch's functions composed of gradtape ops (gradtape._torch_more), as methods ------
+
+    def addmm(
+        self, mat1: Tensor[Any, Any], mat2: Tensor[Any, Any], *, beta: Any = 1, alpha: Any = 1
+    ) -> Tensor[Any, Any]:
+        """PyTorch's ``x.addmm(mat1, mat2, *, beta=1, alpha=1)`` (:func:`gradtape.addmm`)."""
+        out: Tensor[Any, Any] = _composed.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+        return out
+
+    def addmv(self, mat: Tensor[Any, Any], vec: Tensor[Any, Any], *, beta: Any = 1, alpha: Any = 1) -> Tensor[Any, Any]:
+        """PyTorch's ``x.addmv(mat, vec, *, beta=1, alpha=1)`` (:func:`gradtape.addmv`)."""
+        out: Tensor[Any, Any] = _composed.addmv(self, mat, vec, beta=beta, alpha=alpha)
+        return out
+
+    def addr(
+        self, vec1: Tensor[Any, Any], vec2: Tensor[Any, Any], *, beta: Any = 1, alpha: Any = 1
+    ) -> Tensor[Any, Any]:
+        """PyTorch's ``x.addr(vec1, vec2, *, beta=1, alpha=1)`` (:func:`gradtape.addr`)."""
+        out: Tensor[Any, Any] = _composed.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+        return out
+
+    def baddbmm(
+        self, batch1: Tensor[Any, Any], batch2: Tensor[Any, Any], *, beta: Any = 1, alpha: Any = 1
+    ) -> Tensor[Any, Any]:
+        """PyTorch's ``x.baddbmm(batch1, batch2, *, beta=1, alpha=1)`` (:func:`gradtape.baddbmm`)."""
+        out: Tensor[Any, Any] = _composed.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return out
+
+    def addbmm(
+        self, batch1: Tensor[Any, Any], batch2: Tensor[Any, Any], *, beta: Any = 1, alpha: Any = 1
+    ) -> Tensor[Any, Any]:
+        """PyTorch's ``x.addbmm(batch1, batch2, *, beta=1, alpha=1)`` (:func:`gradtape.addbmm`)."""
+        out: Tensor[Any, Any] = _composed.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return out
+
+    def kron(self, other: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        """PyTorch's ``x.kron(other)``: the Kronecker product (:func:`gradtape.kron`)."""
+        out: Tensor[Any, Any] = _composed.kron(self, other)
+        return out
+
+    def inner(self, other: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        """PyTorch's ``x.inner(other)``: products summed over the last dims (:func:`gradtape.inner`)."""
+        out: Tensor[Any, Any] = _composed.inner(self, other)
+        return out
+
+    def vdot(self, other: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        """PyTorch's ``x.vdot(other)``: the dot product of two real vectors (:func:`gradtape.vdot`)."""
+        out: Tensor[Any, Any] = _composed.vdot(self, other)
+        return out
+
+    def scatter(
+        self,
+        dim: builtins.int,
+        index: Tensor[Any, Any],
+        src: Any = None,
+        *,
+        value: Any = None,
+        reduce: builtins.str | None = None,
+    ) -> Tensor[S, Any]:
+        """PyTorch's ``x.scatter(dim, index, src)`` / ``x.scatter(dim, index, value=v)``: a copy
+        with ``src``'s elements (or ``v``) written at ``index`` along ``dim``
+        (:func:`gradtape.scatter`)."""
+        out: Tensor[S, Any] = _composed.scatter(self, dim, index, src, value=value, reduce=reduce)
+        return out
+
+    def bincount(self, weights: Tensor[Any, Any] | None = None, minlength: builtins.int = 0) -> Tensor[Any, Any]:
+        """PyTorch's ``x.bincount(weights=None, minlength=0)`` (:func:`gradtape.bincount`; no gradient)."""
+        out: Tensor[Any, Any] = _composed.bincount(self, weights, minlength)
+        return out
+
+    def histc(
+        self, bins: builtins.int = 100, min: builtins.float = 0, max: builtins.float = 0
+    ) -> Tensor[Any, NoneTape]:
+        """PyTorch's ``x.histc(bins=100, min=0, max=0)`` (:func:`gradtape.histc`; no gradient)."""
+        out: Tensor[Any, NoneTape] = _composed.histc(self, bins, min, max)
+        return out
+
+
+_composed: Any = None
+"""``gradtape._torch_more``, PyTorch's functions composed of gradtape ops, which the methods
+above call (``x.addmm``, ``x.scatter``, ``x.trace()``, ...): a higher layer, so it registers
+itself here when it loads (tests/test_layering.py)."""
 
 _SHARED_WITH_TAPE: weakref.WeakValueDictionary[int, Array] = weakref.WeakValueDictionary()
 """The read-only arrays :meth:`Tensor.detach` made from recorded tensors, by ``id``: read only
