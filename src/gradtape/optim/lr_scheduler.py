@@ -1102,7 +1102,40 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new
 
 
-class SequentialLR(LRScheduler):
+class _OfSchedules(LRScheduler):
+    """A schedule made of schedules (:class:`SequentialLR`, :class:`ChainedScheduler`): their
+    state dicts are saved and restored with its own."""
+
+    _schedulers: list[LRScheduler]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Its own state (``last_epoch``, ``_last_lr``, ...) and its schedules' under ``"_schedulers"``."""
+        out = {k: copy.deepcopy(v) for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return out
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore its state and each schedule's.
+
+        Raises:
+            TypeError: ``state_dict`` is not a dict.
+            ValueError: the saved state holds another number of schedules.
+        """
+        name = type(self).__name__
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{name}.load_state_dict: expected a dict, got {type(state_dict).__name__}")
+        saved = dict(state_dict)
+        subs = saved.pop("_schedulers", None)
+        if subs is not None and len(subs) != len(self._schedulers):
+            raise ValueError(
+                f"{name}.load_state_dict: the saved state has {len(subs)} schedulers, this one {len(self._schedulers)}"
+            )
+        super().load_state_dict(saved)
+        for s, sd in zip(self._schedulers, subs or [], strict=False):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_OfSchedules):
     """Run ``schedulers`` one after another, switching at the ``milestones`` epochs (PyTorch's
     ``SequentialLR``, e.g. ``LinearLR`` warm-up then ``CosineAnnealingLR``). At a milestone the
     next schedule starts from its epoch 0 (its closed form where it has one).
@@ -1166,31 +1199,8 @@ class SequentialLR(LRScheduler):
             sched.step()
         self._last_lr = sched.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        """Its own state (``last_epoch``, ``_milestones``, ...) and its schedules' under ``"_schedulers"``."""
-        out = {k: copy.deepcopy(v) for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return out
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore its state and each schedule's.
-
-        Raises:
-            ValueError: the saved state holds another number of schedules.
-        """
-        saved = dict(state_dict)
-        subs = saved.pop("_schedulers", None)
-        if subs is not None and len(subs) != len(self._schedulers):
-            raise ValueError(
-                f"SequentialLR.load_state_dict: the saved state has {len(subs)} schedulers, "
-                f"this one {len(self._schedulers)}"
-            )
-        super().load_state_dict(saved)
-        for s, sd in zip(self._schedulers, subs or [], strict=False):
-            s.load_state_dict(sd)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_OfSchedules):
     """Step several schedules together (PyTorch's ``ChainedScheduler``): each :meth:`step`
     steps every schedule in ``schedulers``, in order, so that chainable schedules' factors
     multiply (e.g. :class:`ConstantLR` and :class:`ExponentialLR`: ``initial_lr * factor *
@@ -1256,32 +1266,6 @@ class ChainedScheduler(LRScheduler):
         for s in self._schedulers:
             s.step()
         self._last_lr = self._group_lrs()
-
-    def state_dict(self) -> dict[str, Any]:
-        """Its own state (``_last_lr``) and its schedules' under ``"_schedulers"``."""
-        out = {k: copy.deepcopy(v) for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return out
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore its state and each schedule's.
-
-        Raises:
-            TypeError: ``state_dict`` is not a dict.
-            ValueError: the saved state holds another number of schedules.
-        """
-        if not isinstance(state_dict, dict):
-            raise TypeError(f"ChainedScheduler.load_state_dict: expected a dict, got {type(state_dict).__name__}")
-        saved = dict(state_dict)
-        subs = saved.pop("_schedulers", None)
-        if subs is not None and len(subs) != len(self._schedulers):
-            raise ValueError(
-                f"ChainedScheduler.load_state_dict: the saved state has {len(subs)} schedulers, "
-                f"this one {len(self._schedulers)}"
-            )
-        super().load_state_dict(saved)
-        for s, sd in zip(self._schedulers, subs or [], strict=False):
-            s.load_state_dict(sd)
 
 
 def _undo(sched: LRScheduler) -> None:
