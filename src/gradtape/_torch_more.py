@@ -44,6 +44,7 @@ from gradtape.ops._util import (
     replayable,
     untraced,
 )
+from gradtape.ops._util import tensor_arg as _tensor
 from gradtape.tape import NONE_TAPE, NoneTape, Tape
 from gradtape.tensor import Tensor
 
@@ -108,19 +109,6 @@ __all__ = [
 
 S = TypeVar("S")
 T = TypeVar("T", bound=Tape)
-
-
-def _tensor(op: str, x: object, name: str = "input") -> Tensor[Any, Any]:
-    """``x`` if it is a tensor.
-
-    Raises:
-        TypeError: it is not; the message names the op and the argument.
-    """
-    if not isinstance(x, Tensor):
-        raise TypeError(
-            f"{op}: {name} must be a Tensor, got {type(x).__name__} (wrap arrays with gradtape.tensor(...))"
-        )
-    return x
 
 
 # ----- copies and views ----------------------------------------------------------------------

@@ -104,7 +104,9 @@ from gradtape.ops import index_select as _index_select
 from gradtape.ops import interpolate as _interpolate
 from gradtape.ops import sign as _sign
 from gradtape.ops import where as _where
+from gradtape.ops._util import is_int as _is_int
 from gradtape.ops._util import spatial_size
+from gradtape.ops._util import tensor_arg as _tensor
 from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tape import Tape, recorded_call
 from gradtape.tensor import Tensor
@@ -211,19 +213,6 @@ __all__ += [
 # ----- argument checks ------------------------------------------------------------------------
 
 
-def _tensor(op: str, x: object, name: str = "input") -> Tensor[Any, Any]:
-    """``x`` if it is a tensor.
-
-    Raises:
-        TypeError: it is not; the message names the op and the argument.
-    """
-    if not isinstance(x, Tensor):
-        raise TypeError(
-            f"{op}: {name} must be a Tensor, got {type(x).__name__} (wrap arrays with gradtape.tensor(...))"
-        )
-    return x
-
-
 def _float(op: str, x: object, name: str = "input") -> Tensor[Any, Any]:
     """``x`` if it is a float32/float64 tensor.
 
@@ -242,10 +231,6 @@ def _same_dtype(op: str, first: Tensor[Any, Any], other: Tensor[Any, Any], names
             f"{op}: {names[1]} has dtype {other.dtype} (shape {tuple(other.shape)}), {names[0]} {first.dtype} "
             f"(shape {tuple(first.shape)}); convert one with .to(dtype)"
         )
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _int(op: str, name: str, v: object, minimum: int) -> int:

@@ -62,6 +62,20 @@ def tensor_operand(op: str, a: Tensor[Any, Any], b: object) -> Tensor[Any, Any]:
     return b  # type: ignore[return-value]
 
 
+def tensor_arg(op: str, x: object, name: str = "input") -> Tensor[Any, Any]:
+    """``x`` if it is a tensor: the argument check of the functions composed of ops (PyTorch's
+    ``torch.*`` and ``F.*`` spellings in ``gradtape._torch_more`` and ``gradtape.nn.functional``).
+
+    Raises:
+        TypeError: it is not; the message names the op and the argument.
+    """
+    if not isinstance(x, _tensor_class()):  # the class, handed down by gradtape.tensor (a higher layer)
+        raise TypeError(
+            f"{op}: {name} must be a Tensor, got {type(x).__name__} (wrap arrays with gradtape.tensor(...))"
+        )
+    return x
+
+
 def check_same_device(op: str, *ts: Any) -> None:
     """Check that the tensors ``ts`` live in one memory (the CPU, or one GPU).
 
