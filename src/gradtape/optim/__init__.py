@@ -53,7 +53,7 @@ store for ``k`` micro-batches, scale each loss by ``1 / k`` to get the mean, and
 
 from __future__ import annotations
 
-from gradtape.optim import lr_scheduler
+from gradtape.optim import lr_scheduler, swa_utils
 from gradtape.optim.adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam
 from gradtape.optim.clip import clip_grad_norm_
 from gradtape.optim.lbfgs import LBFGS
@@ -80,4 +80,5 @@ __all__ = [
     "StepLR",
     "clip_grad_norm_",
     "lr_scheduler",
+    "swa_utils",
 ]
