@@ -103,6 +103,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.optim.*",
             "gradtape.losses",
             "gradtape.linalg",
+            "gradtape.special",
             "gradtape._signatures.*",
             "gradtape.data",
             "gradtape.distributions",

@@ -12,6 +12,7 @@ from gradtape import context_tape  # noqa: F401  (fills GradientTape's TensorFlo
 import gradtape.autograd.functional  # noqa: F401  (torch.autograd.functional's path)
 from gradtape import func  # torch.func's transforms
 from gradtape import linalg  # torch.linalg
+from gradtape import special  # torch.special
 from gradtape.linalg import det, inverse, logdet, matrix_power, pinverse, slogdet  # torch.det, ...
 from gradtape.linalg import legacy_cholesky as cholesky  # torch.cholesky(input, upper=False)
 from gradtape import _einops  # noqa: F401  (einops' backend for gradtape tensors)
@@ -504,6 +505,7 @@ __all__ = [
     "slogdet",
     "softmax",
     "sort",
+    "special",
     "split",
     "sqrt",
     "square",

@@ -14,24 +14,34 @@ the dtype's machine epsilon) as its logits;
 Bernoulli's ``log_prob(x) = x * logits + logsigmoid(-logits)`` (minus the binary cross-entropy
 with logits); Normal's ``log_prob(x) = -(x - loc)**2 / (2 scale**2) - log(scale) - log(2 pi) / 2``
 and ``entropy = 1/2 + log(2 pi) / 2 + log(scale)``.
+
+``kl_divergence(p, q)`` and ``register_kl(type_p, type_q)`` are PyTorch's
+(``torch.distributions.kl``): a registry of pairwise functions dispatched on the most specific
+registered ``(type_p, type_q)`` (by subclass), with PyTorch's formulas for the Bernoulli,
+Categorical and Normal pairs, built from ops (differentiable in both distributions' parameters);
+an unregistered pair raises ``NotImplementedError``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from gradtape import ops as _ops
+from gradtape.creation import full_like as _full_like
 from gradtape.devices import Device
 from gradtape.devices.default import get_default_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops.reduce import logsumexp
 from gradtape.tensor import Tensor
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "kl_divergence", "register_kl"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -303,3 +313,136 @@ class Normal(Distribution):
     def entropy(self) -> Tensor[Any, Any]:
         """``1/2 + log(2 pi) / 2 + log(scale)``."""
         return self.scale.log() + (0.5 + _LOG_SQRT_2PI)
+
+
+# ----- KL divergence (PyTorch's torch.distributions.kl) ------------------------------------
+
+KLFn = Callable[[Any, Any], Tensor[Any, Any]]
+F = TypeVar("F", bound=KLFn)
+
+_KL_REGISTRY: dict[tuple[type[Distribution], type[Distribution]], KLFn] = {}
+_KL_MEMOIZE: dict[tuple[type[Any], type[Any]], KLFn | None] = {}
+
+
+def register_kl(type_p: type[Distribution], type_q: type[Distribution]) -> Callable[[F], F]:
+    """Decorator registering ``fun(p, q)`` as :func:`kl_divergence` for ``p`` an instance of
+    ``type_p`` and ``q`` of ``type_q`` (PyTorch's ``register_kl``)::
+
+        @register_kl(Normal, Normal)
+        def kl_normal_normal(p, q): ...
+
+    Lookup takes the most specific registered pair by subclass; when the order by ``p``'s type
+    first and by ``q``'s type first disagree, it warns (``RuntimeWarning``, "Ambiguous
+    kl_divergence") and uses the former: register the more specific pair to break the tie.
+
+    Raises:
+        TypeError: ``type_p`` or ``type_q`` is not a subclass of :class:`Distribution`.
+    """
+    for name, t in (("type_p", type_p), ("type_q", type_q)):
+        if not (isinstance(t, type) and issubclass(t, Distribution)):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {t}")
+
+    def decorator(fun: F) -> F:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()  # the lookup order may have changed
+        return fun
+
+    return decorator
+
+
+@functools.total_ordering
+class _Match:
+    """A registered pair of types, ordered lexicographically by subclass (PyTorch's)."""
+
+    __slots__ = ["types"]
+
+    def __init__(self, *types: type[Any]) -> None:
+        self.types = types
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Match) and self.types == other.types
+
+    def __hash__(self) -> int:
+        return hash(self.types)
+
+    def __le__(self, other: _Match) -> bool:
+        for x, y in zip(self.types, other.types, strict=True):
+            if not issubclass(x, y):
+                return False
+            if x is not y:
+                break
+        return True
+
+
+def _dispatch_kl(type_p: type[Any], type_q: type[Any]) -> KLFn | None:
+    """The most specific registered function for ``(type_p, type_q)``, or ``None``."""
+    matches = [(sp, sq) for sp, sq in _KL_REGISTRY if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    if not matches:
+        return None
+    left_p, left_q = min(_Match(*m) for m in matches).types
+    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
+    left_fun = _KL_REGISTRY[left_p, left_q]
+    if left_fun is not _KL_REGISTRY[right_p, right_q]:
+        warnings.warn(
+            f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+            f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return left_fun
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor[Any, Any]:
+    """``KL(p || q) = E_p[log p(x) - log q(x)]``, batched over the distributions' batch shapes
+    (PyTorch's ``kl_divergence``), by the function :func:`register_kl` registered for the
+    pair's types. Built from ops: differentiable in both distributions' parameters.
+
+    Registered: Bernoulli-Bernoulli, Categorical-Categorical, Normal-Normal (PyTorch's
+    formulas: ``inf`` where ``q`` gives probability 0 to an outcome ``p`` does not, and ``0``
+    terms for the outcomes ``p`` gives probability 0, with zero gradient at those entries).
+
+    Raises:
+        NotImplementedError: no function is registered for the pair (PyTorch's message).
+    """
+    key = (type(p), type(q))
+    try:
+        fun = _KL_MEMOIZE[key]
+    except KeyError:
+        fun = _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    if fun is None:
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type {q.__class__.__name__}"
+        )
+    return fun(p, q)
+
+
+def _set(t: Tensor[Any, Any], mask: Tensor[Any, Any], value: float) -> Tensor[Any, Any]:
+    """``t`` with ``value`` where ``mask`` (PyTorch's ``t[mask] = value``: no gradient there)."""
+    out: Tensor[Any, Any] = _ops.where(mask, _full_like(t, value), t)
+    return out
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor[Any, Any]:
+    t1 = p.probs * (_ops.softplus(-q.logits) - _ops.softplus(-p.logits))
+    t1 = _set(_set(t1, q.probs == 0, math.inf), p.probs == 0, 0.0)
+    t2 = (1.0 - p.probs) * (_ops.softplus(q.logits) - _ops.softplus(p.logits))
+    t2 = _set(_set(t2, q.probs == 1, math.inf), p.probs == 1, 0.0)
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor[Any, Any]:
+    t = p.probs * (p.logits - q.logits)
+    t = _set(t, (q.probs == 0).broadcast_to(t.shape), math.inf)
+    t = _set(t, (p.probs == 0).broadcast_to(t.shape), 0.0)
+    return t.sum(axis=-1)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor[Any, Any]:
+    ratio = p.scale / q.scale
+    var_ratio = ratio * ratio
+    z = (p.loc - q.loc) / q.scale
+    out: Tensor[Any, Any] = 0.5 * (var_ratio + z * z - 1.0 - var_ratio.log())
+    return out
