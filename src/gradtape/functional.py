@@ -55,6 +55,27 @@ def _vs(op: str, v: Any, like: list[Tensor[Any, Any]], what: str) -> list[Tensor
     return vs
 
 
+def _tangents(op: str, v: Any, xs: list[Tensor[Any, Any]], missing: Exception) -> list[Tensor[Any, Any]]:
+    """``v`` as one tensor per input (checked by :func:`_vs`); ``None`` means 1 for a single
+    one-element input (PyTorch's rule for jvp, hvp and vhp), and raises ``missing`` otherwise."""
+    if v is not None:
+        return _vs(op, v, xs, "inputs")
+    if len(xs) != 1 or xs[0].size != 1:
+        raise missing
+    return [xs[0]._like(_arrays.ones(xs[0].shape, xs[0].dtype, xs[0].data))]
+
+
+def _dot(gs: tuple[Tensor[Any, Any] | None, ...], vs: list[Tensor[Any, Any]]) -> Tensor[Any, Any] | None:
+    """``sum_i <g_i, v_i>`` over the gradients that exist (recorded: the double-vjp and
+    reverse-over-reverse constructions differentiate it), ``None`` when none does."""
+    dot: Tensor[Any, Any] | None = None
+    for g, vv in zip(gs, vs, strict=True):
+        if g is not None:
+            term = (g * vv).sum()
+            dot = term if dot is None else dot + term
+    return dot
+
+
 def _zeros_for_none(gs: tuple[Tensor[Any, Any] | None, ...], like: list[Tensor[Any, Any]]) -> list[Tensor[Any, Any]]:
     return [
         g if g is not None else x._like(_arrays.zeros(x.shape, x.dtype, x.data)) for g, x in zip(gs, like, strict=True)
@@ -149,22 +170,13 @@ def jvp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False, stri
         RuntimeError: ``strict`` and an input the outputs do not depend on.
     """
     xs, _ = _inputs("jvp", inputs, create_graph)
-    if v is None:
-        if len(xs) != 1 or xs[0].size != 1:
-            raise TypeError("jvp: v can be omitted only for a single one-element input")
-        vs = [xs[0]._like(_arrays.ones(xs[0].shape, xs[0].dtype, xs[0].data))]
-    else:
-        vs = _vs("jvp", v, xs, "inputs")
+    vs = _tangents("jvp", v, xs, TypeError("jvp: v can be omitted only for a single one-element input"))
     outs, single_out = _outputs("jvp", func, xs)
     us = [o._like(_arrays.zeros(o.shape, o.dtype, o.data)).leaky_trace() for o in outs]  # dummy cotangents
     gs = grad(outs, xs, grad_outputs=us, create_graph=True, allow_unused=True)
     if strict:
         _strict("jvp", gs)
-    dot = None
-    for g, vv in zip(gs, vs, strict=True):
-        if g is not None:
-            term = (g * vv).sum()
-            dot = term if dot is None else dot + term
+    dot = _dot(gs, vs)
     if dot is None:
         jv = [o._like(_arrays.zeros(o.shape, o.dtype, o.data)) for o in outs]
     else:
@@ -176,25 +188,17 @@ def _second_product(op: str, func: Func, inputs: Any, v: Any, create_graph: bool
     """``(f(inputs), H v)`` of a single-element ``f``, by reverse over reverse ``d/dx <grad f, v>``
     (:func:`hvp` and :func:`vhp`: the Hessian is symmetric)."""
     xs, single = _inputs(op, inputs, create_graph)
-    if v is None:
-        if len(xs) != 1 or xs[0].size != 1:
-            raise RuntimeError(
-                f"{op}: The vector v can only be None if the input to the user-provided function is a single "
-                "Tensor with a single element."
-            )
-        vs = [xs[0]._like(_arrays.ones(xs[0].shape, xs[0].dtype, xs[0].data))]
-    else:
-        vs = _vs(op, v, xs, "inputs")
+    missing = RuntimeError(
+        f"{op}: The vector v can only be None if the input to the user-provided function is a single "
+        "Tensor with a single element."
+    )
+    vs = _tangents(op, v, xs, missing)
     outs, _ = _outputs(op, func, xs)
     f = _scalar(op, outs)
     gs = grad(f, xs, create_graph=True, allow_unused=True)
     if strict:
         _strict(op, gs)
-    dot = None
-    for g, vv in zip(gs, vs, strict=True):
-        if g is not None:
-            term = (g * vv).sum()
-            dot = term if dot is None else dot + term
+    dot = _dot(gs, vs)
     if dot is None:
         if strict:
             raise RuntimeError(

@@ -1102,6 +1102,26 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new
 
 
+def _check_members(name: str, schedulers: Sequence[Any], optimizer: Optimizer) -> None:
+    """The schedules of a :class:`SequentialLR` or :class:`ChainedScheduler`, each in turn: an
+    :class:`LRScheduler`, not a :class:`ReduceLROnPlateau`, on ``optimizer``.
+
+    Raises:
+        TypeError: one is not an LRScheduler. ValueError: one is a ReduceLROnPlateau or runs
+            another optimizer (the messages name the composite and the position).
+    """
+    for i, s in enumerate(schedulers):
+        if not isinstance(s, LRScheduler):
+            raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not an LRScheduler")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support ReduceLROnPlateau (schedulers[{i}]): its step needs a metric")
+        if s.optimizer is not optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but schedulers[{i}] "
+                f"({type(s).__name__}) has another"
+            )
+
+
 class _OfSchedules(LRScheduler):
     """A schedule made of schedules (:class:`SequentialLR`, :class:`ChainedScheduler`): their
     state dicts are saved and restored with its own."""
@@ -1157,18 +1177,7 @@ class SequentialLR(_OfSchedules):
             raise TypeError(f"{name}: {type(optimizer).__name__} is not an Optimizer")
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler")
-        for i, s in enumerate(schedulers):
-            if not isinstance(s, LRScheduler):
-                raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not an LRScheduler")
-            if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{name} does not support ReduceLROnPlateau (schedulers[{i}]): its step needs a metric"
-                )
-            if s.optimizer is not optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but schedulers[{i}] "
-                    f"({type(s).__name__}) has another"
-                )
+        _check_members(name, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 f"{name} expects one milestone fewer than schedulers, got {len(schedulers)} schedulers and "
@@ -1233,16 +1242,7 @@ class ChainedScheduler(_OfSchedules):
                 raise TypeError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not an LRScheduler")
         if optimizer is None:
             optimizer = schedulers[0].optimizer
-        for i, s in enumerate(schedulers):
-            if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{name} does not support ReduceLROnPlateau (schedulers[{i}]): its step needs a metric"
-                )
-            if s.optimizer is not optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but schedulers[{i}] "
-                    f"({type(s).__name__}) has another"
-                )
+        _check_members(name, schedulers, optimizer)
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
         self._last_lr = self._group_lrs()
