@@ -430,11 +430,7 @@ class DataLoader(Generic[Item]):
             idx = self._indices()
             bs = self.batch_size
             if bs is None:
-                if self.num_workers == 0:
-                    for i in idx:
-                        yield ds[int(i)]
-                    return
-                yield from self._threaded(lambda i: ds[int(i)], idx)
+                yield from self._loaded(lambda i: ds[int(i)], idx)
                 return
             stop = len(idx) - len(idx) % bs if self.drop_last else len(idx)
             chunks = (idx[start : start + bs] for start in range(0, stop, bs))
@@ -443,12 +439,13 @@ class DataLoader(Generic[Item]):
             for chunk in chunks:
                 yield [dev.tensor(a[chunk]) for a in arrays]
             return
-        load: Callable[[Any], Any] = lambda chunk: self._collate([ds[int(i)] for i in chunk])  # noqa: E731
+        yield from self._loaded(lambda chunk: self._collate([ds[int(i)] for i in chunk]), chunks)
+
+    def _loaded(self, load: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[Any]:
+        """``load(job)`` for each job, in order: in the calling thread, or on the workers."""
         if self.num_workers == 0:
-            for chunk in chunks:
-                yield load(chunk)
-            return
-        yield from self._threaded(load, chunks)
+            return map(load, jobs)
+        return self._threaded(load, jobs)
 
     def _stream(self, ds: IterableDataset[Item]) -> Iterator[Any]:
         """An :class:`IterableDataset`'s items, batched in order (the last, short batch kept
