@@ -192,7 +192,7 @@ def vjp(func: Func, *primals: Any, has_aux: bool = False) -> Any:
     def of_leaves(*leaves: Any) -> Any:
         return part.call(has_aux, *leaves)
 
-    output = of_leaves(*[t.detach() for t in part.leaves]) if not nested else of_leaves(*part.leaves)
+    output = of_leaves(*part.leaves)  # records only where an outer transform differentiates the primals
     aux = part.aux
 
     def vjp_fn(cotangents: Any) -> tuple[Any, ...]:

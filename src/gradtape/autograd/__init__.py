@@ -177,26 +177,29 @@ class GradcheckError(_TestingGradcheckError, RuntimeError):
 
 
 def _outputs_of(out: Any) -> list[Tensor[Any, Any]]:
-    outs = (
-        [out]
-        if isinstance(out, Tensor)
-        else [o for o in out if isinstance(o, Tensor)]
-        if isinstance(out, (tuple, list))
-        else []
-    )
+    """The floating tensors ``func`` returned (a tensor, or those of a tuple or list)."""
+    items = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (tuple, list)) else []
+    outs = [o for o in items if isinstance(o, Tensor)]
     if not outs:
         raise TypeError(f"gradcheck: func must return a Tensor or a tuple of Tensors, got {type(out).__name__}")
     return [o for o in outs if o.dtype.kind == "f"]
+
+
+def _leaves(args: list[Any], diff: list[int]) -> tuple[list[Tensor[Any, Any]], list[Any]]:
+    """Fresh leaves that require grad for the arguments at ``diff``, and the argument list with
+    them in place."""
+    xs = [args[j].detach().requires_grad_(True) for j in diff]
+    call = list(args)
+    for j, x in zip(diff, xs, strict=True):
+        call[j] = x
+    return xs, call
 
 
 def _analytic(func: Callable[..., Any], args: list[Any], diff: list[int], forward: bool) -> list[list[Array]]:
     """``J[i][j]``: output ``i`` by input ``diff[j]`` as a ``(out.size, in.size)`` array, from
     reverse passes (one per output element), or with ``forward`` from Jacobian-vector products
     (the double-vjp construction through the second rules, one per input element)."""
-    xs = [args[j].detach().requires_grad_(True) for j in diff]
-    call = list(args)
-    for j, x in zip(diff, xs, strict=True):
-        call[j] = x
+    xs, call = _leaves(args, diff)
     outs = _outputs_of(func(*call))
     jac = [[np.zeros((o.size, x.size)) for x in xs] for o in outs]
     for i, o in enumerate(outs):
@@ -347,12 +350,9 @@ def gradcheck(
                         f"tolerance for nondeterminism was {nondet_tol}. (output {i}, input {diff[j]})"
                     )
     if check_grad_dtypes:
-        xs = [args[j].detach().requires_grad_(True) for j in diff]
-        call = list(args)
-        for j, x in zip(diff, xs, strict=True):
-            call[j] = x
+        xs, call = _leaves(args, diff)
         outs = _outputs_of(func(*call))
-        total = outs[0].sum() if len(outs) == 1 else sum((o.sum() for o in outs[1:]), outs[0].sum())
+        total = sum((o.sum() for o in outs[1:]), outs[0].sum())
         for x, g in zip(xs, grad(total, xs, allow_unused=True), strict=True):
             if g is not None and g.dtype != x.dtype:
                 problems.append(f"Gradient has dtype mismatch: got {g.dtype}, input has {x.dtype}")
