@@ -121,3 +121,27 @@ def test_readme_quotes_what_mypy_says_for_a_wrong_inner_dim(tmp_path: Path) -> N
     want = " ".join(quoted.group(1).split())
     errors = [" ".join(line.split(": ", 1)[1].split()) for line in out.splitlines() if ": error:" in line]
     assert errors == [want], (errors, want)
+
+
+def test_gradtape_imports_and_trains_with_its_required_dependencies_only() -> None:
+    """README's main command installs ``.[examples]`` only: ``import gradtape`` and a training
+    step must not need a package that only the test extra brings (typing_extensions came with
+    mypy, so CI passed while a fresh ``pip install -e '.[examples]'`` failed at import)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for m in ('typing_extensions', 'mypy', 'pytest', 'hypothesis', 'torch', 'jax', 'mpi4py', 'pyright',\n"
+        "          'sklearn', 'tqdm', 'matplotlib'):\n"
+        "    sys.modules[m] = None  # importing any of them now raises ImportError\n"
+        "import gradtape\n"
+        "from gradtape import nn, optim\n"
+        "model = nn.Linear(3, 2)\n"
+        "opt = optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(gradtape.randn(4, 3)).square().sum().backward()\n"
+        "opt.step()\n"
+        "print('trained')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0 and "trained" in run.stdout, run.stderr[-2000:]

@@ -23,11 +23,10 @@ The random numbers are numpy's (PCG64), not PyTorch's: the same seed gives other
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar, cast, overload
+from typing import Any, Protocol, TypeVar, TypeVarTuple, cast, overload
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypeVarTuple
 
 from gradtape.devices import _arrays
 from gradtape.devices.cpu import Cpu
