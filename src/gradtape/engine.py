@@ -44,6 +44,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices.kernels import _trace
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.gradients import Gradients
 from gradtape.tape import (
@@ -371,7 +372,28 @@ def replay_first_order(
     pass had made afresh), seeded with ``(id, array)`` pairs. ``ops`` is not consumed. No
     checks: the recorded pass made them."""
     grads._parts.update(leaves)
+    if _trace.active is not None:
+        if not all(bool(np.all(g == 1)) for _, g in seeds):
+            _trace.refuse("runs a backward seeded with a gradient array (gradient=...)")
+        why = _untraceable(ops)
+        if why is not None:
+            _trace.refuse(why)
     _one_store_pass(_run_entries, ops, grads, [(tid, g.copy()) for tid, g in seeds], leaves, to_grad, True)
+
+
+def _untraceable(ops: list[_Entry]) -> str | None:
+    """Why a kernel trace of these entries' rules cannot hold (``gradtape.capture``'s compiled
+    replays), or ``None``: every rule must be declared traceable (its arithmetic in noted
+    kernels: :func:`gradtape.devices.kernels._trace.traceable`, or a :func:`record` backward
+    marked ``traceable``); a hand-written closure (``add_backward_op``) is not."""
+    for entry in ops:
+        fn = entry[1]
+        if fn is _run_closure:
+            return "runs a hand-written backward closure (add_backward_op), which compiled replays run as Python"
+        rule = entry[2] if fn is _op_backward else fn
+        if rule not in _trace.TRACEABLE and not getattr(rule, "traceable", False):
+            return f"runs the backward of {_entry_op(entry)}, which compiled replays do not cover yet"
+    return None
 
 
 def _one_store_pass(
@@ -687,6 +709,14 @@ def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
 
 _new_tensor = object.__new__
 
+
+def _untraced(what: str) -> None:
+    """Where a kernel trace is active (``gradtape.capture``'s compiled replays): ``what`` is
+    computed in numpy, which the trace cannot take."""
+    if _trace.active is not None:
+        _trace.refuse(f"computes in numpy: {what}")
+
+
 _BORROWED: set[int] = set()
 """Ids of ``.grad`` tensors whose array a :class:`Gradients` store also holds (backward hands
 the store's array to ``.grad`` instead of copying it, and marks it shared in the store, so the
@@ -750,12 +780,15 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
                 _BORROWED.add(gid)
                 arr = g
             else:
+                _untraced(".grad gets a copy of a shared gradient")
                 arr = _arrays.copy(g)
             gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
             t._grad = gt
         elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
+            _untraced(".grad accumulates")
             t._grad = cur._like(_as_array(cur.data + g, dtype=t.dtype))
         else:
+            _untraced(".grad accumulates (no zero_grad before backward)")
             old = cur.data
             if _arrays.writeable(old) and old.shape == g.shape and old.dtype == g.dtype:
                 # in place, or (a borrowed array) into a new one: one pass either way

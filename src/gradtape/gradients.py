@@ -25,6 +25,7 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape.devices import _arrays
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError, ShapeError, TapeError
 from gradtape.tape import NONE_TAPE, _tensor_class
@@ -71,6 +72,13 @@ def _readonly(a: Array) -> Array:
     v = a.view()
     v.flags.writeable = False
     return v
+
+
+def _untraced() -> None:
+    """A gradient sum the store computes in numpy: a kernel trace (``gradtape.capture``'s
+    compiled replays) cannot take it."""
+    if _trace.active is not None:
+        _trace.refuse("sums gradients in numpy (a gradient with several contributions, or a shared buffer)")
 
 
 class Gradients:
@@ -379,8 +387,10 @@ class Gradients:
         tensor's array: numpy or CuPy; ``None`` for the CPU) if absent, copied if shared."""
         g = self._data.get(i)
         if g is None:
+            _untraced()
             g = self._data[i] = _arrays.zeros(shape, dtype, like)
         elif i in self._shared:
+            _untraced()
             g = self._data[i] = _arrays.copy(g)
             self._shared.discard(i)
         return g
@@ -394,10 +404,12 @@ class Gradients:
         if cur is None:
             data[i] = value
         elif i in self._shared:
+            _untraced()
             _np_add(value, cur, value)
             data[i] = value
             self._shared.discard(i)
         else:
+            _untraced()
             _np_add(cur, value, cur)
 
     def _take(self, i: int, value: Array, shared: bool) -> None:
@@ -410,9 +422,11 @@ class Gradients:
             if shared:
                 self._shared.add(i)
         elif i in self._shared:
+            _untraced()
             data[i] = _arrays.as_array(cur + value)
             self._shared.discard(i)
         else:
+            _untraced()
             _np_add(cur, value, cur)
 
     def _accum_alias(self, i: int, value: Array, src: int) -> None:
@@ -432,9 +446,11 @@ class Gradients:
             if src in data:
                 self._shared.add(src)
         elif i in self._shared:
+            _untraced()
             data[i] = _arrays.as_array(cur + value)
             self._shared.discard(i)
         else:
+            _untraced()
             _np_add(cur, value, cur)
 
     def _fused(
@@ -451,6 +467,7 @@ class Gradients:
         if cur is not None and i not in self._shared:
             kernel(cur, a, b)
         else:
+            _untraced()
             self._take(i, _arrays.as_array(ufunc(a, b)), False)
 
     def _fused_args(
@@ -473,11 +490,13 @@ class Gradients:
         if fresh is not None:
             value = fresh(s, g, *args)
         else:
+            _untraced()
             value = _arrays.zeros(g.shape, g.dtype, g)
             kernel(value, s, g, *args)
         if cur is None:
             data[i] = value
         else:  # a shared buffer: copy-on-write
+            _untraced()
             _np_add(value, cur, value)
             data[i] = value
             self._shared.discard(i)
@@ -490,12 +509,15 @@ class Gradients:
         if scratch.__class__ is not np.ndarray or scratch.shape != b.shape:
             self._accum(i, scratch * b)
         elif cur is None:
+            _untraced()
             data[i] = _np_mul(scratch, b, scratch)
         elif i in self._shared:
+            _untraced()
             _np_mul(scratch, b, scratch)
             data[i] = cur + scratch
             self._shared.discard(i)
         else:
+            _untraced()
             _k.addmul(cur, scratch, b)
 
     def _accum_bcast(self, i: int, g: Array, shape: tuple[int, ...]) -> None:
@@ -503,11 +525,14 @@ class Gradients:
         data = self._data
         cur = data.get(i)
         if cur is None:
+            _untraced()
             data[i] = np.broadcast_to(g, shape).copy()
         elif i in self._shared:
+            _untraced()
             data[i] = _arrays.as_array(cur + g)
             self._shared.discard(i)
         else:
+            _untraced()
             _np_add(cur, g, cur)
 
     def _axpy(self, i: int, alpha: float, x: Array, alpha_c: Any = None) -> None:
@@ -516,12 +541,15 @@ class Gradients:
         data = self._data
         cur = data.get(i)
         if cur is None:
+            _untraced()
             r = _np_mul(x, alpha if alpha_c is None else alpha_c)
             data[i] = r if r.__class__ is np.ndarray else _arrays.as_array(r)
         elif i in self._shared:
+            _untraced()
             data[i] = _arrays.as_array(cur + _np_mul(x, alpha if alpha_c is None else alpha_c))
             self._shared.discard(i)
         else:
+            _untraced()
             _k.axpy(cur, alpha, x)
 
 

@@ -105,7 +105,7 @@ if OPENMP_KERNELS:
     # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["REASSOC", "jit", "serial_and_parallel"]
+__all__ = ["REASSOC", "jit", "jit_source", "serial_and_parallel"]
 
 REASSOC = frozenset({"reassoc", "contract", "nsz"})
 """Fast-math flags that let LLVM vectorize a float reduction (``s += a[i] * b[i]``): sums may
@@ -167,6 +167,18 @@ def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None, inlin
         return _njit(fn, _options(parallel, fastmath, inline))
 
     return decorate
+
+
+def jit_source(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Compile the function ``name`` defined by the generated ``source`` (its globals:
+    ``namespace``, which numba freezes: numbers become constants of their numba types, kernels
+    direct calls) as :func:`jit` compiles a kernel (strict IEEE arithmetic, numpy's error
+    model, no GIL) but without a disk cache: generated code has no file for numba to key a
+    cache on. ``gradtape.capture``'s compiled replays use it."""
+    code = compile(source, f"<generated {name}>", "exec")
+    exec(code, namespace)
+    jitted: Callable[..., Any] = numba.njit(cache=False, **_options(False, None))(namespace[name])
+    return jitted
 
 
 def _twin(fn: F, suffix: str) -> F:

@@ -36,6 +36,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from gradtape.devices._arrays import on_gpu as _on_gpu
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import (
     _F32,
@@ -538,12 +539,17 @@ def relu(x: npt.ArrayLike, out: Array | None = None) -> Array:
     if dt is not _F32 and dt is not _F64 and dt != _F32 and dt != _F64:
         raise DTypeError(f"relu: input has dtype {dt} (shape {xa.shape}); kernels take float32 or float64")
     if xa.size < RELU_KERNEL_MIN or not xa.flags.c_contiguous:
+        if _trace.active is not None:
+            _trace.refuse(f"relu of {xa.shape} runs numpy's maximum")
         small: Array = np.maximum(xa, dt.type(0), out=out)
         return small
     if out is None:
         out = np.empty(xa.shape, dt)
     x1, o1 = xa.reshape(-1), out.reshape(-1)
-    (_relu_parallel if _big(x1.shape[0]) else _relu_serial)(o1, x1)
+    kernel = _relu_parallel if _big(x1.shape[0]) else _relu_serial
+    kernel(o1, x1)
+    if _trace.active is not None:
+        _trace.note(kernel, o1, x1)
     return out
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import onednn as _onednn
 from gradtape.devices.kernels import onednn_matmul as _onednn_mm
 
@@ -173,6 +174,8 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     the batch's. Same shapes, dtypes and errors as numpy's. GPU (CuPy) arrays go to
     ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
     if a.ndim == 0 or b.ndim == 0 or (a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")):
+        if _trace.active is not None:
+            _trace.refuse(f"a product {a.shape} @ {b.shape} runs on numpy")
         res: Array = np.matmul(a, b, out=out)
         return res
     m = a.shape[-2] if a.ndim > 1 else 1
@@ -184,6 +187,8 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
             res_d = _onednn_mm.matmul(a, b, out, total < _onednn_mm.MIN_MACS)
             if res_d is not None:
                 return res_d
+    if _trace.active is not None:
+        _trace.refuse(f"a product {a.shape} @ {b.shape} runs on numpy's BLAS, which numba cannot call")
     if _SET is None:
         res = np.matmul(a, b, out=out)
         return res

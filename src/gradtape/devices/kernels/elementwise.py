@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices._arrays import on_gpu as _on_gpu
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.errors import DTypeError, ShapeError
 
@@ -199,10 +200,17 @@ def _fused3(op: str, serial: Any, parallel: Any, out: Array, a: Array, b: Array)
                 and not ((b.base is ob or b is ob) and b is not out and np.may_share_memory(out, b))
             ):
                 if len(shape) == 1:
-                    (parallel if shape[0] >= PARALLEL_THRESHOLD else serial)(out, a, b)
+                    k = parallel if shape[0] >= PARALLEL_THRESHOLD else serial
+                    k(out, a, b)
+                    if _trace.active is not None:
+                        _trace.note(k, out, a, b)
                     return True
                 if out.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous:
-                    (parallel if out.size >= PARALLEL_THRESHOLD else serial)(out.ravel(), a.ravel(), b.ravel())
+                    k = parallel if out.size >= PARALLEL_THRESHOLD else serial
+                    o1, a1, b1 = out.ravel(), a.ravel(), b.ravel()
+                    k(o1, a1, b1)
+                    if _trace.active is not None:
+                        _trace.note(k, o1, a1, b1)
                     return True
     return _fused(op, (serial, parallel), out, a, b)
 
@@ -242,9 +250,15 @@ def _fused(op: str, kernels: tuple[Any, Any], out: Array, *ins: Array) -> bool:
     _check_out(op, out)
     if _fast(out, *ins):
         o = _flat(out)
-        kernels[1 if o.shape[0] >= PARALLEL_THRESHOLD else 0](o, *[_flat(x) for x in ins])
+        k = kernels[1 if o.shape[0] >= PARALLEL_THRESHOLD else 0]
+        flat = [_flat(x) for x in ins]
+        k(o, *flat)
+        if _trace.active is not None:
+            _trace.note(k, o, *flat)
         return True
     _fallback_shape(op, out, *ins)
+    if _trace.active is not None:
+        _trace.refuse(f"{op} on broadcast, strided or overlapping arrays runs in numpy")
     return False
 
 
@@ -342,11 +356,19 @@ def relu_grad(x: Array, g: Array) -> Array:
         raise DTypeError(f"relu_grad: dtype {dt} (shape {x.shape}); kernels take float32 or float64")
     if x.ndim == 1 or (x.flags.c_contiguous and g.flags.c_contiguous):
         out = np.empty(x.shape, dt)
-        o = _flat(out)
-        (_relu_grad_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _relu_grad_serial)(o, _flat(x), _flat(g))
+        o, x1, g1 = _flat(out), _flat(x), _flat(g)
+        k = _relu_grad_parallel if o.shape[0] >= PARALLEL_THRESHOLD else _relu_grad_serial
+        k(o, x1, g1)
+        if _trace.active is not None:
+            _trace.note(k, o, x1, g1)
         return out
+    if _trace.active is not None:
+        _trace.refuse(f"relu's gradient of strided arrays {x.shape} runs in numpy")
     res: Array = np.where(x > 0, g, dt.type(0))
     return res
+
+
+_trace.traceable(relu_grad)  # notes its kernel (or refuses): a declared op's rule using it may be traced
 
 
 def add_rows(out: Array, b: Array, relu: bool = False) -> None:
@@ -376,8 +398,13 @@ def add_rows(out: Array, b: Array, relu: bool = False) -> None:
         and out.flags.c_contiguous
         and b.flags.c_contiguous
     ):
-        (_add_rows_parallel if out.size >= PARALLEL_THRESHOLD else _add_rows_serial)(out, b, relu)
+        kernel = _add_rows_parallel if out.size >= PARALLEL_THRESHOLD else _add_rows_serial
+        kernel(out, b, relu)
+        if _trace.active is not None:
+            _trace.note(kernel, out, b, relu)
     else:
+        if _trace.active is not None:
+            _trace.refuse(f"a bias add of {b.shape} into {out.shape} runs numpy's +=")
         out += b
         if relu:
             np.copyto(out, 0, where=out <= 0)
@@ -404,10 +431,14 @@ def sum_rows(x: npt.ArrayLike) -> Array:
         or not xa.flags.c_contiguous
         or xa.size >= PARALLEL_THRESHOLD
     ):
+        if _trace.active is not None:
+            _trace.refuse(f"a bias gradient (sum over rows) of {xa.shape} runs in numpy")
         res: Array = xa.sum(axis=0)
         return res
     out = np.empty(xa.shape[1], dt)
     _sum_rows_serial(out, xa)
+    if _trace.active is not None:
+        _trace.note(_sum_rows_serial, out, xa)
     return out
 
 

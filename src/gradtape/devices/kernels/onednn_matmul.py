@@ -61,7 +61,7 @@ from numba import typeof
 from numba.core import types as nt
 from numba.extending import intrinsic
 
-from gradtape.devices.kernels import _jit
+from gradtape.devices.kernels import _jit, _trace
 from gradtape.devices.kernels import onednn as _od
 
 __all__ = ["CACHE_SIZE", "MAX_TWINS", "MIN_MACS", "SERIAL_MIN_MACS", "Matmul", "matmul", "plan"]
@@ -226,6 +226,11 @@ class Matmul:
             st = run(self._call, a, b, out)
             if st != 0:
                 raise _od.OneDNNError(f"oneDNN: matmul {self.out_shape} failed (status {st})")
+            if _trace.active is not None:
+                if run is _run_compiled:
+                    _trace.note(run, self._call, a, b, out, failure=f"oneDNN: matmul {self.out_shape} failed")
+                else:
+                    _trace.refuse("oneDNN's matmul runs through ctypes here (numba could not compile its caller)")
             return out
         finally:
             self.lock.release()

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from gradtape.devices._arrays import on_gpu as _on_gpu
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels._jit import serial_and_parallel
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD, _check_out, _fast_same, _flat
 from gradtape.errors import DTypeError, ShapeError
@@ -223,19 +224,13 @@ def _sgd_apply(
         pf = _flat(p)
         kernel = _sgd_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _sgd_serial
         b = _flat(buf) if buf is not None else pf
-        kernel(
-            pf,
-            _flat(g),
-            b,
-            lr,
-            weight_decay,
-            momentum,
-            dampening,
-            nesterov,
-            first,
-            use_buf,
-        )
+        gf = _flat(g)
+        kernel(pf, gf, b, lr, weight_decay, momentum, dampening, nesterov, first, use_buf)
+        if _trace.active is not None:
+            _trace.note(kernel, pf, gf, b, lr, weight_decay, momentum, dampening, nesterov, first, use_buf)
         return
+    if _trace.active is not None:
+        _trace.refuse(f"an SGD step of a strided parameter or gradient {p.shape} runs in numpy")
     t = p.dtype.type
     d = g + t(weight_decay) * p if weight_decay else g
     if buf is not None:

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from gradtape.devices._arrays import on_gpu as _on_gpu
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels._jit import jit, serial_and_parallel
 from gradtape.devices.kernels.elementwise import _F32, _F64, PARALLEL_THRESHOLD, _check_out, _fallback_shape, _fast
 from gradtape.errors import DTypeError, ShapeError
@@ -234,6 +235,8 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
         if bool(((t < 0) | (t >= x.shape[1])).any()):
             raise _bad_index(t, x.shape[1])
         return cuda.cross_entropy_forward(x, t)
+    if _trace.active is not None:
+        _trace.refuse("cross_entropy's forward runs numpy's exp")
     x = np.ascontiguousarray(x)
     p = np.empty_like(x)
     bad, picked = _ce_shift(p, x, t)
@@ -278,4 +281,6 @@ def cross_entropy_backward(p: Array, t: Array, k: float) -> Array:
         raise ValueError(f"cross_entropy_backward: p (shape {p.shape}) must be a writable C-contiguous array")
     if _ce_backward(p, t, k) >= 0:
         raise _bad_index(t, p.shape[1])
+    if _trace.active is not None:
+        _trace.note(_ce_backward, p, t, k, failure=lambda: _bad_index(t, p.shape[1]), ok=-1)
     return p
