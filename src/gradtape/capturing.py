@@ -30,6 +30,30 @@ input, a parameter, an op's output, or what an op's replay kernel refreshes besi
 convolution's im2col columns, max pooling's arg-max indices, the softmax cross-entropy keeps);
 anything else refuses the recording.
 
+**Compiled replays** (``capture(fn, compile=True)``, the default). The first replay of a
+plan runs its items under a kernel trace (:mod:`gradtape.devices.kernels._trace`): the kernel
+wrappers note each numba kernel they call and its exact arguments (products on oneDNN through
+their compiled caller, the bias and ReLU passes, the fused backward kernels, cross-entropy's
+backward, SGD's update), and each stretch of consecutive items that ran only noted kernels
+becomes one generated numba function (about 2 us to call, where each item costs a Python
+call, its checks and its allocations); the other items (a loss computed with numpy's ``exp``,
+Adam's step, whose bias corrections change at every step, a hand-written closure) stay Python
+calls between them. Only items and backward rules declared traceable take part (every other
+one, and every numpy fallback of a wrapper, refuses, naming itself). What the traced items do
+to Python objects (the backward's gradient store and ``.grad``, ``zero_grad``'s clearing) is
+kept as the state they left and set again after each compiled call, with the gradients a
+caller can still reach afterwards (``.grad`` after ``opt.step()``) handed out as copies, so an
+array kept from one step is never overwritten by the next. Before each stretch runs compiled,
+what it read is checked as traced (the optimizer's hyper-parameters and state, the stores'
+contents, which ``.grad`` were set); where it changed (a learning rate set between calls) the
+stretch replays item by item and is traced again (at once after 50 good calls; a stretch
+that keeps changing stays item by item). The second replay checks every compiled stretch
+against the flat replay on its new inputs, bit for bit (every array the items changed and
+every gradient they made): a stretch that differs replays item by item from then on, so an
+item that computed outside its noted kernels can slow a plan but not change its numbers.
+:attr:`Captured.compiled_replays` counts the calls in which every stretch ran compiled,
+:attr:`Captured.compile_reason` says why something replays item by item.
+
 **When it replays.** Plans are kept per *key*: each tensor or numpy argument's shape and dtype
 (and whether a tensor requires grad), the value of every other argument (ints, strings,
 ``None``, ...: they must be hashable; Python values are baked into the plan as JAX's ``jit``
@@ -123,16 +147,20 @@ made while another thread replays runs eagerly).
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar
 
+import numba
 import numpy as np
 
 from gradtape import tape as _tp
-from gradtape.engine import entry_op, replay_first_order, saved_arrays, saved_ids
+from gradtape.devices.kernels import _jit, _trace
+from gradtape.engine import _BORROWED, entry_op, replay_first_order, saved_arrays, saved_ids
 from gradtape.tape import is_grad_enabled, next_id
 from gradtape.tensor import Tensor
 
@@ -420,6 +448,7 @@ class _Plan:
     items: list[tuple[Callable[..., Any], tuple[Any, ...]]]
     template: Any
     outs: list[tuple[Array, Any]] = field(default_factory=list)
+    compiled: _Compiled | str | None = None  # None: not tried yet; a string: why it replays item by item
 
     def valid(self) -> bool:
         return all(t.data is a and t.requires_grad is rg for t, a, rg in self.guards) and all(
@@ -455,15 +484,24 @@ class Captured(Generic[P, R]):
         recorded: calls recorded (each also ran eagerly).
         eager_calls: calls run eagerly without recording (first calls of a key, refused ones).
         reason: why the last refused recording could not be replayed, else ``None``.
+        compile: whether replays are compiled (see the module docstring).
+        compiled_replays: replays in which every traced stretch ran as one compiled call.
+        compile_reason: why the last plan (or a stretch of it) replays item by item, else
+            ``None``.
     """
 
-    def __init__(self, fn: Callable[P, R], max_plans: int = 8) -> None:
+    def __init__(self, fn: Callable[P, R], max_plans: int = 8, compile: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"capture: expected a function or a module, got {type(fn).__name__}")
         if max_plans < 1:
             raise ValueError(f"capture: max_plans must be at least 1, got {max_plans}")
+        if not isinstance(compile, bool):
+            raise TypeError(f"capture: compile must be a bool, got {type(compile).__name__}")
         self.fn = fn
         self.max_plans = max_plans
+        self.compile = compile
+        self.compiled_replays = 0
+        self.compile_reason: str | None = None
         self.replays = 0
         self.recorded = 0
         self.eager_calls = 0
@@ -498,7 +536,9 @@ class Captured(Generic[P, R]):
         if isinstance(state, _Plan):
             if state.valid():
                 self.replays += 1
-                return _replay(state, arrays)
+                if not self.compile or isinstance(state.compiled, str):
+                    return _replay(state, arrays)
+                return self._compiled(state, arrays)
             return self._record(key, args, kwargs)  # a parameter's array was replaced, a module changed mode
         if isinstance(state, str):
             self.eager_calls += 1
@@ -512,6 +552,40 @@ class Captured(Generic[P, R]):
             self.eager_calls += 1
             return self.fn(*args, **kwargs)
         return self._record(key, args, kwargs)
+
+    def _compiled(self, plan: _Plan, arrays: list[Array]) -> Any:
+        """A replay of ``plan`` as one compiled call, once the plan has one and it was checked;
+        the first replay traces the plan's kernels and compiles them, the second checks the
+        compiled call against a flat replay (see :func:`_traced` and :func:`_checked`)."""
+        c = plan.compiled
+        if c is None:
+            result, got = _traced(plan, arrays)
+            plan.compiled = got
+            if isinstance(got, str):
+                self.compile_reason = got
+            return result
+        assert isinstance(c, _Compiled)
+        if not c.checked:
+            result, why = _checked(plan, c, arrays)
+            if why is not None:
+                self.compile_reason = why
+            return result
+        result, missed = _run_compiled(plan, c, arrays, _name(self.fn))
+        if not missed:
+            c.calls += 1
+            self.compiled_replays += 1
+        elif c.calls >= RETRACE_AFTER:  # a guard changed (a learning rate set between calls): trace again
+            plan.compiled = None
+        else:  # it keeps changing: tracing, compiling and checking at every call would cost more
+            c.parts = [q for p in c.parts for q in (plan.items[p.start : p.stop] if p in missed else [p])]
+            self.compile_reason = (
+                "finds the objects a traced run reads (an optimizer's hyper-parameters, gradient stores, .grad "
+                f"arrays a Python backward made) changed within {RETRACE_AFTER} calls of a trace: that run "
+                "replays item by item"
+            )
+            if not any(isinstance(p, _Run) for p in c.parts):
+                plan.compiled = self.compile_reason
+        return result
 
     def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], why: str) -> Any:
         self.eager_calls += 1
@@ -729,6 +803,505 @@ def _replay(plan: _Plan, arrays: list[Array]) -> Any:
     return _rebuild(plan)
 
 
+@dataclass
+class _Effects:
+    """What a traced item did to Python objects (:class:`gradtape.devices.kernels._trace.Touches`:
+    gradient stores, tensors' ``.grad``), redone after each compiled call of its segment: each
+    store's contents after the item (``post``; arrays the item made are the trace's own, which
+    the compiled kernels rewrite) and the ``.grad`` each tensor got (``post_grad``: changed or
+    not, the array, whether a store lends it). A compiled call applies them only where the
+    objects are as they were when traced (:meth:`ready`: each store held ``pre``, each tensor's
+    ``.grad`` held ``pre_grad``'s array, the guard returns what it returned); otherwise that
+    segment replays item by item. ``exposed``: the arrays made here that the caller can still
+    reach after the traced call (a ``.grad`` left for the next step); the call hands those out
+    as copies at its end (:func:`_hand_out`), so a gradient the caller keeps is never
+    overwritten by a later call."""
+
+    touches: _trace.Touches
+    pre: list[dict[int, Array]]
+    pre_grad: list[Array | None]
+    guard: tuple[Any, ...] = ()
+    post: list[tuple[dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
+    post_grad: list[tuple[bool, Array | None, bool]] = field(default_factory=list)
+    exposed: set[int] = field(default_factory=set)
+    changes: list[bool] = field(default_factory=list)  # per store: the item changed it
+    item: int = -1  # its index in the plan's items
+
+    def ready(self, out: dict[int, Array], implied: set[int] | frozenset[int] = frozenset()) -> bool:
+        """Whether the objects are as traced; ``out``: the arrays handed out as copies (the
+        traced array's id to its copy), which stand for the traced ones; ``implied``: the ids of
+        the stores and tensors an earlier item of the same run has just set as traced."""
+        t = self.touches
+        if t.guard is not None and not _same_guard(t.guard(), self.guard):
+            return False
+        for k, (store, pre) in enumerate(zip(t.stores, self.pre, strict=True)):
+            if (k == 0 and t.fresh) or id(store) in implied:
+                continue
+            d = store._data
+            if len(d) != len(pre) or any(d.get(i) is not out.get(id(a), a) for i, a in pre.items()):
+                return False
+        read = t.grads_read
+        if read == "none" or (t.tensors and implied.issuperset(map(id, t.tensors))):
+            return True
+        for x, a in zip(t.tensors, self.pre_grad, strict=True):
+            if id(x) in implied:
+                continue
+            gt = getattr(x, "_grad", None)
+            if a is None or read == "is_none":
+                if (gt is None) is not (a is None):
+                    return False
+            elif gt is None or gt.data is not out.get(id(a), a):
+                return False
+        return True
+
+    def touched(self) -> set[int]:
+        """The ids of the stores and tensors :meth:`apply` sets (or that the item read and left
+        as they were: either way as traced after it)."""
+        return {id(s) for s in self.touches.stores} | {id(x) for x in self.touches.tensors}
+
+    def made(self) -> list[tuple[Any, Array]]:
+        """The arrays the item made (in no store and no ``.grad`` before it), each with where it
+        was left: ``(store, key)`` or the tensor whose ``.grad`` it is."""
+        before = {id(a) for pre in self.pre for a in pre.values()}
+        before.update(id(a) for a in self.pre_grad if a is not None)
+        found: dict[int, tuple[Any, Array]] = {}
+        for store, (data, _) in zip(self.touches.stores, self.post, strict=True):
+            for i, a in data.items():
+                if id(a) not in before:
+                    found.setdefault(id(a), ((store, i), a))
+        for x, (changed, g, _) in zip(self.touches.tensors, self.post_grad, strict=True):
+            if changed and g is not None and id(g) not in before:
+                found.setdefault(id(g), (x, g))
+        return list(found.values())
+
+
+def _same_guard(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Two guards' ``(values, arrays)`` agree: the values equal, the arrays the same objects."""
+    return bool(a[0] == b[0]) and len(a[1]) == len(b[1]) and all(map(operator.is_, a[1], b[1]))
+
+
+def _store_flags(g: Any) -> tuple[Any, ...]:
+    return (
+        set(g._shared),
+        None if g._leafs is None else set(g._leafs),
+        set(g._parts),
+        None if g._transient is None else set(g._transient),
+    )
+
+
+def _effects_before(touches: _trace.Touches) -> _Effects:
+    pre = [{} if k == 0 and touches.fresh else dict(s._data) for k, s in enumerate(touches.stores)]
+    grads = [getattr(x, "_grad", None) for x in touches.tensors]
+    guard = () if touches.guard is None else touches.guard()
+    eff = _Effects(touches, pre, [None if g is None else g.data for g in grads], guard)
+    eff.changes = [True] * len(pre) if touches.fresh else []
+    eff._flags = [_store_flags(s) for s in touches.stores]  # type: ignore[attr-defined]
+    return eff
+
+
+def _effects_after(eff: _Effects) -> None:
+    t = eff.touches
+    eff.post = [(dict(s._data), _store_flags(s)) for s in t.stores]
+    flags_before = eff._flags  # type: ignore[attr-defined]
+    eff.changes = [
+        (k == 0 and t.fresh)
+        or len(pre) != len(data)
+        or any(data.get(i) is not a for i, a in pre.items())
+        or flags != before
+        for k, (pre, (data, flags), before) in enumerate(zip(eff.pre, eff.post, flags_before, strict=True))
+    ]
+    for x, a in zip(t.tensors, eff.pre_grad, strict=True):
+        gt = getattr(x, "_grad", None)
+        now = None if gt is None else gt.data
+        eff.post_grad.append((now is not a, now, gt is not None and gt.id in _BORROWED))
+
+
+def _exposed(effects: list[_Effects]) -> None:
+    """Mark, in each item's effects, the arrays it made that a store or a ``.grad`` still holds
+    at the end of the traced call (:attr:`_Effects.exposed`)."""
+    for eff in effects:
+        made = {id(a) for _, a in eff.made()}
+        held: set[int] = set()
+        for store in eff.touches.stores:
+            held.update(id(a) for a in store._data.values())
+        for x in eff.touches.tensors:
+            gt = getattr(x, "_grad", None)
+            if gt is not None:
+                held.add(id(gt.data))
+        eff.exposed = made & held
+
+
+def _hand_out(runs: list[_Run], ids: set[int]) -> dict[int, Array]:
+    """At the end of a compiled call: each exposed array (``ids``) a store or a ``.grad`` that
+    ``runs`` set holds replaced by a copy (one copy per array, shared by all who hold it, as the
+    array was); returns the traced array's id to its copy, which the next call's
+    :meth:`_Effects.ready` reads."""
+    copies: dict[int, Array] = {}
+
+    def copy(a: Array) -> Array:
+        c = copies.get(id(a))
+        if c is None:
+            c = copies[id(a)] = a.copy()
+        return c
+
+    for run in runs:
+        for store, _, _ in run.stores:
+            d = store._data
+            for i, a in d.items():
+                if id(a) in ids:
+                    d[i] = copy(a)
+        for x, _, _ in run.tensors:
+            gt = getattr(x, "_grad", None)
+            if gt is not None and id(gt.data) in ids:
+                gt.data = copy(gt.data)
+    return copies
+
+
+@dataclass
+class _Run:
+    """A stretch of consecutive traced items (``start:stop``) replayed as one generated numba
+    function: ``fn(*values) -> 0`` runs their kernels in order over ``values`` (the arrays and
+    numbers the wrappers called them with; ``fn`` is ``None`` where they run none, as a
+    ``zero_grad``); a nonzero return ``k`` is ``failures[k - 1]``. ``effects``: those of its
+    items that touch Python objects, in order, each with the ids of the objects an earlier one
+    sets (``implied``: found as traced without a look). Before the function runs, a compiled
+    call checks the rest (:meth:`ready`); after it, it sets each object as the last item
+    touching it left it (:meth:`apply`: intermediate states, a ``.grad`` set by the backward
+    and cleared by ``zero_grad`` after it, are seen by no Python code)."""
+
+    start: int
+    stop: int
+    fn: Callable[..., int] | None
+    values: tuple[Any, ...]
+    failures: list[_trace.Failure]
+    effects: list[_Effects]
+    implied: list[set[int]] = field(default_factory=list)
+    stores: list[tuple[Any, dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
+    tensors: list[tuple[Tensor[Any, Any], Array | None, bool]] = field(default_factory=list)
+    afters: list[Callable[[], None]] = field(default_factory=list)
+    installed: set[int] = field(default_factory=set)
+    exposed: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+        stores: dict[int, tuple[Any, dict[int, Array], tuple[Any, ...]]] = {}
+        tensors: dict[int, tuple[Tensor[Any, Any], Array | None, bool]] = {}
+        for e in self.effects:
+            self.implied.append(set(seen))
+            seen |= e.touched()
+            t = e.touches
+            for store, (data, flags), change in zip(t.stores, e.post, e.changes, strict=True):
+                if change:
+                    stores[id(store)] = (store, data, flags)
+            for x, (changed, a, lent) in zip(t.tensors, e.post_grad, strict=True):
+                if changed:
+                    tensors[id(x)] = (x, a, lent)
+            if t.after is not None:
+                self.afters.append(t.after)
+            self.exposed |= e.exposed
+        self.stores = list(stores.values())
+        self.tensors = list(tensors.values())
+        self.installed = {id(a) for _, data, _ in self.stores for a in data.values()}
+        self.installed |= {id(a) for _, a, _ in self.tensors if a is not None}
+
+    def ready(self, out: dict[int, Array]) -> bool:
+        for e, implied in zip(self.effects, self.implied, strict=True):
+            if not e.ready(out, implied):
+                return False
+        return True
+
+    def apply(self) -> None:
+        for store, data, flags in self.stores:
+            shared, leafs, parts, transient = flags
+            store._data = dict(data)
+            store._shared = set(shared)
+            store._leafs = None if leafs is None else set(leafs)
+            store._parts = set(parts)
+            store._transient = None if transient is None else set(transient)
+            store._graph = None
+        for x, a, lent in self.tensors:
+            old = getattr(x, "_grad", None)
+            if old is not None:
+                _BORROWED.discard(old.id)
+            if a is None:
+                x._grad = None
+                continue
+            gt = object.__new__(Tensor)
+            gt.data, gt.device, gt.tape, gt.id, gt._leaf = a, x.device, _tp.NONE_TAPE, next_id(), True
+            if lent:
+                _BORROWED.add(gt.id)
+            x._grad = gt
+        for f in self.afters:
+            f()
+
+
+@dataclass
+class _Compiled:
+    """A plan's compiled replay: its items as ``parts``, each a :class:`_Segment` or an item
+    ``(fn, args)`` run as the flat replay runs it (an op or a call the trace does not take:
+    an optimizer's ``step``, a loss computed with numpy's ``exp``). ``checked``: it matched a
+    flat replay once (:func:`_checked`)."""
+
+    parts: list[Any]
+    checked: bool = False
+    out: dict[int, Array] = field(default_factory=dict)  # the last call's copies (see _hand_out)
+    calls: int = 0  # compiled calls that found every run as traced
+
+
+def _traced(plan: _Plan, arrays: list[Array]) -> tuple[Any, _Compiled | str]:
+    """One flat replay of ``plan`` with each item that may be traced
+    (:func:`gradtape.devices.kernels._trace.traceable`) run under a kernel trace: the call's
+    result, and the plan's compiled replay (runs of traced items made one numba function each,
+    the other items kept as they are), or why it has none (no item traced, numba refusing the
+    generated function)."""
+    for buf, a in zip(plan.inputs, arrays, strict=True):
+        np.copyto(buf, a)
+    runs: list[list[Any]] = []  # per item: its kernel steps ([None] for none) where traced, else []
+    effects_of: list[_Effects | None] = []
+    why: str | None = None
+    for fn, args in plan.items:
+        key, full, kw = (fn.func, fn.args + args, fn.keywords) if isinstance(fn, functools.partial) else (fn, args, {})
+        entry = _trace.TRACEABLE.get(key)
+        reason = None if entry is not None else f"runs {_name(key)}, which compiled replays do not cover yet"
+        if entry is not None and entry[0] is not None:
+            reason = entry[0](full, kw)
+        eff = None
+        if reason is None and entry is not None and entry[1] is not None:
+            eff = _effects_before(entry[1](full, kw))
+        t = _trace.Trace()
+        if reason is None:
+            _trace.active = t
+        try:
+            fn(*args)
+        finally:
+            _trace.active = None
+        if eff is not None:
+            _effects_after(eff)
+        reason = reason or t.reason
+        if reason is not None:
+            runs.append([])
+            effects_of.append(None)
+            why = why or reason
+            continue
+        runs.append(list(t.steps) or [None])
+        effects_of.append(eff)
+    result = _rebuild(plan)
+    _exposed([e for e in effects_of if e is not None])
+    try:
+        parts = _segments(plan, runs, effects_of)
+    except Exception as err:  # numba refused a generated function: the flat replay stays
+        return result, f"could not be compiled by numba ({type(err).__name__}: {str(err).splitlines()[0][:200]})"
+    if not any(isinstance(p, _Run) for p in parts):
+        return result, why or "runs no kernel a trace takes"
+    compiled = [p for p in parts if isinstance(p, _Run)]
+    exposed = {i for r in compiled for i in r.exposed}
+    # what this call leaves the caller are copies too: the traced arrays are the compiled calls' own
+    return result, _Compiled(parts, out=_hand_out(compiled, exposed) if exposed else {})
+
+
+def _segments(plan: _Plan, runs: list[list[Any]], effects_of: list[_Effects | None]) -> list[Any]:
+    """The compiled replay's parts: each maximal stretch of traced items one :class:`_Run`, the
+    other items as they are."""
+    parts: list[Any] = []
+    i = 0
+    n = len(plan.items)
+    while i < n:
+        if not runs[i]:
+            parts.append(plan.items[i])
+            i += 1
+            continue
+        j = i
+        steps: list[Any] = []
+        effects: list[_Effects] = []
+        while j < n and runs[j]:
+            steps += [s for s in runs[j] if s is not None]
+            eff = effects_of[j]
+            if eff is not None:
+                eff.item = j
+                effects.append(eff)
+            j += 1
+        fn, values, failures = _compile(steps) if steps else (None, (), [])
+        parts.append(_Run(i, j, fn, values, failures, effects))
+        i = j
+    return parts
+
+
+def _compile(
+    steps: list[tuple[Any, tuple[Any, ...], _trace.Failure | None, int]],
+) -> tuple[Any, tuple[Any, ...], list[_trace.Failure]]:
+    """The generated function calling each traced kernel with its arguments: every array
+    (once, however often it recurs) and every number a parameter, so each kernel is called
+    with the numba types the wrapper called it with (its compiled code, not a new
+    specialisation)."""
+    ns: dict[str, Any] = {}
+    params: list[str] = []
+    values: list[Any] = []
+    seen: dict[Any, str] = {}
+    kernels: dict[int, str] = {}
+    failures: list[_trace.Failure] = []
+    body: list[str] = []
+
+    def param(v: Any) -> str:
+        if v is None:
+            return "None"
+        if isinstance(v, np.ndarray):  # one parameter per view geometry: a.ravel() twice is one array
+            i = v.__array_interface__
+            key: Any = (id(_root(v)), i["data"][0], v.shape, v.strides, v.dtype.str, v.flags.writeable)
+        elif type(v) in (bool, int, float) or isinstance(v, np.generic):
+            key = (type(v), repr(v))  # repr: 0.0 and -0.0 stay two
+        else:
+            raise TypeError(f"a kernel argument of type {type(v).__name__}")
+        name = seen.get(key)
+        if name is None:
+            name = seen[key] = f"a{len(values)}"
+            params.append(name)
+            values.append(v)
+        return name
+
+    for kernel, args, failure, ok in steps:
+        k = kernels.get(id(kernel))
+        if k is None:
+            k = kernels[id(kernel)] = f"k{len(kernels)}"
+            ns[k] = kernel
+        call = f"{k}({', '.join(param(a) for a in args)})"
+        if failure is None:
+            body.append(f"    {call}")
+        else:
+            failures.append(failure)
+            body += [f"    if {call} != {int(ok)}:", f"        return {len(failures)}"]
+    source = "\n".join([f"def _replay({', '.join(params)}):", *body, "    return 0", ""])
+    fn: Any = _jit.jit_source(source, "_replay", ns)
+    fn.compile(tuple(numba.typeof(v) for v in values))  # now, not at the first call (which would run it)
+    return fn, tuple(values), failures
+
+
+def _owned(plan: _Plan) -> list[Array]:
+    """The arrays the plan's items hold (one level into tuples), once each."""
+    found: dict[int, Array] = {}
+    for _, args in plan.items:
+        for a in args:
+            for b in a if a.__class__ is tuple else (a,):
+                if isinstance(b, np.ndarray):
+                    found.setdefault(id(b), b)
+    return list(found.values())
+
+
+def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> tuple[Any, list[_Run]]:
+    """A compiled replay: each run's function (then its effects), the other items as they are;
+    a run whose objects are not as traced replays item by item. Returns the result and the
+    runs that did."""
+    for buf, a in zip(plan.inputs, arrays, strict=True):
+        np.copyto(buf, a)
+    items = plan.items
+    out = c.out
+    exposed: set[int] = set()
+    handed: list[_Run] = []
+    missed: list[_Run] = []
+    for part in c.parts:
+        if part.__class__ is not _Run:
+            part[0](*part[1])
+            continue
+        if not part.ready(out):
+            for fn, args in items[part.start : part.stop]:
+                fn(*args)
+            missed.append(part)
+            continue
+        if part.fn is not None:
+            rc = part.fn(*part.values)
+            if rc:
+                failure = part.failures[rc - 1]
+                if callable(failure):
+                    raise failure()
+                raise RuntimeError(f"gradtape.capture: a compiled replay of {name} failed: {failure}")
+        part.apply()
+        if part.exposed:
+            handed.append(part)
+            exposed |= part.exposed
+        if out:  # what it set holds the traced arrays themselves now
+            out = {k: v for k, v in out.items() if k not in part.installed}
+    c.out = _hand_out(handed, exposed) if handed else {}
+    return _rebuild(plan), missed
+
+
+RETRACE_AFTER = 50
+"""A compiled replay whose run finds its objects changed (a guard: a learning rate set
+between calls, a store holding other gradients) after at least this many calls that found them
+as traced is traced again at the next call (once per epoch's schedule, say); one that finds
+them changed sooner replays item by item from then on (a schedule stepped at every call would
+otherwise trace, compile and check at every call)."""
+
+
+def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str | None]:
+    """A flat replay of ``plan`` (its result and its effects are the call's) in which each run,
+    after its items ran, is run again compiled from the arrays as they were before them: every
+    array the flat items changed, and every array an item made for a store or a ``.grad``,
+    must come out bit for bit the same, or that run replays item by item from then on (the
+    returned reason says so; with no run left, the plan has no compiled replay). It catches an
+    item declared traceable that computes something outside its noted kernels, or a traced
+    kernel reading an array a Python item makes anew at each call: the compiled function
+    would read or leave that array as the traced replay left it, while these inputs differ."""
+    for buf, a in zip(plan.inputs, arrays, strict=True):
+        np.copyto(buf, a)
+    items = plan.items
+    failed: list[_Run] = []
+    for part in c.parts:
+        if part.__class__ is not _Run:
+            part[0](*part[1])
+            continue
+        roots = list({id(_root(v)): _root(v) for v in part.values if isinstance(v, np.ndarray)}.values())
+        before = [r.copy() for r in roots]
+        by_item = {e.item: e for e in part.effects}
+        made_now: list[list[Array] | None] = []
+        for k in range(part.start, part.stop):
+            fn, args = items[k]
+            fn(*args)
+            e = by_item.get(k)
+            if e is not None:
+                made_now.append(_made_now(e))
+        truth = [r.copy() for r in roots]
+        for r, b in zip(roots, before, strict=True):
+            np.copyto(r, b)
+        rc = 0 if part.fn is None else part.fn(*part.values)
+        # the arrays the flat items changed must come out the same, and keep the flat values;
+        # the others are the trace's own scratch (the flat items made their own), or unchanged
+        changed = [not _same(b, t) for b, t in zip(before, truth, strict=True)]
+        same = rc == 0 and all(_same(r, t) for r, t, w in zip(roots, truth, changed, strict=True) if w)
+        for e, now in zip(part.effects, made_now, strict=True):
+            same = same and now is not None and all(_same(a, b) for (_, a), b in zip(e.made(), now, strict=True))
+        if not same:
+            failed.append(part)
+        for r, t, w in zip(roots, truth, changed, strict=True):
+            if w:
+                np.copyto(r, t)
+    c.checked = True
+    if not failed:
+        return _rebuild(plan), None
+    c.parts = [q for p in c.parts for q in (items[p.start : p.stop] if p in failed else [p])]
+    why = (
+        "gave other values compiled than item by item in a traced run (an item computing outside its traced "
+        "kernels, or reading arrays a Python item makes anew at each call): that run replays item by item"
+    )
+    if not any(isinstance(p, _Run) for p in c.parts):
+        plan.compiled = why
+    return _rebuild(plan), why
+
+
+def _made_now(e: _Effects) -> list[Array] | None:
+    """The arrays this call's flat run left where the traced run left :meth:`_Effects.made`'s
+    (the same store key, or the same tensor's ``.grad``), or ``None`` if one is missing."""
+    found: list[Array] = []
+    for where, _ in e.made():
+        if isinstance(where, tuple):
+            now = where[0]._data.get(where[1])
+        else:
+            gt = getattr(where, "_grad", None)
+            now = None if gt is None else gt.data
+        if now is None:
+            return None
+        found.append(now)
+    return found
+
+
 def _ids_in(ops: list[Any], leaves: dict[int, Any], seeds: Any) -> set[int]:
     """Every int the entries reach (their times, their inputs' ids, the ids their closures
     hold, and sizes: a superset of the tensor ids the pass touches; see
@@ -774,7 +1347,7 @@ def _backward_item(
     replay_first_order(ops, grads, seeds, leaves, to_grad)
 
 
-def capture(fn: Callable[P, R], *, max_plans: int = 8) -> Captured[P, R]:
+def capture(fn: Callable[P, R], *, max_plans: int = 8, compile: bool = True) -> Captured[P, R]:
     """Record ``fn``'s kernels on its second call and replay them on later calls with the same
     argument shapes, dtypes and values (see :mod:`gradtape.capturing`). Use it as a decorator
     or on a module: ``predict = gradtape.capture(model)``.
@@ -783,12 +1356,25 @@ def capture(fn: Callable[P, R], *, max_plans: int = 8) -> Captured[P, R]:
         fn: a function or module; its tensor results come back as new untraced tensors.
         max_plans: plans kept (one per key: argument shapes, dtypes, other argument values and
             grad mode); the oldest is dropped beyond.
+        compile: replay each stretch of traced kernels as one generated numba function (the
+            default: the first replay traces and compiles, the second checks it against the
+            item-by-item replay); ``False`` replays item by item.
 
     Returns:
         A :class:`Captured` callable with ``fn``'s signature.
 
     Raises:
-        TypeError: ``fn`` is not callable. ValueError: ``max_plans < 1``. A call that cannot
-        be replayed does not raise: it runs eagerly, with one ``RuntimeWarning`` naming why.
+        TypeError: ``fn`` is not callable, or ``compile`` is not a bool. ValueError:
+        ``max_plans < 1``. A call that cannot be replayed does not raise: it runs eagerly,
+        with one ``RuntimeWarning`` naming why.
     """
-    return Captured(fn, max_plans)
+    return Captured(fn, max_plans, compile)
+
+
+def _backward_touches(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _trace.Touches:
+    _ops, grads, fresh, _leafs, _seeds, leaves, to_grad = args
+    tensors = [t for t in leaves.values() if t is not None] if to_grad else []
+    return _trace.Touches([grads], tensors, fresh, grads_read="is_none")
+
+
+_trace.traceable(_backward_item, touches=_backward_touches)

@@ -252,6 +252,7 @@ def _record(operands: Sequence[Any], value: Any, scale: float | Array, rule: _Ru
             def one_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
                 return [(xid, diff(g, rebuild)[0])]  # type: ignore[misc]  # recorded only when diff is given
 
+            one_backward.traceable = getattr(rule, "traceable", False)  # type: ignore[attr-defined]
             record(tape, out, one_backward, one_diff if diff is not None else None)
             return out
 
@@ -961,6 +962,10 @@ def _index_cross_entropy(logits: Tensor[Any, Any], t: Array, reduction: str, tar
         # a pass run again (retain_graph) needs the softmax again: recompute it from x
         q = fresh.pop() if fresh else _ks.cross_entropy_forward(x, t)[1]
         return (_ks.cross_entropy_backward(q, t, float(cg)),)
+
+    # its kernel notes itself; float(cg) is the loss's gradient, the seed's 1 when the loss is
+    # the root (a compiled replay's check catches one that changes between steps)
+    rule.traceable = True  # type: ignore[attr-defined]
 
     def diff(g: Any, rebuild: Any) -> tuple[Any]:  # (softmax(x) - onehot) scale g
         onehot = _arrays.zeros(x.shape, x.dtype, x)

@@ -41,6 +41,7 @@ from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import same_device
 from gradtape.devices.cpu import as_float_dtype
+from gradtape.devices.kernels import _trace
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.gradients import Gradients
 from gradtape.tape import NONE_TAPE, PARAM
@@ -1043,3 +1044,23 @@ def _state_in_set(value: Any) -> Any:
             if held is not None:
                 return held
     return None
+
+
+def _zero_grad_check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    set_to_none = args[1] if len(args) > 1 else kwargs.get("set_to_none", True)
+    return None if set_to_none else "runs zero_grad(set_to_none=False), which fills in numpy"
+
+
+# what a kernel trace may take of zero_grad and zero_grads (gradtape.capture's compiled replays):
+# no kernels, only the stores' and the .grad's contents, which a compiled call sets as traced
+_trace.traceable(
+    Module.zero_grad.__wrapped__,  # type: ignore[attr-defined]
+    _zero_grad_check,
+    lambda args, kwargs: _trace.Touches([], list(args[0].parameters()), grads_read="none"),
+)
+_trace.traceable(
+    Module.zero_grads.__wrapped__,  # type: ignore[attr-defined]
+    touches=lambda args, kwargs: _trace.Touches(
+        [args[1] if len(args) > 1 else kwargs["grads"]], list(args[0].parameters()), grads_read="none"
+    ),
+)

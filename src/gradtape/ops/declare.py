@@ -50,6 +50,7 @@ from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices._arrays import on_gpu as _on_gpu
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
 from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, refill, replayable, sum_to, tensor_operand
@@ -274,6 +275,8 @@ def _make_op(decl: Elementwise, forward: Callable[..., Any]) -> Callable[..., An
     exec(compile("\n".join(lines), f"<declared op {name}>", "exec"), ns)
     fn: Callable[..., Any] = ns[name]
     rule = ns["_backward"]
+    if decl.kernel is not None and (decl.fresh is None or decl.fresh in _trace.TRACEABLE):
+        _trace.traceable(rule)  # its kernels note themselves (a shared gradient sums in numpy: refused)
     rule.__module__ = forward.__module__
     rule.__qualname__ = f"{label}.<locals>.backward"  # TapeError messages name the op (engine._entry_op)
     register_diff(rule, _backward_diff)
@@ -296,6 +299,15 @@ def _refill(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any
 def _refill_into(out: Array, into: Callable[..., object], x: Array, params: tuple[Any, ...]) -> None:
     """A declared op's ``into`` form (:class:`Elementwise`), for a replay."""
     into(out, x, *params)
+
+
+_trace.traceable(
+    _refill_into, lambda args, _: None if args[1] in _trace.TRACEABLE else f"{_name(args[1])} replays in numpy"
+)
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__qualname__", type(fn).__name__))
 
 
 def _refill_aux(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...], aux: Array) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape._typing import A, B, C, T, typed_as
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import elementwise as _k
@@ -290,6 +291,10 @@ def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | 
     else:
         out = _linear(x, w, b, True)
     return out
+
+
+_trace.traceable(_linear_into)
+_trace.traceable(_linear_backward)
 
 
 # ----- PyTorch's fixed-rank products: mm, bmm, dot ----------------------------------------------

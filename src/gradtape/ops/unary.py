@@ -24,6 +24,7 @@ import numpy.typing as npt
 from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import activations as _ka
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import DTypeError
@@ -561,12 +562,20 @@ def tanh(x: Array) -> Array:
 # ----- the activation family ------------------------------------------------------------------
 
 
+def _relu_into(out: Array, x: Array) -> None:
+    """ReLU's forward into ``out`` (a capture's replay): the kernel :func:`relu` runs."""
+    _ka.relu(x, out)
+
+
+_trace.traceable(_relu_into)
+
+
 @elementwise(
     uses="x",
     derivative=lambda xp, x: xp.where(x > 0.0, 1.0, 0.0),
     kernel=_k.relu_backward,
     fresh=_k.relu_grad,
-    into=lambda out, x: _ka.relu(x, out),
+    into=_relu_into,
 )
 def relu(x: Array) -> Array:
     """``max(a, 0)`` elementwise. Gradient: ``1`` where ``a > 0``, else ``0`` (also at 0, as

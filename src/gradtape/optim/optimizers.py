@@ -16,6 +16,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import optim as _k
 from gradtape.engine import clear_grad, grad_array_mut
 from gradtape.errors import DTypeError, ShapeError
@@ -257,6 +258,26 @@ class Optimizer:
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    _fixed_numbers = False
+    """Whether :meth:`_update` calls its kernels with numbers that change only when the
+    hyper-parameters or the state's arrays do (SGD), so a kernel trace of :meth:`step` holds for
+    later steps (``gradtape.capture``'s compiled replays, guarded by :meth:`_trace_guard`).
+    Adam's bias corrections change at every step: its step replays as Python."""
+
+    def _trace_guard(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """What :meth:`step` reads besides the gradients: ``(values, arrays)``, every group's
+        hyper-parameters and the state's numbers, then the parameters' and the state's arrays
+        (compared by identity)."""
+        values: list[Any] = []
+        arrays: list[Any] = []
+        for group in self.param_groups:
+            values += [v for k, v in group.items() if k != "params"]
+        for p, st in zip(self.params, self.state, strict=True):
+            arrays.append(p.data)
+            for v in st.values():
+                (arrays if v.__class__ is np.ndarray else values).append(v)
+        return tuple(values), tuple(arrays)
+
     def _buf(self, state: dict[str, Any], key: str, p: Array) -> Array:
         """The state buffer ``state[key]``, created as zeros of ``p``'s shape and dtype when absent."""
         buf = state.get(key)
@@ -410,6 +431,7 @@ class SGD(Optimizer):
 
     name = "SGD"
     _state_keys = ("momentum_buffer",)
+    _fixed_numbers = True
     _hyper: ClassVar[dict[str, Check]] = {
         "lr": check_nonneg,
         "momentum": check_nonneg,
@@ -679,3 +701,48 @@ class RMSprop(Optimizer):
         ga = self._buf(state, "grad_avg", p) if hp["centered"] else None
         buf = self._buf(state, "momentum_buffer", p) if momentum > 0.0 else None
         _k._rmsprop_apply(p, g, sq, ga, buf, hp["lr"], hp["alpha"], hp["eps"], hp["weight_decay"], momentum)
+
+
+# ----- what a kernel trace of step and zero_grad may take (gradtape.capture's compiled replays) ------
+
+
+def _step_check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    opt = args[0]
+    if not opt._fixed_numbers:
+        return f"runs {opt.name}.step, whose kernels take numbers that change at every step (a step count)"
+    if any(g.get("maximize", False) for g in opt.param_groups):
+        return f"runs {opt.name}.step with maximize=True"
+    return None
+
+
+def _step_touches(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _trace.Touches:
+    opt = args[0]
+    grads = args[1] if len(args) > 1 else kwargs.get("grads")
+    stored = None if grads is None else grads._data
+    written = []
+    for p in opt.params:
+        if stored is not None:
+            has = p.id in stored
+        else:
+            has = getattr(p, "_grad", None) is not None
+        if has:
+            written.append(p.data)
+    return _trace.Touches(
+        [] if grads is None else [grads],
+        list(opt.params) if grads is None else [],
+        guard=opt._trace_guard,
+        after=lambda: note_writes(*written) if written else None,
+    )
+
+
+def _zero_grad_check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    set_to_none = args[1] if len(args) > 1 else kwargs.get("set_to_none", True)
+    return None if set_to_none else "runs zero_grad(set_to_none=False), which fills in numpy"
+
+
+_trace.traceable(Optimizer.step.__wrapped__, _step_check, _step_touches)  # type: ignore[attr-defined]
+_trace.traceable(
+    Optimizer.zero_grad.__wrapped__,  # type: ignore[attr-defined]
+    _zero_grad_check,
+    lambda args, kwargs: _trace.Touches([], list(args[0].params), grads_read="none"),
+)

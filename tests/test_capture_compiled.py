@@ -1,0 +1,262 @@
+"""gradtape.capture's compiled replays (issue 30): after a plan has replayed once, its runs of
+items whose kernels a trace takes (products on oneDNN, the bias and ReLU kernels, the fused
+backward kernels, cross-entropy's backward, SGD's update) replay as one generated numba
+function each, the other items as before. Every compiled replay must give the eager step's
+numbers bit for bit, leave the Python objects (gradient stores, ``.grad``, optimizer state) as
+the eager step does, and fall back to the item-by-item replay wherever a traced assumption no
+longer holds: never a wrong number, never a gradient the caller keeps overwritten later."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gradtape as gt
+from gradtape import Tensor, nn, optim
+
+Array = np.ndarray[Any, Any]
+
+
+def _mlp(dev: gt.Cpu, act: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(64, 128, dev=dev), act(), nn.Linear(128, 128, dev=dev), act(), nn.Linear(128, 10, dev=dev)
+    )
+
+
+def _batches(n: int = 8) -> list[tuple[Array, Array]]:
+    rng = np.random.default_rng(3)
+    return [(rng.standard_normal((64, 64)).astype(np.float32), rng.integers(0, 10, 64)) for _ in range(n)]
+
+
+def _train(
+    mode: str | None, spelling: str = "torch", steps: int = 50, act: type[nn.Module] = nn.ReLU, adam: bool = False
+) -> tuple[list[float], list[Array], Any, list[Array]]:
+    """``steps`` steps of the digits MLP from one seed: eager (``mode=None``), or under
+    ``gradtape.capture`` item by item (``"flat"``) or compiled (``"compiled"``). PyTorch's
+    spelling (``zero_grad`` first, ``loss.backward()``, ``opt.step()``) or gradtape's (a traced
+    batch, the store, ``opt.step(grads)``, ``zero_grads``). Returns the losses, the parameters
+    after, the step function and the ``.grad`` arrays after the last step."""
+    dev = gt.Cpu(seed=5)
+    m = _mlp(dev, act)
+    opt: Any = optim.Adam(m.parameters(), lr=1e-3) if adam else optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    store = m.alloc_grads()
+
+    def torch_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def gradtape_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        loss = nn.functional.cross_entropy(m(x.trace(store)), y)
+        grads = loss.backward()
+        opt.step(grads)
+        m.zero_grads(grads)
+        return loss
+
+    step: Any = torch_step if spelling == "torch" else gradtape_step
+    f = step if mode is None else gt.capture(step, compile=mode == "compiled")
+    batches = _batches()
+    losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(steps))]
+    grads = [p.grad.numpy().copy() for p in m.parameters() if p.grad is not None]
+    return losses, [p.numpy().copy() for p in m.parameters()], f, grads
+
+
+def _same(got: list[Array], want: list[Array]) -> None:
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("spelling", ["torch", "gradtape"])
+def test_a_compiled_training_step_equals_eager_and_flat_bit_for_bit(spelling: str) -> None:
+    """50 SGD-momentum steps: eager, captured item by item, captured compiled. Every loss,
+    every parameter and the .grad left after the last step agree to the last bit; of the 48
+    replays, the first traces, the second checks against a flat replay, the other 46 are
+    compiled."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = _train(None, spelling)
+        flat = _train("flat", spelling)
+        compiled = _train("compiled", spelling)
+    f = compiled[2]
+    assert f.compiled_replays == 46, f.compile_reason
+    assert flat[2].compiled_replays == 0
+    for got in (flat, compiled):
+        assert got[0] == eager[0]
+        _same(got[1], eager[1])
+        _same(got[3], eager[3])
+
+
+def test_gradients_left_for_the_caller_are_never_overwritten_by_a_later_call() -> None:
+    """PyTorch's loop leaves each step's gradients in .grad: a compiled call hands them out
+    as copies, so the arrays a caller kept from one step keep that step's values after the
+    next steps, as eager gives new arrays at every step."""
+    dev = gt.Cpu(seed=1)
+    m = _mlp(dev)
+    opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+    @gt.capture
+    def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    batches = _batches()
+    kept: list[tuple[Array, Array]] = []
+    for i in range(12):
+        x, y = batches[i % len(batches)]
+        step(dev.tensor(x), y)
+        first: Any = m[0]
+        g = first.weight.grad
+        assert g is not None
+        kept.append((g.data, g.data.copy()))
+    assert step.compiled_replays == 8
+    for held, values in kept:
+        np.testing.assert_array_equal(held, values)
+    assert len({id(h) for h, _ in kept}) == len(kept)
+
+
+def test_a_learning_rate_changed_between_calls_is_read() -> None:
+    """An optimizer's learning rate set between calls (an epoch's schedule, outside the step):
+    the compiled run that traced the old rate replays item by item for that call and is traced
+    again; every loss and parameter as eager's."""
+
+    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=2)
+        m = _mlp(dev)
+        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        batches = _batches()
+        losses = []
+        for i in range(130):
+            if i in (60, 100):
+                opt.param_groups[0]["lr"] *= 0.5
+            x, y = batches[i % len(batches)]
+            losses.append(f(dev.tensor(x), y).item())
+        return losses, [p.numpy().copy() for p in m.parameters()], f
+
+    eager = run(False)
+    got = run(True)
+    assert got[0] == eager[0]
+    _same(got[1], eager[1])
+    f = got[2]
+    # calls 2-59: trace, check, 56 compiled; the rate changed at call 60 (56 calls after the
+    # trace): one flat, trace, check, 37 compiled; changed again at call 100, 37 calls after
+    # that trace: the optimizer's run replays item by item from then on, the others compiled
+    assert f.compiled_replays == 56 + 37 + 29, f.compile_reason
+    assert f.compile_reason is not None and "within 50 calls" in f.compile_reason
+    assert f.replays == 128
+
+
+def test_what_a_trace_cannot_take_stays_python_and_the_rest_compiles() -> None:
+    """tanh's forward (numpy's) and Adam's step (its bias corrections change at every step)
+    replay as Python items between the compiled runs; the numbers are eager's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = _train(None, act=nn.Tanh, adam=True)
+        compiled = _train("compiled", act=nn.Tanh, adam=True)
+    assert compiled[0] == eager[0]
+    _same(compiled[1], eager[1])
+    assert compiled[2].compiled_replays == 46
+
+
+def test_an_item_computing_outside_its_traced_kernels_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay kernel declared traceable that computes in numpy (here ReLU's forward made so)
+    is run compiled without that computation, which would leave the ReLU stale: the check
+    against a flat replay catches it, and that run replays item by item, with eager's numbers."""
+    from gradtape.devices.kernels import activations
+
+    def numpy_relu(x: Array, out: Array | None = None) -> Array:
+        res: Array = np.maximum(x, x.dtype.type(0), out=out)
+        return res
+
+    monkeypatch.setattr(activations, "relu", numpy_relu)
+    eager = _train(None, steps=12)
+    compiled = _train("compiled", steps=12)
+    assert compiled[0] == eager[0]
+    _same(compiled[1], eager[1])
+    f = compiled[2]
+    # the forward's run (with the ReLUs) replays item by item; the backward's and the step's compile
+    assert f.compiled_replays == 8
+    assert f.compile_reason is not None and "other values compiled" in f.compile_reason
+
+
+def test_a_hand_written_backward_closure_runs_as_python() -> None:
+    """A step with an op whose backward is a hand-written closure (add_backward_op): its
+    backward pass replays as Python (the closure is opaque), the forward runs compiled; eager's
+    numbers."""
+
+    def my_relu(t: Tensor[Any, Any]) -> Tensor[Any, Any]:  # dfdx's spelling of a custom op
+        x, tape = t.split_tape()
+        y = x.relu()
+
+        def backward(grads: gt.Gradients) -> None:
+            gx, gy = grads.mut_and_ref(x, y)
+            gx += gy * (x.data > 0)
+
+        tape.add_backward_op(backward)
+        return y.put_tape(tape)
+
+    def run(mode: str | None) -> tuple[list[float], list[Array], Any]:
+        dev = gt.Cpu(seed=4)
+        m = _mlp(dev)
+        opt = optim.SGD(m.parameters(), lr=0.05)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(my_relu(m(x)), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = step if mode is None else gt.capture(step)
+        batches = _batches()
+        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(10))]
+        return losses, [p.numpy().copy() for p in m.parameters()], f
+
+    eager = run(None)
+    got = run("compiled")
+    assert got[0] == eager[0]
+    _same(got[1], eager[1])
+    f = got[2]
+    # the optimizer's step reads .grad arrays the Python backward makes anew at each call: the
+    # check catches its run, which replays item by item; the forward stays compiled
+    assert f.compiled_replays == 6, f.compile_reason
+    assert f.compile_reason is not None and "reading arrays a Python item makes anew" in f.compile_reason
+
+
+def test_compiled_inference_equals_eager() -> None:
+    """A module captured under no_grad: its forward replays as one compiled call."""
+    dev = gt.Cpu(seed=6)
+    m = _mlp(dev)
+    f = gt.capture(m)
+    xs = [x for x, _ in _batches()]
+    with gt.no_grad():
+        want = [m(dev.tensor(x)).numpy() for x in xs * 3]
+        got = [f(dev.tensor(x)).numpy() for x in xs * 3]
+    _same(got, want)
+    assert f.compiled_replays == len(got) - 4
+
+
+def test_compile_false_keeps_the_item_by_item_replay() -> None:
+    eager = _train(None, steps=8)
+    flat = _train("flat", steps=8)
+    assert flat[0] == eager[0]
+    assert flat[2].compiled_replays == 0 and flat[2].compile_reason is None
+    with pytest.raises(TypeError, match="compile must be a bool"):
+        gt.capture(lambda: None, compile=1)  # type: ignore[arg-type]
