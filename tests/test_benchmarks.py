@@ -105,7 +105,7 @@ def test_model_workload_runs_at_tiny_sizes_without_jax() -> None:
             assert losses[1] != losses[0]  # the optimizer moved the weights
         for peer, (g1, g2) in d["loss_rel_gap_vs_gradtape"].items():
             assert g1 <= model.FIRST_RTOL and g2 <= model.SECOND_RTOL, (case.key, peer, g1, g2)
-            if peer == model.CAPTURED:
+            if peer in (model.CAPTURED, model.FLAT):
                 assert g1 == g2 == 0.0  # a replay is the eager computation, bit for bit
     assert res.details["drift"]["ratio"] > 0
 

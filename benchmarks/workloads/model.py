@@ -100,7 +100,11 @@ DRIFT_WINDOW = 10
 DRIFT_LIMIT = 1.10
 LIBS = ("gradtape", "torch", "jax")
 CAPTURED = "gradtape-captured"
-"""A row's second gradtape implementation: its step under ``gradtape.capture``."""
+"""A row's second gradtape implementation: its step under ``gradtape.capture`` (compiled
+replays, the default)."""
+FLAT = "gradtape-flat"
+"""A row's third: the step under ``gradtape.capture(compile=False)`` (item-by-item replays),
+timed in the same run to show what compiling the runs of traced kernels gains."""
 
 
 # ----- what a row is ------------------------------------------------------------------------
@@ -257,11 +261,11 @@ class CapturedImpl(GradtapeImpl):
     check) run eagerly and record, the timed ones replay. ``predict.reason`` says why a row's
     step cannot be replayed (it then runs eagerly and is not timed)."""
 
-    def __init__(self, case: Case, model: Any, dev: Any) -> None:
+    def __init__(self, case: Case, model: Any, dev: Any, compile: bool = True) -> None:
         import gradtape
 
         super().__init__(case, model, dev)
-        self.predict: Any = gradtape.capture(model if case.opt is None else self.train_step)
+        self.predict: Any = gradtape.capture(model if case.opt is None else self.train_step, compile=compile)
 
     def step(self) -> Any:
         from gradtape import no_grad
@@ -719,6 +723,7 @@ def make_impls(case: Case, cfg: Config, use_jax: bool = True) -> tuple[dict[str,
     reason = _capture_reason(captured)
     if reason is None:
         impls[CAPTURED] = CapturedImpl(case, case.build(Cpu(seed=SEED)), dev)
+        impls[FLAT] = CapturedImpl(case, case.build(Cpu(seed=SEED)), dev, compile=False)
     else:
         notes.append(f"{case.label}: gradtape.capture runs it eagerly (not timed): it {reason}")
     torch = load_torch(cfg.threads)
@@ -911,7 +916,7 @@ def run(cfg: Config, tiny: bool = False, use_jax: bool = True) -> WorkloadResult
                     "ms",
                     "lower",
                     wall[CAPTURED],
-                    {"gradtape": gt, "torch": wall.get("torch"), "jax": wall.get("jax")},
+                    {"gradtape": gt, "flat": wall.get(FLAT), "torch": wall.get("torch"), "jax": wall.get("jax")},
                     Target("gradtape", "<=", 1.0),
                 )
             )
@@ -980,7 +985,7 @@ def _summary(case: Case, times: dict[str, Timing]) -> str:
     wall = {n: t.wall_ms() for n, t in times.items()}
     parts = [
         f"{n} {wall[n]:.2f} ms (min {min(times[n].wall) * 1e3:.2f}, CPU {times[n].cpu_ms():.2f})"
-        for n in (*LIBS, CAPTURED)
+        for n in (*LIBS, CAPTURED, FLAT)
         if n in wall
     ]
     ratios = [f"gradtape/{n} {wall['gradtape'] / wall[n]:.2f}x" for n in LIBS[1:] if n in wall]
