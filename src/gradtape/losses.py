@@ -985,9 +985,10 @@ def _index_cross_entropy_into(out: Array, x: Array, t: Array, scale: float, p: A
     :func:`gradtape.capture`), which is then fresh again: the replayed backward overwrites it
     with the gradient, as the eager pass does, instead of computing the softmax a second time
     (a pass run again without a forward still recomputes it from ``x``)."""
-    total, q = _ks.cross_entropy_forward(x, t)
-    np.copyto(out, total * scale)
-    np.copyto(p, q)
+    total, q = _ks.cross_entropy_forward(x, t, p)  # the softmax straight into p
+    out[()] = total * scale
+    if q is not p:
+        np.copyto(p, q)
     if not fresh:
         fresh.append(p)
 

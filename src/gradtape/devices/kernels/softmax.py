@@ -213,7 +213,7 @@ def _ce_backward(p: Array, t: Array, k: float) -> int:
     return -1
 
 
-def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
+def cross_entropy_forward(x: Array, t: Array, out: Array | None = None) -> tuple[float, Array]:
     """Softmax cross-entropy of logits ``x`` (``(N, C)``) against class indices ``t``
     (``(N,)``, any integer dtype): ``(sum_n -log_softmax(x)[n, t[n]], softmax(x))``.
 
@@ -221,7 +221,9 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
     ``exp(z)`` in numpy's SIMD ufunc, in place, then one kernel pass that divides each row by
     its sum and adds up ``log(sum)``: ``loss = sum_n log(sum_j exp(z[n, j])) - z[n, t[n]]``.
     The loss is a Python float (float64 accumulation); the softmax is a new C-contiguous
-    array of ``x``'s dtype, which :func:`cross_entropy_backward` overwrites.
+    array of ``x``'s dtype, which :func:`cross_entropy_backward` overwrites, or ``out`` where
+    given (a C-contiguous array of ``x``'s shape and dtype, not overlapping it: a capture's
+    replay refills the softmax it keeps).
 
     Raises:
         ShapeError: ``x`` is not 2-D, or ``t`` is not of shape ``(N,)`` (names both shapes).
@@ -238,7 +240,16 @@ def cross_entropy_forward(x: Array, t: Array) -> tuple[float, Array]:
     if _trace.active is not None:
         _trace.refuse("cross_entropy's forward runs numpy's exp")
     x = np.ascontiguousarray(x)
-    p = np.empty_like(x)
+    if (
+        out is None
+        or out.shape != x.shape
+        or out.dtype != x.dtype
+        or not out.flags.c_contiguous
+        or np.may_share_memory(out, x)
+    ):
+        p = np.empty_like(x)
+    else:
+        p = out
     bad, picked = _ce_shift(p, x, t)
     if bad >= 0:
         raise _bad_index(t, x.shape[1])
