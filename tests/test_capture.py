@@ -253,7 +253,7 @@ def test_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> N
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # replayed, not refused
         exec(compile(block, "README.md", "exec"), {})
-    assert capsys.readouterr().out.strip() == "capture(train_step: 8 replays, 1 recorded, 1 eager)"
+    assert capsys.readouterr().out.strip().splitlines() == ["capture(train_step: 8 replays, 1 recorded, 1 eager)", "6"]
 
 
 def test_returning_an_input_or_a_parameter_and_an_input_that_requires_grad() -> None:
