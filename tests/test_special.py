@@ -95,11 +95,22 @@ def test_logit_matches_torch(eps: float | None) -> None:
 
 
 def test_logit_outside_unit_interval_matches_torch() -> None:
-    """The ends 0 and 1; outside ``[0, 1]`` with ``eps`` (without it PyTorch's gradient there
-    is NaN and gradtape.logit's ``1/(p(1-p))``: not compared)."""
+    """The ends 0 and 1 (``-inf``/``inf``, gradient ``inf``); outside ``[0, 1]`` with ``eps``
+    (clamped: gradient 0) and without it: a NaN value and, as PyTorch, a NaN gradient (it was
+    a finite ``1/p + 1/(1-p)`` there)."""
     compare(lambda a: special.logit(a), lambda a: torch.special.logit(a), [np.array([0.0, 1.0])])
     p = np.array([0.0, 1.0, -0.5, 1.5])
     compare(lambda a: special.logit(a, 0.2), lambda a: torch.special.logit(a, 0.2), [p])
+    x = np.array([-0.5, 0.0, 0.3, 1.0, 1.5, math.inf])
+    t = gradtape.tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        special.logit(t).sum().backward()
+    want = torch.tensor(x, requires_grad=True)
+    torch.special.logit(want).sum().backward()
+    assert t.grad is not None and want.grad is not None
+    np.testing.assert_allclose(t.grad.numpy(), want.grad.numpy(), rtol=1e-12)
+    got, ref = special.logit(gradtape.tensor(x)).numpy(), torch.special.logit(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
 
 
 # ===== xlogy, xlog1py ========================================================================

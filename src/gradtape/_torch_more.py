@@ -447,7 +447,9 @@ def logaddexp(input: Tensor[S, T], other: Tensor[S, Any]) -> Tensor[S, Any]:
 def logit(input: Tensor[S, T], eps: float | None = None) -> Tensor[S, T]:
     """``torch.logit``: ``log(p / (1 - p))``, the inverse of the sigmoid, with ``p`` the input
     clamped into ``[eps, 1 - eps]`` when ``eps`` is given (``inf``/NaN outside ``[0, 1]``
-    otherwise). Gradient: ``1 / (p (1 - p))`` inside the clamp, ``0`` outside it.
+    otherwise). Gradient: ``1 / (p (1 - p))`` inside the clamp, ``0`` outside it; without
+    ``eps``, ``inf`` at 0 and 1 and NaN outside ``[0, 1]``, as PyTorch's (where the value is
+    NaN, so is the gradient: ``log(p) - log1p(-p)`` alone would give a finite ``1/p + 1/(1-p)``).
 
     Raises:
         TypeError: ``input`` is not a tensor. DTypeError: it is not a float tensor.
@@ -456,6 +458,10 @@ def logit(input: Tensor[S, T], eps: float | None = None) -> Tensor[S, T]:
     if eps is not None:
         p = _ops.clamp(p, eps, 1.0 - eps)
     out: Tensor[S, T] = _ops.log(p) - _ops.log1p(-p)
+    if eps is None and p.requires_grad:  # p * m: m NaN outside [0, 1] (value and gradient), 0 inside
+        d = p.detach()
+        zero = d * 0.0  # 0 where d is finite (d outside [0, 1] is finite or NaN; NaN either way there)
+        out = out + p * _ops.where(d * (1.0 - d) < 0.0, zero + float("nan"), zero)
     return out
 
 
