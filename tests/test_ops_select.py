@@ -355,6 +355,27 @@ def test_scatter_add_and_index_add_accumulate_repeats_like_torch() -> None:
     )
 
 
+@pytest.mark.parametrize("op", ["scatter_add", "gather"])
+def test_zero_dim_scatter_add_and_gather_keep_scalar_gradients_like_torch(op: str) -> None:
+    """0-d input, index and src (PyTorch takes them): values and every gradient 0-d, as
+    PyTorch's (the source's gradient came back with shape (1,))."""
+    x, src = DEV.tensor(np.array(1.5), requires_grad=True), DEV.tensor(np.array(2.0), requires_grad=True)
+    xt = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    st = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    if op == "scatter_add":
+        y, yt = x.scatter_add(0, np.array(0), src), xt.scatter_add(0, torch.tensor(0), st)
+    else:
+        y, yt = x.gather(0, np.array(0)), xt.gather(0, torch.tensor(0))
+    (y * 3.0).backward()
+    (yt * 3.0).backward()
+    assert y.shape == tuple(yt.shape) == ()
+    assert x.grad is not None and xt.grad is not None
+    assert x.grad.shape == () and float(x.grad.numpy()) == float(xt.grad)
+    if op == "scatter_add":
+        assert src.grad is not None and st.grad is not None
+        assert src.grad.shape == () and float(src.grad.numpy()) == float(st.grad)
+
+
 def test_scatter_add_from_a_larger_src_adds_and_differentiates_only_the_covered_part() -> None:
     """PyTorch adds ``src[:2, :3]`` of a larger ``src`` (its backward then fails on the shape);
     gradtape gives the uncovered part a zero gradient."""

@@ -171,8 +171,8 @@ def _grid(sub: tuple[int, ...], shape: tuple[int, ...], dim: int | None = None, 
 def _along(idx: Array, dim: int, shape: tuple[int, ...]) -> Array:
     """Flat positions in an array of ``shape`` of ``x[..., idx[p], ...]`` (PyTorch's gather):
     position ``p`` of ``idx`` with its coordinate ``dim`` replaced by ``idx[p]``."""
-    if not shape:
-        return _arrays.contiguous(idx, np.intp)
+    if not shape:  # a 0-d input: the positions keep idx's shape (ascontiguousarray makes 0-d (1,))
+        return _arrays.contiguous(idx, np.intp).reshape(idx.shape)
     lin = _grid(idx.shape, shape, dim, idx) + idx * _strides(shape)[dim]
     return _arrays.contiguous(lin, np.intp)
 
