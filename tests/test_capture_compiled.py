@@ -164,8 +164,8 @@ def test_a_learning_rate_changed_between_calls_is_read() -> None:
 
 
 def test_what_a_trace_cannot_take_stays_python_and_the_rest_compiles() -> None:
-    """tanh's forward (numpy's) and Adam's step (its bias corrections change at every step)
-    replay as Python items between the compiled runs; the numbers are eager's."""
+    """tanh's forward (numpy's exp) replays as a Python item between the compiled runs, with
+    Adam's step compiled after the backward; the numbers are eager's."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         eager = _train(None, act=nn.Tanh, adam=True)
@@ -173,6 +173,46 @@ def test_what_a_trace_cannot_take_stays_python_and_the_rest_compiles() -> None:
     assert compiled[0] == eager[0]
     _same(compiled[1], eager[1])
     assert compiled[2].compiled_replays == 46
+
+
+@pytest.mark.parametrize("kind", ["adamw", "adam-amsgrad"])
+def test_adam_steps_compile_with_their_step_counts_and_bias_corrections(kind: str) -> None:
+    """Adam's kernels take a step size that changes at every step: a compiled call advances
+    each parameter's step count and computes this step's numbers in Python, as the eager step
+    does, and the kernels read them. 40 steps equal eager's bit for bit, the optimizer's
+    state_dict (step counts, moments) too."""
+
+    def run(mode: str | None) -> tuple[list[float], list[Array], dict[str, Any], Any]:
+        dev = gt.Cpu(seed=8)
+        m = _mlp(dev)
+        opt: Any = (
+            optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.05)
+            if kind == "adamw"
+            else optim.Adam(m.parameters(), lr=1e-3, weight_decay=1e-3, amsgrad=True)
+        )
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = step if mode is None else gt.capture(step)
+        batches = _batches()
+        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(40))]
+        return losses, [p.numpy().copy() for p in m.parameters()], opt.state_dict(), f
+
+    eager = run(None)
+    got = run("compiled")
+    assert got[0] == eager[0]
+    _same(got[1], eager[1])
+    for i, st in eager[2]["state"].items():
+        assert got[2]["state"][i]["step"] == st["step"] == 40
+        for key, value in st.items():
+            if key != "step":
+                np.testing.assert_array_equal(got[2]["state"][i][key], value)
+    assert got[3].compiled_replays == 36, got[3].compile_reason
 
 
 def test_an_item_computing_outside_its_traced_kernels_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -979,6 +979,7 @@ class _Run:
     stores: list[tuple[Any, dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
     tensors: list[tuple[Tensor[Any, Any], Array | None, bool]] = field(default_factory=list)
     afters: list[Callable[[], None]] = field(default_factory=list)
+    numbers: list[Callable[[bool], None]] = field(default_factory=list)
     installed: set[int] = field(default_factory=set)
     exposed: set[int] = field(default_factory=set)
 
@@ -998,6 +999,8 @@ class _Run:
                     tensors[id(x)] = (x, a, lent)
             if t.after is not None:
                 self.afters.append(t.after)
+            if t.numbers is not None:
+                self.numbers.append(t.numbers)
             self.exposed |= e.exposed
         self.stores = list(stores.values())
         self.tensors = list(tensors.values())
@@ -1144,6 +1147,8 @@ def _compile(
     def param(v: Any) -> str:
         if v is None:
             return "None"
+        if isinstance(v, _trace.Dyn):  # a number read from its array at each call
+            return f"{param(v.array)}[{v.index}]"
         if isinstance(v, np.ndarray):  # one parameter per view geometry: a.ravel() twice is one array
             i = v.__array_interface__
             key: Any = (id(_root(v)), i["data"][0], v.shape, v.strides, v.dtype.str, v.flags.writeable)
@@ -1206,6 +1211,8 @@ def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> 
                 fn(*args)
             missed.append(part)
             continue
+        for numbers in part.numbers:  # this call's step counts and step sizes (Adam)
+            numbers(True)
         if part.fn is not None:
             rc = part.fn(*part.values)
             if rc:
@@ -1261,6 +1268,8 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
         truth = [r.copy() for r in roots]
         for r, b in zip(roots, before, strict=True):
             np.copyto(r, b)
+        for numbers in part.numbers:  # the numbers the flat items just used (their counts advanced)
+            numbers(False)
         rc = 0 if part.fn is None else part.fn(*part.values)
         # the arrays the flat items changed must come out the same, and keep the flat values;
         # the others are the trace's own scratch (the flat items made their own), or unchanged

@@ -261,8 +261,13 @@ class Optimizer:
     _fixed_numbers = False
     """Whether :meth:`_update` calls its kernels with numbers that change only when the
     hyper-parameters or the state's arrays do (SGD), so a kernel trace of :meth:`step` holds for
-    later steps (``gradtape.capture``'s compiled replays, guarded by :meth:`_trace_guard`).
-    Adam's bias corrections change at every step: its step replays as Python."""
+    later steps (``gradtape.capture``'s compiled replays, guarded by :meth:`_trace_guard`), or
+    with numbers :meth:`_trace_numbers` recomputes at each call (Adam's bias corrections).
+    The others' steps replay as Python."""
+
+    _dynamic_state: tuple[str, ...] = ()
+    """State entries that change at every step (Adam's ``"step"``), which :meth:`_trace_numbers`
+    advances: left out of :meth:`_trace_guard`."""
 
     def _trace_guard(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """What :meth:`step` reads besides the gradients: ``(values, arrays)``, every group's
@@ -270,13 +275,21 @@ class Optimizer:
         (compared by identity)."""
         values: list[Any] = []
         arrays: list[Any] = []
+        skip = self._dynamic_state
         for group in self.param_groups:
             values += [v for k, v in group.items() if k != "params"]
         for p, st in zip(self.params, self.state, strict=True):
             arrays.append(p.data)
-            for v in st.values():
-                (arrays if v.__class__ is np.ndarray else values).append(v)
+            for k, v in st.items():
+                if k not in skip:
+                    (arrays if v.__class__ is np.ndarray else values).append(v)
         return tuple(values), tuple(arrays)
+
+    def _trace_numbers(self) -> Any:
+        """``numbers(advance)`` for :class:`gradtape.devices.kernels._trace.Touches`, or ``None``
+        where :meth:`_update` takes no numbers that change at every step. Called before the
+        step is traced, it opens the slots that :meth:`_update` fills while traced."""
+        return None
 
     def _buf(self, state: dict[str, Any], key: str, p: Array) -> Array:
         """The state buffer ``state[key]``, created as zeros of ``p``'s shape and dtype when absent."""
@@ -571,13 +584,40 @@ class Adam(Optimizer):
             },
         )
 
+    _dynamic_state = ("step",)
+
     def _update(self, state: dict[str, Any], p: Array, g: Array, hp: dict[str, Any]) -> None:
         step = self._next_step(state)
         m, v = self._moments(state, p)
         vmax = self._buf(state, "max_exp_avg_sq", p) if hp["amsgrad"] else None
         b1, b2 = hp["betas"]
         decoupled = hp["decoupled_weight_decay"]
-        _k._adam_apply(p, g, m, v, vmax, hp["lr"], b1, b2, hp["eps"], step, hp["weight_decay"], decoupled)
+        dyn = None
+        slots = self.__dict__.get("_trace_slots")
+        if _trace.active is not None and slots is not None:  # a compiled replay's numbers, per parameter
+            dyn = (self.__dict__["_trace_dyn"], 2 * len(slots))
+            slots.append((state, hp))
+        _k._adam_apply(p, g, m, v, vmax, hp["lr"], b1, b2, hp["eps"], step, hp["weight_decay"], decoupled, dyn)
+
+    def _trace_numbers(self) -> Any:
+        slots: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        dyn = np.zeros(2 * len(self.params))
+        self._trace_slots, self._trace_dyn = slots, dyn
+
+        def numbers(advance: bool) -> None:
+            """Each traced parameter's step count advanced (``advance``: the compiled call is
+            the step) and this step's size and ``sqrt(1 - beta2**t)`` written where the kernel
+            calls read them: :func:`~gradtape.devices.kernels.optim.adam_scalars`, as the
+            eager step computes them."""
+            for k, (state, hp) in enumerate(slots):
+                step = self._next_step(state) if advance else int(state["step"])
+                b1, b2 = hp["betas"]
+                decoupled = hp["decoupled_weight_decay"]
+                size, root, _, _ = _k.adam_scalars(hp["lr"], b1, b2, step, hp["weight_decay"], decoupled)
+                dyn[2 * k] = size
+                dyn[2 * k + 1] = root
+
+        return numbers
 
 
 class AdamW(Adam):
@@ -708,7 +748,7 @@ class RMSprop(Optimizer):
 
 def _step_check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     opt = args[0]
-    if not opt._fixed_numbers:
+    if not opt._fixed_numbers and type(opt)._trace_numbers is Optimizer._trace_numbers:
         return f"runs {opt.name}.step, whose kernels take numbers that change at every step (a step count)"
     if any(g.get("maximize", False) for g in opt.param_groups):
         return f"runs {opt.name}.step with maximize=True"
@@ -732,6 +772,7 @@ def _step_touches(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _trace.Touch
         list(opt.params) if grads is None else [],
         guard=opt._trace_guard,
         after=lambda: note_writes(*written) if written else None,
+        numbers=opt._trace_numbers(),
     )
 
 

@@ -31,10 +31,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Failure", "Touches", "Trace", "active", "note", "refuse", "traceable"]
+__all__ = ["Dyn", "Failure", "Touches", "Trace", "active", "note", "refuse", "traceable"]
 
 
 Failure = str | Callable[[], Exception]
+
+
+@dataclass(frozen=True)
+class Dyn:
+    """A kernel argument that is a number read at each compiled call from ``array[index]``
+    (float64, as a Python float is), where the item's :attr:`Touches.numbers` writes it: Adam's
+    bias-corrected step size, which changes at every step. Noted in place of the number."""
+
+    array: Any
+    index: int
 
 
 class Trace:
@@ -91,8 +101,11 @@ class Touches:
     or to add; ``"none"``, it only sets them, as ``zero_grad``), ``guard`` (a
     function returning what else it read, ``(values, arrays)``: hyper-parameters, optimizer
     state; a compiled replay runs only where it returns what it returned when traced, the
-    values equal, the arrays the same objects) and ``after`` (Python bookkeeping to run after
-    each compiled call: an optimizer's write log)."""
+    values equal, the arrays the same objects), ``after`` (Python bookkeeping to run after
+    each compiled call: an optimizer's write log) and ``numbers`` (for an item whose kernels
+    take numbers that change at every call, noted as :class:`Dyn`: ``numbers(True)`` does the
+    item's Python bookkeeping, Adam's step counts, and writes this call's numbers, before each
+    compiled call; ``numbers(False)`` writes them for the call just run item by item)."""
 
     stores: list[Any] = field(default_factory=list)
     tensors: list[Any] = field(default_factory=list)
@@ -100,6 +113,7 @@ class Touches:
     grads_read: str = "same"
     guard: Callable[[], tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
     after: Callable[[], None] | None = None
+    numbers: Callable[[bool], None] | None = None
 
 
 Check = Callable[[tuple[Any, ...], dict[str, Any]], str | None]

@@ -312,11 +312,14 @@ def _adam_apply(
     step: int,
     weight_decay: float,
     decoupled: bool,
+    dyn: tuple[Array, int] | None = None,
 ) -> None:
     """:func:`adam_step` without the validation, for callers that own the state buffers and
     checked ``p``, ``g`` and ``step`` (:class:`gradtape.optim.Adam`). GPU arrays go to the
     ``Cuda`` device's kernel (:func:`gradtape.devices.kernels.cuda.adam_step`, the same
-    formula)."""
+    formula). ``dyn``: where a kernel trace is active, ``(array, i)`` whose elements ``i`` and
+    ``i + 1`` a compiled replay fills with the step size and ``sqrt(1 - beta2**t)`` of each
+    call (:class:`gradtape.devices.kernels._trace.Dyn`); without it the trace is refused."""
     step_size, bc2_sqrt, decay, wd = adam_scalars(lr, beta1, beta2, step, weight_decay, decoupled)
     if _on_gpu(p):
         from gradtape.devices.kernels import cuda as _cuda
@@ -329,22 +332,17 @@ def _adam_apply(
         pf = _flat(p)
         kernel = _adam_parallel if pf.shape[0] >= PARALLEL_THRESHOLD else _adam_serial
         vm = _flat(vmax) if vmax is not None else _flat(v)
-        kernel(
-            pf,
-            _flat(g),
-            _flat(m),
-            _flat(v),
-            vm,
-            step_size,
-            beta1,
-            beta2,
-            eps,
-            wd,
-            decay,
-            bc2_sqrt,
-            amsgrad,
-        )
+        gf, mf, vf = _flat(g), _flat(m), _flat(v)
+        kernel(pf, gf, mf, vf, vm, step_size, beta1, beta2, eps, wd, decay, bc2_sqrt, amsgrad)
+        if _trace.active is not None:
+            if dyn is None:
+                _trace.refuse("an Adam step whose step size changes at every step (no slot for it)")
+            else:
+                size, root = _trace.Dyn(dyn[0], dyn[1]), _trace.Dyn(dyn[0], dyn[1] + 1)
+                _trace.note(kernel, pf, gf, mf, vf, vm, size, beta1, beta2, eps, wd, decay, root, amsgrad)
         return
+    if _trace.active is not None:
+        _trace.refuse(f"an Adam step of a strided parameter or gradient {p.shape} runs in numpy")
     t = p.dtype.type
     if decoupled:
         p *= t(decay)
