@@ -959,10 +959,11 @@ def _hand_out(runs: list[_Run], ids: set[int]) -> dict[int, Array]:
 
 @dataclass
 class _Run:
-    """A stretch of consecutive traced items (``start:stop``) replayed as one generated numba
-    function: ``fn(*values) -> 0`` runs their kernels in order over ``values`` (the arrays and
-    numbers the wrappers called them with; ``fn`` is ``None`` where they run none, as a
-    ``zero_grad``); a nonzero return ``k`` is ``failures[k - 1]``. ``effects``: those of its
+    """A stretch of consecutive traced items (``start:stop``) replayed as generated numba
+    functions: each of ``calls``, ``(fn, values, failures)``, runs up to :data:`MAX_STEPS` of
+    their kernels in order, ``fn(*values) -> 0`` over ``values`` (the arrays and numbers the
+    wrappers called them with; none where they run no kernel, as a ``zero_grad``); a nonzero
+    return ``k`` is ``failures[k - 1]``. ``effects``: those of its
     items that touch Python objects, in order, each with the ids of the objects an earlier one
     sets (``implied``: found as traced without a look). Before the function runs, a compiled
     call checks the rest (:meth:`ready`); after it, it sets each object as the last item
@@ -971,9 +972,7 @@ class _Run:
 
     start: int
     stop: int
-    fn: Callable[..., int] | None
-    values: tuple[Any, ...]
-    failures: list[_trace.Failure]
+    calls: list[tuple[Callable[..., int], tuple[Any, ...], list[_trace.Failure]]]
     effects: list[_Effects]
     implied: list[set[int]] = field(default_factory=list)
     stores: list[tuple[Any, dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
@@ -1123,45 +1122,88 @@ def _segments(plan: _Plan, runs: list[list[Any]], effects_of: list[_Effects | No
                 eff.item = j
                 effects.append(eff)
             j += 1
-        fn, values, failures = _compile(steps) if steps else (None, (), [])
-        parts.append(_Run(i, j, fn, values, failures, effects))
+        if len(steps) == 1 and not effects:  # one kernel: a compiled call would cost what the item costs
+            parts += plan.items[i:j]
+        else:
+            calls = [_compile(steps[k : k + MAX_STEPS]) for k in range(0, len(steps), MAX_STEPS)]
+            parts.append(_Run(i, j, calls, effects))
         i = j
     return parts
+
+
+MAX_STEPS = 32
+"""Kernel calls per generated function at most: numba's compile time grows faster than the
+function's length (a 135-call function with 547 arguments took 9 s, the same calls in
+functions of 32 about 1.5 s in all), while each further function costs one call (about 1-2
+microseconds)."""
 
 
 def _compile(
     steps: list[tuple[Any, tuple[Any, ...], _trace.Failure | None, int]],
 ) -> tuple[Any, tuple[Any, ...], list[_trace.Failure]]:
-    """The generated function calling each traced kernel with its arguments: every array
-    (once, however often it recurs) and every number a parameter, so each kernel is called
-    with the numba types the wrapper called it with (its compiled code, not a new
-    specialisation)."""
-    ns: dict[str, Any] = {}
-    params: list[str] = []
+    """The generated function calling each traced kernel with its arguments, each of the numba
+    type the wrapper called it with (the kernel's compiled code, not a new specialisation):
+    every array a parameter once (a flat or reshaped view of a C-contiguous array, or the
+    transpose of a 2-D one, made from it inside: numba's compile time grows with the number
+    of parameters), Python floats constants (numba types them float64, as a call from Python
+    does), other numbers parameters (a bool or an int constant would be a literal type, and a
+    new specialisation)."""
+    ns: dict[str, Any] = {"_address": _jit.address, "_carray": numba.carray}
+    params: list[str] = ["_at"]
     values: list[Any] = []
     seen: dict[Any, str] = {}
     kernels: dict[int, str] = {}
     failures: list[_trace.Failure] = []
     body: list[str] = []
+    lines: list[str] = []  # arrays made inside, before the calls
+    addresses: list[int] = []  # of the C-contiguous arrays, made from them inside (_at, the first parameter)
+
+    keep: list[Array] = []
+
+    def new(v: Any, key: Any) -> str:
+        name = seen[key] = f"a{len(seen)}"
+        params.append(name)
+        values.append(v)
+        return name
 
     def param(v: Any) -> str:
         if v is None:
             return "None"
         if isinstance(v, _trace.Dyn):  # a number read from its array at each call
             return f"{param(v.array)}[{v.index}]"
-        if isinstance(v, np.ndarray):  # one parameter per view geometry: a.ravel() twice is one array
+        if v.__class__ is float:
+            key: Any = ("f", repr(v))  # repr: 0.0 and -0.0 stay two
+            name = seen.get(key)
+            if name is None:
+                name = seen[key] = f"c{len(seen)}"
+                ns[name] = v
+            return name
+        if isinstance(v, np.ndarray):  # one name per view geometry: a.ravel() twice is one array
             i = v.__array_interface__
-            key: Any = (id(_root(v)), i["data"][0], v.shape, v.strides, v.dtype.str, v.flags.writeable)
-        elif type(v) in (bool, int, float) or isinstance(v, np.generic):
-            key = (type(v), repr(v))  # repr: 0.0 and -0.0 stay two
-        else:
-            raise TypeError(f"a kernel argument of type {type(v).__name__}")
-        name = seen.get(key)
-        if name is None:
-            name = seen[key] = f"a{len(values)}"
-            params.append(name)
-            values.append(v)
-        return name
+            key = (id(_root(v)), i["data"][0], v.shape, v.strides, v.dtype.str, v.flags.writeable)
+            name = seen.get(key)
+            if name is None:
+                if v.ndim and v.flags.c_contiguous and v.flags.writeable and v.flags.aligned and v.size:
+                    # numba types it as typeof does (C layout, writable, aligned): the kernel's own code
+                    name = seen[key] = f"a{len(seen)}"
+                    dt = seen.get(("dtype", v.dtype.str))
+                    if dt is None:
+                        dt = seen[("dtype", v.dtype.str)] = f"d{len(seen)}"
+                        ns[dt] = v.dtype.type
+                    lines.append(f"    {name} = _carray(_address(_at[{len(addresses)}]), {v.shape!r}, {dt})")
+                    addresses.append(i["data"][0])
+                    keep.append(v)
+                    return name
+                view = _view_of_root(v)
+                if view is None:
+                    return new(v, key)
+                name = seen[key] = f"a{len(seen)}"
+                lines.append(f"    {name} = {param(_root(v))}{view}")
+            return name
+        if type(v) in (bool, int) or isinstance(v, np.generic):
+            key = (type(v), repr(v))
+            return seen.get(key) or new(v, key)
+        raise TypeError(f"a kernel argument of type {type(v).__name__}")
 
     for kernel, args, failure, ok in steps:
         k = kernels.get(id(kernel))
@@ -1174,10 +1216,41 @@ def _compile(
         else:
             failures.append(failure)
             body += [f"    if {call} != {int(ok)}:", f"        return {len(failures)}"]
-    source = "\n".join([f"def _replay({', '.join(params)}):", *body, "    return 0", ""])
+    source = "\n".join([f"def _replay({', '.join(params)}):", *lines, *body, "    return 0", ""])
     fn: Any = _jit.jit_source(source, "_replay", ns)
-    fn.compile(tuple(numba.typeof(v) for v in values))  # now, not at the first call (which would run it)
-    return fn, tuple(values), failures
+    args = (np.array(addresses, np.intp), *values, *keep)  # keep: held here, so the addresses stay theirs
+    fn.compile(tuple(numba.typeof(v) for v in args[: 1 + len(values)]))  # now, not at the first call (it would run)
+    return _Bound(fn, 1 + len(values)), args, failures
+
+
+class _Bound:
+    """A generated function called with the first ``n`` of the values it is stored with (the
+    rest are the arrays whose addresses it reads, held so they stay alive)."""
+
+    __slots__ = ("fn", "n")
+
+    def __init__(self, fn: Any, n: int) -> None:
+        self.fn, self.n = fn, n
+
+    def __call__(self, *values: Any) -> int:
+        rc: int = self.fn(*values[: self.n])
+        return rc
+
+
+def _view_of_root(v: Array) -> str | None:
+    """How to make ``v`` from the array that owns its memory inside a generated function
+    (``".reshape((...))"`` or ``".T"``), keeping ``v``'s numba type, or ``None``: ``v`` is the
+    owner, or another view (it is then a parameter of its own)."""
+    r = _root(v)
+    if v is r or not r.flags.c_contiguous or v.dtype != r.dtype or v.flags.writeable != r.flags.writeable:
+        return None
+    if v.__array_interface__["data"][0] != r.__array_interface__["data"][0] or v.size != r.size or v.ndim == 0:
+        return None
+    if v.flags.c_contiguous:
+        return f".reshape({v.shape!r})"
+    if v.ndim == 2 and r.ndim == 2 and v.shape == r.shape[::-1] and v.flags.f_contiguous:
+        return ".T"
+    return None
 
 
 def _owned(plan: _Plan) -> list[Array]:
@@ -1213,10 +1286,10 @@ def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> 
             continue
         for numbers in part.numbers:  # this call's step counts and step sizes (Adam)
             numbers(True)
-        if part.fn is not None:
-            rc = part.fn(*part.values)
+        for fn, values, failures in part.calls:
+            rc = fn(*values)
             if rc:
-                failure = part.failures[rc - 1]
+                failure = failures[rc - 1]
                 if callable(failure):
                     raise failure()
                 raise RuntimeError(f"gradtape.capture: a compiled replay of {name} failed: {failure}")
@@ -1255,7 +1328,8 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
         if part.__class__ is not _Run:
             part[0](*part[1])
             continue
-        roots = list({id(_root(v)): _root(v) for v in part.values if isinstance(v, np.ndarray)}.values())
+        every = [v for _, values, _ in part.calls for v in values]
+        roots = list({id(_root(v)): _root(v) for v in every if isinstance(v, np.ndarray)}.values())
         before = [r.copy() for r in roots]
         by_item = {e.item: e for e in part.effects}
         made_now: list[list[Array] | None] = []
@@ -1270,7 +1344,9 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
             np.copyto(r, b)
         for numbers in part.numbers:  # the numbers the flat items just used (their counts advanced)
             numbers(False)
-        rc = 0 if part.fn is None else part.fn(*part.values)
+        rc = 0
+        for fn, values, _ in part.calls:
+            rc = rc or fn(*values)
         # the arrays the flat items changed must come out the same, and keep the flat values;
         # the others are the trace's own scratch (the flat items made their own), or unchanged
         changed = [not _same(b, t) for b, t in zip(before, truth, strict=True)]

@@ -6,3 +6,4 @@ float64: Any
 int32: Any
 int64: Any
 intp: Any
+voidptr: Any

@@ -51,6 +51,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
+from llvmlite import ir
+from numba.core import types as nt
+from numba.extending import intrinsic
 
 from gradtape.devices.kernels import _malloc  # noqa: F401  (sets glibc's malloc thresholds once)
 
@@ -105,7 +108,7 @@ if OPENMP_KERNELS:
     # between parallel regions, which slowed a PyTorch loop of small ops 20x in benchmarks
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["REASSOC", "jit", "jit_source", "serial_and_parallel"]
+__all__ = ["REASSOC", "address", "jit", "jit_source", "serial_and_parallel"]
 
 REASSOC = frozenset({"reassoc", "contract", "nsz"})
 """Fast-math flags that let LLVM vectorize a float reduction (``s += a[i] * b[i]``): sums may
@@ -167,6 +170,19 @@ def jit(*, parallel: bool = False, fastmath: frozenset[str] | None = None, inlin
         return _njit(fn, _options(parallel, fastmath, inline))
 
     return decorate
+
+
+@intrinsic
+def address(typingctx: Any, addr: Any) -> Any:
+    """``void *`` from an integer address, for ``numba.carray(address(a), shape, dtype)`` in a
+    generated function (``gradtape.capture``'s compiled replays rebuild C-contiguous arrays
+    from their data addresses: one integer array argument instead of one argument per array,
+    which is what numba's compile time grows with)."""
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return nt.voidptr(nt.intp), codegen
 
 
 def jit_source(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
