@@ -9,7 +9,8 @@ longer holds: never a wrong number, never a gradient the caller keeps overwritte
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -31,39 +32,59 @@ def _batches(n: int = 8) -> list[tuple[Array, Array]]:
     return [(rng.standard_normal((64, 64)).astype(np.float32), rng.integers(0, 10, 64)) for _ in range(n)]
 
 
+class _Trained(NamedTuple):
+    losses: list[float]
+    params: list[Array]
+    f: Any  # the step function, captured or not
+    grads: list[Array]  # the .grad arrays after the last step
+    opt: Any
+
+
 def _train(
-    mode: str | None, spelling: str = "torch", steps: int = 50, act: type[nn.Module] = nn.ReLU, adam: bool = False
-) -> tuple[list[float], list[Array], Any, list[Array]]:
+    mode: str | None,
+    spelling: str = "torch",
+    steps: int = 50,
+    act: type[nn.Module] = nn.ReLU,
+    opt: Callable[[Any], Any] = lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9),
+    seed: int = 5,
+    head: Callable[[Tensor[Any, Any]], Tensor[Any, Any]] = lambda t: t,
+    between: Callable[[int, Any], None] | None = None,
+) -> _Trained:
     """``steps`` steps of the digits MLP from one seed: eager (``mode=None``), or under
     ``gradtape.capture`` item by item (``"flat"``) or compiled (``"compiled"``). PyTorch's
     spelling (``zero_grad`` first, ``loss.backward()``, ``opt.step()``) or gradtape's (a traced
-    batch, the store, ``opt.step(grads)``, ``zero_grads``). Returns the losses, the parameters
-    after, the step function and the ``.grad`` arrays after the last step."""
-    dev = gt.Cpu(seed=5)
+    batch, the store, ``opt.step(grads)``, ``zero_grads``); ``opt`` makes the optimizer, ``head``
+    is applied to the logits, ``between(i, opt)`` runs before call ``i``."""
+    dev = gt.Cpu(seed=seed)
     m = _mlp(dev, act)
-    opt: Any = optim.Adam(m.parameters(), lr=1e-3) if adam else optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    o = opt(m.parameters())
     store = m.alloc_grads()
 
     def torch_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(m(x), y)
+        o.zero_grad()
+        loss = nn.functional.cross_entropy(head(m(x)), y)
         loss.backward()
-        opt.step()
+        o.step()
         return loss
 
     def gradtape_step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-        loss = nn.functional.cross_entropy(m(x.trace(store)), y)
+        loss = nn.functional.cross_entropy(head(m(x.trace(store))), y)
         grads = loss.backward()
-        opt.step(grads)
+        o.step(grads)
         m.zero_grads(grads)
         return loss
 
     step: Any = torch_step if spelling == "torch" else gradtape_step
     f = step if mode is None else gt.capture(step, compile=mode == "compiled")
     batches = _batches()
-    losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(steps))]
+    losses = []
+    for i in range(steps):
+        if between is not None:
+            between(i, o)
+        x, y = batches[i % len(batches)]
+        losses.append(f(dev.tensor(x), y).item())
     grads = [p.grad.numpy().copy() for p in m.parameters() if p.grad is not None]
-    return losses, [p.numpy().copy() for p in m.parameters()], f, grads
+    return _Trained(losses, [p.numpy().copy() for p in m.parameters()], f, grads, o)
 
 
 def _same(got: list[Array], want: list[Array]) -> None:
@@ -83,41 +104,30 @@ def test_a_compiled_training_step_equals_eager_and_flat_bit_for_bit(spelling: st
         eager = _train(None, spelling)
         flat = _train("flat", spelling)
         compiled = _train("compiled", spelling)
-    f = compiled[2]
+    f = compiled.f
     assert f.compiled_replays == 46, f.compile_reason
-    assert flat[2].compiled_replays == 0
+    assert flat.f.compiled_replays == 0
     for got in (flat, compiled):
-        assert got[0] == eager[0]
-        _same(got[1], eager[1])
-        _same(got[3], eager[3])
+        assert got.losses == eager.losses
+        _same(got.params, eager.params)
+        _same(got.grads, eager.grads)
 
 
 def test_gradients_left_for_the_caller_are_never_overwritten_by_a_later_call() -> None:
     """PyTorch's loop leaves each step's gradients in .grad: a compiled call hands them out
     as copies, so the arrays a caller kept from one step keep that step's values after the
     next steps, as eager gives new arrays at every step."""
-    dev = gt.Cpu(seed=1)
-    m = _mlp(dev)
-    opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-
-    @gt.capture
-    def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    batches = _batches()
     kept: list[tuple[Array, Array]] = []
-    for i in range(12):
-        x, y = batches[i % len(batches)]
-        step(dev.tensor(x), y)
-        first: Any = m[0]
-        g = first.weight.grad
-        assert g is not None
-        kept.append((g.data, g.data.copy()))
-    assert step.compiled_replays == 8
+
+    def keep(i: int, opt: Any) -> None:  # before call i: the first weight's .grad from call i - 1
+        g = opt.params[0].grad
+        if i:
+            assert g is not None
+            kept.append((g.data, g.data.copy()))
+
+    got = _train("compiled", steps=13, seed=1, between=keep)
+    assert got.f.compiled_replays == 9
+    assert len(kept) == 12
     for held, values in kept:
         np.testing.assert_array_equal(held, values)
     assert len({id(h) for h, _ in kept}) == len(kept)
@@ -128,33 +138,15 @@ def test_a_learning_rate_changed_between_calls_is_read() -> None:
     the compiled run that traced the old rate replays item by item for that call and is traced
     again; every loss and parameter as eager's."""
 
-    def run(captured: bool) -> tuple[list[float], list[Array], Any]:
-        dev = gt.Cpu(seed=2)
-        m = _mlp(dev)
-        opt = optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    def halve(i: int, opt: Any) -> None:
+        if i in (60, 100):
+            opt.param_groups[0]["lr"] *= 0.5
 
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        f: Any = gt.capture(step) if captured else step
-        batches = _batches()
-        losses = []
-        for i in range(130):
-            if i in (60, 100):
-                opt.param_groups[0]["lr"] *= 0.5
-            x, y = batches[i % len(batches)]
-            losses.append(f(dev.tensor(x), y).item())
-        return losses, [p.numpy().copy() for p in m.parameters()], f
-
-    eager = run(False)
-    got = run(True)
-    assert got[0] == eager[0]
-    _same(got[1], eager[1])
-    f = got[2]
+    eager = _train(None, steps=130, seed=2, between=halve)
+    got = _train("compiled", steps=130, seed=2, between=halve)
+    assert got.losses == eager.losses
+    _same(got.params, eager.params)
+    f = got.f
     # calls 2-59: trace, check, 56 compiled; the rate changed at call 60 (56 calls after the
     # trace): one flat, trace, check, 37 compiled; changed again at call 100, 37 calls after
     # that trace: the optimizer's run replays item by item from then on, the others compiled
@@ -168,11 +160,15 @@ def test_what_a_trace_cannot_take_stays_python_and_the_rest_compiles() -> None:
     Adam's step compiled after the backward; the numbers are eager's."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        eager = _train(None, act=nn.Tanh, adam=True)
-        compiled = _train("compiled", act=nn.Tanh, adam=True)
-    assert compiled[0] == eager[0]
-    _same(compiled[1], eager[1])
-    assert compiled[2].compiled_replays == 46
+
+        def adam(ps: Any) -> Any:
+            return optim.Adam(ps, lr=1e-3)
+
+        eager = _train(None, act=nn.Tanh, opt=adam)
+        compiled = _train("compiled", act=nn.Tanh, opt=adam)
+    assert compiled.losses == eager.losses
+    _same(compiled.params, eager.params)
+    assert compiled.f.compiled_replays == 46
 
 
 @pytest.mark.parametrize("kind", ["adamw", "adam-amsgrad"])
@@ -182,37 +178,22 @@ def test_adam_steps_compile_with_their_step_counts_and_bias_corrections(kind: st
     does, and the kernels read them. 40 steps equal eager's bit for bit, the optimizer's
     state_dict (step counts, moments) too."""
 
-    def run(mode: str | None) -> tuple[list[float], list[Array], dict[str, Any], Any]:
-        dev = gt.Cpu(seed=8)
-        m = _mlp(dev)
-        opt: Any = (
-            optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.05)
-            if kind == "adamw"
-            else optim.Adam(m.parameters(), lr=1e-3, weight_decay=1e-3, amsgrad=True)
-        )
+    def make(ps: Any) -> Any:
+        if kind == "adamw":
+            return optim.AdamW(ps, lr=1e-3, weight_decay=0.05)
+        return optim.Adam(ps, lr=1e-3, weight_decay=1e-3, amsgrad=True)
 
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        f: Any = step if mode is None else gt.capture(step)
-        batches = _batches()
-        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(40))]
-        return losses, [p.numpy().copy() for p in m.parameters()], opt.state_dict(), f
-
-    eager = run(None)
-    got = run("compiled")
-    assert got[0] == eager[0]
-    _same(got[1], eager[1])
-    for i, st in eager[2]["state"].items():
-        assert got[2]["state"][i]["step"] == st["step"] == 40
+    eager = _train(None, steps=40, opt=make, seed=8)
+    got = _train("compiled", steps=40, opt=make, seed=8)
+    assert got.losses == eager.losses
+    _same(got.params, eager.params)
+    want, have = eager.opt.state_dict()["state"], got.opt.state_dict()["state"]
+    for i, st in want.items():
+        assert have[i]["step"] == st["step"] == 40
         for key, value in st.items():
             if key != "step":
-                np.testing.assert_array_equal(got[2]["state"][i][key], value)
-    assert got[3].compiled_replays == 36, got[3].compile_reason
+                np.testing.assert_array_equal(have[i][key], value)
+    assert got.f.compiled_replays == 36, got.f.compile_reason
 
 
 def test_an_item_computing_outside_its_traced_kernels_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,9 +209,9 @@ def test_an_item_computing_outside_its_traced_kernels_is_caught(monkeypatch: pyt
     monkeypatch.setattr(activations, "relu", numpy_relu)
     eager = _train(None, steps=12)
     compiled = _train("compiled", steps=12)
-    assert compiled[0] == eager[0]
-    _same(compiled[1], eager[1])
-    f = compiled[2]
+    assert compiled.losses == eager.losses
+    _same(compiled.params, eager.params)
+    f = compiled.f
     # the forward's run (with the ReLUs) replays item by item; the backward's and the step's compile
     assert f.compiled_replays == 8
     assert f.compile_reason is not None and "other values compiled" in f.compile_reason
@@ -252,28 +233,14 @@ def test_a_hand_written_backward_closure_runs_as_python() -> None:
         tape.add_backward_op(backward)
         return y.put_tape(tape)
 
-    def run(mode: str | None) -> tuple[list[float], list[Array], Any]:
-        dev = gt.Cpu(seed=4)
-        m = _mlp(dev)
-        opt = optim.SGD(m.parameters(), lr=0.05)
+    def sgd(ps: Any) -> Any:
+        return optim.SGD(ps, lr=0.05)
 
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(my_relu(m(x)), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        f: Any = step if mode is None else gt.capture(step)
-        batches = _batches()
-        losses = [f(dev.tensor(x), y).item() for x, y in (batches[i % len(batches)] for i in range(10))]
-        return losses, [p.numpy().copy() for p in m.parameters()], f
-
-    eager = run(None)
-    got = run("compiled")
-    assert got[0] == eager[0]
-    _same(got[1], eager[1])
-    f = got[2]
+    eager = _train(None, steps=10, opt=sgd, seed=4, head=my_relu)
+    got = _train("compiled", steps=10, opt=sgd, seed=4, head=my_relu)
+    assert got.losses == eager.losses
+    _same(got.params, eager.params)
+    f = got.f
     # the optimizer's step reads .grad arrays the Python backward makes anew at each call: the
     # check catches its run, which replays item by item; the forward stays compiled
     assert f.compiled_replays == 6, f.compile_reason
@@ -296,7 +263,7 @@ def test_compiled_inference_equals_eager() -> None:
 def test_compile_false_keeps_the_item_by_item_replay() -> None:
     eager = _train(None, steps=8)
     flat = _train("flat", steps=8)
-    assert flat[0] == eager[0]
-    assert flat[2].compiled_replays == 0 and flat[2].compile_reason is None
+    assert flat.losses == eager.losses
+    assert flat.f.compiled_replays == 0 and flat.f.compile_reason is None
     with pytest.raises(TypeError, match="compile must be a bool"):
         gt.capture(lambda: None, compile=1)  # type: ignore[arg-type]
