@@ -267,3 +267,35 @@ def test_compile_false_keeps_the_item_by_item_replay() -> None:
     assert flat.f.compiled_replays == 0 and flat.f.compile_reason is None
     with pytest.raises(TypeError, match="compile must be a bool"):
         gt.capture(lambda: None, compile=1)  # type: ignore[arg-type]
+
+
+def test_zero_grad_clears_a_grad_set_between_calls() -> None:
+    """``zero_grad`` clears every ``.grad`` at every compiled call, including one that was
+    already ``None`` when the step was traced and that the caller set between calls (a
+    parameter the loss does not reach): after the call it is ``None``, as eagerly."""
+
+    def run(captured: bool) -> Any:
+        dev = gt.Cpu(seed=11)
+        m = _mlp(dev)
+        spare = nn.Linear(4, 4, dev=dev)  # in the optimizer, not in the loss
+        opt = optim.SGD([*m.parameters(), *spare.parameters()], lr=0.05)
+
+        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f: Any = gt.capture(step) if captured else step
+        seen = []
+        for i, (x, y) in enumerate(_batches() * 2):
+            if i >= 6:
+                spare.weight.grad = dev.tensor(np.ones((4, 4), np.float32))
+            f(dev.tensor(x), y)
+            seen.append(spare.weight.grad is None)
+        return seen, f
+
+    eager, (got, f) = run(False)[0], run(True)
+    assert got == eager == [True] * 16
+    assert f.compiled_replays > 0

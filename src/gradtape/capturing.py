@@ -806,13 +806,13 @@ def _replay(plan: _Plan, arrays: list[Array]) -> Any:
 @dataclass
 class _Effects:
     """What a traced item did to Python objects (:class:`gradtape.devices.kernels._trace.Touches`:
-    gradient stores, tensors' ``.grad``), redone after each compiled call of its segment: each
+    gradient stores, tensors' ``.grad``), redone after each compiled call of its run: each
     store's contents after the item (``post``; arrays the item made are the trace's own, which
     the compiled kernels rewrite) and the ``.grad`` each tensor got (``post_grad``: changed or
     not, the array, whether a store lends it). A compiled call applies them only where the
     objects are as they were when traced (:meth:`ready`: each store held ``pre``, each tensor's
     ``.grad`` held ``pre_grad``'s array, the guard returns what it returned); otherwise that
-    segment replays item by item. ``exposed``: the arrays made here that the caller can still
+    run replays item by item. ``exposed``: the arrays made here that the caller can still
     reach after the traced call (a ``.grad`` left for the next step); the call hands those out
     as copies at its end (:func:`_hand_out`), so a gradient the caller keeps is never
     overwritten by a later call."""
@@ -913,7 +913,9 @@ def _effects_after(eff: _Effects) -> None:
     for x, a in zip(t.tensors, eff.pre_grad, strict=True):
         gt = getattr(x, "_grad", None)
         now = None if gt is None else gt.data
-        eff.post_grad.append((now is not a, now, gt is not None and gt.id in _BORROWED))
+        # an item that only sets .grad (zero_grad) sets it at every call, whatever it held
+        changed = now is not a or t.grads_read == "none"
+        eff.post_grad.append((changed, now, gt is not None and gt.id in _BORROWED))
 
 
 def _exposed(effects: list[_Effects]) -> None:
@@ -1039,7 +1041,7 @@ class _Run:
 
 @dataclass
 class _Compiled:
-    """A plan's compiled replay: its items as ``parts``, each a :class:`_Segment` or an item
+    """A plan's compiled replay: its items as ``parts``, each a :class:`_Run` or an item
     ``(fn, args)`` run as the flat replay runs it (an op or a call the trace does not take:
     an optimizer's ``step``, a loss computed with numpy's ``exp``). ``checked``: it matched a
     flat replay once (:func:`_checked`)."""
