@@ -248,14 +248,17 @@ def test_a_hand_written_backward_closure_runs_as_python() -> None:
 
 
 def test_compiled_inference_equals_eager() -> None:
-    """A module captured under no_grad: its forward replays as one compiled call."""
+    """A module captured under no_grad: its forward replays as one compiled call, which reads
+    a C-contiguous batch where the caller holds it and copies one in another layout (every
+    other batch here is Fortran-ordered) into its buffer first."""
     dev = gt.Cpu(seed=6)
     m = _mlp(dev)
     f = gt.capture(m)
-    xs = [x for x, _ in _batches()]
+    xs = [x if i % 2 else np.asfortranarray(x) for i, (x, _) in enumerate(_batches())]
     with gt.no_grad():
-        want = [m(dev.tensor(x)).numpy() for x in xs * 3]
-        got = [f(dev.tensor(x)).numpy() for x in xs * 3]
+        want = [m(Tensor(x, dev)).numpy() for x in xs * 3]
+        got = [f(Tensor(x, dev)).numpy() for x in xs * 3]  # Tensor(x, dev) keeps x's layout
+    assert not Tensor(xs[0], dev).data.flags.c_contiguous
     _same(got, want)
     assert f.compiled_replays == len(got) - 4
 

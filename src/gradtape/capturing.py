@@ -578,6 +578,7 @@ class Captured(Generic[P, R]):
             plan.compiled = None
         else:  # it keeps changing: tracing, compiling and checking at every call would cost more
             c.parts = [q for p in c.parts for q in (plan.items[p.start : p.stop] if p in missed else [p])]
+            c.direct = None
             self.compile_reason = (
                 "finds the objects a traced run reads (an optimizer's hyper-parameters, gradient stores, .grad "
                 f"arrays a Python backward made) changed within {RETRACE_AFTER} calls of a trace: that run "
@@ -974,7 +975,7 @@ class _Run:
 
     start: int
     stop: int
-    calls: list[tuple[Callable[..., int], tuple[Any, ...], list[_trace.Failure]]]
+    calls: list[tuple[_Bound, tuple[Any, ...], list[_trace.Failure]]]
     effects: list[_Effects]
     implied: list[set[int]] = field(default_factory=list)
     stores: list[tuple[Any, dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
@@ -1050,6 +1051,7 @@ class _Compiled:
     checked: bool = False
     out: dict[int, Array] = field(default_factory=dict)  # the last call's copies (see _hand_out)
     calls: int = 0  # compiled calls that found every run as traced
+    direct: list[tuple[int, list[tuple[Array, int, int]]]] | None = None  # see _direct_inputs
 
 
 def _traced(plan: _Plan, arrays: list[Array]) -> tuple[Any, _Compiled | str]:
@@ -1266,11 +1268,61 @@ def _owned(plan: _Plan) -> list[Array]:
     return list(found.values())
 
 
+def _direct_inputs(plan: _Plan, c: _Compiled) -> list[tuple[int, list[tuple[Array, int, int]]]]:
+    """The call's arguments that the compiled functions may read where the caller holds them,
+    with no copy into the plan's input buffer: inputs read only through the functions' address
+    arrays (rebuilt inside with ``numba.carray``), by no item run as Python (nothing reachable
+    from its arguments, a backward pass's saved arrays included) and not returned. For each,
+    ``(input index, [(address array, slot, byte offset into the buffer), ...])``."""
+    roots = {id(_root(b)): k for k, b in enumerate(plan.inputs)}
+    blocked: set[int] = {roots[id(_root(d))] for d, _ in plan.outs if id(_root(d)) in roots}
+    runs = [p for p in c.parts if p.__class__ is _Run]
+    for part in c.parts:
+        if part.__class__ is not _Run:
+            fn, args = part
+            found = saved_arrays((0, fn, *args))
+        else:
+            found = (v for bound, values, _ in part.calls for v in values[1 : bound.n])
+        for a in found:
+            if a.__class__ is np.ndarray and id(_root(a)) in roots:
+                blocked.add(roots[id(_root(a))])
+    slots: dict[int, list[tuple[Array, int, int]]] = {k: [] for k in roots.values() if k not in blocked}
+    for part in runs:
+        for bound, values, _ in part.calls:
+            at = values[0]
+            for j, a in enumerate(values[bound.n :]):
+                k = roots.get(id(_root(a)))
+                if k in slots:
+                    start = plan.inputs[k].__array_interface__["data"][0]
+                    slots[k].append((at, j, int(at[j]) - start))
+    return [(k, s) for k, s in slots.items() if s]
+
+
 def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> tuple[Any, list[_Run]]:
     """A compiled replay: each run's function (then its effects), the other items as they are;
     a run whose objects are not as traced replays item by item. Returns the result and the
-    runs that did."""
-    for buf, a in zip(plan.inputs, arrays, strict=True):
+    runs that did. An argument only compiled functions read (:func:`_direct_inputs`) is read
+    where the caller holds it, when it is C-contiguous and aligned: its address goes into the
+    functions' address arrays instead of a copy into the input buffer (a large batch's copy
+    is what a compiled step of a kernel-bound model otherwise adds to the eager step)."""
+    direct = c.direct
+    if direct is None:
+        direct = c.direct = _direct_inputs(plan, c)
+    pending: list[tuple[Array, Array]] = []  # (buffer, the caller's array) not copied yet
+    skip = -1 if not direct else 0
+    for k, (buf, a) in enumerate(zip(plan.inputs, arrays, strict=True)):
+        if skip >= 0 and skip < len(direct) and direct[skip][0] == k:
+            slots = direct[skip][1]
+            skip += 1
+            if a.flags.c_contiguous and a.flags.aligned and a.dtype is buf.dtype:
+                start = a.__array_interface__["data"][0]
+                for at, j, offset in slots:
+                    at[j] = start + offset
+                pending.append((buf, a))
+                continue
+            start = buf.__array_interface__["data"][0]
+            for at, j, offset in slots:
+                at[j] = start + offset
         np.copyto(buf, a)
     items = plan.items
     out = c.out
@@ -1282,6 +1334,9 @@ def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> 
             part[0](*part[1])
             continue
         if not part.ready(out):
+            for buf, a in pending:  # the items read the buffers
+                np.copyto(buf, a)
+            pending = []
             for fn, args in items[part.start : part.stop]:
                 fn(*args)
             missed.append(part)
@@ -1364,6 +1419,7 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
     if not failed:
         return _rebuild(plan), None
     c.parts = [q for p in c.parts for q in (items[p.start : p.stop] if p in failed else [p])]
+    c.direct = None
     why = (
         "gave other values compiled than item by item in a traced run (an item computing outside its traced "
         "kernels, or reading arrays a Python item makes anew at each call): that run replays item by item"
