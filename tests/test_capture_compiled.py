@@ -277,28 +277,21 @@ def test_zero_grad_clears_a_grad_set_between_calls() -> None:
     already ``None`` when the step was traced and that the caller set between calls (a
     parameter the loss does not reach): after the call it is ``None``, as eagerly."""
 
-    def run(captured: bool) -> Any:
-        dev = gt.Cpu(seed=11)
-        m = _mlp(dev)
-        spare = nn.Linear(4, 4, dev=dev)  # in the optimizer, not in the loss
-        opt = optim.SGD([*m.parameters(), *spare.parameters()], lr=0.05)
+    def run(mode: str | None) -> tuple[list[bool], Any]:
+        spare = nn.Linear(4, 4, dev=gt.Cpu(seed=11))  # in the optimizer, not in the loss
+        seen: list[bool] = []
 
-        def step(x: Tensor[Any, Any], y: Array) -> Tensor[Any, Any]:
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        def make(ps: Any) -> Any:
+            return optim.SGD([*ps, *spare.parameters()], lr=0.05)
 
-        f: Any = gt.capture(step) if captured else step
-        seen = []
-        for i, (x, y) in enumerate(_batches() * 2):
+        def between(i: int, opt: Any) -> None:  # before call i: what call i - 1 left, then set it
+            if i:
+                seen.append(spare.weight.grad is None)
             if i >= 6:
-                spare.weight.grad = dev.tensor(np.ones((4, 4), np.float32))
-            f(dev.tensor(x), y)
-            seen.append(spare.weight.grad is None)
-        return seen, f
+                spare.weight.grad = gt.Cpu().tensor(np.ones((4, 4), np.float32))
 
-    eager, (got, f) = run(False)[0], run(True)
+        return seen, _train(mode, steps=17, opt=make, seed=11, between=between).f
+
+    eager, (got, f) = run(None)[0], run("compiled")
     assert got == eager == [True] * 16
     assert f.compiled_replays > 0
