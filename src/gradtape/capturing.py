@@ -34,11 +34,11 @@ anything else refuses the recording.
 plan runs its items under a kernel trace (:mod:`gradtape.devices.kernels._trace`): the kernel
 wrappers note each numba kernel they call and its exact arguments (products on oneDNN through
 their compiled caller, the bias and ReLU passes, the fused backward kernels, cross-entropy's
-backward, SGD's update), and each stretch of consecutive items that ran only noted kernels
+backward, SGD's and Adam's updates), and each stretch of consecutive items that ran only noted kernels
 becomes one generated numba function (about 2 us to call, where each item costs a Python
 call, its checks and its allocations); the other items (a loss computed with numpy's ``exp``,
-Adam's step, whose bias corrections change at every step, a hand-written closure) stay Python
-calls between them. Only items and backward rules declared traceable take part (every other
+a convolution, an optimizer other than SGD, Adam and AdamW, a hand-written closure) stay
+Python calls between them. Only items and backward rules declared traceable take part (every other
 one, and every numpy fallback of a wrapper, refuses, naming itself). What the traced items do
 to Python objects (the backward's gradient store and ``.grad``, ``zero_grad``'s clearing) is
 kept as the state they left and set again after each compiled call, with the gradients a
@@ -160,7 +160,7 @@ import numpy as np
 
 from gradtape import tape as _tp
 from gradtape.devices.kernels import _jit, _trace
-from gradtape.engine import _BORROWED, entry_op, replay_first_order, saved_arrays, saved_ids
+from gradtape.engine import _BORROWED, clear_grad, entry_op, replay_first_order, saved_arrays, saved_ids, set_grad
 from gradtape.tape import is_grad_enabled, next_id
 from gradtape.tensor import Tensor
 
@@ -577,14 +577,12 @@ class Captured(Generic[P, R]):
         elif c.calls >= RETRACE_AFTER:  # a guard changed (a learning rate set between calls): trace again
             plan.compiled = None
         else:  # it keeps changing: tracing, compiling and checking at every call would cost more
-            c.parts = [q for p in c.parts for q in (plan.items[p.start : p.stop] if p in missed else [p])]
-            c.direct = None
             self.compile_reason = (
                 "finds the objects a traced run reads (an optimizer's hyper-parameters, gradient stores, .grad "
                 f"arrays a Python backward made) changed within {RETRACE_AFTER} calls of a trace: that run "
                 "replays item by item"
             )
-            if not any(isinstance(p, _Run) for p in c.parts):
+            if not c.uncompile(plan, missed):
                 plan.compiled = self.compile_reason
         return result
 
@@ -796,9 +794,14 @@ def _rebuild(plan: _Plan) -> Any:
     return _fill(plan.template, [Tensor(a.copy(), dev) for a, dev in plan.outs])
 
 
-def _replay(plan: _Plan, arrays: list[Array]) -> Any:
+def _copy_inputs(plan: _Plan, arrays: list[Array]) -> None:
+    """The call's tensor and array arguments into the buffers the recorded call read."""
     for buf, a in zip(plan.inputs, arrays, strict=True):
         np.copyto(buf, a)
+
+
+def _replay(plan: _Plan, arrays: list[Array]) -> Any:
+    _copy_inputs(plan, arrays)
     for fn, args in plan.items:
         fn(*args)
     return _rebuild(plan)
@@ -823,6 +826,7 @@ class _Effects:
     pre_grad: list[Array | None]
     guard: tuple[Any, ...] = ()
     post: list[tuple[dict[int, Array], tuple[Any, ...]]] = field(default_factory=list)
+    pre_flags: list[tuple[Any, ...]] = field(default_factory=list)  # each store's Gradients._flags() before
     post_grad: list[tuple[bool, Array | None, bool]] = field(default_factory=list)
     exposed: set[int] = field(default_factory=set)
     changes: list[bool] = field(default_factory=list)  # per store: the item changed it
@@ -881,29 +885,19 @@ def _same_guard(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return bool(a[0] == b[0]) and len(a[1]) == len(b[1]) and all(map(operator.is_, a[1], b[1]))
 
 
-def _store_flags(g: Any) -> tuple[Any, ...]:
-    return (
-        set(g._shared),
-        None if g._leafs is None else set(g._leafs),
-        set(g._parts),
-        None if g._transient is None else set(g._transient),
-    )
-
-
 def _effects_before(touches: _trace.Touches) -> _Effects:
     pre = [{} if k == 0 and touches.fresh else dict(s._data) for k, s in enumerate(touches.stores)]
     grads = [getattr(x, "_grad", None) for x in touches.tensors]
     guard = () if touches.guard is None else touches.guard()
     eff = _Effects(touches, pre, [None if g is None else g.data for g in grads], guard)
-    eff.changes = [True] * len(pre) if touches.fresh else []
-    eff._flags = [_store_flags(s) for s in touches.stores]  # type: ignore[attr-defined]
+    eff.pre_flags = [s._flags() for s in touches.stores]
     return eff
 
 
 def _effects_after(eff: _Effects) -> None:
     t = eff.touches
-    eff.post = [(dict(s._data), _store_flags(s)) for s in t.stores]
-    flags_before = eff._flags  # type: ignore[attr-defined]
+    eff.post = [(dict(s._data), s._flags()) for s in t.stores]
+    flags_before = eff.pre_flags
     eff.changes = [
         (k == 0 and t.fresh)
         or len(pre) != len(data)
@@ -1017,25 +1011,11 @@ class _Run:
 
     def apply(self) -> None:
         for store, data, flags in self.stores:
-            shared, leafs, parts, transient = flags
-            store._data = dict(data)
-            store._shared = set(shared)
-            store._leafs = None if leafs is None else set(leafs)
-            store._parts = set(parts)
-            store._transient = None if transient is None else set(transient)
-            store._graph = None
+            store._restore(data, flags)
         for x, a, lent in self.tensors:
-            old = getattr(x, "_grad", None)
-            if old is not None:
-                _BORROWED.discard(old.id)
-            if a is None:
-                x._grad = None
-                continue
-            gt = object.__new__(Tensor)
-            gt.data, gt.device, gt.tape, gt.id, gt._leaf = a, x.device, _tp.NONE_TAPE, next_id(), True
-            if lent:
-                _BORROWED.add(gt.id)
-            x._grad = gt
+            clear_grad(x)
+            if a is not None:
+                set_grad(x, a, lent)
         for f in self.afters:
             f()
 
@@ -1043,15 +1023,21 @@ class _Run:
 @dataclass
 class _Compiled:
     """A plan's compiled replay: its items as ``parts``, each a :class:`_Run` or an item
-    ``(fn, args)`` run as the flat replay runs it (an op or a call the trace does not take:
-    an optimizer's ``step``, a loss computed with numpy's ``exp``). ``checked``: it matched a
-    flat replay once (:func:`_checked`)."""
+    ``(fn, args)`` run as the flat replay runs it (an op or a call the trace does not take: a
+    convolution, a loss computed with numpy's ``exp``, RMSprop's ``step``). ``checked``: it
+    matched a flat replay once (:func:`_checked`)."""
 
     parts: list[Any]
     checked: bool = False
     out: dict[int, Array] = field(default_factory=dict)  # the last call's copies (see _hand_out)
     calls: int = 0  # compiled calls that found every run as traced
-    direct: list[tuple[int, list[tuple[Array, int, int]]]] | None = None  # see _direct_inputs
+    direct: dict[int, list[tuple[Array, int, int]]] | None = None  # see _direct_inputs
+
+    def uncompile(self, plan: _Plan, runs: list[_Run]) -> bool:
+        """Replay ``runs`` item by item from now on; returns whether any run is left."""
+        self.parts = [q for p in self.parts for q in (plan.items[p.start : p.stop] if p in runs else [p])]
+        self.direct = None
+        return any(p.__class__ is _Run for p in self.parts)
 
 
 def _traced(plan: _Plan, arrays: list[Array]) -> tuple[Any, _Compiled | str]:
@@ -1060,8 +1046,7 @@ def _traced(plan: _Plan, arrays: list[Array]) -> tuple[Any, _Compiled | str]:
     result, and the plan's compiled replay (runs of traced items made one numba function each,
     the other items kept as they are), or why it has none (no item traced, numba refusing the
     generated function)."""
-    for buf, a in zip(plan.inputs, arrays, strict=True):
-        np.copyto(buf, a)
+    _copy_inputs(plan, arrays)
     runs: list[list[Any]] = []  # per item: its kernel steps ([None] for none) where traced, else []
     effects_of: list[_Effects | None] = []
     why: str | None = None
@@ -1257,23 +1242,12 @@ def _view_of_root(v: Array) -> str | None:
     return None
 
 
-def _owned(plan: _Plan) -> list[Array]:
-    """The arrays the plan's items hold (one level into tuples), once each."""
-    found: dict[int, Array] = {}
-    for _, args in plan.items:
-        for a in args:
-            for b in a if a.__class__ is tuple else (a,):
-                if isinstance(b, np.ndarray):
-                    found.setdefault(id(b), b)
-    return list(found.values())
-
-
-def _direct_inputs(plan: _Plan, c: _Compiled) -> list[tuple[int, list[tuple[Array, int, int]]]]:
+def _direct_inputs(plan: _Plan, c: _Compiled) -> dict[int, list[tuple[Array, int, int]]]:
     """The call's arguments that the compiled functions may read where the caller holds them,
     with no copy into the plan's input buffer: inputs read only through the functions' address
     arrays (rebuilt inside with ``numba.carray``), by no item run as Python (nothing reachable
-    from its arguments, a backward pass's saved arrays included) and not returned. For each,
-    ``(input index, [(address array, slot, byte offset into the buffer), ...])``."""
+    from its arguments, a backward pass's saved arrays included) and not returned: input index
+    -> ``[(address array, slot, byte offset into the buffer), ...]``."""
     roots = {id(_root(b)): k for k, b in enumerate(plan.inputs)}
     blocked: set[int] = {roots[id(_root(d))] for d, _ in plan.outs if id(_root(d)) in roots}
     runs = [p for p in c.parts if p.__class__ is _Run]
@@ -1295,7 +1269,7 @@ def _direct_inputs(plan: _Plan, c: _Compiled) -> list[tuple[int, list[tuple[Arra
                 if k in slots:
                     start = plan.inputs[k].__array_interface__["data"][0]
                     slots[k].append((at, j, int(at[j]) - start))
-    return [(k, s) for k, s in slots.items() if s]
+    return {k: s for k, s in slots.items() if s}
 
 
 def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> tuple[Any, list[_Run]]:
@@ -1309,20 +1283,16 @@ def _run_compiled(plan: _Plan, c: _Compiled, arrays: list[Array], name: str) -> 
     if direct is None:
         direct = c.direct = _direct_inputs(plan, c)
     pending: list[tuple[Array, Array]] = []  # (buffer, the caller's array) not copied yet
-    skip = -1 if not direct else 0
     for k, (buf, a) in enumerate(zip(plan.inputs, arrays, strict=True)):
-        if skip >= 0 and skip < len(direct) and direct[skip][0] == k:
-            slots = direct[skip][1]
-            skip += 1
-            if a.flags.c_contiguous and a.flags.aligned and a.dtype is buf.dtype:
-                start = a.__array_interface__["data"][0]
-                for at, j, offset in slots:
-                    at[j] = start + offset
-                pending.append((buf, a))
-                continue
-            start = buf.__array_interface__["data"][0]
+        slots = direct.get(k)
+        if slots is not None:
+            here = a.flags.c_contiguous and a.flags.aligned and a.dtype is buf.dtype
+            start = (a if here else buf).__array_interface__["data"][0]
             for at, j, offset in slots:
                 at[j] = start + offset
+            if here:
+                pending.append((buf, a))
+                continue
         np.copyto(buf, a)
     items = plan.items
     out = c.out
@@ -1377,8 +1347,7 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
     item declared traceable that computes something outside its noted kernels, or a traced
     kernel reading an array a Python item makes anew at each call: the compiled function
     would read or leave that array as the traced replay left it, while these inputs differ."""
-    for buf, a in zip(plan.inputs, arrays, strict=True):
-        np.copyto(buf, a)
+    _copy_inputs(plan, arrays)
     items = plan.items
     failed: list[_Run] = []
     for part in c.parts:
@@ -1418,13 +1387,11 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
     c.checked = True
     if not failed:
         return _rebuild(plan), None
-    c.parts = [q for p in c.parts for q in (items[p.start : p.stop] if p in failed else [p])]
-    c.direct = None
     why = (
         "gave other values compiled than item by item in a traced run (an item computing outside its traced "
         "kernels, or reading arrays a Python item makes anew at each call): that run replays item by item"
     )
-    if not any(isinstance(p, _Run) for p in c.parts):
+    if not c.uncompile(plan, failed):
         plan.compiled = why
     return _rebuild(plan), why
 

@@ -742,6 +742,18 @@ def grad_array_mut(t: Tensor[Any, Any], values: bool = True) -> Array | None:
     return data
 
 
+def set_grad(t: Tensor[Any, Any], arr: Array, lent: bool) -> None:
+    """``t.grad`` = a new untraced leaf tensor of ``t``'s kind on ``arr`` (``lent``: a store
+    holds ``arr`` too, so gradtape copies it before writing into it, see :data:`_BORROWED`):
+    what backward deposits, and what a compiled replay of ``gradtape.capture`` sets again."""
+    gt = _new_tensor(t.__class__)
+    gid = next_id()
+    if lent:
+        _BORROWED.add(gid)
+    gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
+    t._grad = gt
+
+
 def clear_grad(t: Tensor[Any, Any]) -> None:
     """``t.grad = None`` (``zero_grad``'s default), forgetting that a store shared its array."""
     try:
@@ -773,17 +785,12 @@ def _deposit(leaves: dict[int, Tensor[Any, Any] | None], store: Gradients, owned
         if cur is None:
             # a buffer the store already shares (another gradient aliases it: a + b gives both
             # the output's buffer) is copied, so accumulating into one .grad never moves another
-            gt = _new_tensor(t.__class__)
-            gid = next_id()
             if owned and tid not in shared and _arrays.writeable(g):
                 shared.add(tid)
-                _BORROWED.add(gid)
-                arr = g
+                set_grad(t, g, True)
             else:
                 _untraced(".grad gets a copy of a shared gradient")
-                arr = _arrays.copy(g)
-            gt.data, gt.device, gt.tape, gt.id, gt._leaf = arr, t.device, NONE_TAPE, gid, True
-            t._grad = gt
+                set_grad(t, _arrays.copy(g), False)
         elif cur.tape is not NONE_TAPE:  # a recorded .grad (backward(create_graph=True)): not written into
             _untraced(".grad accumulates")
             t._grad = cur._like(_as_array(cur.data + g, dtype=t.dtype))

@@ -108,6 +108,28 @@ class Gradients:
         # even through the untraced original (``grads.get(x)`` after ``x.trace(grads)``).
         self._parts: set[int] = set()
 
+    def _flags(self) -> tuple[Any, ...]:
+        """Everything this store holds besides its arrays and recorded gradients, as copies:
+        ``(shared, leafs, parts, transient)`` (``gradtape.capture``'s compiled replays keep a
+        traced pass's and set it again with :meth:`_restore`)."""
+        return (
+            set(self._shared),
+            None if self._leafs is None else set(self._leafs),
+            set(self._parts),
+            None if self._transient is None else set(self._transient),
+        )
+
+    def _restore(self, data: dict[int, Array], flags: tuple[Any, ...]) -> None:
+        """Hold ``data`` (copied as a dict, the arrays themselves) with ``flags`` (from
+        :meth:`_flags`) and no recorded gradients: the store as a first-order pass left it."""
+        shared, leafs, parts, transient = flags
+        self._data = dict(data)
+        self._shared = set(shared)
+        self._leafs = None if leafs is None else set(leafs)
+        self._parts = set(parts)
+        self._transient = None if transient is None else set(transient)
+        self._graph = None
+
     def _renew(self, leafs: set[int] | None) -> None:
         """Empty this store as :meth:`__init__` left it, keeping ``leafs`` (a replay of
         :func:`gradtape.capture` refills the store a recorded pass made)."""
