@@ -53,7 +53,18 @@ from gradtape.devices._arrays import on_gpu as _on_gpu
 from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import elementwise as _k
 from gradtape.errors import TapeError
-from gradtape.ops._util import _F32, _F64, SCALARS, float_data, promote, refill, replayable, sum_to, tensor_operand
+from gradtape.ops._util import (
+    _F32,
+    _F64,
+    SCALARS,
+    float_data,
+    op_name_of,
+    promote,
+    refill,
+    replayable,
+    sum_to,
+    tensor_operand,
+)
 from gradtape.ops.compare import where as _where
 from gradtape.shapes import broadcast_shapes, sum_to_shape
 from gradtape.tape import NONE_TAPE, GradientTape, next_id, op_tape, register_diff
@@ -302,12 +313,8 @@ def _refill_into(out: Array, into: Callable[..., object], x: Array, params: tupl
 
 
 _trace.traceable(
-    _refill_into, lambda args, _: None if args[1] in _trace.TRACEABLE else f"{_name(args[1])} replays in numpy"
+    _refill_into, lambda args, _: None if args[1] in _trace.TRACEABLE else f"{op_name_of(args[1])} replays in numpy"
 )
-
-
-def _name(fn: Any) -> str:
-    return str(getattr(fn, "__qualname__", type(fn).__name__))
 
 
 def _refill_aux(out: Array, forward: Callable[..., Any], x: Array, params: tuple[Any, ...], aux: Array) -> None:
