@@ -46,7 +46,7 @@ from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import _trace
 from gradtape.errors import DTypeError, ShapeError, TapeError
-from gradtape.gradients import Gradients
+from gradtape.gradients import Gradients, _untraced
 from gradtape.tape import (
     _DIFF,
     NONE_TAPE,
@@ -708,13 +708,6 @@ def _store_fits(store: Gradients, leaves: dict[int, Any]) -> bool:
 
 
 _new_tensor = object.__new__
-
-
-def _untraced(what: str) -> None:
-    """Where a kernel trace is active (``gradtape.capture``'s compiled replays): ``what`` is
-    computed in numpy, which the trace cannot take."""
-    if _trace.active is not None:
-        _trace.refuse(f"computes in numpy: {what}")
 
 
 _BORROWED: set[int] = set()

@@ -74,11 +74,11 @@ def _readonly(a: Array) -> Array:
     return v
 
 
-def _untraced() -> None:
-    """A gradient sum the store computes in numpy: a kernel trace (``gradtape.capture``'s
-    compiled replays) cannot take it."""
+def _untraced(what: str = "a gradient sum (a gradient with several contributions, or a shared buffer)") -> None:
+    """Where a kernel trace is active (``gradtape.capture``'s compiled replays): ``what`` is
+    computed in numpy, which the trace cannot take (by default a gradient sum of this store)."""
     if _trace.active is not None:
-        _trace.refuse("sums gradients in numpy (a gradient with several contributions, or a shared buffer)")
+        _trace.refuse(f"computes in numpy: {what}")
 
 
 class Gradients:
