@@ -295,3 +295,76 @@ def test_zero_grad_clears_a_grad_set_between_calls() -> None:
     eager, (got, f) = run(None)[0], run("compiled")
     assert got == eager == [True] * 16
     assert f.compiled_replays > 0
+
+
+@pytest.fixture
+def openblas_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Products on numpy's OpenBLAS, as on a machine whose OpenBLAS runs AVX-512 kernels (an
+    Intel Xeon: ``blas.matmul_choice`` keeps OpenBLAS there) or one without oneDNN."""
+    from gradtape.devices.kernels import blas
+
+    if not blas._GEMM[np.dtype(np.float32)]:
+        pytest.skip("numpy's BLAS is not the scipy-openblas64 its wheels bundle")
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", (False, "OpenBLAS (test)"))
+
+
+@pytest.mark.usefixtures("openblas_products")
+@pytest.mark.parametrize("spelling", ["torch", "gradtape"])
+def test_products_on_openblas_compile_too(spelling: str) -> None:
+    """Where numpy's OpenBLAS runs the products, a compiled replay calls the same
+    ``cblas_sgemm`` numpy's matmul calls (row-major, ``w.T`` read in place as a transposed
+    operand, one thread where gradtape's matmul sets one): 46 of 48 replays compiled, every loss,
+    parameter and .grad equal to eager's, bit for bit."""
+    eager = _train(None, spelling)
+    compiled = _train("compiled", spelling)
+    assert compiled.f.compiled_replays == 46, compiled.f.compile_reason
+    assert compiled.losses == eager.losses
+    _same(compiled.params, eager.params)
+    _same(compiled.grads, eager.grads)
+
+
+@pytest.mark.usefixtures("openblas_products")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_and_broadcast_openblas_products_compile(dtype: type[np.floating[Any]]) -> None:
+    """Attention-shaped batched products (``q @ k.transpose(-2, -1)``, then ``@ v``), one of
+    them broadcasting a weight over the batch, compiled on OpenBLAS in float32 and float64:
+    one product per matrix of the batch, as numpy's matmul loop runs them."""
+    dev = gt.Cpu(seed=2)
+    w = dev.tensor(np.random.default_rng(0).standard_normal((16, 24)).astype(dtype))
+
+    def f(q: Tensor[Any, Any], k: Tensor[Any, Any], v: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        s = q @ k.transpose(-2, -1)
+        return (s @ v) @ w
+
+    rng = np.random.default_rng(1)
+    calls = [[rng.standard_normal((2, 3, 9, 16)).astype(dtype) for _ in range(3)] for _ in range(4)]
+    g = gt.capture(f)
+    with gt.no_grad():
+        for q, k, v in calls * 2:
+            want = f(dev.tensor(q), dev.tensor(k), dev.tensor(v)).numpy()
+            np.testing.assert_array_equal(g(dev.tensor(q), dev.tensor(k), dev.tensor(v)).numpy(), want)
+    assert g.compiled_replays == len(calls) * 2 - 4, g.compile_reason  # eager, recorded, traced, checked
+
+
+@pytest.mark.usefixtures("openblas_products")
+def test_products_numpy_runs_another_way_stay_python() -> None:
+    """``x @ x.T`` (numpy's ``syrk``, then a copied triangle) and a matrix-vector product
+    (``gemv``) are not traced as ``gemm``: the capture names why and replays them as Python,
+    with eager's numbers."""
+    dev = gt.Cpu(seed=2)
+
+    def gram(x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        return (x @ x.T).relu()
+
+    def matvec(x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        return (x @ x[0]).relu()
+
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((12, 12)).astype(np.float32) for _ in range(4)]
+    for fn, why in ((gram, "syrk"), (matvec, "core dim of 0 or 1")):
+        g = gt.capture(fn)
+        with gt.no_grad():
+            for x in xs:
+                np.testing.assert_array_equal(g(dev.tensor(x)).numpy(), fn(dev.tensor(x)).numpy())
+        assert g.compiled_replays == 0
+        assert g.compile_reason is not None and why in g.compile_reason, g.compile_reason

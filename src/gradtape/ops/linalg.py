@@ -295,6 +295,8 @@ def linear_relu(x: Tensor[Any, Any], w: Tensor[Any, Any], b: Tensor[Any, Any] | 
 
 _trace.traceable(_linear_into)
 _trace.traceable(_linear_backward)
+_trace.traceable(_mm_into)
+_trace.traceable(_matmul_backward)
 
 
 # ----- PyTorch's fixed-rank products: mm, bmm, dot ----------------------------------------------
