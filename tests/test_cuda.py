@@ -390,3 +390,95 @@ def test_save_on_the_gpu_and_load_anywhere(tmp_path: Any) -> None:
     assert on_gpu["w"].requires_grad and on_cpu["w"].requires_grad
     np.testing.assert_array_equal(on_cpu["w"].detach().numpy(), np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(on_gpu["w"].detach().cpu().numpy(), np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize("name", sorted(__import__("test_layer_devices").LAYERS))
+def test_layers_built_on_the_gpu(name: str) -> None:
+    """PyTorch's ``nn.Linear(..., device="cuda")`` (and gradtape's ``dev=Cuda()``): every
+    parameter and buffer on the GPU, drawn from the GPU's generator as PyTorch draws CUDA
+    layers' weights; the layer's state loads onto a CPU twin."""
+    import test_layer_devices as tl
+
+    make = tl.LAYERS[name]
+    for kw in ({"device": "cuda"}, {"device": "cuda:0"}, {"dev": gradtape.Cuda()}):
+        layer = make(**kw)
+        tensors = list(layer.state_dict().values())
+        assert tensors and all(t.is_cuda for t in tensors), name
+    twin = make()
+    twin.load_state_dict(layer.state_dict())
+    for a, b in zip(twin.state_dict().values(), layer.state_dict().values(), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.cpu().numpy())
+
+
+def test_a_model_built_on_the_gpu_trains_as_one_moved_there() -> None:
+    """``nn.Linear(..., device="cuda")`` layers train as the same weights moved with
+    ``.to("cuda")`` (PyTorch's two spellings of a GPU model)."""
+    built = nn.Sequential(nn.Linear(6, WIDTH, device="cuda"), nn.Tanh(), nn.Linear(WIDTH, 3, device="cuda"))
+    moved = nn.Sequential(nn.Linear(6, WIDTH), nn.Tanh(), nn.Linear(WIDTH, 3))
+    moved.load_state_dict({k: v.cpu() for k, v in built.state_dict().items()})
+    moved = moved.to("cuda")
+    x = gradtape.randn(BATCH, 6, device="cuda")
+    y = gradtape.tensor(np.arange(BATCH) % 3, device="cuda")
+    for model in (built, moved):
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(STEPS):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    for a, b in zip(built.parameters(), moved.parameters(), strict=True):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+
+
+def test_nn_init_fills_gpu_tensors_in_place() -> None:
+    """PyTorch's ``model.apply(init_weights)`` on a model already on the GPU: every ``nn.init``
+    fill writes into the GPU arrays, with the values the same calls give a CPU model from the
+    same seed (the draws come from the default device's generator)."""
+    from gradtape.nn import init
+
+    def init_weights(m: Any) -> None:
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            init.xavier_uniform_(m.weight)
+            init.zeros_(m.bias)
+        elif isinstance(m, nn.Conv2d) and m.bias is not None:
+            init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            init.trunc_normal_(m.bias, std=0.02)
+        elif isinstance(m, nn.Embedding):
+            init.orthogonal_(m.weight)
+        elif isinstance(m, nn.LayerNorm) and m.weight is not None and m.bias is not None:
+            init.normal_(m.weight, 1.0, 0.1)
+            init.constant_(m.bias, 0.5)
+
+    def build() -> nn.Sequential:
+        return nn.Sequential(nn.Embedding(6, 4), nn.Linear(4, 4), nn.LayerNorm(4), nn.Conv2d(1, 2, 3))
+
+    states = []
+    for device in ("cpu", "cuda"):
+        model = build().to(device)
+        gradtape.manual_seed(3)
+        model.apply(init_weights)
+        assert all(p.is_cuda == (device == "cuda") for p in model.parameters())
+        states.append([p.cpu().numpy() for p in model.parameters()])
+    for a, b in zip(*states, strict=True):
+        np.testing.assert_array_equal(a, b)
+    w = gradtape.zeros(3, 3, device="cuda")
+    init.eye_(w)
+    np.testing.assert_array_equal(w.cpu().numpy(), np.eye(3))
+
+
+def test_tensor_hooks_fire_on_gpu_gradients() -> None:
+    """PyTorch's ``register_hook`` on a GPU tensor (gradient scaling, logging): the hook sees
+    the GPU gradient and its return value replaces it, as on the CPU."""
+    seen: list[Any] = []
+    x = gradtape.tensor([1.0, -2.0, 3.0], device="cuda", requires_grad=True)
+    h = x * x
+
+    def halve(g: Any) -> Any:
+        seen.append(g.cpu().numpy())
+        return g * 0.5
+
+    h.register_hook(halve)
+    x.register_hook(lambda g: g + 1.0)
+    h.sum().backward()
+    assert x.grad is not None and x.grad.is_cuda
+    np.testing.assert_array_equal(seen[0], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [2.0, -1.0, 4.0])

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from gradtape.devices import _arrays
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _check_cpu_name, as_device, get_default_device
+from gradtape.devices.default import get_default_device, pick_device
 from gradtape.errors import DTypeError
 from gradtape.ops._util import record_zero_gradient
 from gradtape.shapes import broadcast_shapes
@@ -107,22 +107,8 @@ def _public(fn: Callable[..., Tensor[Any, NoneTape]], name: str) -> SizeFactory:
 
 
 def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
-    """The device a creation op makes its tensor on: ``dev``, else ``device``, else the
-    default device."""
-    if dev is not None and device is not None:
-        raise TypeError(f"{op}: pass dev= or device=, not both")
-    d = dev if dev is not None else device
-    if d is None:
-        return get_default_device()
-    if isinstance(d, str):
-        if d.split(":")[0] == "cuda":  # the Cuda device (typed as the Device protocol's Cpu for now)
-            cuda: Cpu = as_device(op, d)
-            return cuda
-        _check_cpu_name(op, d)
-        return get_default_device()
-    if not isinstance(d, Cpu) and getattr(d, "type", None) != "cuda":
-        raise TypeError(f"{op}: device must be a Cpu, a Cuda, 'cpu' or 'cuda', got {type(d).__name__}")
-    return d
+    """The device a creation op makes its tensor on (:func:`gradtape.devices.default.pick_device`)."""
+    return pick_device(op, device, dev)
 
 
 def _size(op: str, size: tuple[Any, ...]) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ parallel draws.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
@@ -25,8 +25,16 @@ from gradtape.devices import _arrays
 
 if TYPE_CHECKING:
     from gradtape.devices.cpu import Cpu
+    from gradtape.devices.cuda import Cuda
 
 __all__ = ["device", "get_default_device", "initial_seed", "manual_seed", "set_default_device"]
+
+AnyDevice: TypeAlias = "Cpu | Cuda"
+"""A device object: what gradtape's (and dfdx's) ``dev=`` takes."""
+
+DeviceSpec: TypeAlias = "Cpu | Cuda | str | None"
+"""What PyTorch's ``device=`` takes: a device object, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (a
+:class:`device` is a ``str``), or ``None`` for the default device (:func:`pick_device`)."""
 
 _LOCK = threading.Lock()
 _DEFAULT: list[Cpu] = []
@@ -117,6 +125,38 @@ def _check_cpu_name(op: str, name: str) -> None:
 def _resolve(dev: Cpu | None) -> Cpu:
     """``dev``, or the default device where it is None (the layers' and factories' rule)."""
     return get_default_device() if dev is None else dev
+
+
+def pick_device(op: str, device: object, dev: object) -> Cpu:
+    """The device a factory or a layer makes its tensors on: ``dev=`` (gradtape's and dfdx's
+    spelling: a ``Cpu`` or ``Cuda``), else ``device=`` (PyTorch's: a device object, ``"cpu"``,
+    ``"cuda"``, ``"cuda:N"`` or a :class:`device`), else the default device. ``"cpu"`` is the
+    default device (its seeded generator, as a layer built with no device uses); ``"cuda"``
+    the shared ``Cuda(N)`` of :func:`as_device`. A ``Cuda`` is returned typed as ``Cpu``
+    (the device protocol both implement).
+
+    Raises:
+        TypeError: both ``dev`` and ``device`` are given, or one is not a device (the message
+            names ``op``).
+        ValueError: a string naming another device, or a bad index.
+        RuntimeError: ``"cuda"`` without CuPy, numba-cuda or a GPU (:class:`Cuda`'s error).
+    """
+    from gradtape.devices.cpu import Cpu
+
+    if dev is not None and device is not None:
+        raise TypeError(f"{op}: pass dev= or device=, not both")
+    d = dev if dev is not None else device
+    if d is None:
+        return get_default_device()
+    if isinstance(d, str):
+        if d.split(":")[0] == "cuda":
+            cuda: Cpu = as_device(op, d)
+            return cuda
+        _check_cpu_name(op, d)
+        return get_default_device()
+    if isinstance(d, Cpu) or getattr(d, "type", None) == "cuda":
+        return cast("Cpu", d)
+    raise TypeError(f"{op}: device must be a Cpu, a Cuda, 'cpu' or 'cuda', got {type(d).__name__}")
 
 
 _CUDA: dict[int, object] = {}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 import numpy as np
 
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
 from gradtape.nn.functional import _alpha_dropout, _channel_dropout, _feature_alpha_dropout, _rrelu
@@ -828,7 +828,9 @@ class PReLU(Module):
     Args:
         num_parameters: ``1`` (one slope) or the number of channels.
         init: the slopes' initial value (default ``0.25``, PyTorch's).
-        dtype: the weight's dtype (default float32). dev: its device (default the default device).
+        dtype: the weight's dtype (default float32).
+        dev, device: its device, gradtape's or PyTorch's spelling (default the default device;
+            :func:`gradtape.devices.default.pick_device`).
 
     Attributes:
         weight: ``(num_parameters,)``, a parameter.
@@ -840,12 +842,17 @@ class PReLU(Module):
     """
 
     def __init__(
-        self, num_parameters: int = 1, init: float = 0.25, dtype: Any = np.float32, dev: Any = None, device: Any = None
+        self,
+        num_parameters: int = 1,
+        init: float = 0.25,
+        dtype: Any = np.float32,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
     ) -> None:
         if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) or num_parameters < 1:
             raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
         value = _real("PReLU", "init", init)
-        device_ = _resolve(dev if dev is not None else device)
+        device_ = pick_device("PReLU", device, dev)
         self.slopes = num_parameters  # PyTorch's num_parameters; that name is Module's method here
         self.weight: Tensor[Rank1[int], NoneTape] = Tensor(np.full((num_parameters,), value, dtype), device_, NONE_TAPE)
 

@@ -12,8 +12,7 @@ import numpy.typing as npt
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
-from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._signatures import attention as _sig
 from gradtape.nn._typing import E
@@ -183,7 +182,9 @@ class MultiHeadAttention(Module, Generic[E]):
         num_heads: ``H``, which must divide ``E``.
         dropout: drop probability on the attention weights (training mode only).
         bias: whether the projections have biases.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -214,10 +215,11 @@ class MultiHeadAttention(Module, Generic[E]):
         dropout: float = 0.0,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         if num_heads < 1 or e % num_heads:
             raise ValueError(f"MultiHeadAttention: num_heads={num_heads} must divide embed_dim={embed_dim}")
@@ -411,7 +413,9 @@ class MultiheadAttention(Module, Generic[E]):
             supported (``NotImplementedError`` otherwise).
         kdim, vdim: the key's and value's widths (default ``E``).
         batch_first: inputs ``(N, L, E)`` instead of PyTorch's default ``(L, N, E)``.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -437,10 +441,11 @@ class MultiheadAttention(Module, Generic[E]):
         vdim: int | None = None,
         batch_first: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         kd = e if kdim is None else kdim
         vd = e if vdim is None else vdim

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
@@ -62,10 +61,11 @@ class _ConvNd(Module, Generic[C, O]):
         groups: int = 1,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         name = type(self).__name__
         # C and O are type-level names of the channel counts, ints at run time
         ci, co = cast(int, in_channels), cast(int, out_channels)
@@ -121,7 +121,9 @@ class Conv1d(_ConvNd[C, O]):
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
         kernel_size, stride, padding, dilation, groups: as ``torch.nn.Conv1d``.
         bias: whether to learn a bias ``(C_out,)``.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -171,11 +173,22 @@ class _TransposedConv(_ConvNd[C, O]):
         bias: bool = True,
         *,
         output_padding: int | tuple[int, ...] = 0,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dev=dev, dtype=dtype
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            dev=dev,
+            device=device,
+            dtype=dtype,
         )
         self.output_padding: Any = output_padding
 
@@ -225,7 +238,9 @@ class Conv2d(_Conv2dBase[C, O]):
         in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
         kernel_size, stride, padding, dilation, groups: ints or pairs, as ``torch.nn.Conv2d``.
         bias: whether to learn a bias ``(C_out,)``.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 

@@ -15,7 +15,9 @@ Randomness comes from the tensor's device's seeded generator (``Cpu(seed=...).rn
 same seed and the same calls give the same values on every run; ``generator=`` takes a
 ``numpy.random.Generator``, a device (its generator) or an int seed (a fresh
 ``default_rng(seed)``) instead, as PyTorch's ``generator=`` takes a ``torch.Generator``. The
-values are not PyTorch's own draws (another generator), only their distributions.
+values are not PyTorch's own draws (another generator), only their distributions. A GPU
+tensor (``Cuda``) draws from the default device's generator on the host, and the values are
+copied into its GPU array: the same values a CPU tensor on the default device would get.
 
 Fans (:func:`calculate_fan_in_and_fan_out`) are PyTorch's: for a weight of shape
 ``(out, in, *kernel)``, ``fan_in = in * prod(kernel)`` and ``fan_out = out * prod(kernel)``
@@ -33,6 +35,8 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from gradtape.devices import _arrays
+from gradtape.devices.default import get_default_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.tensor import Tensor
 
@@ -99,20 +103,22 @@ def _target(fn: str, tensor: object, floats: bool = True) -> Array:
     a = tensor.data
     if floats and a.dtype.kind != "f":
         raise DTypeError(f"{fn}: expected a float32/float64 tensor, got dtype {a.dtype} (shape {a.shape})")
-    if not a.flags.writeable:
+    if not _arrays.writeable(a):
         raise ValueError(f"{fn}: the tensor of shape {a.shape} is read-only; cannot initialise it in place")
     return a
 
 
 def _rng(fn: str, tensor: Tensor[Any, Any], generator: object) -> np.random.Generator:
     """The generator to draw from: ``generator`` (a Generator, a device's, or a seed's), else the
-    tensor's device's.
+    tensor's device's; for a GPU tensor, the default device's (:func:`gradtape.manual_seed`
+    seeds it; the draws are made on the host and copied to the GPU).
 
     Raises:
         TypeError: ``generator`` is none of these, or the tensor's device has no generator.
     """
     if generator is None:
-        rng = getattr(tensor.device, "rng", None)
+        on_gpu = _arrays.on_gpu(tensor.data)
+        rng = getattr(get_default_device() if on_gpu else tensor.device, "rng", None)
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"{fn}: the tensor's device {tensor.device!r} has no random generator; pass generator=")
         return rng
@@ -140,8 +146,9 @@ def _number(fn: str, name: str, value: object) -> float:
 
 
 def _fill(a: Array, values: npt.ArrayLike) -> None:
-    """Write ``values`` into ``a`` in place (cast to ``a``'s dtype)."""
-    np.copyto(a, values, casting="unsafe")
+    """Write ``values`` (drawn on the host) into ``a`` in place (cast to ``a``'s dtype), on
+    ``a``'s GPU where it is a GPU array."""
+    np.copyto(a, _arrays.into_memory_of(np.asarray(values), a), casting="unsafe")
 
 
 def _is_empty(fn: str, a: Array) -> bool:

@@ -9,8 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices._arrays import as_array as _as_array
-from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import B, E, I, N, O, T, Ts, V, Z
 from gradtape.nn.functional import _bilinear
@@ -37,7 +36,9 @@ class Linear(Module, Generic[I, O]):
         in_features: ``I``, the size of each input row.
         out_features: ``O``, the size of each output row.
         bias: whether to learn an additive bias.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -70,10 +71,11 @@ class Linear(Module, Generic[I, O]):
         out_features: O,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         fi, fo = int(in_features), int(out_features)  # type: ignore[call-overload]
         self.in_features, self.out_features = fi, fo
         self.weight = kaiming_uniform(dev, (fo, fi), fi, dtype)
@@ -133,7 +135,9 @@ class Bilinear(Module):
         in2_features: ``I2``, the size of each second input's rows.
         out_features: ``O``, the size of each output row.
         bias: whether to learn an additive bias.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -159,10 +163,11 @@ class Bilinear(Module):
         out_features: int,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         sizes = []
         for name, v in (("in1_features", in1_features), ("in2_features", in2_features), ("out_features", out_features)):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
@@ -200,7 +205,9 @@ class Embedding(Module, Generic[V, E]):
             trained (the gradient into it is zero, however often it is looked up; the value
             is still looked up as it is, so a row loaded from a checkpoint stays). Negative
             counts from the end (``-1`` is row ``V - 1``). ``None`` (default): no padding row.
-        dev: the device whose seeded generator initialises the table (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the table (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -233,10 +240,11 @@ class Embedding(Module, Generic[V, E]):
         embedding_dim: E,
         padding_idx: int | None = None,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
         self.num_embeddings, self.embedding_dim = n, d
         if padding_idx is not None:

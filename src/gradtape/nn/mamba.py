@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, cast, overloa
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import B, E, Lq, T, W
 from gradtape.nn.conv import Conv1d
@@ -94,7 +93,9 @@ class Mamba(_SameWidth[E]):
         expand: ``d_inner = expand * d_model`` (default 2).
         dt_rank: the rank of the step-size projection, an int or ``"auto"`` (``ceil(d_model / 16)``).
         dt_min, dt_max: the range of the initial step sizes ``softplus(dt_proj.bias)``.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -137,10 +138,11 @@ class Mamba(_SameWidth[E]):
         dt_min: float = 0.001,
         dt_max: float = 0.1,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         dm = cast(int, d_model)  # E names the width at type level; an int at run time
         d_inner = int(expand * dm)
         rank = math.ceil(dm / 16) if dt_rank == "auto" else dt_rank
@@ -200,7 +202,9 @@ class MambaBlock(_SameWidth[E]):
     Args:
         d_model, d_state, d_conv, expand, dt_rank, dt_min, dt_max: as :class:`Mamba`.
         norm_eps: the RMSNorm's eps (default 1e-5, the reference's ``norm_epsilon``).
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -225,10 +229,11 @@ class MambaBlock(_SameWidth[E]):
         dt_max: float = 0.1,
         norm_eps: float = 1e-5,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         self.d_model = cast(int, d_model)
         self.mixer: Mamba[E] = Mamba(d_model, d_state, d_conv, expand, dt_rank, dt_min, dt_max, dev=dev, dtype=dtype)
         self.norm: RMSNorm[E] = RMSNorm(d_model, norm_eps, dev=dev, dtype=dtype)

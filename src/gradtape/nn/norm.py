@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.default import _resolve
+from gradtape.devices.cpu import Cpu
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.functional import _local_response_norm
@@ -103,7 +104,9 @@ class LayerNorm(_LastDimNorm[D]):
         eps: added to the variance (default ``1e-5``).
         elementwise_affine: whether to learn ``weight`` (ones) and ``bias`` (zeros).
         bias: whether to learn ``bias`` (with ``elementwise_affine``).
-        dev: the device the parameters live on (default :func:`gradtape.get_default_device`;
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            the parameters live on (default :func:`gradtape.get_default_device`;
             no randomness).
         dtype: float32 (default) or float64.
 
@@ -118,7 +121,8 @@ class LayerNorm(_LastDimNorm[D]):
         elementwise_affine: bool = True,
         bias: bool = True,
         *,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -129,7 +133,8 @@ class LayerNorm(_LastDimNorm[D]):
         elementwise_affine: bool = True,
         bias: bool = True,
         *,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -139,12 +144,13 @@ class LayerNorm(_LastDimNorm[D]):
         elementwise_affine: bool = True,
         bias: bool = True,
         *,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        dev = _resolve(dev)
+        dev = pick_device(type(self).__name__, device, dev)
         self.weight = _ones(shape, dtype, dev) if elementwise_affine else None
         self.bias = _zeros(shape, dtype, dev) if elementwise_affine and bias else None
 
@@ -179,12 +185,13 @@ class RMSNorm(_LastDimNorm[D]):
         eps: float | None = None,
         elementwise_affine: bool = True,
         *,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         d = cast(int, dim)  # D names the width at type level; an int at run time
         self.dim, self.eps = d, eps
-        self.weight = _ones((d,), dtype, _resolve(dev)) if elementwise_affine else None
+        self.weight = _ones((d,), dtype, pick_device(type(self).__name__, device, dev)) if elementwise_affine else None
 
     def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         if x.shape[-1:] != (self.dim,):
@@ -214,12 +221,11 @@ class _RunningNorm(Module):
         affine: bool,
         track_running_stats: bool,
         bias: bool,
-        dev: Any,
+        dev: Cpu,
         dtype: npt.DTypeLike,
     ) -> None:
         """Stores the options and creates the parameters (``bias`` only with ``affine`` and
-        ``bias``) and buffers on ``dev`` (``None``: a new ``Cpu()``)."""
-        dev = _resolve(dev)
+        ``bias``) and buffers on ``dev``."""
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = _ones((num_features,), dtype, dev) if affine else None
@@ -251,7 +257,8 @@ class _BatchNorm(_RunningNorm, Generic[D]):
         affine: bool = True,
         track_running_stats: bool = True,
         *,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         name = type(self).__name__
@@ -260,6 +267,7 @@ class _BatchNorm(_RunningNorm, Generic[D]):
         ):
             raise ValueError(f"{name}: momentum must be in [0, 1] or None (a cumulative average), got {momentum!r}")
         # D names the width at type level; an int at run time
+        dev = pick_device(name, device, dev)
         self._setup(cast(int, num_features), eps, momentum, affine, track_running_stats, True, dev, dtype)
 
     def reset_running_stats(self) -> None:
@@ -353,7 +361,9 @@ class BatchNorm1d(_BatchNorm[D]):
             in checkpoints under PyTorch's names, so a PyTorch checkpoint loads strictly;
             ``False``: the three are ``None`` (none in the state dict, as PyTorch) and eval
             mode also uses batch statistics.
-        dev: the device the tensors live on (default :func:`gradtape.get_default_device`).
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            the tensors live on (default :func:`gradtape.get_default_device`).
         dtype: float32 (default) or float64.
 
     Typed ``BatchNorm1d[C]``, ``C`` the channel count ``num_features``: a layer typed
@@ -455,7 +465,9 @@ class GroupNorm(Module, Generic[D]):
         eps: added to the variance (default ``1e-5``).
         affine: whether to learn ``weight`` (ones) and ``bias`` (zeros), shape ``(C,)``.
         bias: whether to learn ``bias`` (with ``affine``; PyTorch 2's keyword).
-        dev: the device the parameters live on (default :func:`gradtape.get_default_device`);
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            the parameters live on (default :func:`gradtape.get_default_device`);
             dtype: float32 (default) or float64.
 
     Raises:
@@ -471,14 +483,15 @@ class GroupNorm(Module, Generic[D]):
         affine: bool = True,
         *,
         bias: bool = True,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         nc = cast(int, num_channels)  # D names the width at type level; an int at run time
         if num_groups <= 0 or nc % num_groups:
             raise ValueError(f"GroupNorm: num_channels={nc} must be divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, nc, eps, affine
-        dev = _resolve(dev)
+        dev = pick_device(type(self).__name__, device, dev)
         self.weight = _ones((nc,), dtype, dev) if affine else None
         self.bias = _zeros((nc,), dtype, dev) if affine and bias else None
 
@@ -523,9 +536,11 @@ class _InstanceNorm(_RunningNorm):
         track_running_stats: bool = False,
         *,
         bias: bool = True,
-        dev: Any = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
+        dev = pick_device(type(self).__name__, device, dev)
         self._setup(num_features, eps, momentum, affine, track_running_stats, bias, dev, dtype)
 
     def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:

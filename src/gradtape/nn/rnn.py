@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from gradtape import tape as _tp
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import HS, B, I, N, O, T, Z
@@ -103,10 +103,9 @@ class _RNNBase(Module):
         batch_first: bool,
         dropout: float,
         bidirectional: bool,
-        dev: Cpu | None,
+        dev: Cpu,
         dtype: npt.DTypeLike,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         name = type(self).__name__
         self.mode = mode
         self.input_size = _positive(name, "input_size", input_size)
@@ -245,7 +244,9 @@ _LAYER_DOC = """
             mode only; a ``UserWarning`` when ``num_layers == 1``, as PyTorch gives).
         bidirectional: also run every layer from the last step to the first (``D = 2``); the
             two directions' outputs are concatenated on the feature dim.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -313,7 +314,8 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -327,7 +329,8 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -341,7 +344,8 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -355,7 +359,8 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -368,10 +373,11 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         super().__init__(
             "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -442,7 +448,8 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -456,7 +463,8 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -470,7 +478,8 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -484,7 +493,8 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -497,10 +507,11 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -565,7 +576,8 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: Literal[False] = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -580,7 +592,8 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         *,
         bidirectional: Literal[True],
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -595,7 +608,8 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float,
         bidirectional: Literal[True],
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -610,7 +624,8 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -624,10 +639,11 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dropout: float = 0.0,
         bidirectional: bool = False,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity
@@ -690,9 +706,8 @@ class _CellBase(Module):
     bias_hh: Tensor[Any, Any] | None
 
     def __init__(
-        self, mode: str, input_size: object, hidden_size: object, bias: bool, dev: Cpu | None, dtype: npt.DTypeLike
+        self, mode: str, input_size: object, hidden_size: object, bias: bool, dev: Cpu, dtype: npt.DTypeLike
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
         name = type(self).__name__
         self.mode = mode
         self.input_size = _positive(name, "input_size", input_size)
@@ -756,7 +771,9 @@ _CELL_DOC = """
 
     Args:
         input_size: ``I``; hidden_size: ``H``; bias: whether there are ``bias_ih``/``bias_hh``.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -791,10 +808,11 @@ class LSTMCell(_CellBase, Generic[I, HS]):
         hidden_size: HS,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         super().__init__("LSTM", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -848,10 +866,11 @@ class GRUCell(_CellBase, Generic[I, HS]):
         hidden_size: HS,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         super().__init__("GRU", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -899,10 +918,11 @@ class RNNCell(_CellBase, Generic[I, HS]):
         bias: bool = True,
         nonlinearity: str = "tanh",
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, cast, overl
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import _resolve, get_default_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import W2, B, E, Lk, Lq, N, T, W, X
 from gradtape.nn.activation import Dropout
@@ -120,10 +119,11 @@ class _TransformerLayer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         for name in self._attentions:
             attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype)
             setattr(self, name, attn)
@@ -186,7 +186,9 @@ class TransformerEncoderLayer(_TransformerLayer[E]):
         layer_norm_eps: the norms' eps. batch_first: inputs ``(N, L, E)``; the default
             ``False`` is PyTorch's ``(L, N, E)``. norm_first: pre-norm. bias: biases in the
             linear layers, the attention and the norms.
-        dev: the device whose seeded generator initialises the parameters (default:
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device
+            whose seeded generator initialises the parameters (default:
             :func:`gradtape.get_default_device`, which :func:`gradtape.manual_seed` seeds).
         dtype: float32 (default) or float64.
 
@@ -506,7 +508,8 @@ class Transformer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     @overload
@@ -525,7 +528,8 @@ class Transformer(Module, Generic[E]):
         batch_first: bool = False,
         norm_first: bool = False,
         bias: bool = True,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None: ...
     def __init__(
@@ -544,10 +548,11 @@ class Transformer(Module, Generic[E]):
         norm_first: bool = False,
         bias: bool = True,
         *,
-        dev: Cpu | None = None,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
-        dev = _resolve(dev)  # None: the default device (PyTorch's layers name none)
+        dev = pick_device(type(self).__name__, device, dev)
         args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
         self.encoder: Module
         self.decoder: Module
@@ -765,7 +770,7 @@ class Transformer(Module, Generic[E]):
 
     @staticmethod
     def generate_square_subsequent_mask(
-        sz: int, device: Cpu | None = None, dtype: npt.DTypeLike | None = None, *, dev: Cpu | None = None
+        sz: int, device: DeviceSpec = None, dtype: npt.DTypeLike | None = None, *, dev: AnyDevice | None = None
     ) -> Tensor[Any, Any]:
         """PyTorch's causal mask: a float ``(sz, sz)`` tensor, ``-inf`` above the diagonal
         (query ``i`` must not see key ``j > i``) and ``0`` elsewhere, of ``dtype`` (float32 by
@@ -777,7 +782,7 @@ class Transformer(Module, Generic[E]):
         """
         if isinstance(sz, bool) or not isinstance(sz, (int, np.integer)) or sz < 0:
             raise ValueError(f"generate_square_subsequent_mask: sz must be a non-negative int, got {sz!r}")
-        d = dev if dev is not None else device if device is not None else get_default_device()
+        d = pick_device("generate_square_subsequent_mask", device, dev)
         dt = np.dtype(np.float32 if dtype is None else dtype)
         m = np.where(np.tri(int(sz), dtype=np.bool_), 0.0, -np.inf).astype(dt)
         return Tensor(m, d)
