@@ -60,6 +60,11 @@ def _wrap(x: Any) -> Any:
 
 
 class _Flags:
+    """CuPy's ``ndarray.flags``: three read-only booleans, no ``writeable`` (CuPy has no
+    read-only arrays), and no other attribute can be set (CuPy's is a Cython class)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
     def __init__(self, a: np.ndarray[Any, Any]) -> None:
         self.c_contiguous = bool(a.flags.c_contiguous)
         self.f_contiguous = bool(a.flags.f_contiguous)

@@ -36,7 +36,7 @@ from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _array_of
 from gradtape.errors import DTypeError, NumericalInstabilityError, ShapeError
 from gradtape.grad_mode import ModeSwitch
-from gradtape.gradients import Gradients
+from gradtape.gradients import Gradients, _readonly
 
 if TYPE_CHECKING:
     from gradtape.tensor import Tensor
@@ -295,9 +295,7 @@ def run_entries_checked(ops: list[Any], grads: Gradients, keep: bool) -> None:
             return
         if kind == 0:
             for fn, shape, dtype, device, leaf in list(_eng._tensor_hooks.get(tid, {}).values()):
-                view = g.view()
-                view.flags.writeable = False
-                r = fn(tensor_cls(view, device))
+                r = fn(tensor_cls(_readonly(g), device))  # read-only where the memory has the flag
                 if r is not None:
                     g = _as_array("register_hook", r, shape, dtype)
                     grads._data[tid] = g
