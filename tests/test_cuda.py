@@ -482,3 +482,30 @@ def test_tensor_hooks_fire_on_gpu_gradients() -> None:
     assert x.grad is not None and x.grad.is_cuda
     np.testing.assert_array_equal(seen[0], [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(x.grad.cpu().numpy(), [2.0, -1.0, 4.0])
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_packed_sequences_on_the_gpu_match_the_cpu(kind: str) -> None:
+    """``pack_padded_sequence`` -> ``nn.LSTM``/``GRU`` -> ``pad_packed_sequence`` on the GPU:
+    outputs, final states and gradients as the same program on the CPU."""
+    from gradtape.nn.utils import rnn as rnn_utils
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 5, 2))
+    lengths = [2, 5, 3]
+    results = []
+    for device in ("cpu", "cuda"):
+        gradtape.manual_seed(1)
+        layer = getattr(nn, kind)(2, 3, num_layers=2, bidirectional=True, batch_first=True, dtype=np.float64)
+        layer = layer.to(device)
+        xs = gradtape.tensor(x, device=device, requires_grad=True)
+        packed = rnn_utils.pack_padded_sequence(xs, lengths, batch_first=True, enforce_sorted=False)
+        out, state = layer(packed)
+        h_n = state[0] if kind == "LSTM" else state
+        padded, lens = rnn_utils.pad_packed_sequence(out, batch_first=True)
+        (padded.sum() + (h_n * h_n).sum()).backward()
+        assert padded.is_cuda == (device == "cuda") and not lens.is_cuda
+        assert xs.grad is not None
+        results.append([padded.cpu().numpy(), h_n.cpu().numpy(), xs.grad.cpu().numpy()])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)

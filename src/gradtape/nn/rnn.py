@@ -25,6 +25,7 @@ from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import HS, B, I, N, O, T, Z
 from gradtape.nn.module import Module
+from gradtape.nn.utils.rnn import PackedSequence, _repack, _unpack_sorted
 from gradtape.ops.nn import _generator, dropout_mask
 from gradtape.ops.rnn import gru_layer, lstm_layer, recurrent_stack, rnn_layer  # unwrapped: the layer checks its inputs
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
@@ -159,15 +160,20 @@ class _RNNBase(Module):
             return getattr(self, wi), getattr(self, wh), getattr(self, bi), getattr(self, bh)
         return getattr(self, wi), getattr(self, wh), None, None
 
-    def _run(self, input: Any, hx: Any) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
-        """``(output, h_n, c_n)`` (``c_n`` ``None`` but for the LSTM), in PyTorch's layouts."""
+    def _run(self, input: Any, hx: Any) -> tuple[Any, Tensor[Any, Any], Tensor[Any, Any] | None]:
+        """``(output, h_n, c_n)`` (``c_n`` ``None`` but for the LSTM), in PyTorch's layouts;
+        ``output`` a :class:`~gradtape.nn.utils.rnn.PackedSequence` for a packed ``input``."""
         name = type(self).__name__
         dtype = self._dtype
+        packed = input if isinstance(input, PackedSequence) else None
+        lengths = None
+        if packed is not None:  # each sequence over its own steps, in the packed column order
+            input, lengths = _unpack_sorted(packed)
         x = _check_input(name, input, self.input_size, dtype, (2, 3))
         batched = x.ndim == 3
         if not batched:
             x = x.unsqueeze(1)
-        elif self.batch_first:
+        elif self.batch_first and packed is None:
             x = x.transpose(0, 1)
         nb = x.shape[1]
         ndir = 2 if self.bidirectional else 1
@@ -192,6 +198,9 @@ class _RNNBase(Module):
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
+            if packed is not None and packed.sorted_indices is not None:  # hx is in the batch's order
+                order = packed.sorted_indices
+                h0, c0 = h0[:, order], (c0[:, order] if c0 is not None else None)
         masks: list[Any] = [None] * (self.num_layers - 1)
         if self.dropout > 0 and self.training:
             gen = _generator(None, x)
@@ -206,7 +215,12 @@ class _RNNBase(Module):
                     else:
                         _tp._recorder.drawn(m, functools.partial(_layer_mask, x, shape, dtype, self.dropout))
         weights = [self._weights(k) for k in range(nk)]
-        output, h_n, c_n = recurrent_stack(self.mode, x, h0, c0, weights, ndir, masks)
+        output, h_n, c_n = recurrent_stack(self.mode, x, h0, c0, weights, ndir, masks, lengths)
+        if packed is not None:
+            back = packed.unsorted_indices
+            if back is not None:
+                h_n, c_n = h_n[:, back], (c_n[:, back] if c_n is not None else None)
+            return _repack(packed, output), h_n, c_n
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if c_n is not None else None
@@ -383,6 +397,10 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         )
 
     @overload
+    def forward(
+        self, input: PackedSequence, hx: State | None = None
+    ) -> tuple[PackedSequence, tuple[Tensor[Rank3[int, int, HS], Any], Tensor[Rank3[int, int, HS], Any]]]: ...
+    @overload
     def forward(self, input: AnyShape, hx: State | None = None) -> Any: ...
     @overload
     def forward(
@@ -516,6 +534,10 @@ class GRU(_RNNBase, Generic[I, HS, O]):
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
 
+    @overload
+    def forward(
+        self, input: PackedSequence, hx: Tensor[Any, Any] | None = None
+    ) -> tuple[PackedSequence, Tensor[Rank3[int, int, HS], Any]]: ...
     @overload
     def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
     @overload
@@ -652,6 +674,10 @@ class RNN(_RNNBase, Generic[I, HS, O]):
             mode, input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
 
+    @overload
+    def forward(
+        self, input: PackedSequence, hx: Tensor[Any, Any] | None = None
+    ) -> tuple[PackedSequence, Tensor[Rank3[int, int, HS], Any]]: ...
     @overload
     def forward(self, input: AnyShape, hx: Tensor[Any, Any] | None = None) -> Any: ...
     @overload

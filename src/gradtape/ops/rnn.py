@@ -184,6 +184,7 @@ def recurrent_stack(
     weights: Sequence[Sequence[Tensor[Any, Any] | None]],
     num_directions: int = 1,
     dropout_masks: Sequence[Array | None] | None = None,
+    lengths: Sequence[int] | Array | None = None,
 ) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
     """A stacked, optionally bidirectional recurrent network over a time-major sequence, as
     one op (PyTorch's ``torch.nn.LSTM``/``GRU``/``RNN`` forward; :mod:`gradtape.nn.rnn`'s
@@ -212,6 +213,12 @@ def recurrent_stack(
         num_directions: ``D``, 1 or 2.
         dropout_masks: ``L - 1`` arrays ``(T, B, D H)`` of the input's dtype (dropout's scaled
             keep mask, ``keep / (1 - p)``) or ``None`` entries; ``None`` for none.
+        lengths: ``B`` ints in ``[1, T]``, each batch column's number of valid steps (PyTorch's
+            packed sequences, :func:`gradtape.nn.utils.rnn.pack_padded_sequence`), or ``None``
+            (every step valid). A column's steps from its length on leave its states as they
+            were and output zeros, so ``h_n``/``c_n`` are those after its last valid step and
+            the reverse direction starts there. This runs as recorded per-step ops (a Python
+            loop over time; the fused kernels take no lengths).
 
     Returns:
         ``(output (T, B, D H), h_n (L D, B, H), c_n (L D, B, H) or None)``: the last layer's
@@ -224,7 +231,8 @@ def recurrent_stack(
 
     Raises:
         ValueError: an unknown ``mode``, ``num_directions`` not 1 or 2, a number of weight
-            tuples that is not a multiple of it, or masks of the wrong count or shape.
+            tuples that is not a multiple of it, masks of the wrong count or shape, or
+            ``lengths`` not ``B`` ints in ``[1, T]``.
         ShapeError, DTypeError: as the per-layer ops (the message names ``lstm_layer``,
             ``gru_layer`` or ``rnn_layer``, the argument and every shape).
     """
@@ -282,9 +290,19 @@ def recurrent_stack(
         raise ValueError(
             f"recurrent_stack: dropout_masks must be {nl - 1} arrays of shape {(nt, nb, nd * nh)} or None, got {shapes}"
         )
+    if lengths is not None:
+        lengths = np.asarray(lengths)
+        fits = lengths.shape == (nb,) and lengths.dtype.kind in "iu"
+        if not fits or (nb and not 1 <= lengths.min() <= lengths.max() <= nt):
+            got = lengths.tolist()
+            raise ValueError(
+                f"recurrent_stack: lengths must be {nb} ints in [1, {nt}] (one per batch column), got {got}"
+            )
     if _on_gpu(xd):  # the Cuda device: the layers in recorded gradtape ops
         check_same_device(op, *given.values())
-        return _stack_on_gpu(op, kind, input, h0, c0, weights, nd, nl, masks)
+        return _stack_ops(op, kind, input, h0, c0, weights, nd, nl, masks, lengths)
+    if lengths is not None:  # packed sequences: the recurrence with ended columns held, in recorded ops
+        return _stack_ops(op, kind, input, h0, c0, weights, nd, nl, masks, lengths)
     a = {key: np.ascontiguousarray(d, dt) for key, d in datas.items()}
     zero = np.zeros((nb, nh), dt)
     for k in range(nk):
@@ -376,7 +394,7 @@ def _stack_into(
     box[0] = stack_
 
 
-def _stack_on_gpu(
+def _stack_ops(
     op: str,
     kind: str,
     input: Tensor[Any, Any],
@@ -386,18 +404,24 @@ def _stack_on_gpu(
     nd: int,
     nl: int,
     masks: Sequence[Array | None],
+    lengths: Array | None = None,
 ) -> tuple[Tensor[Any, Any], Tensor[Any, Any], Tensor[Any, Any] | None]:
-    """:func:`recurrent_stack` on the ``Cuda`` device: each layer and direction is
-    :func:`_forward_ops` (the per-layer equations in recorded gradtape ops, whose backward the
-    tape then runs: a Python loop over time, correct but slow; the fused GPU recurrence is still
-    to come), directions concatenated on the feature axis, dropout's masks applied between
-    layers. Same outputs as the CPU path."""
+    """:func:`recurrent_stack` as recorded gradtape ops: on the ``Cuda`` device, and for
+    packed sequences (``lengths``, each batch column's valid steps) on either. Each layer and
+    direction is :func:`_forward_ops` (the per-layer equations, whose backward the tape then
+    runs: a Python loop over time, correct but slower than the fused recurrences),
+    directions concatenated on the feature axis, dropout's masks applied between layers. Same
+    outputs as the CPU path."""
     from gradtape.ops.shape import concat, stack
 
     xd = input.data
     nb = xd.shape[1]
     lstm = kind == "lstm"
     relu = kind == "rnn_relu"
+    valid = None
+    if lengths is not None:
+        steps = np.arange(xd.shape[0])[:, None, None] < np.asarray(lengths)[None, :, None]  # (T, B, 1)
+        valid = [input._like(_arrays.into_memory_of(v, xd)) for v in steps]
     layer_in = input
     hs: list[Tensor[Any, Any]] = []
     cs: list[Tensor[Any, Any]] = []
@@ -421,7 +445,7 @@ def _stack_on_gpu(
                 ts["bias_ih"] = b_ih
             if b_hh is not None:
                 ts["bias_hh"] = b_hh
-            order, outs_t, last, _, _ = _forward_ops(op, ts, d == 1, relu)
+            order, outs_t, last, _, _ = _forward_ops(op, ts, d == 1, relu, valid)
             outs.append(stack([outs_t[t] for t in range(len(order))], axis=0))
             hs.append(last["h"])
             if lstm:
@@ -614,14 +638,21 @@ def _run(
 
 
 def _forward_ops(
-    op: str, ts: dict[str, Any], reverse: bool, relu: bool
+    op: str, ts: dict[str, Any], reverse: bool, relu: bool, valid: list[Any] | None = None
 ) -> tuple[list[int], dict[int, Any], dict[str, Any], dict[int, Any], dict[int, tuple[Any, ...]]]:
     """The op's forward recurrence in gradtape ops (recorded, so differentiable to any order;
     a Python loop over time): ``(order, outs, last, prev, keep)``, the steps in the order run,
     each step's hidden state ``outs[t]``, the final states ``last["h"]`` (and ``last["c"]``
     for the LSTM), each step's previous hidden state and what the adjoint needs. The second
     rules build on it, and so does the ``Cuda`` device's forward (whose backward is then the
-    recorded ops')."""
+    recorded ops').
+
+    ``valid`` (packed sequences, :func:`recurrent_stack`'s ``lengths``): per step a bool
+    tensor ``(B, 1)``, false for the batch columns whose sequence has ended; there a step
+    leaves the states as they were and outputs zeros, so each column's final states are those
+    of its last valid step, in either direction (PyTorch's packed recurrence)."""
+    from gradtape.ops.compare import where
+
     x, h, w_ih, w_hh = ts["input"], ts["h0"], ts["weight_ih"], ts["weight_hh"]
     b_ih, b_hh = ts.get("bias_ih"), ts.get("bias_hh")
     nt = x.shape[0]
@@ -638,6 +669,7 @@ def _forward_ops(
     for t in order:  # the forward, keeping what the adjoint needs
         prev[t] = h
         hp = h @ w_t
+        c_prev = c
         if op == "gru_layer":
             hp = hp + b_hh if b_hh is not None else hp
             r = (xp[t][:, :nh] + hp[:, :nh]).sigmoid()
@@ -645,22 +677,29 @@ def _forward_ops(
             hn = hp[:, 2 * nh :]
             n = (xp[t][:, 2 * nh :] + r * hn).tanh()
             keep[t] = (r, z, n, hn)
-            h = outs[t] = (1.0 - z) * n + z * h
-            continue
-        pre = xp[t] + hp if b_hh is None else xp[t] + hp + b_hh
-        if op == "lstm_layer":
-            i = pre[:, :nh].sigmoid()
-            f = pre[:, nh : 2 * nh].sigmoid()
-            g = pre[:, 2 * nh : 3 * nh].tanh()
-            o = pre[:, 3 * nh :].sigmoid()
-            keep[t] = (i, f, g, o, c)
-            c = f * c + i * g
-            tc = c.tanh()
-            keep[t] = (*keep[t], tc)
-            h = outs[t] = o * tc
+            h_new = (1.0 - z) * n + z * h
         else:
-            h = outs[t] = pre.relu() if relu else pre.tanh()
-            keep[t] = (h,)
+            pre = xp[t] + hp if b_hh is None else xp[t] + hp + b_hh
+            if op == "lstm_layer":
+                i = pre[:, :nh].sigmoid()
+                f = pre[:, nh : 2 * nh].sigmoid()
+                g = pre[:, 2 * nh : 3 * nh].tanh()
+                o = pre[:, 3 * nh :].sigmoid()
+                keep[t] = (i, f, g, o, c)
+                c = f * c + i * g
+                tc = c.tanh()
+                keep[t] = (*keep[t], tc)
+                h_new = o * tc
+            else:
+                h_new = pre.relu() if relu else pre.tanh()
+                keep[t] = (h_new,)
+        if valid is None:
+            h = outs[t] = h_new
+        else:  # an ended sequence's column keeps its states and outputs zeros
+            outs[t] = where(valid[t], h_new, 0.0)
+            h = where(valid[t], h_new, h)
+            if c is not None and c_prev is not None and c is not c_prev:
+                c = where(valid[t], c, c_prev)
     last = {"h": h, "c": c}
     return order, outs, last, prev, keep
 
