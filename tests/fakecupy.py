@@ -101,7 +101,7 @@ class ndarray(NDArrayOperatorsMixin):  # CuPy's name
         raise TypeError(_MSG_IMPLICIT)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if method == "at":  # not relied on: gradtape calls cupy.add.at itself (devices/_arrays.add_at)
+        if method == "at":  # not relied on: gradtape calls cupy.add.at itself (kernels/cuda.add_at)
             return NotImplemented
         args = _unwrap(inputs)
         kw = _unwrap(kwargs)
@@ -259,8 +259,19 @@ def install() -> types.ModuleType:
     cp.asnumpy = lambda x: _host(x).copy()  # type: ignore[attr-defined]
     cp.get_array_module = lambda *a: cp  # type: ignore[attr-defined]
 
+    shuffle = np.random.default_rng(0)
+
     def add_at(a: ndarray, key: Any, values: Any) -> None:  # cupy.add.at
-        np.add.at(a._a, _unwrap(key), _unwrap(values))
+        # atomic adds on a GPU land in whatever order the threads get there: the picks are
+        # added here in a new random order at every call, so float sums of repeated indices
+        # differ in the last bits between calls, as they can on a GPU
+        host = a._a
+        picked = np.arange(host.size).reshape(host.shape)[_unwrap(key)]
+        vals = np.broadcast_to(_unwrap(values), picked.shape).reshape(-1)
+        perm = shuffle.permutation(picked.size)
+        flat = host.reshape(-1).copy()
+        np.add.at(flat, picked.reshape(-1)[perm], vals[perm])
+        host[...] = flat.reshape(host.shape)
 
     cp.add = types.SimpleNamespace(at=add_at)  # type: ignore[attr-defined]
     for name in ("float32", "float64", "int64", "int32", "bool_"):

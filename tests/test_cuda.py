@@ -509,3 +509,47 @@ def test_packed_sequences_on_the_gpu_match_the_cpu(kind: str) -> None:
         results.append([padded.cpu().numpy(), h_n.cpu().numpy(), xs.grad.cpu().numpy()])
     for a, b in zip(*results, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+
+
+def test_scatter_adds_on_the_gpu_are_the_cpus_bit_for_bit() -> None:
+    """Repeated indices (an embedding's backward, a gather's, advanced indexing's) sum on the
+    GPU in numpy's order, one pick after another, so float32 gradients have the CPU's bits on
+    every run (CuPy's add.at adds atomically, in any order: the stand-in's add.at adds in a
+    new random order at each call, so this fails on the CPU too where the GPU path uses it).
+    Keys of every kind: one index array, a 2-D one, a tuple with a slice, a non-contiguous
+    target."""
+    from gradtape.devices.kernels import cuda as kc
+
+    cp = __import__("cupy")
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((300, 4)).astype(np.float32) * np.float32(1e3)
+    emb = {d: nn.Embedding(7, 4).to(d) for d in ("cpu", "cuda")}
+    emb["cuda"].load_state_dict({k: v for k, v in emb["cpu"].state_dict().items()})
+    tokens = rng.integers(0, 7, (50, 6))
+    grads = []
+    for d, layer in emb.items():
+        (
+            layer(gradtape.tensor(tokens, device=d)) * gradtape.tensor(values[:50, None, :].repeat(6, 1), device=d)
+        ).sum().backward()
+        assert layer.weight.grad is not None
+        grads.append(layer.weight.grad.cpu().numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+    cases: list[tuple[Any, Any, Any]] = [
+        (np.zeros((7, 4), np.float32), rng.integers(0, 7, 300), values),
+        (rng.standard_normal((5, 4)).astype(np.float32), rng.integers(0, 5, (30, 10)), values.reshape(30, 10, 4)),
+        (np.zeros((4, 9), np.float32), (slice(None), rng.integers(0, 9, 300)), values.T),
+        (np.zeros((9, 6), np.float32)[:, ::2], rng.integers(0, 9, 300), values[:, :3]),
+    ]
+    for target, key, vals in cases:
+        want = target.copy()
+        np.add.at(want, key, vals)
+        got = (
+            cp.asarray(target.copy()) if target.flags.c_contiguous else cp.asarray(np.zeros((9, 6), np.float32))[:, ::2]
+        )
+        gkey = (
+            tuple(k if isinstance(k, slice) else cp.asarray(k) for k in key)
+            if isinstance(key, tuple)
+            else cp.asarray(key)
+        )
+        kc.add_at(got, gkey, cp.asarray(vals))
+        np.testing.assert_array_equal(cp.asnumpy(got), want)

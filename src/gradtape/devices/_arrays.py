@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "add_at",
     "as_array",
     "copy",
     "is_device_spec",
@@ -158,16 +157,3 @@ def into_memory_of(a: Any, like: Any) -> Array:
 
     with like.device:
         return cupy.asarray(a)  # type: ignore[no-any-return]
-
-
-def add_at(a: Any, key: Any, values: Any) -> None:
-    """``np.add.at(a, key, values)``: ``values`` added into ``a`` at ``key``, repeated indices
-    accumulating; for a GPU array CuPy's ``cupy.add.at`` (atomic adds: float sums of repeats
-    can differ in the last bits between runs), called directly rather than through numpy's
-    ufunc dispatch."""
-    if on_gpu(a):
-        import cupy
-
-        cupy.add.at(a, key, values)
-    else:
-        np.add.at(a, key, values)

@@ -37,7 +37,7 @@ from gradtape import tape as _tp
 from gradtape._typing import A, B, C, D, T
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
-from gradtape.devices.kernels.scatter import scatter_add
+from gradtape.devices.kernels.scatter import add_at, scatter_add
 from gradtape.errors import ShapeError
 from gradtape.ops._function import Function, FunctionCtx
 from gradtape.ops._util import int_indices, refill, replayable
@@ -249,7 +249,7 @@ def getitem(a: Any, key: Any) -> Any:
         def getitem_backward(grads: Gradients, g: Array) -> None:
             buf = grads._mut(aid, shape, dtype, x)  # owned by aid: never the output's buffer; x's memory
             if advanced:
-                _arrays.add_at(buf, k, g)  # repeated picks accumulate
+                add_at(buf, k, g)  # repeated picks accumulate
                 return
             part = buf[k]
             if part.__class__ is np.ndarray or part.ndim:  # (CuPy gives 0-d arrays where numpy gives scalars)
@@ -269,7 +269,7 @@ def _put_at(g: Any, shape: tuple[int, ...], k: Any) -> Any:
         @staticmethod
         def forward(ctx: FunctionCtx, t: Any) -> Any:
             out = _arrays.zeros(shape, t.dtype, t.data)
-            _arrays.add_at(out, k, t.data)
+            add_at(out, k, t.data)
             return t._like(out)
 
         @staticmethod

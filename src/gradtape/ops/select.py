@@ -44,6 +44,7 @@ from gradtape import tape as _tp
 from gradtape._typing import S, T
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices.kernels.scatter import add_at as _scatter_add_at
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import (
     SCALARS,
@@ -612,7 +613,7 @@ def _add_at(
     x = input.data
     if x.dtype.kind != "f":  # integers: exact, and never differentiated
         out = x.copy()
-        _arrays.add_at(out.reshape(-1), lin.reshape(-1), part.data.reshape(-1))
+        _scatter_add_at(out.reshape(-1), lin.reshape(-1), part.data.reshape(-1))
         return input._like(out)
     return input + _put_lin(part, lin, x.shape, again)
 

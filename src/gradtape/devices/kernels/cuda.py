@@ -27,6 +27,7 @@ from gradtape.errors import DTypeError, ShapeError
 
 __all__ = [
     "adam_step",
+    "add_at",
     "adddiv",
     "addmul",
     "axpy",
@@ -146,6 +147,19 @@ _K: dict[str, Any] = {
 }
 
 
+@cuda.jit(cache=False)
+def segment_add_kernel(flat: Any, dest: Any, order: Any, starts: Any, values: Any) -> None:  # pragma: no cover
+    # segment k: the positions order[starts[k]:starts[k + 1]] (ascending), all adding into
+    # flat[dest[k]], summed one after another as numpy's add.at does: the same bits, every run
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for k in range(start, dest.shape[0], stride):
+        acc = flat[dest[k]]
+        for j in range(starts[k], starts[k + 1]):
+            acc += values[order[j]]
+        flat[dest[k]] = acc
+
+
 def _launch(n: int) -> tuple[int, int]:
     """``(blocks, threads)`` for ``n`` elements: whole warps, at most :data:`THREADS` a block."""
     threads = min(THREADS, max(32, (n + 31) // 32 * 32))
@@ -191,6 +205,49 @@ def _run3(op: str, out: Array, a: Array, b: Array) -> bool:
         return True
     _check_broadcast(op, out, a, b)
     return False
+
+
+def add_at(a: Array, key: Any, values: Array) -> None:
+    """``np.add.at(a, key, values)`` on the GPU, deterministic: each element of ``a`` that
+    ``key`` picks gets the values picked for it added one after another in the order of the
+    picks, as numpy adds them, so a float sum of repeated indices has the CPU's bits on every
+    run (CuPy's ``add.at`` adds atomically, in whatever order the threads get there). The
+    picks are sorted by destination (``lexsort`` on destination then position), and one
+    thread per destination sums its run (:func:`segment_add_kernel`). Integer arrays, or
+    values of another dtype than ``a``'s, go to CuPy's ``add.at`` (integer sums do not depend
+    on the order).
+
+    Args:
+        a: the GPU array added into, in place (any layout).
+        key: what ``a[key]`` takes: ints, slices, integer index arrays, a tuple of them.
+        values: broadcastable to ``a[key]``'s shape.
+
+    Raises:
+        IndexError: as numpy's, for an index out of range.
+    """
+    import cupy
+
+    values = _arrays.as_array(values)
+    if a.dtype.kind != "f" or values.dtype != a.dtype:
+        cupy.add.at(a, key, values)
+        return
+    c = a if a.flags.c_contiguous else _arrays.contiguous(a)
+    flat = c.reshape(-1)
+    picked = _arrays.arange(a.size, flat, np.int64).reshape(a.shape)[key]  # a's flat positions at key
+    dest = picked.reshape(-1)
+    n = dest.shape[0]
+    if n == 0:
+        return
+    vals = _arrays.contiguous(np.broadcast_to(values, picked.shape)).reshape(-1)
+    order = np.lexsort(np.stack([_arrays.arange(n, flat, np.int64), dest]))  # by destination, then position
+    sd = dest[order]
+    first = np.concatenate([_arrays.full((1,), True, np.bool_, flat), sd[1:] != sd[:-1]])
+    starts = np.flatnonzero(first)
+    bounds = np.concatenate([starts, _arrays.full((1,), n, np.int64, flat)]).astype(np.int64)
+    blocks, threads = _launch(starts.shape[0])
+    segment_add_kernel[blocks, threads](flat, _arrays.contiguous(sd[starts]), order, bounds, vals)
+    if c is not a:
+        a[...] = c
 
 
 def addmul(out: Array, a: Array, b: Array) -> None:
@@ -653,7 +710,7 @@ def pool_scatter_add(g: Array, idx: Array, in_hw: Any) -> Array:
     p = g.shape[0]
     gx = _arrays.zeros((p, in_hw[0] * in_hw[1]), g.dtype, g)
     planes = _arrays.arange(p, g)[:, None]
-    _arrays.add_at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
+    add_at(gx, (planes, idx.reshape(p, -1)), g.reshape(p, -1))
     return gx.reshape(p, *in_hw)
 
 
@@ -678,7 +735,7 @@ def pool_avg_backward(g: Array, k: Any, stride: Any, padding: Any, in_hw: Any) -
     zero = g.dtype.type(0)
     for r, c, valid in _pool_taps(k, stride, padding, g.shape[1:], in_hw, g):
         flat = r[:, None] * in_hw[1] + c[None, :]
-        _arrays.add_at(gx, (planes, flat[None]), np.where(valid, d, zero))
+        add_at(gx, (planes, flat[None]), np.where(valid, d, zero))
     return gx.reshape(p, *in_hw)
 
 
@@ -705,7 +762,7 @@ def bilinear_backward(g: Array, th: Any, tw: Any, in_hw: Any) -> Array:
     for r, lr in ((h0, lh0), (h1, lh1)):
         for c, lc in ((w0, lw0), (w1, lw1)):
             key: Any = (slice(None), r[:, None], c[None, :])
-            _arrays.add_at(gx, key, lr[:, None] * lc[None, :] * g)
+            add_at(gx, key, lr[:, None] * lc[None, :] * g)
     return gx
 
 
@@ -714,7 +771,7 @@ def nearest_backward(g: Array, ih: Array, iw: Array, in_hw: Any) -> Array:
     ih, iw = _arrays.into_memory_of(ih, g), _arrays.into_memory_of(iw, g)
     gx = _arrays.zeros((g.shape[0], *in_hw), g.dtype, g)
     key: Any = (slice(None), ih[:, None], iw[None, :])
-    _arrays.add_at(gx, key, g)
+    add_at(gx, key, g)
     return gx
 
 

@@ -22,9 +22,23 @@ from gradtape.devices.kernels._jit import jit
 from gradtape.devices.kernels.elementwise import PARALLEL_THRESHOLD
 from gradtape.errors import DTypeError, ShapeError
 
-__all__ = ["scatter_add"]
+__all__ = ["add_at", "scatter_add"]
 
 Array = np.ndarray[Any, Any]
+
+
+def add_at(a: Array, key: Any, values: Array) -> None:
+    """``np.add.at(a, key, values)`` (``values`` added into ``a`` at ``key``, repeated indices
+    accumulating in the order of the picks) on either device: numpy's on the CPU, and on a GPU
+    :func:`gradtape.devices.kernels.cuda.add_at`, which adds in numpy's order, so float sums of
+    repeated indices are deterministic and equal the CPU's bit for bit (the backward of a
+    gather, an embedding, advanced indexing, pooling). Errors as numpy's."""
+    if _arrays.on_gpu(a):
+        from gradtape.devices.kernels import cuda as _kc
+
+        _kc.add_at(a, key, values)
+    else:
+        np.add.at(a, key, values)
 
 
 @jit()
@@ -85,9 +99,9 @@ def scatter_add(out: Array, axis: int, idx: Array, g: Array) -> None:
         raise IndexError(f"scatter_add: indices must lie in [0, {n}), got min {idx.min()} and max {idx.max()}")
     if idx.size == 0 or out.size == 0:
         return
-    if gpu:  # the Cuda device: CuPy's add.at (atomic adds; repeated indices accumulate)
+    if gpu:  # the Cuda device: repeated indices accumulate in numpy's order (add_at)
         gpu_key: Any = (*(slice(None),) * axis, idx)
-        _arrays.add_at(out, gpu_key, g)
+        add_at(out, gpu_key, g)
         return
     if not out.flags.c_contiguous or np.may_share_memory(out, g):
         key: tuple[Any, ...] = (*(slice(None),) * axis, idx)
