@@ -583,6 +583,31 @@ def layer_norm_block() -> str:
     )
 
 
+# ----- ops/spatial.py ----------------------------------------------------------------------
+
+GRID_SAMPLE_SHAPES = (
+    ("Rank4[N, C, Any, Any]", "Rank4[N, H2, W2, Any]", "Rank4[N, C, H2, W2]"),
+    ("Rank5[N, C, Any, Any, Any]", "Rank5[N, D2, H2, W2, Any]", "Rank5[N, C, D2, H2, W2]"),
+)
+"""``(input, grid, output)`` shape types of ``grid_sample``: 4-D (``(x, y)`` points) and 5-D."""
+GRID_SAMPLE_REST = (
+    'mode: str = "bilinear"',
+    'padding_mode: str = "zeros"',
+    "align_corners: bool | None = None",
+)
+"""The parameters of ``grid_sample`` after ``grid``."""
+
+
+def grid_sample_block() -> str:
+    """Overloads of ``grid_sample(input, grid, mode, padding_mode, align_corners)``: 4-D, then
+    5-D, each with the tape-kind rule over ``input`` and ``grid`` (a traced grid of an untraced
+    image, as a spatial transformer's, gives a traced output)."""
+    return "".join(
+        tape_rule("grid_sample", [Arg("input", x), Arg("grid", g), *GRID_SAMPLE_REST], ret)
+        for x, g, ret in GRID_SAMPLE_SHAPES
+    )
+
+
 # ----- ops/attention.py --------------------------------------------------------------------
 
 SDPA_SHAPES = (
@@ -879,6 +904,7 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
     "ops/nn.py": {"layer_norm": layer_norm_block},
     "ops/attention.py": {"scaled_dot_product_attention": sdpa_block},
     "ops/scan.py": {"selective_scan": scan_block},
+    "ops/spatial.py": {"grid_sample": grid_sample_block},
     "losses.py": {
         **_each(tuple(LOSSES), loss_block),
         **_each(tuple(PAIR_LOSSES), pair_loss_block),
@@ -898,7 +924,7 @@ IMPORTS: dict[str, str] = {
     "Literal": "typing",
     "Sequence": "collections.abc",
     **dict.fromkeys(("A", "B", "C", "Count", "D", "S", "T"), "gradtape._typing"),
-    **dict.fromkeys(("AnyShape", "Rank0", "Rank1", "Rank2", "Rank3", "Rank4"), "gradtape.shapes"),
+    **dict.fromkeys(("AnyShape", "Rank0", "Rank1", "Rank2", "Rank3", "Rank4", "Rank5"), "gradtape.shapes"),
     **dict.fromkeys(("NoneTape", "OwnedTape", "Tape"), "gradtape.tape"),
     "Tensor": "gradtape.tensor",
     "ValuesIndices": "gradtape.ops.select",

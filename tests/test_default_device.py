@@ -106,6 +106,7 @@ def test_manual_seed_reseeds_the_default_device_layers_and_factories_use() -> No
         "Linear(3, 4)",
         "Bilinear(3, 5, 4)",
         "Embedding(10, 4)",
+        "EmbeddingBag(10, 4)",
         "Conv1d(2, 4, 3)",
         "Conv2d(3, 8, 3)",
         "ConvTranspose2d(3, 8, 3)",

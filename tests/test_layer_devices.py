@@ -23,6 +23,7 @@ LAYERS: dict[str, Callable[..., nn.Module]] = {
     "Linear": lambda **kw: nn.Linear(4, 3, **kw),
     "Bilinear": lambda **kw: nn.Bilinear(4, 5, 3, **kw),
     "Embedding": lambda **kw: nn.Embedding(10, 4, **kw),
+    "EmbeddingBag": lambda **kw: nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0, **kw),
     "Conv1d": lambda **kw: nn.Conv1d(2, 3, 3, **kw),
     "Conv2d": lambda **kw: nn.Conv2d(2, 3, 3, **kw),
     "ConvTranspose1d": lambda **kw: nn.ConvTranspose1d(2, 3, 3, **kw),
@@ -123,3 +124,13 @@ def test_pytorch_factory_kwargs_pass_through() -> None:
     y.sum().backward()
     assert y.shape == (2, 5, 4) and y.dtype == np.float64
     assert x.grad is not None and all(p.grad is not None for p in block.parameters())
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_dtype_none_is_pytorchs_default_float32(name: str) -> None:
+    """PyTorch code passes ``dtype=None`` through (``factory_kwargs``): the parameters are
+    float32, PyTorch's default dtype, as with no dtype at all (numpy alone reads ``None`` as
+    float64, which made such a port silently train in float64)."""
+    layer = LAYERS[name](device=None, dtype=None)
+    floats = [t for t in layer.state_dict().values() if t.dtype.kind == "f"]
+    assert floats and all(t.dtype == np.float32 for t in floats), name

@@ -130,6 +130,24 @@ def _embedding(dev: Cpu, as_array: bool) -> Case:
     return Case(ours, ref, idx, forward=fwd, ref_forward=lambda x, c: ref(x.long()), x_grad=False)
 
 
+def _embedding_bag(dev: Cpu, mode: str) -> Case:
+    ours = nn.EmbeddingBag(6, 3, mode=mode, padding_idx=4, dev=dev, dtype=F64)
+    ref = _pair(ours, torch.nn.EmbeddingBag(6, 3, mode=mode, padding_idx=4), _rng(dev))
+    idx = np.array([0, 2, 2, 5, 4, 1, 2], dtype=np.int64)  # repeated rows, a padding entry, an empty bag
+    offsets = np.array([0, 3, 3, 5])
+    psw = np.linspace(0.5, 2.0, idx.size) if mode == "sum" else None
+    return Case(
+        ours,
+        ref,
+        idx,
+        forward=lambda x, c: ours(x, offsets, None if psw is None else x._like(psw)),
+        ref_forward=lambda x, c: ref(
+            x.long(), torch.from_numpy(offsets), None if psw is None else torch.from_numpy(psw)
+        ),
+        x_grad=False,
+    )
+
+
 def _conv1d(dev: Cpu) -> Case:
     ours = nn.Conv1d(2, 4, 3, stride=2, padding=1, dev=dev, dtype=F64)
     rng = _rng(dev)
@@ -306,6 +324,8 @@ CASES: dict[str, Callable[[Cpu], Case]] = {
     "Bilinear": _bilinear,
     "Embedding-index-tensor": lambda dev: _embedding(dev, as_array=False),
     "Embedding-index-array": lambda dev: _embedding(dev, as_array=True),
+    "EmbeddingBag-sum-per-sample-weights": lambda dev: _embedding_bag(dev, "sum"),
+    "EmbeddingBag-max": lambda dev: _embedding_bag(dev, "max"),
     "Conv1d-stride-pad": _conv1d,
     "Conv2d-stride-pad-groups": _conv2d,
     "Conv2d-dilation-nobias": _conv2d_dilated,

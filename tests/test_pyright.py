@@ -35,6 +35,8 @@ PYRIGHT_DIFFERS: dict[tuple[str, str], str] = {
     ("ok_conv.py", "up"): "Tensor[tuple[Literal[8], Literal[3], int, int], GradientTape]",
     ("ok_spatial.py", "up"): "Tensor[tuple[Literal[2], Literal[3], int, int], GradientTape]",
     ("ok_spatial.py", "pooled"): "Tensor[tuple[Literal[2], Literal[3], int, int], GradientTape]",
+    ("ok_spatial.py", "flow"): "Tensor[tuple[Literal[2], int, int, Literal[2]], GradientTape]",
+    ("ok_spatial.py", "warped"): "Tensor[tuple[Literal[2], Literal[3], int, int], GradientTape]",
     ("ok_core.py", "u"): "Tensor[tuple[Literal[5], Literal[6]], NoneTape]",
     ("ok_core.py", "u @ v"): "Tensor[tuple[Literal[5], Literal[7]], NoneTape]",
     ("ok_mamba.py", "scan"): "Tensor[tuple[Literal[2], Literal[8], Literal[4]], GradientTape]",

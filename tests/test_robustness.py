@@ -93,6 +93,12 @@ def _as_every_input(make: Callable[[], Any], n: int, first: bool = False) -> Cal
     return build
 
 
+def _bag_weights(bag: nn.EmbeddingBag[int, int]) -> Call:
+    """``bag(indices, None, subject)``: the subject as the per-sample weights of ``(2, 3)`` indices."""
+    indices = np.array([[0, 4, 4], [1, 2, 0]])
+    return lambda x: bag(indices, None, x)
+
+
 def _first(make: Callable[[], Any]) -> Callable[[], Call]:
     """A recurrent layer (or cell) called on the subject, its first output."""
 
@@ -211,6 +217,8 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "adaptive_max_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_max_pool2d(x, (3, 2))),
     "pixel_shuffle": ((2, 4, 3, 3), lambda x: ops.pixel_shuffle(x, 2)),
     "pixel_unshuffle": ((2, 1, 4, 4), lambda x: ops.pixel_unshuffle(x, 2)),
+    "grid_sample": ((2, 3, 4, 4), lambda x: ops.grid_sample(x, _t((2, 3, 5, 2), 9), align_corners=False)),
+    "affine_grid": ((2, 2, 3), lambda x: ops.affine_grid(x, (2, 3, 4, 5), align_corners=False)),
     # issue 27: normalisations, distances, norms
     "group_norm": ((2, 4, 3), lambda x: ops.group_norm(x, 2, _t((4,), 40), _t((4,), 41))),
     "instance_norm": ((2, 3, 4), lambda x: ops.instance_norm(x, weight=ROW[0])),
@@ -258,6 +266,8 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "MambaBlock": ((2, 3, 4), lambda: nn.MambaBlock(4, d_state=3, dev=DEV)),
     "Dropout": ((2, 3), lambda: nn.Dropout(0.5).eval()),  # eval: the layout test compares two calls
     "Dropout2d": ((2, 3, 4, 4), lambda: nn.Dropout2d(0.5).eval()),
+    # the subject as the per-sample weights of two bags of three indices
+    "EmbeddingBag": ((2, 3), lambda: _bag_weights(nn.EmbeddingBag(5, 4, mode="sum", dev=DEV))),
     "Softmax": ((2, 3), lambda: nn.Softmax(dim=1)),
     "Softmin": ((2, 3), lambda: nn.Softmin(dim=1)),
     "Threshold": ((2, 3), lambda: nn.Threshold(0.1, 2.0)),

@@ -411,6 +411,12 @@ FUNCTIONAL: dict[str, list[str]] = {
     "dropout": ["F.dropout(A, 0.5, False)", "F.dropout(A, p=0.2, training=False)"],
     "elu": ["F.elu(A)", "F.elu(A, 0.5)"],
     "embedding": ["F.embedding(IDX, M)"],
+    "embedding_bag": [
+        "F.embedding_bag(IDX2, M)",
+        "F.embedding_bag(IDX3, M, IDX[1:], mode='sum', per_sample_weights=A[0, :3])",
+        "F.embedding_bag(IDX2, M, mode='max', padding_idx=0)",
+        "F.embedding_bag(IDX3, M, IDX[1:] * 3, include_last_offset=True, mode='max')",
+    ],
     "gaussian_nll_loss": ["F.gaussian_nll_loss(A, B, P)"],
     "gelu": ["F.gelu(A)", "F.gelu(A, approximate='tanh')"],
     "group_norm": ["F.group_norm(X4P, 4)", "F.group_norm(X4P, 2, X4P[0, :, 0, 0], X4P[1, :, 0, 0])"],
@@ -425,6 +431,21 @@ FUNCTIONAL: dict[str, list[str]] = {
         "F.interpolate(X4, scale_factor=1.5, mode='bicubic')",
         "F.interpolate(X3, size=5, mode='nearest-exact')",
         "F.interpolate(X4, size=(4, 3), mode='area')",
+    ],
+    # sampling grids (ops/spatial.py): standard normal points, many outside [-1, 1]
+    "grid_sample": [
+        "F.grid_sample(X4, X4P[:, :2].permute(0, 2, 3, 1), align_corners=False)",
+        "F.grid_sample(X4, X4P[:, 2:4].permute(0, 2, 3, 1), 'nearest', 'border', align_corners=True)",
+        "F.grid_sample(X4, X4P[:, 4:6].permute(0, 2, 3, 1), mode='bicubic', padding_mode='reflection', "
+        "align_corners=False)",
+        "F.grid_sample(X4[:, :, None], X4P[:, :3].permute(0, 2, 3, 1)[:, None], padding_mode='reflection', "
+        "align_corners=True)",
+    ],
+    "affine_grid": [
+        "F.affine_grid(A.reshape(2, 2, 3), (2, 3, 5, 4), align_corners=False)",
+        "F.grid_sample(X4, F.affine_grid(A.reshape(2, 2, 3) * 0.5, (2, 3, 4, 5), align_corners=True), "
+        "align_corners=True)",
+        "F.affine_grid(X4[0, :2, :3, :4] * 0.5, [2, 1, 3, 2, 4], align_corners=True)",
     ],
     "kl_div": ["F.kl_div(F.log_softmax(A, 1), F.softmax(B, 1), reduction='batchmean')"],
     "l1_loss": ["F.l1_loss(A, B)"],

@@ -1033,6 +1033,7 @@ _N = "gradtape.nn."
 _LAYER_DIMS: dict[str, tuple[tuple[tuple[str, int, int], ...], tuple[tuple[int, int], ...]]] = {
     _N + "linear.Linear": ((("x", 0, -1),), ((1, -1),)),
     _N + "linear.Embedding": ((), ((1, -1),)),
+    _N + "linear.EmbeddingBag": ((), ((1, -1),)),
     _N + "norm.LayerNorm": ((("x", 0, -1),), ()),
     _N + "norm.RMSNorm": ((("x", 0, -1),), ()),
     _N + "norm.BatchNorm1d": ((("x", 0, 1),), ()),

@@ -127,6 +127,14 @@ def _resolve(dev: Cpu | None) -> Cpu:
     return get_default_device() if dev is None else dev
 
 
+def pick_dtype(dtype: Any) -> Any:
+    """A layer's parameter dtype: ``dtype``, or float32 (PyTorch's default dtype,
+    ``gradtape.get_default_dtype()``) where it is ``None``, as PyTorch code passes it through
+    (``factory_kwargs = {"device": None, "dtype": None}``): numpy alone would read ``None`` as
+    float64."""
+    return np.float32 if dtype is None else dtype
+
+
 def pick_device(op: str, device: object, dev: object) -> Cpu:
     """The device a factory or a layer makes its tensors on: ``dev=`` (gradtape's and dfdx's
     spelling: a ``Cpu`` or ``Cuda``), else ``device=`` (PyTorch's: a device object, ``"cpu"``,

@@ -73,7 +73,7 @@ from gradtape.nn.conv import (
     MinPool2d,
 )
 from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
-from gradtape.nn.linear import Bilinear, Embedding, Linear
+from gradtape.nn.linear import Bilinear, Embedding, EmbeddingBag, Linear
 from gradtape.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -165,6 +165,7 @@ __all__ = [
     "Dropout2d",
     "ELU",
     "Embedding",
+    "EmbeddingBag",
     "Flatten",
     "GELU",
     "GLU",

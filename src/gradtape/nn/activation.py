@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 import numpy as np
 
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._typing import D1, D2, D3, ED, SD, N, S, T
 from gradtape.nn.functional import _alpha_dropout, _channel_dropout, _feature_alpha_dropout, _rrelu
@@ -853,6 +853,7 @@ class PReLU(Module):
             raise ValueError(f"PReLU: num_parameters must be a positive int, got {num_parameters!r}")
         value = _real("PReLU", "init", init)
         device_ = pick_device("PReLU", device, dev)
+        dtype = pick_dtype(dtype)
         self.slopes = num_parameters  # PyTorch's num_parameters; that name is Module's method here
         self.weight: Tensor[Rank1[int], NoneTape] = Tensor(np.full((num_parameters,), value, dtype), device_, NONE_TAPE)
 

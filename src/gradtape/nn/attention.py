@@ -12,7 +12,7 @@ import numpy.typing as npt
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._signatures import attention as _sig
 from gradtape.nn._typing import E
@@ -220,6 +220,7 @@ class MultiHeadAttention(Module, Generic[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         if num_heads < 1 or e % num_heads:
             raise ValueError(f"MultiHeadAttention: num_heads={num_heads} must divide embed_dim={embed_dim}")
@@ -446,6 +447,7 @@ class MultiheadAttention(Module, Generic[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         e = cast(int, embed_dim)  # E names the width at type level; an int at run time
         kd = e if kdim is None else kdim
         vd = e if vdim is None else vdim

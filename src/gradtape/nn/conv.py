@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
@@ -66,6 +66,7 @@ class _ConvNd(Module, Generic[C, O]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         name = type(self).__name__
         # C and O are type-level names of the channel counts, ints at run time
         ci, co = cast(int, in_channels), cast(int, out_channels)

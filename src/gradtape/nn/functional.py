@@ -5,7 +5,9 @@ Each name is gradtape's op or loss of that name (:mod:`gradtape.ops`, :mod:`grad
 whose arguments follow PyTorch's here (positional order, ``dim=``, the defaults), checked
 against ``torch.nn.functional`` by tests/test_torch_namespace.py; :func:`dropout` and
 :func:`rms_norm` are PyTorch's spelling of ops whose ``gradtape.ops`` arguments differ
-(:mod:`gradtape._torch_ops`). Shapes, dtypes, gradients and errors: see each op's docstring.
+(:mod:`gradtape._torch_ops`); :func:`embedding_bag` is :mod:`gradtape.ops.nn`'s op of that name,
+PyTorch's signature and all (``nn.EmbeddingBag``'s forward), exported here only. Shapes, dtypes,
+gradients and errors: see each op's docstring.
 
 The functions defined here (PyTorch's that have no op of their own: :func:`bilinear`,
 :func:`local_response_norm`, :func:`unfold` / :func:`fold`, :func:`channel_shuffle`,
@@ -51,6 +53,7 @@ from gradtape.ops import (
     adaptive_avg_pool2d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    affine_grid,
     avg_pool1d,
     avg_pool2d,
     celu,
@@ -63,6 +66,7 @@ from gradtape.ops import (
     embedding,
     gelu,
     glu,
+    grid_sample,
     group_norm,
     hardshrink,
     hardsigmoid,
@@ -107,6 +111,7 @@ from gradtape.ops import where as _where
 from gradtape.ops._util import is_int as _is_int
 from gradtape.ops._util import spatial_size
 from gradtape.ops._util import tensor_arg as _tensor
+from gradtape.ops.nn import embedding_bag  # PyTorch's signature already: F-only, not in gradtape.ops
 from gradtape.shapes import AnyShape, Rank3, Rank4
 from gradtape.tape import Tape, recorded_call
 from gradtape.tensor import Tensor
@@ -116,6 +121,7 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "affine_grid",
     "avg_pool1d",
     "avg_pool2d",
     "binary_cross_entropy",
@@ -131,9 +137,11 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "embedding_bag",
     "gaussian_nll_loss",
     "gelu",
     "glu",
+    "grid_sample",
     "group_norm",
     "hardshrink",
     "hardsigmoid",

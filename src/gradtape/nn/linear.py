@@ -1,4 +1,5 @@
-"""Dense layers: :class:`Linear` (typed ``Linear[I, O]``), :class:`Bilinear` and :class:`Embedding`."""
+"""Dense layers: :class:`Linear` (typed ``Linear[I, O]``), :class:`Bilinear`, :class:`Embedding` and
+:class:`EmbeddingBag`."""
 
 from __future__ import annotations
 
@@ -9,18 +10,19 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices._arrays import as_array as _as_array
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
+from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import B, E, I, N, O, T, Ts, V, Z
 from gradtape.nn.functional import _bilinear
 from gradtape.nn.module import Module
 from gradtape.ops.linalg import linear  # unwrapped: Module.__call__ checked x
-from gradtape.ops.nn import embedding
+from gradtape.ops.nn import _bag_options, _embedding_bag, _padding_row, embedding
 from gradtape.shapes import AnyShape, Rank1, Rank2, Rank3
 from gradtape.tape import NONE_TAPE, NoneTape, op_tape
 from gradtape.tensor import Tensor
 
-__all__ = ["Bilinear", "Embedding", "Linear"]
+__all__ = ["Bilinear", "Embedding", "EmbeddingBag", "Linear"]
 
 IndexArray: TypeAlias = np.ndarray[Any, Any] | Sequence[Any] | int | np.integer[Any]
 """Indices for :class:`Embedding` other than a tensor: an int array, a (nested) list or
@@ -76,6 +78,7 @@ class Linear(Module, Generic[I, O]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         fi, fo = int(in_features), int(out_features)  # type: ignore[call-overload]
         self.in_features, self.out_features = fi, fo
         self.weight = kaiming_uniform(dev, (fo, fi), fi, dtype)
@@ -168,6 +171,7 @@ class Bilinear(Module):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         sizes = []
         for name, v in (("in1_features", in1_features), ("in2_features", in2_features), ("out_features", out_features)):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
@@ -245,14 +249,10 @@ class Embedding(Module, Generic[V, E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
         self.num_embeddings, self.embedding_dim = n, d
-        if padding_idx is not None:
-            if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
-                raise TypeError(f"Embedding: padding_idx must be an int or None, got {type(padding_idx).__name__}")
-            if not -n <= padding_idx < n:
-                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({n}), got {padding_idx}")
-            padding_idx = int(padding_idx) % n
+        padding_idx = _padding_row("Embedding", padding_idx, n)
         self.padding_idx = padding_idx
         self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), dtype)
         if padding_idx is not None:
@@ -310,3 +310,191 @@ def _padding_without_gradient(y: Any, x: Any, w: Tensor[Any, Any], pad: int) -> 
     if row.any():
         out = out + y._like(np.multiply(at_pad[..., None], row, dtype=dt))
     return out
+
+
+class EmbeddingBag(Module, Generic[V, E]):
+    """Sums, means or maxima of bags of rows of a table (PyTorch's ``nn.EmbeddingBag``): the
+    table as a parameter and :func:`gradtape.nn.functional.embedding_bag` as the forward,
+    which never makes the ``(N, D)`` lookup a tensor.
+
+    Args (PyTorch's, in its order):
+        num_embeddings: the table's number of rows ``V``.
+        embedding_dim: each row's size ``D``.
+        max_norm: if given, the rows a forward looks up whose ``norm_type``-norm exceeds it are
+            scaled in place to norm ``max_norm`` first (PyTorch's renormalisation, not recorded).
+        norm_type: the order of that norm (default 2; ``inf`` allowed).
+        scale_grad_by_freq: divide each row's gradient by its index's count in the input.
+        mode: ``"mean"`` (default), ``"sum"`` or ``"max"``.
+        sparse: accepted for PyTorch's code; the gradient is dense (``weight``'s shape) here.
+        _weight: a ``(V, D)`` float tensor to use as the table (PyTorch's; see
+            :meth:`from_pretrained`); its memory is shared.
+        include_last_offset: a 1-D input's ``offsets`` has ``B + 1`` entries, the last one the
+            last bag's end.
+        padding_idx: a row whose occurrences enter no bag (initialised to zeros, never
+            trained); negative counts from the end. ``None`` (default): no padding row.
+        dev, device: a ``Cpu`` or ``Cuda``, or PyTorch's ``"cpu"``/``"cuda"``/``"cuda:N"``
+            (:func:`gradtape.devices.default.pick_device`): the device whose seeded generator
+            initialises the table (default: :func:`gradtape.get_default_device`).
+        dtype: float32 (default; also for ``None``, PyTorch's default dtype) or float64.
+
+    Parameters:
+        weight: ``(V, D)``, ``N(0, 1)`` (PyTorch's default), the ``padding_idx`` row zero.
+
+    Forward: ``bag(input, offsets=None, per_sample_weights=None)``: ``input`` ``(B, L)``
+    (``B`` bags of ``L`` indices) or ``(N,)`` with ``offsets`` ``(B,)`` (each bag's start;
+    ``(B + 1,)`` with ``include_last_offset``), integer tensors, arrays or lists;
+    ``per_sample_weights`` of ``input``'s shape (mode ``"sum"``) -> ``(B, D)``, an empty bag
+    zeros. Shapes, formulas and gradients: :func:`gradtape.nn.functional.embedding_bag`.
+
+    Typed ``EmbeddingBag[V, D]`` (inferred from the constructor's arguments, as
+    :class:`Embedding`): an index tensor ``Tensor[Any, T]`` gives ``Tensor[Rank2[int, D], T]``,
+    with the indices' tape kind (a traced index tensor's tape is carried to the output);
+    an index array or list gives ``Tensor[Rank2[int, D], Any]``.
+
+    Raises:
+        ValueError: ``padding_idx`` outside ``[-V, V)``; an unknown ``mode``; ``"max"`` with
+            ``scale_grad_by_freq`` or ``sparse``; ``max_norm`` negative; on forward, the
+            errors of :func:`gradtape.nn.functional.embedding_bag` (named ``EmbeddingBag``).
+        TypeError: ``padding_idx`` not an int, ``max_norm``/``norm_type`` not numbers,
+            ``_weight`` not a tensor; a bad device (:func:`~gradtape.devices.default.pick_device`).
+        ShapeError: ``_weight`` is not ``(V, D)``.
+        DTypeError: ``_weight`` or ``dtype`` is not float32/float64.
+    """
+
+    def __init__(
+        self,
+        num_embeddings: V,
+        embedding_dim: E,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor[Any, Any] | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        *,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
+        dtype: npt.DTypeLike | None = np.float32,
+    ) -> None:
+        op = type(self).__name__
+        dev = pick_device(op, device, dev)
+        n, d = cast(int, num_embeddings), cast(int, embedding_dim)  # type-level names of ints
+        _bag_options(op, mode, scale_grad_by_freq, sparse, max_norm, norm_type)
+        self.num_embeddings, self.embedding_dim = n, d
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.include_last_offset = include_last_offset
+        self.padding_idx = _padding_row(op, padding_idx, n)
+        if _weight is None:
+            self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), np.float32 if dtype is None else dtype)
+            if self.padding_idx is not None:
+                self.weight.data[self.padding_idx] = 0
+            return
+        if not isinstance(_weight, Tensor):
+            raise TypeError(f"{op}: _weight must be a Tensor, got {type(_weight).__name__}")
+        if _weight.dtype.kind != "f":
+            raise DTypeError(f"{op}: _weight must be float32 or float64, got dtype {_weight.dtype}")
+        if tuple(_weight.shape) != (n, d):
+            raise ShapeError(
+                f"{op}: _weight of shape {tuple(_weight.shape)} does not match (num_embeddings, embedding_dim) {(n, d)}"
+            )
+        self.weight = _weight.detach().clone() if _weight.tape.OWNS_TAPE else _weight
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor[Any, Any],
+        freeze: bool = True,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ) -> EmbeddingBag[int, int]:
+        """An ``EmbeddingBag`` whose table is ``embeddings`` (``(V, D)``, its memory shared, as
+        PyTorch's ``nn.EmbeddingBag.from_pretrained``): frozen (``requires_grad`` False) unless
+        ``freeze=False``; the other arguments as the constructor's. The ``padding_idx`` row
+        is left as it is.
+
+        Raises:
+            TypeError: ``embeddings`` is not a tensor. ShapeError: it is not 2-D.
+            DTypeError: it is not float32/float64. The constructor's errors.
+        """
+        if not isinstance(embeddings, Tensor):
+            raise TypeError(
+                f"{cls.__name__}.from_pretrained: embeddings must be a Tensor, got {type(embeddings).__name__}"
+            )
+        if embeddings.ndim != 2:
+            raise ShapeError(
+                f"{cls.__name__}.from_pretrained: embeddings must be 2-D (num_embeddings, embedding_dim), "
+                f"got shape {tuple(embeddings.shape)}"
+            )
+        rows, cols = embeddings.shape
+        make: Any = cls  # (its widths are the table's: ints known at run time)
+        bag: EmbeddingBag[int, int] = make(
+            rows,
+            cols,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            embeddings,
+            include_last_offset,
+            padding_idx,
+            dev=embeddings.device,
+        )
+        bag.weight.requires_grad_(not freeze)
+        return bag
+
+    @overload
+    def forward(
+        self,
+        input: Tensor[Any, T],
+        offsets: Tensor[Any, Any] | IndexArray | None = None,
+        per_sample_weights: Tensor[Any, Any] | None = None,
+    ) -> Tensor[Rank2[int, E], T]: ...
+    @overload
+    def forward(
+        self,
+        input: IndexArray,
+        offsets: Tensor[Any, Any] | IndexArray | None = None,
+        per_sample_weights: Tensor[Any, Any] | None = None,
+    ) -> Tensor[Rank2[int, E], Any]: ...
+    def forward(self, input: Any, offsets: Any = None, per_sample_weights: Any = None) -> Any:
+        """The bags of ``input`` (``(B, L)``, or ``(N,)`` cut by ``offsets``) reduced by
+        ``mode``: ``(B, D)``. The errors name ``EmbeddingBag``."""
+        return _embedding_bag(
+            "EmbeddingBag",
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
+        )
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, cast, overloa
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import B, E, Lq, T, W
 from gradtape.nn.conv import Conv1d
@@ -143,6 +143,7 @@ class Mamba(_SameWidth[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         dm = cast(int, d_model)  # E names the width at type level; an int at run time
         d_inner = int(expand * dm)
         rank = math.ceil(dm / 16) if dt_rank == "auto" else dt_rank
@@ -234,6 +235,7 @@ class MambaBlock(_SameWidth[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         self.d_model = cast(int, d_model)
         self.mixer: Mamba[E] = Mamba(d_model, d_state, d_conv, expand, dt_rank, dt_min, dt_max, dev=dev, dtype=dtype)
         self.norm: RMSNorm[E] = RMSNorm(d_model, norm_eps, dev=dev, dtype=dtype)

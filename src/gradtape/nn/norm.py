@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import D, N, S, T, Ts, X, Y
 from gradtape.nn.functional import _local_response_norm
@@ -151,6 +151,7 @@ class LayerNorm(_LastDimNorm[D]):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         self.weight = _ones(shape, dtype, dev) if elementwise_affine else None
         self.bias = _zeros(shape, dtype, dev) if elementwise_affine and bias else None
 
@@ -191,7 +192,8 @@ class RMSNorm(_LastDimNorm[D]):
     ) -> None:
         d = cast(int, dim)  # D names the width at type level; an int at run time
         self.dim, self.eps = d, eps
-        self.weight = _ones((d,), dtype, pick_device(type(self).__name__, device, dev)) if elementwise_affine else None
+        dev_ = pick_device(type(self).__name__, device, dev)
+        self.weight = _ones((d,), pick_dtype(dtype), dev_) if elementwise_affine else None
 
     def _normalize(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
         if x.shape[-1:] != (self.dim,):
@@ -268,6 +270,7 @@ class _BatchNorm(_RunningNorm, Generic[D]):
             raise ValueError(f"{name}: momentum must be in [0, 1] or None (a cumulative average), got {momentum!r}")
         # D names the width at type level; an int at run time
         dev = pick_device(name, device, dev)
+        dtype = pick_dtype(dtype)
         self._setup(cast(int, num_features), eps, momentum, affine, track_running_stats, True, dev, dtype)
 
     def reset_running_stats(self) -> None:
@@ -492,6 +495,7 @@ class GroupNorm(Module, Generic[D]):
             raise ValueError(f"GroupNorm: num_channels={nc} must be divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, nc, eps, affine
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         self.weight = _ones((nc,), dtype, dev) if affine else None
         self.bias = _zeros((nc,), dtype, dev) if affine and bias else None
 
@@ -541,6 +545,7 @@ class _InstanceNorm(_RunningNorm):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         self._setup(num_features, eps, momentum, affine, track_running_stats, bias, dev, dtype)
 
     def forward(self, x: Tensor[S, T]) -> Tensor[S, T]:

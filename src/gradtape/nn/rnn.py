@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from gradtape import tape as _tp
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._init import kaiming_uniform
 from gradtape.nn._typing import HS, B, I, N, O, T, Z
@@ -392,6 +392,7 @@ class LSTM(_RNNBase, Generic[I, HS, O]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         super().__init__(
             "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -530,6 +531,7 @@ class GRU(_RNNBase, Generic[I, HS, O]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dev, dtype
         )
@@ -666,6 +668,7 @@ class RNN(_RNNBase, Generic[I, HS, O]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity
@@ -839,6 +842,7 @@ class LSTMCell(_CellBase, Generic[I, HS]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         super().__init__("LSTM", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -897,6 +901,7 @@ class GRUCell(_CellBase, Generic[I, HS]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         super().__init__("GRU", input_size, hidden_size, bias, dev, dtype)
 
     @overload
@@ -949,6 +954,7 @@ class RNNCell(_CellBase, Generic[I, HS]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity

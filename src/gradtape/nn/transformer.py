@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, cast, overl
 import numpy as np
 import numpy.typing as npt
 
-from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device
+from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import W2, B, E, Lk, Lq, N, T, W, X
 from gradtape.nn.activation import Dropout
@@ -124,6 +124,7 @@ class _TransformerLayer(Module, Generic[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         for name in self._attentions:
             attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first, dev=dev, dtype=dtype)
             setattr(self, name, attn)
@@ -553,6 +554,7 @@ class Transformer(Module, Generic[E]):
         dtype: npt.DTypeLike = np.float32,
     ) -> None:
         dev = pick_device(type(self).__name__, device, dev)
+        dtype = pick_dtype(dtype)
         args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
         self.encoder: Module
         self.decoder: Module

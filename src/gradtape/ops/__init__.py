@@ -93,6 +93,8 @@ from gradtape.ops.spatial import (
     adaptive_avg_pool2d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    affine_grid,
+    grid_sample,
     interpolate,
     pad,
     pixel_shuffle,
@@ -198,6 +200,7 @@ __all__ += ["adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_poo
 from gradtape.ops.shape import cat, flatten  # noqa: E402
 
 __all__ += ["cat", "flatten"]
+__all__ += ["affine_grid", "grid_sample"]  # torch.nn.functional's sampling grids (ops/spatial.py)
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

@@ -862,3 +862,73 @@ def spatial_size(
     if min(out) < 1:
         raise ShapeError(f"{op}: scale_factor {scale_factor!r} gives an empty output {out} for input size {in_size}")
     return out, scales
+
+
+def choice(op: str, name: str, value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of the strings ``allowed`` (a ``mode``, a ``padding_mode``).
+
+    Raises:
+        ValueError: anything else; the message names the op, the argument and the choices.
+    """
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{op}: {name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def grid_shapes(op: str, input: Array, grid: Array) -> int:
+    """The number of spatial dims (2 or 3) of a sampling of ``input`` ``(N, C, H_in, W_in)`` at
+    ``grid`` ``(N, H_out, W_out, 2)``, or of ``input`` ``(N, C, D_in, H_in, W_in)`` at ``grid``
+    ``(N, D_out, H_out, W_out, 3)`` (``torch.nn.functional.grid_sample``'s shapes).
+
+    Raises:
+        ShapeError: ``input`` is not 4-D or 5-D, ``grid``'s rank is not ``input``'s, the batch
+            sizes differ, ``grid``'s last dim is not the number of spatial dims, or a spatial
+            dim of ``input`` is empty; the message names the op and both shapes.
+    """
+    shapes = f"input of shape {tuple(input.shape)} and grid of shape {tuple(grid.shape)}"
+    if input.ndim not in (4, 5):
+        raise ShapeError(
+            f"{op}: expects a 4-D input (N, C, H_in, W_in) with a grid (N, H_out, W_out, 2) or a 5-D input "
+            f"(N, C, D_in, H_in, W_in) with a grid (N, D_out, H_out, W_out, 3), got {shapes}"
+        )
+    k = input.ndim - 2
+    if grid.ndim != input.ndim:
+        raise ShapeError(f"{op}: a {input.ndim}-D input needs a {input.ndim}-D grid, got {shapes}")
+    if grid.shape[0] != input.shape[0]:
+        raise ShapeError(f"{op}: input and grid must have the same batch size N, got {shapes}")
+    if grid.shape[-1] != k:
+        raise ShapeError(
+            f"{op}: grid's last dim must be {k} (the {'(x, y)' if k == 2 else '(x, y, z)'} of each sample "
+            f"point) for a {input.ndim}-D input, got {shapes}"
+        )
+    if any(s == 0 for s in input.shape[2:]):
+        raise ShapeError(f"{op}: input's spatial dims must be non-empty, got {shapes}")
+    return k
+
+
+def affine_size(op: str, theta: Array, size: object) -> tuple[int, ...]:
+    """``size`` (``(N, C, H, W)`` or ``(N, C, D, H, W)``, the output image an affine grid
+    samples for: ``torch.nn.functional.affine_grid``'s) as ints, checked against ``theta``
+    (``(N, 2, 3)`` for 4 sizes, ``(N, 3, 4)`` for 5).
+
+    Raises:
+        TypeError: ``size`` is not a tuple or list of ints (a ``torch.Size`` is a tuple).
+        ValueError: it has neither 4 nor 5 entries, or an entry below 1.
+        ShapeError: ``theta``'s shape does not fit ``size`` (both named).
+    """
+    if not isinstance(size, (tuple, list)) or not all(is_int(v) for v in size):
+        raise TypeError(f"{op}: size must be a tuple of 4 or 5 ints (N, C, [D,] H, W), got {size!r}")
+    dims = tuple(int(v) for v in size)
+    if len(dims) not in (4, 5):
+        raise ValueError(
+            f"{op}: size must be (N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D affine transforms, got {dims}"
+        )
+    if min(dims) < 1:
+        raise ValueError(f"{op}: every size must be positive, got {dims}")
+    k = len(dims) - 2
+    if theta.shape != (dims[0], k, k + 1):
+        raise ShapeError(
+            f"{op}: size {dims} needs theta of shape (N, {k}, {k + 1}) = {(dims[0], k, k + 1)} (a batch of "
+            f"{k}-D affine matrices), got theta of shape {tuple(theta.shape)}"
+        )
+    return dims

@@ -1,9 +1,9 @@
-"""Neural-network layers as fused ops: dropout, layer norm, RMS norm, embedding.
+"""Neural-network layers as fused ops: dropout, layer norm, RMS norm, embedding, embedding bags.
 
 Each op computes its forward in one pass where it can (the norms in the row-wise numba
 kernels of :mod:`gradtape.devices.kernels.norm`), saves what its backward needs (the
 dropout mask; the norms' per-row mean and reciprocal standard deviation; the embedding
-indices) and records one backward closure.
+indices; the bags' entries) and records one backward closure.
 
 Typing: ``dropout`` keeps the shape type; ``layer_norm`` (over the last axis) and
 ``rms_norm`` check that a ``weight`` / ``bias`` of type ``Rank1[N]`` matches the input's last
@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, TypeVarTuple, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ from gradtape.ops._util import (
     record_unary,
     replayable,
     sum_to,
+    tensor_arg,
     tensor_operand,
 )
 from gradtape.shapes import Rank1, Rank2, Rank3
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["dropout", "embedding", "glu", "layer_norm", "prelu", "rms_norm"]
+__all__ = ["dropout", "embedding", "embedding_bag", "glu", "layer_norm", "prelu", "rms_norm"]
 
 Array = np.ndarray[Any, Any]
 
@@ -658,11 +659,7 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
     if wd.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num, dim), got shape {wd.shape}")
     idx = int_indices("embedding", indices, f"weight of shape {wd.shape}")
-    num = wd.shape[0]
-    if idx.size and (idx.min() < 0 or idx.max() >= num):
-        raise ValueError(
-            f"embedding: indices must lie in [0, {num}) for weight {wd.shape}, got min {idx.min()} and max {idx.max()}"
-        )
+    _rows_in_range("embedding", idx, wd.shape)
     if not isinstance(indices, (list, tuple, int)):
         idx = idx.copy()  # a private copy: the caller may reuse its array
     y = np.take(wd, idx, axis=0)
@@ -703,12 +700,460 @@ def _embedding_into(y: Array, wd: Array, idx: Array, src: Array) -> None:
     copy of the indices refreshed from ``src``, then ``y = wd[idx]``."""
     if idx is not src:
         np.copyto(idx, src)
-    num = wd.shape[0]
+    _rows_in_range("embedding", idx, wd.shape)
+    np.take(wd, idx, axis=0, out=y)
+
+
+def _rows_in_range(op: str, idx: Array, wshape: tuple[int, ...]) -> None:
+    """The one row check of the lookups (:func:`embedding`, its replays, :func:`embedding_bag`).
+
+    Raises:
+        ValueError: an index of ``idx`` is not a row of a ``(num, dim)`` weight (outside
+            ``[0, num)``); the message names ``op``, the weight's shape and the extremes.
+    """
+    num = wshape[0]
     if idx.size and (idx.min() < 0 or idx.max() >= num):
         raise ValueError(
-            f"embedding: indices must lie in [0, {num}) for weight {wd.shape}, got min {idx.min()} and max {idx.max()}"
+            f"{op}: indices must lie in [0, {num}) for weight {wshape}, got min {idx.min()} and max {idx.max()}"
         )
-    np.take(wd, idx, axis=0, out=y)
+
+
+# ----- embedding_bag ---------------------------------------------------------------------
+
+
+_BAG_MODES = ("sum", "mean", "max")
+_HOST = np.empty(0, np.intp)  # stands for host memory in _arrays.into_memory_of
+
+
+def _host(a: Array) -> Array:
+    """``a`` in host memory (a GPU array copied back; a host array as it is)."""
+    return _arrays.into_memory_of(a, _HOST)
+
+
+def _padding_row(op: str, padding_idx: object, num: int) -> int | None:
+    """PyTorch's ``padding_idx`` for a table of ``num`` rows, as a row in ``[0, num)``
+    (negative counts from the end: ``-1`` is row ``num - 1``), or ``None`` for none: the one
+    check of :class:`~gradtape.nn.Embedding`, :class:`~gradtape.nn.EmbeddingBag` and
+    :func:`embedding_bag`.
+
+    Raises:
+        TypeError: ``padding_idx`` is neither an int nor ``None`` (a bool, a float).
+        ValueError: it is outside ``[-num, num)`` (PyTorch's check).
+    """
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, (bool, np.bool_)) or not isinstance(padding_idx, (int, np.integer)):
+        raise TypeError(f"{op}: padding_idx must be an int or None, got {type(padding_idx).__name__}")
+    if not -num <= padding_idx < num:
+        raise ValueError(f"{op}: padding_idx must be within num_embeddings ({num}), got {padding_idx}")
+    return int(padding_idx) % num
+
+
+def _renorm_args(op: str, max_norm: object, norm_type: object) -> tuple[float, float]:
+    """``max_norm`` and ``norm_type`` of :func:`_renorm_rows` as floats.
+
+    Raises:
+        TypeError: either is not a real number (a bool, a string, a complex).
+        ValueError: ``max_norm`` is negative or NaN, or ``norm_type`` is NaN.
+    """
+    vals = []
+    for name, v in (("max_norm", max_norm), ("norm_type", norm_type)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, SCALARS):
+            raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__} {v!r}")
+        vals.append(float(v))
+    mn, p = vals
+    if not mn >= 0.0:
+        raise ValueError(f"{op}: max_norm must be >= 0, got {mn}")
+    if math.isnan(p):
+        raise ValueError(f"{op}: norm_type must be a number, got {p}")
+    return mn, p
+
+
+def _renorm_rows(op: str, weight: Tensor[Any, Any], idx: Array, max_norm: float, norm_type: float) -> None:
+    """PyTorch's ``max_norm`` (``torch.embedding_renorm_``): every row of ``weight`` that ``idx``
+    names (once, however often it is named) whose ``norm_type``-norm exceeds ``max_norm`` is
+    scaled in place by ``max_norm / (norm + 1e-7)``, outside any tape (as PyTorch's
+    ``no_grad`` renormalisation). The write is noted (:func:`gradtape.tape.note_writes`), so a
+    backward that saved the table before it refuses to run, as PyTorch's version counter
+    makes it; ``gradtape.capture`` does not replay it (a recorded call that renormalises runs
+    eagerly).
+
+    Raises:
+        ValueError: ``weight``'s memory is read-only.
+    """
+    from gradtape.ops.distance import _norm_forward
+
+    wd = weight.data
+    rows = np.unique(idx)
+    if rows.size == 0:
+        return
+    if not _arrays.writeable(wd):
+        raise ValueError(f"{op}: max_norm renormalises weight in place, but its array (shape {wd.shape}) is read-only")
+    sub = np.take(wd, rows, axis=0)
+    norms = _norm_forward(sub, norm_type, (1,)).reshape(-1)
+    over = norms > max_norm
+    if not bool(over.any()):
+        return
+    scale = (max_norm / (norms[over].astype(np.float64) + 1e-7)).astype(wd.dtype)
+    wd[rows[over]] = sub[over] * scale[:, None]
+    _tp.note_writes(wd)
+
+
+class _Bags(NamedTuple):
+    """Which positions of the flattened input enter which bag (host arrays, :func:`_bags`)."""
+
+    n_bags: int
+    """``B``, the number of bags."""
+    flat: Array
+    """``(N,)``: every index of the input, flattened."""
+    pos: Array
+    """``(K,)``: the positions that enter a bag (not ``padding_idx``, not after the last
+    bag's end), increasing."""
+    bag: Array
+    """``(K,)``: the bag of each of those positions, non-decreasing."""
+    sizes: Array
+    """``(B,)``: how many positions each bag holds."""
+    shape: tuple[int, ...]
+    """The input's shape, ``(B, L)`` or ``(N,)``."""
+
+
+def _bags(
+    op: str, input: object, offsets: object, include_last_offset: bool, pad: int | None, wshape: tuple[int, ...]
+) -> _Bags:
+    """The bags of :func:`embedding_bag` (and :class:`~gradtape.nn.EmbeddingBag`): a 2-D
+    ``input`` of shape ``(B, L)`` is ``B`` bags of ``L`` indices; a 1-D one of shape ``(N,)``
+    is cut by ``offsets``, the bags' starts (``include_last_offset``: and then the last bag's
+    end). Positions holding ``pad`` enter no bag; neither do positions after the last bag's
+    end (``include_last_offset`` with ``offsets[-1] < N``, as PyTorch documents it).
+
+    Raises:
+        DTypeError: ``input`` or ``offsets`` are not integers (floats, bools).
+        ShapeError: ``input`` is neither 1-D nor 2-D; ``offsets`` given with a 2-D input, or not 1-D.
+        ValueError: a 1-D input without offsets; ``offsets[0] != 0``; offsets that decrease or
+            pass the input's end; no offsets for a non-empty input (or none at all with
+            ``include_last_offset``); an index outside ``[0, num)``. Each message names the op
+            and the shapes.
+    """
+    idx = _host(int_indices(op, input, f"weight of shape {wshape}", "input"))
+    shape = idx.shape
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ShapeError(
+                f"{op}: offsets must be None for a 2-D input (shape {shape}: {shape[0]} bags of {shape[1]} "
+                f"indices), got offsets of type {type(offsets).__name__}"
+            )
+        bounds = np.arange(shape[0] + 1, dtype=np.intp) * shape[1]
+    elif idx.ndim == 1:
+        n = shape[0]
+        if offsets is None:
+            raise ValueError(f"{op}: a 1-D input (shape {shape}) needs offsets, the bags' starts (1-D); got None")
+        off = _host(int_indices(op, offsets, f"input of shape {shape}", "offsets"))
+        if off.ndim != 1:
+            raise ShapeError(f"{op}: offsets must be 1-D, got shape {off.shape} (input of shape {shape})")
+        if include_last_offset and off.size == 0:
+            raise ValueError(f"{op}: include_last_offset=True needs at least 1 offset (the last bag's end), got none")
+        if not include_last_offset and off.size == 0 and n:
+            raise ValueError(f"{op}: offsets of shape (0,) make no bag for the {n} indices of input of shape {shape}")
+        if off.size and off[0] != 0:
+            raise ValueError(f"{op}: offsets[0] must be 0 (the first bag starts at the first index), got {off[0]}")
+        if off.size and off.max() > n:
+            i = int(np.argmax(off > n))
+            raise ValueError(f"{op}: offsets[{i}] = {off[i]} is past the end of the input (shape {shape})")
+        steps = np.diff(off)
+        if (steps < 0).any():
+            i = int(np.argmax(steps < 0)) + 1
+            raise ValueError(
+                f"{op}: offsets must not decrease, got offsets[{i}] = {off[i]} after offsets[{i - 1}] = {off[i - 1]} "
+                f"(offsets of shape {off.shape}, input of shape {shape})"
+            )
+        bounds = off.astype(np.intp) if include_last_offset else np.append(off, n).astype(np.intp)
+    else:
+        raise ShapeError(f"{op}: input must be 1-D (with offsets) or 2-D (B, L), got shape {shape}")
+    flat = idx.reshape(-1)
+    _rows_in_range(op, flat, wshape)
+    count = bounds.size - 1
+    bag = np.repeat(np.arange(count, dtype=np.intp), np.diff(bounds))
+    pos = np.arange(bag.size, dtype=np.intp)
+    if pad is not None:
+        keep = flat[: bag.size] != pad
+        pos, bag = pos[keep], bag[keep]
+    return _Bags(count, flat, pos, bag, np.bincount(bag, minlength=count).astype(np.intp), shape)
+
+
+def _bag_max(rows: Array, ids: Array, bags: _Bags, like: Array) -> tuple[Array, Array]:
+    """PyTorch's ``max`` of each bag, elementwise over the ``D`` columns: the bag's first row,
+    then each later row where it is strictly greater (so a tie goes to the first row, and a NaN
+    stays only where it comes first). ``rows`` ``(K, D)`` are the bags' rows in order, ``ids``
+    ``(K,)`` their row numbers in the table. Returns the maxima ``(B, D)`` (zeros for an empty
+    bag) and the table row each came from (``-1`` for an empty bag).
+
+    One vectorised step per position in the bags (the longest bag's length): step ``j`` takes
+    the ``j``-th row of every bag that has one (the bags ordered longest first, so those are a
+    prefix), in the memory of ``like`` (numpy or CuPy)."""
+    count, (k, d) = bags.n_bags, rows.shape
+    out = _arrays.zeros((count, d), rows.dtype, like)
+    arg = _arrays.full((count, d), -1, np.intp, like)
+    if k == 0:
+        return out, arg
+    sizes = bags.sizes
+    order = np.argsort(-sizes, kind="stable")  # longest bags first
+    rank = np.empty_like(order)
+    rank[order] = np.arange(count)
+    starts = np.cumsum(sizes) - sizes
+    step = np.arange(k) - starts[bags.bag]  # each row's place in its bag
+    active = np.bincount(step)  # how many bags have a j-th row
+    ends = np.cumsum(active)
+    by_step = _arrays.into_memory_of(np.argsort(step * count + rank[bags.bag], kind="stable"), like)
+    rs, rid = np.take(rows, by_step, axis=0), np.take(ids, by_step)[:, None]
+    for j, n in enumerate(active.tolist()):
+        r, i = rs[ends[j] - n : ends[j]], rid[ends[j] - n : ends[j]]
+        if j == 0:
+            out[:n], arg[:n] = r, i
+        else:
+            take = r > out[:n]
+            out[:n] = np.where(take, r, out[:n])
+            arg[:n] = np.where(take, i, arg[:n])
+    back = _arrays.into_memory_of(rank, like)  # the bags in their own order again
+    return np.take(out, back, axis=0), np.take(arg, back, axis=0)
+
+
+def embedding_bag(
+    input: Tensor[Any, Any] | npt.NDArray[Any] | Sequence[Any],
+    weight: Tensor[Rank2[A, B], T],
+    offsets: Tensor[Any, Any] | npt.NDArray[Any] | Sequence[int] | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor[Any, Any] | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor[Rank2[int, B], T]:
+    """Sums, means or maxima of bags of rows of ``weight`` (PyTorch's ``F.embedding_bag``, its
+    arguments, defaults and semantics), without making the ``(N, D)`` lookup a tensor.
+
+    Args:
+        input: integer indices in ``[0, V)`` (a tensor, an array or a list): ``(B, L)``, ``B``
+            bags of ``L`` indices; or ``(N,)``, the bags one after another, cut by ``offsets``.
+        weight: float32/float64 tensor ``(V, D)``, the table.
+        offsets: with a 1-D input, integers ``(B,)``: where each bag starts (``offsets[0] == 0``,
+            non-decreasing; the last bag runs to the end); with ``include_last_offset``,
+            ``(B + 1,)``, the last entry the last bag's end (indices after it enter no bag).
+            ``None`` with a 2-D input.
+        max_norm: if given, each row ``input`` names whose ``norm_type``-norm exceeds it is
+            first scaled in place to norm ``max_norm`` (``w * max_norm / (norm + 1e-7)``,
+            PyTorch's ``embedding_renorm_``; not recorded, so no gradient flows through it).
+        norm_type: the norm's order for ``max_norm`` (``inf`` allowed).
+        scale_grad_by_freq: divide each row's gradient by how often its index occurs in
+            ``input`` (the forward is unchanged; not with ``"max"``).
+        mode: ``"sum"``, ``"mean"`` or ``"max"``.
+        sparse: PyTorch's sparse gradient; accepted (not with ``"max"``), and the gradient is
+            dense here, of ``weight``'s shape, with zeros in the rows no bag names.
+        per_sample_weights: float tensor of ``input``'s shape and ``weight``'s dtype: each
+            row is scaled by its weight before the sum (``"sum"`` only, as PyTorch).
+        include_last_offset: ``offsets`` has ``B + 1`` entries (ignored for a 2-D input).
+        padding_idx: a row (negative counts from the end) whose occurrences enter no bag: they
+            add nothing, do not count in a mean, and get no gradient.
+
+    Returns:
+        ``(B, D)``, ``weight``'s dtype and device; an empty bag (or one of padding only) gives
+        zeros. The output owns a tape if ``weight``, ``per_sample_weights`` or an index
+        tensor takes part (:func:`gradtape.tape.op_tape`).
+
+    Formula, for bag ``b`` holding positions ``i`` (padding left out), ``n_b`` of them:
+    ``sum``: ``y_b = sum_i p_i * W[x_i]`` (``p_i = per_sample_weights[i]``, else 1);
+    ``mean``: ``y_b = sum_i W[x_i] / n_b``; ``max``: ``y_b[d] = max_i W[x_i, d]``, PyTorch's
+    rule for ties (the first row wins) and NaN (kept only where it comes first).
+
+    Gradients: ``dW[x_i] += p_i * g_b`` (``sum``), ``g_b / n_b`` (``mean``), repeated indices
+    accumulating, each divided by the count of ``x_i`` in ``input`` with ``scale_grad_by_freq``
+    (as ``F.embedding`` does; PyTorch 2.13's CPU ``embedding_bag`` divides some rows by another
+    row's count, pytorch/pytorch#190063); ``max``: ``dW[r, d] += g_b[d]`` for the row ``r``
+    that gave ``y_b[d]`` only. ``d per_sample_weights[i] = g_b . W[x_i]`` (0 at padding). Both
+    rules are recorded, so the gradient differentiates again. Computed as one gather of the
+    ``K`` rows in the bags and a scatter-add into the bags (``max``: one vectorised pass per
+    position in the longest bag), on the CPU or a GPU.
+
+    Raises:
+        TypeError: ``weight`` or ``per_sample_weights`` is not a tensor; ``max_norm`` or
+            ``norm_type`` not a real number, ``padding_idx`` not an int.
+        DTypeError: ``weight`` not float32/float64, indices or offsets not integers,
+            ``per_sample_weights`` of another dtype than ``weight``.
+        ShapeError: ``weight`` not 2-D; ``input`` neither 1-D nor 2-D; offsets with a 2-D input
+            or not 1-D; ``per_sample_weights`` not of ``input``'s shape.
+        ValueError: an unknown ``mode``; ``"max"`` with ``scale_grad_by_freq`` or ``sparse``;
+            a 1-D input without offsets; ``offsets[0] != 0``, decreasing offsets or one past the
+            input's end; an index outside ``[0, V)``; ``padding_idx`` outside ``[-V, V)``;
+            ``max_norm`` negative. Every message names the op and the shapes.
+        NotImplementedError: ``per_sample_weights`` with a mode other than ``"sum"`` (PyTorch's).
+    """
+    out: Tensor[Rank2[int, B], T] = _embedding_bag(
+        "embedding_bag",
+        input,
+        weight,
+        offsets,
+        max_norm,
+        norm_type,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )
+    return out
+
+
+def _bag_options(
+    op: str, mode: object, scale_grad_by_freq: object, sparse: object, max_norm: object, norm_type: object
+) -> tuple[float, float] | None:
+    """The checks of :func:`embedding_bag`'s options (and of :class:`~gradtape.nn.EmbeddingBag`'s
+    constructor): ``(max_norm, norm_type)`` as floats, or ``None`` without ``max_norm``.
+
+    Raises:
+        ValueError: ``mode`` is not ``"sum"``, ``"mean"`` or ``"max"``; ``"max"`` with
+            ``scale_grad_by_freq`` or ``sparse`` (PyTorch's errors); ``max_norm`` negative or
+            NaN, ``norm_type`` NaN.
+        TypeError: ``max_norm`` or ``norm_type`` is not a real number.
+    """
+    if not isinstance(mode, str) or mode not in _BAG_MODES:
+        raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError(f"{op}: max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError(f"{op}: max mode does not support sparse weights")
+    return None if max_norm is None else _renorm_args(op, max_norm, norm_type)
+
+
+def _embedding_bag(
+    op: str,
+    input: Any,
+    weight: Any,
+    offsets: Any,
+    max_norm: Any,
+    norm_type: Any,
+    scale_grad_by_freq: Any,
+    mode: Any,
+    sparse: Any,
+    per_sample_weights: Any,
+    include_last_offset: Any,
+    padding_idx: Any,
+) -> Any:
+    """:func:`embedding_bag`, its errors naming ``op`` (the function, or the layer that calls it)."""
+    tensor_cls = _tp._tensor_class()
+    if not isinstance(weight, tensor_cls):
+        raise TypeError(f"{op}: weight must be a Tensor, got {type(weight).__name__}")
+    wd = float_data(op, weight, "weight")
+    if wd.ndim != 2:
+        raise ShapeError(f"{op}: weight must be 2-D (num_embeddings, embedding_dim), got shape {wd.shape}")
+    renorm = _bag_options(op, mode, scale_grad_by_freq, sparse, max_norm, norm_type)
+    (num, dim), dt = wd.shape, wd.dtype
+    bags = _bags(op, input, offsets, bool(include_last_offset), _padding_row(op, padding_idx, num), wd.shape)
+    psw: Tensor[Any, Any] | None = None
+    if per_sample_weights is not None:
+        psw = tensor_operand(op, weight, tensor_arg(op, per_sample_weights, "per_sample_weights"))
+        if mode != "sum":
+            raise NotImplementedError(
+                f"{op}: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+                f"(got mode='{mode}')"
+            )
+        if psw.data.shape != bags.shape:
+            raise ShapeError(
+                f"{op}: per_sample_weights (shape {psw.data.shape}) must have the same shape as the input "
+                f"(shape {bags.shape})"
+            )
+    if renorm is not None:
+        _renorm_rows(op, weight, _arrays.into_memory_of(bags.flat, wd), *renorm)
+
+    count, nk = bags.n_bags, bags.pos.size
+    ik_h = bags.flat[bags.pos]
+    ik, bk, pos = (_arrays.into_memory_of(a, wd) for a in (ik_h, bags.bag, bags.pos))
+    rows = np.take(wd, ik, axis=0)  # (K, D)
+    gpos = wpos = pk = None
+    if mode == "max":
+        y, arg = _bag_max(rows, ik, bags, wd)
+        gpos = np.flatnonzero(arg.reshape(-1) >= 0)  # the outputs a row gave
+        wpos = np.take(arg.reshape(-1), gpos) * dim + gpos % dim  # that row's element, flattened
+    else:
+        y = _arrays.zeros((count, dim), dt, wd)
+        if psw is not None:
+            pk = np.take(psw.data.reshape(-1), pos)
+        if nk:
+            _scatter.scatter_add(y, 0, bk, rows if pk is None else rows * pk[:, None])
+        if mode == "mean":
+            y /= _arrays.into_memory_of(np.maximum(bags.sizes, 1).astype(dt), wd)[:, None]
+    tape = op_tape(weight, *(t for t in (input, offsets, psw) if isinstance(t, tensor_cls)))
+    out = weight._from_op(y, tape)
+    if tape is NONE_TAPE:
+        return out
+
+    # the weight's gradient per bag entry: g of its bag times p_i, 1 / n_b (mean) and
+    # 1 / count(x_i) (scale_grad_by_freq); the constant factors here, p_i at backward
+    const: Array | None = None
+    if mode == "mean":
+        const = 1.0 / np.maximum(bags.sizes, 1)[bags.bag]
+    if scale_grad_by_freq:
+        inv = 1.0 / np.bincount(bags.flat, minlength=num)[ik_h]
+        const = inv if const is None else const * inv
+    c = None if const is None else _arrays.into_memory_of(const.astype(dt), wd)
+    wid, w_leaf, wshape, n_in = weight.id, weight._leaf, wd.shape, bags.flat.size
+    pid, p_leaf, pd = (psw.id, psw._leaf, psw.data) if psw is not None else (-1, True, None)
+
+    def into(cur: Array, ix: Array, v: Array) -> None:
+        if cur.flags.c_contiguous:
+            _scatter.scatter_add(cur.reshape(-1), 0, ix, v)
+        else:
+            _scatter.add_at(cur, (ix // dim, ix % dim), v)
+
+    def fresh(ix: Array, v: Array) -> Array:
+        gw = _arrays.zeros(wshape, dt, v)
+        into(gw, ix, v)
+        return gw
+
+    def rows_into(cur: Array, ix: Array, v: Array) -> None:
+        _scatter.scatter_add(cur, 0, ix, v)
+
+    def rows_fresh(ix: Array, v: Array) -> Array:
+        gw = _arrays.zeros(wshape, dt, v)
+        _scatter.scatter_add(gw, 0, ix, v)
+        return gw
+
+    def backward(grads: Gradients, g: Array) -> None:
+        if gpos is not None and wpos is not None:  # max: each output's gradient to the row it came from
+            if grads.wants(wid, w_leaf):
+                grads._fused(wid, into, fresh, wpos, np.take(g.reshape(-1), gpos))
+            return
+        gb = np.take(g, bk, axis=0)  # (K, D): each entry's bag's gradient
+        if pk is not None and pd is not None and grads.wants(pid, p_leaf):
+            gp = _arrays.zeros((n_in,), dt, g)
+            gp[pos] = (gb * np.take(wd, ik, axis=0)).sum(axis=1)
+            grads._accum(pid, gp.reshape(pd.shape))
+        if grads.wants(wid, w_leaf):
+            coef = pk if c is None else c if pk is None else pk * c
+            grads._fused(wid, rows_into, rows_fresh, ik, gb if coef is None else gb * coef[:, None])
+
+    def differentiable(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+        from gradtape.ops.indexing import _take, scatter_into
+
+        if gpos is not None and wpos is not None:
+            gv = _take("gather", g.reshape((-1,)), gpos, 0)
+            return [(wid, scatter_into(gv, (num * dim,), 0, wpos).reshape(wshape))]
+        gb = _take("gather", g, bk, 0)
+        grads: list[tuple[int, Any]] = []
+        coef = None
+        if pd is not None:
+            coef = _take("gather", rebuild(pid, pd).reshape((-1,)), pos, 0)
+            gp = (gb * _take("gather", rebuild(wid, wd), ik, 0)).sum(axis=1)
+            grads.append((pid, scatter_into(gp, (n_in,), 0, pos).reshape(pd.shape)))
+        if c is not None:
+            coef = g._like(c) if coef is None else coef * g._like(c)
+        gw = gb if coef is None else gb * coef.reshape((-1, 1))
+        grads.append((wid, scatter_into(gw, wshape, 0, ik)))
+        return grads
+
+    record(tape, out, backward, differentiable)
+    return out
 
 
 @overload

@@ -25,32 +25,60 @@ which differentiates to any order.
   products; gradient ``A_h^T g A_w``). The maximum saves each bin's arg-max (first on ties,
   a NaN wins) and scatters ``g`` there.
 * :func:`pixel_shuffle` / :func:`pixel_unshuffle`: a reshape and a permutation of gradtape ops.
+* :func:`grid_sample` (``torch.nn.functional.grid_sample``) reads ``input (N, C, H, W)`` (or
+  ``(N, C, D, H, W)``) at the points of ``grid (N, H_out, W_out, 2)`` (``(..., 3)``), PyTorch's
+  CPU kernel's formulas (``GridSamplerKernel.cpp``): a grid value ``c`` in ``[-1, 1]`` is the
+  pixel coordinate ``(c + 1) * (n - 1) / 2`` (``align_corners``) or ``(c + 1) * n / 2 - 0.5``;
+  ``"border"`` clips it to ``[0, n - 1]``, ``"reflection"`` mirrors it at the borders
+  (``-0.5`` and ``n - 0.5``, or ``0`` and ``n - 1`` with ``align_corners``) then clips;
+  ``"bilinear"`` weights the taps ``floor(x)``, ``floor(x) + 1`` by ``1 - t``, ``t``
+  (``t = x - floor(x)``), ``"nearest"`` takes ``rint(x)`` (half to even), ``"bicubic"`` weights
+  ``floor(x) - 1 .. floor(x) + 2`` with Keys' cubic (``A = -0.75``), each tap padded. Taps
+  outside the input read 0. Gradients: ``input``'s scatter-adds each output gradient times its
+  tap's weight into the tap (repeated taps accumulate); ``grid``'s sums the values times the
+  weights' derivatives, times ``dx/dc`` (0 where ``"border"`` clipped; 0 for ``"nearest"``).
+  Linear in ``input`` but not in ``grid``: its second rule is those gradients in gradtape ops
+  (recorded gathers and scatter-adds, the weights polynomials of the grid).
+* :func:`affine_grid` (``torch.nn.functional.affine_grid``): ``theta (N, 2, 3)`` applied to
+  every output pixel's ``(x, y, 1)``, ``x`` and ``y`` evenly spaced in ``[-1, 1]`` (scaled by
+  ``(n - 1) / n`` without ``align_corners``): a matrix product of gradtape ops.
 """
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 
 from gradtape import tape as _tp
-from gradtape._typing import T
+from gradtape._typing import T, typed_as
 from gradtape.devices import _arrays
 from gradtape.devices.kernels import blas as _blas
 from gradtape.devices.kernels import pool as _kp
+from gradtape.devices.kernels import scatter as _ks
 from gradtape.errors import ShapeError
+from gradtape.ops._signatures import spatial as _sig
 from gradtape.ops._util import (
+    affine_size,
+    choice,
     float_data,
+    grid_shapes,
     pad_pairs,
     positive_int,
     record_unary,
+    record_zero_gradient,
+    refill,
     refill_all,
     replayable,
     spatial_rank,
     spatial_size,
+    tensor_operand,
 )
 from gradtape.ops.pool import _linear_taps, _linear_vjp, _nearest_index
-from gradtape.shapes import AnyShape, Rank3, Rank4
+from gradtape.shapes import AnyShape, Rank3, Rank4, Rank5
+from gradtape.tape import NONE_TAPE, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
@@ -61,6 +89,8 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "affine_grid",
+    "grid_sample",
     "interpolate",
     "pad",
     "pixel_shuffle",
@@ -72,6 +102,7 @@ N = TypeVar("N")
 C = TypeVar("C")
 H2 = TypeVar("H2")
 W2 = TypeVar("W2")
+D2 = TypeVar("D2")
 
 PadMode = Literal["constant", "reflect", "replicate", "circular"]
 
@@ -684,3 +715,489 @@ def adaptive_max_pool1d(input: Tensor[Any, T], output_size: int) -> Tensor[Any, 
         ShapeError, TypeError, ValueError: as :func:`adaptive_avg_pool1d`.
     """
     return _adaptive1d("adaptive_max_pool1d", input, output_size, adaptive_max_pool2d)  # type: ignore[no-any-return]
+
+
+# ----- grid_sample, affine_grid ------------------------------------------------------------
+
+_ALIGN_WARNING = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please "
+    "specify align_corners=True if the old behavior is desired. See the documentation of grid_sample for details."
+)
+_CUBIC_A = -0.75
+"""Keys' cubic convolution constant of PyTorch's bicubic modes."""
+_LONG = np.dtype(np.longdouble) if np.finfo(np.longdouble).nmant >= 63 else None
+"""A float type wide enough to hold ``float64 * (n / 2)`` exactly (x87's extended precision)."""
+
+
+def _corners(align_corners: bool | None) -> bool:
+    """``align_corners`` as a bool: ``None`` means ``False``, with PyTorch's warning."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=4)
+        return False
+    return bool(align_corners)
+
+
+class _Axis(NamedTuple):
+    """The taps of one spatial dim of a grid sample: ``(N, P)`` arrays over the batch and the
+    ``P`` sample points."""
+
+    pos: list[Array]
+    """Each tap's position along the dim (int64; 0 where the tap is outside)."""
+    inside: list[Array]
+    """Whether each tap lies in the input (bool)."""
+    frac: Array | None
+    """``t = x - floor(x)`` of the source coordinate ``x`` (``None`` for ``"nearest"``)."""
+    mult: Any
+    """``dx/dc``: the source coordinate's derivative in the grid value (an array or a float)."""
+    w: list[Array]
+    """The taps' weights (none for ``"nearest"``: one tap, weight 1)."""
+    dw: list[Any]
+    """The weights' derivatives in ``x`` (arrays, or numbers for ``"bilinear"``)."""
+
+
+def _unnormalize(c: Array, n: int, corners: bool) -> tuple[Array, float]:
+    """The pixel coordinate of grid value ``c`` along a dim of size ``n`` and its derivative
+    ``s``: ``(c + 1) * s`` with ``s = (n - 1) / 2`` (``align_corners``), else
+    ``(c + 1) * s - 0.5`` with ``s = n / 2`` (PyTorch's vectorised CPU kernel), the last
+    product and difference rounded once, as the fused multiply-add PyTorch's compiled kernels
+    use (a point on a half pixel then rounds as PyTorch's in ``"nearest"``)."""
+    if corners:
+        s = (n - 1) / 2
+        return (c + 1.0) * s, s
+    s = n / 2
+    a = c + 1.0
+    if a.dtype.itemsize == 4:
+        wide: np.dtype[Any] = np.dtype(np.float64)  # the product is exact in float64
+    elif _LONG is not None and not _arrays.on_gpu(a):
+        wide = _LONG  # x87's 64-bit significand: exact for sizes up to 2048
+    else:  # float64 on a GPU, or no wider type: two roundings
+        return a * s - 0.5, s
+    return (a.astype(wide) * s - 0.5).astype(a.dtype), s
+
+
+def _clip(x: Array, n: int) -> tuple[Array, Array]:
+    """``x`` clipped to ``[0, n - 1]`` (a NaN to 0, as PyTorch's kernel) and where its
+    derivative is 1 (strictly inside; the borders count as outside, as PyTorch's)."""
+    dt = x.dtype.type
+    lo = x > 0
+    y = np.where(lo, x, dt(0))
+    hi = y < n - 1
+    return np.where(hi, y, dt(n - 1)), lo & hi
+
+
+def _reflect(x: Array, n: int, corners: bool) -> tuple[Array, Array]:
+    """``x`` reflected at ``0`` and ``n - 1`` (``align_corners``) or at ``-0.5`` and
+    ``n - 0.5`` until it lies between them, and its derivative (``+1`` or ``-1``): PyTorch's
+    ``reflect_coordinates`` (an empty span, ``n = 1`` with ``align_corners``, gives 0)."""
+    dt = x.dtype.type
+    if corners and n <= 1:
+        z = np.zeros_like(x)
+        return z, z
+    low, twice = (0.0, 2.0 * (n - 1)) if corners else (-0.5, 2.0 * n)
+    d = x - low
+    a = np.abs(d)
+    extra = a - np.trunc(a / twice) * twice
+    other = twice - extra
+    more = extra > other
+    return np.where(more, other, extra) + low, np.where(more ^ (d < 0), dt(-1), dt(1))
+
+
+def _source(c: Array, n: int, padding: str, corners: bool) -> tuple[Array, Any]:
+    """The source coordinate of grid value ``c`` after ``padding`` (``"border"`` clips,
+    ``"reflection"`` reflects then clips) and its derivative in ``c``."""
+    x, s = _unnormalize(c, n, corners)
+    if padding == "zeros":
+        return x, s
+    dt = x.dtype.type
+    sign: Any = dt(1)
+    if padding == "reflection":
+        x, sign = _reflect(x, n, corners)
+    x, inside = _clip(x, n)
+    return x, np.where(inside, sign * dt(s), dt(0))
+
+
+def _pad_taps(q: Array, n: int, padding: str, corners: bool) -> Array:
+    """Bicubic tap coordinates ``q`` moved into the input by ``padding`` (PyTorch's
+    ``compute_coordinates``)."""
+    if padding == "reflection":
+        q = _reflect(q, n, corners)[0]
+    return _clip(q, n)[0]
+
+
+def _weights(mode: str, t: Any) -> list[Any]:
+    """The taps' weights at fraction ``t`` (an array, or a tensor in the second rule):
+    ``"bilinear"`` ``1 - t, t``; ``"bicubic"`` Keys' cubic convolution with ``A = -0.75`` at
+    distances ``t + 1, t, 1 - t, 2 - t`` (PyTorch's ``get_cubic_coefficients``)."""
+    if mode == "bilinear":
+        return [1.0 - t, t]
+    a = _CUBIC_A
+    x0, x2, x3 = t + 1.0, 1.0 - t, 2.0 - t
+    return [
+        ((a * x0 - 5 * a) * x0 + 8 * a) * x0 - 4 * a,
+        ((a + 2) * t - (a + 3)) * t * t + 1.0,
+        ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1.0,
+        ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a,
+    ]
+
+
+def _slopes(mode: str, t: Any) -> list[Any]:
+    """The derivatives of :func:`_weights` in ``t``."""
+    if mode == "bilinear":
+        return [-1.0, 1.0]
+    a = _CUBIC_A
+    x0, x2, x3 = t + 1.0, 1.0 - t, 2.0 - t
+    return [
+        (3 * a * x0 - 10 * a) * x0 + 8 * a,
+        (3 * (a + 2) * t - 2 * (a + 3)) * t,
+        -((3 * (a + 2) * x2 - 2 * (a + 3)) * x2),
+        -((3 * a * x3 - 10 * a) * x3 + 8 * a),
+    ]
+
+
+def _axis(c: Array, n: int, mode: str, padding: str, corners: bool) -> _Axis:
+    """The taps along a dim of size ``n`` of the sample points with grid values ``c``."""
+    if mode == "bicubic":  # the point is only unnormalized; each of its taps is padded
+        x, mult = _unnormalize(c, n, corners)
+    else:
+        x, mult = _source(c, n, padding, corners)
+    dt = x.dtype.type
+    frac: Array | None = None
+    if mode == "nearest":
+        taps = [np.rint(x)]  # half to even, as PyTorch's nearbyint
+    else:
+        base = np.floor(x)
+        frac = x - base
+        taps = [base + o for o in ((0.0, 1.0) if mode == "bilinear" else (-1.0, 0.0, 1.0, 2.0))]
+        if mode == "bicubic" and padding != "zeros":
+            taps = [_pad_taps(q, n, padding, corners) for q in taps]
+    inside = [(q >= 0) & (q <= n - 1) for q in taps]  # a NaN is outside
+    pos = [np.where(ok, q, dt(0)).astype(np.int64) for q, ok in zip(taps, inside, strict=True)]
+    w, dw = ([], []) if frac is None else (_weights(mode, frac), _slopes(mode, frac))
+    return _Axis(pos, inside, frac, mult, w, dw)
+
+
+def _axes(gd: Array, sizes: tuple[int, ...], mode: str, padding: str, corners: bool) -> list[_Axis]:
+    """The taps of every spatial dim (``D``, ``H``, ``W`` order: the grid's last entries
+    reversed, ``x`` is the width's)."""
+    k = len(sizes)
+    flat = gd.reshape(gd.shape[0], -1, k)
+    with np.errstate(invalid="ignore", over="ignore"):  # infinite or NaN points: PyTorch's values, no warning
+        return [_axis(flat[:, :, k - 1 - d], sizes[d], mode, padding, corners) for d in range(k)]
+
+
+def _corners_of(axes: list[_Axis], sizes: tuple[int, ...]) -> Any:
+    """Each corner (one tap per dim): ``(taps, position in the spatial plane, inside)``,
+    the last two ``(N, P)`` arrays."""
+    strides = [int(np.prod(sizes[d + 1 :], dtype=np.int64)) for d in range(len(sizes))]
+    for taps in itertools.product(*(range(len(a.pos)) for a in axes)):
+        lin = axes[0].pos[taps[0]] * strides[0]
+        inside = axes[0].inside[taps[0]]
+        for d in range(1, len(axes)):
+            lin = lin + axes[d].pos[taps[d]] * strides[d]
+            inside = inside & axes[d].inside[taps[d]]
+        yield taps, lin, inside
+
+
+def _weight(axes: list[_Axis], taps: tuple[int, ...], skip: int = -1) -> Any:
+    """The product of the corner's weights along every dim but ``skip`` (``None`` for
+    ``"nearest"``)."""
+    out = None
+    for d, (a, i) in enumerate(zip(axes, taps, strict=True)):
+        if d != skip and a.w:
+            out = a.w[i] if out is None else out * a.w[i]
+    return out
+
+
+def _channels_last(a: Array, n: int, c: int, s: int) -> Array:
+    """``a`` ``(N, C, *spatial)`` as ``(N * S, C)`` rows (one per pixel, contiguous)."""
+    return _arrays.contiguous(a.reshape(n, c, s).transpose(0, 2, 1)).reshape(n * s, c)
+
+
+def _grid_geometry(xd: Array, gd: Array) -> tuple[int, int, tuple[int, ...], tuple[int, ...], int, int]:
+    """``(N, C, input's spatial sizes, output's spatial sizes, P, S)`` of a grid sample."""
+    sizes = tuple(int(v) for v in xd.shape[2:])
+    out_sp = tuple(int(v) for v in gd.shape[1:-1])
+    p, s = int(np.prod(out_sp, dtype=np.int64)), int(np.prod(sizes, dtype=np.int64))
+    return int(xd.shape[0]), int(xd.shape[1]), sizes, out_sp, p, s
+
+
+def _grid_sample_forward(xd: Array, gd: Array, mode: str, padding: str, corners: bool) -> Array:
+    """:func:`grid_sample`'s output array: each corner's values (0 outside the input) times
+    its weight, summed (PyTorch's order of the corners)."""
+    n, c, sizes, out_sp, p, s = _grid_geometry(xd, gd)
+    axes = _axes(gd, sizes, mode, padding, corners)
+    table = _channels_last(xd, n, c, s)
+    rows = (_arrays.arange(n, gd, np.int64) * s)[:, None]
+    zero = xd.dtype.type(0)
+    out: Any = None
+    for taps, lin, inside in _corners_of(axes, sizes):
+        term = np.where(inside.reshape(-1, 1), table[(rows + lin).reshape(-1)], zero)
+        w = _weight(axes, taps)
+        if w is not None:
+            term = term * w.reshape(-1, 1)
+        if out is None:
+            out = term
+        else:
+            out += term
+    return _arrays.contiguous(out.reshape(n, p, c).transpose(0, 2, 1)).reshape(n, c, *out_sp)
+
+
+def _grid_sample_backward(
+    g: Array, xd: Array, gd: Array, mode: str, padding: str, corners: bool, want_input: bool, want_grid: bool
+) -> tuple[Array | None, Array | None]:
+    """:func:`grid_sample`'s first rule: ``(input's gradient, grid's gradient)`` from the
+    output's gradient ``g`` (``None`` for the one not wanted). The input's is each output
+    gradient times its corner's weight added into the corner (a scatter-add: corners shared
+    by several points accumulate); the grid's is, per dim, the gradient times the values
+    times the weights' derivative along that dim, times ``dx/dc``."""
+    n, c, sizes, _, p, s = _grid_geometry(xd, gd)
+    k = len(sizes)
+    axes = _axes(gd, sizes, mode, padding, corners)
+    gl = _channels_last(g, n, c, p)
+    rows = (_arrays.arange(n, gd, np.int64) * s)[:, None]
+    zero = xd.dtype.type(0)
+    gx = _arrays.zeros((n * s, c), xd.dtype, xd) if want_input else None
+    table = _channels_last(xd, n, c, s) if want_grid and mode != "nearest" else None
+    gc: list[Any] = [None] * k
+    for taps, lin, inside in _corners_of(axes, sizes):
+        flat = (rows + lin).reshape(-1)
+        ok = inside.reshape(-1, 1)
+        if gx is not None:
+            w = _weight(axes, taps)
+            _ks.scatter_add(gx, 0, flat, np.where(ok, gl if w is None else gl * w.reshape(-1, 1), zero))
+        if table is not None:
+            gv = np.sum(np.where(ok, table[flat], zero) * gl, axis=1).reshape(n, p)
+            for d, a in enumerate(axes):
+                term = gv * (a.dw[taps[d]] * _weight(axes, taps, skip=d))
+                gc[d] = term if gc[d] is None else gc[d] + term
+    grid_grad = None
+    if want_grid:
+        if table is None:  # "nearest": piecewise constant in the grid, PyTorch's zeros
+            grid_grad = _arrays.zeros(gd.shape, gd.dtype, gd)
+        else:
+            parts = [gc[k - 1 - j] * axes[k - 1 - j].mult for j in range(k)]
+            grid_grad = _arrays.contiguous(np.stack(parts, axis=-1).reshape(gd.shape), gd.dtype)
+    if gx is not None:
+        gx = _arrays.contiguous(gx.reshape(n, s, c).transpose(0, 2, 1)).reshape(xd.shape)
+    return gx, grid_grad
+
+
+def _grid_sample_vjp(g: Any, x: Any, grid: Any, gd: Array, mode: str, padding: str, corners: bool) -> tuple[Any, Any]:
+    """:func:`grid_sample`'s second rule: the gradients of :func:`_grid_sample_backward` as
+    gradtape ops on the output's gradient ``g``, ``input`` (``x``) and ``grid``: the corners'
+    reads and scatter-adds as recorded gathers, each weight a polynomial of its fraction
+    ``t = frac + (grid - grid_now) * dx/dc`` (the tap positions are constants of this grid),
+    so it differentiates to any order."""
+    from gradtape.ops.compare import where
+    from gradtape.ops.reduce import sum as total
+    from gradtape.ops.select import _put_lin, _take_lin
+    from gradtape.ops.shape import stack
+
+    n, c, sizes, _, p, s = _grid_geometry(x.data, gd)
+    k = len(sizes)
+    axes = _axes(gd, sizes, mode, padding, corners)
+    g3 = g.reshape((n, c, p))
+    planes = (_arrays.arange(n * c, gd, np.int64) * s).reshape(n, c, 1)
+    coords = grid.reshape((n, p, k))
+    now = gd.reshape(n, p, k)
+    weights: list[list[Any]] = []
+    slopes: list[list[Any]] = []
+    mults: list[Any] = []
+    for d, a in enumerate(axes):
+        m = a.mult if isinstance(a.mult, float) else grid._like(a.mult)
+        mults.append(m)
+        if a.frac is None:
+            weights.append([])
+            slopes.append([])
+            continue
+        j = k - 1 - d
+        t = (coords[:, :, j] - grid._like(_arrays.contiguous(now[:, :, j]))) * m + grid._like(a.frac)
+        weights.append(_weights(mode, t))
+        slopes.append(_slopes(mode, t))
+    gx: Any = None
+    gc: list[Any] = [None] * k
+    for taps, lin, inside in _corners_of(axes, sizes):
+        full = planes + lin[:, None, :]
+        ok = grid._like(inside[:, None, :])
+        w: Any = None
+        for d in range(k):
+            if weights[d]:
+                w = weights[d][taps[d]] if w is None else w * weights[d][taps[d]]
+        spread = g3 if w is None else g3 * w.reshape((n, 1, p))
+        term = _put_lin(where(ok, spread, 0.0), full, tuple(int(v) for v in x.shape))
+        gx = term if gx is None else gx + term
+        if mode == "nearest":
+            continue
+        gv = total(where(ok, _take_lin(x, full), 0.0) * g3, axis=1)
+        for d in range(k):
+            deriv: Any = slopes[d][taps[d]]
+            for e in range(k):
+                if e != d:
+                    deriv = deriv * weights[e][taps[e]]
+            part = gv * deriv
+            gc[d] = part if gc[d] is None else gc[d] + part
+    if mode == "nearest":  # piecewise constant in the grid: a zero gradient that depends on it, as PyTorch's
+        return gx, record_zero_gradient(grid._from_op(_arrays.zeros(gd.shape, gd.dtype, gd), op_tape(grid)), grid)
+    return gx, stack([gc[k - 1 - j] * mults[k - 1 - j] for j in range(k)], axis=-1).reshape(tuple(gd.shape))
+
+
+@typed_as(_sig.grid_sample)
+def grid_sample(
+    input: Any,
+    grid: Any,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Any:
+    """Sample ``input`` at the points of ``grid``, as ``torch.nn.functional.grid_sample``.
+
+    Shapes: ``input (N, C, H_in, W_in)`` and ``grid (N, H_out, W_out, 2)`` give
+    ``(N, C, H_out, W_out)``; ``input (N, C, D_in, H_in, W_in)`` and
+    ``grid (N, D_out, H_out, W_out, 3)`` give ``(N, C, D_out, H_out, W_out)``. ``grid[n, h, w]``
+    is ``(x, y)`` (``(x, y, z)``): ``x`` indexes the width, ``y`` the height, ``z`` the depth,
+    ``-1`` and ``1`` the input's edges (``align_corners=False``: the outer edges of the corner
+    pixels) or the centres of its corner pixels (``True``). float32 or float64, ``grid`` of
+    ``input``'s dtype; the output has it too.
+
+    Formula (PyTorch's CPU kernel): a grid value ``c`` on a dim of size ``n`` is the pixel
+    coordinate ``x = (c + 1) * (n - 1) / 2`` (``align_corners``) or ``(c + 1) * n / 2 - 0.5``.
+    ``padding_mode``: ``"zeros"`` reads 0 outside the input; ``"border"`` clips ``x`` to
+    ``[0, n - 1]``; ``"reflection"`` mirrors ``x`` at the borders (``-0.5`` and ``n - 0.5``,
+    with ``align_corners`` ``0`` and ``n - 1``) until it is between them, then clips. ``mode``:
+    ``"bilinear"`` (trilinear on 5-D) weights the taps ``floor(x)``, ``floor(x) + 1`` of each dim
+    by ``1 - t`` and ``t`` (``t = x - floor(x)``); ``"nearest"`` reads ``rint(x)`` (half to
+    even); ``"bicubic"`` (4-D only) weights ``floor(x) - 1 .. floor(x) + 2`` with Keys' cubic
+    convolution, ``A = -0.75`` (each tap padded, the point itself only unnormalized). The
+    output is the sum over the corners of value times the product of the dims' weights.
+
+    Gradients: ``input``'s is ``g`` times each corner's weight, scatter-added into the corner
+    (points sharing a corner accumulate); ``grid``'s is the sum over the corners and channels of
+    ``g`` times the value times the weights' derivative along that dim, times ``dx/dc``
+    (``(n - 1) / 2`` or ``n / 2``; 0 where ``"border"`` or ``"reflection"`` clipped, at the
+    borders included; the reflection's sign), 0 for ``"nearest"``. A second rule in gradtape
+    ops, so gradients of gradients too.
+
+    Args:
+        align_corners: ``None`` means ``False`` (PyTorch's default), with PyTorch's warning.
+
+    Raises:
+        TypeError: ``input`` or ``grid`` is not a tensor. DTypeError: a non-float input, or
+            ``grid``'s dtype is not ``input``'s. ShapeError: ``input`` not 4-D or 5-D, ``grid``
+            of another rank, other batch size, last dim not 2 (3 for 5-D), an empty spatial
+            dim of ``input`` (the message names both shapes). ValueError: an unknown ``mode``
+            or ``padding_mode``; ``"bicubic"`` on a 5-D input.
+    """
+    op = "grid_sample"
+    xd = float_data(op, input)
+    grid = tensor_operand(op, input, grid)
+    gd = grid.data
+    choice(op, "mode", mode, ("bilinear", "nearest", "bicubic"))
+    choice(op, "padding_mode", padding_mode, ("zeros", "border", "reflection"))
+    k = grid_shapes(op, xd, gd)
+    if mode == "bicubic" and k == 3:
+        raise ValueError(
+            f"{op}: mode 'bicubic' samples 4-D inputs only, got input of shape {tuple(xd.shape)} and grid of "
+            f"shape {tuple(gd.shape)}"
+        )
+    settings = (mode, padding_mode, _corners(align_corners))
+    tape = op_tape(input, grid)
+    out = input._from_op(_grid_sample_forward(xd, gd, *settings), tape)
+    if _tp._recorder is not None:  # the rules read only the inputs' arrays
+        replayable(op, out.data, refill, (_grid_sample_forward, xd, gd, *settings), (input, grid), tape, True)
+    if tape is not NONE_TAPE:
+        xid, gid, x_leaf, g_leaf = input.id, grid.id, input._leaf, grid._leaf
+
+        def grid_sample_backward(grads: Gradients, g: Array) -> None:
+            gx, gg = _grid_sample_backward(g, xd, gd, *settings, grads.wants(xid, x_leaf), grads.wants(gid, g_leaf))
+            if gx is not None:
+                grads._accum(xid, gx)
+            if gg is not None:
+                grads._accum(gid, gg)
+
+        def grid_sample_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            gx, gg = _grid_sample_vjp(g, rebuild(xid, xd), rebuild(gid, gd), gd, *settings)
+            return [(xid, gx), (gid, gg)]
+
+        record(tape, out, grid_sample_backward, grid_sample_diff)
+    return out
+
+
+def _linspace(m: int, corners: bool, dtype: np.dtype[Any]) -> Array:
+    """PyTorch's ``linspace_from_neg_one``: ``m`` points evenly spaced over ``[-1, 1]``
+    (``torch.linspace``'s two halves, in ``dtype``), times ``(m - 1) / m`` without
+    ``align_corners``; ``[0]`` for ``m = 1``."""
+    if m <= 1:
+        return np.zeros(1, dtype)
+    dt = dtype.type
+    step = dt(2) / dt(m - 1)
+    i = np.arange(m)
+    v = np.where(i < m // 2, dt(-1) + step * i.astype(dtype), dt(1) - step * (m - 1 - i).astype(dtype))
+    if not corners:
+        v = v * dt(m - 1) / dt(m)
+    return np.asarray(v, dtype)
+
+
+def _base_grid(spatial: tuple[int, ...], corners: bool, dtype: np.dtype[Any]) -> Array:
+    """``(P, k + 1)``: each output pixel's ``(x, y, [z,] 1)``, the width's coordinate first."""
+    k = len(spatial)
+    mesh = np.meshgrid(*(_linspace(m, corners, dtype) for m in spatial), indexing="ij")
+    cols = [mesh[k - 1 - j] for j in range(k)] + [np.ones(mesh[0].shape, dtype)]
+    return np.ascontiguousarray(np.stack(cols, axis=-1).reshape(-1, k + 1))
+
+
+@overload
+def affine_grid(
+    theta: Tensor[Rank3[N, Any, Any], T], size: tuple[int, int, H2, W2], align_corners: bool | None = None
+) -> Tensor[Rank4[N, H2, W2, Literal[2]], T]: ...
+@overload
+def affine_grid(
+    theta: Tensor[Rank3[N, Any, Any], T], size: tuple[int, int, D2, H2, W2], align_corners: bool | None = None
+) -> Tensor[Rank5[N, D2, H2, W2, Literal[3]], T]: ...
+@overload
+def affine_grid(
+    theta: Tensor[Any, T], size: tuple[int, ...] | list[int], align_corners: bool | None = None
+) -> Tensor[Any, T]: ...
+def affine_grid(theta: Any, size: Any, align_corners: bool | None = None) -> Any:
+    """The sampling grid of the affine maps ``theta``, as ``torch.nn.functional.affine_grid``
+    (for :func:`grid_sample`, as in a spatial transformer network).
+
+    Shapes: ``theta (N, 2, 3)`` and ``size = (N, C, H, W)`` give ``(N, H, W, 2)``;
+    ``theta (N, 3, 4)`` and ``size = (N, C, D, H, W)`` give ``(N, D, H, W, 3)``. float32 or
+    float64; the output has ``theta``'s dtype.
+
+    Formula: ``grid[n, h, w] = theta[n] @ (x_w, y_h, 1)`` where ``x_w`` (``y_h``) are ``W``
+    (``H``) points evenly spaced over ``[-1, 1]`` (PyTorch's ``linspace``), times
+    ``(W - 1) / W`` without ``align_corners``; a size-1 dim has the point 0. Computed as one
+    matrix product of gradtape ops, so its gradient ``dtheta[n] = sum_hw g[n, h, w] (x_w, y_h,
+    1)^T`` and gradients of gradients are the product's.
+
+    Args:
+        align_corners: ``None`` means ``False`` (PyTorch's default), with PyTorch's warning; use
+            the same value in :func:`grid_sample`.
+
+    Raises:
+        TypeError: ``theta`` is not a tensor; ``size`` not a tuple or list of ints.
+        DTypeError: a non-float ``theta``. ValueError: ``size`` of neither 4 nor 5 entries, or an
+            entry below 1. ShapeError: ``theta``'s shape is not ``(N, 2, 3)`` (``(N, 3, 4)``) with
+            ``size``'s ``N`` (both named).
+    """
+    from gradtape.ops.linalg import matmul
+    from gradtape.ops.shape import transpose
+
+    op = "affine_grid"
+    td = float_data(op, theta, "theta")
+    dims = affine_size(op, td, size)
+    corners = _corners(align_corners)
+    if corners and min(dims[2:]) == 1:
+        warnings.warn(
+            "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when align_corners=True. "
+            "This is not an intended use case of affine_grid. See the documentation of affine_grid for details.",
+            UserWarning,
+            stacklevel=3,
+        )
+    k = len(dims) - 2
+    base = _arrays.into_memory_of(_base_grid(dims[2:], corners, td.dtype), td)
+    if _tp._recorder is not None:
+        _constants(base)
+    grid = matmul(theta._like(base), transpose(theta, 1, 2))
+    return grid.reshape((dims[0], *dims[2:], k))

@@ -34,3 +34,16 @@ model = nn.Sequential(nn.ReflectionPad2d(1), nn.Upsample(scale_factor=2), nn.Ada
 zp = nn.ZeroPad2d(2)(t)
 reveal_type(zp)  # R: Tensor[tuple[Literal[2], Literal[3], int, int], gradtape.tape.GradientTape]
 reveal_type(nn.PixelShuffle(2)(x))  # R: Tensor[Any, gradtape.tape.NoneTape]
+
+# sampling grids: the output's spatial dims are the grid's; a traced grid traces an untraced image
+grid: Tensor[Rank4[L[2], L[4], L[6], L[2]], NoneTape] = dev.zeros((2, 4, 6, 2))
+sampled = ops.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False)
+reveal_type(sampled)  # R: Tensor[tuple[Literal[2], Literal[3], Literal[4], Literal[6]], gradtape.tape.NoneTape]
+moved = ops.grid_sample(x, grid.leaky_trace(), align_corners=True)
+reveal_type(moved)  # R: Tensor[tuple[Literal[2], Literal[3], Literal[4], Literal[6]], gradtape.tape.GradientTape]
+affine_size: tuple[L[2], L[3], L[4], L[6]] = (2, 3, 4, 6)
+theta: Tensor[Rank3[L[2], L[2], L[3]], NoneTape] = dev.zeros((2, 2, 3))
+flow = ops.affine_grid(theta.leaky_trace(), affine_size, align_corners=False)
+reveal_type(flow)  # R: Tensor[tuple[Literal[2], Literal[4], Literal[6], Literal[2]], gradtape.tape.GradientTape]
+warped = ops.grid_sample(x, flow, align_corners=False)
+reveal_type(warped)  # R: Tensor[tuple[Literal[2], Literal[3], Literal[4], Literal[6]], gradtape.tape.GradientTape]
