@@ -368,3 +368,41 @@ def test_products_numpy_runs_another_way_stay_python() -> None:
                 np.testing.assert_array_equal(g(dev.tensor(x)).numpy(), fn(dev.tensor(x)).numpy())
         assert g.compiled_replays == 0
         assert g.compile_reason is not None and why in g.compile_reason, g.compile_reason
+
+
+def test_a_step_the_check_rejects_leaves_the_parameters_as_eager() -> None:
+    """The second replay checks each compiled run against the flat items; a run that fails
+    (here the optimizer step, whose ``.grad`` arrays a Python backward makes anew at each call)
+    must leave nothing of its compiled try. On the checked call the bias's gradient is zero
+    (every class picked twice), so the flat step leaves the bias as it was: the check compared
+    only arrays the flat items changed, so the compiled try's update of the bias from the
+    traced gradients stayed, and every later loss was off (found with ``multi_margin_loss``,
+    which picks the target's logit this way)."""
+    from gradtape import ops
+
+    def run(mode: str | None) -> tuple[list[float], list[Array]]:
+        dev = gt.Cpu(seed=1)
+        m = nn.Linear(5, 3, dev=dev, dtype=np.float64)
+        o = optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: Tensor[Any, Any], y: Tensor[Any, Any]) -> Tensor[Any, Any]:
+            o.zero_grad()
+            out = m(x)
+            loss = (out - ops.take_along_axis(out, y.reshape((6, 1)), 1)).sum()
+            loss.backward()
+            o.step()
+            return loss
+
+        f = step if mode is None else gt.capture(step, compile=mode == "compiled")
+        rng = np.random.default_rng(0)
+        losses = []
+        for _ in range(8):
+            x, y = dev.tensor(rng.standard_normal((6, 5))), dev.tensor(rng.integers(0, 3, 6))
+            losses.append(f(x, y).item())
+        return losses, [p.numpy().copy() for p in m.parameters()]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager, compiled = run(None), run("compiled")
+    assert compiled[0] == eager[0]
+    _same(compiled[1], eager[1])

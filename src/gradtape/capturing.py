@@ -1373,16 +1373,20 @@ def _checked(plan: _Plan, c: _Compiled, arrays: list[Array]) -> tuple[Any, str |
         rc = 0
         for fn, values, _ in part.calls:
             rc = rc or fn(*values)
-        # the arrays the flat items changed must come out the same, and keep the flat values;
-        # the others are the trace's own scratch (the flat items made their own), or unchanged
+        # the arrays the flat items changed must come out the same, and so must the tensors the
+        # run's items touch (parameters: a flat step may leave one as it was, a zero gradient,
+        # where a compiled one reading stale arrays would not); the others are the trace's own
+        # scratch (the flat items made their own), or unchanged
+        kept = {id(_root(x.data)) for e in part.effects for x in e.touches.tensors if isinstance(x.data, np.ndarray)}
         changed = [not _same(b, t) for b, t in zip(before, truth, strict=True)]
-        same = rc == 0 and all(_same(r, t) for r, t, w in zip(roots, truth, changed, strict=True) if w)
+        watched = [w or id(r) in kept for r, w in zip(roots, changed, strict=True)]
+        same = rc == 0 and all(_same(r, t) for r, t, w in zip(roots, truth, watched, strict=True) if w)
         for e, now in zip(part.effects, made_now, strict=True):
             same = same and now is not None and all(_same(a, b) for (_, a), b in zip(e.made(), now, strict=True))
         if not same:
             failed.append(part)
-        for r, t, w in zip(roots, truth, changed, strict=True):
-            if w:
+        for r, t, w in zip(roots, truth, watched, strict=True):
+            if w or not same:  # the flat values; a failed run leaves nothing of its compiled try
                 np.copyto(r, t)
     c.checked = True
     if not failed:
