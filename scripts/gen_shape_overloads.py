@@ -49,10 +49,10 @@ One section of this file per module, in the order of ``TARGETS``:
 - ``losses.py``: the elementwise losses (``mse_loss``, ``l1_loss``, ``huber_loss``,
   ``smooth_l1_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits``,
   ``kl_div``, ``margin_ranking_loss``, ``hinge_embedding_loss``, ``gaussian_nll_loss``,
-  ``poisson_nll_loss``: a scalar, or the input's shape with ``reduction="none"``), the
+  ``poisson_nll_loss``, ``soft_margin_loss``: a scalar, or the input's shape with ``reduction="none"``), the
   per-sample losses of ``(N, D)`` tensors (``cosine_embedding_loss``,
-  ``triplet_margin_loss``) and the class-axis losses (``nll_loss``, ``cross_entropy``: class
-  axis 1, ranks 1 to 4);
+  ``triplet_margin_loss``, ``multilabel_soft_margin_loss``), the class-axis losses
+  (``nll_loss``, ``cross_entropy``: class axis 1, ranks 1 to 4) and ``multi_margin_loss``;
 - ``nn/attention.py``: ``MultiHeadAttention.forward`` (self- and cross-attention, for a
   typed, a dynamic and a run-time-width layer, with the tape-kind rule), as a function whose
   ``self`` parameter is typed; the method takes it with ``@typed_as(_sig.forward)`` too.
@@ -689,8 +689,9 @@ class Loss:
 
     tensors: Sequence[Arg | str]
     """The tensor parameters (the :class:`Arg` entries follow the tape-kind rule; a string is a
-    constant, copied as it is; in :data:`PAIR_LOSSES` the names of the tensors, or a constant
-    whose ``{target}`` is the batch shape)."""
+    constant, copied as it is; in :data:`PAIR_LOSSES` the names of the tensors, an :class:`Arg`
+    whose shape is filled in (a target that may be an array), or a constant whose ``{target}``
+    is the batch shape)."""
     before: Sequence[str] = ()
     """The options between the tensors and ``reduction``."""
     after: Sequence[str] = ()
@@ -725,6 +726,7 @@ LOSSES: dict[str, Loss] = {
     "poisson_nll_loss": Loss(
         [_INPUT, _TARGET], before=["log_input: bool = True", "full: bool = False", "eps: float = 1e-8"]
     ),
+    "soft_margin_loss": Loss([_INPUT, "target: Tensor[S, Any] | npt.ArrayLike"]),
 }
 """The losses whose output has their input's shape with ``reduction="none"`` (the elementwise
 ones), by name."""
@@ -755,6 +757,7 @@ PAIR_LOSSES: dict[str, Loss] = {
         ["anchor", "positive", "negative"],
         before=["margin: float = 1.0", "p: float = 2", "eps: float = 1e-6", "swap: bool = False"],
     ),
+    "multilabel_soft_margin_loss": Loss(["input", Arg("target", "", also="ArrayTarget")], before=[_WEIGHT]),
 }
 """The losses of ``(N, D)`` (or ``(D,)``) tensors that give one value per sample."""
 
@@ -767,8 +770,13 @@ def pair_loss_block(name: str) -> str:
     loss = PAIR_LOSSES[name]
 
     def tensors(shape: str, target: str) -> list[Arg | str]:
-        names = [p for p in loss.tensors if isinstance(p, str)]
-        return [Arg(p, shape) if ":" not in p else p.format(target=target) for p in names]
+        out: list[Arg | str] = []
+        for p in loss.tensors:  # an Arg: a tensor of the inputs' shape that may also be an array
+            if isinstance(p, Arg):
+                out.append(Arg(p.name, shape, also=p.also))
+            else:
+                out.append(Arg(p, shape) if ":" not in p else p.format(target=target))
+        return out
 
     batched = tensors("Rank2[A, B]", "Rank1[A]")
     single = tensors("Rank1[B]", "Rank0")
@@ -823,6 +831,23 @@ def class_loss_block(name: str) -> str:
             rows("Rank1[B]", flat, None),
             rows("Rank3[A, B, C]", spatial("Rank3[A, B, C]", "Rank2[A, C]"), "Rank2[A, C]"),
             rows("Rank4[A, B, C, D]", spatial("Rank4[A, B, C, D]", "Rank3[A, C, D]"), "Rank3[A, C, D]"),
+        ]
+    )
+
+
+def multi_margin_block() -> str:
+    """Overloads of ``multi_margin_loss(input, target, p, margin, weight, reduction)``, the
+    output taking the input's tape kind: ``(N, C)`` scores give a scalar, or ``(N,)`` with
+    ``reduction="none"``; ``(C,)`` (one sample) a scalar for every reduction (``(1,)`` for a
+    target of shape ``(1,)``: untyped there)."""
+    options = ["target: IndexTarget", "p: int = 1", "margin: float = 1.0", _WEIGHT]
+    return "".join(
+        [
+            _overload("multi_margin_loss", ["input: Tensor[Rank2[A, B], T]", *options, _MEAN_SUM], "Tensor[Rank0, T]"),
+            _overload(
+                "multi_margin_loss", ["input: Tensor[Rank2[A, B], T]", *options, "*", _NONE], "Tensor[Rank1[A], T]"
+            ),
+            _overload("multi_margin_loss", ["input: Tensor[Rank1[B], T]", *options, _ANY_REDUCTION], "Tensor[Any, T]"),
         ]
     )
 
@@ -909,6 +934,7 @@ TARGETS: dict[str, dict[str, Callable[[], str]]] = {
         **_each(tuple(LOSSES), loss_block),
         **_each(tuple(PAIR_LOSSES), pair_loss_block),
         **_each(tuple(CLASS_LOSSES), class_loss_block),
+        "multi_margin_loss": multi_margin_block,
     },
     "nn/attention.py": {"forward": mha_forward_block},
 }

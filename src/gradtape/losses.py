@@ -56,9 +56,12 @@ __all__ = [
     "mae_loss",
     "margin_ranking_loss",
     "mse_loss",
+    "multi_margin_loss",
+    "multilabel_soft_margin_loss",
     "nll_loss",
     "poisson_nll_loss",
     "smooth_l1_loss",
+    "soft_margin_loss",
     "triplet_margin_loss",
 ]
 
@@ -1454,6 +1457,197 @@ def _hinge_parts(margin: float, x: Array, y: Array) -> tuple[Array, Array]:
     elems = np.where(not_pos, np.maximum(inner, dt(0)), dt(0)) + np.where(not_neg, x, dt(0))
     slope = _as_array(not_neg.astype(x.dtype) - (not_pos & (inner >= 0)), dtype=x.dtype)  # 0-d: an array
     return elems, slope
+
+
+@typed_as(_sig.soft_margin_loss)
+def soft_margin_loss(input: Any, target: Any, reduction: AnyReduction = "mean") -> Any:
+    """Soft margin loss (a two-class logistic loss), PyTorch's ``F.soft_margin_loss``:
+    elementwise ``log(1 + exp(-target * input))``, with ``target`` ``1`` or ``-1``; then the
+    mean over all elements (default), the sum or none.
+
+    Composed of gradtape ops: ``softplus(-target * input)`` with no threshold
+    (``log1p(exp(-|z|)) + max(z, 0)``, which never overflows), so its gradients, second
+    derivatives and replays come from :func:`gradtape.ops.softplus`.
+
+    Args:
+        input: float32/float64 tensor of any shape.
+        target: labels ``1`` / ``-1`` of the same shape: a tensor of any numeric dtype, or an
+            array; a constant (PyTorch does not differentiate it either).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the input's shape).
+
+    Gradient: ``d/dinput = -target * sigmoid(-target * input) * scale``.
+
+    Raises:
+        ShapeError: the target's shape differs (names both), ``"mean"`` over an empty input.
+        DTypeError: a non-numeric target.
+        ValueError: an unknown ``reduction``.
+    """
+    op = "soft_margin_loss"
+    _check_reduction(op, reduction)
+    x = input.data
+    y = _sample_target(op, target, input, x.shape).astype(x.dtype, copy=False)
+    _scale(op, x, reduction)  # "mean" over an empty input: ShapeError naming the loss
+    if _is_tensor(target, input) and target.data.dtype == x.dtype:
+        yt = target.detach()  # read where it lives: a capture's replay reads it again
+    else:  # an integer or bool tensor, an array: converted, a constant
+        yt = input._like(y)
+        if _tp._recorder is not None:
+            _tp._recorder.host_tensor(yt)  # a constant of a capture's plan once a second recording agrees
+    elems = (-(yt * input)).softplus(1.0, math.inf)
+    return _reduce_composed(elems, reduction)
+
+
+def _reduce_composed(elems: Any, reduction: str) -> Any:
+    """A composed loss's elements reduced: as they are (``"none"``), summed or averaged."""
+    if reduction == "none":
+        return elems
+    return elems.sum() if reduction == "sum" else elems.mean()
+
+
+@typed_as(_sig.multilabel_soft_margin_loss)
+def multilabel_soft_margin_loss(
+    input: Any, target: Any, weight: Weight = None, reduction: AnyReduction = "mean"
+) -> Any:
+    """Multi-label one-versus-all logistic loss, PyTorch's ``F.multilabel_soft_margin_loss``:
+    per sample ``-(1 / C) * sum_i weight[i] (t[i] log sigmoid(x[i]) + (1 - t[i]) log
+    sigmoid(-x[i]))`` over the ``C`` classes of the last axis; then the mean over samples
+    (default), the sum or none.
+
+    Composed of gradtape ops: :func:`binary_cross_entropy_with_logits` with
+    ``reduction="none"`` (the stable ``(1 - t) x + softplus(-x)``, equal to the formula), then
+    the mean over the class axis, so its gradients (the target's too, as PyTorch's),
+    second derivatives and replays come from those ops.
+
+    Args:
+        input: logits, float32/float64, of shape ``(N, C)`` (or ``(C,)``: one sample).
+        target: of the same shape, ``1`` where a label applies and ``0`` where it does not
+            (probabilities in ``[0, 1]`` work too): a float tensor of the input's dtype
+            (traced or not: it gets a gradient), an integer tensor or an array.
+        weight: optional constant per-class weights of shape ``(C,)`` (anything that broadcasts
+            to the input's shape).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (shape ``(N,)``, ``()`` for a
+            1-D input).
+
+    Gradients: ``d/dinput = weight (sigmoid(x) - t) / C * scale``,
+    ``d/dtarget = -weight x / C * scale``.
+
+    Raises:
+        ShapeError: the target's shape differs from the input's, a weight that does not
+            broadcast to it (names both shapes), a 0-d input, ``"mean"`` over an empty batch.
+        DTypeError: a float target tensor of another dtype, a non-numeric target or weight.
+        ValueError: an unknown ``reduction``, a traced weight.
+    """
+    op = "multilabel_soft_margin_loss"
+    _check_reduction(op, reduction)
+    x = input.data
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: input must have shape (N, C) or (C,), got shape ()")
+    _target(op, input, target)  # the shape and dtype checks, naming this loss
+    if weight is not None:
+        _constant(op, weight, "weight", x, x.shape)
+    if reduction == "mean" and x.ndim > 1 and math.prod(x.shape[:-1]) == 0:
+        raise ShapeError(f"{op}: reduction='mean' over an empty batch (input of shape {x.shape}) is undefined")
+    elems = binary_cross_entropy_with_logits(input, target, weight, reduction="none").mean(-1)
+    return _reduce_composed(elems, reduction)
+
+
+@typed_as(_sig.multi_margin_loss)
+def multi_margin_loss(
+    input: Any,
+    target: Any,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Weight = None,
+    reduction: AnyReduction = "mean",
+) -> Any:
+    """Multi-class hinge loss, PyTorch's ``F.multi_margin_loss``: per sample, with ``y`` its
+    class index and ``C`` the number of classes,
+    ``sum_{i != y} weight[y] * max(0, margin - x[y] + x[i])**p / C``; then the mean over
+    samples (default), the sum or none. (PyTorch's docs write ``max(0, weight[y] (margin -
+    x[y] + x[i]))**p``; its kernels, followed here, scale the power by ``weight[y]``: the
+    same for ``p=1``.)
+
+    Composed of gradtape ops (``take_along_axis`` of ``x[y]``, ``relu``, a product for
+    ``p=2``, ``sum``): gradients, second derivatives and replays come from them. The ``i == y``
+    term, ``weight[y] * max(0, margin)**p``, a constant, is subtracted from the sum over all
+    classes.
+
+    Args:
+        input: scores, float32/float64, of shape ``(N, C)`` or ``(C,)`` (one sample).
+        target: integer class indices in ``[0, C)`` of shape ``(N,)`` (``()`` or ``(1,)`` for a
+            1-D input): an integer tensor, array or list; never differentiated.
+        p: ``1`` (default) or ``2``.
+        margin: the margin (default ``1``).
+        weight: optional constant per-class weights of shape ``(C,)``.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"`` (the target's shape).
+
+    Gradient, for each ``i != y`` with ``z = margin - x[y] + x[i] > 0``:
+    ``d/dx[i] = weight[y] p z**(p - 1) / C * scale``, and ``d/dx[y]`` minus the sum of those.
+
+    Raises:
+        ShapeError: an input not 1-D or 2-D, targets not of shape ``(N,)``, a weight not of
+            shape ``(C,)`` (names the shapes), ``"mean"`` over an empty batch.
+        DTypeError: float (or bool) targets, a non-numeric weight.
+        ValueError: ``p`` not 1 or 2, a class index outside ``[0, C)``, a traced weight, an
+            unknown ``reduction``.
+    """
+    from gradtape.ops import relu, take_along_axis
+    from gradtape.ops._util import index_tensor
+
+    op = "multi_margin_loss"
+    _check_reduction(op, reduction)
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError(f"{op}: only p == 1 and p == 2 are supported, got p={p!r}")
+    x = input.data
+    if x.ndim not in (1, 2) or x.shape[-1] == 0:
+        raise ShapeError(f"{op}: input must have shape (N, C) or (C,) with C > 0, got shape {x.shape}")
+    classes = x.shape[-1]
+    tensor_target = _is_tensor(target, input)
+    if tensor_target:
+        check_same_device(op, input, target)
+    t: Array = target.data if tensor_target else _as_array(target)
+    if t.dtype.kind == "f" and t.size == 0 and not tensor_target:
+        t = t.astype(np.intp)  # _as_array([]) is float64: no targets, as indices
+    if t.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{op}: targets must be integer class indices, got dtype {t.dtype} (shape {t.shape}; "
+            f"input of shape {x.shape})"
+        )
+    n = 1 if x.ndim == 1 else x.shape[0]
+    if (x.ndim == 2 and t.shape != (n,)) or (x.ndim == 1 and t.shape not in ((), (1,))):
+        want = f"({n},)" if x.ndim == 2 else "() or (1,)"
+        raise ShapeError(f"{op}: targets must have shape {want} for input of shape {x.shape}, got shape {t.shape}")
+    flat = t.reshape(-1)
+    bad = (flat < 0) | (flat >= classes)
+    if bad.any():
+        wrong = flat[bad]
+        raise ValueError(
+            f"{op}: class indices must lie in [0, {classes}), got min {wrong.min()} and max {wrong.max()} "
+            f"among them (targets of shape {t.shape}, input of shape {x.shape})"
+        )
+    w = _class_weight(op, weight, x, classes)
+    if reduction == "mean" and n == 0:
+        raise ShapeError(f"{op}: reduction='mean' over an empty batch (input of shape {x.shape}) is undefined")
+    rows = input.reshape((n, classes))
+    if tensor_target:
+        idx = target.reshape((n, 1))
+    else:
+        idx = index_tensor(input, flat.reshape(n, 1))
+    picked = take_along_axis(rows, idx, 1)  # x[y], (N, 1)
+    h = relu(rows - picked + float(margin))
+    if p == 2:
+        h = h * h
+    own = max(float(margin), 0.0) ** p  # the i == y term, left out
+    per = h.sum(1) - own
+    if w is not None:
+        wt = input._like(w)
+        if _tp._recorder is not None:
+            _tp._recorder.host_tensor(wt)
+        per = per * take_along_axis(wt, idx.reshape((n,)), 0)
+    per = per * (1.0 / classes)
+    if x.ndim == 1:
+        per = per.reshape(t.shape)
+    return _reduce_composed(per, reduction)
 
 
 @typed_as(_sig.triplet_margin_loss)

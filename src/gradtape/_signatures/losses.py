@@ -472,6 +472,19 @@ def poisson_nll_loss(
 def poisson_nll_loss(*args: Any, **kwargs: Any) -> Any: ...
 
 
+# ----- BEGIN GENERATED soft_margin_loss -----
+@overload
+def soft_margin_loss(
+    input: Tensor[S, T], target: Tensor[S, Any] | npt.ArrayLike, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def soft_margin_loss(
+    input: Tensor[S, T], target: Tensor[S, Any] | npt.ArrayLike, reduction: Literal["none"]
+) -> Tensor[S, T]: ...
+# ----- END GENERATED soft_margin_loss -----
+def soft_margin_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
 # ----- BEGIN GENERATED cosine_embedding_loss -----
 @overload
 def cosine_embedding_loss(
@@ -693,6 +706,67 @@ def triplet_margin_loss(
 def triplet_margin_loss(*args: Any, **kwargs: Any) -> Any: ...
 
 
+# ----- BEGIN GENERATED multilabel_soft_margin_loss -----
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: Tensor[Rank2[A, B], NoneTape] | ArrayTarget,
+    weight: Weight = None,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], Tape],
+    target: Tensor[Rank2[A, B], OwnedTape],
+    weight: Weight = None,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], T], target: Tensor[Rank2[A, B], T], weight: Weight = None, reduction: Reduction = "mean"
+) -> Tensor[Rank0, T]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: Tensor[Rank2[A, B], NoneTape] | ArrayTarget,
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], Tape],
+    target: Tensor[Rank2[A, B], OwnedTape],
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], OwnedTape]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank2[A, B], T], target: Tensor[Rank2[A, B], T], weight: Weight = None, *, reduction: Literal["none"]
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank1[B], T],
+    target: Tensor[Rank1[B], NoneTape] | ArrayTarget,
+    weight: Weight = None,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank1[B], Tape],
+    target: Tensor[Rank1[B], OwnedTape],
+    weight: Weight = None,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Rank0, OwnedTape]: ...
+@overload
+def multilabel_soft_margin_loss(
+    input: Tensor[Rank1[B], T], target: Tensor[Rank1[B], T], weight: Weight = None, reduction: AnyReduction = "mean"
+) -> Tensor[Rank0, T]: ...
+# ----- END GENERATED multilabel_soft_margin_loss -----
+def multilabel_soft_margin_loss(*args: Any, **kwargs: Any) -> Any: ...
+
+
 # ----- BEGIN GENERATED nll_loss -----
 @overload
 def nll_loss(
@@ -843,3 +917,36 @@ def cross_entropy(
 ) -> Tensor[Rank3[A, C, D], T]: ...
 # ----- END GENERATED cross_entropy -----
 def cross_entropy(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED multi_margin_loss -----
+@overload
+def multi_margin_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Weight = None,
+    reduction: Reduction = "mean",
+) -> Tensor[Rank0, T]: ...
+@overload
+def multi_margin_loss(
+    input: Tensor[Rank2[A, B], T],
+    target: IndexTarget,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Weight = None,
+    *,
+    reduction: Literal["none"],
+) -> Tensor[Rank1[A], T]: ...
+@overload
+def multi_margin_loss(
+    input: Tensor[Rank1[B], T],
+    target: IndexTarget,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Weight = None,
+    reduction: AnyReduction = "mean",
+) -> Tensor[Any, T]: ...
+# ----- END GENERATED multi_margin_loss -----
+def multi_margin_loss(*args: Any, **kwargs: Any) -> Any: ...

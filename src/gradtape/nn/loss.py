@@ -20,6 +20,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from gradtape import losses
+from gradtape.errors import ShapeError
 from gradtape.nn._typing import S, T
 from gradtape.nn.module import Module
 
@@ -38,9 +39,12 @@ __all__ = [
     "L1Loss",
     "MSELoss",
     "MarginRankingLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
     "NLLLoss",
     "PoissonNLLLoss",
     "SmoothL1Loss",
+    "SoftMarginLoss",
     "TripletMarginLoss",
 ]
 
@@ -512,6 +516,97 @@ class TripletMarginLoss(_MarginLoss):
     def forward(self, anchor: Tensor[S, T], positive: Tensor[S, Any], negative: Tensor[S, Any]) -> Tensor[Any, Any]:  # type: ignore[override]  # a loss takes its target(s) too
         """``triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)``."""
         return cast("Tensor[Any, Any]", self._loss(anchor, positive, negative))
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class SoftMarginLoss(_Loss):
+    """Soft margin loss, PyTorch's ``nn.SoftMarginLoss``: :func:`gradtape.losses.soft_margin_loss`
+    (elementwise ``log(1 + exp(-target * input))``, targets ``1`` / ``-1``).
+
+    Args:
+        size_average, reduce: deprecated (PyTorch's mapping onto ``reduction``).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Raises:
+        ValueError: an unknown ``reduction``; on forward, as the functional loss.
+    """
+
+    def forward(self, input: Tensor[S, T], target: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
+        """``soft_margin_loss(input, target, reduction)``."""
+        return cast("Tensor[Any, T]", _F.soft_margin_loss(input, target, reduction=self.reduction))
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss, PyTorch's ``nn.MultiLabelSoftMarginLoss``:
+    :func:`gradtape.losses.multilabel_soft_margin_loss`.
+
+    Args:
+        weight: optional per-class weights of shape ``(C,)``, a buffer.
+        size_average, reduce: deprecated (PyTorch's mapping onto ``reduction``).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Raises:
+        ValueError: an unknown ``reduction``; on forward, as the functional loss.
+    """
+
+    def forward(self, input: Tensor[S, T], target: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
+        """``multilabel_soft_margin_loss(input, target, weight, reduction)``."""
+        return cast(
+            "Tensor[Any, T]", _F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
+        )
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss, PyTorch's ``nn.MultiMarginLoss``:
+    :func:`gradtape.losses.multi_margin_loss`.
+
+    Args:
+        p: ``1`` (default) or ``2``.
+        margin: the margin (default ``1``).
+        weight: optional per-class weights of shape ``(C,)``, a buffer.
+        size_average, reduce: deprecated (PyTorch's mapping onto ``reduction``).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Raises:
+        ValueError: an unknown ``reduction``, ``p`` not 1 or 2; on forward, as the functional
+            loss.
+        ShapeError: a weight that is not 1-D.
+    """
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor[Any, Any] | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if isinstance(p, bool) or p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got p={p!r}")
+        if weight is not None and getattr(weight, "ndim", 1) != 1:
+            raise ShapeError(f"MultiMarginLoss: weight must be 1-D (one per class), got shape {tuple(weight.shape)}")
+        self.p, self.margin = p, margin
+
+    def forward(self, input: Tensor[S, T], target: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
+        """``multi_margin_loss(input, target, p, margin, weight, reduction)``."""
+        return cast(
+            "Tensor[Any, T]",
+            _F.multi_margin_loss(input, target, self.p, self.margin, self.weight, reduction=self.reduction),
+        )
+
+    def extra_repr(self) -> str:
+        """``p=1, margin=1.0, reduction='mean'``."""
+        return f"p={self.p}, margin={self.margin}, reduction={self.reduction!r}"
 
     if TYPE_CHECKING:
         __call__ = forward

@@ -13,6 +13,7 @@ from gradtape.losses import (
     l1_loss,
     margin_ranking_loss,
     mse_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
     poisson_nll_loss,
     smooth_l1_loss,
@@ -29,6 +30,7 @@ cross_entropy(seq, [0, 1])  # E: arg-type
 l1_loss(p, q)  # E: misc
 huber_loss(p, q)  # E: misc
 binary_cross_entropy_with_logits(p, q)  # E: misc
+multilabel_soft_margin_loss(p, q)  # E: misc
 r: Tensor[Rank1[L[8]], NoneTape] = mse_loss(p, p)  # E: assignment
 s: Tensor[tuple[()], OwnedTape] = mse_loss(p, p)  # E: arg-type
 

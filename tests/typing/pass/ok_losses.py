@@ -17,8 +17,11 @@ from gradtape.losses import (
     kl_div,
     margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
     poisson_nll_loss,
+    soft_margin_loss,
     triplet_margin_loss,
 )
 
@@ -70,10 +73,23 @@ reveal_type(r9)  # R: Tensor[tuple[Literal[8]], gradtape.tape.GradientTape]
 reveal_type(cosine_embedding_loss(one, one, 1))  # R: Tensor[tuple[()], gradtape.tape.NoneTape]
 reveal_type(triplet_margin_loss(logits, x, logits, swap=True))  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
 
+# the margin losses of scores: labels +-1, class indices, multi-hot targets
+r10 = soft_margin_loss(x, np.ones((8, 10)), reduction="none")
+reveal_type(r10)  # R: Tensor[tuple[Literal[8], Literal[10]], gradtape.tape.GradientTape]
+reveal_type(multilabel_soft_margin_loss(x, logits, np.ones(10)))  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
+r11 = multilabel_soft_margin_loss(logits, x, reduction="none")
+reveal_type(r11)  # R: Tensor[tuple[Literal[8]], gradtape.tape.GradientTape]
+r12 = multi_margin_loss(x, labels, p=2, reduction="none")
+reveal_type(r12)  # R: Tensor[tuple[Literal[8]], gradtape.tape.GradientTape]
+reveal_type(multi_margin_loss(x, labels, 1, 0.5, np.ones(10)))  # R: Tensor[tuple[()], gradtape.tape.GradientTape]
+
 # the layers: the output keeps the input's tape kind
 criterion = nn.CrossEntropyLoss(weight=dev.ones((10,)), label_smoothing=0.1)
 reveal_type(criterion(x, labels))  # R: Tensor[Any, gradtape.tape.GradientTape]
 reveal_type(nn.BCELoss()(p, logits))  # R: Tensor[Any, gradtape.tape.GradientTape]
 reveal_type(nn.MSELoss(reduction="sum")(x, logits))  # R: Tensor[Any, gradtape.tape.GradientTape]
+reveal_type(nn.MultiMarginLoss(p=2, weight=dev.ones((10,)))(x, labels))  # R: Tensor[Any, gradtape.tape.GradientTape]
+reveal_type(nn.SoftMarginLoss()(x, logits))  # R: Tensor[Any, gradtape.tape.GradientTape]
+reveal_type(nn.MultiLabelSoftMarginLoss()(x, logits))  # R: Tensor[Any, gradtape.tape.GradientTape]
 loss = nn.TripletMarginLoss(margin=0.5)(x, logits, logits)
 loss.backward()

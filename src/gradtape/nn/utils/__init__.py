@@ -7,6 +7,12 @@ flattening parameters into one vector.
   :class:`~gradtape.Gradients`) uses: both call the same implementation.
 - :func:`parameters_to_vector`, :func:`vector_to_parameters`: PyTorch's
   ``torch.nn.utils.parameters_to_vector`` / ``vector_to_parameters``.
+- :func:`weight_norm`, :func:`remove_weight_norm`, :func:`spectral_norm`,
+  :func:`remove_spectral_norm`: PyTorch's weight and spectral normalisation of a module's
+  parameter (the hook API, ``weight_g``/``weight_v`` and ``weight_orig``/``weight_u``/``weight_v``;
+  see :mod:`gradtape.nn.utils._norm_hooks`); the parametrization API of the same at
+  PyTorch's paths, :mod:`gradtape.nn.utils.parametrizations` and
+  :mod:`gradtape.nn.utils.parametrize`.
 
 A PyTorch training step::
 
@@ -33,6 +39,7 @@ from gradtape.tape import recorded_call
 from gradtape.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ += ["remove_spectral_norm", "remove_weight_norm", "spectral_norm", "weight_norm"]
 
 Array = np.ndarray[Any, Any]
 
@@ -267,4 +274,12 @@ def vector_to_parameters(
         start += n
 
 
+from gradtape.nn.utils import parametrizations as parametrizations  # noqa: E402  (torch's place)
+from gradtape.nn.utils import parametrize as parametrize  # noqa: E402  (torch.nn.utils.parametrize)
 from gradtape.nn.utils import rnn as rnn  # noqa: E402  (torch.nn.utils.rnn's place: pad_sequence)
+from gradtape.nn.utils._norm_hooks import (  # noqa: E402
+    remove_spectral_norm,
+    remove_weight_norm,
+    spectral_norm,
+    weight_norm,
+)
