@@ -364,6 +364,29 @@ class _SpectralNorm:
         return out
 
 
+def _spectral_dim(module: Module, name: str, w: Tensor[Any, Any], n_power_iterations: object, dim: object) -> int:
+    """The checks both spectral norms (this module's and :mod:`.parametrizations`') make of
+    their arguments, and the dim the matrix is taken along: ``dim``, or PyTorch's default (1
+    for the ``ConvTranspose`` layers, 0 otherwise), ``-1`` as the last dim.
+
+    Raises:
+        ValueError: ``n_power_iterations`` is not a positive int (the message names the
+            module's class and ``name``). TypeError, IndexError: as :func:`_dim_arg`.
+    """
+    cls = type(module).__name__
+    if isinstance(n_power_iterations, bool) or not isinstance(n_power_iterations, (int, np.integer)):
+        raise ValueError(f"spectral_norm: n_power_iterations must be an int, got {type(n_power_iterations).__name__}")
+    if n_power_iterations <= 0:
+        raise ValueError(
+            "spectral_norm: expected n_power_iterations to be positive, but got "
+            f"n_power_iterations={n_power_iterations} (for {cls}.{name})"
+        )
+    if dim is None:
+        dim = 1 if cls.startswith("ConvTranspose") else 0
+    d = _dim_arg("spectral_norm", module, name, dim, w.ndim)
+    return w.ndim - 1 if d == -1 else d
+
+
 def spectral_norm(
     module: M, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim: int | None = None
 ) -> M:
@@ -403,19 +426,7 @@ def spectral_norm(
         IndexError: ``dim`` is out of range for the parameter's dims.
     """
     w = _parameter("spectral_norm", module, name)
-    cls = type(module).__name__
-    if isinstance(n_power_iterations, bool) or not isinstance(n_power_iterations, (int, np.integer)):
-        raise ValueError(f"spectral_norm: n_power_iterations must be an int, got {type(n_power_iterations).__name__}")
-    if n_power_iterations <= 0:
-        raise ValueError(
-            "spectral_norm: expected n_power_iterations to be positive, but got "
-            f"n_power_iterations={n_power_iterations} (for {cls}.{name})"
-        )
-    if dim is None:
-        dim = 1 if cls.startswith("ConvTranspose") else 0
-    d = _dim_arg("spectral_norm", module, name, dim, w.ndim)
-    if d == -1:
-        d = w.ndim - 1
+    d = _spectral_dim(module, name, w, n_power_iterations, dim)
     with no_grad():
         mat = _as_matrix(w.detach(), d)
         h, k = mat.shape

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from gradtape.grad_mode import no_grad
 from gradtape.nn.module import Module
-from gradtape.nn.utils._norm_hooks import _as_matrix, _dim_arg, _norm_except_dim, _normalize
+from gradtape.nn.utils._norm_hooks import _as_matrix, _dim_arg, _norm_except_dim, _normalize, _spectral_dim
 from gradtape.nn.utils.parametrize import register_parametrization
 from gradtape.tape import NONE_TAPE
 from gradtape.tensor import Tensor
@@ -145,14 +145,5 @@ def spectral_norm(
     cls = type(module).__name__
     if not isinstance(w, Tensor):
         raise ValueError(f"spectral_norm: {cls} has no parameter or buffer with name {name!r}")
-    if isinstance(n_power_iterations, bool) or not isinstance(n_power_iterations, int) or n_power_iterations <= 0:
-        raise ValueError(
-            "spectral_norm: expected n_power_iterations to be positive, but got "
-            f"n_power_iterations={n_power_iterations!r} (for {cls}.{name})"
-        )
-    if dim is None:
-        dim = 1 if cls.startswith("ConvTranspose") else 0
-    d = _dim_arg("spectral_norm", module, name, dim, w.ndim)
-    if d == -1:
-        d = w.ndim - 1
+    d = _spectral_dim(module, name, w, n_power_iterations, dim)
     return register_parametrization(module, name, _SpectralNorm(w, n_power_iterations, d, float(eps)))
