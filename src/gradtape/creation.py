@@ -106,11 +106,6 @@ def _public(fn: Callable[..., Tensor[Any, NoneTape]], name: str) -> SizeFactory:
     return cast(SizeFactory, fn)
 
 
-def _device(op: str, device: Device, dev: Cpu | None) -> Cpu:
-    """The device a creation op makes its tensor on (:func:`gradtape.devices.default.pick_device`)."""
-    return pick_device(op, device, dev)
-
-
 def _size(op: str, size: tuple[Any, ...]) -> tuple[int, ...]:
     """PyTorch's size arguments: ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``; each a
     non-negative int."""
@@ -150,7 +145,7 @@ def tensor(
         DTypeError, ValueError, TypeError: as :meth:`Cpu.tensor`; an unknown ``device``
             (ValueError) or both ``device`` and ``dev`` (TypeError).
     """
-    return _device("tensor", device, dev).tensor(data, dtype, requires_grad)
+    return pick_device("tensor", device, dev).tensor(data, dtype, requires_grad)
 
 
 def as_tensor(data: Any, dtype: npt.DTypeLike | None = None, device: Device = None) -> Tensor[Any, Any]:
@@ -169,7 +164,7 @@ def as_tensor(data: Any, dtype: npt.DTypeLike | None = None, device: Device = No
         if device is not None:
             out = out.to(device)
         return out
-    d = _device("as_tensor", device, None)
+    d = pick_device("as_tensor", device, None)
     if (
         isinstance(data, np.ndarray)
         and (dtype is None or np.dtype(dtype) == data.dtype)
@@ -279,7 +274,7 @@ def _full(
     requires_grad: bool,
     dev: Cpu | None,
 ) -> Tensor[Any, NoneTape]:
-    t = _device(op, device, dev).full(size, fill_value, _float_dtype(dtype))
+    t = pick_device(op, device, dev).full(size, fill_value, _float_dtype(dtype))
     return _finish(op, t, requires_grad)
 
 
@@ -297,7 +292,7 @@ def _randn(
         TypeError: ``size`` is not non-negative ints; a bad ``device``.
         DTypeError: a dtype other than float32/float64.
     """
-    d = _device("randn", device, dev)
+    d = pick_device("randn", device, dev)
     return _finish("randn", d.randn(_size("randn", size), _float_dtype(dtype)), requires_grad)
 
 
@@ -318,7 +313,7 @@ def _rand(
         TypeError: ``size`` is not non-negative ints; a bad ``device``.
         DTypeError: a dtype other than float32/float64.
     """
-    d = _device("rand", device, dev)
+    d = pick_device("rand", device, dev)
     return _finish("rand", d.rand(_size("rand", size), 0.0, 1.0, _float_dtype(dtype)), requires_grad)
 
 
@@ -367,7 +362,7 @@ def randint(
         low, high, size = args
     else:
         raise TypeError(f"randint: expected (high, size) or (low, high, size), got {len(args)} positional arguments")
-    d = _device("randint", device, dev)
+    d = pick_device("randint", device, dev)
     return d.randint(low, high, _size("randint", (size,)), np.int64 if dtype is None else dtype)
 
 
@@ -387,7 +382,7 @@ def randperm(
     dt = np.dtype(np.int64 if dtype is None else dtype)
     if dt.kind not in "iu":
         raise DTypeError(f"randperm: dtype must be an integer dtype, got {dt}")
-    d = _device("randperm", device, dev)
+    d = pick_device("randperm", device, dev)
     keys = d.rand((int(n),), 0.0, 1.0, np.float64)
     out: Tensor[tuple[int], NoneTape] = keys._like(keys.data.argsort().astype(dt))
     return out
@@ -420,7 +415,7 @@ def normal(
             raise TypeError("normal: with a number mean and std, give size (as torch.normal(0.0, 1.0, size=(2, 3)))")
         if float(std) < 0:
             raise ValueError(f"normal: std must be >= 0, got {std}")
-        d = _device("normal", device, None)
+        d = pick_device("normal", device, None)
         out: Tensor[Any, Any] = d.randn(_size("normal", (size,)), _float_dtype(dtype)) * float(std) + float(mean)
         return out.detach()
     first = tensors[0]
@@ -481,7 +476,7 @@ def arange(
     """``[start, end)`` in steps of ``step`` (``torch.arange(end)`` or ``torch.arange(start,
     end, step)``): int64 when every bound is an int, float32 otherwise, unless ``dtype`` says.
     See :meth:`Cpu.arange` for the errors."""
-    t = _device("arange", device, dev).arange(start, end, step, dtype)
+    t = pick_device("arange", device, dev).arange(start, end, step, dtype)
     return _finish("arange", t, requires_grad)
 
 
@@ -507,7 +502,7 @@ def linspace(
     for name, v in (("start", start), ("end", end)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"linspace: {name} must be a real number, got {type(v).__name__} {v!r}")
-    d = _device("linspace", device, dev)
+    d = pick_device("linspace", device, dev)
     dt = np.dtype(_float_dtype(dtype))
     if dt.kind != "f":
         raise DTypeError(f"linspace: dtype must be float32 or float64, got {dt}")
@@ -534,7 +529,7 @@ def eye(
     for name, v in (("n", n), ("m", cols)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise TypeError(f"eye: {name} must be a non-negative int, got {v!r}")
-    d = _device("eye", device, dev)
+    d = pick_device("eye", device, dev)
     return _finish("eye", d.tensor(np.eye(int(n), int(cols)), _float_dtype(dtype)), requires_grad)
 
 
@@ -547,7 +542,7 @@ def _like(op: str, t: Tensor[Any, Any], dtype: npt.DTypeLike | None, device: Dev
             same: Cpu = d  # type: ignore[assignment]  # a Cuda: typed as the Cpu it stands in for
             return same
         return get_default_device()
-    return _device(op, device, dev)
+    return pick_device(op, device, dev)
 
 
 def zeros_like(

@@ -122,11 +122,6 @@ def _check_cpu_name(op: str, name: str) -> None:
         )
 
 
-def _resolve(dev: Cpu | None) -> Cpu:
-    """``dev``, or the default device where it is None (the layers' and factories' rule)."""
-    return get_default_device() if dev is None else dev
-
-
 def pick_dtype(dtype: Any) -> Any:
     """A layer's parameter dtype: ``dtype``, or float32 (PyTorch's default dtype,
     ``gradtape.get_default_dtype()``) where it is ``None``, as PyTorch code passes it through

@@ -388,7 +388,7 @@ class EmbeddingBag(Module, Generic[V, E]):
         self.include_last_offset = include_last_offset
         self.padding_idx = _padding_row(op, padding_idx, n)
         if _weight is None:
-            self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), np.float32 if dtype is None else dtype)
+            self.weight: Tensor[Any, NoneTape] = dev.randn((n, d), pick_dtype(dtype))
             if self.padding_idx is not None:
                 self.weight.data[self.padding_idx] = 0
             return

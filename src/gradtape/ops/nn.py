@@ -665,13 +665,7 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
     y = np.take(wd, idx, axis=0)
     w_leaf, wshape, dt = weight._leaf, wd.shape, wd.dtype
 
-    def scatter_into(cur: Array, ix: Array, g: Array) -> None:
-        _scatter.scatter_add(cur, 0, ix, g)
-
-    def scatter_fresh(ix: Array, g: Array) -> Array:
-        out = _arrays.zeros(wshape, dt, g)
-        _scatter.scatter_add(out, 0, ix, g)
-        return out
+    scatter_into, scatter_fresh = _rows_scatter(wshape, dt)
 
     def rule(grads: Gradients, i: int, g: Array) -> None:
         if grads.wants(i, w_leaf):
@@ -693,6 +687,24 @@ def embedding(indices: npt.ArrayLike, weight: Any) -> Any:
         writes = () if src is idx else (idx,)
         replayable("embedding", y, _embedding_into, (wd, idx, src), (weight, src_t), out.tape, True, writes)
     return out
+
+
+def _rows_scatter(
+    wshape: tuple[int, ...], dt: Any
+) -> tuple[Callable[[Array, Array, Array], None], Callable[[Array, Array], Array]]:
+    """The two ways a table's gradient takes rows ``g`` at indices ``ix`` (repeats adding up),
+    for ``Gradients._fused``: into the gradient already there, or into new zeros of
+    ``wshape``/``dt`` (:func:`embedding`'s and :func:`embedding_bag`'s backward)."""
+
+    def into(cur: Array, ix: Array, g: Array) -> None:
+        _scatter.scatter_add(cur, 0, ix, g)
+
+    def fresh(ix: Array, g: Array) -> Array:
+        out = _arrays.zeros(wshape, dt, g)
+        _scatter.scatter_add(out, 0, ix, g)
+        return out
+
+    return into, fresh
 
 
 def _embedding_into(y: Array, wd: Array, idx: Array, src: Array) -> None:
@@ -1111,13 +1123,7 @@ def _embedding_bag(
         into(gw, ix, v)
         return gw
 
-    def rows_into(cur: Array, ix: Array, v: Array) -> None:
-        _scatter.scatter_add(cur, 0, ix, v)
-
-    def rows_fresh(ix: Array, v: Array) -> Array:
-        gw = _arrays.zeros(wshape, dt, v)
-        _scatter.scatter_add(gw, 0, ix, v)
-        return gw
+    rows_into, rows_fresh = _rows_scatter(wshape, dt)
 
     def backward(grads: Gradients, g: Array) -> None:
         if gpos is not None and wpos is not None:  # max: each output's gradient to the row it came from

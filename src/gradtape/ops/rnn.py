@@ -298,10 +298,8 @@ def recurrent_stack(
             raise ValueError(
                 f"recurrent_stack: lengths must be {nb} ints in [1, {nt}] (one per batch column), got {got}"
             )
-    if _on_gpu(xd):  # the Cuda device: the layers in recorded gradtape ops
+    if lengths is not None or _on_gpu(xd):  # packed sequences, or the Cuda device: recorded gradtape ops
         check_same_device(op, *given.values())
-        return _stack_ops(op, kind, input, h0, c0, weights, nd, nl, masks, lengths)
-    if lengths is not None:  # packed sequences: the recurrence with ended columns held, in recorded ops
         return _stack_ops(op, kind, input, h0, c0, weights, nd, nl, masks, lengths)
     a = {key: np.ascontiguousarray(d, dt) for key, d in datas.items()}
     zero = np.zeros((nb, nh), dt)

@@ -231,7 +231,7 @@ _GEMM = {  # numpy 2's OpenBLAS (scipy-openblas64: 64-bit integers); another BLA
     np.dtype(np.float64): _address("scipy_cblas_dgemm64_"),
 }
 _SET_ADDRESS = _address("openblas_set_num_threads_local")
-_I32, _I64 = ir.IntType(32), ir.IntType(64)
+_I32, _I64 = _onednn_mm._I32, _onednn_mm._I64
 
 
 @intrinsic
@@ -273,8 +273,7 @@ def _set_threads(typingctx: Any, fn: Any, n: Any) -> Any:
     """``openblas_set_num_threads_local(n)`` through its address ``fn``; returns the count before."""
 
     def codegen(context: Any, builder: Any, sig: Any, v: Any) -> Any:
-        fnty = ir.FunctionType(_I32, [_I32])
-        return builder.call(builder.inttoptr(v[0], fnty.as_pointer()), [builder.trunc(v[1], _I32)])
+        return _onednn_mm._c_call(builder, v[0], [_I32], [builder.trunc(v[1], _I32)])
 
     return nt.int32(nt.intp, nt.intp), codegen
 
@@ -335,19 +334,18 @@ def _note_gemm(a: Array, b: Array, out: Array | None, one_thread: bool) -> Array
             out = np.empty((*batch, m, n), dt)
         size = dt.itemsize
         (sa_m, sa_k), (sb_k, sb_n) = a.strides[-2:], b.strides[-2:]
+        a_rows, b_rows = _blasable(sa_m, sa_k, k, size), _blasable(sb_k, sb_n, n, size)  # else transposed
         if min(m, k, n) <= 1 or b.shape[-2] != k or out.shape != (*batch, m, n):
             why = "a product with a core dim of 0 or 1, or mismatched shapes"
         elif not (out.flags.c_contiguous and a.flags.aligned and b.flags.aligned):
             why = "a product into a non-C-contiguous output or from misaligned operands"
         elif np.may_share_memory(out, a) or np.may_share_memory(out, b):
             why = "a product whose output overlaps an operand"
-        elif not (_blasable(sa_m, sa_k, k, size) or _blasable(sa_k, sa_m, m, size)) or not (
-            _blasable(sb_k, sb_n, n, size) or _blasable(sb_n, sb_k, k, size)
-        ):
+        elif not (a_rows or _blasable(sa_k, sa_m, m, size)) or not (b_rows or _blasable(sb_n, sb_k, k, size)):
             why = "a product of operands BLAS cannot read in place"
         else:
-            ta = _CBLAS_NO_TRANS if _blasable(sa_m, sa_k, k, size) else _CBLAS_TRANS
-            tb = _CBLAS_NO_TRANS if _blasable(sb_k, sb_n, n, size) else _CBLAS_TRANS
+            ta = _CBLAS_NO_TRANS if a_rows else _CBLAS_TRANS
+            tb = _CBLAS_NO_TRANS if b_rows else _CBLAS_TRANS
             lda = (sa_m if ta == _CBLAS_NO_TRANS else sa_k) // size
             ldb = (sb_k if tb == _CBLAS_NO_TRANS else sb_n) // size
             if sa_m == sb_n and sa_k == sb_k and ta != tb and m == n and _data(a) == _data(b):

@@ -243,7 +243,7 @@ def add_at(a: Array, key: Any, values: Array) -> None:
     sd = dest[order]
     first = np.concatenate([_arrays.full((1,), True, np.bool_, flat), sd[1:] != sd[:-1]])
     starts = np.flatnonzero(first)
-    bounds = np.concatenate([starts, _arrays.full((1,), n, np.int64, flat)]).astype(np.int64)
+    bounds = np.concatenate([starts, _arrays.full((1,), n, np.int64, flat)])
     blocks, threads = _launch(starts.shape[0])
     segment_add_kernel[blocks, threads](flat, _arrays.contiguous(sd[starts]), order, bounds, vals)
     if c is not a:

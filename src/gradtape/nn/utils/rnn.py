@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from gradtape.devices import _arrays
+from gradtape.devices.default import get_default_device
 from gradtape.errors import ShapeError
 from gradtape.ops.shape import concat, stack
 from gradtape.ops.spatial import pad
@@ -150,9 +151,21 @@ def _ints(op: str, what: str, v: object) -> Array:
 
 
 def _cpu_ints(a: Array) -> Tensor[Any, Any]:
-    from gradtape.devices.default import get_default_device
-
     return Tensor(np.ascontiguousarray(a, np.int64), get_default_device(), NONE_TAPE)
+
+
+def _above(a: Array, n: int) -> Array:
+    """``[count(a > i) for i in range(n)]``: the batch sizes of non-increasing lengths ``a``
+    (``n`` the longest), and the lengths of batch sizes ``a`` (``n`` the first size)."""
+    return (a[None, :] > np.arange(n)[:, None]).sum(axis=1)  # type: ignore[no-any-return]
+
+
+def _positions(sizes: Array, cols: Array) -> tuple[Array, Array]:
+    """The ``(step, batch column)`` of each packed row, in packed order: step ``t`` holds the
+    first ``sizes[t]`` of the columns ``cols`` (longest first)."""
+    steps = np.repeat(np.arange(len(sizes)), sizes)
+    columns = np.concatenate([cols[:n] for n in sizes]) if len(sizes) else np.zeros(0, np.int64)
+    return steps, columns
 
 
 def pack_padded_sequence(
@@ -201,10 +214,8 @@ def pack_padded_sequence(
     else:
         order = np.argsort(-lens, kind="stable")
     ls = lens if order is None else lens[order]
-    sizes = (ls[None, :] > np.arange(int(ls[0]) if nb else 0)[:, None]).sum(axis=1)
-    cols = np.arange(nb) if order is None else order
-    t_idx = np.repeat(np.arange(len(sizes)), sizes)
-    b_idx = np.concatenate([cols[:n] for n in sizes]) if len(sizes) else np.zeros(0, np.int64)
+    sizes = _above(ls, int(ls[0]) if nb else 0)
+    t_idx, b_idx = _positions(sizes, np.arange(nb) if order is None else order)
     data = input[b_idx, t_idx] if batch_first else input[t_idx, b_idx]
     if order is None:
         return PackedSequence(data, _cpu_ints(sizes))
@@ -233,7 +244,7 @@ def _layout(seq: PackedSequence) -> tuple[Array, Array, Array]:
             f"rows, got {sizes.tolist()}"
         )
     nb = int(sizes[0])
-    lens = (sizes[None, :] > np.arange(nb)[:, None]).sum(axis=1)
+    lens = _above(sizes, nb)
     cols = (
         np.arange(nb)
         if seq.sorted_indices is None
@@ -242,11 +253,13 @@ def _layout(seq: PackedSequence) -> tuple[Array, Array, Array]:
     return sizes, lens, cols
 
 
-def _padded(seq: PackedSequence, total: int, value: float, unsort: bool) -> Tensor[Any, Any]:
-    """``(total, B, *)`` from ``seq``: the packed rows at their steps, ``value`` elsewhere; the
-    batch in the original column order (``unsort``) or in the packed one. One gather, so
-    ``data`` gets its gradient back."""
-    sizes, lens, cols = _layout(seq)
+def _padded(
+    seq: PackedSequence, layout: tuple[Array, Array, Array], total: int, value: float, unsort: bool
+) -> Tensor[Any, Any]:
+    """``(total, B, *)`` from ``seq`` (its :func:`_layout`): the packed rows at their steps,
+    ``value`` elsewhere; the batch in the original column order (``unsort``) or in the packed
+    one. One gather, so ``data`` gets its gradient back."""
+    sizes, lens, cols = layout
     nb = len(lens)
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])  # row of step t's first sequence
     pos = np.full((total, nb), int(sizes.sum()), np.int64)  # the fill row
@@ -278,14 +291,15 @@ def pad_packed_sequence(
         ValueError: ``total_length`` below the longest length, or a malformed sequence.
         TypeError: ``sequence`` is not a PackedSequence.
     """
-    sizes, lens, cols = _layout(sequence)
+    layout = _layout(sequence)
+    sizes, lens, cols = layout
     total = len(sizes) if total_length is None else int(total_length)
     if total < len(sizes):
         raise ValueError(
             f"pad_packed_sequence: expected total_length to be at least the length of the longest sequence "
             f"({len(sizes)}), got total_length={total_length}"
         )
-    out = _padded(sequence, total, float(padding_value), True)
+    out = _padded(sequence, layout, total, float(padding_value), True)
     back = np.empty_like(lens)
     back[cols] = lens
     return (out.transpose(0, 1) if batch_first else out), _cpu_ints(back)
@@ -325,13 +339,12 @@ def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor[Any, Any]]:
 def _unpack_sorted(seq: PackedSequence) -> tuple[Tensor[Any, Any], Array]:
     """What a recurrent layer runs on: ``(x, lengths)``, ``x`` ``(T, B, *)`` in the packed
     column order with zeros after each end, ``lengths`` of those columns."""
-    _, lens, _ = _layout(seq)
-    return _padded(seq, len(seq.batch_sizes), 0.0, False), lens
+    layout = _layout(seq)
+    return _padded(seq, layout, len(layout[0]), 0.0, False), layout[1]
 
 
 def _repack(seq: PackedSequence, out: Tensor[Any, Any]) -> PackedSequence:
     """A recurrent layer's ``(T, B, *)`` output (packed column order) packed as ``seq`` is."""
     sizes = _ints("PackedSequence", "batch_sizes", seq.batch_sizes)
-    t_idx = np.repeat(np.arange(len(sizes)), sizes)
-    b_idx = np.concatenate([np.arange(n) for n in sizes])
+    t_idx, b_idx = _positions(sizes, np.arange(int(sizes[0])))
     return PackedSequence(out[t_idx, b_idx], seq.batch_sizes, seq.sorted_indices, seq.unsorted_indices)
