@@ -74,6 +74,82 @@ def test_small_products_run_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> No
     assert calls == []
 
 
+def _one_thread_matmul(a: Any, b: Any) -> Any:
+    """numpy's own product with its OpenBLAS on one thread: the calls each matrix of a batch gets."""
+    assert blas._SETTER is not None
+    blas._SETTER[0](1)
+    try:
+        return np.matmul(a, b)
+    finally:
+        blas._SETTER[0](blas._THREADS)
+
+
+def _batch_layouts(dtype: Any) -> list[tuple[str, Any, Any]]:
+    r = np.random.default_rng(3)
+    q, k = r.standard_normal((6, 4, 128, 64)).astype(dtype), r.standard_normal((6, 4, 96, 64)).astype(dtype)
+    v = r.standard_normal((6, 4, 96, 48)).astype(dtype)
+    return [
+        ("q @ k^T (attention scores)", q, np.swapaxes(k, -1, -2)),
+        ("scores @ v", _one_thread_matmul(q, np.swapaxes(k, -1, -2)), v),
+        ("q^T @ q (a transposed left operand)", np.swapaxes(q, -1, -2), q[..., :, :40]),
+        ("row block of a causal attention", q[..., 32:96, :], np.swapaxes(k[..., :80, :], -1, -2)),
+        ("a weight broadcast over the batch", q, v[0, 0, :64, :]),
+        ("a batch dim of 1 broadcast", q[:, :1], np.swapaxes(k, -1, -2)),
+        ("every other batch entry", q[::2], np.swapaxes(k[::2], -1, -2)),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batches_of_small_products_run_one_matrix_per_thread(monkeypatch: pytest.MonkeyPatch, dtype: Any) -> None:
+    """A batch of products each below ``SMALL_MACS`` (attention's per-head products) runs one
+    matrix per numba thread, each the same one-thread ``cblas_?gemm`` numpy makes: bit for bit
+    numpy's one-thread result, for transposed, broadcast, strided operands and a strided
+    ``out=``; OpenBLAS's thread count is back after each."""
+    if blas._SET is None or not blas._GEMM[np.dtype(dtype)]:
+        pytest.skip("numpy's BLAS is not a multithreaded scipy-openblas64")
+    monkeypatch.setattr(blas, "_MATMUL_CHOICE", (False, "OpenBLAS (test)"))
+    monkeypatch.setattr(blas, "_PARALLEL_THREADS", lambda: 2)
+    ran: list[int] = []
+    real = blas._gemm_parallel
+
+    def spy(call: Any, *arrays: Any) -> int:
+        ran.append(int(call[11]))
+        return int(real(call, *arrays))
+
+    monkeypatch.setattr(blas, "_gemm_parallel", spy)
+    before = _blas_threads()
+    for name, a, b in _batch_layouts(dtype):
+        ran.clear()
+        got = blas.matmul(a, b)
+        want = _one_thread_matmul(a, b)
+        assert ran == [int(np.prod(want.shape[:-2]))], name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        assert _blas_threads() == before, name
+    a, b = _batch_layouts(dtype)[0][1:]
+    out = np.full((6, 4, 128, 200), np.nan, dtype)
+    assert blas.matmul(a, b, out=out[..., 10:106]) is not None
+    np.testing.assert_array_equal(out[..., 10:106], _one_thread_matmul(a, b))
+    assert np.isnan(out[..., :10]).all() and np.isnan(out[..., 106:]).all()
+
+
+def test_batches_stay_serial_where_they_are_small_or_numpy_takes_another_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``PARALLEL_BATCH_MACS`` in all, with one numba thread, for a matrix-vector batch
+    (numpy's ``gemv``) and for ``a @ a^T`` (numpy's ``syrk``), numpy runs the product as before."""
+    if blas._SET is None or not blas._GEMM[np.dtype(np.float64)]:
+        pytest.skip("numpy's BLAS is not a multithreaded scipy-openblas64")
+    ran: list[int] = []
+    monkeypatch.setattr(blas, "_gemm_parallel", lambda call, *arrays: ran.append(1))
+    monkeypatch.setattr(blas, "_PARALLEL_THREADS", lambda: 2)
+    r = np.random.default_rng(4)
+    q = r.standard_normal((4, 4, 64, 64))
+    cases = [(q[:, :, :16], q[:, :, :, :16]), (q, q[..., :1]), (q, np.swapaxes(q, -1, -2))]
+    for a, b in cases:
+        np.testing.assert_array_equal(blas.matmul(a, b), _one_thread_matmul(a, b))
+    monkeypatch.setattr(blas, "_PARALLEL_THREADS", lambda: 1)
+    np.testing.assert_array_equal(blas.matmul(q, q), _one_thread_matmul(q, q))
+    assert ran == []
+
+
 def _timeout_in_child(code: str, **env: str) -> str:
     """What ``code`` prints in a fresh interpreter (``OPENBLAS_THREAD_TIMEOUT`` removed from
     the environment, then ``env`` added)."""

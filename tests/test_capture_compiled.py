@@ -325,10 +325,13 @@ def test_products_on_openblas_compile_too(spelling: str) -> None:
 
 @pytest.mark.usefixtures("openblas_products")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_batched_and_broadcast_openblas_products_compile(dtype: type[np.floating[Any]]) -> None:
+@pytest.mark.parametrize("shape", [(2, 3, 9, 16), (4, 8, 128, 16)])
+def test_batched_and_broadcast_openblas_products_compile(dtype: type[np.floating[Any]], shape: Any) -> None:
     """Attention-shaped batched products (``q @ k.transpose(-2, -1)``, then ``@ v``), one of
     them broadcasting a weight over the batch, compiled on OpenBLAS in float32 and float64:
-    one product per matrix of the batch, as numpy's matmul loop runs them."""
+    one product per matrix of the batch, as numpy's matmul loop runs them; at the larger shape
+    the two attention products run one matrix per numba thread (``blas._gemm_parallel``), in
+    the compiled replay too."""
     dev = gt.Cpu(seed=2)
     w = dev.tensor(np.random.default_rng(0).standard_normal((16, 24)).astype(dtype))
 
@@ -337,7 +340,7 @@ def test_batched_and_broadcast_openblas_products_compile(dtype: type[np.floating
         return (s @ v) @ w
 
     rng = np.random.default_rng(1)
-    calls = [[rng.standard_normal((2, 3, 9, 16)).astype(dtype) for _ in range(3)] for _ in range(4)]
+    calls = [[rng.standard_normal(shape).astype(dtype) for _ in range(3)] for _ in range(4)]
     g = gt.capture(f)
     with gt.no_grad():
         for q, k, v in calls * 2:

@@ -25,6 +25,10 @@ calls (numpy 2's bundled scipy-openblas64, through their addresses), so a machin
 products stay on OpenBLAS (an Intel Xeon, whose OpenBLAS runs its AVX-512 kernels) compiles
 its training steps as one whose products go to oneDNN does. The digits MLP's captured step
 under ``OPENBLAS_CORETYPE=SkylakeX`` on the AVX-512 EPYC VM: 138 -> 81 microseconds.
+
+A batch of small products (attention's per-head ``q @ k^T``) runs one matrix per numba thread
+with the same one-thread ``cblas_?gemm`` calls (:data:`PARALLEL_BATCH_MACS`), eagerly and in
+a compiled replay; numpy's loop would run them one after another on one core.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import types as nt
@@ -114,6 +119,7 @@ def _openblas_setter() -> tuple[Callable[[int], int], int] | None:
 _SETTER = _openblas_setter()
 _SET: Callable[[int], int] | None = None if _SETTER is None or _SETTER[1] == 1 else _SETTER[0]
 _THREADS = 1 if _SETTER is None else _SETTER[1]
+_PARALLEL_THREADS = numba.get_num_threads
 
 
 _F32 = np.dtype(np.float32)
@@ -181,7 +187,9 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     than its CPU), into ``out`` where given: below ``onednn_matmul.MIN_MACS`` on the calling
     thread alone, from it on oneDNN's threads. numpy runs a batched product
     as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
-    the batch's. Same shapes, dtypes and errors as numpy's. GPU (CuPy) arrays go to
+    the batch's; a batch of such one-thread products with :data:`PARALLEL_BATCH_MACS` in all
+runs one matrix per numba thread instead, bit for bit the same. Same shapes, dtypes and errors
+as numpy's. GPU (CuPy) arrays go to
     ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
     if a.ndim == 0 or b.ndim == 0 or (a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")):
         if _trace.active is not None:
@@ -197,6 +205,10 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
             res_d = _onednn_mm.matmul(a, b, out, total < _onednn_mm.MIN_MACS)
             if res_d is not None:
                 return res_d
+    if _SET is not None and macs < SMALL_MACS and (a.ndim > 2 or b.ndim > 2):
+        res_p = _batched(a, b, out, macs)
+        if res_p is not None:
+            return res_p
     if _trace.active is not None:
         out = _note_gemm(a, b, out, _SET is not None and OPENBLAS_SERIAL_MACS < macs < SMALL_MACS)
     if _SET is None:
@@ -306,76 +318,154 @@ def _blasable(stride_1: int, stride_2: int, d2: int, size: int) -> bool:
     return stride_2 == size and stride_1 % size == 0 and stride_1 // size >= d2
 
 
+_PLANS: dict[tuple[Any, ...], Array] = {}  # the call arrays of recent operand layouts
+_PLANS_KEPT = 256
+
+
+def _plan(a: Array, b: Array, out: Array | None, threads: int, numpy_out: bool) -> tuple[Array, Array] | str:
+    """The ``cblas_?gemm`` calls numpy's matmul loop makes for ``a @ b`` into ``out``
+    (``numpy/_core/src/umath/matmul.c.src``: row-major, each operand read in place, transposed
+    where its rows are its unit-step axis, one call per matrix of the broadcast batch), as the
+    int64 ``call`` array :func:`_gemm_compiled` and :func:`_gemm_parallel` read, with ``out``
+    (a new C-contiguous array where it was ``None``); ``threads``: OpenBLAS's thread count to
+    restore after a call run on one thread (0: none). ``numpy_out``: ``out`` must be one numpy
+    writes in place (C-contiguous); else any output whose matrices BLAS writes in place.
+
+    Returns why not, instead, where numpy takes another path: another dtype or BLAS, a 1-D
+    operand or a core dim of 0 or 1 (numpy's ``gemv``/``dot`` special cases), an operand it
+    copies first (not BLAS-readable, misaligned, overlapping ``out``), ``a @ a.T`` (numpy's
+    ``syrk``), mismatched shapes (numpy raises its error)."""
+    dt = a.dtype
+    fn = _GEMM.get(dt, 0)
+    if not fn or b.dtype != dt or a.ndim < 2 or b.ndim < 2 or (out is not None and out.dtype != dt):
+        return "not a float32 or float64 matrix product on numpy's OpenBLAS"
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return "mismatched shapes"
+    if min(m, k, n) <= 1 or b.shape[-2] != k or (out is not None and out.shape != (*batch, m, n)):
+        return "a product with a core dim of 0 or 1, or mismatched shapes"
+    if out is None:
+        out = np.empty((*batch, m, n), dt)
+    size = dt.itemsize
+    key = (dt, a.shape, a.strides, b.shape, b.strides, out.strides, threads, numpy_out)
+    call = _PLANS.get(key)
+    if call is not None and a.flags.aligned and b.flags.aligned and out.flags.writeable:
+        if not (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+            if not _syrk(a, b, call):
+                return call, out
+    (sa_m, sa_k), (sb_k, sb_n), (so_m, so_n) = a.strides[-2:], b.strides[-2:], out.strides[-2:]
+    a_rows, b_rows = _blasable(sa_m, sa_k, k, size), _blasable(sb_k, sb_n, n, size)  # else transposed
+    if numpy_out and not out.flags.c_contiguous:
+        return "a product into a non-C-contiguous output"
+    if not (a.flags.aligned and b.flags.aligned and out.flags.writeable and _blasable(so_m, so_n, n, size)):
+        return "a product from misaligned operands or into an output BLAS cannot write in place"
+    if any(st == 0 for st, d in zip(out.strides[:-2], batch, strict=True) if d > 1):
+        return "a product into an output whose matrices overlap"
+    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        return "a product whose output overlaps an operand"
+    if not (a_rows or _blasable(sa_k, sa_m, m, size)) or not (b_rows or _blasable(sb_n, sb_k, k, size)):
+        return "a product of operands BLAS cannot read in place"
+    ta = _CBLAS_NO_TRANS if a_rows else _CBLAS_TRANS
+    tb = _CBLAS_NO_TRANS if b_rows else _CBLAS_TRANS
+    lda = (sa_m if ta == _CBLAS_NO_TRANS else sa_k) // size
+    ldb = (sb_k if tb == _CBLAS_NO_TRANS else sb_n) // size
+    offsets = _batch_offsets(batch, a, b, out)
+    header = [fn, _SET_ADDRESS, threads, ta, tb, m, n, k, lda, ldb, so_m // size, len(offsets) // 3]
+    call = np.concatenate([np.array(header, np.int64), offsets])
+    call.flags.writeable = False
+    if _syrk(a, b, call):
+        return "a product of a matrix and its transpose (numpy runs syrk)"
+    if len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.clear()
+    _PLANS[key] = call
+    return call, out
+
+
+def _syrk(a: Array, b: Array, call: Array) -> bool:
+    """``a @ a.T`` (the same data, one operand the other's transpose), which numpy runs as
+    ``syrk``: a different kernel, so its bits differ from ``gemm``'s."""
+    (sa_m, sa_k), (sb_k, sb_n) = a.strides[-2:], b.strides[-2:]
+    return bool(sa_m == sb_n and sa_k == sb_k and call[3] != call[4] and call[5] == call[6] and _data(a) == _data(b))
+
+
 def _note_gemm(a: Array, b: Array, out: Array | None, one_thread: bool) -> Array | None:
     """Where a trace is active and numpy's OpenBLAS is about to run ``a @ b`` (into ``out``):
     note :func:`_gemm_compiled` with the ``cblas_?gemm`` calls numpy's matmul loop makes for
-    these operands (``numpy/_core/src/umath/matmul.c.src``: row-major, each operand read in
-    place, transposed where its rows are its unit-step axis), so that a compiled replay runs
-    the same products, bit for bit. ``one_thread``: :func:`matmul` runs it with OpenBLAS set
-    to one thread. Returns ``out``, a new C-contiguous array where it was ``None``, for numpy
-    to write into.
+    these operands (:func:`_plan`), so that a compiled replay runs the same products, bit for
+    bit. ``one_thread``: :func:`matmul` runs it with OpenBLAS set to one thread. Returns
+    ``out``, a new C-contiguous array where it was ``None``, for numpy to write into; refuses
+    the trace (the plan replays item by item) where numpy would take another path."""
+    plan = _plan(a, b, out, _THREADS if one_thread else 0, True)
+    if isinstance(plan, str):
+        _trace.refuse(f"a product {a.shape} @ {b.shape} runs on numpy's BLAS as numba cannot call it: {plan}")
+        return out
+    _trace.note(_gemm_compiled, plan[0].copy(), a, b, plan[1])  # the trace's own (it restores its arguments)
+    return plan[1]
 
-    Refuses the trace (the plan replays item by item) where numpy would take another path:
-    another dtype or BLAS, a 1-D operand or a core dim of 0 or 1 (numpy's ``gemv``/``dot``
-    special cases), an operand it copies first (not BLAS-readable, misaligned, overlapping
-    ``out``), ``a @ a.T`` (numpy's ``syrk``), an output that is not C-contiguous."""
-    dt = a.dtype
-    fn = _GEMM.get(dt, 0)
-    why = None
-    if not fn or b.dtype != dt or a.ndim < 2 or b.ndim < 2 or (out is not None and out.dtype != dt):
-        why = "not a float32 or float64 matrix product on numpy's OpenBLAS"
-    else:
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        try:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            return out  # numpy raises its error
-        if out is None:
-            out = np.empty((*batch, m, n), dt)
-        size = dt.itemsize
-        (sa_m, sa_k), (sb_k, sb_n) = a.strides[-2:], b.strides[-2:]
-        a_rows, b_rows = _blasable(sa_m, sa_k, k, size), _blasable(sb_k, sb_n, n, size)  # else transposed
-        if min(m, k, n) <= 1 or b.shape[-2] != k or out.shape != (*batch, m, n):
-            why = "a product with a core dim of 0 or 1, or mismatched shapes"
-        elif not (out.flags.c_contiguous and a.flags.aligned and b.flags.aligned):
-            why = "a product into a non-C-contiguous output or from misaligned operands"
-        elif np.may_share_memory(out, a) or np.may_share_memory(out, b):
-            why = "a product whose output overlaps an operand"
-        elif not (a_rows or _blasable(sa_k, sa_m, m, size)) or not (b_rows or _blasable(sb_n, sb_k, k, size)):
-            why = "a product of operands BLAS cannot read in place"
-        else:
-            ta = _CBLAS_NO_TRANS if a_rows else _CBLAS_TRANS
-            tb = _CBLAS_NO_TRANS if b_rows else _CBLAS_TRANS
-            lda = (sa_m if ta == _CBLAS_NO_TRANS else sa_k) // size
-            ldb = (sb_k if tb == _CBLAS_NO_TRANS else sb_n) // size
-            if sa_m == sb_n and sa_k == sb_k and ta != tb and m == n and _data(a) == _data(b):
-                why = "a product of a matrix and its transpose (numpy runs syrk)"
-            else:
-                offsets = _batch_offsets(batch, a, b, out)
-                threads = _THREADS if one_thread else 0
-                header = [fn, _SET_ADDRESS, threads, ta, tb, m, n, k, lda, ldb, out.strides[-2] // size]
-                call = np.array([*header, len(offsets) // 3, *offsets], np.int64)
-                _trace.note(_gemm_compiled, call, a, b, out)
-                return out
-    _trace.refuse(f"a product {a.shape} @ {b.shape} runs on numpy's BLAS as numba cannot call it: {why}")
-    return out
+
+PARALLEL_BATCH_MACS = 1 << 21
+"""A broadcast batch of products, each below :data:`SMALL_MACS` multiply-adds, with at least
+this many in all runs one matrix per numba thread (:func:`_gemm_parallel`, OpenBLAS on one
+thread), not one after another on one thread as numpy's loop would (issue 29: on machines
+whose products stay on OpenBLAS, an Intel Xeon or an AVX2-only CPU, attention's per-head
+products ran on one core). Measured on the 2-core AVX2 EPYC VM (numpy's OpenBLAS 0.3.31,
+Haswell kernels; float32, medians, the other core partly busy): E256's ``q @ k^T`` (128
+matrices of 128x64x128) 4433 -> 2857 us, ``P @ v`` (128x128x64) 4607 -> 2711 us; E64's
+64 matrices of 64x16x64 (4.2M in all) 166 -> 139 us. Below about 2M in all a batch gains
+nothing over the thread pool's wake-up."""
+
+
+@_jit.jit(parallel=True)
+def _gemm_parallel(call: Array, a: Array, b: Array, out: Array) -> int:
+    """:func:`_gemm_compiled`'s ``cblas_?gemm`` calls (the same ``call`` array), one matrix of
+    the batch per numba thread, with numpy's OpenBLAS set to one thread for the whole loop (its
+    count is global: ``call[2]`` is the count restored after). Each matrix is the same
+    one-thread call as numpy's, so the result is bit for bit :func:`matmul`'s serial one."""
+    prev = _set_threads(call[1], 1)
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
+    for i in numba.prange(call[11]):
+        j = _GEMM_HEADER + 3 * i
+        _cblas_gemm(
+            call[0], call[3], call[4], call[5], call[6], call[7],
+            pa + call[j], call[8], pb + call[j + 1], call[9], pc + call[j + 2], call[10], out,
+        )  # fmt: skip
+    _set_threads(call[1], prev)
+    return 0
+
+
+def _batched(a: Array, b: Array, out: Array | None, macs: int) -> Array | None:
+    """``a @ b`` through :func:`_gemm_parallel` where it is a batch :data:`PARALLEL_BATCH_MACS`
+    covers and :func:`_plan` finds the calls numpy would make (noted for a compiled replay
+    where a trace is active); else ``None``, for :func:`matmul` to run it as before."""
+    count = max(a.size // (a.shape[-2] * a.shape[-1]), b.size // (b.shape[-2] * b.shape[-1]))
+    if count < 2 or macs * count < PARALLEL_BATCH_MACS or _PARALLEL_THREADS() < 2:
+        return None
+    plan = _plan(a, b, out, _THREADS, False)
+    if isinstance(plan, str):
+        return None
+    call, res = plan
+    _gemm_parallel(call, a, b, res)
+    if _trace.active is not None:
+        _trace.note(_gemm_parallel, call.copy(), a, b, res)
+    return res
 
 
 def _data(x: Array) -> int:
     return int(x.__array_interface__["data"][0])
 
 
-def _batch_offsets(batch: tuple[int, ...], a: Array, b: Array, out: Array) -> list[int]:
+def _batch_offsets(batch: tuple[int, ...], a: Array, b: Array, out: Array) -> Array:
     """Byte offsets of each matrix of the broadcast batch in ``a``, ``b`` and ``out`` (three per
-    matrix, in numpy's order; a broadcast dim of 1 stays at offset 0)."""
-
-    def steps(x: Array) -> tuple[int, ...]:
+    matrix, in numpy's order; a broadcast dim of 1 stays at offset 0), as int64."""
+    found = np.zeros((*batch, 3), np.int64)
+    for col, x in enumerate((a, b, out)):
         lead = x.shape[:-2]
         pad = len(batch) - len(lead)
-        return tuple(0 if i < pad or lead[i - pad] == 1 else x.strides[i - pad] for i in range(len(batch)))
-
-    sa, sb, so = steps(a), steps(b), steps(out)
-    found: list[int] = []
-    for idx in np.ndindex(*batch):
-        found += [sum(i * s for i, s in zip(idx, st, strict=True)) for st in (sa, sb, so)]
-    return found
+        for d in range(pad, len(batch)):
+            if lead[d - pad] != 1:
+                shape = [1] * len(batch)
+                shape[d] = batch[d]
+                found[..., col] += (np.arange(batch[d], dtype=np.int64) * x.strides[d - pad]).reshape(shape)
+    return found.reshape(-1)
