@@ -553,3 +553,45 @@ def test_scatter_adds_on_the_gpu_are_the_cpus_bit_for_bit() -> None:
         )
         kc.add_at(got, gkey, cp.asarray(vals))
         np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+def test_set_default_device_cuda_builds_a_pytorch_program_on_the_gpu() -> None:
+    """PyTorch's ``torch.set_default_device("cuda")`` at the top of a program: layers, factories
+    and datasets made without a device land on the GPU; ``manual_seed`` repeats their draws;
+    ``"cpu"``, ``from_numpy`` and ``.cpu()`` stay on the CPU; the model trains as the same
+    weights on the CPU; ``set_default_device("cpu")`` comes back to the CPU device of before."""
+    from gradtape.data import DataLoader, TensorDataset
+
+    before = gradtape.get_default_device()
+    gradtape.set_default_device("cuda")
+    try:
+        assert gradtape.get_default_device() is gradtape.devices.default.as_device("test", "cuda")
+        gradtape.manual_seed(4)
+        model = nn.Sequential(nn.Linear(6, WIDTH), nn.Tanh(), nn.Linear(WIDTH, 3))
+        assert all(p.is_cuda for p in model.parameters())
+        x = gradtape.randn(BATCH, 6)
+        gradtape.manual_seed(4)
+        again = nn.Sequential(nn.Linear(6, WIDTH), nn.Tanh(), nn.Linear(WIDTH, 3))
+        for a, b in zip(model.parameters(), again.parameters(), strict=True):
+            np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+        y = gradtape.tensor(np.arange(BATCH) % 3)
+        assert x.is_cuda and y.is_cuda
+        assert not gradtape.zeros(2, device="cpu").is_cuda
+        assert not gradtape.from_numpy(np.ones(2, np.float32)).is_cuda
+        assert gradtape.zeros(2, device="cpu").device is before
+        loader = DataLoader(TensorDataset(x.cpu().numpy(), y.cpu().numpy()), batch_size=BATCH)
+        xb, yb = next(iter(loader))
+        assert xb.is_cuda and yb.is_cuda
+        on_cpu = nn.Sequential(nn.Linear(6, WIDTH, device="cpu"), nn.Tanh(), nn.Linear(WIDTH, 3, device="cpu"))
+        on_cpu.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+        for m, xs, ys in ((model, x, y), (on_cpu, x.cpu(), y.cpu())):
+            opt = optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+            for _ in range(STEPS):
+                opt.zero_grad()
+                nn.functional.cross_entropy(m(xs), ys).backward()
+                opt.step()
+        for a, b in zip(model.parameters(), on_cpu.parameters(), strict=True):
+            np.testing.assert_allclose(a.cpu().numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    finally:
+        gradtape.set_default_device("cpu")
+    assert gradtape.get_default_device() is before

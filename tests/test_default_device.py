@@ -145,9 +145,9 @@ def test_set_default_device() -> None:
     assert gradtape.get_default_device() is dev
     gradtape.set_default_device(None)
     assert gradtape.get_default_device() is not dev
-    with pytest.raises(ValueError, match="set_default_device: unknown device 'cuda'"):
-        gradtape.set_default_device("cuda")
-    with pytest.raises(TypeError, match="set_default_device: expected a Cpu"):
+    with pytest.raises(ValueError, match="set_default_device: unknown device 'tpu'"):
+        gradtape.set_default_device("tpu")
+    with pytest.raises(TypeError, match="set_default_device: expected a Cpu, a Cuda"):
         gradtape.set_default_device(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="manual_seed: seed must be an int"):
         gradtape.manual_seed(1.5)  # type: ignore[arg-type]
@@ -156,6 +156,22 @@ def test_set_default_device() -> None:
 def _same(ours: Any, theirs: Any) -> None:
     assert ours.shape == tuple(theirs.shape)
     assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch.")), (ours.dtype, theirs.dtype)
+
+
+def test_set_default_device_cuda_without_a_gpu_says_what_is_missing() -> None:
+    """``set_default_device("cuda")`` where CuPy, numba-cuda or a GPU is missing raises the
+    ``Cuda`` device's error, which names the missing piece, and the default stays the CPU."""
+    from gradtape.devices.cuda import cuda_available
+
+    if cuda_available():
+        pytest.skip("a GPU is here: tests/test_cuda.py runs set_default_device('cuda')")
+    before = gradtape.get_default_device()
+    with pytest.raises(RuntimeError, match=r"Cuda: .*(CuPy|numba-cuda|CUDA|GPU)"):
+        gradtape.set_default_device("cuda")
+    with pytest.raises(RuntimeError, match=r"Cuda: .*(CuPy|numba-cuda|CUDA|GPU)"):
+        gradtape.set_default_device(gradtape.device("cuda:0"))
+    assert gradtape.get_default_device() is before
+    assert gradtape.zeros(2).device is before
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from gradtape.devices import _arrays
 from gradtape.devices.cpu import Cpu
-from gradtape.devices.default import get_default_device, pick_device
+from gradtape.devices.default import get_default_device, host_device, pick_device
 from gradtape.errors import DTypeError
 from gradtape.ops._util import record_zero_gradient
 from gradtape.shapes import broadcast_shapes
@@ -191,7 +191,7 @@ def get_default_dtype() -> np.dtype[Any]:
 def from_numpy(array: np.ndarray[Any, Any]) -> Tensor[Any, NoneTape]:
     """A tensor sharing ``array``'s memory on the default device (``torch.from_numpy``; see
     :meth:`Cpu.from_numpy` for the dtypes and errors)."""
-    return get_default_device().from_numpy(array)
+    return host_device().from_numpy(array)
 
 
 def _zeros(

@@ -51,15 +51,10 @@ def manual_seed(seed: int) -> None:
         raise TypeError(f"gradtape.cuda.manual_seed: seed must be an int, got {seed!r}")
     if not cuda_available():
         return
-    import cupy
-
     from gradtape.devices.default import as_device
 
     for n in range(device_count()):
-        dev = as_device("cuda.manual_seed", f"cuda:{n}")
-        with cupy.cuda.Device(n):
-            dev.rng = cupy.random.default_rng(seed)
-        dev.seed = seed
+        as_device("cuda.manual_seed", f"cuda:{n}").reseed(seed)
 
 
 manual_seed_all = manual_seed

@@ -215,6 +215,18 @@ class Cpu:
     type = "cpu"
     """PyTorch's ``device.type``."""
 
+    def reseed(self, seed: int) -> None:
+        """Reseed this device's generator with ``seed`` (numpy's PCG64), as
+        :func:`gradtape.manual_seed` does: the same draws as a ``Cpu(seed)`` made now.
+
+        Raises:
+            TypeError: ``seed`` is not an int (a bool included).
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"Cpu.reseed: seed must be an int, got {type(seed).__name__} {seed!r}")
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(int(seed))
+
     def __repr__(self) -> str:
         return f"Cpu(seed={self.seed})"
 

@@ -104,6 +104,19 @@ class Cuda:
         with self._device:
             self.rng = cp.random.default_rng(self.seed)
 
+    def reseed(self, seed: int) -> None:
+        """Reseed this device's generator with ``seed`` (CuPy's ``default_rng``), as
+        :func:`gradtape.manual_seed` and :func:`gradtape.cuda.manual_seed` do.
+
+        Raises:
+            TypeError: ``seed`` is not an int.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"Cuda.reseed: seed must be an int, got {type(seed).__name__} {seed!r}")
+        with self._device:
+            self.rng = self._cp.random.default_rng(int(seed))
+        self.seed = int(seed)
+
     # ----- identity ----------------------------------------------------------------------
 
     def __repr__(self) -> str:

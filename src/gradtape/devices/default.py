@@ -6,7 +6,10 @@ PyTorch programs build layers and tensors without naming a device (``nn.Linear(7
 their own seeded generator (dfdx's ``Cpu::seed_from_u64``), and every layer and factory still
 takes one (``dev=``); where none is given they use the process's default device, a
 :class:`~gradtape.devices.cpu.Cpu` made on first use with seed 0. :func:`manual_seed` reseeds
-it, :func:`set_default_device` replaces it.
+it, :func:`set_default_device` replaces it. ``set_default_device("cuda")`` makes a GPU's shared
+``Cuda`` the default (PyTorch's idiom for building a whole program on the GPU); ``"cpu"``
+still names a ``Cpu`` then (:func:`host_device`: the one that was the default), so
+``from_numpy``, ``.to("cpu")`` and ``nn.init``'s host draws stay on the CPU.
 
 The default device is one object for the whole process (as PyTorch's default generator is one
 for all threads): two threads that draw from it without a lock of their own get their numbers
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from gradtape.devices.cpu import Cpu
     from gradtape.devices.cuda import Cuda
 
-__all__ = ["device", "get_default_device", "initial_seed", "manual_seed", "set_default_device"]
+__all__ = ["device", "get_default_device", "host_device", "initial_seed", "manual_seed", "set_default_device"]
 
 AnyDevice: TypeAlias = "Cpu | Cuda"
 """A device object: what gradtape's (and dfdx's) ``dev=`` takes."""
@@ -37,13 +40,16 @@ DeviceSpec: TypeAlias = "Cpu | Cuda | str | None"
 :class:`device` is a ``str``), or ``None`` for the default device (:func:`pick_device`)."""
 
 _LOCK = threading.Lock()
-_DEFAULT: list[Cpu] = []
+_DEFAULT: list[Cpu] = []  # the default device: a Cpu, or a Cuda typed as the Cpu it stands in for
+_HOST: list[Cpu] = []  # while a Cuda is the default: the Cpu that "cpu" names
 
 
 def get_default_device() -> Cpu:
     """The device layers, factories and data loaders use when given none (PyTorch's
     ``torch.get_default_device``): a ``Cpu`` made with seed 0 on first use, or the one
-    :func:`set_default_device` set. The same object on every call until it is replaced."""
+    :func:`set_default_device` set (a ``Cuda`` after ``set_default_device("cuda")``, typed as
+    the ``Cpu`` it stands in for, as :func:`pick_device` returns it). The same object on every
+    call until it is replaced."""
     if not _DEFAULT:
         from gradtape.devices.cpu import Cpu
 
@@ -53,42 +59,84 @@ def get_default_device() -> Cpu:
     return _DEFAULT[0]
 
 
-def set_default_device(device: Cpu | str | None) -> None:
-    """Make ``device`` the default device (PyTorch's ``torch.set_default_device``).
+def host_device() -> Cpu:
+    """The ``Cpu`` that ``"cpu"`` names (``device="cpu"``, ``.to("cpu")``) and that
+    :func:`~gradtape.from_numpy` shares memory on: the default device while it is a ``Cpu``;
+    while a ``Cuda`` is the default, the ``Cpu`` that was the default before it (one with seed 0
+    if none was made yet). ``nn.init`` draws a GPU tensor's values from its generator, on the
+    host, so a model gets the same values on either device."""
+    from gradtape.devices.cpu import Cpu
+
+    dev = get_default_device()
+    if isinstance(dev, Cpu):
+        return dev
+    with _LOCK:
+        if not _HOST:
+            _HOST.append(Cpu())
+        return _HOST[0]
+
+
+def set_default_device(device: Cpu | Cuda | str | None) -> None:
+    """Make ``device`` the default device (PyTorch's ``torch.set_default_device``): the device
+    layers, factories and datasets built without one use from now on.
 
     Args:
-        device: a ``Cpu``; the string ``"cpu"`` (a no-op when the default is already a ``Cpu``,
-            as it always is today); or ``None``, which drops the current default so that the
-            next use makes a fresh ``Cpu()`` with seed 0.
+        device: a ``Cpu`` or ``Cuda``; ``"cuda"``/``"cuda:N"`` (or ``gradtape.device("cuda")``):
+            that GPU's shared ``Cuda`` device, the one ``device="cuda"`` names, and the ``Cpu``
+            that was the default stays what ``"cpu"`` names (:func:`host_device`); ``"cpu"``:
+            back to that ``Cpu`` (a no-op while the default is a ``Cpu``); or ``None``, which
+            drops the current default so that the next use makes a fresh ``Cpu()`` with seed 0.
 
     Raises:
-        ValueError: a string other than ``"cpu"`` (gradtape has no other device yet; the
-            message names it).
-        TypeError: anything else that is not a ``Cpu``.
+        ValueError: a string naming another device, or a bad index (the message names it).
+        RuntimeError: ``"cuda"`` without CuPy, numba-cuda or a GPU (:class:`Cuda`'s error,
+            which says which is missing); the default stays as it was.
+        TypeError: anything else.
     """
     from gradtape.devices.cpu import Cpu
 
-    if isinstance(device, str):
-        _check_cpu_name("set_default_device", device)
-        get_default_device()
+    if device is None:
+        with _LOCK:
+            _DEFAULT.clear()
+            _HOST.clear()
         return
-    if device is not None and not isinstance(device, Cpu):
-        raise TypeError(f"set_default_device: expected a Cpu, 'cpu' or None, got {type(device).__name__}")
+    if isinstance(device, str) and device.split(":")[0] == "cpu":
+        _check_cpu_name("set_default_device", device)
+        host = host_device()
+        with _LOCK:
+            _DEFAULT[:] = [host]
+            _HOST.clear()
+        return
+    if isinstance(device, str) or getattr(device, "type", None) == "cuda":
+        dev = as_device("set_default_device", device)
+    elif isinstance(device, Cpu):
+        dev = device
+    else:
+        got = type(device).__name__
+        raise TypeError(f"set_default_device: expected a Cpu, a Cuda, 'cpu', 'cuda' or None, got {got}")
+    if isinstance(dev, Cpu):
+        with _LOCK:
+            _DEFAULT[:] = [dev]
+            _HOST.clear()
+        return
+    host = host_device()
     with _LOCK:
-        _DEFAULT.clear()
-        if device is not None:
-            _DEFAULT.append(device)
+        _HOST[:] = [host]
+        _DEFAULT[:] = [dev]
 
 
 def manual_seed(seed: int) -> Cpu:
     """Reseed the default device's generator (PyTorch's ``torch.manual_seed``): the layers,
     ``randn``/``rand``/``randint`` factories, dropout masks and shuffling loaders that use the
-    default device draw the same numbers after the same seed. The device object stays the
-    same, so layers and tensors made before keep using it.
+    default device draw the same numbers after the same seed. As PyTorch's, it also reseeds the
+    GPUs' shared devices made so far (``device="cuda:N"``, :func:`gradtape.cuda.manual_seed`)
+    and, while a ``Cuda`` is the default, the ``Cpu`` that ``"cpu"`` names. The device objects
+    stay the same, so layers and tensors made before keep using them.
 
     Args:
-        seed: an int; numpy's PCG64 generator is seeded with it (``numpy.random.default_rng``).
-            gradtape's numbers differ from PyTorch's for the same seed (another generator).
+        seed: an int; numpy's PCG64 generator is seeded with it (``numpy.random.default_rng``;
+            CuPy's ``default_rng`` on a GPU). gradtape's numbers differ from PyTorch's for the
+            same seed (another generator).
 
     Returns:
         The default device (PyTorch returns its ``Generator``; the device is gradtape's).
@@ -98,9 +146,13 @@ def manual_seed(seed: int) -> Cpu:
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__} {seed!r}")
+    host = host_device()
+    host.reseed(int(seed))
+    for cuda in _CUDA.values():
+        cast("Cpu", cuda).reseed(int(seed))
     dev = get_default_device()
-    dev.seed = int(seed)
-    dev.rng = np.random.default_rng(int(seed))
+    if dev is not host:
+        dev.reseed(int(seed))  # a Cuda the caller made
     return dev
 
 
@@ -133,8 +185,9 @@ def pick_dtype(dtype: Any) -> Any:
 def pick_device(op: str, device: object, dev: object) -> Cpu:
     """The device a factory or a layer makes its tensors on: ``dev=`` (gradtape's and dfdx's
     spelling: a ``Cpu`` or ``Cuda``), else ``device=`` (PyTorch's: a device object, ``"cpu"``,
-    ``"cuda"``, ``"cuda:N"`` or a :class:`device`), else the default device. ``"cpu"`` is the
-    default device (its seeded generator, as a layer built with no device uses); ``"cuda"``
+    ``"cuda"``, ``"cuda:N"`` or a :class:`device`), else the default device. ``"cpu"`` is
+    :func:`host_device` (the default device while that is a ``Cpu``: its seeded generator, as a
+    layer built with no device uses); ``"cuda"``
     the shared ``Cuda(N)`` of :func:`as_device`. A ``Cuda`` is returned typed as ``Cpu``
     (the device protocol both implement).
 
@@ -156,7 +209,7 @@ def pick_device(op: str, device: object, dev: object) -> Cpu:
             cuda: Cpu = as_device(op, d)
             return cuda
         _check_cpu_name(op, d)
-        return get_default_device()
+        return host_device()
     if isinstance(d, Cpu) or getattr(d, "type", None) == "cuda":
         return cast("Cpu", d)
     raise TypeError(f"{op}: device must be a Cpu, a Cuda, 'cpu' or 'cuda', got {type(d).__name__}")
@@ -214,8 +267,8 @@ class device(str):
 
 
 def as_device(op: str, spec: object) -> Any:
-    """The device object ``spec`` names (:func:`is_device_spec`): ``"cpu"`` is the default
-    device when that is a ``Cpu`` (else a new ``Cpu()``), ``"cuda"`` and ``"cuda:N"`` one
+    """The device object ``spec`` names (:func:`is_device_spec`): ``"cpu"`` is
+    :func:`host_device` (the default device when that is a ``Cpu``), ``"cuda"`` and ``"cuda:N"`` one
     shared ``Cuda(N)`` per GPU; a device object is returned as it is.
 
     Raises:
@@ -234,8 +287,7 @@ def as_device(op: str, spec: object) -> Any:
     name, _, idx = kind.partition(":")
     index = getattr(spec, "index", None) if not isinstance(spec, str) else None
     if name == "cpu":
-        dev = get_default_device()
-        return dev if isinstance(dev, Cpu) else Cpu()
+        return host_device()
     if name != "cuda":
         raise ValueError(f"{op}: unknown device {spec!r}; gradtape knows 'cpu' and 'cuda' ('cuda:N')")
     try:

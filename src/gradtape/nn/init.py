@@ -16,8 +16,10 @@ same seed and the same calls give the same values on every run; ``generator=`` t
 ``numpy.random.Generator``, a device (its generator) or an int seed (a fresh
 ``default_rng(seed)``) instead, as PyTorch's ``generator=`` takes a ``torch.Generator``. The
 values are not PyTorch's own draws (another generator), only their distributions. A GPU
-tensor (``Cuda``) draws from the default device's generator on the host, and the values are
-copied into its GPU array: the same values a CPU tensor on the default device would get.
+tensor (``Cuda``) draws from the host's generator (:func:`gradtape.devices.default.host_device`:
+the default device, or the ``Cpu`` that was the default before ``set_default_device("cuda")``)
+on the host, and the values are copied into its GPU array: the same values a CPU tensor on
+that device would get.
 
 Fans (:func:`calculate_fan_in_and_fan_out`) are PyTorch's: for a weight of shape
 ``(out, in, *kernel)``, ``fan_in = in * prod(kernel)`` and ``fan_out = out * prod(kernel)``
@@ -36,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gradtape.devices import _arrays
-from gradtape.devices.default import get_default_device
+from gradtape.devices.default import host_device
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.tensor import Tensor
 
@@ -110,7 +112,7 @@ def _target(fn: str, tensor: object, floats: bool = True) -> Array:
 
 def _rng(fn: str, tensor: Tensor[Any, Any], generator: object) -> np.random.Generator:
     """The generator to draw from: ``generator`` (a Generator, a device's, or a seed's), else the
-    tensor's device's; for a GPU tensor, the default device's (:func:`gradtape.manual_seed`
+    tensor's device's; for a GPU tensor, the host device's (:func:`gradtape.manual_seed`
     seeds it; the draws are made on the host and copied to the GPU).
 
     Raises:
@@ -118,7 +120,7 @@ def _rng(fn: str, tensor: Tensor[Any, Any], generator: object) -> np.random.Gene
     """
     if generator is None:
         on_gpu = _arrays.on_gpu(tensor.data)
-        rng = getattr(get_default_device() if on_gpu else tensor.device, "rng", None)
+        rng = getattr(host_device() if on_gpu else tensor.device, "rng", None)
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"{fn}: the tensor's device {tensor.device!r} has no random generator; pass generator=")
         return rng

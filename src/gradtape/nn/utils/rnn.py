@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from gradtape.devices import _arrays
-from gradtape.devices.default import get_default_device
+from gradtape.devices.default import host_device
 from gradtape.errors import ShapeError
 from gradtape.ops.shape import concat, stack
 from gradtape.ops.spatial import pad
@@ -151,7 +151,7 @@ def _ints(op: str, what: str, v: object) -> Array:
 
 
 def _cpu_ints(a: Array) -> Tensor[Any, Any]:
-    return Tensor(np.ascontiguousarray(a, np.int64), get_default_device(), NONE_TAPE)
+    return Tensor(np.ascontiguousarray(a, np.int64), host_device(), NONE_TAPE)
 
 
 def _above(a: Array, n: int) -> Array:
