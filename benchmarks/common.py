@@ -295,10 +295,21 @@ def _matmul_info() -> str:
 
 
 def _cpu_model() -> str:
+    """The CPU's model name, with its family, model and stepping numbers where the name alone
+    does not tell the generation (a VM's "AMD EPYC": family 25 model 1 is a Zen 3 Milan,
+    family 26 a Zen 5)."""
     try:
+        fields: dict[str, str] = {}
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "stepping") and key not in fields:
+                fields[key] = value.strip()
+        if "model name" in fields:
+            ids = " ".join(
+                f"{k.removeprefix('cpu ')} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields
+            )
+            return f"{fields['model name']}, {ids}" if ids else fields["model name"]
     except OSError:
         pass
     return platform.processor() or platform.machine()
