@@ -178,3 +178,13 @@ def test_importing_gradtape_first_shortens_openblass_spin() -> None:
     assert _timeout_in_child("import gradtape; " + _REPORT) == "18 18"
     assert _timeout_in_child("import gradtape; " + _REPORT, OPENBLAS_THREAD_TIMEOUT="6") == "6 6"
     assert _timeout_in_child("import numpy; import gradtape; " + _REPORT) == "28 18"
+
+
+def test_empty_and_mismatched_batches_get_numpys_result_or_error() -> None:
+    """Batches with a dim of 0, and mismatched core dims, take numpy's path: its empty result
+    or its ValueError (not a ZeroDivisionError from counting the batch's matrices)."""
+    for ashape, bshape in [((0, 4, 8, 8), (0, 4, 8, 8)), ((2, 4, 0, 8), (2, 4, 8, 8)), ((2, 4, 8, 0), (2, 4, 0, 8))]:
+        a, b = np.ones(ashape, np.float32), np.ones(bshape, np.float32)
+        np.testing.assert_array_equal(blas.matmul(a, b), np.matmul(a, b))
+    with pytest.raises(ValueError):
+        blas.matmul(np.ones((4, 64, 64), np.float32), np.ones((4, 0, 64), np.float32))

@@ -185,12 +185,11 @@ def matmul(a: Array, b: Array, out: Array | None = None) -> Array:
     ``onednn_matmul.SERIAL_MIN_MACS`` multiply-adds (times the batch) or more runs on oneDNN
     instead where :func:`matmul_choice` picks it (a machine whose OpenBLAS kernels are older
     than its CPU), into ``out`` where given: below ``onednn_matmul.MIN_MACS`` on the calling
-    thread alone, from it on oneDNN's threads. numpy runs a batched product
-    as one BLAS call per matrix, so the size that matters is one matrix's ``m * k * n``, not
-    the batch's; a batch of such one-thread products with :data:`PARALLEL_BATCH_MACS` in all
-runs one matrix per numba thread instead, bit for bit the same. Same shapes, dtypes and errors
-as numpy's. GPU (CuPy) arrays go to
-    ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
+    thread alone, from it on oneDNN's threads. numpy runs a batched product as one BLAS call
+    per matrix, so the size that matters is one matrix's ``m * k * n``, not the batch's; a
+    batch of such one-thread products with :data:`PARALLEL_BATCH_MACS` in all runs one matrix
+    per numba thread instead, bit for bit the same. Same shapes, dtypes and errors as numpy's.
+    GPU (CuPy) arrays go to ``np.matmul``, which CuPy runs as cuBLAS's ``gemm``."""
     if a.ndim == 0 or b.ndim == 0 or (a.__class__ is not np.ndarray and hasattr(a, "__cuda_array_interface__")):
         if _trace.active is not None:
             _trace.refuse(f"a product {a.shape} @ {b.shape} runs on numpy")
@@ -200,12 +199,12 @@ as numpy's. GPU (CuPy) arrays go to
     n = b.shape[-1] if b.ndim > 1 else 1
     macs = m * a.shape[-1] * n
     if a.dtype is _F32 and b.dtype is _F32 and a.ndim > 1 and b.ndim > 1 and macs:
-        total = macs * max(a.size // (m * a.shape[-1]), b.size // (b.shape[-2] * n))
+        total = macs * max(a.size // (m * a.shape[-1]), b.size // max(1, b.shape[-2] * n))
         if total >= _onednn_mm.SERIAL_MIN_MACS and (_MATMUL_CHOICE or matmul_choice())[0]:  # oneDNN where it wins
             res_d = _onednn_mm.matmul(a, b, out, total < _onednn_mm.MIN_MACS)
             if res_d is not None:
                 return res_d
-    if _SET is not None and macs < SMALL_MACS and (a.ndim > 2 or b.ndim > 2):
+    if _SET is not None and 0 < macs < SMALL_MACS and (a.ndim > 2 or b.ndim > 2):
         res_p = _batched(a, b, out, macs)
         if res_p is not None:
             return res_p
@@ -439,7 +438,7 @@ def _batched(a: Array, b: Array, out: Array | None, macs: int) -> Array | None:
     """``a @ b`` through :func:`_gemm_parallel` where it is a batch :data:`PARALLEL_BATCH_MACS`
     covers and :func:`_plan` finds the calls numpy would make (noted for a compiled replay
     where a trace is active); else ``None``, for :func:`matmul` to run it as before."""
-    count = max(a.size // (a.shape[-2] * a.shape[-1]), b.size // (b.shape[-2] * b.shape[-1]))
+    count = max(a.size // max(1, a.shape[-2] * a.shape[-1]), b.size // max(1, b.shape[-2] * b.shape[-1]))
     if count < 2 or macs * count < PARALLEL_BATCH_MACS or _PARALLEL_THREADS() < 2:
         return None
     plan = _plan(a, b, out, _THREADS, False)
