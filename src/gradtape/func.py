@@ -10,7 +10,9 @@ result stays differentiable for the outer one, through the ops' second rules.
 
 What differs from PyTorch: there is no forward-mode; :func:`jvp` and :func:`jacfwd` compute
 the same values by reverse passes (the double-vjp construction and one reverse pass per output
-element; see :mod:`gradtape.functional`). ``vmap`` is not provided.
+element; see :mod:`gradtape.functional`). :func:`vmap` runs ``func`` once per batch element
+and stacks the results (PyTorch's values and gradients; a loop's speed), so it composes with
+the other transforms (``vmap(grad(loss), in_dims=(None, 0, 0))``, per-sample gradients).
 
 Arguments at ``argnums`` may be tensors or (nested) tuples, lists and dicts of tensors
 (PyTorch's pytrees); the gradients come back in the same structure.
@@ -22,11 +24,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from gradtape import functional as _fn
-from gradtape.grad_mode import is_grad_enabled
+from gradtape.devices.default import get_default_device
+from gradtape.grad_mode import is_grad_enabled, no_grad
+from gradtape.ops.shape import cat, stack
 from gradtape.tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
 Func = Callable[..., Any]
 
@@ -421,3 +427,400 @@ def functional_call(
     call_args = args if isinstance(args, tuple) else () if args is None else (args,)
     with _swapped(module, values, tie_weights, strict):
         return module(*call_args, **(kwargs or {}))
+
+
+# ----- vmap ----------------------------------------------------------------------------------
+
+_RANDOMNESS = ("error", "different", "same")
+
+
+def _fname(func: Any) -> str:
+    return str(getattr(func, "__name__", repr(func)))
+
+
+def _is_dim(d: object) -> bool:
+    return d is None or (isinstance(d, int) and not isinstance(d, bool))
+
+
+def _tree_leaves(tree: Any, path: str, leaves: list[Any], paths: list[str]) -> None:
+    """Every leaf of a pytree (tuples, lists and dicts are nodes; anything else, tensors or
+    not, is a leaf), depth first, with its path (``args[1]['w']``)."""
+    if isinstance(tree, (tuple, list)):
+        for i, t in enumerate(tree):
+            _tree_leaves(t, f"{path}[{i}]", leaves, paths)
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            _tree_leaves(v, f"{path}[{k!r}]", leaves, paths)
+    else:
+        leaves.append(tree)
+        paths.append(path)
+
+
+def _tree_rebuild(tree: Any, leaves: Iterator[Any]) -> Any:
+    """``tree``'s structure with its leaves taken in order from ``leaves``."""
+    if isinstance(tree, (tuple, list)):
+        items = [_tree_rebuild(t, leaves) for t in tree]
+        if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a namedtuple
+            return type(tree)(*items)
+        return type(tree)(items)
+    if isinstance(tree, dict):
+        return {k: _tree_rebuild(v, leaves) for k, v in tree.items()}
+    return next(leaves)
+
+
+def _tree_count(tree: Any) -> int:
+    if isinstance(tree, (tuple, list)):
+        return sum(_tree_count(t) for t in tree)
+    if isinstance(tree, dict):
+        return sum(_tree_count(v) for v in tree.values())
+    return 1
+
+
+def _broadcast_dims(dims: Any, tree: Any, out: list[Any]) -> bool:
+    """``dims`` matched against ``tree`` as a prefix (PyTorch's ``in_dims``/``out_dims``): a
+    leaf of ``dims`` (an int or None) stands for every leaf below its place in ``tree``. Appends
+    one dim per leaf of ``tree`` to ``out``; False when the structures do not match."""
+    if not isinstance(dims, (tuple, list, dict)):
+        out.extend([dims] * _tree_count(tree))
+        return True
+    if isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) and len(dims) == len(tree):
+        return all(_broadcast_dims(d, t, out) for d, t in zip(dims, tree, strict=True))
+    if isinstance(dims, dict) and isinstance(tree, dict) and dims.keys() == tree.keys():
+        return all(_broadcast_dims(dims[k], v, out) for k, v in tree.items())
+    return False
+
+
+def _generators(tensors: Sequence[Any]) -> list[np.random.Generator]:
+    """The numpy generators random ops draw from: the default device's and those of the
+    tensors' devices (as ``gradtape.checkpoint`` snapshots them)."""
+    gens: list[np.random.Generator] = []
+    devices = [get_default_device(), *(t.device for t in tensors if isinstance(t, Tensor))]
+    seen: set[int] = set()
+    for dev in devices:
+        gen = getattr(dev, "rng", None)
+        if isinstance(gen, np.random.Generator) and id(gen) not in seen:
+            seen.add(id(gen))
+            gens.append(gen)
+    return gens
+
+
+def _states(gens: list[np.random.Generator]) -> list[Any]:
+    return [g.bit_generator.state for g in gens]
+
+
+def _set_states(gens: list[np.random.Generator], states: list[Any]) -> None:
+    for g, st in zip(gens, states, strict=True):
+        g.bit_generator.state = st
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return bool(
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and np.array_equal(
+                np.asarray(a.detach().cpu().numpy()), np.asarray(b.detach().cpu().numpy()), equal_nan=True
+            )
+        )
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # an object whose == is not a truth value
+        return False
+
+
+def vmap(
+    func: Func,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Func:
+    """``torch.func.vmap`` (``torch.vmap``, JAX's ``jax.vmap``): ``func`` mapped over a batch
+    dimension of its inputs. ``vmap(f)(x)`` is ``stack([f(x[0]), f(x[1]), ...])``: ``func`` is
+    written for one example and sees the inputs without their batch dim.
+
+    gradtape evaluates ``vmap`` as that loop: it slices each batched input along its
+    ``in_dim``, calls ``func`` once per batch element and stacks the results along ``out_dims``
+    with recorded ops (``unbind``, ``stack``, ``cat``). The values and gradients are PyTorch's
+    (its batching rules compute the same function); the speed is a loop's, not one batched
+    kernel's. Gradients flow through the result to the batched (and the unbatched) inputs on the
+    tape, and ``vmap`` composes with the other transforms as PyTorch's does: per-sample gradients
+    ``vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)`` (with :func:`functional_call` for a
+    module's parameters), batched Jacobians ``vmap(jacrev(f))(xs)``, nested maps
+    ``vmap(vmap(torch.dot))(A, B)``.
+
+    Shapes: an input of shape ``(..., B at in_dim, ...)`` reaches ``func`` as the shape
+    without that dim; each output of shape ``s`` comes back as ``s`` with ``B`` inserted at its
+    ``out_dim``. An output that does not depend on the batch is repeated ``B`` times (PyTorch
+    expands it).
+
+    Args:
+        func: a function of tensors (or tuples, lists and dicts of tensors) returning a tensor
+            or a tuple, list or dict of tensors. Keyword arguments of the mapped function are
+            passed to ``func`` unbatched.
+        in_dims: the batch dim of each input: an int (every input, negative counted from the
+            end), or a tuple with one entry per positional argument, each an int, ``None`` (not
+            batched: passed as is to every call) or, for a tuple/list/dict argument, a matching
+            structure (a prefix of it: an int or ``None`` stands for everything below it).
+        out_dims: where the batch dim goes in each output: an int (every output; negative ones
+            count in the result, ``-1`` is last), or a tuple/list/dict matching ``func``'s
+            outputs; ``None`` returns an output that does not vary along the batch unbatched
+            (and lets ``func`` return a non-tensor there).
+        randomness: ``"error"`` (PyTorch's default): a draw from a gradtape device's generator
+            inside ``func`` (``randn``, ``rand``, dropout in training mode, ...) raises;
+            ``"different"``: each batch element draws its own numbers; ``"same"``: every element
+            draws the same numbers (the generators are rewound before each call and left as
+            after one). Draws from other generators (a ``numpy`` generator of one's own) are
+            not seen.
+        chunk_size: PyTorch's memory knob: the batch is processed ``chunk_size`` elements at a
+            time (stacked per chunk, then concatenated); ``None`` is one chunk. The values are
+            the same.
+
+    Returns:
+        The mapped function, taking the batched arguments.
+
+    Raises:
+        RuntimeError: ``randomness`` is not one of the three (when ``vmap`` is called); with
+            ``"error"``, ``func`` drew random numbers (the generators are put back first).
+        ValueError: ``chunk_size`` not positive (when ``vmap`` is called); the mapped function
+            called without arguments; ``in_dims`` not an int or a tuple, or not matching the
+            arguments' structure; an ``in_dim`` that is not an int or None, out of range
+            (``-ndim <= in_dim < ndim``), or given for a non-tensor argument; no input
+            batched; batched inputs of different sizes along their ``in_dim`` (PyTorch's message
+            with the sizes, then each input's path, size and dim); ``out_dims`` not an int,
+            None or a structure of them, or not matching the outputs; ``func`` returning a
+            non-tensor at an int ``out_dim``, outputs of different shapes for different
+            elements, or an output that varies along the batch at ``out_dim=None``.
+        IndexError: an ``out_dim`` outside ``-(rank + 1) <= out_dim <= rank`` of its output.
+    """
+    if randomness not in _RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        name = _fname(func)
+        where = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        if not args:
+            raise ValueError(
+                f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to "
+                "vmap over a function with no inputs. The latter is unsupported."
+            )
+        if not (isinstance(in_dims, tuple) or (isinstance(in_dims, int) and not isinstance(in_dims, bool))):
+            raise ValueError(
+                f"{where}: expected `in_dims` to be int or a (potentially nested) tuple matching the structure of "
+                f"inputs, got: {type(in_dims)}."
+            )
+        leaves: list[Any] = []
+        paths: list[str] = []
+        _tree_leaves(args, "args", leaves, paths)
+        dims: list[Any] = []
+        if not _broadcast_dims(in_dims, args, dims):
+            raise ValueError(
+                f"{where}: in_dims is not compatible with the structure of `inputs`. in_dims is {in_dims!r} but "
+                f"the inputs are {len(args)} positional arguments of types {[type(a).__name__ for a in args]}"
+            )
+        batched: dict[int, int] = {}  # leaf index -> normalised in_dim
+        for k, (leaf, d) in enumerate(zip(leaves, dims, strict=True)):
+            if not _is_dim(d):
+                raise ValueError(
+                    f"{where}: Got in_dim={d} for an input but in_dim must be either an integer dimension or None."
+                )
+            if d is None:
+                continue
+            if not isinstance(leaf, Tensor):
+                raise ValueError(
+                    f"{where}: Got in_dim={d} for an input but the input is of type {type(leaf)}. We cannot vmap "
+                    "over non-Tensor arguments, please use None as the respective in_dim"
+                )
+            nd = leaf.ndim
+            if not -nd <= d < nd:
+                raise ValueError(
+                    f"{where}: Got in_dim={d} for some input, but that input is a Tensor of dimensionality {nd} so "
+                    f"expected in_dim to satisfy -{nd} <= in_dim < {nd}."
+                )
+            batched[k] = d % nd
+        if not batched:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        sizes = [int(leaves[k].shape[d]) for k, d in batched.items()]
+        if len(set(sizes)) > 1:
+            detail = ", ".join(
+                f"{paths[k]} has size {n} at in_dim {d}" for (k, d), n in zip(batched.items(), sizes, strict=True)
+            )
+            raise ValueError(
+                "vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                f"{sizes} for the mapped dimension ({detail})"
+            )
+        size = sizes[0]
+        kw_leaves: list[Any] = []
+        _tree_leaves(kwargs, "kwargs", kw_leaves, [])
+        gens = _generators([*leaves, *kw_leaves])
+        start = _states(gens)
+
+        def call(elem_leaves: list[Any]) -> Any:
+            if randomness == "same":
+                _set_states(gens, start)
+            out = func(*_tree_rebuild(args, iter(elem_leaves)), **kwargs)
+            if randomness == "error" and _states(gens) != start:
+                _set_states(gens, start)
+                raise RuntimeError(
+                    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
+                )
+            return out
+
+        step = size if chunk_size is None else chunk_size
+        chunks: list[list[Any]] = []  # per chunk, each element's output
+        for c0 in range(0, size, max(step, 1)):
+            n = min(step, size - c0)
+            parts = {k: (leaves[k] if n == size else leaves[k].narrow(d, c0, n)).unbind(d) for k, d in batched.items()}
+            outs = []
+            for j in range(n):
+                elem = list(leaves)
+                for k, p in parts.items():
+                    elem[k] = p[j]
+                outs.append(call(elem))
+            chunks.append(outs)
+        if size == 0:
+            return _empty_batch(func, name, args, leaves, batched, kwargs, out_dims, gens, start)
+        return _stack_outputs(name, [o for c in chunks for o in c], [len(c) for c in chunks], out_dims)
+
+    return wrapper
+
+
+def _out_dims_of(name: str, out_dims: Any, output: Any) -> list[Any]:
+    """One out_dim per leaf of ``output`` (PyTorch's prefix matching; a single output also takes
+    a one-element tuple)."""
+
+    def valid(d: Any) -> bool:
+        if isinstance(d, (tuple, list)):
+            return all(valid(x) for x in d)
+        if isinstance(d, dict):
+            return all(valid(x) for x in d.values())
+        return _is_dim(d)
+
+    if not valid(out_dims):
+        raise ValueError(
+            f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a python collection of ints "
+            "representing where in the outputs the vmapped dimension should appear."
+        )
+    if not isinstance(output, (tuple, list, dict)) and isinstance(out_dims, (tuple, list)) and len(out_dims) == 1:
+        out_dims = out_dims[0]
+    dims: list[Any] = []
+    if not _broadcast_dims(out_dims, output, dims):
+        raise ValueError(
+            f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the structure of "
+            f"`outputs`. out_dims is {out_dims!r} but the output is a {type(output).__name__}"
+            + (f" of {len(output)}" if isinstance(output, (tuple, list, dict)) else "")
+        )
+    return dims
+
+
+def _stack_outputs(name: str, outputs: list[Any], chunk_lengths: list[int], out_dims: Any) -> Any:
+    """The per-element outputs of ``func`` stacked along their out_dims (per chunk, then
+    concatenated), in the first output's structure."""
+    first = outputs[0]
+    dims = _out_dims_of(name, out_dims, first)
+    per_elem: list[list[Any]] = []
+    for i, out in enumerate(outputs):
+        flat: list[Any] = []
+        _tree_leaves(out, "", flat, [])
+        if len(flat) != len(dims) or _tree_count(out) != _tree_count(first) or type(out) is not type(first):
+            raise ValueError(
+                f"vmap({name}, ...): `{name}` returned outputs of different structures for batch elements 0 and {i}"
+            )
+        per_elem.append(flat)
+    results: list[Any] = []
+    for k, d in enumerate(dims):
+        column = [flat[k] for flat in per_elem]
+        if d is None:
+            if any(c is not column[0] and isinstance(c, Tensor) and c.requires_grad for c in column):
+                # equal values prove nothing about a gradient: returning element 0's output
+                # would send its gradient to element 0 alone (torch raises here: it is batched)
+                raise ValueError(
+                    f"vmap({name}, ...): `{name}` returned a new tensor that requires grad for an output whose "
+                    "out_dim is None; vmap runs it once per batch element and cannot tell that it does not depend "
+                    "on the batch (its gradient would reach element 0 only): give it an out_dim, or compute it "
+                    "outside the vmapped function"
+                )
+            if not all(_same_value(column[0], c) for c in column[1:]):
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+            results.append(column[0])
+            continue
+        bad = next((c for c in column if not isinstance(c, Tensor)), None)
+        if bad is not None or not column:
+            raise ValueError(
+                f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(bad)}. Did you mean to set "
+                "out_dims= to None for output?"
+            )
+        shape = column[0].shape
+        for i, c in enumerate(column):
+            if c.shape != shape:
+                raise ValueError(
+                    f"vmap({name}, ...): `{name}` returned an output of shape {tuple(shape)} for batch element 0 but "
+                    f"{tuple(c.shape)} for element {i}; vmap needs the same shapes for every element"
+                )
+        r = len(shape)
+        if not -(r + 1) <= d <= r:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-(r + 1)}, {r}], but got {d})")
+        stacked: list[Tensor[Any, Any]] = []
+        at = 0
+        for n in chunk_lengths:
+            stacked.append(stack(column[at : at + n], dim=d))
+            at += n
+        results.append(stacked[0] if len(stacked) == 1 else cat(stacked, dim=d))
+    return _tree_rebuild(first, iter(results))
+
+
+def _empty_batch(
+    func: Func,
+    name: str,
+    args: tuple[Any, ...],
+    leaves: list[Any],
+    batched: dict[int, int],
+    kwargs: dict[str, Any],
+    out_dims: Any,
+    gens: list[np.random.Generator],
+    start: list[Any],
+) -> Any:
+    """A batch of size 0: ``func`` runs once, untraced, on zeros of an element's shapes (the
+    generators put back after) to learn the outputs' shapes and dtypes; each output is an empty
+    tensor with 0 at its out_dim, recorded from the batched inputs where they share its dtype, so
+    their gradients are (empty) zeros, as PyTorch's."""
+    elem = list(leaves)
+    for k, d in batched.items():
+        t = leaves[k]
+        elem[k] = t.new_zeros(tuple(s for i, s in enumerate(t.shape) if i != d))
+    with no_grad():
+        out = func(*_tree_rebuild(args, iter(elem)), **kwargs)
+    _set_states(gens, start)
+    dims = _out_dims_of(name, out_dims, out)
+    flat: list[Any] = []
+    _tree_leaves(out, "", flat, [])
+    results: list[Any] = []
+    for o, d in zip(flat, dims, strict=True):
+        if d is None:
+            results.append(o)
+            continue
+        if not isinstance(o, Tensor):
+            raise ValueError(
+                f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(o)}. Did you mean to set "
+                "out_dims= to None for output?"
+            )
+        r = o.ndim
+        if not -(r + 1) <= d <= r:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-(r + 1)}, {r}], but got {d})")
+        shape = list(o.shape)
+        shape.insert(d % (r + 1), 0)
+        res: Tensor[Any, Any] = o.new_zeros(tuple(shape))
+        for k, bd in batched.items():
+            t = leaves[k]
+            if t.dtype == res.dtype and np.issubdtype(np.dtype(t.dtype), np.floating):
+                res = res + t.narrow(bd, 0, 0).sum()  # an empty sum: 0, recorded from the input
+        results.append(res)
+    return _tree_rebuild(out, iter(results))
