@@ -531,16 +531,17 @@ def linear_block() -> str:
 
 # ----- ops/conv.py -------------------------------------------------------------------------
 
-CONVS = {"conv2d": 2, "conv1d": 1, "conv_transpose2d": 2}
+CONVS = {"conv2d": 2, "conv1d": 1, "conv_transpose2d": 2, "conv3d": 3, "conv_transpose3d": 3}
 """The convolutions and their number of spatial dims."""
 
 
 def conv_block(name: str) -> str:
-    """Overloads of ``conv1d`` / ``conv2d`` / ``conv_transpose2d(x, w, b=None, ...)``, tape-kind
+    """Overloads of ``conv1d`` / ``conv2d`` / ``conv3d`` / ``conv_transpose2d`` /
+    ``conv_transpose3d(x, w, b=None, ...)``, tape-kind
     rule: first with ``groups`` left out (``Literal[1]``), where ``x``'s channels ``C`` must be
     ``w``'s (``w``'s first dim for the transposed convolution), then with ``groups: int`` by
     keyword, where they are checked at run time only."""
-    transposed = name == "conv_transpose2d"
+    transposed = name.startswith("conv_transpose")
     nd = CONVS[name]
     spatial, sizes = ["Any"] * nd, ["int"] * nd
     ints = f"Int{nd}"

@@ -82,6 +82,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gradtape.creation",
             "gradtape._torch_ops",
             "gradtape._torch_more",
+            "gradtape._torch_stats",
             "gradtape.cuda",
             "gradtape.serialization",
             "gradtape.autograd",

@@ -178,6 +178,20 @@ def _conv_transpose2d(dev: Cpu, groups: int) -> Case:
     return Case(ours, _pair(ours, ref, rng), rng.standard_normal((2, c, 3, 3)))
 
 
+def _conv3d(dev: Cpu) -> Case:
+    ours = nn.Conv3d(4, 6, 3, stride=(1, 2, 2), padding=1, groups=2, dev=dev, dtype=F64)
+    ref = torch.nn.Conv3d(4, 6, 3, stride=(1, 2, 2), padding=1, groups=2)
+    rng = _rng(dev)
+    return Case(ours, _pair(ours, ref, rng), rng.standard_normal((2, 4, 3, 4, 5)))
+
+
+def _conv_transpose3d(dev: Cpu) -> Case:
+    ours = nn.ConvTranspose3d(2, 3, 2, stride=2, padding=1, output_padding=1, dev=dev, dtype=F64)
+    ref = torch.nn.ConvTranspose3d(2, 3, 2, stride=2, padding=1, output_padding=1)
+    rng = _rng(dev)
+    return Case(ours, _pair(ours, ref, rng), rng.standard_normal((2, 2, 3, 2, 3)))
+
+
 def _layer_norm(dev: Cpu, normalized: tuple[int, ...]) -> Case:
     ours = nn.LayerNorm(normalized, dev=dev, dtype=F64)
     rng = _rng(dev)
@@ -331,6 +345,8 @@ CASES: dict[str, Callable[[Cpu], Case]] = {
     "Conv2d-dilation-nobias": _conv2d_dilated,
     "ConvTranspose2d": lambda dev: _conv_transpose2d(dev, 1),
     "ConvTranspose2d-groups": lambda dev: _conv_transpose2d(dev, 2),
+    "Conv3d-stride-pad-groups": _conv3d,
+    "ConvTranspose3d": _conv_transpose3d,
     "LayerNorm": lambda dev: _layer_norm(dev, (4,)),
     "LayerNorm-2dims": lambda dev: _layer_norm(dev, (3, 4)),
     "RMSNorm": _rms_norm,

@@ -350,7 +350,8 @@ def _readme_second_rules_block() -> str:
     masks |= {"multinomial"}  # sampling: integer draws
     masks |= {"argmax", "argmin", "argsort", "one_hot"}  # int64 indices: no gradient either
     masks |= {"floor_divide"}  # not differentiable, as in PyTorch
-    names = sorted(set(gradtape.ops.__all__) - masks) + sorted(gradtape.losses.__all__)
+    first_order = {"ctc_loss"}  # no double backward, as in PyTorch: it raises
+    names = sorted(set(gradtape.ops.__all__) - masks) + sorted(set(gradtape.losses.__all__) - first_order)
     return "\n".join(textwrap.wrap(", ".join(f"`{n}`" for n in names), 100, break_on_hyphens=False))
 
 

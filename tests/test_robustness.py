@@ -161,6 +161,8 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "conv1d": ((2, 3, 5), lambda x: ops.conv1d(x, W_CONV1)),
     "conv_transpose2d": ((2, 3, 4, 4), lambda x: ops.conv_transpose2d(x, W_TCONV, stride=2)),
     "conv_transpose1d": ((2, 3, 4), lambda x: ops.conv_transpose1d(x, W_TCONV[:, :, 0], stride=2)),
+    "conv3d": ((2, 3, 4, 4, 4), lambda x: ops.conv3d(x, _t((4, 3, 3, 3, 3), 5), padding=1)),
+    "conv_transpose3d": ((2, 3, 3, 3, 3), lambda x: ops.conv_transpose3d(x, _t((3, 4, 2, 2, 2), 6), stride=2)),
     "selective_scan": (
         (2, 3, 4),  # then dt, A, B, C, D, z
         lambda x: ops.selective_scan(
@@ -174,6 +176,7 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     **{name: ((2, 3, 4, 4), _with(ops, name, 2)) for name in ("max_pool2d", "min_pool2d", "avg_pool2d")},
     "upscale2d": ((2, 3, 2, 2), lambda x: ops.upscale2d(x, scale_factor=2)),
     "cross_entropy": ((2, 3), lambda x: losses.cross_entropy(x, [2, 0])),
+    "ctc_loss": ((4, 2, 3), lambda x: losses.ctc_loss(x, [[1], [2]], [4, 4], [1, 1])),
     **{
         name: ((2, 3), _with(losses, name, ROW))
         for name in ("mse_loss", "l1_loss", "mae_loss", "huber_loss", "smooth_l1_loss", "kl_div")
@@ -218,6 +221,9 @@ CALLS: dict[str, tuple[tuple[int, ...], Call]] = {
     "interpolate": ((2, 3, 4, 4), lambda x: ops.interpolate(x, scale_factor=1.5, mode="bilinear")),
     "adaptive_avg_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_avg_pool2d(x, (2, 3))),
     "adaptive_max_pool2d": ((2, 3, 5, 5), lambda x: ops.adaptive_max_pool2d(x, (3, 2))),
+    **{name: ((2, 3, 4, 4, 4), _with(ops, name, 2)) for name in ("max_pool3d", "avg_pool3d")},
+    "adaptive_avg_pool3d": ((2, 3, 5, 4, 5), lambda x: ops.adaptive_avg_pool3d(x, (2, 3, None))),
+    "adaptive_max_pool3d": ((2, 3, 5, 4, 5), lambda x: ops.adaptive_max_pool3d(x, (3, 2, 2))),
     "pixel_shuffle": ((2, 4, 3, 3), lambda x: ops.pixel_shuffle(x, 2)),
     "pixel_unshuffle": ((2, 1, 4, 4), lambda x: ops.pixel_unshuffle(x, 2)),
     "grid_sample": ((2, 3, 4, 4), lambda x: ops.grid_sample(x, _t((2, 3, 5, 2), 9), align_corners=False)),
@@ -258,6 +264,8 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "Conv1d": ((2, 3, 5), lambda: nn.Conv1d(3, 4, 2, dev=DEV)),
     "Conv2d": ((2, 3, 5, 5), lambda: nn.Conv2d(3, 4, 3, padding=1, dev=DEV)),
     "ConvTranspose2d": ((2, 3, 4, 4), lambda: nn.ConvTranspose2d(3, 4, 2, stride=2, dev=DEV)),
+    "Conv3d": ((2, 3, 4, 4, 4), lambda: nn.Conv3d(3, 4, 3, padding=1, dev=DEV)),
+    "ConvTranspose3d": ((2, 3, 3, 3, 3), lambda: nn.ConvTranspose3d(3, 4, 2, stride=2, dev=DEV)),
     "ConvTranspose1d": ((2, 3, 4), lambda: nn.ConvTranspose1d(3, 4, 2, stride=2, dev=DEV)),
     "BatchNorm1d": ((4, 3), lambda: nn.BatchNorm1d(3, dev=DEV)),
     "BatchNorm2d": ((2, 3, 4, 4), lambda: nn.BatchNorm2d(3, dev=DEV)),
@@ -296,6 +304,7 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "BCELoss": ((2, 3), lambda: _loss_layer(nn.BCELoss(), ROW.numpy() > 0)),
     "NLLLoss": ((2, 3), lambda: _loss_layer(nn.NLLLoss(), [2, 0])),
     "CrossEntropyLoss": ((2, 3), lambda: _loss_layer(nn.CrossEntropyLoss(label_smoothing=0.1), [2, 0])),
+    "CTCLoss": ((4, 2, 3), lambda: _loss_layer(nn.CTCLoss(), [[1], [2]], [4, 4], [1, 1])),
     "CosineEmbeddingLoss": ((2, 3), lambda: _loss_layer(nn.CosineEmbeddingLoss(), ROW, [1, -1])),
     "MarginRankingLoss": ((2, 3), lambda: _loss_layer(nn.MarginRankingLoss(), ROW, np.sign(ROW.numpy()))),
     "HingeEmbeddingLoss": ((2, 3), lambda: _loss_layer(nn.HingeEmbeddingLoss(), np.sign(ROW.numpy()))),
@@ -305,6 +314,10 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "SoftMarginLoss": ((2, 3), lambda: _loss_layer(nn.SoftMarginLoss(), np.sign(ROW.numpy()))),
     "MultiLabelSoftMarginLoss": ((2, 3), lambda: _loss_layer(nn.MultiLabelSoftMarginLoss(), ROW.numpy() > 0)),
     "MultiMarginLoss": ((2, 3), lambda: _loss_layer(nn.MultiMarginLoss(), [2, 0])),
+    "MultiLabelMarginLoss": (
+        (2, 3),
+        lambda: _loss_layer(nn.MultiLabelMarginLoss(), DEV.tensor(np.array([[2, -1, 0], [0, 1, -1]]))),
+    ),
     "LSTM": ((2, 3, 4), _first(lambda: nn.LSTM(4, 5, dev=DEV))),
     "GRU": ((2, 3, 4), _first(lambda: nn.GRU(4, 5, dev=DEV))),
     "RNN": ((2, 3, 4), _first(lambda: nn.RNN(4, 5, dev=DEV))),
@@ -366,6 +379,12 @@ LAYERS: dict[str, tuple[tuple[int, ...], Callable[[], Any]]] = {
     "GroupNorm": ((2, 4, 3), lambda: nn.GroupNorm(2, 4, dev=DEV)),
     "InstanceNorm1d": ((2, 3, 4), lambda: nn.InstanceNorm1d(3, affine=True, dev=DEV)),
     "InstanceNorm2d": ((2, 3, 4, 4), lambda: nn.InstanceNorm2d(3, dev=DEV)),
+    "BatchNorm3d": ((2, 3, 3, 2, 2), lambda: nn.BatchNorm3d(3, dev=DEV)),
+    "InstanceNorm3d": ((2, 3, 3, 2, 2), lambda: nn.InstanceNorm3d(3, affine=True, dev=DEV)),
+    "MaxPool3d": ((2, 3, 4, 4, 4), lambda: nn.MaxPool3d(2)),
+    "AvgPool3d": ((2, 3, 4, 4, 4), lambda: nn.AvgPool3d((2, 2, 1), padding=(1, 0, 0))),
+    "AdaptiveAvgPool3d": ((2, 3, 5, 4, 5), lambda: nn.AdaptiveAvgPool3d(2)),
+    "AdaptiveMaxPool3d": ((2, 3, 5, 4, 5), lambda: nn.AdaptiveMaxPool3d((3, None, 2))),
     "CosineSimilarity": ((2, 3), lambda: _loss_layer(nn.CosineSimilarity(), ROW)),
     "PairwiseDistance": ((2, 3), lambda: _loss_layer(nn.PairwiseDistance(), ROW)),
 }
@@ -458,7 +477,8 @@ def _named_error(e: BaseException, name: str) -> bool:
 ALIASES = {"mae_loss": ("l1_loss",), "unsqueeze": ("expand_dims",)}
 """Exports that are another op under a second name (its errors carry the first name)."""
 LAYER_NAMES = {n for n in nn.__all__ if isinstance(getattr(nn, n), type)}
-GRADTAPE_NAMES = set(ops.__all__) | set(losses.__all__) | LAYER_NAMES | {"batch_norm", "getitem"}
+GRADTAPE_NAMES = set(ops.__all__) | set(losses.__all__) | LAYER_NAMES
+GRADTAPE_NAMES |= {"batch_norm", "getitem", "multilabel_margin_loss"}  # F-only functions layers call
 """A layer's error may come from the op or layer it calls (``max_pool2d: expects x of shape
 (N, C, H, W)`` from ``MaxPool2d``), which names what was wrong just as well."""
 

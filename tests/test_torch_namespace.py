@@ -52,6 +52,9 @@ INPUTS: dict[str, np.ndarray[Any, Any]] = {
     "Y01": (_R.uniform(size=(3, 4)) > 0.5).astype(np.float64),
     "YPM": np.array([1.0, -1.0, 1.0]),
     "YPM4": np.where(_R.uniform(size=(3, 4)) > 0.5, 1.0, -1.0),
+    "X5C": _R.standard_normal((2, 3, 4, 5, 4)),  # conv3d
+    "W5C": _R.standard_normal((4, 3, 2, 3, 2)),
+    "WT5C": _R.standard_normal((3, 4, 2, 3, 2)),
 }
 CONSTANT = {"IDX", "IDX3", "IDX2", "MASK", "Y01", "YPM", "YPM4"}
 
@@ -80,6 +83,27 @@ TOP: dict[str, list[str]] = {
     "column_stack": ["L.column_stack([A, V[:3], B])"],
     "dstack": ["L.dstack([A, B])", "L.dstack([V, V])"],
     "take": ["L.take(A, IDX2)", "L.take(A, IDX - 3)"],
+    # order statistics, integrals, pdist and torch.compile (gradtape._torch_stats)
+    "quantile": [
+        *("L.quantile(A, 0.3)", "L.quantile(A, 0.25, 1)", "L.quantile(A, Q[0], 0, True)"),
+        *("L.quantile(A, Q[0, :2], None, True)", "L.quantile(L.log(A), 0.5, 1)"),
+        "L.quantile(A, Q[0, :3].detach(), dim=1, interpolation='lower')",
+        *("L.quantile(A, 0.5, 0, interpolation='higher')", "L.quantile(A, 0.5, 1, interpolation='midpoint')"),
+        *("L.quantile(A, Q[1].detach(), dim=1, interpolation='nearest')", "L.quantile(V, 0.5)"),
+    ],
+    "nanquantile": [
+        *("L.nanquantile(L.log(A), 0.4, 1)", "L.nanquantile(L.log(A), Q[0, :3], 0)"),
+        "L.nanquantile(L.log(A), Q[0, :3].detach(), 1, True, interpolation='midpoint')",
+    ],
+    "mode": ["L.mode(A)", "L.mode(L.cat([A, A[:, :2]], 1), 1, True)", "L.mode(IDX2, 0)", "L.mode(L.round(A * 2), 1)"],
+    "pdist": ["L.pdist(A)", "L.pdist(M, 1)", "L.pdist(M, 0.5)", "L.pdist(L.cat([A, A[:1]]), 3)"],
+    "trapezoid": ["L.trapezoid(A)", "L.trapezoid(A, V)", "L.trapezoid(A, dx=0.5, dim=0)", "L.trapezoid(A, B, dim=0)"],
+    "trapz": ["L.trapz(A, V)", "L.trapz(A, dx=2.0)"],
+    "cumulative_trapezoid": [
+        *("L.cumulative_trapezoid(A)", "L.cumulative_trapezoid(A, V)"),
+        *("L.cumulative_trapezoid(A, dx=0.3, dim=0)", "L.cumulative_trapezoid(A, B)"),
+    ],
+    "compile": ["L.compile(lambda t: L.sin(t) * 2, backend='eager')(A)"],
     "conv_transpose1d": ["L.conv_transpose1d(X3, W3.transpose(0, 1), None, 2, 1)"],
     # torch.linalg's functions at the top (gradtape.linalg)
     "inverse": ["L.inverse(A[:, :3])", "L.inverse(X4[0, :, :3, :3])"],
@@ -221,6 +245,8 @@ TOP: dict[str, list[str]] = {
     "conv1d": ["L.conv1d(X3, W3, None, 1, 1)"],
     "conv2d": ["L.conv2d(X4, W4, None, 2, 1)", "L.conv2d(X4, W4, stride=1, padding=1)"],
     "conv_transpose2d": ["L.conv_transpose2d(X4, WT, None, 2, 1)"],
+    "conv3d": ["L.conv3d(X5C, W5C, None, 2, 1)", "L.conv3d(X5C, W5C, V, padding='same')"],
+    "conv_transpose3d": ["L.conv_transpose3d(X5C, WT5C, None, 2, 1, 1)"],
     "cos": ["L.cos(A)"],
     "cosh": ["L.cosh(A)"],
     "cosine_similarity": ["L.cosine_similarity(A, B)", "L.cosine_similarity(A, B, 0)"],
@@ -266,6 +292,7 @@ TOP: dict[str, list[str]] = {
     "matmul": ["L.matmul(A, M)", "L.matmul(A, V)"],
     "max": ["L.max(A)", "L.max(A, 1)", "L.max(A, 0, True)", "L.max(A, dim=1)", "L.max(A, B)"],
     "max_pool2d": ["L.max_pool2d(X4, 2)"],
+    "max_pool3d": ["L.max_pool3d(X5C, 2)", "L.max_pool3d(X5C, (3, 2, 3), (1, 2, 1), 1)"],
     "maximum": ["L.maximum(A, B)"],
     "mean": ["L.mean(A)", "L.mean(A, 1)", "L.mean(A, 1, True)", "L.mean(A, dim=(0, 1))"],
     "min": ["L.min(A)", "L.min(A, 0)", "L.min(A, dim=1, keepdim=True)", "L.min(A, B)"],
@@ -393,12 +420,18 @@ FUNCTIONAL: dict[str, list[str]] = {
     "threshold": ["F.threshold(A, 0.1, 20.0)"],
     "adaptive_avg_pool2d": ["F.adaptive_avg_pool2d(X4, (3, 3))", "F.adaptive_avg_pool2d(X4, 1)"],
     "adaptive_max_pool2d": ["F.adaptive_max_pool2d(X4, 2)"],
+    "max_pool3d": ["F.max_pool3d(X5C, 2)", "F.max_pool3d(X5C[0], 3, 2, 1)", "F.max_pool3d(X5C, (2, 3, 1), stride=1)"],
+    "avg_pool3d": ["F.avg_pool3d(X5C, 2)", "F.avg_pool3d(X5C, (3, 2, 3), (1, 2, 1), 1)"],
+    "adaptive_avg_pool3d": ["F.adaptive_avg_pool3d(X5C, (3, 2, 3))", "F.adaptive_avg_pool3d(X5C[0], 1)"],
+    "adaptive_max_pool3d": ["F.adaptive_max_pool3d(X5C, (3, None, 3))", "F.adaptive_max_pool3d(X5C, 2, True)"],
     "avg_pool2d": ["F.avg_pool2d(X4, 2)", "F.avg_pool2d(X4, 3, 1, 1)"],
     "binary_cross_entropy": ["F.binary_cross_entropy(Q, Y01)", "F.binary_cross_entropy(Q, Y01, reduction='sum')"],
     "binary_cross_entropy_with_logits": ["F.binary_cross_entropy_with_logits(A, Y01)"],
     "conv1d": ["F.conv1d(X3, W3, None, 1, 1)"],
     "conv2d": ["F.conv2d(X4, W4, None, 1, 1)", "F.conv2d(X4, W4, V, stride=2)"],
     "conv_transpose2d": ["F.conv_transpose2d(X4, WT, None, 2, 1)"],
+    "conv3d": ["F.conv3d(X5C, W5C, None, 1, 1)", "F.conv3d(X5C, W5C, V, stride=(2, 1, 2))"],
+    "conv_transpose3d": ["F.conv_transpose3d(X5C, WT5C, V, 2, 1, 1)"],
     "cosine_embedding_loss": ["F.cosine_embedding_loss(A, B, YPM)"],
     "cosine_similarity": ["F.cosine_similarity(A, B)", "F.cosine_similarity(A, B, dim=0)"],
     "cross_entropy": [
@@ -407,6 +440,11 @@ FUNCTIONAL: dict[str, list[str]] = {
         "F.cross_entropy(A, IDX3, label_smoothing=0.1)",
         "F.cross_entropy(A, IDX3, ignore_index=0)",
         "F.cross_entropy(X4[:, :3, 0, :4], IDX2[:2])",
+    ],
+    "ctc_loss": [
+        "F.ctc_loss(F.log_softmax(X3.permute(2, 0, 1), -1), IDX2[:2, :3] % 2 + 1, (7, 5), (3, 2))",
+        "F.ctc_loss(F.log_softmax(X3.permute(2, 0, 1), -1), IDX % 2 + 1, [7, 6], [2, 1], reduction='none')",
+        "F.ctc_loss(F.log_softmax(X3.permute(2, 0, 1), -1), IDX2[:2, :3] % 2, (7, 2), (3, 3), 2, 'sum', True)",
     ],
     "dropout": ["F.dropout(A, 0.5, False)", "F.dropout(A, p=0.2, training=False)"],
     "elu": ["F.elu(A)", "F.elu(A, 0.5)"],
@@ -464,6 +502,11 @@ FUNCTIONAL: dict[str, list[str]] = {
         "F.multi_margin_loss(A, IDX3, p=2, reduction='sum')",
         "F.multi_margin_loss(V, IDX3[0], margin=-0.2, weight=P[0].detach())",
     ],
+    "multilabel_margin_loss": [
+        "F.multilabel_margin_loss(A, L.tensor([[3, 0, -1, 1], [0, 1, 2, 3], [-1, 0, 0, 0]]))",
+        "F.multilabel_margin_loss(A, L.tensor([[1, -1, 0, 0], [2, 3, -1, 2], [0, 1, 2, -1]]), reduction='none')",
+        "F.multilabel_margin_loss(A[1], L.tensor([2, 0, -1, 3]), reduction='sum')",
+    ],
     "multilabel_soft_margin_loss": [
         "F.multilabel_soft_margin_loss(A, Y01)",
         "F.multilabel_soft_margin_loss(A, Q, P[0].detach(), reduction='none')",
@@ -474,6 +517,7 @@ FUNCTIONAL: dict[str, list[str]] = {
     "one_hot": ["F.one_hot(IDX3, 5)", "F.one_hot(IDX3)"],
     "pad": ["F.pad(A, (1, 2))", "F.pad(A, (1, 1, 2, 0), value=0.5)", "F.pad(X4, (1, 1, 1, 1), mode='reflect')"],
     "pairwise_distance": ["F.pairwise_distance(A, B)"],
+    "pdist": ["F.pdist(A, 3)", "F.pdist(M.T, float('inf'))", "F.pdist(L.cat([M, M[:1]]))"],
     "pixel_shuffle": ["F.pixel_shuffle(X4P, 2)"],
     "pixel_unshuffle": ["F.pixel_unshuffle(X4, 2)"],
     "poisson_nll_loss": ["F.poisson_nll_loss(A, P)"],
@@ -803,6 +847,7 @@ METHODS = [
     *("A.type_as(B)", "IDX2.type_as(A)", "A.view_as(B.T)", "A.reshape_as(B.T)", "V.expand_as(A)", "X3.mT"),
     *("A.select(1, 2)", "A.select(0, -1)", "A.narrow(1, 1, 2)", "X4.unflatten(1, (3, 1))", "A.unflatten(1, (2, -1))"),
     *("A.masked_select(A > 0)", "(A > 0).nonzero()"),
+    *("A.quantile(0.3, 1)", "A.nanquantile(Q[0].detach(), 0, interpolation='higher')", "A.mode(0)"),
 ]
 
 

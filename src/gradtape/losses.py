@@ -36,6 +36,7 @@ from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.kernels import softmax as _ks
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._util import check_same_device, int_indices, replayable
+from gradtape.ops.ctc import ctc_loss
 from gradtape.ops.softmax import log_softmax_array
 from gradtape.tape import NONE_TAPE, op_tape, record
 
@@ -48,6 +49,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cosine_embedding_loss",
     "cross_entropy",
+    "ctc_loss",
     "gaussian_nll_loss",
     "hinge_embedding_loss",
     "huber_loss",

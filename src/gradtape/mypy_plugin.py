@@ -203,7 +203,13 @@ SHAPE = ErrorCode("gradtape-shape", "Tensor shapes that gradtape's plugin proves
 # mypy's cache keeps no default expressions); the same values as the signatures'.
 _DEFAULTS: dict[str, int | None] = {"axis": 0, "stride": 1, "padding": 0, "dilation": 1, "output_padding": 0}
 
-_CONV = {"conv1d": (1, False), "conv2d": (2, False), "conv_transpose2d": (2, True)}
+_CONV = {
+    "conv1d": (1, False),
+    "conv2d": (2, False),
+    "conv3d": (3, False),
+    "conv_transpose2d": (2, True),
+    "conv_transpose3d": (3, True),
+}
 _POOL = ("max_pool2d", "min_pool2d", "avg_pool2d")
 
 Dim = ProperType

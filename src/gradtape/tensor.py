@@ -1580,11 +1580,45 @@ class Tensor(Generic[S, T_co]):
         out: Tensor[Any, NoneTape] = _composed.histc(self, bins, min, max)
         return out
 
+    def quantile(
+        self,
+        q: builtins.float | Tensor[Any, Any],
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = "linear",
+    ) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.quantile(q, dim=None, keepdim=False, *, interpolation='linear')``
+        (:func:`gradtape.quantile`)."""
+        out: Tensor[Any, T_co] = _stats.quantile(self, q, dim, keepdim, interpolation=interpolation)
+        return out
+
+    def nanquantile(
+        self,
+        q: builtins.float | Tensor[Any, Any],
+        dim: builtins.int | None = None,
+        keepdim: builtins.bool = False,
+        *,
+        interpolation: builtins.str = "linear",
+    ) -> Tensor[Any, T_co]:
+        """PyTorch's ``x.nanquantile(q, dim=None, keepdim=False, *, interpolation='linear')``
+        (:func:`gradtape.nanquantile`)."""
+        out: Tensor[Any, T_co] = _stats.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+        return out
+
+    def mode(self, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """PyTorch's ``x.mode(dim=-1, keepdim=False)``: ``(values, indices)`` (:func:`gradtape.mode`)."""
+        return _stats.mode(self, dim, keepdim)
+
 
 _composed: Any = None
 """``gradtape._torch_more``, PyTorch's functions composed of gradtape ops, which the methods
 above call (``x.addmm``, ``x.scatter``, ``x.trace()``, ...): a higher layer, so it registers
 itself here when it loads (tests/test_layering.py)."""
+
+_stats: Any = None
+"""``gradtape._torch_stats`` (``x.quantile``, ``x.nanquantile``, ``x.mode``), registered the
+same way."""
 
 _SHARED_WITH_TAPE: weakref.WeakValueDictionary[int, Array] = weakref.WeakValueDictionary()
 """The read-only arrays :meth:`Tensor.detach` made from recorded tensors, by ``id``: read only

@@ -64,12 +64,16 @@ from gradtape.nn.container import ModuleDict, ModuleList, ParameterDict, Paramet
 from gradtape.nn.conv import (
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     MinPool2d,
 )
 from gradtape.nn.distance import CosineSimilarity, PairwiseDistance  # issue 27
@@ -79,6 +83,7 @@ from gradtape.nn.loss import (
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
@@ -86,6 +91,7 @@ from gradtape.nn.loss import (
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
@@ -99,9 +105,11 @@ from gradtape.nn.module import Module
 from gradtape.nn.norm import (  # issue 27
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
@@ -112,8 +120,10 @@ from gradtape.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from gradtape.nn.spatial import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
@@ -160,8 +170,11 @@ __all__ = [
     "CELU",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
+    "CTCLoss",
     "CosineEmbeddingLoss",
     "CrossEntropyLoss",
     "Dropout",
@@ -199,6 +212,7 @@ __all__ = [
     "ModuleDict",
     "ModuleList",
     "MultiHeadAttention",
+    "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
     "NLLLoss",
@@ -249,3 +263,4 @@ __all__ += ["Bilinear", "LocalResponseNorm", "Unfold", "Fold", "ChannelShuffle",
 __all__ += ["RReLU", "AlphaDropout", "FeatureAlphaDropout", "Dropout1d", "Dropout3d"]
 __all__ += ["ZeroPad1d", "ZeroPad3d", "ConstantPad1d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad3d"]
 __all__ += ["ReplicationPad1d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
+__all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "BatchNorm3d", "InstanceNorm3d", "MaxPool3d"]  # 3-D

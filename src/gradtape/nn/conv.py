@@ -1,5 +1,6 @@
 """Convolution and pooling layers: :class:`Conv1d`, :class:`Conv2d`, :class:`ConvTranspose2d`,
-:class:`MaxPool2d`, :class:`AvgPool2d`, :class:`MinPool2d`."""
+:class:`Conv3d`, :class:`ConvTranspose3d`,
+:class:`MaxPool2d`, :class:`AvgPool2d`, :class:`MinPool2d`, :class:`MaxPool3d`, :class:`AvgPool3d`."""
 
 from __future__ import annotations
 
@@ -12,23 +13,35 @@ import numpy.typing as npt
 
 from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.nn._init import kaiming_uniform
-from gradtape.nn._typing import C, H, J, K, N, O, T, W
+from gradtape.nn._typing import D1, C, H, J, K, N, O, T, W
 from gradtape.nn.module import Module
-from gradtape.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # unwrapped: Module.__call__ checked x
-from gradtape.ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, min_pool2d
-from gradtape.shapes import AnyShape, Rank3, Rank4
+from gradtape.ops.conv import (  # unwrapped: Module.__call__ checked x
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from gradtape.ops.pool import Int3, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, min_pool2d
+from gradtape.ops.spatial import pad
+from gradtape.shapes import AnyShape, Rank3, Rank4, Rank5
 from gradtape.tape import NoneTape
 from gradtape.tensor import Tensor
 
 __all__ = [
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "MinPool2d",
 ]
 
@@ -295,6 +308,195 @@ class ConvTranspose2d(_TransposedConv[C, O], _Conv2dBase[C, O]):
         )
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class _Conv3dBase(_ConvNd[C, O]):
+    """The typed ``forward`` of :class:`Conv3d` and :class:`ConvTranspose3d` (``(N, C, D, H, W)
+    -> (N, O, D_out, H_out, W_out)``), which implement ``_conv``; and ``padding_mode``."""
+
+    nd = 3
+    padding_mode: str = "zeros"
+
+    @overload
+    def forward(self, x: Tensor[Rank5[N, C, D1, H, W], T]) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank5[N, int, D1, H, W], T]) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+    @overload
+    def forward(
+        self: _Conv3dBase[int, O], x: Tensor[Rank5[N, J, D1, H, W], T]
+    ) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out)``, ``x``'s tape kind."""
+        return self._conv(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        raise NotImplementedError
+
+
+class Conv3d(_Conv3dBase[C, O]):
+    """3-D convolution layer (PyTorch's ``nn.Conv3d``): ``x (N, C_in, D, H, W) -> (N, C_out,
+    D_out, H_out, W_out)``, ``D_out = floor((D + 2p - d(KD-1) - 1)/s) + 1`` (likewise ``H_out``,
+    ``W_out``; :func:`gradtape.ops.conv3d`), float32 or float64 (the layer's dtype).
+
+    Typed ``Conv3d[C, O]`` as :class:`Conv2d`: ``Tensor[Rank5[N, C, Any, Any, Any], T]`` to
+    ``Tensor[Rank5[N, O, int, int, int], T]``; another static channel dim is a type error, an
+    ``int`` one (on either side) is checked at run time; ``groups`` does not change the typing.
+
+    Args:
+        in_channels, out_channels: ``C_in``, ``C_out`` (both divisible by ``groups``).
+        kernel_size, stride, padding, dilation, groups: ints or triples, as ``torch.nn.Conv3d``
+            (``padding`` also ``"valid"`` or ``"same"``, the latter with stride 1 only).
+        bias: whether to learn a bias ``(C_out,)``.
+        padding_mode: ``"zeros"`` (default), ``"reflect"``, ``"replicate"`` or ``"circular"``:
+            as PyTorch, the other modes pad the input with :func:`gradtape.ops.pad` first and
+            convolve without padding.
+        dev, device, dtype: as :class:`Conv2d`.
+
+    Parameters (PyTorch's names and init): ``weight (C_out, C_in/groups, KD, KH, KW)`` and
+    ``bias (C_out,)``, both ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, ``fan_in = C_in/groups * KD
+    * KH * KW``.
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts; an unknown ``padding_mode``;
+            ``padding="same"`` with a stride. Forward raises what :func:`gradtape.ops.conv3d`
+            raises (ShapeError naming the op and the shapes, DTypeError).
+    """
+
+    def __init__(
+        self,
+        in_channels: C,
+        out_channels: O,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] | str = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        *,
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            dev=dev,
+            device=device,
+            dtype=dtype,
+        )
+        name = type(self).__name__
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        if padding == "same" and _tuple(stride, 3) != (1, 1, 1):
+            raise ValueError(f"{name}: padding='same' needs stride 1, got stride {stride}")
+        self.padding_mode = padding_mode
+
+    def _pad_amounts(self) -> tuple[int, ...]:
+        """PyTorch's ``_reversed_padding_repeated_twice``: ``(left, right, top, bottom, front,
+        back)`` for :func:`gradtape.ops.pad`."""
+        k, d = self.kernel_size, _tuple(self.dilation, 3)
+        if self.padding == "valid":
+            per = [(0, 0)] * 3
+        elif self.padding == "same":
+            per = [(dd * (kk - 1) // 2, dd * (kk - 1) - dd * (kk - 1) // 2) for dd, kk in zip(d, k, strict=True)]
+        else:
+            per = [(p, p) for p in _tuple(self.padding, 3)]
+        return tuple(v for lo_hi in reversed(per) for v in lo_hi)
+
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        if self.padding_mode != "zeros":
+            xp = pad(x, self._pad_amounts(), mode=cast(Any, self.padding_mode))
+            return conv3d(xp, self.weight, self.bias, self.stride, 0, self.dilation, groups=self.groups)
+        return conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, groups=self.groups)
+
+    def extra_repr(self) -> str:
+        mode = "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode}"
+        return super().extra_repr() + mode
+
+
+class ConvTranspose3d(_TransposedConv[C, O], _Conv3dBase[C, O]):
+    """3-D transposed convolution layer (PyTorch's ``nn.ConvTranspose3d``): ``x (N, C_in, D, H,
+    W) -> (N, C_out, D_out, H_out, W_out)``, ``D_out = (D - 1)s - 2p + d(KD - 1) +
+    output_padding + 1`` (likewise ``H_out``, ``W_out``; :func:`gradtape.ops.conv_transpose3d`).
+
+    Typed ``ConvTranspose3d[C, O]`` exactly as :class:`Conv3d`.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: ints or
+            triples, as ``torch.nn.ConvTranspose3d``; ``output_padding`` (keyword) as well.
+        bias: whether to learn a bias ``(C_out,)``.
+        padding_mode: ``"zeros"`` only (as PyTorch's transposed convolutions).
+        dev, device, dtype: as :class:`Conv2d`.
+
+    Parameters: ``weight (C_in, C_out/groups, KD, KH, KW)`` and ``bias (C_out,)``, both
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with PyTorch's ``fan_in = C_out/groups * KD * KH *
+    KW`` (``weight.size(1)`` times the receptive field).
+
+    Raises:
+        ValueError: ``groups`` does not divide the channel counts; ``padding_mode`` other than
+            ``"zeros"``. Forward raises what :func:`gradtape.ops.conv_transpose3d` raises.
+    """
+
+    def __init__(
+        self,
+        in_channels: C,
+        out_channels: O,
+        kernel_size: int | tuple[int, ...],
+        stride: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        dilation: int | tuple[int, ...] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        *,
+        output_padding: int | tuple[int, ...] = 0,
+        padding_mode: str = "zeros",
+        dev: AnyDevice | None = None,
+        device: DeviceSpec = None,
+        dtype: npt.DTypeLike = np.float32,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            output_padding=output_padding,
+            dev=dev,
+            device=device,
+            dtype=dtype,
+        )
+        if padding_mode != "zeros":
+            raise ValueError(f"ConvTranspose3d: only padding_mode='zeros' is supported, got {padding_mode!r}")
+
+    def _conv(self, x: Tensor[Any, Any]) -> Tensor[Any, Any]:
+        return conv_transpose3d(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.output_padding,
+            groups=self.groups,
+            dilation=self.dilation,
+        )
+
+
 # The pools keep the batch and channel dims and the tape kind: ``Tensor[Rank4[N, C, Any,
 # Any], T] -> Tensor[Rank4[N, C, int, int], T]`` (the window count is computed at run time);
 # an untyped input gives an untyped result (``Tensor[Any, T]``, or a rank-4 tensor of ``Any``
@@ -403,6 +605,62 @@ class AvgPool1d(_Pool1d):
     """
 
     _pool = staticmethod(avg_pool1d)
+
+
+class _Pool3d(Module):
+    """A 3-D pooling layer: ``forward`` applies the class's ``_pool`` (``max_pool3d`` or
+    ``avg_pool3d`` of :mod:`gradtape.ops.pool`) with the layer's ``kernel_size``, ``stride`` and
+    ``padding`` to ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``."""
+
+    _pool: Callable[..., Tensor[Any, Any]]
+
+    def __init__(self, kernel_size: Int3, stride: Int3 | None = None, padding: Int3 = 0) -> None:
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    @overload
+    def forward(self, x: Tensor[Rank5[N, K, D1, H, W], T]) -> Tensor[Rank5[N, K, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[K, D1, H, W], T]) -> Tensor[Rank4[K, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """The pooled windows (maxima or means, as the class says), ``(N, C, D_out, H_out, W_out)``."""
+        return self._pool(x, self.kernel_size, self.stride, self.padding)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool3d(_Pool3d):
+    """Max pooling over ``kernel_size`` windows of ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``
+    (PyTorch's ``nn.MaxPool3d(kernel_size, stride=None, padding=0)``; ``stride`` defaults to
+    ``kernel_size``; no dilation, ``ceil_mode`` or ``return_indices``, as :class:`MaxPool2d`):
+    per dim ``D_out = floor((D + 2p - KD)/s) + 1``. No parameters. Gradient and tie rule of
+    :func:`gradtape.ops.max_pool3d`.
+
+    Typed: ``Tensor[Rank5[N, C, D, H, W], T] -> Tensor[Rank5[N, C, int, int, int], T]`` (the
+    output's spatial dims computed at run time; tape kind kept), the unbatched rank-4 likewise.
+
+    Raises (on forward): ShapeError / ValueError / TypeError from :func:`gradtape.ops.max_pool3d`.
+    """
+
+    _pool = staticmethod(max_pool3d)
+
+
+class AvgPool3d(_Pool3d):
+    """Average pooling of ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)`` (PyTorch's
+    ``nn.AvgPool3d(kernel_size, stride=None, padding=0)`` with its defaults: zero padding
+    counted, as :class:`AvgPool2d`): ``y = sum(window) / (KD * KH * KW)``. No parameters.
+
+    Typed as :class:`MaxPool3d`.
+
+    Raises (on forward): as :func:`gradtape.ops.avg_pool3d`.
+    """
+
+    _pool = staticmethod(avg_pool3d)
 
 
 class ConvTranspose1d(_TransposedConv[C, O]):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from gradtape import losses
+from gradtape import _torch_stats, losses
 from gradtape.errors import ShapeError
 from gradtape.nn._typing import S, T
 from gradtape.nn.module import Module
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
+    "CTCLoss",
     "CosineEmbeddingLoss",
     "CrossEntropyLoss",
     "GaussianNLLLoss",
@@ -39,6 +40,7 @@ __all__ = [
     "L1Loss",
     "MSELoss",
     "MarginRankingLoss",
+    "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
     "NLLLoss",
@@ -541,6 +543,31 @@ class SoftMarginLoss(_Loss):
         __call__ = forward
 
 
+class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss, PyTorch's ``nn.MultiLabelMarginLoss``:
+    :func:`gradtape.nn.functional.multilabel_margin_loss` (per sample ``sum_{j in J} sum_{i not
+    in J} max(0, 1 - (x[j] - x[i])) / C`` over its target classes ``J``, the entries of
+    ``target`` before the first ``-1``).
+
+    Args:
+        size_average, reduce: deprecated (PyTorch's mapping onto ``reduction``).
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Shapes: ``input`` ``(N, C)`` or ``(C,)`` float; ``target`` an integer tensor of the same
+    shape; the result 0-d (``(N,)`` or ``()`` with ``"none"``).
+
+    Raises:
+        ValueError: an unknown ``reduction``; on forward, as the functional loss.
+    """
+
+    def forward(self, input: Tensor[S, T], target: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
+        """``multilabel_margin_loss(input, target, reduction)``."""
+        return cast("Tensor[Any, T]", _torch_stats.multilabel_margin_loss(input, target, reduction=self.reduction))
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Multi-label one-versus-all logistic loss, PyTorch's ``nn.MultiLabelSoftMarginLoss``:
     :func:`gradtape.losses.multilabel_soft_margin_loss`.
@@ -672,6 +699,46 @@ class PoissonNLLLoss(_Loss):
         return cast(
             "Tensor[Any, T]",
             _F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps, reduction=self.reduction),
+        )
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (Graves et al. 2006), PyTorch's
+    ``nn.CTCLoss``: :func:`gradtape.losses.ctc_loss`; ``forward(log_probs, targets,
+    input_lengths, target_lengths)`` with ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``)
+    log-probabilities, targets padded ``(N, S)`` or concatenated ``(sum(target_lengths),)``.
+
+    Args:
+        blank: the blank label, in ``[0, C)`` (checked on forward).
+        reduction: ``"mean"`` (default: each loss divided by its target length, then averaged
+            over the batch), ``"sum"`` or ``"none"``.
+        zero_infinity: replace infinite losses (impossible alignments) and their gradients by
+            zeros.
+
+    Raises:
+        ValueError: an unknown ``reduction``; on forward, as the functional loss.
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor[S, T], targets: Any, input_lengths: Any, target_lengths: Any) -> Tensor[Any, T]:  # type: ignore[override]  # a loss takes its target(s) too
+        """``ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)``."""
+        return cast(
+            "Tensor[Any, T]",
+            _F.ctc_loss(
+                log_probs,
+                targets,
+                input_lengths,
+                target_lengths,
+                self.blank,
+                reduction=self.reduction,
+                zero_infinity=self.zero_infinity,
+            ),
         )
 
     if TYPE_CHECKING:

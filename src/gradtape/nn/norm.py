@@ -1,5 +1,6 @@
 """Normalisation layers: :class:`LayerNorm`, :class:`RMSNorm`, :class:`BatchNorm1d`, :class:`BatchNorm2d`,
-:class:`GroupNorm`, :class:`InstanceNorm1d`, :class:`InstanceNorm2d`, :class:`LocalResponseNorm`.
+:class:`BatchNorm3d`, :class:`GroupNorm`, :class:`InstanceNorm1d`, :class:`InstanceNorm2d`,
+:class:`InstanceNorm3d`, :class:`LocalResponseNorm`.
 
 All keep the input's shape type and tape kind (``Tensor[S, T] -> Tensor[S, T]``). Each is
 generic over its width, inferred from the constructor (``LayerNorm[D]``, ``RMSNorm[D]``: the
@@ -21,7 +22,7 @@ import numpy.typing as npt
 from gradtape.devices.cpu import Cpu
 from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
 from gradtape.errors import ShapeError
-from gradtape.nn._typing import D, N, S, T, Ts, X, Y
+from gradtape.nn._typing import D, N, S, T, Ts, X, Y, Z
 from gradtape.nn.functional import _local_response_norm
 from gradtape.nn.module import Module
 from gradtape.ops.nn import (
@@ -30,7 +31,7 @@ from gradtape.ops.nn import (
     layer_norm,
     rms_norm,
 )  # the unwrapped ops: Module.__call__ checked x
-from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4
+from gradtape.shapes import AnyShape, Rank2, Rank3, Rank4, Rank5
 from gradtape.tape import NONE_TAPE, NoneTape, recorded_call
 from gradtape.tensor import Tensor
 
@@ -39,9 +40,11 @@ Array = np.ndarray[Any, Any]
 __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "GroupNorm",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "LayerNorm",
     "LocalResponseNorm",
     "RMSNorm",
@@ -282,7 +285,7 @@ class _BatchNorm(_RunningNorm, Generic[D]):
 
     def _axes(self, x: Tensor[Any, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         name = type(self).__name__
-        ranks = (2, 3) if self.rank == 2 else (4,)
+        ranks = (2, 3) if self.rank == 2 else (self.rank,)
         if x.ndim not in ranks or x.shape[1] != self.num_features:
             want = " or ".join(f"{r}-D" for r in ranks)
             raise ShapeError(
@@ -438,6 +441,50 @@ class BatchNorm2d(_BatchNorm[D]):
 
         Raises:
             ShapeError: ``x`` is not 4-D, or dim 1 is not ``num_features``.
+            ValueError: training with a single value per channel.
+        """
+        return super().forward(x)
+
+    if TYPE_CHECKING:  # calls type as forward; at run time Module.__call__ calls self.forward
+        __call__ = forward
+
+
+class BatchNorm3d(_BatchNorm[D]):
+    """Batch normalisation of ``(N, C, D, H, W)`` inputs per channel ``C`` (Ioffe & Szegedy 2015;
+    PyTorch's ``nn.BatchNorm3d``): ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the
+    mean and biased variance over ``N``, ``D``, ``H`` and ``W`` in training mode (the running
+    estimates in eval mode). Arguments (``num_features, eps=1e-5, momentum=0.1, affine=True,
+    track_running_stats=True``, ``dev=``/``device=``/``dtype=``), buffers (``running_mean``,
+    ``running_var``, ``num_batches_tracked``: PyTorch's state-dict names), dtypes (float32 or
+    float64) and errors as :class:`BatchNorm1d`.
+
+    Typed ``BatchNorm3d[C]``, ``C`` the channel count: a layer typed ``BatchNorm3d[L[16]]`` maps
+    ``Tensor[Rank5[N, L[16], Z, H, W], T]`` to the same type and rejects another static channel
+    dim (an ``int`` one is checked at run time); ``BatchNorm3d[int]`` (unannotated) takes any
+    shape type (checked at run time).
+
+    Raises:
+        ValueError: ``momentum`` neither ``None`` nor in ``[0, 1]``. Forward: see :meth:`forward`.
+    """
+
+    rank = 5
+
+    @overload
+    def forward(self: BatchNorm3d[int], x: Tensor[S, T]) -> Tensor[S, T]: ...  # type: ignore[overload-overlap]
+    @overload
+    def forward(self, x: Tensor[Rank5[N, D, Z, X, Y], T]) -> Tensor[Rank5[N, D, Z, X, Y], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank5[N, int, Z, X, Y], T]) -> Tensor[Rank5[N, int, Z, X, Y], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """``(N, C, D, H, W)`` normalised per channel; same shape, dtype and tape kind. Training
+        and eval mode as :meth:`BatchNorm1d.forward` (batch statistics differentiated through and
+        the running statistics updated in place with the unbiased batch variance; eval: the
+        running statistics).
+
+        Raises:
+            ShapeError: ``x`` is not 5-D, or dim 1 is not ``num_features``.
             ValueError: training with a single value per channel.
         """
         return super().forward(x)
@@ -610,6 +657,22 @@ class InstanceNorm2d(_InstanceNorm):
     errors as :class:`InstanceNorm1d`."""
 
     rank = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)`` inputs (Ulyanov
+    et al. 2016; PyTorch's ``nn.InstanceNorm3d``): each sample's channel normalised over ``D``,
+    ``H`` and ``W``, ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (biased variance;
+    :func:`gradtape.ops.instance_norm`). Arguments (``num_features, eps=1e-5, momentum=0.1,
+    affine=False, track_running_stats=False``, ``bias=``, ``dev=``/``device=``/``dtype=``),
+    buffers, dtypes (float32 or float64) and errors as :class:`InstanceNorm1d`.
+
+    Raises (on forward): ShapeError for an input neither 4-D nor 5-D, or with another channel
+    count (with ``affine`` or running statistics); ValueError for one element per channel in
+    training (see :meth:`_InstanceNorm.forward`).
+    """
+
+    rank = 5
 
 
 class LocalResponseNorm(Module):

@@ -3,7 +3,8 @@ and :mod:`gradtape.nn.functional`: padding (:class:`ZeroPad1d` / ``2d`` / ``3d``
 :class:`ConstantPad1d` / ``2d`` / ``3d``, :class:`ReflectionPad1d` / ``2d`` / ``3d``,
 :class:`ReplicationPad1d` / ``2d`` / ``3d``, :class:`CircularPad1d` / ``2d`` / ``3d``), resampling
 (:class:`Upsample`, :class:`UpsamplingNearest2d`, :class:`UpsamplingBilinear2d`), adaptive pooling
-(:class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`), power-average pooling
+(:class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`, :class:`AdaptiveAvgPool3d`,
+:class:`AdaptiveMaxPool3d`), power-average pooling
 (:class:`LPPool1d`, :class:`LPPool2d`), :class:`PixelShuffle` / :class:`PixelUnshuffle`,
 :class:`ChannelShuffle`, and :class:`Unfold` / :class:`Fold` (im2col / col2im)."""
 
@@ -27,6 +28,7 @@ from gradtape.nn.functional import (
 )
 from gradtape.nn.module import Module
 from gradtape.ops._util import is_int
+from gradtape.ops.pool import OutSize3, adaptive_avg_pool3d, adaptive_max_pool3d
 from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
     OutSize,
     adaptive_avg_pool1d,
@@ -37,14 +39,16 @@ from gradtape.ops.spatial import (  # unwrapped: Module.__call__ checked x
     pixel_shuffle,
     pixel_unshuffle,
 )
-from gradtape.shapes import AnyShape, Rank3, Rank4
+from gradtape.shapes import AnyShape, Rank3, Rank4, Rank5
 from gradtape.tensor import Tensor
 
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "ChannelShuffle",
     "CircularPad1d",
     "CircularPad2d",
@@ -468,6 +472,62 @@ class AdaptiveMaxPool2d(Module):
         if self.return_indices:
             return adaptive_max_pool2d(x, self.output_size, True)
         return adaptive_max_pool2d(x, self.output_size)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool3d(Module):
+    """Adaptive average pooling to ``output_size`` (PyTorch's ``nn.AdaptiveAvgPool3d``; an int,
+    or ``(od, oh, ow)`` with ``None`` keeping that input size) of ``(N, C, D, H, W)`` or unbatched
+    ``(C, D, H, W)`` (float32 or float64): bin ``i`` of ``m`` over ``n`` covers
+    ``[floor(i n / m), ceil((i + 1) n / m))`` along each dim, averaged. No parameters.
+
+    Raises (on forward): the errors of :func:`gradtape.ops.adaptive_avg_pool3d` (ShapeError for
+    another rank or an empty spatial dim, TypeError / ValueError for a bad ``output_size``).
+    """
+
+    def __init__(self, output_size: OutSize3) -> None:
+        self.output_size = output_size
+
+    @overload
+    def forward(self, x: Tensor[Rank5[N, C, Any, Any, Any], T]) -> Tensor[Rank5[N, C, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[Rank4[C, Any, Any, Any], T]) -> Tensor[Rank4[C, int, int, int], T]: ...
+    @overload
+    def forward(self, x: Tensor[AnyShape, T]) -> Tensor[Any, T]: ...
+    def forward(self, x: Any) -> Any:
+        """The bin averages, ``(..., od, oh, ow)``."""
+        return adaptive_avg_pool3d(x, self.output_size)
+
+    if TYPE_CHECKING:
+        __call__ = forward
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool3d(Module):
+    """Adaptive max pooling to ``output_size`` (PyTorch's ``nn.AdaptiveMaxPool3d``, the bins of
+    :class:`AdaptiveAvgPool3d`) of ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``; with
+    ``return_indices=True`` the forward returns ``(values, indices)`` (int64 flat indices
+    ``d * H * W + h * W + w`` in each volume) as :func:`gradtape.ops.adaptive_max_pool3d`. Ties
+    go to the first element of the bin, a NaN wins. No parameters.
+
+    Raises (on forward): the errors of :func:`gradtape.ops.adaptive_max_pool3d`.
+    """
+
+    def __init__(self, output_size: OutSize3, return_indices: bool = False) -> None:
+        self.output_size, self.return_indices = output_size, bool(return_indices)
+
+    def forward(self, x: Tensor[Any, T]) -> Any:
+        """The bin maxima ``(..., od, oh, ow)`` (and their indices with ``return_indices``)."""
+        if self.return_indices:
+            return adaptive_max_pool3d(x, self.output_size, True)
+        return adaptive_max_pool3d(x, self.output_size)
 
     if TYPE_CHECKING:
         __call__ = forward

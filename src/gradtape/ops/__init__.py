@@ -40,13 +40,24 @@ from gradtape.ops.compare import (
     ne,
     where,
 )
-from gradtape.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from gradtape.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from gradtape.ops.distance import cdist, cosine_similarity, norm, normalize, pairwise_distance
 from gradtape.ops.einsum import einsum
 from gradtape.ops.indexing import gather, index_select
 from gradtape.ops.linalg import bmm, dot, linear, matmul, mm
 from gradtape.ops.nn import dropout, embedding, glu, group_norm, instance_norm, layer_norm, prelu, rms_norm  # issue 27
-from gradtape.ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, min_pool2d, upscale2d
+from gradtape.ops.pool import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    min_pool2d,
+    upscale2d,
+)
 from gradtape.ops.reduce import all, amax, amin, any, cumprod, cumsum, logsumexp, max, mean, min, prod, std, sum, var
 from gradtape.ops.rnn import gru_layer, lstm_layer, rnn_layer
 from gradtape.ops.sampling import multinomial
@@ -175,6 +186,7 @@ __all__ += ["broadcast_to", "concat", "expand_dims", "gather", "index_select", "
 __all__ += ["squeeze", "stack", "transpose", "tril", "triu", "unsqueeze"]
 __all__ += ["dropout", "embedding", "layer_norm", "linear", "prelu", "rms_norm"]
 __all__ += ["avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "min_pool2d", "upscale2d"]
+__all__ += ["conv3d", "conv_transpose3d"]
 __all__ += ["scaled_dot_product_attention", "selective_scan"]
 __all__ += ["einsum", "multinomial"]
 __all__ += ["argmax", "argmin", "argsort", "chunk", "cumprod", "cumsum", "flip", "index_add", "masked_fill"]
@@ -201,6 +213,7 @@ from gradtape.ops.shape import cat, flatten  # noqa: E402
 
 __all__ += ["cat", "flatten"]
 __all__ += ["affine_grid", "grid_sample"]  # torch.nn.functional's sampling grids (ops/spatial.py)
+__all__ += ["adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "max_pool3d"]  # 3-D pooling (ops/pool.py)
 
 # The functional API checks its tensor arguments (a list or an array where a tensor belongs
 # raises TypeError naming the op and the argument); the Tensor methods use the unwrapped ops.

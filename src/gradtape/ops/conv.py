@@ -1,7 +1,8 @@
-"""Convolutions with PyTorch's semantics: conv1d, conv2d (cross-correlation) and conv_transpose2d.
+"""Convolutions with PyTorch's semantics: conv1d, conv2d, conv3d (cross-correlation),
+conv_transpose1d, conv_transpose2d and conv_transpose3d.
 
-Layouts are PyTorch's: ``x (N, C_in, [H,] W)``, ``w (C_out, C_in / groups, [KH,] KW)`` for
-convolutions and ``w (C_in, C_out / groups, KH, KW)`` for the transposed convolution; an
+Layouts are PyTorch's: ``x (N, C_in, [[D,] H,] W)``, ``w (C_out, C_in / groups, [[KD,] KH,] KW)``
+for convolutions and ``w (C_in, C_out / groups, [KD,] KH, KW)`` for the transposed ones; an
 optional bias ``b (C_out,)``. ``stride``, ``padding``, ``dilation`` (and ``output_padding``)
 are an int or one per spatial dim; convolutions also take ``padding="valid"`` (0) or
 ``"same"`` (stride 1 only; an odd total padding puts the extra row/column at the end, as
@@ -27,7 +28,11 @@ output channel ``o``)::
 ``conv_transpose2d`` is the gradient of ``conv2d`` with respect to its input, so its forward
 is conv2d's input backward and its backward is conv2d's forward (for ``grad_x``) and conv2d's
 weight backward with the roles of input and output gradient swapped (for ``grad_w``).
-conv1d runs conv2d's code on a height-1 image.
+conv1d runs conv2d's code on a height-1 image. conv3d and conv_transpose3d (layout ``NCDHW``)
+run the same formulas with a third spatial index on
+:mod:`gradtape.devices.kernels.conv3d` (chunked vol2col + one BLAS product per chunk and
+group; the columns are rebuilt in backward rather than kept; GPU arrays run the same im2col +
+batched product with array functions, on cuBLAS).
 
 Kernels: float32 convolutions from :data:`~gradtape.devices.kernels.conv.ONEDNN_MIN_MACS`
 multiply-adds run on oneDNN, the library PyTorch's CPU convolutions use, when the optional
@@ -51,6 +56,7 @@ input whose channel dim ``C`` differs from the weight's (and a bias that is not 
 With ``groups=`` given (by keyword, even ``groups=1``) the weight's ``C_in / groups`` is
 checked at run time only.
 ``conv_transpose2d`` checks ``x``'s ``C_in`` against ``w``'s first dim for any ``groups``.
+``conv3d`` and ``conv_transpose3d`` are typed likewise on ``Rank5`` tensors.
 The output owns a tape if any input does.
 
 Runtime errors (:class:`~gradtape.errors.ShapeError` names the op and the shapes): wrong
@@ -71,6 +77,7 @@ import numpy as np
 from gradtape import tape as _tp
 from gradtape._typing import T, typed_as
 from gradtape.devices.kernels import conv as _kc
+from gradtape.devices.kernels import conv3d as _k3
 from gradtape.errors import ShapeError
 from gradtape.grad_mode import enable_grad
 from gradtape.ops._function import Function, FunctionCtx
@@ -82,7 +89,7 @@ if TYPE_CHECKING:
     from gradtape.gradients import Gradients
     from gradtape.tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 Array = np.ndarray[Any, Any]
 # type variables of the overload tables (ops/_signatures/conv.py)
@@ -94,8 +101,11 @@ Int1: TypeAlias = int | tuple[int]
 """An int, or a 1-tuple (conv1d's stride, padding, dilation)."""
 Int2: TypeAlias = int | tuple[int, int]
 """An int for both spatial dims, or ``(height, width)``."""
+Int3: TypeAlias = int | tuple[int, int, int]
+"""An int for the three spatial dims, or ``(depth, height, width)``."""
 Padding1: TypeAlias = Int1 | Literal["valid", "same"]
 Padding2: TypeAlias = Int2 | Literal["valid", "same"]
+Padding3: TypeAlias = Int3 | Literal["valid", "same"]
 
 
 # ----- argument checks ---------------------------------------------------------------------
@@ -141,17 +151,19 @@ def _padding(
 
 
 def _layout(nd: int) -> str:
-    return "(N, C, L)" if nd == 1 else "(N, C, H, W)"
+    return {1: "(N, C, L)", 2: "(N, C, H, W)"}.get(nd, "(N, C, D, H, W)")
+
+
+def _weight_layout(nd: int, transposed: bool) -> str:
+    spatial = {1: "K", 2: "KH, KW"}.get(nd, "KD, KH, KW")
+    return f"(C_in, C_out/groups, {spatial})" if transposed else f"(C_out, C_in/groups, {spatial})"
 
 
 def _check_conv(op: str, nd: int, xd: Array, wd: Array, bd: Array | None, groups: int, transposed: bool) -> int:
     """Check ranks, channels and the bias; return the output channel count."""
     if xd.ndim != nd + 2 or wd.ndim != nd + 2:
-        wl = (
-            "(C_in, C_out/groups, KH, KW)"
-            if transposed
-            else ("(C_out, C_in/groups, K)" if nd == 1 else "(C_out, C_in/groups, KH, KW)")
-        )
+        # (conv_transpose1d checks its ranks itself and runs this check as conv_transpose2d)
+        wl = _weight_layout(nd, transposed)
         raise ShapeError(f"{op}: expects x {_layout(nd)} and w {wl}, got x {xd.shape} and w {wd.shape}")
     c = xd.shape[1]
     shapes = f"x {xd.shape}, w {wd.shape}"
@@ -290,6 +302,10 @@ def _conv(
         )
     out_sz = tuple((p_ - e) // si + 1 for p_, e, si in zip(padded, eff, s, strict=True))
     n = xd.shape[0]
+    if nd == 3:
+        return _conv3d(
+            op, x, w, b, s, pads, d, g_, (out_sz[0], out_sz[1], out_sz[2]), (stride, padding, dilation, groups)
+        )
     if nd == 1:  # a height-1 image through conv2d's kernels
         x4, w4 = xd[:, :, None, :], wd[:, :, None, :]
         s2, d2, pads2, out_hw = (1, s[0]), (1, d[0]), [(0, 0), pads[0]], (1, out_sz[0])
@@ -340,6 +356,46 @@ def _conv_into(
             np.copyto(kept, new)
 
 
+def _triple(v: tuple[int, ...]) -> tuple[int, int, int]:
+    return (v[0], v[1], v[2])
+
+
+def _conv3d(
+    op: str,
+    x: Any,
+    w: Any,
+    b: Any,
+    s: tuple[int, ...],
+    pads: list[tuple[int, int]],
+    d: tuple[int, ...],
+    groups: int,
+    out_sz: tuple[int, int, int],
+    settings: tuple[Any, ...],
+) -> Any:
+    """:func:`conv3d` once :func:`_conv` has checked the arguments: the forward on
+    :mod:`gradtape.devices.kernels.conv3d`, its first rule, and ``conv3d`` itself (with the same
+    ``settings``: stride, padding, dilation, groups) as the second rule's bilinear op."""
+    xd, wd = x.data, w.data
+    bd = None if b is None else b.data
+    s3, d3 = _triple(s), _triple(d)
+    p3 = ((pads[0][0], pads[0][1]), (pads[1][0], pads[1][1]), (pads[2][0], pads[2][1]))
+    out = _k3.forward(xd, wd, s3, p3, d3, groups, out_sz, bd)
+
+    def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
+        gx = gw = None
+        if want_x or want_w:
+            gx, gw = _k3.backward(g, xd, wd, s3, p3, d3, groups, want_x, want_w)
+        return gx, gw, (_kc.bias_grad(g) if want_b else None)
+
+    tape = _tapes(x, w, b)
+    stride, padding, dilation, groups_ = settings
+    result = _record(x, w, b, out, tape, rule, lambda a, c: conv3d(a, c, None, stride, padding, dilation, groups_))
+    if _tp._recorder is not None:  # the backward reads x and w only (no kept columns)
+        args = (_k3.forward, xd, wd, s3, p3, d3, groups, out_sz, bd)
+        replayable(op, out, refill, args, (x, w, b), tape, True)
+    return result
+
+
 @typed_as(_sig.conv2d)
 def conv2d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
     """2-D cross-correlation of ``x (N, C_in, H, W)`` with ``w (C_out, C_in/groups, KH, KW)``
@@ -373,6 +429,37 @@ def conv1d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dil
         ShapeError, DTypeError, ValueError, TypeError: as :func:`conv2d` (with 3-D tensors).
     """
     return _conv("conv1d", 1, x, w, b, stride, padding, dilation, groups)
+
+
+@typed_as(_sig.conv3d)
+def conv3d(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1) -> Any:
+    """3-D cross-correlation of ``x (N, C_in, D, H, W)`` with ``w (C_out, C_in/groups, KD, KH,
+    KW)`` plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv3d``.
+
+    ``y[n, o, i, j, l] = b[o] + sum_{c, a, e, f} w[o, c, a, e, f] * xpad[n, g(o)*C_in/G + c,
+    i*sd + a*dd, j*sh + e*dh, l*sw + f*dw]`` (``xpad`` the zero padded input, ``g(o)`` the
+    group of output channel ``o``). Returns ``(N, C_out, D_out, H_out, W_out)`` with ``D_out =
+    floor((D + 2*pd - dd*(KD-1) - 1)/sd) + 1`` (likewise ``H_out``, ``W_out``), of ``x``'s dtype
+    (float32 or float64, not mixed). ``stride``, ``padding``, ``dilation``: an int or a triple;
+    ``padding`` also ``"valid"`` (0) or ``"same"`` (stride 1 only; an odd total padding puts the
+    extra plane/row/column at the end, as PyTorch). Pass ``groups`` by keyword: the typed
+    signature has it keyword-only.
+
+    Gradients (``g`` the output's gradient): ``grad_w[o, c, a, e, f] = sum_{n, i, j, l} g[n, o,
+    i, j, l] * xpad[n, g(o)*C_in/G + c, i*sd + a*dd, j*sh + e*dh, l*sw + f*dw]``, ``grad_x`` the
+    same products scattered back to where the forward read them (padding dropped), ``grad_b[o]
+    = sum_{n, i, j, l} g[n, o, i, j, l]``; gradients of gradients to any order (the op is
+    bilinear in ``x`` and ``w``). Runs vol2col + BLAS (:mod:`gradtape.devices.kernels.conv3d`).
+
+    Raises:
+        ShapeError: ``x`` or ``w`` is not 5-D; ``x``'s channels are not ``w.shape[1] * groups``;
+            ``groups`` does not divide ``C_in`` or ``C_out``; ``b`` is not ``(C_out,)``; the
+            dilated kernel is larger than the padded input (all name the op and the shapes).
+        DTypeError: float32 meets float64, or an integer tensor.
+        ValueError: stride/dilation/groups < 1, negative padding, ``padding="same"`` with stride > 1.
+        TypeError: stride/padding/dilation/groups are not ints (or triples of ints).
+    """
+    return _conv("conv3d", 3, x, w, b, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(
@@ -525,4 +612,106 @@ def _transposed(
     out: Array = _kc.backward_input(xd, wd, shape4, s2, pads, d2, g_)
     if bd is not None:
         out += bd.reshape(1, shape4[1], 1, 1)
+    return out
+
+
+@typed_as(_sig.conv_transpose3d)
+def conv_transpose3d(
+    x: Any,
+    w: Any,
+    b: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+) -> Any:
+    """3-D transposed convolution of ``x (N, C_in, D, H, W)`` with ``w (C_in, C_out/groups, KD,
+    KH, KW)`` plus an optional bias ``b (C_out,)``, as ``torch.nn.functional.conv_transpose3d``
+    (the gradient of :func:`conv3d` w.r.t. its input, with the same ``w``).
+
+    Returns ``(N, C_out, D_out, H_out, W_out)``, ``C_out = w.shape[1] * groups`` and ``D_out =
+    (D - 1)*sd - 2*pd + dd*(KD - 1) + opd + 1`` (likewise ``H_out``, ``W_out``), of ``x``'s
+    dtype (float32 or float64, not mixed). ``stride``, ``padding``, ``output_padding``,
+    ``dilation``: an int or a triple. ``padding`` removes planes/rows/columns from the border of
+    the full output; ``output_padding`` (< stride or < dilation, per dim) adds them at the end.
+    Pass ``groups`` by keyword (positionally it is the 7th argument, as in PyTorch, which the
+    typed signature does not cover).
+
+    Gradients: ``grad_x = conv3d(g, w, stride, padding, dilation, groups)`` (the first ``(D, H,
+    W)`` outputs), ``grad_w`` = conv3d's weight gradient with ``g`` as the input and ``x`` as
+    the output's gradient, ``grad_b = sum(g, (0, 2, 3, 4))``; gradients of gradients to any
+    order.
+
+    Raises:
+        ShapeError: ``x``/``w`` not 5-D; ``x``'s channels differ from ``w.shape[0]``;
+            ``groups`` does not divide them; ``b`` is not ``(C_out,)``; the output is empty
+            (all name the op and the shapes).
+        DTypeError: float32 meets float64, or an integer tensor.
+        ValueError: stride/dilation/groups < 1, negative padding or output padding,
+            ``output_padding`` not smaller than either stride or dilation.
+        TypeError: arguments that are not ints (or triples of ints).
+    """
+    op = "conv_transpose3d"
+    w = tensor_operand(op, x, w)
+    b = None if b is None else tensor_operand(op, x, b)
+    xd, wd = x.data, w.data
+    bd = None if b is None else b.data
+    g_ = _groups(op, groups)
+    c_out = _check_conv(op, 3, xd, wd, bd, g_, transposed=True)
+    s = _triple(_ints(op, "stride", stride, 3, 1))
+    d = _triple(_ints(op, "dilation", dilation, 3, 1))
+    p = _ints(op, "padding", padding, 3, 0)
+    opad = _ints(op, "output_padding", output_padding, 3, 0)
+    if any(o_ >= si and o_ >= di for o_, si, di in zip(opad, s, d, strict=True)):
+        raise ValueError(
+            f"{op}: output_padding {opad} must be smaller than either stride {s} or dilation {d} (per dim)"
+        )
+    n = xd.shape[0]
+    in_sz = _triple(tuple(int(i) for i in xd.shape[2:]))
+    k = tuple(int(i) for i in wd.shape[2:])
+    out_sz = _triple(
+        tuple(
+            (i - 1) * si - 2 * pi + di * (ki - 1) + oi + 1
+            for i, si, pi, di, ki, oi in zip(in_sz, s, p, d, k, opad, strict=True)
+        )
+    )
+    if min(out_sz) < 1:
+        raise ShapeError(
+            f"{op}: output size {out_sz} is empty: x {xd.shape}, w {wd.shape}, stride {s}, padding {p}, "
+            f"output_padding {opad}, dilation {d}"
+        )
+    pads = ((p[0], p[0]), (p[1], p[1]), (p[2], p[2]))
+    shape5 = (n, c_out, *out_sz)
+    out = _transposed3d(xd, wd, shape5, s, pads, d, g_, bd)
+
+    def rule(g: Array, want_x: bool, want_w: bool, want_b: bool) -> tuple[Array | None, Array | None, Array | None]:
+        gx = _k3.forward(g, wd, s, pads, d, g_, in_sz) if want_x else None
+        gw = _k3.backward_weight(g, xd, wd.shape, s, pads, d, g_) if want_w else None
+        gb = _kc.bias_grad(g) if want_b else None
+        return gx, gw, gb
+
+    tape = _tapes(x, w, b)
+    result = _record(
+        x,
+        w,
+        b,
+        out,
+        tape,
+        rule,
+        lambda a, c: conv_transpose3d(a, c, None, stride, padding, output_padding, groups, dilation),
+    )
+    if _tp._recorder is not None:  # the backward reads x and w only
+        replayable(op, out, refill, (_transposed3d, xd, wd, shape5, s, pads, d, g_, bd), (x, w, b), tape, True)
+    return result
+
+
+def _transposed3d(
+    xd: Array, wd: Array, shape5: tuple[int, ...], s: Any, pads: Any, d: Any, g_: int, bd: Array | None
+) -> Array:
+    """:func:`conv_transpose3d`'s output ``shape5``: conv3d's input gradient of ``xd`` with
+    ``wd``, plus the bias per channel."""
+    out: Array = _k3.backward_input(xd, wd, shape5, s, pads, d, g_)
+    if bd is not None:
+        out += bd.reshape(1, shape5[1], 1, 1, 1)
     return out

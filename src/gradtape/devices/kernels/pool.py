@@ -362,6 +362,8 @@ def scatter_add(g: Array, idx: Array, in_hw: Pair) -> Array:
         return _gpu().pool_scatter_add(g, idx, in_hw)  # type: ignore[no-any-return]
     p = g.shape[0]
     gx = np.zeros((p, in_hw[0] * in_hw[1]), g.dtype)
+    if p == 0:  # no planes (an empty batch): nothing to add
+        return gx.reshape(p, *in_hw)
     kernel = _scatter_parallel if g.size >= PARALLEL_WORK else _scatter_serial
     kernel(gx, _c(g).reshape(p, -1), idx.reshape(p, -1))
     return gx.reshape(p, *in_hw)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     from gradtape._typing import T
-    from gradtape.ops.conv import C, Int1, Int2, N, O, Padding1, Padding2
-    from gradtape.shapes import Rank1, Rank3, Rank4
+    from gradtape.ops.conv import C, Int1, Int2, Int3, N, O, Padding1, Padding2, Padding3
+    from gradtape.shapes import Rank1, Rank3, Rank4, Rank5
     from gradtape.tape import NoneTape, OwnedTape, Tape
     from gradtape.tensor import Tensor
 
@@ -292,3 +292,189 @@ def conv_transpose2d(
 ) -> Tensor[Rank4[N, int, int, int], T]: ...
 # ----- END GENERATED conv_transpose2d -----
 def conv_transpose2d(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED conv3d -----
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[O, C, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[O, C, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[O, C, Any, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[O, C, Any, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    groups: Literal[1] = 1,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, Any, Any, Any, Any], T],
+    w: Tensor[Rank5[O, Any, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, Any, Any, Any, Any], Tape],
+    w: Tensor[Rank5[O, Any, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, Any, Any, Any, Any], Tape],
+    w: Tensor[Rank5[O, Any, Any, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv3d(
+    x: Tensor[Rank5[N, Any, Any, Any, Any], T],
+    w: Tensor[Rank5[O, Any, Any, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int3 = 1,
+    padding: Padding3 = 0,
+    dilation: Int3 = 1,
+    *,
+    groups: int,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+# ----- END GENERATED conv3d -----
+def conv3d(*args: Any, **kwargs: Any) -> Any: ...
+
+
+# ----- BEGIN GENERATED conv_transpose3d -----
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[C, O, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[O], NoneTape] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[C, O, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[O], Tape] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[C, O, Any, Any, Any], Tape],
+    b: Tensor[Rank1[O], OwnedTape],
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, O, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[C, O, Any, Any, Any], T],
+    b: Tensor[Rank1[O], T] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    groups: Literal[1] = 1,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, O, int, int, int], T]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[C, Any, Any, Any, Any], NoneTape],
+    b: Tensor[Rank1[Any], NoneTape] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    *,
+    groups: int,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, int, int, int, int], T]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[C, Any, Any, Any, Any], OwnedTape],
+    b: Tensor[Rank1[Any], Tape] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    *,
+    groups: int,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, int, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], Tape],
+    w: Tensor[Rank5[C, Any, Any, Any, Any], Tape],
+    b: Tensor[Rank1[Any], OwnedTape],
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    *,
+    groups: int,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, int, int, int, int], OwnedTape]: ...
+@overload
+def conv_transpose3d(
+    x: Tensor[Rank5[N, C, Any, Any, Any], T],
+    w: Tensor[Rank5[C, Any, Any, Any, Any], T],
+    b: Tensor[Rank1[Any], T] | None = None,
+    stride: Int3 = 1,
+    padding: Int3 = 0,
+    output_padding: Int3 = 0,
+    *,
+    groups: int,
+    dilation: Int3 = 1,
+) -> Tensor[Rank5[N, int, int, int, int], T]: ...
+# ----- END GENERATED conv_transpose3d -----
+def conv_transpose3d(*args: Any, **kwargs: Any) -> Any: ...
