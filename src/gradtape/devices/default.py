@@ -101,7 +101,6 @@ def set_default_device(device: Cpu | Cuda | str | None) -> None:
             _HOST.clear()
         return
     if isinstance(device, str) and device.split(":")[0] == "cpu":
-        _check_cpu_name("set_default_device", device)
         host = host_device()
         with _LOCK:
             _DEFAULT[:] = [host]
@@ -151,8 +150,8 @@ def manual_seed(seed: int) -> Cpu:
     for cuda in _CUDA.values():
         cast("Cpu", cuda).reseed(int(seed))
     dev = get_default_device()
-    if dev is not host:
-        dev.reseed(int(seed))  # a Cuda the caller made
+    if dev is not host and all(dev is not c for c in _CUDA.values()):
+        dev.reseed(int(seed))  # a Cuda the caller made, not one of the shared ones reseeded above
     return dev
 
 
