@@ -817,8 +817,11 @@ def test_a_causal_bool_mask_takes_the_is_causal_path(dev: Cpu, monkeypatch: pyte
     """A square causal boolean mask (any leading size-1 dims) runs as ``is_causal``, whose
     products skip the blocked half (from 64 positions on): the same values and gradients as
     the same mask given as -inf floats (``generate_square_subsequent_mask``'s form), which is
-    recognised as causal too since the transformer layers became PyTorch's."""
+    recognised as causal too since the transformer layers became PyTorch's. Self-attention
+    without dropout runs the packed kernels (``packed_self_attention``), the rest the unfused
+    op: both are spied on, and the causal flag each got is what is checked."""
     from gradtape.nn import attention as att
+    from gradtape.ops.attention import packed_self_attention as real_packed
     from gradtape.ops.attention import sdpa as real
 
     seen: list[bool] = []
@@ -827,7 +830,12 @@ def test_a_causal_bool_mask_takes_the_is_causal_path(dev: Cpu, monkeypatch: pyte
         seen.append(bool(args[4]))
         return real(*args)
 
+    def spy_packed(*args: Any) -> Any:
+        seen.append(bool(args[3]))
+        return real_packed(*args)
+
     monkeypatch.setattr(att, "sdpa", spy)
+    monkeypatch.setattr(att, "packed_self_attention", spy_packed)
     mha = nn.MultiHeadAttention(8, 2, dev=dev, dtype=F64)
     x = _x(dev, 2, 70, 8)
     mask = _causal(70)

@@ -13,13 +13,14 @@ from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
 from gradtape.devices.default import AnyDevice, DeviceSpec, pick_device, pick_dtype
+from gradtape.devices.kernels import attention as _ka
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.nn._signatures import attention as _sig
 from gradtape.nn._typing import E
 from gradtape.nn.activation import Dropout
 from gradtape.nn.linear import Linear
 from gradtape.nn.module import Module
-from gradtape.ops.attention import sdpa
+from gradtape.ops.attention import packed_self_attention, sdpa
 from gradtape.ops.linalg import linear  # the unwrapped op: Module.__call__ checked the inputs
 from gradtape.ops.nn import dropout
 from gradtape.ops.shape import stack
@@ -106,6 +107,22 @@ def _is_causal_block(mask: Array) -> bool:
     if mask.dtype == np.bool_:
         return bool(np.array_equal(square, tri))
     return bool(np.array_equal(square, np.where(tri, 0.0, -np.inf)))
+
+
+def _fused_self_attention(
+    op: str, y: Tensor[Any, Any], heads: int, batch_first: bool, mask: Array | None, p_drop: float, nan_rows: bool
+) -> Tensor[Any, Any] | None:
+    """Self-attention's merged heads from the packed projection ``y`` through
+    :func:`gradtape.ops.attention.packed_self_attention` (no copy into or out of the heads), or
+    ``None`` where it does not run: dropout, a mask (SDPA's convention) other than the square
+    causal one, or an array its kernels do not take (a GPU array, a machine whose products run
+    on oneDNN: :func:`gradtape.devices.kernels.attention.packed_attention_runs`)."""
+    if p_drop > 0.0 or (mask is not None and not _is_causal_block(mask)):
+        return None
+    if not _ka.packed_attention_runs(y.data):
+        return None
+    out: Tensor[Any, Any] = packed_self_attention(y, heads, batch_first, mask is not None, nan_rows, op)
+    return out
 
 
 def _attend(
@@ -245,6 +262,33 @@ class MultiHeadAttention(Module, Generic[E]):
         if t.ndim != 3 or t.shape[2] != self.embed_dim:
             raise ShapeError(f"MultiHeadAttention: {name} must be (B, L, {self.embed_dim}), got shape {t.shape}")
 
+    def _mask(self, attn_mask: Any, q: Tensor[Any, Any], k: Tensor[Any, Any]) -> Array | None:
+        """``attn_mask`` (``True`` blocks a key) checked and turned into SDPA's convention
+        (``True`` takes part); float masks as they are; ``None`` stays ``None``.
+
+        Raises:
+            DTypeError: a mask neither bool nor float (a 0/1 int mask would be added, not applied).
+            ShapeError: it does not broadcast to the scores ``(B, H, Lq, Lk)``.
+        """
+        if attn_mask is None:
+            return None
+        m = _as_array(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+        if m.dtype.kind not in "bf":
+            raise DTypeError(
+                f"MultiHeadAttention: attn_mask must be bool (True blocks a key) or float (added to "
+                f"the scores), got dtype {m.dtype} of shape {m.shape}; for a 0/1 mask pass mask.astype(bool)"
+            )
+        full = (q.shape[0], self.num_heads, q.shape[1], k.shape[1])
+        try:
+            if np.broadcast_shapes(m.shape, full) != full:
+                raise ValueError
+        except ValueError:
+            raise ShapeError(
+                f"MultiHeadAttention: attn_mask of shape {m.shape} does not broadcast to the "
+                f"scores (B, H, Lq, Lk) = {full}"
+            ) from None
+        return ~m if m.dtype == np.bool_ else m
+
     # The overloads (scripts/gen_shape_overloads.py, mha_forward_block): self- and
     # cross-attention for the typed width E, for inputs of a run-time int width and for a
     # MultiHeadAttention[int]; the output owns a tape when any input does.
@@ -276,34 +320,21 @@ class MultiHeadAttention(Module, Generic[E]):
             self._check(name, t)
         if k.shape[:2] != v.shape[:2] or q.shape[0] != k.shape[0]:
             raise ShapeError(f"MultiHeadAttention: shapes q {q.shape}, k {k.shape}, v {v.shape} do not fit")
+        mask = self._mask(attn_mask, q, k)
+        p_drop = self.dropout.p if self.dropout.training else 0.0
         if q is k and k is v:
-            qh, kh, vh = self._heads(q, (0, 1, 2))
+            y = linear(q, self.in_proj_weight, self.in_proj_bias)
+            fused = _fused_self_attention("MultiHeadAttention", y, self.num_heads, True, mask, p_drop, True)
+            if fused is not None:
+                return self.out_proj(fused)
+            qh, kh, vh = split_heads(y, (0, 1, 2), self.num_heads)
         elif k is v:
             (qh,) = self._heads(q, (0,))
             kh, vh = self._heads(k, (1, 2))
         else:
             qh, kh, vh = self._heads(q, (0,))[0], self._heads(k, (1,))[0], self._heads(v, (2,))[0]
-        mask: Array | None = None
-        if attn_mask is not None:
-            m = _as_array(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
-            if m.dtype.kind not in "bf":  # a 0/1 int mask would be added, not applied
-                raise DTypeError(
-                    f"MultiHeadAttention: attn_mask must be bool (True blocks a key) or float (added to "
-                    f"the scores), got dtype {m.dtype} of shape {m.shape}; for a 0/1 mask pass mask.astype(bool)"
-                )
-            full = (q.shape[0], self.num_heads, q.shape[1], k.shape[1])
-            try:
-                if np.broadcast_shapes(m.shape, full) != full:
-                    raise ValueError
-            except ValueError:
-                raise ShapeError(
-                    f"MultiHeadAttention: attn_mask of shape {m.shape} does not broadcast to the "
-                    f"scores (B, H, Lq, Lk) = {full}"
-                ) from None
-            mask = ~m if m.dtype == np.bool_ else m  # SDPA's convention: True takes part
         # scale, mask, softmax, dropout and the products in one fused op; a query whose keys
         # are all blocked gets NaN, as nn.MultiheadAttention (need_weights=True) gives
-        p_drop = self.dropout.p if self.dropout.training else 0.0
         attn, _ = _attend("MultiHeadAttention", qh, kh, vh, mask, p_drop, False, True)
         out: Tensor[Any, Any] = attn.permute((0, 2, 1, 3)).reshape((q.shape[0], q.shape[1], self.embed_dim))
         return self.out_proj(out)
@@ -596,14 +627,26 @@ class MultiheadAttention(Module, Generic[E]):
         )
         if is_causal and mask is None:
             mask = np.tri(lq, lk, dtype=np.bool_)
-        qh, kh, vh = self._project(query, key, value, bf)
         p_drop = self.dropout if self.training else 0.0
-        attn, weights = _attend("MultiheadAttention", qh, kh, vh, mask, p_drop, need_weights, False)
-        e = self.embed_dim
-        if bf:
-            merged = attn.permute((0, 2, 1, 3)).reshape((n, lq, e))
+        fused: Tensor[Any, Any] | None = None
+        weights: Tensor[Any, Any] | None = None
+        if not need_weights and self.in_proj_weight is not None and query is key and key is value:
+            op = "MultiheadAttention"
+            y = linear(query, self.in_proj_weight, self.in_proj_bias)
+            fused = _fused_self_attention(op, y, self.num_heads, bf, mask, p_drop, False)
+            if fused is None:
+                qh, kh, vh = split_heads(y, (0, 1, 2), self.num_heads, 3, bf, op)
         else:
-            merged = attn.permute((2, 0, 1, 3)).reshape((lq, n, e))
+            qh, kh, vh = self._project(query, key, value, bf)
+        if fused is not None:
+            merged = fused
+        else:
+            attn, weights = _attend("MultiheadAttention", qh, kh, vh, mask, p_drop, need_weights, False)
+            e = self.embed_dim
+            if bf:
+                merged = attn.permute((0, 2, 1, 3)).reshape((n, lq, e))
+            else:
+                merged = attn.permute((2, 0, 1, 3)).reshape((lq, n, e))
         out: Tensor[Any, Any] = self.out_proj(merged)
         if weights is not None and average_attn_weights:
             weights = weights.mean(axis=1)

@@ -28,18 +28,20 @@ from gradtape import tape as _tp
 from gradtape._typing import typed_as
 from gradtape.devices import _arrays
 from gradtape.devices._arrays import as_array as _as_array
+from gradtape.devices.kernels import _trace
 from gradtape.devices.kernels import attention as _ka
 from gradtape.devices.kernels import blas as _blas
 from gradtape.errors import DTypeError, ShapeError
 from gradtape.ops._signatures import attention as _sig
 from gradtape.ops._util import SCALARS, replayable
 from gradtape.ops.nn import _generator, dropout_mask
+from gradtape.ops.shape import stack
 from gradtape.tape import NONE_TAPE, _tensor_class, op_tape, record
 
 if TYPE_CHECKING:
     from gradtape.gradients import Gradients
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["packed_self_attention", "scaled_dot_product_attention"]
 
 Array = np.ndarray[Any, Any]
 
@@ -401,6 +403,76 @@ def _second_rule(
     ds = a * (da - (da * a).sum(axis=-1, keepdims=True)) * sc
     qid, kid, vid = ids
     return [(qid, ds @ kt), (kid, _swap(ds) @ qt), (vid, gv)]
+
+
+def packed_self_attention(y: Any, num_heads: int, batch_first: bool, causal: bool, nan_rows: bool, op: str) -> Any:
+    """Multi-head self-attention from the packed in-projection ``y``, heads merged: the core
+    of ``nn.MultiheadAttention`` and ``nn.MultiHeadAttention`` when query, key and value are
+    one tensor, without dropout and without a mask other than the causal one (Vaswani et al.
+    2017). :func:`gradtape.devices.kernels.attention.packed_attention_runs` of ``y.data``
+    must hold: the layers test it and run :func:`scaled_dot_product_attention`'s path
+    otherwise.
+
+    ``y`` is ``(B, L, 3E)`` (``batch_first``) or ``(L, B, 3E)``: ``[Q, K, V]`` along its last
+    dim, each ``num_heads`` heads of ``D = E / num_heads`` columns. The result is
+    ``(B, L, E)`` (or ``(L, B, E)``) with head ``h``'s columns
+    ``softmax(Q_h K_h^T / sqrt(D) + mask) V_h`` (``mask``: ``-inf`` above the diagonal with
+    ``causal``): the values of ``split_heads`` + :func:`scaled_dot_product_attention` +
+    merging the heads, with no copy into or out of the heads
+    (:func:`gradtape.devices.kernels.attention.packed_attention`: one (batch, head) per
+    thread). The weights' formulas are :func:`scaled_dot_product_attention`'s, whose row
+    kernels these reuse; with ``causal`` and ``L > 64`` the products run in row blocks, so
+    the last bits can differ from the unfused op's. ``nan_rows``: as there (no row is fully
+    masked here unless a score is NaN).
+
+    Backward: one pass gives ``y``'s gradient, ``dq, dk, dv`` per head written into their
+    columns. The second rule (higher-order derivatives) is the unfused op's
+    (:func:`_second_rule`) on the heads of the rebuilt ``y``, packed back with ``stack``.
+
+    Raises:
+        ShapeError: ``y``'s last dim is not ``3 * num_heads * D`` (the message starts with ``op``).
+    """
+    yd = y.data
+    n0, n1, w = yd.shape
+    if num_heads < 1 or w % (3 * num_heads):
+        raise ShapeError(f"{op}: packed projection {yd.shape} is not (.., .., 3 * {num_heads} * D)")
+    d = w // (3 * num_heads)
+    sc = 1.0 / math.sqrt(d) if d else 1.0
+    out_d, p = _ka.packed_attention(yd, num_heads, batch_first, causal, sc, nan_rows)
+    tape = op_tape(y)
+    out = y._from_op(out_d, tape)
+    if _tp._recorder is not None:
+        args = (yd, p, num_heads, batch_first, causal, sc, nan_rows)
+        replayable(op, out_d, _packed_into, args, (y,), tape, True, (p,))
+    if tape is not NONE_TAPE:
+        yid, y_leaf = y.id, y._leaf
+
+        def packed_self_attention_backward(grads: Gradients, g: Array) -> None:
+            if grads.wants(yid, y_leaf):
+                grads._accum(yid, _ka.packed_attention_backward(yd, p, g, num_heads, batch_first, causal, sc))
+
+        def packed_self_attention_diff(g: Any, rebuild: Any) -> list[tuple[int, Any]]:
+            yt = rebuild(yid, yd)
+            y5 = yt.reshape((n0, n1, 3, num_heads, d))
+            perm, inv = ((0, 2, 1, 3), (0, 2, 1, 3)) if batch_first else ((1, 2, 0, 3), (2, 0, 1, 3))
+            qh, kh, vh = (y5[:, :, i].permute(perm) for i in range(3))
+            g4 = g.reshape((n0, n1, num_heads, d)).permute(perm)
+            parts = _second_rule(g4, qh, kh, vh, None, causal, sc, None, p, nan_rows, (0, 1, 2))
+            return [(yid, stack([t.permute(inv) for _, t in parts], axis=2).reshape((n0, n1, w)))]
+
+        record(tape, out, packed_self_attention_backward, packed_self_attention_diff)
+    return out
+
+
+def _packed_into(
+    out: Array, yd: Array, p: Array, num_heads: int, batch_first: bool, causal: bool, sc: float, nan_rows: bool
+) -> None:
+    """:func:`packed_self_attention`'s forward again (for :func:`gradtape.capture`'s replays),
+    into the recorded weights ``p`` (which the backward reads) and output ``out``."""
+    _ka.packed_attention(yd, num_heads, batch_first, causal, sc, nan_rows, p, out)
+
+
+_trace.traceable(_packed_into)  # its arithmetic is one noted kernel
 
 
 def _swap(t: Any) -> Any:
