@@ -785,7 +785,8 @@ def test_second_rule_matches_fast_rule(
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) -> None:
     """The 2x2 / stride 2 / unpadded path gives the general kernel's values and indices,
-    ties (the first wins) and NaNs (the last wins, as PyTorch) included, on odd-sized planes."""
+    ties (the first wins), NaNs (the last wins, as PyTorch) and infinities included, on
+    odd-sized planes."""
     from gradtape.devices.kernels import pool as kpool
 
     r = np.random.default_rng(3)
@@ -796,6 +797,8 @@ def test_max2x2_fast_path_equals_the_general_kernel(is_min: bool, dtype: Any) ->
         x[0, 1, 1] = np.nan
         x[1, 2, 3] = np.nan
         x[1, 3, 2] = np.nan
+        x[2, 0, 0], x[2, 0, 1] = np.inf, -np.inf  # a window whose sum is NaN without a NaN
+        x[2, 2, 3], x[-1, 1, 0] = np.inf, -np.inf
         oh, ow = shape[1] // 2, shape[2] // 2
         out1, idx1 = np.empty((shape[0], oh, ow), dtype), np.empty((shape[0], oh, ow), np.int32)
         out2, idx2 = np.empty_like(out1), np.empty_like(idx1)
