@@ -70,6 +70,16 @@ def _torch_pair(e: int, h: int, batch_first: bool, seed: int = 0) -> tuple[Any, 
     return ref, ours
 
 
+def _same_parameter_grads(ours: nn.Module, ref: Any, rtol: float, atol: float) -> None:
+    """Every parameter's ``.grad`` equals PyTorch's (by name), none of them zero."""
+    named = dict(ref.named_parameters())
+    for name, p in ours.named_parameters():
+        assert p.grad is not None, name
+        want = named[name].grad
+        assert want is not None and float(want.abs().max()) > 0, name
+        np.testing.assert_allclose(p.grad.numpy(), want.numpy(), rtol=rtol, atol=atol, err_msg=name)
+
+
 @pytest.mark.parametrize("length", [1, 5, 64, 65, 130])
 @pytest.mark.parametrize("batch_first", [True, False])
 @pytest.mark.parametrize("causal", ["none", "is_causal", "mask"])
@@ -111,12 +121,7 @@ def test_self_attention_matches_torch(
     np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
     assert x.grad is not None and tx.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-11)
-    named = dict(ref.named_parameters())
-    for name, p in ours.named_parameters():
-        assert p.grad is not None, name
-        want = named[name].grad
-        assert want is not None and float(want.abs().max()) > 0, name
-        np.testing.assert_allclose(p.grad.numpy(), want.numpy(), rtol=1e-9, atol=1e-11, err_msg=name)
+    _same_parameter_grads(ours, ref, 1e-9, 1e-11)
 
 
 @pytest.mark.parametrize("length", [7, 64, 130])
@@ -214,10 +219,7 @@ def test_second_derivatives_through_the_packed_path(monkeypatch: pytest.MonkeyPa
     np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-9, atol=1e-10)
     assert x.grad is not None and tx.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-9)
-    named = dict(ref.named_parameters())
-    for name, p in ours.named_parameters():
-        assert p.grad is not None, name
-        np.testing.assert_allclose(p.grad.numpy(), named[name].grad.numpy(), rtol=1e-8, atol=1e-9, err_msg=name)
+    _same_parameter_grads(ours, ref, 1e-8, 1e-9)
 
 
 def test_gradgradcheck_of_the_packed_op() -> None:
