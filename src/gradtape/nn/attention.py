@@ -628,19 +628,17 @@ class MultiheadAttention(Module, Generic[E]):
         if is_causal and mask is None:
             mask = np.tri(lq, lk, dtype=np.bool_)
         p_drop = self.dropout if self.training else 0.0
-        fused: Tensor[Any, Any] | None = None
+        merged: Tensor[Any, Any] | None = None
         weights: Tensor[Any, Any] | None = None
         if not need_weights and self.in_proj_weight is not None and query is key and key is value:
             op = "MultiheadAttention"
             y = linear(query, self.in_proj_weight, self.in_proj_bias)
-            fused = _fused_self_attention(op, y, self.num_heads, bf, mask, p_drop, False)
-            if fused is None:
+            merged = _fused_self_attention(op, y, self.num_heads, bf, mask, p_drop, False)
+            if merged is None:
                 qh, kh, vh = split_heads(y, (0, 1, 2), self.num_heads, 3, bf, op)
         else:
             qh, kh, vh = self._project(query, key, value, bf)
-        if fused is not None:
-            merged = fused
-        else:
+        if merged is None:
             attn, weights = _attend("MultiheadAttention", qh, kh, vh, mask, p_drop, need_weights, False)
             e = self.embed_dim
             if bf:

@@ -389,9 +389,9 @@ def _packed_fwd(
     prev = _set_threads(setn, 1)
     py, pp, po = y.ctypes.data, p.ctypes.data, out.ctypes.data
     nblk = (ln + blk - 1) // blk if causal else 1
+    mb = np.zeros(1, np.bool_)  # the mask rows _fwd_row never reads without a mask (KIND_NONE)
+    mf = np.zeros(1, y.dtype)
     for bh in numba.prange(nb * heads):
-        mb = np.zeros(1, np.bool_)
-        mf = np.zeros(1, y.dtype)
         b = bh // heads
         h = bh - b * heads
         q = py + (b * ysb + h * d) * isz
