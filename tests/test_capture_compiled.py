@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numba
+import numba.core.event
 import numpy as np
 import pytest
 
@@ -153,6 +155,47 @@ def test_a_learning_rate_changed_between_calls_is_read() -> None:
     assert f.compiled_replays == 56 + 37 + 29, f.compile_reason
     assert f.compile_reason is not None and "within 50 calls" in f.compile_reason
     assert f.replays == 128
+
+
+class _ReplayCompiles(numba.core.event.Listener):
+    """Counts numba's compiles of generated replay functions (``_replay``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_start(self, event: numba.core.event.Event) -> None:
+        fn = getattr(event.data.get("dispatcher"), "py_func", None)
+        self.count += getattr(fn, "__name__", None) == "_replay"
+
+    def on_end(self, event: numba.core.event.Event) -> None:
+        pass
+
+
+def test_a_second_capture_of_the_same_step_reuses_its_compiled_replays() -> None:
+    """A new capture of the same step (a fresh model and optimizer from the same recipe)
+    generates the same replay functions and takes them from the first capture's compile
+    (numba compiles nothing again), with eager's numbers; a step that differs only in a
+    number the replay bakes in (SGD's learning rate) gets its own, with its own numbers."""
+    first = _train("compiled", steps=6, seed=7)
+    listener = _ReplayCompiles()
+    with numba.core.event.install_listener("numba:compile", listener):
+        again = _train("compiled", steps=6, seed=7)
+    assert listener.count == 0
+    assert again.f.compiled_replays == first.f.compiled_replays == 2
+    eager = _train(None, steps=6, seed=7)
+    assert again.losses == eager.losses
+    _same(again.params, eager.params)
+
+    def faster(ps: Any) -> Any:
+        return optim.SGD(ps, lr=0.1, momentum=0.9)
+
+    with numba.core.event.install_listener("numba:compile", listener):
+        other = _train("compiled", steps=6, seed=7, opt=faster)
+    assert listener.count > 0
+    want = _train(None, steps=6, seed=7, opt=faster)
+    assert other.f.compiled_replays == 2
+    assert other.losses == want.losses
+    _same(other.params, want.params)
 
 
 def test_what_a_trace_cannot_take_stays_python_and_the_rest_compiles() -> None:

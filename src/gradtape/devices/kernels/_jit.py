@@ -45,8 +45,10 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import os
+import threading
 import types
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -190,11 +192,52 @@ def jit_source(source: str, name: str, namespace: dict[str, Any]) -> Callable[..
     ``namespace``, which numba freezes: numbers become constants of their numba types, kernels
     direct calls) as :func:`jit` compiles a kernel (strict IEEE arithmetic, numpy's error
     model, no GIL) but without a disk cache: generated code has no file for numba to key a
-    cache on. ``gradtape.capture``'s compiled replays use it."""
+    cache on. ``gradtape.capture``'s compiled replays use it.
+
+    The same ``source`` over the same namespace (the same objects, by identity, and the same
+    numbers, by value: ``repr``, so ``0.0`` and ``-0.0`` differ) returns the dispatcher made
+    the first time, from a cache of the last :data:`SOURCE_CACHE_SIZE` such functions in this
+    process: a second capture of the same step (a new :func:`gradtape.capture` of the same
+    model, an evaluation function captured again) skips numba's compile, about 0.3-1 s per
+    traced stretch. The dispatcher compiles each new argument signature once, as any kernel.
+    """
+    key = (name, source, _namespace_key(namespace))
+    with _SOURCE_LOCK:
+        hit = _SOURCE_CACHE.get(key)
+        if hit is not None:
+            _SOURCE_CACHE.move_to_end(key)
+            return hit
     code = compile(source, f"<generated {name}>", "exec")
     exec(code, namespace)
     jitted: Callable[..., Any] = numba.njit(cache=False, **_options(False, None))(namespace[name])
+    with _SOURCE_LOCK:
+        # the dispatcher's globals (``namespace``) hold the objects whose ids the key names,
+        # so an id in a cached key cannot be reused by another object while the entry lives
+        _SOURCE_CACHE[key] = jitted
+        while len(_SOURCE_CACHE) > SOURCE_CACHE_SIZE:
+            _SOURCE_CACHE.popitem(last=False)
     return jitted
+
+
+SOURCE_CACHE_SIZE = 256
+"""How many generated functions :func:`jit_source` keeps for reuse (least recently used out)."""
+
+_SOURCE_CACHE: OrderedDict[tuple[Any, ...], Callable[..., Any]] = OrderedDict()
+_SOURCE_LOCK = threading.Lock()
+
+
+def _namespace_key(namespace: dict[str, Any]) -> tuple[tuple[str, str, object], ...]:
+    """What a generated function's globals freeze into its code: numbers and strings by type
+    and ``repr``, every other object (kernels, numpy scalar types, helpers) by identity."""
+    out: list[tuple[str, str, object]] = []
+    for k, v in sorted(namespace.items()):
+        if k.startswith("__"):
+            continue
+        if type(v) in (float, int, bool, complex, str):
+            out.append((k, type(v).__name__, repr(v)))
+        else:
+            out.append((k, "id", id(v)))
+    return tuple(out)
 
 
 def _twin(fn: F, suffix: str) -> F:
