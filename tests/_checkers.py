@@ -119,7 +119,7 @@ def _fill_plugin_cache() -> None:
     """The first run with the plugin (:func:`plugin_programs_args`), in a subprocess: fills the
     plugin cache; its output is kept for the test that asks for that run."""
     args = plugin_programs_args()
-    cmd = [sys.executable, "-m", "mypy", *args, "--cache-dir", str(PLUGIN_CACHE)]
+    cmd = [sys.executable, "-m", "mypy", *args, "--show-traceback", "--cache-dir", str(PLUGIN_CACHE)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
     _prefetched[tuple(args)] = (proc.stdout, proc.stderr, proc.returncode)
 
